@@ -1,0 +1,99 @@
+/*
+ * seer_runtime.h -- the runtime's API for its host (the cffi extension and
+ * the C stress tests).  Models never include this file: they see seer.h only.
+ *
+ * One runtime holds B independent instances of one model that share one
+ * executor (and, for the parallel executor, one worker pool).  Buffers for
+ * actions and boundary outputs are allocated once, laid out
+ * [instance][agent][...], and written in place by the runtime.
+ *
+ * Every call returns a seer_status; after a failure seer_runtime_error()
+ * returns a message describing what went wrong (kept per runtime, valid until
+ * the next call on that runtime).  A runtime is used by one host thread at a
+ * time.
+ */
+#ifndef SEER_RUNTIME_H
+#define SEER_RUNTIME_H
+
+#include "seer.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct seer_runtime seer_runtime;
+
+typedef enum seer_executor {
+    SEER_EXECUTOR_SERIAL = 0,   /* the reference: one (time, key) queue per instance */
+    SEER_EXECUTOR_PARALLEL = 1  /* per-entity queues, lock-free inboxes, worker pool */
+} seer_executor;
+
+/* Buffers returned by seer_runtime_buffer. */
+typedef enum seer_buffer {
+    SEER_BUF_ACTIONS = 0,    /* [B][A][action_dim] int32 or float32 (host writes) */
+    SEER_BUF_OBS = 1,        /* [B][A][obs_dim] float32                            */
+    SEER_BUF_REWARD = 2,     /* [B][A] float32                                     */
+    SEER_BUF_TERMINATED = 3, /* [B][A] uint8                                       */
+    SEER_BUF_TRUNCATED = 4,  /* [B][A] uint8                                       */
+    SEER_BUF_ALIVE = 5,      /* [B][A] uint8: agent may act in the next step       */
+    SEER_BUF_INFO = 6,       /* [B][A][info_dim] float64                           */
+    SEER_BUF_ACTIVE = 7      /* [B][A] uint8: agent had outputs in the last call   */
+} seer_buffer;
+
+typedef struct seer_stats {
+    uint64_t events;        /* events handled since creation (all instances) */
+    uint64_t windows;       /* parallel windows (rounds) since creation      */
+    uint64_t steps;         /* step calls since creation                     */
+    uint64_t pool_refills;  /* event-pool refills inside the event loop      */
+    uint64_t pool_events;   /* event records allocated in total              */
+} seer_stats;
+
+/* Create a runtime.  `config` points to the model's configuration struct of
+ * `config_size` bytes; it is copied.  `threads` counts the calling thread
+ * (1 = no extra worker).  `max_cycles` > 0 truncates every agent after that
+ * many steps (0 = never).  On failure *out is NULL and err holds a message. */
+int seer_runtime_create(const seer_model *model, const void *config, size_t config_size,
+                        uint32_t num_instances, int executor, uint32_t threads,
+                        uint64_t max_cycles, seer_runtime **out, char *err, size_t errlen);
+/* Join the workers and free everything.  NULL is ignored. */
+void seer_runtime_destroy(seer_runtime *rt);
+
+const char *seer_runtime_error(const seer_runtime *rt);
+const seer_sizes *seer_runtime_sizes(const seer_runtime *rt);
+const char *seer_runtime_model_name(const seer_runtime *rt);
+uint32_t seer_runtime_num_instances(const seer_runtime *rt);
+uint32_t seer_runtime_threads(const seer_runtime *rt);
+int seer_runtime_executor(const seer_runtime *rt);
+void *seer_runtime_buffer(seer_runtime *rt, int which);
+
+/* Change the pool size (parallel executor; outputs do not depend on it). */
+int seer_runtime_set_threads(seer_runtime *rt, uint32_t threads);
+
+/* Reset the instances whose mask byte is non-zero (mask NULL = all) with
+ * seeds[i]; their outputs are the boundary outputs at t = 0. */
+int seer_runtime_reset(seer_runtime *rt, const uint64_t *seeds, const uint8_t *mask);
+
+/* Step the instances whose mask byte is non-zero (mask NULL = all) with the
+ * actions in SEER_BUF_ACTIONS.  Actions of agents that are not alive are
+ * ignored.  Every action of the stepped instances is validated before any
+ * state changes: on SEER_E_ACTION nothing has changed.  Box actions are
+ * clipped in place. */
+int seer_runtime_step(seer_runtime *rt, const uint8_t *mask);
+
+/* Per-instance queries, valid between calls. */
+int seer_runtime_step_index(const seer_runtime *rt, uint32_t instance, uint64_t *out);
+int seer_runtime_entity_events(const seer_runtime *rt, uint32_t instance, uint64_t *out);
+int seer_runtime_global_state(seer_runtime *rt, uint32_t instance, float *out);
+/* Copy entity states (num_entities * entity_size bytes) of one instance. */
+int seer_runtime_entity_states(const seer_runtime *rt, uint32_t instance, void *out);
+int seer_runtime_pending_events(const seer_runtime *rt, uint32_t instance, uint64_t *out);
+void seer_runtime_stats(const seer_runtime *rt, seer_stats *out);
+
+/* The per-entity stream seeding, exposed so independent ports can check it:
+ * fills s[4] with the xoshiro256** state of (seed, entity). */
+void seer_rng_seed_state(uint64_t seed, uint32_t entity, uint64_t s[4]);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SEER_RUNTIME_H */

@@ -1,0 +1,199 @@
+/* internal.h -- runtime internals shared by runtime.c and parallel.c. */
+#ifndef SEER_INTERNAL_H
+#define SEER_INTERNAL_H
+
+#include <pthread.h>
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "seer_runtime.h"
+#include "sync.h"
+
+#define SEER_ERRLEN 512
+#define SEER_KEY_SEQ_BITS 40
+#define SEER_MAX_ENTITIES (1u << 24) /* entity ids fill the key's top 24 bits */
+
+/* One event record.  `node` must stay first: inboxes link through it. */
+typedef struct seer_event {
+    seer_inbox_node node; /* inbox / free-list link */
+    seer_time time;
+    uint64_t key; /* source entity << 40 | source sequence */
+    uint32_t target;
+    uint32_t type;
+    uint32_t size;
+    uint32_t pad_;
+    alignas(16) unsigned char payload[];
+} seer_event;
+
+typedef struct seer_heap_entry {
+    seer_time time;
+    uint64_t key;
+    seer_event *ev;
+} seer_heap_entry;
+
+/* Binary min-heap on (time, key).  Single owner; grows geometrically and
+ * never shrinks, so after warm-up it does not allocate. */
+typedef struct seer_heap {
+    seer_heap_entry *a;
+    uint32_t n;
+    uint32_t cap;
+} seer_heap;
+
+/* Per-entity runtime record.  The inbox sits on its own cache line: other
+ * threads push into it while the owner works on the rest. */
+typedef struct seer_entity_rec {
+    seer_inbox inbox;
+    char pad0_[SEER_CACHE_LINE - sizeof(seer_inbox)];
+    seer_heap heap;  /* parallel executor: this entity's pending events */
+    uint64_t seq;    /* events this entity has scheduled since reset */
+    uint64_t events; /* events this entity has handled since reset */
+    uint64_t rng[4];
+} seer_entity_rec;
+
+typedef struct seer_inst {
+    uint64_t seed;
+    uint64_t step;       /* steps completed since reset */
+    int ready;           /* reset at least once */
+    seer_time t_next;    /* parallel: earliest pending time (window start) */
+    seer_time w_end;     /* parallel: current window end */
+    seer_time boundary;  /* end of the step being run */
+    int running;         /* parallel: window loop still active this step */
+    int resetting;       /* the current boundary is a reset's */
+    seer_heap heap;      /* serial executor: all pending events */
+    unsigned char *states;
+    unsigned char *snapshot;
+    unsigned char *idata;
+    seer_entity_rec *recs;
+} seer_inst;
+
+/* Event memory: per-thread free lists backed by a shared reserve. */
+typedef struct seer_event_pool {
+    seer_event *free;
+    uint64_t nfree;
+} seer_event_pool;
+
+struct seer_runtime;
+
+/* Per-thread state (the calling thread is worker 0). */
+typedef struct seer_worker {
+    alignas(SEER_CACHE_LINE) struct seer_runtime *rt;
+    uint32_t id;
+    uint32_t sense;
+    seer_event_pool pool;
+    double *local_min; /* [num_instances] earliest time this thread saw */
+    int err;           /* first error this thread hit in the current call */
+    char msg[SEER_ERRLEN];
+    uint64_t events;
+    uint64_t refills;
+    pthread_t thread;
+    int started;
+} seer_worker;
+
+enum seer_phase {
+    PHASE_NONE = 0,
+    PHASE_INIT,
+    PHASE_ACT,
+    PHASE_EVENT,
+    PHASE_BOUNDARY
+};
+
+struct seer_ctx {
+    struct seer_runtime *rt;
+    seer_inst *inst;
+    seer_worker *w;
+    seer_entity_rec *rec;
+    seer_time now;
+    uint32_t inst_idx;
+    uint32_t self;
+    int phase;
+    uint32_t cur_type; /* event type being handled (for messages) */
+};
+
+enum seer_job { JOB_NONE = 0, JOB_RESET, JOB_STEP, JOB_EXIT };
+
+struct seer_runtime {
+    const seer_model *model;
+    seer_sizes sz;
+    void *config;
+    uint32_t B;
+    int executor;
+    uint64_t max_cycles;
+    size_t event_stride;
+    size_t entity_stride;
+    size_t snapshot_stride;
+    size_t idata_stride;
+
+    seer_inst *inst;
+    /* host buffers */
+    void *actions;
+    float *obs;
+    float *reward;
+    uint8_t *terminated;
+    uint8_t *truncated;
+    uint8_t *alive;
+    uint8_t *active;
+    double *info;
+
+    /* event reserve shared by all workers (mutex: slow path only) */
+    pthread_mutex_t reserve_lock;
+    seer_event *reserve;
+    uint64_t reserve_n;
+    void **chunks;
+    size_t nchunks, chunks_cap;
+    uint64_t pool_events;
+
+    /* worker pool */
+    uint32_t nthreads; /* team size including the caller */
+    seer_worker *workers;
+    pthread_mutex_t wake_lock;
+    pthread_cond_t wake_cond;
+    _Atomic uint64_t job_gen;
+    int job;
+    seer_barrier barrier;
+
+    /* current parallel call */
+    uint32_t *sel;   /* selected instance indices */
+    uint32_t nsel;
+    seer_worklist wl;
+    int any_running;
+    _Atomic int abort_code;
+    int resetting;
+
+    /* statistics */
+    uint64_t events_total;
+    uint64_t windows_total;
+    uint64_t steps_total;
+    uint64_t refills_total;
+
+    char err[SEER_ERRLEN];
+};
+
+/* runtime.c */
+void seer_fail(seer_runtime *rt, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+seer_event *seer_event_alloc(seer_worker *w);
+void seer_event_free(seer_worker *w, seer_event *ev);
+int seer_heap_push(seer_heap *h, seer_event *ev);
+seer_event *seer_heap_pop(seer_heap *h);
+void seer_ctx_setup(seer_ctx *c, seer_runtime *rt, seer_worker *w, uint32_t inst, int phase);
+int seer_after_handler(seer_ctx *c, int rc, const char *what);
+void seer_clear_entity(seer_worker *w, seer_inst *in, uint32_t e, uint64_t seed);
+int seer_init_entity(seer_worker *w, uint32_t inst, uint32_t e);
+int seer_act_agent(seer_worker *w, uint32_t inst, uint32_t a);
+void seer_boundary_instance(seer_worker *w, uint32_t inst);
+void seer_observe_agent(seer_worker *w, uint32_t inst, uint32_t a);
+void seer_publish_entity(seer_worker *w, uint32_t inst, uint32_t e);
+void seer_finish_instance(seer_runtime *rt, uint32_t inst);
+
+/* parallel.c */
+int seer_pool_start(seer_runtime *rt, uint32_t threads);
+void seer_pool_stop(seer_runtime *rt);
+int seer_parallel_run(seer_runtime *rt, int job);
+
+static inline seer_time seer_heap_top_time(const seer_heap *h)
+{
+    return h->n ? h->a[0].time : __builtin_inf();
+}
+
+#endif /* SEER_INTERNAL_H */

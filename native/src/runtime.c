@@ -1,0 +1,1116 @@
+/*
+ * runtime.c -- the runtime core: API, contexts, RNG, event memory, the
+ * per-phase operations both executors share, and the serial reference
+ * executor.  parallel.c adds the worker pool and the parallel executor.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* ---- errors ---------------------------------------------------------- */
+
+void seer_fail(seer_runtime *rt, int code, const char *fmt, ...)
+{
+    (void)code;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(rt->err, sizeof rt->err, fmt, ap);
+    va_end(ap);
+}
+
+static int fail_buf(char *err, size_t errlen, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int fail_buf(char *err, size_t errlen, int code, const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return code;
+}
+
+/* Record the first error of this worker in the current call. */
+static void worker_error(seer_worker *w, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void worker_error(seer_worker *w, int code, const char *fmt, ...)
+{
+    if (w->err)
+        return;
+    w->err = code;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(w->msg, sizeof w->msg, fmt, ap);
+    va_end(ap);
+}
+
+static const char *event_name(const seer_model *m, uint32_t type)
+{
+    if (m->event_names && type < m->event_type_count && m->event_names[type])
+        return m->event_names[type];
+    return "?";
+}
+
+/* ---- RNG: splitmix64 seeding, xoshiro256** streams ---------------------- */
+
+static inline uint64_t splitmix64_next(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+void seer_rng_seed_state(uint64_t seed, uint32_t entity, uint64_t s[4])
+{
+    /* One splitmix64 output keyed by (seed, entity) starts the stream's
+     * own splitmix64 sequence, which fills the four state words. */
+    uint64_t x = seed ^ (0xD1B54A32D192ED03ull * ((uint64_t)entity + 1u));
+    uint64_t sm = splitmix64_next(&x);
+    for (int i = 0; i < 4; i++)
+        s[i] = splitmix64_next(&sm);
+    if (!(s[0] | s[1] | s[2] | s[3]))
+        s[0] = 1;
+}
+
+static inline uint64_t rotl64(uint64_t x, int k)
+{
+    return (x << k) | (x >> (64 - k));
+}
+
+static inline uint64_t xoshiro_next(uint64_t s[4])
+{
+    const uint64_t result = rotl64(s[1] * 5, 7) * 9;
+    const uint64_t t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl64(s[3], 45);
+    return result;
+}
+
+uint64_t seer_rng_u64(seer_ctx *ctx)
+{
+    return xoshiro_next(ctx->rec->rng);
+}
+
+double seer_rng_uniform(seer_ctx *ctx)
+{
+    return ((double)(xoshiro_next(ctx->rec->rng) >> 11) + 0.5) * 0x1.0p-53;
+}
+
+double seer_rng_exponential(seer_ctx *ctx, double mean)
+{
+    return -mean * log(seer_rng_uniform(ctx));
+}
+
+uint32_t seer_rng_below(seer_ctx *ctx, uint32_t n)
+{
+    return (uint32_t)(((xoshiro_next(ctx->rec->rng) >> 32) * (uint64_t)n) >> 32);
+}
+
+/* ---- event memory -------------------------------------------------------- */
+
+#define POOL_BATCH 256u
+#define POOL_CHUNK 4096u
+
+/* Take up to `want` events from the shared reserve (allocating a chunk when
+ * it is empty).  Slow path: a mutex and, rarely, malloc. */
+static int pool_take(seer_runtime *rt, seer_worker *w, uint64_t want)
+{
+    pthread_mutex_lock(&rt->reserve_lock);
+    if (rt->reserve_n < want) {
+        uint64_t n = want > POOL_CHUNK ? want : POOL_CHUNK;
+        if (rt->nchunks == rt->chunks_cap) {
+            size_t cap = rt->chunks_cap ? rt->chunks_cap * 2 : 16;
+            void **c = realloc(rt->chunks, cap * sizeof *c);
+            if (!c) {
+                pthread_mutex_unlock(&rt->reserve_lock);
+                return SEER_E_NOMEM;
+            }
+            rt->chunks = c;
+            rt->chunks_cap = cap;
+        }
+        unsigned char *mem = malloc(n * rt->event_stride);
+        if (!mem) {
+            pthread_mutex_unlock(&rt->reserve_lock);
+            return SEER_E_NOMEM;
+        }
+        rt->chunks[rt->nchunks++] = mem;
+        rt->pool_events += n;
+        for (uint64_t i = 0; i < n; i++) {
+            seer_event *ev = (seer_event *)(void *)(mem + i * rt->event_stride);
+            ev->node.next = &rt->reserve->node;
+            rt->reserve = ev;
+        }
+        rt->reserve_n += n;
+    }
+    for (uint64_t i = 0; i < want; i++) {
+        seer_event *ev = rt->reserve;
+        rt->reserve = (seer_event *)(void *)ev->node.next;
+        ev->node.next = &w->pool.free->node;
+        w->pool.free = ev;
+    }
+    rt->reserve_n -= want;
+    w->pool.nfree += want;
+    pthread_mutex_unlock(&rt->reserve_lock);
+    return SEER_OK;
+}
+
+/* Give events beyond `keep` back to the reserve. */
+static void pool_give(seer_runtime *rt, seer_worker *w, uint64_t keep)
+{
+    if (w->pool.nfree <= keep)
+        return;
+    pthread_mutex_lock(&rt->reserve_lock);
+    while (w->pool.nfree > keep) {
+        seer_event *ev = w->pool.free;
+        w->pool.free = (seer_event *)(void *)ev->node.next;
+        ev->node.next = &rt->reserve->node;
+        rt->reserve = ev;
+        rt->reserve_n++;
+        w->pool.nfree--;
+    }
+    pthread_mutex_unlock(&rt->reserve_lock);
+}
+
+/* Outside the event loop: bring a worker's free list into [lo, hi]. */
+void seer_pool_balance(seer_worker *w, uint64_t lo, uint64_t hi);
+void seer_pool_balance(seer_worker *w, uint64_t lo, uint64_t hi)
+{
+    if (w->pool.nfree < lo)
+        (void)pool_take(w->rt, w, lo - w->pool.nfree);
+    else if (w->pool.nfree > hi)
+        pool_give(w->rt, w, hi);
+}
+
+seer_event *seer_event_alloc(seer_worker *w)
+{
+    if (__builtin_expect(w->pool.free == NULL, 0)) {
+        w->refills++;
+        if (pool_take(w->rt, w, POOL_BATCH) != SEER_OK)
+            return NULL;
+    }
+    seer_event *ev = w->pool.free;
+    w->pool.free = (seer_event *)(void *)ev->node.next;
+    w->pool.nfree--;
+    return ev;
+}
+
+void seer_event_free(seer_worker *w, seer_event *ev)
+{
+    ev->node.next = &w->pool.free->node;
+    w->pool.free = ev;
+    w->pool.nfree++;
+}
+
+/* ---- binary heap on (time, key) ----------------------------------------- */
+
+static inline int entry_less(const seer_heap_entry *a, const seer_heap_entry *b)
+{
+    return a->time < b->time || (a->time == b->time && a->key < b->key);
+}
+
+static int heap_reserve(seer_heap *h, uint32_t cap)
+{
+    if (cap <= h->cap)
+        return SEER_OK;
+    seer_heap_entry *a = realloc(h->a, (size_t)cap * sizeof *a);
+    if (!a)
+        return SEER_E_NOMEM;
+    h->a = a;
+    h->cap = cap;
+    return SEER_OK;
+}
+
+int seer_heap_push(seer_heap *h, seer_event *ev)
+{
+    if (__builtin_expect(h->n == h->cap, 0)) {
+        if (heap_reserve(h, h->cap ? h->cap * 2 : 16) != SEER_OK)
+            return SEER_E_NOMEM;
+    }
+    seer_heap_entry e = {ev->time, ev->key, ev};
+    uint32_t i = h->n++;
+    seer_heap_entry *a = h->a;
+    while (i > 0) {
+        uint32_t p = (i - 1) >> 1;
+        if (!entry_less(&e, &a[p]))
+            break;
+        a[i] = a[p];
+        i = p;
+    }
+    a[i] = e;
+    return SEER_OK;
+}
+
+seer_event *seer_heap_pop(seer_heap *h)
+{
+    seer_heap_entry *a = h->a;
+    seer_event *top = a[0].ev;
+    uint32_t n = --h->n;
+    if (n == 0)
+        return top;
+    seer_heap_entry last = a[n];
+    uint32_t i = 0;
+    for (;;) {
+        uint32_t c = 2 * i + 1;
+        if (c >= n)
+            break;
+        if (c + 1 < n && entry_less(&a[c + 1], &a[c]))
+            c++;
+        if (!entry_less(&a[c], &last))
+            break;
+        a[i] = a[c];
+        i = c;
+    }
+    a[i] = last;
+    return top;
+}
+
+/* ---- contexts and accessors --------------------------------------------- */
+
+void seer_ctx_setup(seer_ctx *c, seer_runtime *rt, seer_worker *w, uint32_t inst, int phase)
+{
+    c->rt = rt;
+    c->inst = &rt->inst[inst];
+    c->w = w;
+    c->rec = NULL;
+    c->now = 0.0;
+    c->inst_idx = inst;
+    c->self = 0;
+    c->phase = phase;
+    c->cur_type = UINT32_MAX;
+}
+
+static inline void ctx_entity(seer_ctx *c, uint32_t e)
+{
+    c->self = e;
+    c->rec = &c->inst->recs[e];
+}
+
+static inline void *entity_state(seer_runtime *rt, seer_inst *in, uint32_t e)
+{
+    return in->states + (size_t)e * rt->entity_stride;
+}
+
+seer_time seer_now(const seer_ctx *ctx) { return ctx->now; }
+uint32_t seer_self(const seer_ctx *ctx) { return ctx->self; }
+uint32_t seer_instance(const seer_ctx *ctx) { return ctx->inst_idx; }
+uint64_t seer_step_index(const seer_ctx *ctx) { return ctx->inst->step; }
+uint64_t seer_seed(const seer_ctx *ctx) { return ctx->inst->seed; }
+const void *seer_config(const seer_ctx *ctx) { return ctx->rt->config; }
+const seer_sizes *seer_model_sizes(const seer_ctx *ctx) { return &ctx->rt->sz; }
+const void *seer_instance_data(const seer_ctx *ctx) { return ctx->inst->idata; }
+
+const void *seer_snapshot(const seer_ctx *ctx, uint32_t entity)
+{
+    if (entity >= ctx->rt->sz.num_entities)
+        return NULL;
+    return ctx->inst->snapshot + (size_t)entity * ctx->rt->snapshot_stride;
+}
+
+const void *seer_entity_state(const seer_ctx *ctx, uint32_t entity)
+{
+    if (ctx->phase != PHASE_BOUNDARY || entity >= ctx->rt->sz.num_entities)
+        return NULL;
+    return entity_state(ctx->rt, ctx->inst, entity);
+}
+
+int seer_agent_alive(const seer_ctx *ctx, uint32_t agent)
+{
+    if (agent >= ctx->rt->sz.num_agents)
+        return 0;
+    return ctx->rt->alive[(size_t)ctx->inst_idx * ctx->rt->sz.num_agents + agent] != 0;
+}
+
+uint64_t seer_entity_events(const seer_ctx *ctx, uint32_t entity)
+{
+    if (ctx->phase != PHASE_BOUNDARY || entity >= ctx->rt->sz.num_entities)
+        return 0;
+    return ctx->inst->recs[entity].events;
+}
+
+static const char *phase_name(int phase)
+{
+    switch (phase) {
+    case PHASE_INIT: return "init";
+    case PHASE_ACT: return "act";
+    case PHASE_EVENT: return "handle";
+    case PHASE_BOUNDARY: return "boundary";
+    default: return "none";
+    }
+}
+
+static int schedule_violation(seer_ctx *c, int code, uint32_t target, seer_time t,
+                              uint32_t type, uint32_t size)
+{
+    seer_runtime *rt = c->rt;
+    const seer_model *m = rt->model;
+    char during[96];
+    if (c->phase == PHASE_EVENT)
+        snprintf(during, sizeof during, "handling event type %u (%s) at t=%.17g",
+                 c->cur_type, event_name(m, c->cur_type), c->now);
+    else
+        snprintf(during, sizeof during, "in %s at t=%.17g", phase_name(c->phase), c->now);
+    const char *what;
+    char detail[160];
+    switch (code) {
+    case SEER_E_PAST:
+        what = "time in the past";
+        snprintf(detail, sizeof detail, "t=%.17g < now=%.17g", t, c->now);
+        break;
+    case SEER_E_LOOKAHEAD:
+        what = "cross-entity event inside the lookahead";
+        snprintf(detail, sizeof detail, "t=%.17g < now + lookahead = %.17g + %.17g", t,
+                 c->now, rt->sz.lookahead);
+        break;
+    case SEER_E_TARGET:
+        what = "unknown target entity";
+        snprintf(detail, sizeof detail, "target %u >= num_entities %u (t=%.17g, now=%.17g)",
+                 target, rt->sz.num_entities, t, c->now);
+        break;
+    case SEER_E_PAYLOAD:
+        what = "payload too large";
+        snprintf(detail, sizeof detail, "%u bytes > payload_size %u (t=%.17g, now=%.17g)",
+                 size, rt->sz.payload_size, t, c->now);
+        break;
+    case SEER_E_TIME:
+        what = "non-finite event time";
+        snprintf(detail, sizeof detail, "t=%g (now=%.17g)", t, c->now);
+        break;
+    default:
+        what = "schedule outside init/act/handle";
+        snprintf(detail, sizeof detail, "t=%.17g, now=%.17g", t, c->now);
+        break;
+    }
+    worker_error(c->w, code,
+                 "contract violation (%s) in model '%s': entity %u of instance %u, %s, "
+                 "scheduled event type %u (%s) for entity %u: %s",
+                 what, m->name, c->self, c->inst_idx, during, type, event_name(m, type),
+                 target, detail);
+    return code;
+}
+
+int seer_schedule(seer_ctx *c, uint32_t target, seer_time t, uint32_t type,
+                  const void *payload, uint32_t size)
+{
+    seer_runtime *rt = c->rt;
+    int code = SEER_OK;
+    if (c->phase != PHASE_INIT && c->phase != PHASE_ACT && c->phase != PHASE_EVENT)
+        code = SEER_E_PHASE;
+    else if (!isfinite(t))
+        code = SEER_E_TIME;
+    else if (target >= rt->sz.num_entities)
+        code = SEER_E_TARGET;
+    else if (size > rt->sz.payload_size)
+        code = SEER_E_PAYLOAD;
+    else if (t < c->now)
+        code = SEER_E_PAST;
+    else if (target != c->self && t < c->now + rt->sz.lookahead)
+        code = SEER_E_LOOKAHEAD;
+    if (__builtin_expect(code != SEER_OK, 0))
+        return schedule_violation(c, code, target, t, type, size);
+
+    seer_event *ev = seer_event_alloc(c->w);
+    if (!ev) {
+        worker_error(c->w, SEER_E_NOMEM, "out of memory for events (model '%s')",
+                     rt->model->name);
+        return SEER_E_NOMEM;
+    }
+    ev->time = t;
+    ev->key = ((uint64_t)c->self << SEER_KEY_SEQ_BITS) | c->rec->seq++;
+    ev->target = target;
+    ev->type = type;
+    ev->size = size;
+    if (size)
+        memcpy(ev->payload, payload, size);
+
+    int rc;
+    if (rt->executor == SEER_EXECUTOR_SERIAL) {
+        rc = seer_heap_push(&c->inst->heap, ev);
+    } else if (target == c->self) {
+        rc = seer_heap_push(&c->rec->heap, ev);
+    } else {
+        seer_inbox_push_mp(&c->inst->recs[target].inbox, &ev->node);
+        double *m = &c->w->local_min[c->inst_idx];
+        if (t < *m)
+            *m = t;
+        rc = SEER_OK;
+    }
+    if (rc != SEER_OK) {
+        seer_event_free(c->w, ev);
+        worker_error(c->w, rc, "out of memory for the event queue (model '%s')",
+                     rt->model->name);
+    }
+    return rc;
+}
+
+/* After every handler: turn a non-zero return into an error. */
+int seer_after_handler(seer_ctx *c, int rc, const char *what)
+{
+    if (__builtin_expect(rc != 0, 0) && !c->w->err) {
+        worker_error(c->w, SEER_E_MODEL,
+                     "model '%s': %s handler for entity %u of instance %u returned %d "
+                     "at t=%.17g",
+                     c->rt->model->name, what, c->self, c->inst_idx, rc, c->now);
+    }
+    return c->w->err;
+}
+
+/* ---- per-phase operations (shared by both executors) ---------------------- */
+
+static void free_event_list(seer_worker *w, seer_inbox_node *n)
+{
+    while (n) {
+        seer_inbox_node *next = n->next;
+        seer_event_free(w, (seer_event *)(void *)n);
+        n = next;
+    }
+}
+
+/* Drop an entity's pending events and reseed it (state zeroed by caller). */
+void seer_clear_entity(seer_worker *w, seer_inst *in, uint32_t e, uint64_t seed)
+{
+    seer_entity_rec *r = &in->recs[e];
+    free_event_list(w, seer_inbox_drain_sc(&r->inbox));
+    for (uint32_t i = 0; i < r->heap.n; i++)
+        seer_event_free(w, r->heap.a[i].ev);
+    r->heap.n = 0;
+    r->seq = 0;
+    r->events = 0;
+    seer_rng_seed_state(seed, e, r->rng);
+    seer_runtime *rt = w->rt;
+    memset(entity_state(rt, in, e), 0, rt->sz.entity_size);
+    memset(in->snapshot + (size_t)e * rt->snapshot_stride, 0, rt->sz.snapshot_size);
+}
+
+int seer_init_entity(seer_worker *w, uint32_t inst, uint32_t e)
+{
+    seer_runtime *rt = w->rt;
+    seer_ctx c;
+    seer_ctx_setup(&c, rt, w, inst, PHASE_INIT);
+    ctx_entity(&c, e);
+    int rc = rt->model->init ? rt->model->init(&c, entity_state(rt, c.inst, e)) : 0;
+    return seer_after_handler(&c, rc, "init");
+}
+
+int seer_act_agent(seer_worker *w, uint32_t inst, uint32_t a)
+{
+    seer_runtime *rt = w->rt;
+    size_t A = rt->sz.num_agents;
+    if (!rt->alive[inst * A + a] || !rt->model->act)
+        return SEER_OK;
+    seer_ctx c;
+    seer_ctx_setup(&c, rt, w, inst, PHASE_ACT);
+    ctx_entity(&c, a);
+    c.now = (seer_time)c.inst->step * rt->sz.step_duration;
+    const unsigned char *act = (const unsigned char *)rt->actions +
+                               ((size_t)inst * A + a) * rt->sz.action_dim * 4u;
+    int rc = rt->model->act(&c, entity_state(rt, c.inst, a), act);
+    return seer_after_handler(&c, rc, "act");
+}
+
+void seer_boundary_instance(seer_worker *w, uint32_t inst)
+{
+    seer_runtime *rt = w->rt;
+    if (!rt->model->boundary)
+        return;
+    seer_ctx c;
+    seer_ctx_setup(&c, rt, w, inst, PHASE_BOUNDARY);
+    c.now = c.inst->boundary;
+    rt->model->boundary(&c, c.inst->idata);
+}
+
+void seer_observe_agent(seer_worker *w, uint32_t inst, uint32_t a)
+{
+    seer_runtime *rt = w->rt;
+    const seer_sizes *sz = &rt->sz;
+    size_t i = (size_t)inst * sz->num_agents + a;
+    seer_output out = {
+        .obs = rt->obs + i * sz->obs_dim,
+        .reward = rt->reward + i,
+        .terminated = rt->terminated + i,
+        .truncated = rt->truncated + i,
+        .info = rt->info + i * sz->info_dim,
+    };
+    memset(out.obs, 0, sz->obs_dim * sizeof(float));
+    memset(out.info, 0, sz->info_dim * sizeof(double));
+    *out.reward = 0.0f;
+    *out.terminated = 0;
+    *out.truncated = 0;
+    if (!rt->alive[i]) {
+        rt->active[i] = 0;
+        return;
+    }
+    seer_ctx c;
+    seer_ctx_setup(&c, rt, w, inst, PHASE_BOUNDARY);
+    ctx_entity(&c, a);
+    c.now = c.inst->boundary;
+    rt->model->observe(&c, a, &out);
+    *out.terminated = *out.terminated ? 1 : 0;
+    *out.truncated = *out.truncated ? 1 : 0;
+    if (c.inst->resetting) {
+        *out.reward = 0.0f;
+        *out.terminated = 0;
+        *out.truncated = 0;
+    } else if (rt->max_cycles && c.inst->step + 1 >= rt->max_cycles) {
+        *out.truncated = 1;
+    }
+    rt->active[i] = 1;
+}
+
+void seer_publish_entity(seer_worker *w, uint32_t inst, uint32_t e)
+{
+    seer_runtime *rt = w->rt;
+    seer_inst *in = &rt->inst[inst];
+    if (rt->model->publish && rt->sz.snapshot_size) {
+        seer_ctx c;
+        seer_ctx_setup(&c, rt, w, inst, PHASE_BOUNDARY);
+        ctx_entity(&c, e);
+        c.now = in->boundary;
+        rt->model->publish(&c, entity_state(rt, in, e),
+                           in->snapshot + (size_t)e * rt->snapshot_stride);
+    }
+    if (e < rt->sz.num_agents) {
+        size_t i = (size_t)inst * rt->sz.num_agents + e;
+        if (rt->terminated[i] || rt->truncated[i])
+            rt->alive[i] = 0;
+    }
+}
+
+void seer_finish_instance(seer_runtime *rt, uint32_t inst)
+{
+    seer_inst *in = &rt->inst[inst];
+    if (!in->resetting)
+        in->step++;
+    in->resetting = 0;
+}
+
+/* ---- serial reference executor ------------------------------------------ */
+
+static int serial_fail(seer_runtime *rt, seer_worker *w)
+{
+    int code = w->err;
+    memcpy(rt->err, w->msg, sizeof rt->err);
+    w->err = 0;
+    return code;
+}
+
+static void serial_boundary(seer_runtime *rt, seer_worker *w, uint32_t i)
+{
+    seer_boundary_instance(w, i);
+    for (uint32_t a = 0; a < rt->sz.num_agents; a++)
+        seer_observe_agent(w, i, a);
+    for (uint32_t e = 0; e < rt->sz.num_entities; e++)
+        seer_publish_entity(w, i, e);
+    seer_finish_instance(rt, i);
+}
+
+static int serial_reset(seer_runtime *rt, uint32_t i)
+{
+    seer_worker *w = &rt->workers[0];
+    seer_inst *in = &rt->inst[i];
+    for (uint32_t k = 0; k < in->heap.n; k++)
+        seer_event_free(w, in->heap.a[k].ev);
+    in->heap.n = 0;
+    for (uint32_t e = 0; e < rt->sz.num_entities; e++)
+        seer_clear_entity(w, in, e, in->seed);
+    for (uint32_t e = 0; e < rt->sz.num_entities; e++)
+        if (seer_init_entity(w, i, e))
+            return serial_fail(rt, w);
+    serial_boundary(rt, w, i);
+    return SEER_OK;
+}
+
+static int serial_step(seer_runtime *rt, uint32_t i)
+{
+    seer_worker *w = &rt->workers[0];
+    seer_inst *in = &rt->inst[i];
+    for (uint32_t a = 0; a < rt->sz.num_agents; a++)
+        if (seer_act_agent(w, i, a))
+            return serial_fail(rt, w);
+
+    const seer_model *m = rt->model;
+    seer_ctx c;
+    seer_ctx_setup(&c, rt, w, i, PHASE_EVENT);
+    seer_heap *h = &in->heap;
+    const seer_time bnd = in->boundary;
+    uint64_t n = 0;
+    while (h->n && h->a[0].time < bnd) {
+        seer_event *ev = seer_heap_pop(h);
+        ctx_entity(&c, ev->target);
+        c.now = ev->time;
+        c.cur_type = ev->type;
+        int rc = m->handle(&c, entity_state(rt, in, ev->target), ev->type, ev->payload,
+                           ev->size);
+        c.rec->events++;
+        n++;
+        seer_event_free(w, ev);
+        if (__builtin_expect(rc != 0 || w->err != 0, 0)) {
+            seer_after_handler(&c, rc, "event");
+            rt->events_total += n;
+            return serial_fail(rt, w);
+        }
+    }
+    rt->events_total += n;
+    serial_boundary(rt, w, i);
+    return SEER_OK;
+}
+
+/* ---- API ------------------------------------------------------------------ */
+
+static size_t round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
+
+static int check_sizes(const seer_model *m, const seer_sizes *s, char *err, size_t errlen)
+{
+    const char *n = m->name;
+    if (s->num_entities == 0 || s->num_entities > SEER_MAX_ENTITIES)
+        return fail_buf(err, errlen, SEER_E_CONFIG,
+                        "model '%s': num_entities=%u must be in [1, %u]", n, s->num_entities,
+                        SEER_MAX_ENTITIES);
+    if (s->num_agents == 0 || s->num_agents > s->num_entities)
+        return fail_buf(err, errlen, SEER_E_CONFIG,
+                        "model '%s': num_agents=%u must be in [1, num_entities=%u]", n,
+                        s->num_agents, s->num_entities);
+    if (!(s->lookahead >= 0.0) || !isfinite(s->lookahead))
+        return fail_buf(err, errlen, SEER_E_CONFIG,
+                        "model '%s': lookahead=%g must be finite and >= 0", n, s->lookahead);
+    if (!(s->step_duration > 0.0) || !isfinite(s->step_duration))
+        return fail_buf(err, errlen, SEER_E_CONFIG,
+                        "model '%s': step_duration=%g must be finite and > 0", n,
+                        s->step_duration);
+    if (s->action_kind == SEER_ACTION_DISCRETE) {
+        if (s->action_dim != 1 || s->action_n < 1)
+            return fail_buf(err, errlen, SEER_E_CONFIG,
+                            "model '%s': discrete actions need action_dim=1 and action_n>=1",
+                            n);
+    } else if (s->action_kind == SEER_ACTION_BOX) {
+        if (s->action_dim < 1 || !(s->action_low <= s->action_high))
+            return fail_buf(err, errlen, SEER_E_CONFIG,
+                            "model '%s': box actions need action_dim>=1 and low<=high", n);
+    } else {
+        return fail_buf(err, errlen, SEER_E_CONFIG, "model '%s': unknown action kind %d", n,
+                        (int)s->action_kind);
+    }
+    return SEER_OK;
+}
+
+static void *xcalloc(size_t n, size_t size, int *ok)
+{
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    if (!p)
+        *ok = 0;
+    return p;
+}
+
+int seer_runtime_create(const seer_model *model, const void *config, size_t config_size,
+                        uint32_t num_instances, int executor, uint32_t threads,
+                        uint64_t max_cycles, seer_runtime **out, char *err, size_t errlen)
+{
+    if (!out)
+        return fail_buf(err, errlen, SEER_E_ARG, "out must not be NULL");
+    *out = NULL;
+    if (!model || !model->describe || !model->handle || !model->observe)
+        return fail_buf(err, errlen, SEER_E_ARG,
+                        "model table incomplete (describe, handle and observe are required)");
+    if (config_size != model->config_size || (config_size && !config))
+        return fail_buf(err, errlen, SEER_E_ARG,
+                        "model '%s': config size %zu does not match the model's %zu",
+                        model->name, config_size, model->config_size);
+    if (num_instances == 0)
+        return fail_buf(err, errlen, SEER_E_ARG, "num_instances must be >= 1");
+    if (executor != SEER_EXECUTOR_SERIAL && executor != SEER_EXECUTOR_PARALLEL)
+        return fail_buf(err, errlen, SEER_E_ARG, "unknown executor %d", executor);
+    if (threads == 0 || threads > 1024)
+        return fail_buf(err, errlen, SEER_E_ARG, "threads=%u must be in [1, 1024]", threads);
+
+    seer_sizes sz;
+    memset(&sz, 0, sizeof sz);
+    char mmsg[SEER_ERRLEN] = "";
+    int rc = model->describe(config, &sz, mmsg, sizeof mmsg);
+    if (rc != SEER_OK)
+        return fail_buf(err, errlen, SEER_E_CONFIG, "%s", mmsg[0] ? mmsg : "invalid config");
+    rc = check_sizes(model, &sz, err, errlen);
+    if (rc != SEER_OK)
+        return rc;
+    if (executor == SEER_EXECUTOR_PARALLEL && !(sz.lookahead > 0.0))
+        return fail_buf(err, errlen, SEER_E_EXECUTOR,
+                        "model '%s' has lookahead 0: the parallel executor needs L > 0 to "
+                        "find independent events; use executor='serial'",
+                        model->name);
+
+    seer_runtime *rt = calloc(1, sizeof *rt);
+    if (!rt)
+        return fail_buf(err, errlen, SEER_E_NOMEM, "out of memory");
+    int ok = 1;
+    rt->model = model;
+    rt->sz = sz;
+    rt->B = num_instances;
+    rt->executor = executor;
+    rt->max_cycles = max_cycles;
+    rt->config = xcalloc(1, config_size, &ok);
+    if (ok && config_size)
+        memcpy(rt->config, config, config_size);
+    rt->event_stride = round_up(sizeof(seer_event) + sz.payload_size, 16);
+    rt->entity_stride = round_up(sz.entity_size ? sz.entity_size : 1, 16);
+    rt->snapshot_stride = round_up(sz.snapshot_size ? sz.snapshot_size : 1, 16);
+    rt->idata_stride = round_up(sz.instance_size ? sz.instance_size : 1, 16);
+    pthread_mutex_init(&rt->reserve_lock, NULL);
+    pthread_mutex_init(&rt->wake_lock, NULL);
+    pthread_cond_init(&rt->wake_cond, NULL);
+    atomic_init(&rt->job_gen, 0);
+    atomic_init(&rt->abort_code, 0);
+
+    size_t B = num_instances, A = sz.num_agents, N = sz.num_entities;
+    rt->inst = xcalloc(B, sizeof *rt->inst, &ok);
+    rt->actions = xcalloc(B * A * sz.action_dim, 4, &ok);
+    rt->obs = xcalloc(B * A * (sz.obs_dim ? sz.obs_dim : 1), sizeof(float), &ok);
+    rt->reward = xcalloc(B * A, sizeof(float), &ok);
+    rt->terminated = xcalloc(B * A, 1, &ok);
+    rt->truncated = xcalloc(B * A, 1, &ok);
+    rt->alive = xcalloc(B * A, 1, &ok);
+    rt->active = xcalloc(B * A, 1, &ok);
+    rt->info = xcalloc(B * A * (sz.info_dim ? sz.info_dim : 1), sizeof(double), &ok);
+    rt->sel = xcalloc(B, sizeof *rt->sel, &ok);
+    for (size_t i = 0; ok && i < B; i++) {
+        seer_inst *in = &rt->inst[i];
+        in->states = aligned_alloc(64, round_up(N * rt->entity_stride, 64));
+        in->snapshot = aligned_alloc(64, round_up(N * rt->snapshot_stride, 64));
+        in->idata = aligned_alloc(64, round_up(rt->idata_stride, 64));
+        in->recs = aligned_alloc(64, N * sizeof(seer_entity_rec));
+        if (!in->states || !in->snapshot || !in->idata || !in->recs) {
+            ok = 0;
+            break;
+        }
+        memset(in->states, 0, N * rt->entity_stride);
+        memset(in->snapshot, 0, N * rt->snapshot_stride);
+        memset(in->idata, 0, rt->idata_stride);
+        memset(in->recs, 0, N * sizeof(seer_entity_rec));
+        for (size_t e = 0; e < N; e++)
+            seer_inbox_init(&in->recs[e].inbox);
+    }
+    if (ok && seer_pool_start(rt, executor == SEER_EXECUTOR_SERIAL ? 1 : threads) != SEER_OK)
+        ok = 0;
+    if (!ok) {
+        seer_runtime_destroy(rt);
+        return fail_buf(err, errlen, SEER_E_NOMEM, "out of memory creating the runtime");
+    }
+    *out = rt;
+    return SEER_OK;
+}
+
+void seer_runtime_destroy(seer_runtime *rt)
+{
+    if (!rt)
+        return;
+    seer_pool_stop(rt);
+    if (rt->inst) {
+        for (uint32_t i = 0; i < rt->B; i++) {
+            seer_inst *in = &rt->inst[i];
+            free(in->heap.a);
+            if (in->recs)
+                for (uint32_t e = 0; e < rt->sz.num_entities; e++)
+                    free(in->recs[e].heap.a);
+            free(in->states);
+            free(in->snapshot);
+            free(in->idata);
+            free(in->recs);
+        }
+    }
+    for (size_t k = 0; k < rt->nchunks; k++)
+        free(rt->chunks[k]);
+    free(rt->chunks);
+    free(rt->inst);
+    free(rt->actions);
+    free(rt->obs);
+    free(rt->reward);
+    free(rt->terminated);
+    free(rt->truncated);
+    free(rt->alive);
+    free(rt->active);
+    free(rt->info);
+    free(rt->sel);
+    free(rt->config);
+    pthread_mutex_destroy(&rt->reserve_lock);
+    pthread_mutex_destroy(&rt->wake_lock);
+    pthread_cond_destroy(&rt->wake_cond);
+    free(rt);
+}
+
+const char *seer_runtime_error(const seer_runtime *rt) { return rt ? rt->err : "no runtime"; }
+const seer_sizes *seer_runtime_sizes(const seer_runtime *rt) { return &rt->sz; }
+const char *seer_runtime_model_name(const seer_runtime *rt) { return rt->model->name; }
+uint32_t seer_runtime_num_instances(const seer_runtime *rt) { return rt->B; }
+uint32_t seer_runtime_threads(const seer_runtime *rt) { return rt->nthreads; }
+int seer_runtime_executor(const seer_runtime *rt) { return rt->executor; }
+
+void *seer_runtime_buffer(seer_runtime *rt, int which)
+{
+    switch (which) {
+    case SEER_BUF_ACTIONS: return rt->actions;
+    case SEER_BUF_OBS: return rt->obs;
+    case SEER_BUF_REWARD: return rt->reward;
+    case SEER_BUF_TERMINATED: return rt->terminated;
+    case SEER_BUF_TRUNCATED: return rt->truncated;
+    case SEER_BUF_ALIVE: return rt->alive;
+    case SEER_BUF_INFO: return rt->info;
+    case SEER_BUF_ACTIVE: return rt->active;
+    default: return NULL;
+    }
+}
+
+int seer_runtime_set_threads(seer_runtime *rt, uint32_t threads)
+{
+    if (threads == 0 || threads > 1024) {
+        seer_fail(rt, SEER_E_ARG, "threads=%u must be in [1, 1024]", threads);
+        return SEER_E_ARG;
+    }
+    if (rt->executor == SEER_EXECUTOR_SERIAL) {
+        if (threads != 1) {
+            seer_fail(rt, SEER_E_ARG, "the serial executor runs on one thread");
+            return SEER_E_ARG;
+        }
+        return SEER_OK;
+    }
+    if (threads == rt->nthreads)
+        return SEER_OK;
+    seer_pool_stop(rt);
+    if (seer_pool_start(rt, threads) != SEER_OK) {
+        seer_fail(rt, SEER_E_NOMEM, "could not start %u threads", threads);
+        return SEER_E_NOMEM;
+    }
+    return SEER_OK;
+}
+
+static uint32_t select_instances(seer_runtime *rt, const uint8_t *mask)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < rt->B; i++)
+        if (!mask || mask[i])
+            rt->sel[n++] = i;
+    rt->nsel = n;
+    return n;
+}
+
+int seer_runtime_reset(seer_runtime *rt, const uint64_t *seeds, const uint8_t *mask)
+{
+    if (!seeds) {
+        seer_fail(rt, SEER_E_ARG, "seeds must not be NULL");
+        return SEER_E_ARG;
+    }
+    if (select_instances(rt, mask) == 0)
+        return SEER_OK;
+    size_t A = rt->sz.num_agents;
+    for (uint32_t k = 0; k < rt->nsel; k++) {
+        uint32_t i = rt->sel[k];
+        seer_inst *in = &rt->inst[i];
+        in->seed = seeds[i];
+        in->step = 0;
+        in->ready = 1;
+        in->resetting = 1;
+        in->boundary = 0.0;
+        memset(in->idata, 0, rt->idata_stride);
+        memset(rt->alive + i * A, 1, A);
+    }
+    if (rt->executor == SEER_EXECUTOR_SERIAL) {
+        for (uint32_t k = 0; k < rt->nsel; k++) {
+            int rc = serial_reset(rt, rt->sel[k]);
+            if (rc) {
+                rt->inst[rt->sel[k]].ready = 0;
+                return rc;
+            }
+        }
+        return SEER_OK;
+    }
+    int rc = seer_parallel_run(rt, JOB_RESET);
+    if (rc)
+        for (uint32_t k = 0; k < rt->nsel; k++)
+            rt->inst[rt->sel[k]].ready = 0;
+    return rc;
+}
+
+/* Validate (and clip) the actions of every live agent of the selected
+ * instances.  Touches no state. */
+static int validate_actions(seer_runtime *rt)
+{
+    const seer_sizes *sz = &rt->sz;
+    size_t A = sz->num_agents, D = sz->action_dim;
+    for (uint32_t k = 0; k < rt->nsel; k++) {
+        uint32_t i = rt->sel[k];
+        for (size_t a = 0; a < A; a++) {
+            if (!rt->alive[i * A + a])
+                continue;
+            if (sz->action_kind == SEER_ACTION_DISCRETE) {
+                int32_t v = ((const int32_t *)rt->actions)[i * A + a];
+                if (v < 0 || v >= sz->action_n) {
+                    seer_fail(rt, SEER_E_ACTION,
+                              "invalid action for agent %zu of instance %u: %d is outside "
+                              "[0, %d)",
+                              a, i, (int)v, (int)sz->action_n);
+                    return SEER_E_ACTION;
+                }
+            } else {
+                const float *v = (const float *)rt->actions + (i * A + a) * D;
+                for (size_t d = 0; d < D; d++) {
+                    if (!isfinite(v[d])) {
+                        seer_fail(rt, SEER_E_ACTION,
+                                  "invalid action for agent %zu of instance %u: element %zu "
+                                  "is %g (actions must be finite)",
+                                  a, i, d, (double)v[d]);
+                        return SEER_E_ACTION;
+                    }
+                }
+            }
+        }
+    }
+    if (sz->action_kind == SEER_ACTION_BOX) {
+        for (uint32_t k = 0; k < rt->nsel; k++) {
+            float *v = (float *)rt->actions + (size_t)rt->sel[k] * A * D;
+            for (size_t j = 0; j < A * D; j++) {
+                if (v[j] < sz->action_low)
+                    v[j] = sz->action_low;
+                else if (v[j] > sz->action_high)
+                    v[j] = sz->action_high;
+            }
+        }
+    }
+    return SEER_OK;
+}
+
+int seer_runtime_step(seer_runtime *rt, const uint8_t *mask)
+{
+    if (select_instances(rt, mask) == 0)
+        return SEER_OK;
+    size_t A = rt->sz.num_agents;
+    for (uint32_t k = 0; k < rt->nsel; k++) {
+        uint32_t i = rt->sel[k];
+        if (!rt->inst[i].ready) {
+            seer_fail(rt, SEER_E_ORDER, "instance %u was stepped before reset", i);
+            return SEER_E_ORDER;
+        }
+        int any = 0;
+        for (size_t a = 0; a < A && !any; a++)
+            any = rt->alive[i * A + a];
+        if (!any) {
+            seer_fail(rt, SEER_E_ORDER,
+                      "instance %u has no live agent left (episode over); reset it first", i);
+            return SEER_E_ORDER;
+        }
+    }
+    int rc = validate_actions(rt);
+    if (rc)
+        return rc;
+    for (uint32_t k = 0; k < rt->nsel; k++) {
+        seer_inst *in = &rt->inst[rt->sel[k]];
+        in->boundary = (seer_time)(in->step + 1) * rt->sz.step_duration;
+    }
+    rt->steps_total++;
+    if (rt->executor == SEER_EXECUTOR_SERIAL) {
+        for (uint32_t k = 0; k < rt->nsel; k++) {
+            rc = serial_step(rt, rt->sel[k]);
+            if (rc) {
+                rt->inst[rt->sel[k]].ready = 0;
+                return rc;
+            }
+        }
+        return SEER_OK;
+    }
+    rc = seer_parallel_run(rt, JOB_STEP);
+    if (rc)
+        for (uint32_t k = 0; k < rt->nsel; k++)
+            rt->inst[rt->sel[k]].ready = 0;
+    return rc;
+}
+
+static int check_instance(const seer_runtime *rt, uint32_t instance)
+{
+    if (instance >= rt->B) {
+        seer_fail((seer_runtime *)(uintptr_t)rt, SEER_E_ARG,
+                  "instance %u out of range (num_instances=%u)", instance, rt->B);
+        return SEER_E_ARG;
+    }
+    return SEER_OK;
+}
+
+int seer_runtime_step_index(const seer_runtime *rt, uint32_t instance, uint64_t *out)
+{
+    if (check_instance(rt, instance))
+        return SEER_E_ARG;
+    *out = rt->inst[instance].step;
+    return SEER_OK;
+}
+
+int seer_runtime_entity_events(const seer_runtime *rt, uint32_t instance, uint64_t *out)
+{
+    if (check_instance(rt, instance))
+        return SEER_E_ARG;
+    for (uint32_t e = 0; e < rt->sz.num_entities; e++)
+        out[e] = rt->inst[instance].recs[e].events;
+    return SEER_OK;
+}
+
+int seer_runtime_pending_events(const seer_runtime *rt, uint32_t instance, uint64_t *out)
+{
+    if (check_instance(rt, instance))
+        return SEER_E_ARG;
+    const seer_inst *in = &rt->inst[instance];
+    uint64_t n = in->heap.n;
+    for (uint32_t e = 0; e < rt->sz.num_entities; e++) {
+        seer_entity_rec *r = &in->recs[e];
+        n += r->heap.n;
+        for (seer_inbox_node *x = seer_inbox_peek_quiescent(&r->inbox); x; x = x->next)
+            n++;
+    }
+    *out = n;
+    return SEER_OK;
+}
+
+int seer_runtime_entity_states(const seer_runtime *rt, uint32_t instance, void *out)
+{
+    if (check_instance(rt, instance))
+        return SEER_E_ARG;
+    const seer_inst *in = &rt->inst[instance];
+    unsigned char *o = out;
+    for (uint32_t e = 0; e < rt->sz.num_entities; e++)
+        memcpy(o + (size_t)e * rt->sz.entity_size, in->states + (size_t)e * rt->entity_stride,
+               rt->sz.entity_size);
+    return SEER_OK;
+}
+
+int seer_runtime_global_state(seer_runtime *rt, uint32_t instance, float *out)
+{
+    if (check_instance(rt, instance))
+        return SEER_E_ARG;
+    memset(out, 0, rt->sz.state_dim * sizeof(float));
+    if (!rt->model->global_state)
+        return SEER_OK;
+    if (!rt->inst[instance].ready) {
+        seer_fail(rt, SEER_E_ORDER, "instance %u has not been reset", instance);
+        return SEER_E_ORDER;
+    }
+    seer_ctx c;
+    seer_ctx_setup(&c, rt, &rt->workers[0], instance, PHASE_BOUNDARY);
+    c.now = (seer_time)c.inst->step * rt->sz.step_duration;
+    rt->model->global_state(&c, out);
+    return SEER_OK;
+}
+
+void seer_runtime_stats(const seer_runtime *rt, seer_stats *out)
+{
+    out->events = rt->events_total;
+    out->windows = rt->windows_total;
+    out->steps = rt->steps_total;
+    uint64_t refills = rt->refills_total;
+    for (uint32_t t = 0; t < rt->nthreads; t++)
+        refills += rt->workers[t].refills;
+    out->pool_refills = refills;
+    out->pool_events = rt->pool_events;
+}

@@ -1,0 +1,61 @@
+"""The exception hierarchy of seer_env.
+
+Every error the package raises derives from :class:`SeerError`; the ones
+caused by bad input also derive from the built-in class a Python user would
+catch (``ValueError`` for bad values, ``RuntimeError`` for bad call order)::
+
+    try:
+        env.step({"cell_0_0": 99})
+    except seer_env.InvalidActionError as exc:   # also a ValueError
+        print(exc)
+"""
+
+from __future__ import annotations
+
+
+class SeerError(Exception):
+    """Base class of every seer_env error."""
+
+
+class ConfigError(SeerError, ValueError):
+    """An invalid environment or runtime configuration."""
+
+
+class ExecutorError(ConfigError):
+    """The chosen executor cannot run this model (e.g. lookahead 0 on 'parallel')."""
+
+
+class InvalidActionError(SeerError, ValueError):
+    """An action with the wrong agent, shape, dtype or value. Nothing was changed."""
+
+
+class StateError(SeerError, RuntimeError):
+    """A call in the wrong order (step before reset, step after the episode ended)."""
+
+
+class ClosedError(StateError):
+    """The environment or runtime was closed."""
+
+
+class ContractViolation(SeerError, RuntimeError):
+    """A model broke the event-locality contract (a bug in the model, not in user input).
+
+    The message names the model, the entity, the event type and both times.
+    The instance must be reset before it is stepped again.
+    """
+
+
+class ModelError(SeerError, RuntimeError):
+    """A model handler reported a failure."""
+
+
+__all__ = [
+    "SeerError",
+    "ConfigError",
+    "ExecutorError",
+    "InvalidActionError",
+    "StateError",
+    "ClosedError",
+    "ContractViolation",
+    "ModelError",
+]
