@@ -14,7 +14,7 @@
 #include "seer.h"
 
 /* Capacity of a UAV's neighbour table (config table_size <= this). */
-#define SEER_AIRCRAFT_MAX_TABLE 16
+#define SEER_AIRCRAFT_MAX_TABLE 8
 /* Most nearest targets an observation may list (num_obs_targets <= this). */
 #define SEER_AIRCRAFT_MAX_OBS_TARGETS 64
 

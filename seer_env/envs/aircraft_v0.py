@@ -43,6 +43,9 @@ from ..errors import ConfigError
 
 NAME = "aircraft_v0"
 
+#: Neighbour-table capacity of the C model (SEER_AIRCRAFT_MAX_TABLE).
+MAX_TABLE = 8
+
 #: Every config key with its default (``None`` = derived, see :func:`resolve_derived`).
 DEFAULTS: dict[str, Any] = {
     "num_uavs": 16,
@@ -93,8 +96,8 @@ _INT_KEYS = {
     "substeps": (1, 1000),
     "num_rays": (0, 1024),
     "msg_every": (0, 1 << 20),
-    "table_size": (1, 16),
-    "num_neighbors": (0, 16),
+    "table_size": (1, MAX_TABLE),
+    "num_neighbors": (0, MAX_TABLE),
     "num_obs_targets": (0, 64),
     "max_cycles": (0, 2**62),
 }
@@ -273,7 +276,7 @@ UAV_DTYPE = np.dtype(
      ("gust_until", "<f8"), ("battery", "<f8"), ("battery_step", "<f8"), ("t_crash", "<f8"),
      ("crashed", "<u4"), ("substeps", "<u4"), ("rx_step", "<u4"), ("tx_step", "<u4"),
      ("rx_total", "<u8"), ("tx_total", "<u8"), ("table_n", "<u4"), ("pad_", "<u4"),
-     ("table", NBR_DTYPE, (16,))],
+     ("table", NBR_DTYPE, (MAX_TABLE,))],
     align=True,
 )
 
@@ -307,7 +310,7 @@ def render_frame(env: Any) -> np.ndarray:
     t_now = env.runtime.step_index(0) * full["step_duration"]
     ids = states["table"]["id"]
     fresh = (t_now - states["table"]["t_send"] <= full["msg_ttl"])
-    used = np.arange(16)[None, :] < states["table_n"][:, None]
+    used = np.arange(MAX_TABLE)[None, :] < states["table_n"][:, None]
     src, slot = np.nonzero(used & fresh & live[:, None])
     dst = ids[src, slot].astype(np.int64)
     keep = live[dst]
