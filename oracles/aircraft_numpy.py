@@ -219,7 +219,7 @@ class AircraftNumpy:
         due = [m for m in self.pending if m[0] < boundary]
         self.pending = [m for m in self.pending if m[0] >= boundary]
         due.sort(key=lambda m: (m[0], m[1]))
-        for arrival, sender, receiver, t_send, mpos, mvel in due:
+        for _arrival, sender, receiver, t_send, mpos, mvel in due:
             self._receive(receiver, sender, t_send, mpos, mvel)
         self.k += 1
         return self._boundary(reset=False)
@@ -279,7 +279,7 @@ class AircraftNumpy:
         ok[np.arange(senders.size), senders] = False
         arrival = t + c["latency"]
         si, ri = np.nonzero(ok)
-        for a, b in zip(si.tolist(), ri.tolist()):
+        for a, b in zip(si.tolist(), ri.tolist(), strict=True):
             s = int(senders[a])
             self.pending.append((arrival, s, b, t, self.pos[s].copy(), self.vel[s].copy()))
         counts = ok.sum(axis=1)
