@@ -279,9 +279,12 @@ class AircraftNumpy:
         ok[np.arange(senders.size), senders] = False
         arrival = t + c["latency"]
         si, ri = np.nonzero(ok)
+        wire_pos = self.pos.astype(np.float32)  # messages carry float32 position/velocity
+        wire_vel = self.vel.astype(np.float32)
         for a, b in zip(si.tolist(), ri.tolist(), strict=True):
             s = int(senders[a])
-            self.pending.append((arrival, s, b, t, self.pos[s].copy(), self.vel[s].copy()))
+            self.pending.append((arrival, s, b, t, wire_pos[s].astype(np.float64),
+                                 wire_vel[s].astype(np.float64)))
         counts = ok.sum(axis=1)
         self.tx_step[senders] += counts
 

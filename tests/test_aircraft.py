@@ -187,7 +187,7 @@ def test_matches_numpy_port(name: str, n: int, steps: int, extra: dict[str, Any]
         assert np.array_equal(rt.info[0][:, 4:8], out["info"][:, 4:8]), where
         assert np.array_equal(st["crashed"], sim.crashed), where
         for i in range(n):
-            got = sorted(st["table"][i]["id"][: st["table_n"][i]].tolist())
+            got = sorted(st["nbr_id"][i][: st["table_n"][i]].tolist())
             want = sorted(e[0] for e in sim.tables[i])
             assert got == want, f"{where}: neighbour table of uav_{i}: {got} != {want}"
             max_table = max(max_table, len(want))
@@ -218,7 +218,7 @@ def test_entity_dtype_matches_c_layout() -> None:
     assert dt.itemsize == ffi.sizeof("seer_aircraft_uav")
     for name, _ in ffi.typeof("seer_aircraft_uav").fields:
         assert dt.fields[name][1] == ffi.offsetof("seer_aircraft_uav", name), name
-    assert aircraft_v0.MAX_TABLE == len(ffi.new("seer_aircraft_uav *").table)
+    assert aircraft_v0.MAX_TABLE == len(ffi.new("seer_aircraft_uav *").nbr_id)
 
 
 # ---- PettingZoo conformance --------------------------------------------------------

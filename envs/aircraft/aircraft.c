@@ -42,10 +42,10 @@ typedef struct substep_payload {
 
 typedef struct msg_payload {
     uint32_t sender;
+    float pos[3]; /* sender position and velocity (float32 on the wire) */
+    float vel[3];
     uint32_t pad_;
     double t_send;
-    double pos[3];
-    double vel[3];
 } msg_payload;
 
 /* Published per-UAV record (frozen at the last boundary). */
@@ -452,8 +452,8 @@ static int broadcast(seer_ctx *ctx, const seer_aircraft_config *c, seer_aircraft
     const double t_arrive = now + c->latency;
     msg_payload m = {.sender = self, .pad_ = 0, .t_send = now};
     for (int i = 0; i < 3; i++) {
-        m.pos[i] = st->pos[i];
-        m.vel[i] = st->vel[i];
+        m.pos[i] = (float)st->pos[i];
+        m.vel[i] = (float)st->vel[i];
     }
     int rc = 0;
     FOR_HASH_NEAR(h, idata, st->pos, it, {
@@ -537,35 +537,36 @@ static void receive(seer_ctx *ctx, seer_aircraft_uav *st, const msg_payload *m)
         return;
     st->rx_step++;
     st->rx_total++;
-    const double d2 = sq3(m->pos, me->pos);
-    seer_aircraft_nbr *slot = NULL;
+    const double mp[3] = {(double)m->pos[0], (double)m->pos[1], (double)m->pos[2]};
+    const double d2 = sq3(mp, me->pos);
+    uint32_t slot = UINT32_MAX;
     for (uint32_t q = 0; q < st->table_n; q++) {
-        if (st->table[q].id == m->sender) {
-            slot = &st->table[q];
+        if (st->nbr_id[q] == m->sender) {
+            slot = q;
             break;
         }
     }
-    if (!slot) {
+    if (slot == UINT32_MAX) {
         if (st->table_n < c->table_size) {
-            slot = &st->table[st->table_n++];
+            slot = st->table_n++;
         } else {
-            seer_aircraft_nbr *w = &st->table[0];
-            for (uint32_t q = 1; q < st->table_n; q++) {
-                const seer_aircraft_nbr *e = &st->table[q];
-                if (nbr_worse(e->t_send, e->d2, e->id, w->t_send, w->d2, w->id))
-                    w = &st->table[q];
-            }
-            if (!nbr_worse(w->t_send, w->d2, w->id, m->t_send, d2, m->sender))
+            uint32_t w = 0;
+            for (uint32_t q = 1; q < st->table_n; q++)
+                if (nbr_worse(st->nbr_t[q], st->nbr_d2[q], st->nbr_id[q], st->nbr_t[w],
+                              st->nbr_d2[w], st->nbr_id[w]))
+                    w = q;
+            if (!nbr_worse(st->nbr_t[w], st->nbr_d2[w], st->nbr_id[w], m->t_send, d2,
+                           m->sender))
                 return;
             slot = w;
         }
     }
-    slot->id = m->sender;
-    slot->t_send = m->t_send;
-    slot->d2 = d2;
+    st->nbr_id[slot] = m->sender;
+    st->nbr_t[slot] = m->t_send;
+    st->nbr_d2[slot] = d2;
     for (int i = 0; i < 3; i++) {
-        slot->pos[i] = m->pos[i];
-        slot->vel[i] = m->vel[i];
+        st->nbr_pos[slot][i] = m->pos[i];
+        st->nbr_vel[slot][i] = m->vel[i];
     }
 }
 
@@ -790,22 +791,26 @@ static float *observe_neighbors(const seer_aircraft_config *c, const seer_aircra
     pick best[SEER_AIRCRAFT_MAX_TABLE];
     uint32_t n = 0, valid = 0;
     for (uint32_t q = 0; q < st->table_n; q++) {
-        const seer_aircraft_nbr *e = &st->table[q];
-        if (now - e->t_send > c->msg_ttl)
+        if (now - st->nbr_t[q] > c->msg_ttl)
             continue;
         valid++;
-        if (c->num_neighbors)
-            pick_insert(best, &n, c->num_neighbors, sq3(e->pos, st->pos), e->id, q);
+        if (c->num_neighbors) {
+            const double np[3] = {(double)st->nbr_pos[q][0], (double)st->nbr_pos[q][1],
+                                  (double)st->nbr_pos[q][2]};
+            pick_insert(best, &n, c->num_neighbors, sq3(np, st->pos), st->nbr_id[q], q);
+        }
     }
     *valid_out = valid;
     for (uint32_t k = 0; k < n; k++) {
-        const seer_aircraft_nbr *e = &st->table[best[k].idx];
+        const uint32_t q = best[k].idx;
         o[0] = 1.0f;
         for (int i = 0; i < 3; i++) {
-            o[1 + i] = (float)clampd((e->pos[i] - st->pos[i]) / c->comm_radius, -2.0, 2.0);
-            o[4 + i] = (float)clampd((e->vel[i] - st->vel[i]) / c->v_max, -2.0, 2.0);
+            o[1 + i] = (float)clampd(((double)st->nbr_pos[q][i] - st->pos[i]) / c->comm_radius,
+                                     -2.0, 2.0);
+            o[4 + i] =
+                (float)clampd(((double)st->nbr_vel[q][i] - st->vel[i]) / c->v_max, -2.0, 2.0);
         }
-        o[7] = (float)clampd((now - e->t_send) / c->msg_ttl, 0.0, 1.0);
+        o[7] = (float)clampd((now - st->nbr_t[q]) / c->msg_ttl, 0.0, 1.0);
         o += NBR_DIM;
     }
     return o + (size_t)NBR_DIM * (c->num_neighbors - n);

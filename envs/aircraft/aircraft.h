@@ -62,17 +62,6 @@ typedef struct seer_aircraft_config {
     double crash_penalty;     /* penalty for ground impact, leaving, empty battery   */
 } seer_aircraft_config;
 
-/* One neighbour-table entry: the newest message from one sender. */
-typedef struct seer_aircraft_nbr {
-    uint32_t id;   /* sender entity                                          */
-    uint32_t pad_;
-    double t_send; /* simulated time the message was sent                     */
-    double d2;     /* squared distance from the sender's position to the
-                      receiver's published position (eviction key)           */
-    double pos[3]; /* sender position and velocity when it sent              */
-    double vel[3];
-} seer_aircraft_nbr;
-
 /* Per-UAV state (entity i = agent uav_i). */
 typedef struct seer_aircraft_uav {
     double pos[3];
@@ -89,9 +78,18 @@ typedef struct seer_aircraft_uav {
     uint32_t tx_step;     /* messages sent in the current/last step            */
     uint64_t rx_total;    /* messages accepted since reset                      */
     uint64_t tx_total;    /* messages sent since reset                          */
-    uint32_t table_n;     /* entries in use                                     */
+    /* Neighbour table: slot q holds the newest message from sender nbr_id[q]
+     * (structure of arrays: a message scans nbr_id only, an eviction nbr_t
+     * and nbr_d2, so a UAV's hot state stays within a few cache lines). */
+    uint32_t table_n;     /* slots in use                                       */
+    uint32_t nbr_id[SEER_AIRCRAFT_MAX_TABLE];  /* sender entity              */
     uint32_t pad_;
-    seer_aircraft_nbr table[SEER_AIRCRAFT_MAX_TABLE];
+    double nbr_t[SEER_AIRCRAFT_MAX_TABLE];     /* send time                  */
+    double nbr_d2[SEER_AIRCRAFT_MAX_TABLE];    /* eviction key: squared distance
+                                                  from the sender's position to
+                                                  the receiver's published one */
+    float nbr_pos[SEER_AIRCRAFT_MAX_TABLE][3]; /* sender position, velocity  */
+    float nbr_vel[SEER_AIRCRAFT_MAX_TABLE][3]; /* (as sent, float32)         */
 } seer_aircraft_uav;
 
 extern const seer_model seer_model_aircraft;

@@ -254,7 +254,7 @@ def uav_states(env: Any, instance: int = 0) -> np.ndarray:
     """Every UAV's native state of one instance as a NumPy structured array.
 
     Fields follow ``seer_aircraft_uav`` in ``envs/aircraft/aircraft.h``
-    (``pos``, ``vel``, ``battery``, ``crashed``, ``table_n``, ``table['id']`` ...).
+    (``pos``, ``vel``, ``battery``, ``crashed``, ``table_n``, ``nbr_id`` ...).
     """
     rt = env.runtime
     raw = rt.entity_states(instance)
@@ -266,17 +266,14 @@ def uav_states(env: Any, instance: int = 0) -> np.ndarray:
     return np.frombuffer(raw, dtype=dt)
 
 
-NBR_DTYPE = np.dtype(
-    [("id", "<u4"), ("pad_", "<u4"), ("t_send", "<f8"), ("d2", "<f8"),
-     ("pos", "<f8", (3,)), ("vel", "<f8", (3,))],
-    align=True,
-)
 UAV_DTYPE = np.dtype(
     [("pos", "<f8", (3,)), ("vel", "<f8", (3,)), ("gust", "<f8", (3,)), ("u", "<f8", (3,)),
      ("gust_until", "<f8"), ("battery", "<f8"), ("battery_step", "<f8"), ("t_crash", "<f8"),
      ("crashed", "<u4"), ("substeps", "<u4"), ("rx_step", "<u4"), ("tx_step", "<u4"),
-     ("rx_total", "<u8"), ("tx_total", "<u8"), ("table_n", "<u4"), ("pad_", "<u4"),
-     ("table", NBR_DTYPE, (MAX_TABLE,))],
+     ("rx_total", "<u8"), ("tx_total", "<u8"), ("table_n", "<u4"),
+     ("nbr_id", "<u4", (MAX_TABLE,)), ("pad_", "<u4"), ("nbr_t", "<f8", (MAX_TABLE,)),
+     ("nbr_d2", "<f8", (MAX_TABLE,)), ("nbr_pos", "<f4", (MAX_TABLE, 3)),
+     ("nbr_vel", "<f4", (MAX_TABLE, 3))],
     align=True,
 )
 
@@ -308,8 +305,8 @@ def render_frame(env: Any) -> np.ndarray:
     live = uav[:, 7] > 0
     states = uav_states(env)
     t_now = env.runtime.step_index(0) * full["step_duration"]
-    ids = states["table"]["id"]
-    fresh = (t_now - states["table"]["t_send"] <= full["msg_ttl"])
+    ids = states["nbr_id"]
+    fresh = (t_now - states["nbr_t"] <= full["msg_ttl"])
     used = np.arange(MAX_TABLE)[None, :] < states["table_n"][:, None]
     src, slot = np.nonzero(used & fresh & live[:, None])
     dst = ids[src, slot].astype(np.int64)
