@@ -37,12 +37,15 @@ from seer_env.envs import aircraft_v0  # noqa: E402
 
 
 def actions_for(rng: np.random.Generator, obs: np.ndarray) -> np.ndarray:
-    """Noisy altitude holding, shape (..., 3) float32.
+    """Noisy station keeping (damp horizontal velocity, hold altitude), shape (..., 3).
 
-    Keeps most UAVs alive without gathering them (the density, hence the
-    messages per UAV, stays that of the spawn: the arena grows with N).
+    Keeps most UAVs alive (so N=256 and N=1024 lose a similar fraction) without
+    gathering them: the density, hence the messages per UAV, stays that of the
+    spawn (the arena grows with N).
     """
     a = 0.5 * rng.uniform(-1.0, 1.0, size=obs.shape[:-1] + (3,))
+    a[..., 0] -= 1.5 * obs[..., 3]
+    a[..., 1] -= 1.5 * obs[..., 4]
     a[..., 2] += 2.0 * (0.45 - obs[..., 2]) - 2.0 * obs[..., 5]
     return a.astype(np.float32)
 
