@@ -66,8 +66,9 @@ def machine() -> str:
 
 
 def lockstep(n: int, runs: dict[str, tuple[str, int]], steps: int, warmup: int,
-             seed: int = 1, **extra: Any) -> tuple[dict[str, list[float]], float]:
-    """Median-ready step times of several executors stepping the same episode."""
+             seed: int = 1, **extra: Any) -> tuple[dict[str, list[float]], float, float]:
+    """Step times of several executors stepping the same episode, the mean number
+    of live UAVs and the events handled per measured step."""
     cfg = aircraft_v0.c_config(num_uavs=n, **extra)
     rts = {k: Runtime("aircraft", cfg, 1, ex, th) for k, (ex, th) in runs.items()}
     for rt in rts.values():
@@ -77,7 +78,10 @@ def lockstep(n: int, runs: dict[str, tuple[str, int]], steps: int, warmup: int,
     times: dict[str, list[float]] = {k: [] for k in rts}
     live = []
     order = list(rts)
+    ev0 = 0
     for k in range(warmup + steps):
+        if k == warmup:
+            ev0 = first.stats()["events"]
         act = actions_for(rng, first.obs)
         order = order[1:] + order[:1]  # rotate who goes first
         for name in order:
@@ -91,9 +95,11 @@ def lockstep(n: int, runs: dict[str, tuple[str, int]], steps: int, warmup: int,
         live.append(int(first.alive.sum()))
         if not first.alive.any():
             break
+    events = (first.stats()["events"] - ev0) / max(1, len(live) - warmup)
     for rt in rts.values():
         rt.close()
-    return times, float(np.mean(live[warmup:])) if len(live) > warmup else float("nan")
+    mean_live = float(np.mean(live[warmup:])) if len(live) > warmup else float("nan")
+    return times, mean_live, events
 
 
 def numpy_port(n: int, steps: int, seed: int = 1) -> list[float]:
@@ -156,20 +162,21 @@ def main() -> None:
           "arena side max(200, 40*sqrt(N)) (constant density)")
     runs = {"serial": ("serial", 1), "par1": ("parallel", 1), "par2": ("parallel", 2)}
     results: dict[int, dict[str, Any]] = {}
-    hdr = (f"{'N':>5} {'live':>6} {'serial':>8} {'par1':>8} {'par2':>8} {'numpy':>9} "
+    hdr = (f"{'N':>5} {'live':>6} {'events':>7} {'serial':>8} {'par1':>8} {'par2':>8} {'numpy':>9} "
            f"{'par2/ser':>8} {'np/ser':>7} {'np/par2':>7} | {'phys':>6} {'msg':>6} "
            f"{'sense':>6} {'python':>6}  (ms)")
     print(hdr)
     for n in args.sizes:
-        times, live = lockstep(n, runs, args.steps, args.warmup)
+        times, live, events = lockstep(n, runs, args.steps, args.warmup)
         r: dict[str, Any] = {k: med_ms(v) for k, v in times.items()}
         r.update({f"{k}_min": 1e3 * min(v) for k, v in times.items()})
         r["live"] = live
+        r["events"] = events
         nsteps = args.numpy_steps or (20 if n <= 32 else 8 if n <= 256 else 3)
         r["numpy"] = med_ms(numpy_port(n, nsteps))
         split_runs = {"phys": ("parallel", 1)}
-        phys, _ = lockstep(n, split_runs, args.steps, args.warmup, msg_every=0, num_rays=0)
-        norays, _ = lockstep(n, split_runs, args.steps, args.warmup, num_rays=0)
+        phys, _, _ = lockstep(n, split_runs, args.steps, args.warmup, msg_every=0, num_rays=0)
+        norays, _, _ = lockstep(n, split_runs, args.steps, args.warmup, num_rays=0)
         r["physics"] = med_ms(phys["phys"])
         r["messaging"] = med_ms(norays["phys"]) - r["physics"]
         r["sensing"] = r["par1"] - med_ms(norays["phys"])
@@ -177,7 +184,8 @@ def main() -> None:
         r["python"] = 1e3 * (outer - inner)
         r["env_step_par2"] = 1e3 * outer
         results[n] = r
-        print(f"{n:>5} {live:>6.0f} {r['serial']:>8.3f} {r['par1']:>8.3f} {r['par2']:>8.3f} "
+        print(f"{n:>5} {live:>6.0f} {events:>7.0f} {r['serial']:>8.3f} {r['par1']:>8.3f} "
+              f"{r['par2']:>8.3f} "
               f"{r['numpy']:>9.2f} {r['serial'] / r['par2']:>7.2f}x "
               f"{r['numpy'] / r['serial']:>6.1f}x {r['numpy'] / r['par2']:>6.1f}x | "
               f"{r['physics']:>6.3f} {r['messaging']:>6.3f} {r['sensing']:>6.3f} "
@@ -188,6 +196,9 @@ def main() -> None:
             f"{k} {b[k] / a[k]:.2f}x" for k in ("serial", "par1", "par2")))
         print("#   per live UAV: " + ", ".join(
             f"{k} {(b[k] / b['live']) / (a[k] / a['live']):.2f}x"
+            for k in ("serial", "par1", "par2"))
+            + "; per event: " + ", ".join(
+            f"{k} {(b[k] / b['events']) / (a[k] / a['events']):.2f}x"
             for k in ("serial", "par1", "par2")))
     if 1024 in results:
         r = results[1024]
