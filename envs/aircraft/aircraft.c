@@ -40,13 +40,15 @@ typedef struct substep_payload {
     uint32_t pad_;
 } substep_payload;
 
+/* 32 bytes, so a message event is 80 bytes: the send time travels as the
+ * global substep index (substep_time() turns it back into the exact time). */
 typedef struct msg_payload {
-    uint32_t sender;
-    float pos[3]; /* sender position and velocity (float32 on the wire) */
+    uint64_t tag; /* (global substep index kK + j) << 24 | sender (N <= 2^20) */
+    float pos[3]; /* sender position and velocity (float32 on the wire)       */
     float vel[3];
-    uint32_t pad_;
-    double t_send;
 } msg_payload;
+
+#define TAG_SENDER_BITS 24
 
 /* Published per-UAV record (frozen at the last boundary). */
 typedef struct uav_record {
@@ -113,6 +115,15 @@ static size_t align16(size_t x) { return (x + 15u) & ~(size_t)15u; }
 static inline double clampd(double x, double lo, double hi)
 {
     return x < lo ? lo : (x > hi ? hi : x);
+}
+
+/* Time of global substep s = kK + j: kD for j = 0 (the act time), s * dt else. */
+static inline double substep_time(const seer_aircraft_config *c, uint64_t s)
+{
+    const uint64_t K = c->substeps;
+    if (s % K == 0)
+        return (double)(s / K) * c->step_duration;
+    return (double)s * (c->step_duration / (double)K);
 }
 
 static inline double sq3(const double a[3], const double b[3])
@@ -442,7 +453,8 @@ static int aircraft_act(seer_ctx *ctx, void *entity, const void *action)
     return seer_schedule(ctx, seer_self(ctx), seer_now(ctx), EV_SUBSTEP, &p, sizeof p);
 }
 
-static int broadcast(seer_ctx *ctx, const seer_aircraft_config *c, seer_aircraft_uav *st)
+static int broadcast(seer_ctx *ctx, const seer_aircraft_config *c, seer_aircraft_uav *st,
+                     uint64_t s)
 {
     const void *idata = seer_instance_data(ctx);
     const idata_header *h = hdr_of(idata);
@@ -450,7 +462,7 @@ static int broadcast(seer_ctx *ctx, const seer_aircraft_config *c, seer_aircraft
     const double now = seer_now(ctx);
     const double rc2 = c->comm_radius * c->comm_radius;
     const double t_arrive = now + c->latency;
-    msg_payload m = {.sender = self, .pad_ = 0, .t_send = now};
+    msg_payload m = {.tag = (s << TAG_SENDER_BITS) | self};
     for (int i = 0; i < 3; i++) {
         m.pos[i] = (float)st->pos[i];
         m.vel[i] = (float)st->vel[i];
@@ -505,13 +517,13 @@ static int substep(seer_ctx *ctx, seer_aircraft_uav *st, uint32_t j)
     }
     const uint64_t s = seer_step_index(ctx) * K + j;
     if (c->msg_every && s % c->msg_every == 0) {
-        int rc = broadcast(ctx, c, st);
+        int rc = broadcast(ctx, c, st, s);
         if (rc)
             return rc;
     }
     if (j + 1u < K) {
         const substep_payload next = {.j = j + 1u, .pad_ = 0};
-        return seer_schedule(ctx, seer_self(ctx), (double)(s + 1u) * dt, EV_SUBSTEP, &next,
+        return seer_schedule(ctx, seer_self(ctx), substep_time(c, s + 1u), EV_SUBSTEP, &next,
                              sizeof next);
     }
     return 0;
@@ -539,9 +551,11 @@ static void receive(seer_ctx *ctx, seer_aircraft_uav *st, const msg_payload *m)
     st->rx_total++;
     const double mp[3] = {(double)m->pos[0], (double)m->pos[1], (double)m->pos[2]};
     const double d2 = sq3(mp, me->pos);
+    const double t_send = substep_time(c, m->tag >> TAG_SENDER_BITS);
+    const uint32_t sender = (uint32_t)(m->tag & ((1u << TAG_SENDER_BITS) - 1u));
     uint32_t slot = UINT32_MAX;
     for (uint32_t q = 0; q < st->table_n; q++) {
-        if (st->nbr_id[q] == m->sender) {
+        if (st->nbr_id[q] == sender) {
             slot = q;
             break;
         }
@@ -555,14 +569,13 @@ static void receive(seer_ctx *ctx, seer_aircraft_uav *st, const msg_payload *m)
                 if (nbr_worse(st->nbr_t[q], st->nbr_d2[q], st->nbr_id[q], st->nbr_t[w],
                               st->nbr_d2[w], st->nbr_id[w]))
                     w = q;
-            if (!nbr_worse(st->nbr_t[w], st->nbr_d2[w], st->nbr_id[w], m->t_send, d2,
-                           m->sender))
+            if (!nbr_worse(st->nbr_t[w], st->nbr_d2[w], st->nbr_id[w], t_send, d2, sender))
                 return;
             slot = w;
         }
     }
-    st->nbr_id[slot] = m->sender;
-    st->nbr_t[slot] = m->t_send;
+    st->nbr_id[slot] = sender;
+    st->nbr_t[slot] = t_send;
     st->nbr_d2[slot] = d2;
     for (int i = 0; i < 3; i++) {
         st->nbr_pos[slot][i] = m->pos[i];
