@@ -1,0 +1,41 @@
+"""seer_env: PettingZoo/Gymnasium multi-agent environments on a parallel event runtime.
+
+Example::
+
+    import seer_env
+    env = seer_env.make("phold_v0", num_entities=64, threads=2)
+    obs, infos = env.reset(seed=0)
+    obs, rewards, terms, truncs, infos = env.step({a: 0 for a in env.agents})
+    print(seer_env.verify("phold_v0", steps=20, threads=2))
+"""
+
+from .errors import (
+    ClosedError,
+    ConfigError,
+    ContractViolation,
+    ExecutorError,
+    InvalidActionError,
+    ModelError,
+    SeerError,
+    StateError,
+)
+from .registry import ENVS, available, make
+from .testing import VerifyReport, verify
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ENVS",
+    "available",
+    "make",
+    "verify",
+    "VerifyReport",
+    "SeerError",
+    "ConfigError",
+    "ExecutorError",
+    "InvalidActionError",
+    "StateError",
+    "ClosedError",
+    "ContractViolation",
+    "ModelError",
+]

@@ -457,10 +457,14 @@ int seer_schedule(seer_ctx *c, uint32_t target, seer_time t, uint32_t type,
 int seer_after_handler(seer_ctx *c, int rc, const char *what)
 {
     if (__builtin_expect(rc != 0, 0) && !c->w->err) {
+        char ev[64] = "";
+        if (c->phase == PHASE_EVENT)
+            snprintf(ev, sizeof ev, " (event type %u, %s)", c->cur_type,
+                     event_name(c->rt->model, c->cur_type));
         worker_error(c->w, SEER_E_MODEL,
-                     "model '%s': %s handler for entity %u of instance %u returned %d "
+                     "model '%s': %s handler%s for entity %u of instance %u returned %d "
                      "at t=%.17g",
-                     c->rt->model->name, what, c->self, c->inst_idx, rc, c->now);
+                     c->rt->model->name, what, ev, c->self, c->inst_idx, rc, c->now);
     }
     return c->w->err;
 }
@@ -627,7 +631,7 @@ static int serial_reset(seer_runtime *rt, uint32_t i)
         if (seer_init_entity(w, i, e))
             return serial_fail(rt, w);
     serial_boundary(rt, w, i);
-    return SEER_OK;
+    return w->err ? serial_fail(rt, w) : SEER_OK;
 }
 
 static int serial_step(seer_runtime *rt, uint32_t i)
@@ -662,7 +666,7 @@ static int serial_step(seer_runtime *rt, uint32_t i)
     }
     rt->events_total += n;
     serial_boundary(rt, w, i);
-    return SEER_OK;
+    return w->err ? serial_fail(rt, w) : SEER_OK;
 }
 
 /* ---- API ------------------------------------------------------------------ */

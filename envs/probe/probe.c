@@ -1,0 +1,108 @@
+/*
+ * probe: a test fixture, not an environment.  Every entity ticks twice per
+ * step (a self event every 0.5) and pings its right neighbour; in the
+ * configured step, entity `culprit` breaks the contract in the configured way
+ * so tests can check that every violation is caught and reported.
+ */
+#include <math.h>
+#include <stdio.h>
+
+#include "probe.h"
+
+enum { PROBE_TICK = 0, PROBE_PING = 1 };
+
+static int probe_describe(const void *config, seer_sizes *out, char *err, size_t errlen)
+{
+    const seer_probe_config *c = config;
+    if (c->num_entities < 2) {
+        snprintf(err, errlen, "probe: num_entities=%u must be >= 2", c->num_entities);
+        return SEER_E_CONFIG;
+    }
+    if (c->mode > PROBE_OBSERVE) {
+        snprintf(err, errlen, "probe: unknown mode %u", c->mode);
+        return SEER_E_CONFIG;
+    }
+    out->num_entities = c->num_entities;
+    out->num_agents = c->num_entities;
+    out->obs_dim = 1;
+    out->action_dim = 1;
+    out->action_kind = SEER_ACTION_DISCRETE;
+    out->action_n = 2;
+    out->entity_size = sizeof(seer_probe_entity);
+    out->payload_size = 8;
+    out->snapshot_size = 0;
+    out->lookahead = c->lookahead;
+    out->step_duration = 1.0;
+    return SEER_OK;
+}
+
+static int probe_init(seer_ctx *ctx, void *entity)
+{
+    (void)entity;
+    const seer_probe_config *c = seer_config(ctx);
+    uint32_t self = seer_self(ctx);
+    if (c->mode == PROBE_INIT && self == c->culprit)
+        return seer_schedule(ctx, (self + 1) % c->num_entities, 0.0, PROBE_PING, NULL, 0);
+    return seer_schedule(ctx, self, 0.25, PROBE_TICK, NULL, 0);
+}
+
+static int probe_handle(seer_ctx *ctx, void *entity, uint32_t type, const void *payload,
+                        uint32_t size)
+{
+    (void)payload;
+    (void)size;
+    const seer_probe_config *c = seer_config(ctx);
+    seer_probe_entity *st = entity;
+    const uint32_t self = seer_self(ctx);
+    const seer_time now = seer_now(ctx);
+    st->ticks++;
+    if (type == PROBE_PING)
+        return 0;
+    const uint32_t next = (self + 1) % c->num_entities;
+    if (self == c->culprit && seer_step_index(ctx) == c->at_step) {
+        unsigned char big[16] = {0};
+        switch (c->mode) {
+        case PROBE_PAST:
+            return seer_schedule(ctx, self, now - 1.0, PROBE_TICK, NULL, 0);
+        case PROBE_LOOKAHEAD:
+            return seer_schedule(ctx, next, now + 0.5 * c->lookahead, PROBE_PING, NULL, 0);
+        case PROBE_TARGET:
+            return seer_schedule(ctx, c->num_entities + 5, now + c->lookahead, PROBE_PING,
+                                 NULL, 0);
+        case PROBE_PAYLOAD:
+            return seer_schedule(ctx, self, now, PROBE_TICK, big, sizeof big);
+        case PROBE_NAN:
+            return seer_schedule(ctx, self, nan(""), PROBE_TICK, NULL, 0);
+        case PROBE_RETURN:
+            return 7;
+        default:
+            break;
+        }
+    }
+    int rc = seer_schedule(ctx, next, (now + c->lookahead) + 0.125, PROBE_PING, NULL, 0);
+    if (rc)
+        return rc;
+    return seer_schedule(ctx, self, now + 0.5, PROBE_TICK, NULL, 0);
+}
+
+static void probe_observe(seer_ctx *ctx, uint32_t agent, const seer_output *out)
+{
+    const seer_probe_config *c = seer_config(ctx);
+    const seer_probe_entity *st = seer_entity_state(ctx, agent);
+    out->obs[0] = (float)st->ticks;
+    if (c->mode == PROBE_OBSERVE && agent == c->culprit && seer_step_index(ctx) == c->at_step)
+        seer_schedule(ctx, agent, seer_now(ctx) + 1.0, PROBE_TICK, NULL, 0);
+}
+
+static const char *const probe_event_names[] = {"PROBE_TICK", "PROBE_PING"};
+
+const seer_model seer_model_probe = {
+    .name = "probe",
+    .config_size = sizeof(seer_probe_config),
+    .describe = probe_describe,
+    .init = probe_init,
+    .handle = probe_handle,
+    .observe = probe_observe,
+    .event_names = probe_event_names,
+    .event_type_count = 2,
+};

@@ -1,0 +1,156 @@
+"""Serial-vs-parallel verification: run both executors side by side.
+
+Example::
+
+    import seer_env
+    report = seer_env.verify("phold_v0", steps=50, threads=2, num_envs=2, seed=0)
+    assert report.identical, report
+
+The parallel executor must return, bit for bit, what the serial reference
+returns.  :func:`verify` drives both with the same seeded random actions and
+reports the first divergence (step, instance, agent, field) or none.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .registry import env_module
+
+FIELDS = ("obs", "reward", "terminated", "truncated", "info", "alive")
+
+
+@dataclass(frozen=True)
+class Divergence:
+    """Where two runs first differ."""
+
+    step: int
+    instance: int
+    agent: str
+    field: str
+    serial: Any
+    parallel: Any
+
+    def __str__(self) -> str:
+        return (
+            f"step {self.step}, instance {self.instance}, agent {self.agent!r}, "
+            f"field {self.field!r}: serial={self.serial!r} parallel={self.parallel!r}"
+        )
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    """The outcome of :func:`verify`."""
+
+    env: str
+    steps: int
+    threads: int
+    num_envs: int
+    divergence: Divergence | None
+
+    @property
+    def identical(self) -> bool:
+        return self.divergence is None
+
+    def __str__(self) -> str:
+        what = "identical" if self.identical else f"DIVERGED at {self.divergence}"
+        return (
+            f"{self.env}: serial vs parallel (threads={self.threads}, "
+            f"num_envs={self.num_envs}, {self.steps} steps): {what}"
+        )
+
+
+def _first_diff(step: int, names: list[str], field: str, a: np.ndarray, b: np.ndarray,
+                info_names: tuple[str, ...]) -> Divergence | None:
+    # Compare bit patterns so that NaN == NaN and -0.0 != 0.0.
+    av = np.ascontiguousarray(a)
+    bv = np.ascontiguousarray(b)
+    if av.dtype.kind == "f":
+        av = av.view(np.uint32 if av.dtype.itemsize == 4 else np.uint64)
+        bv = bv.view(av.dtype)
+    neq = av != bv
+    if not neq.any():
+        return None
+    idx = tuple(int(x) for x in np.argwhere(neq)[0])
+    inst, agent = idx[0], idx[1]
+    label = field
+    if field == "info" and len(idx) > 2:
+        label = f"info[{info_names[idx[2]]!r}]"
+    elif len(idx) > 2:
+        label = f"{field}[{idx[2]}]"
+    return Divergence(step, inst, names[agent], label, a[idx].item(), b[idx].item())
+
+
+def verify(
+    env: str,
+    steps: int = 100,
+    threads: int = 2,
+    num_envs: int = 1,
+    seed: int = 0,
+    action_seed: int | None = None,
+    **config: Any,
+) -> VerifyReport:
+    """Run ``env`` on the serial and parallel executors with identical random actions.
+
+    Args:
+        env: registered env name, e.g. ``"pcs_v0"``.
+        steps: steps to compare (instances whose episode ends are reset).
+        threads: pool size of the parallel run.
+        num_envs: instances per runtime (the batch).
+        seed: reset seed (instance i gets ``seed + i``).
+        action_seed: seed of the random actions (default: ``seed``).
+        **config: env config.
+    """
+    mod = env_module(env)
+    serial = mod.vector_env(num_envs, executor="serial", threads=1, **config)
+    parallel = mod.vector_env(num_envs, executor="parallel", threads=threads, **config)
+    names = serial.possible_agents
+    rng = np.random.default_rng(seed if action_seed is None else action_seed)
+    try:
+        o1, i1 = serial.reset(seed=seed)
+        o2, i2 = parallel.reset(seed=seed)
+        div = _compare(0, names, serial, (o1, i1), (o2, i2), reset=True)
+        done = 0
+        while div is None and done < steps:
+            acts = _random_actions(rng, serial)
+            r1 = serial.step(acts)
+            r2 = parallel.step(acts)
+            done += 1
+            div = _compare(done, names, serial, r1, r2, reset=False)
+        return VerifyReport(env, done, threads, num_envs, div)
+    finally:
+        serial.close()
+        parallel.close()
+
+
+def _random_actions(rng: np.random.Generator, venv: Any) -> np.ndarray:
+    sz = venv.sizes
+    if sz.action_kind == "discrete":
+        return rng.integers(0, sz.action_n, size=(venv.num_envs, sz.num_agents))
+    return rng.uniform(
+        sz.action_low, sz.action_high, size=(venv.num_envs, sz.num_agents, sz.action_dim)
+    ).astype(np.float32)
+
+
+def _compare(step: int, names: list[str], venv: Any, r1: tuple, r2: tuple,
+             reset: bool) -> Divergence | None:
+    info_names = venv.info_names
+    if reset:
+        pairs = [("obs", r1[0], r2[0])]
+        infos1, infos2 = r1[1], r2[1]
+    else:
+        pairs = [("obs", r1[0], r2[0]), ("reward", r1[1], r2[1]),
+                 ("terminated", r1[2], r2[2]), ("truncated", r1[3], r2[3])]
+        infos1, infos2 = r1[4], r2[4]
+    pairs.append(("alive", infos1["alive"], infos2["alive"]))
+    if info_names:
+        pairs.append(("info", np.stack([infos1[n] for n in info_names], axis=-1),
+                      np.stack([infos2[n] for n in info_names], axis=-1)))
+    for field, a, b in pairs:
+        d = _first_diff(step, names, field, a, b, info_names)
+        if d is not None:
+            return d
+    return None
