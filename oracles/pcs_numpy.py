@@ -51,7 +51,7 @@ CLCG4_M = (2147483647, 2147483543, 2147483423, 2147483323)
 CLCG4_A = (45991, 207707, 138556, 49689)
 CLCG4_BASE = (11111111, 22222222, 33333333, 44444444)
 # a_j^(2^72) mod m_j: the jump between consecutive cells' streams
-CLCG4_JUMP = tuple(pow(a, 1 << 72, m) for a, m in zip(CLCG4_A, CLCG4_M))
+CLCG4_JUMP = tuple(pow(a, 1 << 72, m) for a, m in zip(CLCG4_A, CLCG4_M, strict=True))
 
 
 # ---- RNG ---------------------------------------------------------------------
@@ -118,7 +118,7 @@ def clcg4_seed(seed: int, cell: int) -> list[int]:
             x, out = splitmix64_next(x)
             base.append(1 + out % (m - 1))
     s = []
-    for b, jump, m in zip(base, CLCG4_JUMP, CLCG4_M):
+    for b, jump, m in zip(base, CLCG4_JUMP, CLCG4_M, strict=True):
         v = b * pow(jump, cell, m) % m
         s.append(v if v else 1)
     return s
@@ -463,7 +463,7 @@ class PcsOracle:
         acts = [int(a) for a in np.asarray(actions).reshape(-1)]
         if len(acts) != self.N or any(a < 0 or a > self.G for a in acts):
             raise ValueError("bad actions")
-        for st, a in zip(self.cells, acts):
+        for st, a in zip(self.cells, acts, strict=True):
             st.guard = a
             st.step_attempts = st.step_blocks = st.step_handoffs = st.step_drops = 0
         bnd = float(self.step_index + 1) * self.D
