@@ -141,11 +141,8 @@ def main() -> None:
             ser = med(lambda: time_runtime(cfg, "serial", 1, steps), reps)  # noqa: B023
             p1 = med(lambda: time_runtime(cfg, "parallel", 1, steps), reps)  # noqa: B023
             p2 = med(lambda: time_runtime(cfg, "parallel", 2, steps), reps)  # noqa: B023
-            if w <= 32:
-                npy = med(lambda: time_oracle(cfg, 3 if w == 32 else 6), 1)  # noqa: B023
-                npy_s, ratio = f"{npy[0] * 1e3:9.1f}", f"{npy[0] / ser[0]:7.0f}x"
-            else:
-                npy_s, ratio = f"{'-':>9}", f"{'-':>8}"
+            npy = med(lambda: time_oracle(cfg, {16: 6, 32: 3, 64: 1}[w]), 1)  # noqa: B023
+            npy_s, ratio = f"{npy[0] * 1e3:9.1f}", f"{npy[0] / ser[0]:7.0f}x"
             td, tv = med(lambda: time_dict_api(w, reports, steps), reps)  # noqa: B023
             per_agent = (td - tv) / (w * w) * 1e6
             print(f"{w:>3}x{w:<2} {'on' if reports else 'off':>7} | {ser[0] * 1e3:9.3f} "
