@@ -1,7 +1,10 @@
+"""Shared test setup: make the repository root importable (for ``oracles``)."""
+
+from __future__ import annotations
+
 import sys
 from pathlib import Path
 
-# The oracles live outside the package, at the repository root.
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
