@@ -1,0 +1,1 @@
+"""Independent reference ports of the seer_env models (outside the package)."""

@@ -86,6 +86,7 @@ typedef struct seer_worker {
     char msg[SEER_ERRLEN];
     uint64_t events;
     uint64_t refills;
+    uint64_t gen_seen; /* job generation this worker last ran (or started at) */
     pthread_t thread;
     int started;
 } seer_worker;

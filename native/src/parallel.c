@@ -42,7 +42,7 @@
 void seer_pool_balance(seer_worker *w, uint64_t lo, uint64_t hi);
 
 #define WAKE_SPINS 4000u     /* pauses before a worker sleeps between jobs */
-#define BARRIER_SPINS 20000u /* pauses before a barrier waiter yields       */
+#define BARRIER_SPINS 2000u  /* pauses before a barrier waiter yields       */
 #define POOL_LO 1024u
 #define POOL_HI 65536u
 
@@ -284,7 +284,7 @@ static void *worker_main(void *arg)
 {
     seer_worker *w = arg;
     seer_runtime *rt = w->rt;
-    uint64_t seen = 0;
+    uint64_t seen = w->gen_seen;
     for (;;) {
         uint64_t g;
         uint32_t spins = 0;
@@ -331,7 +331,11 @@ int seer_pool_start(seer_runtime *rt, uint32_t threads)
             w->local_min[i] = __builtin_inf();
     }
     rt->job = JOB_NONE;
+    /* relaxed: no worker runs yet; pthread_create orders this for them.  A
+     * restarted pool must not mistake the last job (the exit) for a new one. */
+    uint64_t gen = atomic_load_explicit(&rt->job_gen, memory_order_relaxed);
     for (uint32_t t = 1; t < threads; t++) {
+        rt->workers[t].gen_seen = gen;
         if (pthread_create(&rt->workers[t].thread, NULL, worker_main, &rt->workers[t]) != 0)
             return SEER_E_NOMEM;
         rt->workers[t].started = 1;

@@ -1,0 +1,10 @@
+"""Shared test setup: make the repository root importable (for ``oracles``)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))

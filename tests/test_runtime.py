@@ -1,0 +1,315 @@
+"""The runtime on PHOLD: serial vs parallel determinism, batch invariance, the
+independent Python oracle, contract checks and error handling."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from oracles.phold_py import PholdPy
+from oracles.rng import seed_state
+from seer_env import errors
+from seer_env._runtime import Runtime, rng_seed_state
+
+
+def phold_cfg(**kw):
+    cfg = dict(num_entities=24, events_per_entity=2, remote=0.5, mean=1.0, lookahead=0.5,
+               work=3, step_duration=2.0)
+    cfg.update(kw)
+    return cfg
+
+
+def run_trace(cfg, seeds, executor, threads, steps, action_seed=0, max_cycles=0):
+    """Every boundary output and every entity state of every step."""
+    rt = Runtime("phold", cfg, len(seeds), executor, threads, max_cycles)
+    rng = np.random.default_rng(action_seed)
+    trace = []
+    try:
+        rt.reset(seeds)
+        trace.append(snapshot(rt))
+        for _ in range(steps):
+            rt.actions[:] = rng.integers(0, 3, size=rt.actions.shape)
+            rt.step()
+            trace.append(snapshot(rt))
+    finally:
+        rt.close()
+    return trace
+
+
+def snapshot(rt):
+    return (
+        rt.obs.copy(), rt.reward.copy(), rt.terminated.copy(), rt.truncated.copy(),
+        rt.alive.copy(), rt.info.copy(),
+        tuple(rt.entity_states(i) for i in range(rt.num_instances)),
+        tuple(rt.entity_events(i).tobytes() for i in range(rt.num_instances)),
+    )
+
+
+def assert_same_trace(ref, got, label):
+    assert len(ref) == len(got)
+    for k, (a, b) in enumerate(zip(ref, got)):
+        for j, (x, y) in enumerate(zip(a, b)):
+            if isinstance(x, np.ndarray):
+                assert x.tobytes() == y.tobytes(), f"{label}: step {k} field {j} differs"
+            else:
+                assert x == y, f"{label}: step {k} entity states/events differ"
+
+
+@pytest.mark.parametrize("remote", [0.0, 0.5, 1.0])
+@pytest.mark.parametrize("batch", [1, 2, 5])
+def test_determinism_matrix(remote, batch):
+    """Serial vs parallel (1, 2, 3, 4, 8 threads): bit-identical at every step."""
+    cfg = phold_cfg(remote=remote)
+    n_runs = -(-10 // batch)  # at least 10 instance seeds per cell of the matrix
+    for r in range(n_runs):
+        seeds = [1000 * r + 17 * i + 3 for i in range(batch)]
+        ref = run_trace(cfg, seeds, "serial", 1, 100, action_seed=r)
+        for threads in (1, 2, 3, 4, 8):
+            got = run_trace(cfg, seeds, "parallel", threads, 100, action_seed=r)
+            assert_same_trace(ref, got, f"remote={remote} batch={batch} threads={threads}")
+
+
+def test_determinism_with_varied_lookahead_and_sizes():
+    for n, L, mean, D in [(1, 0.25, 1.0, 1.0), (3, 0.1, 0.5, 1.0), (200, 1.5, 0.2, 3.0)]:
+        cfg = phold_cfg(num_entities=n, lookahead=L, mean=mean, step_duration=D)
+        ref = run_trace(cfg, [5, 6], "serial", 1, 30)
+        for threads in (2, 5):
+            assert_same_trace(ref, run_trace(cfg, [5, 6], "parallel", threads, 30), f"n={n}")
+
+
+@pytest.mark.parametrize("executor,threads", [("serial", 1), ("parallel", 3)])
+def test_batch_invariance(executor, threads):
+    cfg = phold_cfg()
+    alone = run_trace(cfg, [42], executor, threads, 40, action_seed=9)
+    # The batch runs instance 2 with the same actions as the lone run.
+    rt = Runtime("phold", cfg, 4, executor, threads)
+    rng = np.random.default_rng(9)
+    other = np.random.default_rng(1)
+    rt.reset([7, 8, 42, 9])
+    got = [rt.obs[2].copy()]
+    for _ in range(40):
+        a = other.integers(0, 3, size=rt.actions.shape)
+        a[2] = rng.integers(0, 3, size=(1, cfg["num_entities"]))[0]
+        rt.actions[:] = a
+        rt.step()
+        got.append(rt.obs[2].copy())
+        assert rt.entity_states(2) == alone[len(got) - 1][6][0]
+    rt.close()
+    for k, (ref, g) in enumerate(zip(alone, got)):
+        assert ref[0][0].tobytes() == g.tobytes(), f"step {k}"
+
+
+def test_masked_step_and_reset_leave_other_instances_alone():
+    cfg = phold_cfg()
+    rt = Runtime("phold", cfg, 3, "parallel", 2)
+    rt.reset([1, 2, 3])
+    rt.actions[:] = 0
+    rt.step()
+    before = rt.entity_states(1)
+    rt.step([True, False, True])
+    assert rt.entity_states(1) == before
+    assert [rt.step_index(i) for i in range(3)] == [2, 1, 2]
+    rt.reset([0, 0, 11], [False, False, True])
+    assert rt.step_index(2) == 0 and rt.step_index(0) == 2
+    rt.close()
+
+
+@pytest.mark.parametrize("remote", [0.0, 0.7])
+def test_phold_matches_independent_python_oracle(remote):
+    cfg = phold_cfg(num_entities=12, remote=remote, work=5)
+    for executor, threads in (("serial", 1), ("parallel", 2)):
+        rt = Runtime("phold", cfg, 1, executor, threads)
+        rt.reset([77])
+        py = PholdPy(seed=77, **cfg)
+        rng = np.random.default_rng(3)
+        for _ in range(25):
+            a = rng.integers(0, 3, size=cfg["num_entities"])
+            rt.actions[0] = a
+            rt.step()
+            py.step(a)
+            obs, rew = py.observe()
+            assert rt.obs[0].tobytes() == obs.tobytes()
+            assert rt.reward[0].tobytes() == rew.tobytes()
+            assert rt.info[0][:, 0].tolist() == [float(h) for h in py.handled]
+            assert rt.info[0][:, 2].tolist() == [float(c >> 11) for c in py.checksum]
+            assert rt.pending_events(0) == len(py.queue)
+        rt.close()
+
+
+def test_rng_seeding_matches_documented_algorithm():
+    for seed, e in [(0, 0), (1, 5), (2**64 - 1, 123456), (987654321, 16777215)]:
+        assert list(rng_seed_state(seed, e)) == seed_state(seed, e)
+
+
+def test_max_cycles_truncates_everyone():
+    rt = Runtime("phold", phold_cfg(), 1, "parallel", 2, max_cycles=3)
+    rt.reset([0])
+    rt.actions[:] = 0
+    for k in range(3):
+        assert rt.alive[0].all()
+        rt.step()
+        assert rt.truncated[0].all() == (k == 2)
+    assert not rt.alive[0].any()
+    with pytest.raises(errors.StateError, match="no live agent"):
+        rt.step()
+    rt.reset([0])
+    rt.step()
+    rt.close()
+
+
+# ---- contract checks ---------------------------------------------------------
+
+PROBE_MODES = {
+    1: (errors.ContractViolation, ["time in the past", "t=1.25 < now=2.25"]),
+    2: (errors.ContractViolation, ["inside the lookahead", "for entity 2",
+                                   "t=2.375 < now + lookahead = 2.25 + 0.25"]),
+    3: (errors.ContractViolation, ["unknown target", "for entity 9", "target 9 >= num_entities 4"]),
+    4: (errors.ContractViolation, ["payload too large", "16 bytes > payload_size 8"]),
+    5: (errors.ContractViolation, ["non-finite event time", "t=nan"]),
+    6: (errors.ModelError, ["returned 7", "PROBE_TICK", "t=2.25"]),
+    8: (errors.ContractViolation, ["outside init/act/handle", "in boundary at t=3"]),
+}
+
+
+@pytest.mark.parametrize("executor", ["serial", "parallel"])
+@pytest.mark.parametrize("mode", sorted(PROBE_MODES))
+def test_contract_violation_is_reported(executor, mode):
+    cls, fragments = PROBE_MODES[mode]
+    cfg = dict(num_entities=4, mode=mode, at_step=2, culprit=1, lookahead=0.25)
+    rt = Runtime("probe", cfg, 2, executor, 3 if executor == "parallel" else 1)
+    rt.reset([0, 1])
+    rt.step()
+    rt.step()
+    with pytest.raises(cls) as info:
+        rt.step()
+    msg = str(info.value)
+    assert "model 'probe'" in msg and "entity 1 of instance" in msg
+    if mode != 6:
+        assert "PROBE_" in msg
+    if mode in (1, 2, 3, 4, 5):
+        assert "handling event type 0 (PROBE_TICK) at t=2.25" in msg
+    for frag in fragments:
+        assert frag in msg, (frag, msg)
+    # The failed instances must be reset before they run again.
+    with pytest.raises(errors.StateError, match="before reset"):
+        rt.step()
+    rt.reset([0, 1])
+    rt.step()
+    assert rt.obs[0, 0, 0] > 0
+    rt.close()
+
+
+@pytest.mark.parametrize("executor", ["serial", "parallel"])
+def test_contract_violation_in_init(executor):
+    cfg = dict(num_entities=4, mode=7, at_step=0, culprit=2, lookahead=0.25)
+    rt = Runtime("probe", cfg, 1, executor, 2 if executor == "parallel" else 1)
+    with pytest.raises(errors.ContractViolation,
+                       match=r"entity 2 of instance 0, in init at t=0.*PROBE_PING.*entity 3"):
+        rt.reset([0])
+    rt.close()
+
+
+def test_parallel_refuses_zero_lookahead():
+    with pytest.raises(errors.ExecutorError, match="lookahead 0"):
+        Runtime("phold", phold_cfg(lookahead=0.0), 1, "parallel", 2)
+    rt = Runtime("phold", phold_cfg(lookahead=0.0), 1, "serial", 1)
+    rt.reset([0])
+    rt.step()
+    rt.close()
+
+
+# ---- configuration and call-order errors ------------------------------------
+
+@pytest.mark.parametrize("kw,match", [
+    (dict(num_entities=0), "num_entities=0"),
+    (dict(remote=1.5), "remote=1.5"),
+    (dict(mean=-1.0), "mean=-1"),
+    (dict(mean=float("nan")), "mean=nan"),
+    (dict(lookahead=-0.5), "lookahead=-0.5"),
+    (dict(step_duration=0.0), "step_duration=0"),
+    (dict(events_per_entity=0), "events_per_entity=0"),
+])
+def test_invalid_config_names_the_field(kw, match):
+    with pytest.raises(errors.ConfigError, match=match):
+        Runtime("phold", phold_cfg(**kw), 1, "serial", 1)
+
+
+def test_invalid_runtime_arguments():
+    with pytest.raises(errors.ConfigError, match="unknown model"):
+        Runtime("nope", {}, 1)
+    with pytest.raises(errors.ConfigError, match="unknown config field 'bogus'"):
+        Runtime("phold", dict(phold_cfg(), bogus=1), 1)
+    with pytest.raises(errors.ConfigError, match="num_entities"):
+        Runtime("phold", dict(phold_cfg(), num_entities="x"), 1)
+    with pytest.raises(errors.ConfigError, match="executor"):
+        Runtime("phold", phold_cfg(), 1, "gpu")
+    with pytest.raises(errors.ConfigError, match="threads"):
+        Runtime("phold", phold_cfg(), 1, "parallel", 0)
+    with pytest.raises(errors.ConfigError, match="serial"):
+        Runtime("phold", phold_cfg(), 1, "serial", 2)
+    with pytest.raises(errors.ConfigError, match="num_instances"):
+        Runtime("phold", phold_cfg(), 0)
+
+
+def test_call_order_and_closed_runtime():
+    rt = Runtime("phold", phold_cfg(), 1, "parallel", 2)
+    with pytest.raises(errors.StateError, match="before reset"):
+        rt.step()
+    rt.reset([1])
+    rt.close()
+    rt.close()  # idempotent
+    with pytest.raises(errors.ClosedError):
+        rt.step()
+    with pytest.raises(errors.ClosedError):
+        rt.reset([1])
+
+
+def test_invalid_discrete_action_changes_nothing():
+    cfg = phold_cfg()
+    a = Runtime("phold", cfg, 2, "parallel", 2)
+    b = Runtime("phold", cfg, 2, "parallel", 2)
+    a.reset([1, 2])
+    b.reset([1, 2])
+    a.actions[:] = 1
+    a.actions[1, 5] = 3  # out of range for Discrete(3)
+    with pytest.raises(errors.InvalidActionError, match="agent 5 of instance 1: 3 is outside"):
+        a.step()
+    a.actions[1, 5] = -1
+    with pytest.raises(errors.InvalidActionError):
+        a.step()
+    for rt in (a, b):
+        rt.actions[:] = 1
+        rt.step()
+    assert a.obs.tobytes() == b.obs.tobytes()
+    assert a.entity_states(1) == b.entity_states(1)
+    a.close()
+    b.close()
+
+
+def test_set_threads_mid_run_keeps_results():
+    cfg = phold_cfg()
+    ref = run_trace(cfg, [4, 5], "serial", 1, 20)
+    rt = Runtime("phold", cfg, 2, "parallel", 1)
+    rng = np.random.default_rng(0)
+    rt.reset([4, 5])
+    for k in range(20):
+        rt.set_threads([1, 2, 4, 3][k % 4])
+        rt.actions[:] = rng.integers(0, 3, size=rt.actions.shape)
+        rt.step()
+        assert rt.obs.tobytes() == ref[k + 1][0].tobytes()
+    assert rt.threads == 3
+    rt.close()
+
+
+def test_event_pool_is_reused():
+    rt = Runtime("phold", phold_cfg(num_entities=64), 1, "parallel", 2)
+    rt.reset([3])
+    rt.actions[:] = 0
+    for _ in range(5):
+        rt.step()
+    allocated = rt.stats()["pool_events"]
+    for _ in range(50):
+        rt.step()
+    assert rt.stats()["pool_events"] == allocated
+    assert rt.pending_events(0) == 64 * 2
+    rt.close()
