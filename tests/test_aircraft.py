@@ -5,22 +5,16 @@ Run: ``.venv/bin/python -m pytest -q tests/test_aircraft.py``
 
 from __future__ import annotations
 
-import sys
 import warnings
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from oracles.aircraft_numpy import AircraftNumpy, Xoshiro256  # noqa: E402
-from seer_env import ConfigError, InvalidActionError, StateError  # noqa: E402
-from seer_env._runtime import Runtime, ffi, rng_seed_state  # noqa: E402
-from seer_env.envs import aircraft_v0  # noqa: E402
+from oracles.aircraft_numpy import AircraftNumpy, Xoshiro256
+from seer_env import ConfigError, InvalidActionError, StateError
+from seer_env._runtime import Runtime, ffi, rng_seed_state
+from seer_env.envs import aircraft_v0
 
 # ---- helpers ---------------------------------------------------------------------------
 
