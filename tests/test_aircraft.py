@@ -450,3 +450,37 @@ def test_spaces_and_defaults() -> None:
     obs, _ = env.reset(seed=1)
     assert all(space.contains(o) for o in obs.values())
     env.close()
+
+
+def test_verify_and_registry() -> None:
+    import seer_env
+
+    report = seer_env.verify("aircraft_v0", steps=40, threads=2, num_envs=2, seed=3,
+                             num_uavs=12, arena_size=120.0)
+    assert report.identical, str(report)
+    venv = seer_env.make("aircraft_v0", api="vector", num_envs=2, num_uavs=4, threads=1)
+    obs, infos = venv.reset(seed=0)
+    assert obs.shape == (2, 4, venv.sizes.obs_dim) and infos["alive"].all()
+    venv.close()
+
+
+def test_vector_autoreset_after_all_uavs_end() -> None:
+    venv = aircraft_v0.vector_env(2, num_uavs=3, threads=2)
+    venv.reset(seed=5)
+    down = np.zeros((2, 3, 3), np.float32)
+    down[0, :, 2] = -1.0  # instance 0 dives into the ground; instance 1 hovers
+    ended = np.zeros(3, dtype=bool)
+    reasons = np.zeros(3)
+    for _ in range(60):
+        obs, rew, term, trunc, infos = venv.step(down)
+        new = term[0] & ~ended
+        reasons[new] = infos["crash_reason"][0][new]
+        ended |= term[0]
+        if not infos["alive"][0].any():
+            break
+    assert ended.all() and infos["alive"][1].all()
+    assert (reasons == 1).all()  # ground impact
+    obs, rew, term, trunc, infos = venv.step(down)  # autoreset of instance 0
+    assert infos["alive"][0].all() and not term[0].any() and (rew[0] == 0).all()
+    assert np.all(obs[0][:, 2] >= 0.2 - 1e-6)  # fresh spawn altitude (>= spawn_z_min / Z)
+    venv.close()
