@@ -92,6 +92,7 @@ typedef struct idata_header {
     uint32_t pad_;
     double inv_cell, inv_tcell;
     int64_t gx, gy, gz;      /* largest cell coordinate per axis (>= -1 min)  */
+    int64_t omin[3], omax[3]; /* occupied cell range of the hash (empty: min > max) */
 } idata_header;
 
 /* ---- small helpers ------------------------------------------------------- */
@@ -206,22 +207,53 @@ static inline uint32_t bucket_of(const idata_header *h, uint64_t key)
     return (uint32_t)(mix64(key) & (uint64_t)(h->lay.nbuckets - 1u));
 }
 
-/* Visit every hashed UAV in the 27 cells around p: `body` sees `it`. */
-#define FOR_HASH_NEAR(h, idata, p, it, ...)                                             \
+/* The cells a query must visit: the 3 x 3 x 3 block around p's cell, cut to
+ * the occupied cell range and to cells whose box lies within r of p.  `g2`
+ * holds, per axis and offset (-1, 0, +1), the squared gap from p to that
+ * neighbour cell's slab (0 for p's own; never negative, so never too large). */
+typedef struct hash_query {
+    int64_t c[3];
+    int64_t lo[3], hi[3];
+    double g2[3][3];
+    double r2;
+} hash_query;
+
+static inline void hash_query_init(const idata_header *h, const double p[3], double r,
+                                   hash_query *q)
+{
+    const int64_t g[3] = {h->gx, h->gy, h->gz};
+    const double cell = h->lay.cell;
+    for (int a = 0; a < 3; a++) {
+        const int64_t c = cell_coord(p[a], h->inv_cell, g[a]);
+        q->c[a] = c;
+        q->lo[a] = c - 1 > h->omin[a] ? c - 1 : h->omin[a];
+        q->hi[a] = c + 1 < h->omax[a] ? c + 1 : h->omax[a];
+        const double glo = p[a] - (double)c * cell;       /* to the slab below */
+        const double ghi = (double)(c + 1) * cell - p[a]; /* to the slab above */
+        q->g2[a][0] = glo > 0.0 ? glo * glo : 0.0;
+        q->g2[a][1] = 0.0;
+        q->g2[a][2] = ghi > 0.0 ? ghi * ghi : 0.0;
+    }
+    /* Prune only cells clearly out of reach (exact distance tests follow). */
+    q->r2 = (r * CELL_MARGIN) * (r * CELL_MARGIN);
+}
+
+/* Visit every hashed UAV in the cells of a query around p within radius r
+ * (r <= the cell edge): `body` sees `it`. */
+#define FOR_HASH_NEAR(h, idata, p, r, it, ...)                                          \
     do {                                                                                 \
         const uint32_t *bs_ = CARR(idata, uint32_t, (h)->lay.off_bstart);                \
         const hash_item *items_ = CARR(idata, hash_item, (h)->lay.off_items);            \
-        const int64_t cx_ = cell_coord((p)[0], (h)->inv_cell, (h)->gx);                  \
-        const int64_t cy_ = cell_coord((p)[1], (h)->inv_cell, (h)->gy);                  \
-        const int64_t cz_ = cell_coord((p)[2], (h)->inv_cell, (h)->gz);                  \
-        for (int64_t ix_ = cx_ - 1; ix_ <= cx_ + 1; ix_++) {                             \
-            if (ix_ < -1 || ix_ > (h)->gx)                                               \
-                continue;                                                                \
-            for (int64_t iy_ = cy_ - 1; iy_ <= cy_ + 1; iy_++) {                         \
-                if (iy_ < -1 || iy_ > (h)->gy)                                           \
+        hash_query hq_;                                                                  \
+        hash_query_init((h), (p), (r), &hq_);                                            \
+        for (int64_t ix_ = hq_.lo[0]; ix_ <= hq_.hi[0]; ix_++) {                         \
+            const double gx_ = hq_.g2[0][ix_ - hq_.c[0] + 1];                            \
+            for (int64_t iy_ = hq_.lo[1]; iy_ <= hq_.hi[1]; iy_++) {                     \
+                const double gxy_ = gx_ + hq_.g2[1][iy_ - hq_.c[1] + 1];                 \
+                if (gxy_ > hq_.r2)                                                       \
                     continue;                                                            \
-                for (int64_t iz_ = cz_ - 1; iz_ <= cz_ + 1; iz_++) {                     \
-                    if (iz_ < -1 || iz_ > (h)->gz)                                       \
+                for (int64_t iz_ = hq_.lo[2]; iz_ <= hq_.hi[2]; iz_++) {                 \
+                    if (gxy_ + hq_.g2[2][iz_ - hq_.c[2] + 1] > hq_.r2)                   \
                         continue;                                                        \
                     const uint64_t key_ = cell_key((h), ix_, iy_, iz_);                  \
                     const uint32_t b_ = bucket_of((h), key_);                            \
@@ -468,7 +500,7 @@ static int broadcast(seer_ctx *ctx, const seer_aircraft_config *c, seer_aircraft
         m.vel[i] = (float)st->vel[i];
     }
     int rc = 0;
-    FOR_HASH_NEAR(h, idata, st->pos, it, {
+    FOR_HASH_NEAR(h, idata, st->pos, c->comm_radius, it, {
         if (it->e == self || sq3(st->pos, it->p) > rc2)
             continue;
         const uav_record *r = seer_snapshot(ctx, it->e);
@@ -669,6 +701,10 @@ static void build_hash(seer_ctx *ctx, const seer_aircraft_config *c, void *idata
                                       cell_coord(st->pos[2], h->inv_cell, h->gz));
         bs[bucket_of(h, key) + 1u]++;
     }
+    for (int a = 0; a < 3; a++) {
+        h->omin[a] = INT64_MAX;
+        h->omax[a] = INT64_MIN;
+    }
     for (uint32_t b = 0; b < P; b++)
         bs[b + 1u] += bs[b];
     memcpy(cur, bs, (size_t)P * sizeof(uint32_t));
@@ -679,6 +715,15 @@ static void build_hash(seer_ctx *ctx, const seer_aircraft_config *c, void *idata
         const uint64_t key = cell_key(h, cell_coord(st->pos[0], h->inv_cell, h->gx),
                                       cell_coord(st->pos[1], h->inv_cell, h->gy),
                                       cell_coord(st->pos[2], h->inv_cell, h->gz));
+        const int64_t cc[3] = {cell_coord(st->pos[0], h->inv_cell, h->gx),
+                               cell_coord(st->pos[1], h->inv_cell, h->gy),
+                               cell_coord(st->pos[2], h->inv_cell, h->gz)};
+        for (int a = 0; a < 3; a++) {
+            if (cc[a] < h->omin[a])
+                h->omin[a] = cc[a];
+            if (cc[a] > h->omax[a])
+                h->omax[a] = cc[a];
+        }
         hash_item *it = &items[cur[bucket_of(h, key)]++];
         for (int i = 0; i < 3; i++)
             it->p[i] = st->pos[i];
@@ -763,7 +808,7 @@ static int collided(const seer_aircraft_config *c, const void *idata, uint32_t s
     if (h->reset_boundary)
         return 0;
     const double r2 = c->collision_radius * c->collision_radius;
-    FOR_HASH_NEAR(h, idata, p, it, {
+    FOR_HASH_NEAR(h, idata, p, c->collision_radius, it, {
         if (it->e != self && sq3(p, it->p) < r2)
             return 1;
     });
@@ -912,7 +957,7 @@ static void observe_rays(const seer_aircraft_config *c, const void *idata, uint3
     }
     const double rb = 0.5 * c->collision_radius, rb2 = rb * rb;
     const double reach = c->ray_range + rb, reach2 = reach * reach;
-    FOR_HASH_NEAR(h, idata, p, it, {
+    FOR_HASH_NEAR(h, idata, p, reach, it, {
         if (it->e == self)
             continue;
         const double ox = it->p[0] - p[0], oy = it->p[1] - p[1], oz = it->p[2] - p[2];
