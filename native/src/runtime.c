@@ -119,6 +119,11 @@ uint32_t seer_rng_below(seer_ctx *ctx, uint32_t n)
 
 /* ---- event memory -------------------------------------------------------- */
 
+static inline seer_inbox_node *as_node(seer_event *e)
+{
+    return e ? &e->node : NULL;
+}
+
 #define POOL_BATCH 256u
 #define POOL_CHUNK 4096u
 
@@ -148,7 +153,7 @@ static int pool_take(seer_runtime *rt, seer_worker *w, uint64_t want)
         rt->pool_events += n;
         for (uint64_t i = 0; i < n; i++) {
             seer_event *ev = (seer_event *)(void *)(mem + i * rt->event_stride);
-            ev->node.next = &rt->reserve->node;
+            ev->node.next = as_node(rt->reserve);
             rt->reserve = ev;
         }
         rt->reserve_n += n;
@@ -156,7 +161,7 @@ static int pool_take(seer_runtime *rt, seer_worker *w, uint64_t want)
     for (uint64_t i = 0; i < want; i++) {
         seer_event *ev = rt->reserve;
         rt->reserve = (seer_event *)(void *)ev->node.next;
-        ev->node.next = &w->pool.free->node;
+        ev->node.next = as_node(w->pool.free);
         w->pool.free = ev;
     }
     rt->reserve_n -= want;
@@ -174,7 +179,7 @@ static void pool_give(seer_runtime *rt, seer_worker *w, uint64_t keep)
     while (w->pool.nfree > keep) {
         seer_event *ev = w->pool.free;
         w->pool.free = (seer_event *)(void *)ev->node.next;
-        ev->node.next = &rt->reserve->node;
+        ev->node.next = as_node(rt->reserve);
         rt->reserve = ev;
         rt->reserve_n++;
         w->pool.nfree--;
@@ -207,7 +212,7 @@ seer_event *seer_event_alloc(seer_worker *w)
 
 void seer_event_free(seer_worker *w, seer_event *ev)
 {
-    ev->node.next = &w->pool.free->node;
+    ev->node.next = as_node(w->pool.free);
     w->pool.free = ev;
     w->pool.nfree++;
 }
