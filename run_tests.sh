@@ -11,7 +11,7 @@ fi
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -e '.[test]'
 echo "== ruff"
-.venv/bin/ruff check seer_env tests oracles benchmarks examples
+.venv/bin/ruff check .
 echo "== pytest"
 .venv/bin/python -m pytest -q "$@"
 echo "== C stress tests (plain, TSan, ASan+UBSan)"
