@@ -47,8 +47,8 @@ def snapshot(rt):
 
 def assert_same_trace(ref, got, label):
     assert len(ref) == len(got)
-    for k, (a, b) in enumerate(zip(ref, got)):
-        for j, (x, y) in enumerate(zip(a, b)):
+    for k, (a, b) in enumerate(zip(ref, got, strict=True)):
+        for j, (x, y) in enumerate(zip(a, b, strict=True)):
             if isinstance(x, np.ndarray):
                 assert x.tobytes() == y.tobytes(), f"{label}: step {k} field {j} differs"
             else:
@@ -95,7 +95,7 @@ def test_batch_invariance(executor, threads):
         got.append(rt.obs[2].copy())
         assert rt.entity_states(2) == alone[len(got) - 1][6][0]
     rt.close()
-    for k, (ref, g) in enumerate(zip(alone, got)):
+    for k, (ref, g) in enumerate(zip(alone, got, strict=True)):
         assert ref[0][0].tobytes() == g.tobytes(), f"step {k}"
 
 

@@ -219,6 +219,10 @@ SPEC = EnvSpec(
     default_seed=_default_seed,
     render=_render,
     render_fps=10,
+    # Per-agent infos of the dict API: the cumulative counters of the classic
+    # benchmark plus events processed (info_keys="all" gives all eleven).
+    dict_info_keys=("call_attempts", "channel_blocks", "busy_lines", "handoff_blocks",
+                    "events"),
 )
 
 

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Install seer_env with its test dependencies into ./.venv and run everything:
+# ruff, the pytest suite, and the runtime's C stress tests plain and under
+# ThreadSanitizer and AddressSanitizer+UBSan.  Exits non-zero on any failure.
+set -euo pipefail
+cd "$(dirname "$0")"
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --upgrade pip
+.venv/bin/python -m pip install -q -e '.[test]'
+echo "== ruff"
+.venv/bin/ruff check .
+echo "== pytest"
+.venv/bin/python -m pytest -q "$@"
+echo "== C stress tests (plain, TSan, ASan+UBSan)"
+bash native/tests/run_sanitizers.sh

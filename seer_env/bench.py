@@ -1,0 +1,168 @@
+"""Benchmarks of the runtime (not tests): ratios and medians measured in one run.
+
+Run ``seer-env bench phold`` (or ``python -m seer_env.bench``).  Every figure
+compares configurations measured in the same process, interleaved round by
+round, so a noisy shared machine affects them alike; medians over rounds.
+
+PHOLD figures (issue targets in brackets):
+
+* events/s of the serial executor and the parallel executor with 1 and 2
+  threads, about 1 µs of work per event, remote=0.5 (parallel 2 >= 1.8x serial,
+  parallel 1 >= 0.9x serial);
+* per-event cost of the serial executor with ``work=0`` (<= 150 ns).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ._runtime import Runtime, cpu_count
+
+
+def machine() -> dict[str, Any]:
+    """A short description of this machine for benchmark reports."""
+    model = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return {
+        "cpu": model or platform.processor(),
+        "cpus_usable": cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "load_avg": os.getloadavg() if hasattr(os, "getloadavg") else None,
+    }
+
+
+@dataclass
+class Case:
+    """One configuration: a Runtime factory and how to step it."""
+
+    name: str
+    make: Callable[[], Runtime]
+    steps: int
+
+
+def _time_steps(rt: Runtime, steps: int) -> tuple[float, int]:
+    ev0 = rt.stats()["events"]
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        rt.step()
+    dt = time.perf_counter() - t0
+    return dt, rt.stats()["events"] - ev0
+
+
+def run_cases(cases: list[Case], rounds: int, warmup: int = 2) -> dict[str, dict[str, float]]:
+    """Interleave the cases round by round; median seconds/step and events/s."""
+    rts = {}
+    for c in cases:
+        rt = c.make()
+        rt.reset([1] * rt.num_instances)
+        rt.actions[:] = 0
+        for _ in range(warmup):
+            rt.step()
+        rts[c.name] = rt
+    per_step: dict[str, list[float]] = {c.name: [] for c in cases}
+    ev_rate: dict[str, list[float]] = {c.name: [] for c in cases}
+    try:
+        for _ in range(rounds):
+            for c in cases:
+                dt, ev = _time_steps(rts[c.name], c.steps)
+                per_step[c.name].append(dt / c.steps)
+                ev_rate[c.name].append(ev / dt)
+    finally:
+        for rt in rts.values():
+            rt.close()
+    return {
+        n: {
+            "s_per_step": statistics.median(per_step[n]),
+            "events_per_s": statistics.median(ev_rate[n]),
+        }
+        for n in per_step
+    }
+
+
+def phold_config(num_entities: int = 4096, work: int = 0, remote: float = 0.5) -> dict[str, Any]:
+    """The benchmark's PHOLD configuration (lookahead = mean = 1, 4 events/entity)."""
+    return dict(num_entities=num_entities, events_per_entity=4, remote=remote, mean=1.0,
+                lookahead=1.0, work=work, step_duration=8.0)
+
+
+def calibrate_work(target_ns: float = 1000.0) -> int:
+    """Iterations of PHOLD's work loop that take about ``target_ns`` per event."""
+    def per_event(work: int) -> float:
+        rt = Runtime("phold", phold_config(1024, work), 1, "serial", 1)
+        rt.reset([1])
+        rt.actions[:] = 0
+        rt.step()
+        best = float("inf")
+        for _ in range(3):
+            dt, ev = _time_steps(rt, 3)
+            best = min(best, dt / ev)
+        rt.close()
+        return best * 1e9
+
+    base = per_event(0)
+    probe = 2000
+    slope = (per_event(probe) - base) / probe
+    return max(1, int(round(target_ns / slope)))
+
+
+def bench_phold(rounds: int = 7, steps: int = 4, log: Callable[[str], None] = print
+                ) -> dict[str, Any]:
+    """The issue-2 PHOLD figures; returns them as a dict (also logged)."""
+    work = calibrate_work(1000.0)
+    log(f"machine: {machine()}")
+    log(f"PHOLD: 4096 entities, 4 events/entity, remote=0.5, lookahead=mean=1, D=8; "
+        f"work={work} iterations (~1 us/event)")
+    out: dict[str, Any] = {"machine": machine(), "work_iterations": work}
+    for label, w in (("work~1us", work), ("work=0", 0)):
+        cfg = phold_config(4096, w)
+        cases = [
+            Case("serial", lambda cfg=cfg: Runtime("phold", cfg, 1, "serial", 1), steps),
+            Case("parallel-1", lambda cfg=cfg: Runtime("phold", cfg, 1, "parallel", 1), steps),
+            Case("parallel-2", lambda cfg=cfg: Runtime("phold", cfg, 1, "parallel", 2), steps),
+        ]
+        res = run_cases(cases, rounds)
+        ser = res["serial"]["events_per_s"]
+        events = res["serial"]["events_per_s"] * res["serial"]["s_per_step"] * steps * rounds
+        log(f"[{label}] ~{events / 1e6:.1f} M events per configuration")
+        for name, r in res.items():
+            log(f"  {name:11s} {r['events_per_s'] / 1e6:8.3f} M events/s  "
+                f"{r['s_per_step'] * 1e3:8.2f} ms/step  ratio vs serial "
+                f"{r['events_per_s'] / ser:5.2f}x  ({1e9 / r['events_per_s']:.0f} ns/event)")
+        out[label] = res
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--rounds", type=int, default=7)
+    p.add_argument("--json", help="write the figures to this JSON file")
+    a = p.parse_args(argv)
+    res = bench_phold(a.rounds)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(res, f, indent=2, default=float)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
+
+
+__all__ = ["bench_phold", "calibrate_work", "machine", "run_cases", "Case"]

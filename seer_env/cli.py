@@ -1,0 +1,173 @@
+"""The ``seer-env`` command line: run, verify and benchmark the shipped envs.
+
+Examples::
+
+    seer-env run pcs_v0 --steps 500                 # random policy, prints steps/s and events/s
+    seer-env run aircraft_v0 --policy constant --set num_uavs=256 --threads 2
+    seer-env verify pcs_v0 --steps 200 --threads 2 --num-envs 3
+    seer-env bench phold
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import sys
+import time
+from typing import Any
+
+import numpy as np
+
+from . import bench
+from .errors import SeerError
+from .registry import ENVS, env_module
+from .testing import verify
+
+
+def _parse_sets(items: list[str]) -> dict[str, Any]:
+    cfg: dict[str, Any] = {}
+    for item in items:
+        if "=" not in item:
+            raise SystemExit(f"--set expects key=value, got {item!r}")
+        k, v = item.split("=", 1)
+        try:
+            cfg[k] = ast.literal_eval(v)
+        except (ValueError, SyntaxError):
+            cfg[k] = v
+    return cfg
+
+
+def _threads(v: str) -> int | str:
+    return v if v == "auto" else int(v)
+
+
+class _Progress:
+    """A dependency-free progress bar on stderr."""
+
+    def __init__(self, total: int, enabled: bool) -> None:
+        self.total = total
+        self.enabled = enabled and sys.stderr.isatty()
+        self.t0 = time.perf_counter()
+        self.last = 0.0
+
+    def update(self, done: int) -> None:
+        now = time.perf_counter()
+        if not self.enabled or (now - self.last < 0.1 and done < self.total):
+            return
+        self.last = now
+        frac = done / max(1, self.total)
+        bar = "#" * int(30 * frac)
+        rate = done / max(1e-9, now - self.t0)
+        sys.stderr.write(f"\r[{bar:<30}] {done}/{self.total} steps {rate:8.1f} steps/s")
+        if done >= self.total:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+
+def cmd_run(a: argparse.Namespace) -> int:
+    cfg = _parse_sets(a.set)
+    mod = env_module(a.env)
+    venv = mod.vector_env(a.num_envs, threads=a.threads, executor=a.executor, **cfg)
+    rng = np.random.default_rng(a.seed)
+    sz = venv.sizes
+    print(f"{a.env}: {a.num_envs} instance(s) x {sz.num_agents} agents, "
+          f"executor={a.executor}, threads={venv.runtime.threads}, policy={a.policy}")
+    venv.reset(seed=a.seed)
+    if sz.action_kind == "discrete":
+        const = np.zeros((a.num_envs, sz.num_agents), dtype=np.int64)
+    else:
+        const = np.zeros((a.num_envs, sz.num_agents, sz.action_dim), dtype=np.float32)
+    bar = _Progress(a.steps, not a.quiet)
+    ev0 = venv.runtime.stats()["events"]
+    rewards = 0.0
+    t0 = time.perf_counter()
+    for k in range(a.steps):
+        if a.policy == "random":
+            if sz.action_kind == "discrete":
+                acts = rng.integers(0, sz.action_n, size=const.shape)
+            else:
+                acts = rng.uniform(sz.action_low, sz.action_high, size=const.shape)
+        else:
+            acts = const
+        _, rew, _, _, infos = venv.step(acts)
+        rewards += float(rew[infos["active"]].sum())
+        bar.update(k + 1)
+    dt = time.perf_counter() - t0
+    events = venv.runtime.stats()["events"] - ev0
+    venv.close()
+    print(f"{a.steps} steps in {dt:.3f} s: {a.steps / dt:,.1f} steps/s, "
+          f"{a.steps * a.num_envs * sz.num_agents / dt:,.0f} agent-steps/s, "
+          f"{events / dt:,.0f} events/s ({events:,} events)")
+    agent_steps = max(1, a.steps * a.num_envs * sz.num_agents)
+    print(f"mean reward per agent-step: {rewards / agent_steps:.5f}")
+    return 0
+
+
+def cmd_verify(a: argparse.Namespace) -> int:
+    cfg = _parse_sets(a.set)
+    rep = verify(a.env, steps=a.steps, threads=a.threads, num_envs=a.num_envs, seed=a.seed,
+                 **cfg)
+    print(rep)
+    return 0 if rep.identical else 1
+
+
+def cmd_bench(a: argparse.Namespace) -> int:
+    if a.what == "phold":
+        bench.bench_phold(a.rounds)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="seer-env",
+        description="Run, verify and benchmark seer_env environments.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=__doc__.split("Examples::", 1)[1],
+    )
+    sub = p.add_subparsers(dest="cmd", required=True)
+
+    def common(sp: argparse.ArgumentParser, steps: int) -> None:
+        sp.add_argument("env", choices=ENVS, help="environment name")
+        sp.add_argument("--steps", type=int, default=steps,
+                        help="steps to run (default %(default)s)")
+        sp.add_argument("--num-envs", type=int, default=1,
+                        help="instances stepped together in one runtime (default 1)")
+        sp.add_argument("--seed", type=int, default=0, help="reset and action seed (default 0)")
+        sp.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="env config value, e.g. --set width=32 (repeatable)")
+
+    r = sub.add_parser("run", help="run an env under a random or constant policy")
+    common(r, 200)
+    r.add_argument("--threads", type=_threads, default="auto",
+                   help="worker threads incl. the caller, or 'auto' (default)")
+    r.add_argument("--executor", choices=["parallel", "serial"], default="parallel",
+                   help="event executor (default parallel)")
+    r.add_argument("--policy", choices=["random", "constant"], default="random",
+                   help="random actions, or action 0 / zero vector (default random)")
+    r.add_argument("--quiet", action="store_true", help="no progress bar")
+    r.set_defaults(fn=cmd_run)
+
+    v = sub.add_parser("verify", help="serial vs parallel side by side; first divergence or "
+                                      "'identical' (exit status 1 on divergence)")
+    common(v, 100)
+    v.add_argument("--threads", type=int, default=2, help="threads of the parallel run")
+    v.set_defaults(fn=cmd_verify)
+
+    b = sub.add_parser("bench", help="benchmarks (ratios and medians measured in one run)")
+    b.add_argument("what", choices=["phold"], nargs="?", default="phold")
+    b.add_argument("--rounds", type=int, default=7, help="timed rounds (median reported)")
+    b.set_defaults(fn=cmd_bench)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = build_parser().parse_args(argv)
+    try:
+        return int(a.fn(a))
+    except SeerError as exc:
+        print(f"seer-env: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
