@@ -6,6 +6,9 @@ Examples::
     seer-env run aircraft_v0 --policy constant --set num_uavs=256 --threads 2
     seer-env verify pcs_v0 --steps 200 --threads 2 --num-envs 3
     seer-env bench phold
+    seer-env bench suite -o bench_out          # JSON + PNG plots + README table
+    seer-env bench scaling --max-threads 16    # thread scaling on a many-core machine
+    seer-env trace pcs_v0 --steps 20 -o trace.json   # open in https://ui.perfetto.dev
 """
 
 from __future__ import annotations
@@ -117,6 +120,21 @@ def cmd_bench(a: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_trace(a: argparse.Namespace) -> int:
+    from .trace import trace_env, write_trace
+
+    cfg = _parse_sets(a.set)
+    tr = trace_env(a.env, a.steps, threads=a.threads, num_envs=a.num_envs, seed=a.seed,
+                   capacity=a.capacity, config=cfg, log=print)
+    write_trace(tr, a.output)
+    other = tr["otherData"]
+    n = sum(1 for e in tr["traceEvents"] if e["ph"] != "M")
+    print(f"{a.output}: {n} trace events from {other['threads']} worker(s), "
+          f"{other['executor']} executor; dropped records: {other['dropped_records']} "
+          f"(raise --capacity to keep them). Open it in https://ui.perfetto.dev")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="seer-env",
@@ -152,6 +170,17 @@ def build_parser() -> argparse.ArgumentParser:
     common(v, 100)
     v.add_argument("--threads", type=int, default=2, help="threads of the parallel run")
     v.set_defaults(fn=cmd_verify)
+
+    t = sub.add_parser("trace", help="write a Chrome/Perfetto trace of every worker's "
+                                     "windows, events, barriers and phases")
+    common(t, 10)
+    t.add_argument("-o", "--output", default="trace.json", help="trace JSON (default "
+                                                                "%(default)s)")
+    t.add_argument("--threads", type=_threads, default="auto",
+                   help="worker threads incl. the caller, or 'auto' (STPA decides first)")
+    t.add_argument("--capacity", type=int, default=1 << 18,
+                   help="trace records kept per worker (default %(default)s)")
+    t.set_defaults(fn=cmd_trace)
 
     b = sub.add_parser("bench", help="benchmarks (ratios and medians measured in one run)")
     b.add_argument("what", choices=["phold"], nargs="?", default="phold")

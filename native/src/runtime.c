@@ -736,11 +736,11 @@ static int serial_step(seer_runtime *rt, uint32_t i)
 {
     seer_worker *w = &rt->workers[0];
     seer_inst *in = &rt->inst[i];
-    uint64_t ta = w->trace ? seer_clock_ns() : 0;
+    uint64_t ta = SEER_TRACING(w) ? seer_clock_ns() : 0;
     for (uint32_t a = 0; a < rt->sz.num_agents; a++)
         if (seer_act_agent(w, i, a))
             return serial_fail(rt, w);
-    if (w->trace)
+    if (SEER_TRACING(w))
         seer_trace_add(w, SEER_TRACE_ACT, ta, seer_clock_ns(), (double)in->step *
                        rt->sz.step_duration, i, 0, 0, 0);
 
@@ -750,7 +750,7 @@ static int serial_step(seer_runtime *rt, uint32_t i)
     seer_heap *h = &in->heap;
     const seer_time bnd = in->boundary;
     uint64_t n = 0;
-    const int tracing = w->trace != NULL;
+    const int tracing = SEER_TRACING(w);
     while (h->n && h->a[0].time < bnd) {
         seer_event *ev = seer_heap_pop(h);
         ctx_entity(&c, ev->target);
@@ -772,9 +772,9 @@ static int serial_step(seer_runtime *rt, uint32_t i)
         }
     }
     rt->events_total += n;
-    uint64_t tb = w->trace ? seer_clock_ns() : 0;
+    uint64_t tb = SEER_TRACING(w) ? seer_clock_ns() : 0;
     serial_boundary(rt, w, i);
-    if (w->trace)
+    if (SEER_TRACING(w))
         seer_trace_add(w, SEER_TRACE_BOUNDARY, tb, seer_clock_ns(), bnd, i, 0, 0, 0);
     return w->err ? serial_fail(rt, w) : SEER_OK;
 }
