@@ -85,7 +85,9 @@ typedef struct seer_worker {
     int err;           /* first error this thread hit in the current call */
     char msg[SEER_ERRLEN];
     uint64_t events;
-    uint64_t refills;
+    uint64_t refills;      /* free list ran dry inside the event loop          */
+    uint64_t refills_seen; /* refills already answered by a larger target      */
+    uint64_t pool_target;  /* free events to hold when a call starts           */
     uint64_t gen_seen; /* job generation this worker last ran (or started at) */
     seer_trace_rec *trace; /* NULL when tracing is off */
     uint64_t trace_n;

@@ -43,8 +43,8 @@ void seer_pool_balance(seer_worker *w, uint64_t lo, uint64_t hi);
 
 #define WAKE_SPINS 4000u     /* pauses before a worker sleeps between jobs */
 #define BARRIER_SPINS 2000u  /* pauses before a barrier waiter yields       */
-#define POOL_LO 1024u
-#define POOL_HI 65536u
+#define POOL_LO 1024u      /* initial free events per worker at a call's start */
+#define POOL_MAX (1u << 22) /* cap of the adaptive stock                        */
 
 /* ---- phase plumbing ---------------------------------------------------------- */
 
@@ -273,7 +273,16 @@ static void run_job(seer_worker *w, int job)
 {
     seer_runtime *rt = w->rt;
     const uint32_t A = rt->sz.num_agents, N = rt->sz.num_entities;
-    seer_pool_balance(w, POOL_LO, POOL_HI);
+    /* Outside the event loop: a worker whose free list ran dry in the last
+     * call (events flow from the threads that schedule them to the threads
+     * that handle them) starts the next one with twice the stock, so after a
+     * few steps the event loop no longer takes the reserve's lock. */
+    if (w->refills != w->refills_seen) {
+        w->refills_seen = w->refills;
+        if (w->pool_target < POOL_MAX)
+            w->pool_target *= 2;
+    }
+    seer_pool_balance(w, w->pool_target, 4 * w->pool_target);
     seer_barrier_fn before_boundary = rt->model->boundary ? cb_instances : cb_agents;
 
     uint64_t t0 = phase_t0(w);
@@ -378,6 +387,7 @@ int seer_pool_start(seer_runtime *rt, uint32_t threads)
         seer_worker *w = &rt->workers[t];
         w->rt = rt;
         w->id = t;
+        w->pool_target = POOL_LO;
         w->local_min = malloc(rt->B * sizeof(double));
         if (!w->local_min)
             return SEER_E_NOMEM;

@@ -753,6 +753,10 @@ static int serial_step(seer_runtime *rt, uint32_t i)
     const int tracing = SEER_TRACING(w);
     while (h->n && h->a[0].time < bnd) {
         seer_event *ev = seer_heap_pop(h);
+        /* The next event is now at the root: start loading it while this
+         * one is handled (the queue is far larger than the caches). */
+        if (h->n)
+            __builtin_prefetch(h->a[0].ev);
         ctx_entity(&c, ev->target);
         c.now = ev->time;
         c.cur_type = ev->type;
