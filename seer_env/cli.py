@@ -117,6 +117,10 @@ def cmd_verify(a: argparse.Namespace) -> int:
 def cmd_bench(a: argparse.Namespace) -> int:
     if a.what == "phold":
         bench.bench_phold(a.rounds)
+        return 0
+    from . import benchsuite
+
+    benchsuite.run(a.what, a.output, quick=a.quick, max_threads=a.max_threads)
     return 0
 
 
@@ -182,9 +186,23 @@ def build_parser() -> argparse.ArgumentParser:
                    help="trace records kept per worker (default %(default)s)")
     t.set_defaults(fn=cmd_trace)
 
-    b = sub.add_parser("bench", help="benchmarks (ratios and medians measured in one run)")
-    b.add_argument("what", choices=["phold"], nargs="?", default="phold")
-    b.add_argument("--rounds", type=int, default=7, help="timed rounds (median reported)")
+    b = sub.add_parser(
+        "bench", help="benchmarks (ratios and medians measured in one run)",
+        description="phold: the runtime's PHOLD figures (stdout).  suite: STPA workloads "
+        "(PHOLD/PCS/Aircraft x sizes x batch 1/8: fixed configurations vs threads='auto'), "
+        "the NumPy ports, the Python layer, a policy+env rollout and the tracing-off cost; "
+        "writes JSON, PNG plots (matplotlib, the [bench] extra) and the README's markdown "
+        "table.  stpa: the STPA workloads only.  scaling: threads 1..--max-threads on "
+        "PHOLD and PCS (for a many-core machine).  trace-overhead: this build vs one with "
+        "the tracing code compiled out.")
+    b.add_argument("what", choices=["phold", "suite", "stpa", "scaling", "trace-overhead"],
+                   nargs="?", default="phold")
+    b.add_argument("--rounds", type=int, default=7, help="timed rounds of 'phold'")
+    b.add_argument("-o", "--output", default="bench_out",
+                   help="folder for JSON and PNG (default %(default)s)")
+    b.add_argument("--quick", action="store_true", help="fewer rounds and sizes")
+    b.add_argument("--max-threads", type=int, default=16,
+                   help="largest pool of 'scaling' (default %(default)s)")
     b.set_defaults(fn=cmd_bench)
     return p
 

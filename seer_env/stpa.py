@@ -395,6 +395,28 @@ def drift(baseline: Load, now: Load, factor: float = 2.0, alive_drop: float = 0.
     return None
 
 
+def eliminated(timings: Mapping[Candidate, Sequence[float]], drop: float = 1.5
+               ) -> set[Candidate]:
+    """Candidates whose median is above ``drop`` x the best median so far: they cannot
+    be chosen (``drop`` > 1 + margin), so the rest of their visits is skipped."""
+    med = {c: float(statistics.median(v)) for c, v in timings.items() if len(v)}
+    if len(med) < 2:
+        return set()
+    best = min(med.values())
+    return {c for c, m in med.items() if m > drop * best}
+
+
+def close_call(timings: Mapping[Candidate, Sequence[float]], tie: float = 0.08
+               ) -> tuple[Candidate, Candidate] | None:
+    """The two fastest candidates when their medians are within ``tie`` of each
+    other (they get extra rounds), else None."""
+    med = sorted(((float(statistics.median(v)), _pref(c), c) for c, v in timings.items()
+                  if len(v)), key=lambda x: (x[0], x[1]))
+    if len(med) < 2 or med[1][0] > med[0][0] * (1.0 + tie):
+        return None
+    return med[0][2], med[1][2]
+
+
 def neighbours(choice: Candidate, candidates: Sequence[Candidate]) -> list[Candidate]:
     """The cheap re-probe set: one-thread candidates, the choice and the pools next to it."""
     keep = {SERIAL, Candidate("parallel", 1), choice}
@@ -418,6 +440,8 @@ class _Visit:
 class _Probe:
     trigger: str
     rounds: int
+    extended: bool = False
+    dropped: set[Candidate] = field(default_factory=set)
     candidates: list[Candidate] = field(default_factory=list)
     queue: list[_Visit] = field(default_factory=list)
     timings: dict[Candidate, list[float]] = field(default_factory=dict)
@@ -443,6 +467,15 @@ class Stpa:
         max_threads: cap on pool sizes (default: usable cores).
         trace: run one traced step to summarize (skipped when the user traces).
         cores: cores to assume (default: usable cores; tests pass their own).
+        drop: after each visit, candidates slower than ``drop`` x the best median
+            so far are not visited again (:func:`eliminated`).
+        drop_traced: a pool whose traced step took more than ``drop_traced`` x the
+            first (one-thread) step is not timed (a loaded machine, a hopeless pool).
+        tie: when the two fastest medians are within ``tie``, ``extra_rounds``
+            alternating visits of those two follow (:func:`close_call`).
+        confirm: re-probe the neighbourhood of the choice every ``reprobe_gap``
+            steps even without drift (the gap doubles after each confirmation),
+            for workloads that change slowly as the simulation warms up.
 
     Attributes:
         decision: the latest :class:`Decision` (None during the first preflight).
@@ -460,7 +493,8 @@ class Stpa:
                  min_visit_ns: float = 200_000.0, margin: float = 0.02, prune: float = 1.5,
                  check_every: int = 64, drift_factor: float = 2.0, alive_drop: float = 0.5,
                  reprobe_gap: int = 256, max_threads: int | None = None, trace: bool = True,
-                 cores: int | None = None) -> None:
+                 cores: int | None = None, drop: float = 1.5, drop_traced: float = 3.0,
+                 tie: float = 0.08, extra_rounds: int = 4, confirm: bool = True) -> None:
         from ._runtime import cpu_count
 
         self.rt = runtime
@@ -475,6 +509,12 @@ class Stpa:
         self.reprobe_gap = int(reprobe_gap)
         self.max_threads = max_threads
         self.trace_enabled = bool(trace)
+        self.drop = float(drop)
+        self.drop_traced = float(drop_traced)
+        self.tie = float(tie)
+        self.extra_rounds = int(extra_rounds)
+        self.confirm = bool(confirm)
+        self._t_first = math.inf
         self.cores = int(cores) if cores else cpu_count()
         self.caches = cache_sizes()
         self.decision: Decision | None = None
@@ -552,13 +592,18 @@ class Stpa:
             t1 = time.perf_counter_ns()
             ev1, win1 = self._counters()
             self._set_features(ev1 - ev0, win1 - win0)
+            self._t_first = float(t1 - t0)
             self._k = int(min(8, max(2, math.ceil(self.min_visit_ns / max(1, t1 - t0)))))
             self._plan_after_features(pr)
         else:
             visit = pr.queue.pop(0)
             self._switch(visit.cand)
             if visit.traced:
+                t0 = time.perf_counter_ns()
                 self._traced_step(mask_ptr, visit.cand)
+                slow = time.perf_counter_ns() - t0 > self.drop_traced * self._t_first
+                if slow:  # even with tracing's cost counted, hopeless: do not time it
+                    pr.dropped.add(visit.cand)
                 self._plan_timing(pr)
             else:
                 t0 = time.perf_counter_ns()
@@ -566,9 +611,11 @@ class Stpa:
                 t1 = time.perf_counter_ns()
                 if visit.timed:
                     pr.timings.setdefault(visit.cand, []).append(float(t1 - t0))
+                    if not pr.queue or pr.queue[0].cand != visit.cand:  # visit complete
+                        self._prune_queue(pr)
         pr.steps += 1
         if pr.stage == "timing" and not pr.queue:
-            self._decide(pr)
+            self._extend_or_decide(pr)
         t_out = time.perf_counter_ns()
         if self._probe is None:  # decided in this call: account the whole probe
             self._account(pr, t_out)
@@ -638,6 +685,7 @@ class Stpa:
     def _plan_timing(self, pr: _Probe) -> None:
         assert self.features is not None
         plan = probe_plan(self.features, self.trace_summary, pr.candidates, self.prune)
+        plan = [c for c in plan if c not in pr.dropped] or plan[:1]
         pr.candidates = plan
         pr.stage = "timing"
         pr.queue = []
@@ -650,6 +698,27 @@ class Stpa:
                 pr.queue.extend(_Visit(c, timed=True) for _ in range(self._k))
         # a visit whose candidate is already running needs no warm-up
         if pr.queue and pr.queue[0].cand == self._current():
+            pr.queue.pop(0)
+
+    def _prune_queue(self, pr: _Probe) -> None:
+        out = eliminated(pr.timings, self.drop) - pr.dropped
+        if out:
+            pr.dropped |= out
+            pr.queue = [v for v in pr.queue if v.cand not in pr.dropped]
+
+    def _extend_or_decide(self, pr: _Probe) -> None:
+        pair = None if pr.extended else close_call(
+            {c: v for c, v in pr.timings.items() if c not in pr.dropped}, self.tie)
+        if pair is None:
+            self._decide(pr)
+            return
+        # a close call: more alternating visits of the two fastest only
+        pr.extended = True
+        for r in range(self.extra_rounds):
+            for c in (pair if r % 2 == 0 else pair[::-1]):
+                pr.queue.append(_Visit(c, timed=False))
+                pr.queue.extend(_Visit(c, timed=True) for _ in range(self._k))
+        if pr.queue[0].cand == self._current():
             pr.queue.pop(0)
 
     def _current(self) -> Candidate:
@@ -702,9 +771,14 @@ class Stpa:
         now = Load((s["events"] - ev0) / steps, int(self.rt.alive.sum()))
         assert self._baseline is not None
         why = drift(self._baseline, now, self.drift_factor, self.alive_drop)
-        if why is None or self._steps_since_probe < self._gap:
-            return
-        log.info("%s: workload drift (%s): re-probing", self.rt.model, why)
+        if why is not None:
+            if self._steps_since_probe < self.reprobe_gap:
+                return
+            log.info("%s: workload drift (%s): re-probing", self.rt.model, why)
+        else:
+            if not self.confirm or self._steps_since_probe < self._gap:
+                return
+            why = "confirm"
         windows = (s["windows"] - win0) / steps
         self._set_features(int(round(now.events_per_step * 1)),
                            int(round(windows)))
