@@ -382,24 +382,29 @@ def bench_rollout(steps: int = 200, log: Log = print) -> dict[str, Any]:
                     return net(torch.from_numpy(o)).argmax(-1).numpy()
         else:
             policy = _NumpyMLP(sz.obs_dim, sz.action_n)
-        t_pol = t_env = 0
-        for k in range(steps + 20):
+        pol_ns, env_ns = [], []
+        st = venv.runtime.stpa
+        k = 0
+        while len(env_ns) < steps:
             t0 = time.perf_counter_ns()
             act = policy(obs)
             t1 = time.perf_counter_ns()
             obs, *_ = venv.step(act)
             t2 = time.perf_counter_ns()
-            if k >= 20:  # after STPA's preflight
-                t_pol += t1 - t0
-                t_env += t2 - t1
+            k += 1
+            if st is None or st.decision is not None:  # after STPA's preflight
+                pol_ns.append(t1 - t0)
+                env_ns.append(t2 - t1)
         label = f"pcs_v0 {cfg['width']}x{cfg['height']} B={b}"
-        st = venv.runtime.stpa
-        out[label] = {"policy_ns_per_step": t_pol / steps, "env_ns_per_step": t_env / steps,
+        t_pol, t_env = statistics.median(pol_ns), statistics.median(env_ns)
+        out[label] = {"policy_ns_per_step": t_pol, "env_ns_per_step": t_env,
                       "env_share": t_env / (t_env + t_pol), "agents": b * sz.num_agents,
-                      "env_config": st.decision.candidate.label if st and st.decision else None}
+                      "env_config": st.decision.candidate.label if st and st.decision else None,
+                      "mean_env_share": sum(env_ns) / (sum(env_ns) + sum(pol_ns))}
         venv.close()
-        log(f"  {label}: policy {t_pol / steps / 1e3:.1f} us, env {t_env / steps / 1e3:.1f} us"
-            f" per step: env share {100 * t_env / (t_env + t_pol):.0f}%")
+        log(f"  {label}: policy {t_pol / 1e3:.1f} us, env {t_env / 1e3:.1f} us per step "
+            f"(medians): env share {100 * t_env / (t_env + t_pol):.0f}% (of the means "
+            f"{100 * out[label]['mean_env_share']:.0f}%)")
     return out
 
 

@@ -515,6 +515,7 @@ class Stpa:
         self.extra_rounds = int(extra_rounds)
         self.confirm = bool(confirm)
         self._t_first = math.inf
+        self._hopeless: set[Candidate] = set()
         self.cores = int(cores) if cores else cpu_count()
         self.caches = cache_sizes()
         self.decision: Decision | None = None
@@ -738,6 +739,9 @@ class Stpa:
         self.decision = dec
         self.history.append(dec)
         self.timings = {c.label: v for c, v in pr.timings.items()}
+        # pools far off the pace (or dropped after their first step) are left out
+        # of confirmation re-probes until the workload drifts
+        self._hopeless = (pr.dropped - set(pr.timings)) | eliminated(pr.timings, 3.0)
         self._switch(dec.candidate)
         self._probe = None
         self.state = "monitor"
@@ -785,6 +789,8 @@ class Stpa:
         assert self.features is not None and self.decision is not None
         pr = _Probe(why, self.reprobe_rounds)
         pr.candidates = neighbours(self.decision.candidate, self._candidates())
+        if why == "confirm":
+            pr.candidates = [c for c in pr.candidates if c not in self._hopeless]
         self._probe = pr
         self.state = "probing"
         self._plan_timing(pr)
