@@ -300,7 +300,7 @@ def bench_layers(rounds: int = 9, log: Log = print) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for env, cfg in (("pcs_v0", {"width": 8, "height": 8, "max_cycles": 0}),
                      ("pcs_v0", {"width": 32, "height": 32, "max_cycles": 0}),
-                     ("phold_v0", {"num_entities": 256, "work": 20})):
+                     ("phold_v0", {"num_entities": 256, "work": 20, "max_cycles": 0})):
         mod = env_module(env)
         penv = mod.parallel_env(threads=1, **cfg)
         venv = mod.vector_env(1, threads=1, **cfg)
@@ -744,7 +744,7 @@ def run(what: str, outdir: str, quick: bool = False, max_threads: int = 16,
     log(f"machine: {res['machine']}")
     if "aircraft_v0" not in res["envs"]:
         log("aircraft_v0 is not installed here: its workloads are left out")
-    rounds = 5 if quick else 9
+    rounds = 5 if quick else 15
     if what in ("suite", "stpa"):
         log("== STPA workloads (fixed configurations vs threads='auto')")
         sizes = ("small", "large") if quick else ("small", "medium", "large")

@@ -494,7 +494,7 @@ class Stpa:
                  check_every: int = 64, drift_factor: float = 2.0, alive_drop: float = 0.5,
                  reprobe_gap: int = 256, max_threads: int | None = None, trace: bool = True,
                  cores: int | None = None, drop: float = 1.5, drop_traced: float = 3.0,
-                 tie: float = 0.08, extra_rounds: int = 4, confirm: bool = True) -> None:
+                 tie: float = 0.10, extra_rounds: int = 6, confirm: bool = True) -> None:
         from ._runtime import cpu_count
 
         self.rt = runtime
