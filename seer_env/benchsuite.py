@@ -347,7 +347,7 @@ class _NumpyMLP:
 
     def __init__(self, n_in: int, n_out: int, seed: int = 0) -> None:
         rng = np.random.default_rng(seed)
-        self.w = [rng.standard_normal((a, b)).astype(np.float32) / np.sqrt(a)
+        self.w = [(rng.standard_normal((a, b)) / np.sqrt(a)).astype(np.float32)
                   for a, b in ((n_in, 64), (64, 64), (64, n_out))]
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
