@@ -62,7 +62,7 @@ import logging
 import math
 import statistics
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -476,6 +476,8 @@ class Stpa:
         confirm: re-probe the neighbourhood of the choice every ``reprobe_gap``
             steps even without drift (the gap doubles after each confirmation),
             for workloads that change slowly as the simulation warms up.
+        clock: a monotonic ns clock (default ``time.perf_counter_ns``; tests
+            pass a simulated one).
 
     Attributes:
         decision: the latest :class:`Decision` (None during the first preflight).
@@ -494,7 +496,8 @@ class Stpa:
                  check_every: int = 64, drift_factor: float = 2.0, alive_drop: float = 0.5,
                  reprobe_gap: int = 256, max_threads: int | None = None, trace: bool = True,
                  cores: int | None = None, drop: float = 1.5, drop_traced: float = 3.0,
-                 tie: float = 0.10, extra_rounds: int = 6, confirm: bool = True) -> None:
+                 tie: float = 0.10, extra_rounds: int = 6, confirm: bool = True,
+                 clock: Callable[[], int] | None = None) -> None:
         from ._runtime import cpu_count
 
         self.rt = runtime
@@ -515,6 +518,7 @@ class Stpa:
         self.extra_rounds = int(extra_rounds)
         self.confirm = bool(confirm)
         self._t_first = math.inf
+        self._clock = clock or time.perf_counter_ns
         self._hopeless: set[Candidate] = set()
         self.cores = int(cores) if cores else cpu_count()
         self.caches = cache_sizes()
@@ -581,16 +585,16 @@ class Stpa:
             self._native_step(mask_ptr)
             self._check_drift()
             return
-        t_in = time.perf_counter_ns()
+        t_in = self._clock()
         pr = self._probe
         if pr.steps == 0:
             pr.t_start = t_in
         if pr.stage == "features":
             self._switch(Candidate("parallel", 1))
             ev0, win0 = self._counters()
-            t0 = time.perf_counter_ns()
+            t0 = self._clock()
             self._native_step(mask_ptr)
-            t1 = time.perf_counter_ns()
+            t1 = self._clock()
             ev1, win1 = self._counters()
             self._set_features(ev1 - ev0, win1 - win0)
             self._t_first = float(t1 - t0)
@@ -600,16 +604,16 @@ class Stpa:
             visit = pr.queue.pop(0)
             self._switch(visit.cand)
             if visit.traced:
-                t0 = time.perf_counter_ns()
+                t0 = self._clock()
                 self._traced_step(mask_ptr, visit.cand)
-                slow = time.perf_counter_ns() - t0 > self.drop_traced * self._t_first
+                slow = self._clock() - t0 > self.drop_traced * self._t_first
                 if slow:  # even with tracing's cost counted, hopeless: do not time it
                     pr.dropped.add(visit.cand)
                 self._plan_timing(pr)
             else:
-                t0 = time.perf_counter_ns()
+                t0 = self._clock()
                 self._native_step(mask_ptr)
-                t1 = time.perf_counter_ns()
+                t1 = self._clock()
                 if visit.timed:
                     pr.timings.setdefault(visit.cand, []).append(float(t1 - t0))
                     if not pr.queue or pr.queue[0].cand != visit.cand:  # visit complete
@@ -617,7 +621,7 @@ class Stpa:
         pr.steps += 1
         if pr.stage == "timing" and not pr.queue:
             self._extend_or_decide(pr)
-        t_out = time.perf_counter_ns()
+        t_out = self._clock()
         if self._probe is None:  # decided in this call: account the whole probe
             self._account(pr, t_out)
         self.countdown = 0 if self._probe is not None else self.check_every

@@ -319,12 +319,24 @@ class _FakeRuntime:
         self._trace_cap = 0
         self.counts = {"events": 0, "windows": 0, "steps": 0, "pool_events": 100}
         self.switches: list[tuple[str, int]] = []
+        self.now = 0
 
     def _set_executor(self, executor: str, threads: int) -> None:
         self.executor, self.threads = executor, threads
         self.switches.append((executor, threads))
 
+    def clock(self) -> int:
+        return self.now
+
     def _step_native(self, mask_ptr) -> None:
+        # a simulated cost: 100 ns/event on one thread, 70% of it on two threads
+        # plus 2 us of barriers, the serial executor 10% slower than parallel-1
+        cost = 100.0 * self.events_per_step
+        if self.executor == "serial":
+            cost *= 1.1
+        elif self.threads > 1:
+            cost = cost * 0.7 + 2000.0
+        self.now += int(cost)
         self.counts["events"] += self.events_per_step
         self.counts["windows"] += 4
         self.counts["steps"] += 1
@@ -343,11 +355,15 @@ class _FakeRuntime:
 def test_drift_triggers_reprobe_and_backoff():
     rt = _FakeRuntime()
     st = Stpa(rt, cores=2, rounds=1, reprobe_rounds=1, check_every=8, reprobe_gap=16,
-              trace=False, confirm=False, tie=0.0)
+              trace=False, confirm=False, tie=0.0, clock=rt.clock)
     for _ in range(40):
         rt.step(st)
     assert st.state == "monitor" and len(st.history) == 1
     assert st.history[0].trigger == "preflight"
+    # 100 events/step: 10 us on parallel-1, 11 us serial, 9 us on two threads
+    assert st.decision.candidate == P[2]
+    assert st.decision.medians_ns == {"serial": 11000.0, "parallel-1": 10000.0,
+                                      "parallel-2": 9000.0}
     rt.events_per_step = 1000  # the workload grows 10x
     for _ in range(40):
         rt.step(st)
@@ -368,7 +384,7 @@ def test_drift_triggers_reprobe_and_backoff():
 def test_confirmation_reprobes_back_off():
     rt = _FakeRuntime()
     st = Stpa(rt, cores=2, rounds=1, reprobe_rounds=1, check_every=8, reprobe_gap=16,
-              trace=False, tie=0.0)
+              trace=False, tie=0.0, clock=rt.clock)
     steps = 0
     while len(st.history) < 4 and steps < 2000:
         rt.step(st)
