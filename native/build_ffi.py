@@ -21,6 +21,10 @@ ENVS = ROOT / "envs"
 
 
 def _rel(p: Path) -> str:
+    # relative for setuptools; absolute for out-of-tree variant builds
+    # (ffibuilder.compile(tmpdir=...) runs the compiler inside tmpdir)
+    if os.environ.get("SEER_BUILD_ABS") == "1":
+        return str(p)
     return os.path.relpath(p, ROOT)
 
 
@@ -39,6 +43,9 @@ CFLAGS = [
 ]
 if os.environ.get("SEER_NO_WERROR") != "1":
     CFLAGS.append("-Werror")
+# Extra flags for variant builds, e.g. SEER_CFLAGS_EXTRA=-DSEER_NO_TRACE (the
+# tracing-compiled-out build of ``seer-env bench trace-overhead``).
+CFLAGS += os.environ.get("SEER_CFLAGS_EXTRA", "").split()
 
 ffibuilder = FFI()
 cdef = (NATIVE / "seer_cdef.h").read_text()

@@ -100,6 +100,7 @@ uint32_t seer_runtime_threads(const seer_runtime *rt);
 int seer_runtime_executor(const seer_runtime *rt);
 void *seer_runtime_buffer(seer_runtime *rt, int which);
 int seer_runtime_set_threads(seer_runtime *rt, uint32_t threads);
+int seer_runtime_set_executor(seer_runtime *rt, int executor, uint32_t threads);
 int seer_runtime_reset(seer_runtime *rt, const uint64_t *seeds, const uint8_t *mask);
 int seer_runtime_step(seer_runtime *rt, const uint8_t *mask);
 int seer_runtime_step_index(const seer_runtime *rt, uint32_t instance, uint64_t *out);

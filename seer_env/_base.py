@@ -147,6 +147,12 @@ class _SeerEnvCommon:
         self._obs_space, self._act_space = _spaces(spec, self.config, self.sizes)
         self.info_names = self.runtime.info_names
 
+    @property
+    def stpa(self) -> Any:
+        """The :class:`~seer_env.stpa.Stpa` controller choosing executor and pool
+        (``threads="auto"`` with the parallel executor), else None."""
+        return self.runtime.stpa
+
     def _seeds(self, seed: int | None, n: int) -> list[int]:
         """Seeds of n instances: ``seed + i`` (mod 2**64), or the spec's default."""
         if seed is None and self.spec_.default_seed is not None:

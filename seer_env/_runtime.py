@@ -75,13 +75,18 @@ def cpu_count() -> int:
 
 
 def resolve_threads(threads: int | str, executor: str) -> int:
-    """Turn ``threads=`` ("auto", 1, N) into a pool size for ``executor``."""
+    """Turn ``threads=`` ("auto", 1, N) into the pool size to create ``executor`` with.
+
+    ``"auto"`` gives 1: a parallel runtime with ``threads="auto"`` starts on one
+    thread and :mod:`seer_env.stpa` chooses its configuration during the first
+    steps.
+    """
     if executor not in EXECUTORS:
         raise ConfigError(f"executor={executor!r} must be one of {sorted(EXECUTORS)}")
     if isinstance(threads, str):
         if threads != "auto":
             raise ConfigError(f"threads={threads!r} must be 'auto' or a positive int")
-        return 1 if executor == "serial" else cpu_count()
+        return 1
     if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)):
         raise ConfigError(f"threads={threads!r} must be 'auto' or a positive int")
     if not 1 <= int(threads) <= 1024:
@@ -119,8 +124,19 @@ class Runtime:
         config: values for every field of the C config struct.
         num_instances: ``B``, the number of independent instances.
         executor: ``"parallel"`` or ``"serial"`` (the reference).
-        threads: pool size including the calling thread, or ``"auto"``.
+        threads: pool size including the calling thread, or ``"auto"``: with the
+            parallel executor, STPA (:mod:`seer_env.stpa`) times the candidate
+            configurations (the serial executor, 1..cores threads) on the first
+            real steps and keeps the fastest; :attr:`stpa` holds the decision.
         max_cycles: truncate every agent after that many steps (0 = never).
+        stpa_options: keyword arguments of :class:`seer_env.stpa.Stpa` (``threads="auto"``).
+
+    Attributes:
+        executor: the executor running now (STPA may switch ``"parallel"`` to
+            ``"serial"`` when that is faster; outputs do not depend on it).
+        requested_executor: the executor asked for.
+        stpa: the :class:`seer_env.stpa.Stpa` controller, or None when the pool
+            size was given (or set with :meth:`set_threads`).
     """
 
     def __init__(
@@ -131,10 +147,14 @@ class Runtime:
         executor: str = "parallel",
         threads: int | str = "auto",
         max_cycles: int = 0,
+        stpa_options: Mapping[str, Any] | None = None,
     ) -> None:
         self._lock = threading.Lock()
         self.model = model
         self.executor = executor
+        self.requested_executor = executor
+        self.stpa: Any = None
+        self._trace_cap = 0
         nthreads = resolve_threads(threads, executor)
         if isinstance(num_instances, bool) or not isinstance(num_instances, (int, np.integer)):
             raise ConfigError(f"num_instances={num_instances!r} must be a positive int")
@@ -208,6 +228,10 @@ class Runtime:
         self.active = self._view(lib.SEER_BUF_ACTIVE, np.bool_, (B, A))
         self.info = self._view(lib.SEER_BUF_INFO, np.float64, (B, A, s.info_dim))
         self._mask = np.zeros(B, dtype=np.uint8)
+        if threads == "auto" and executor == "parallel":
+            from .stpa import Stpa
+
+            self.stpa = Stpa(self, **dict(stpa_options or {}))
 
     # -- plumbing -------------------------------------------------------------
 
@@ -248,10 +272,41 @@ class Runtime:
         return int(lib.seer_runtime_threads(self._handle()))
 
     def set_threads(self, threads: int) -> None:
-        """Resize the worker pool (parallel executor). Outputs do not depend on it."""
+        """Resize the worker pool (parallel executor). Outputs do not depend on it.
+
+        An explicit pool size turns STPA off (:attr:`stpa` becomes None).
+        """
         h = self._handle()
         with self._lock:
             self._check(lib.seer_runtime_set_threads(h, int(threads)))
+        self.stpa = None
+
+    def set_executor(self, executor: str, threads: int = 1) -> None:
+        """Switch executor and pool size between calls (pending events move along).
+
+        Outputs do not depend on it: both executors hand every entity the same
+        events in the same order.  STPA uses it to time the serial executor
+        inside the run; users may call it too::
+
+            rt.set_executor("serial")          # the reference, one thread
+            rt.set_executor("parallel", 2)
+        """
+        self._set_executor(executor, threads)
+        self.stpa = None
+
+    def _set_executor(self, executor: str, threads: int) -> None:
+        """:meth:`set_executor` without turning STPA off (STPA's own switch)."""
+        if executor not in EXECUTORS:
+            raise ConfigError(f"executor={executor!r} must be one of {sorted(EXECUTORS)}")
+        h = self._handle()
+        with self._lock:
+            self._check(lib.seer_runtime_set_executor(h, EXECUTORS[executor], int(threads)))
+        self.executor = executor
+
+    def _step_native(self, mask_ptr: Any) -> None:
+        h = self._handle()
+        with self._lock:
+            self._check(lib.seer_runtime_step(h, mask_ptr))
 
     def reset(self, seeds: Sequence[int], mask: Iterable[bool] | None = None) -> None:
         """Reset the instances selected by ``mask`` (all if None) with ``seeds[i]``."""
@@ -266,6 +321,12 @@ class Runtime:
 
     def step(self, mask: Iterable[bool] | None = None) -> None:
         """Step the selected instances with the actions in :attr:`actions` (GIL released)."""
+        st = self.stpa
+        if st is not None:
+            st.countdown -= 1
+            if st.countdown <= 0:  # preflight, or a periodic drift check
+                st.step(self._mask_ptr(mask))
+                return
         h = self._handle()
         with self._lock:
             self._check(lib.seer_runtime_step(h, self._mask_ptr(mask)))
@@ -329,6 +390,7 @@ class Runtime:
         h = self._handle()
         with self._lock:
             self._check(lib.seer_runtime_trace(h, int(capacity)))
+        self._trace_cap = int(capacity)
 
     def trace_records(self) -> list[np.ndarray]:
         """Copies of each worker's records (structured arrays of :data:`TRACE_DTYPE`)."""

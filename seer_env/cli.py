@@ -6,6 +6,9 @@ Examples::
     seer-env run aircraft_v0 --policy constant --set num_uavs=256 --threads 2
     seer-env verify pcs_v0 --steps 200 --threads 2 --num-envs 3
     seer-env bench phold
+    seer-env bench suite -o bench_out          # JSON + PNG plots + README table
+    seer-env bench scaling --max-threads 16    # thread scaling on a many-core machine
+    seer-env trace pcs_v0 --steps 20 -o trace.json   # open in https://ui.perfetto.dev
 """
 
 from __future__ import annotations
@@ -114,6 +117,25 @@ def cmd_verify(a: argparse.Namespace) -> int:
 def cmd_bench(a: argparse.Namespace) -> int:
     if a.what == "phold":
         bench.bench_phold(a.rounds)
+        return 0
+    from . import benchsuite
+
+    benchsuite.run(a.what, a.output, quick=a.quick, max_threads=a.max_threads)
+    return 0
+
+
+def cmd_trace(a: argparse.Namespace) -> int:
+    from .trace import trace_env, write_trace
+
+    cfg = _parse_sets(a.set)
+    tr = trace_env(a.env, a.steps, threads=a.threads, num_envs=a.num_envs, seed=a.seed,
+                   capacity=a.capacity, config=cfg, log=print)
+    write_trace(tr, a.output)
+    other = tr["otherData"]
+    n = sum(1 for e in tr["traceEvents"] if e["ph"] != "M")
+    print(f"{a.output}: {n} trace events from {other['threads']} worker(s), "
+          f"{other['executor']} executor; dropped records: {other['dropped_records']} "
+          f"(raise --capacity to keep them). Open it in https://ui.perfetto.dev")
     return 0
 
 
@@ -153,9 +175,34 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--threads", type=int, default=2, help="threads of the parallel run")
     v.set_defaults(fn=cmd_verify)
 
-    b = sub.add_parser("bench", help="benchmarks (ratios and medians measured in one run)")
-    b.add_argument("what", choices=["phold"], nargs="?", default="phold")
-    b.add_argument("--rounds", type=int, default=7, help="timed rounds (median reported)")
+    t = sub.add_parser("trace", help="write a Chrome/Perfetto trace of every worker's "
+                                     "windows, events, barriers and phases")
+    common(t, 10)
+    t.add_argument("-o", "--output", default="trace.json", help="trace JSON (default "
+                                                                "%(default)s)")
+    t.add_argument("--threads", type=_threads, default="auto",
+                   help="worker threads incl. the caller, or 'auto' (STPA decides first)")
+    t.add_argument("--capacity", type=int, default=1 << 18,
+                   help="trace records kept per worker (default %(default)s)")
+    t.set_defaults(fn=cmd_trace)
+
+    b = sub.add_parser(
+        "bench", help="benchmarks (ratios and medians measured in one run)",
+        description="phold: the runtime's PHOLD figures (stdout).  suite: STPA workloads "
+        "(PHOLD/PCS/Aircraft x sizes x batch 1/8: fixed configurations vs threads='auto'), "
+        "the NumPy ports, the Python layer, a policy+env rollout and the tracing-off cost; "
+        "writes JSON, PNG plots (matplotlib, the [bench] extra) and the README's markdown "
+        "table.  stpa: the STPA workloads only.  scaling: threads 1..--max-threads on "
+        "PHOLD and PCS (for a many-core machine).  trace-overhead: this build vs one with "
+        "the tracing code compiled out.")
+    b.add_argument("what", choices=["phold", "suite", "stpa", "scaling", "trace-overhead"],
+                   nargs="?", default="phold")
+    b.add_argument("--rounds", type=int, default=7, help="timed rounds of 'phold'")
+    b.add_argument("-o", "--output", default="bench_out",
+                   help="folder for JSON and PNG (default %(default)s)")
+    b.add_argument("--quick", action="store_true", help="fewer rounds and sizes")
+    b.add_argument("--max-threads", type=int, default=16,
+                   help="largest pool of 'scaling' (default %(default)s)")
     b.set_defaults(fn=cmd_bench)
     return p
 

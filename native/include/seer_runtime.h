@@ -91,6 +91,13 @@ void *seer_runtime_buffer(seer_runtime *rt, int which);
 
 /* Change the pool size (parallel executor; outputs do not depend on it). */
 int seer_runtime_set_threads(seer_runtime *rt, uint32_t threads);
+/* Switch executor (and pool size) between calls; the pending events of every
+ * instance move to the new executor's queues.  Outputs do not depend on it:
+ * both executors hand each entity the same events in the same (time, key)
+ * order.  threads must be 1 for the serial executor; the parallel executor
+ * needs lookahead > 0 (SEER_E_EXECUTOR otherwise).  On failure nothing
+ * changed. */
+int seer_runtime_set_executor(seer_runtime *rt, int executor, uint32_t threads);
 
 /* Reset the instances whose mask byte is non-zero (mask NULL = all) with
  * seeds[i]; their outputs are the boundary outputs at t = 0. */

@@ -194,6 +194,15 @@ void seer_observe_agent(seer_worker *w, uint32_t inst, uint32_t a);
 void seer_publish_entity(seer_worker *w, uint32_t inst, uint32_t e);
 void seer_finish_instance(seer_runtime *rt, uint32_t inst);
 
+/* Is this worker tracing?  Tracing off costs one predictable branch per
+ * entity visit / phase; -DSEER_NO_TRACE compiles the checks out (the build
+ * `seer-env bench trace-overhead` compares against). */
+#ifdef SEER_NO_TRACE
+#define SEER_TRACING(w) ((void)(w), 0)
+#else
+#define SEER_TRACING(w) __builtin_expect((w)->trace != NULL, 0)
+#endif
+
 /* trace helpers (runtime.c) */
 uint64_t seer_clock_ns(void);
 void seer_trace_add(seer_worker *w, uint32_t kind, uint64_t t0, uint64_t t1, double sim_time,

@@ -60,7 +60,7 @@ static void wl_set(seer_runtime *rt, uint32_t count)
 
 static void barrier(seer_worker *w, seer_barrier_fn fn)
 {
-    if (__builtin_expect(w->trace != NULL, 0)) {
+    if (SEER_TRACING(w)) {
         uint64_t t0 = seer_clock_ns();
         seer_barrier_wait(&w->rt->barrier, &w->sense, fn, w->rt);
         seer_trace_add(w, SEER_TRACE_BARRIER, t0, seer_clock_ns(), 0.0, 0, 0, 0, 0);
@@ -76,7 +76,7 @@ static void cb_finish(void *arg);
 
 static void final_barrier(seer_worker *w)
 {
-    if (__builtin_expect(w->trace != NULL, 0) && w->id != 0) {
+    if (SEER_TRACING(w) && w->id != 0) {
         uint64_t t0 = seer_clock_ns();
         seer_trace_add(w, SEER_TRACE_BARRIER, t0, t0, 0.0, 0, 0, 0, 0);
         seer_barrier_wait(&w->rt->barrier, &w->sense, cb_finish, w->rt);
@@ -88,13 +88,13 @@ static void final_barrier(seer_worker *w)
 /* Start/end of a traced phase on this worker (no-ops when tracing is off). */
 static inline uint64_t phase_t0(const seer_worker *w)
 {
-    return w->trace ? seer_clock_ns() : 0;
+    return SEER_TRACING(w) ? seer_clock_ns() : 0;
 }
 
 static inline void phase_end(seer_worker *w, uint32_t kind, uint64_t t0, double sim,
                              uint64_t events_before)
 {
-    if (w->trace)
+    if (SEER_TRACING(w))
         seer_trace_add(w, kind, t0, seer_clock_ns(), sim, 0, 0, 0,
                        (uint32_t)(w->events - events_before));
 }
@@ -216,7 +216,7 @@ static void run_entity(seer_worker *w, seer_ctx *c, uint32_t inst, uint32_t e)
         void *state = in->states + (size_t)e * rt->entity_stride;
         const seer_model *m = rt->model;
         uint64_t n = 0;
-        const int tracing = w->trace != NULL;
+        const int tracing = SEER_TRACING(w);
         while (h->n && h->a[0].time < w_end) {
             seer_event *ev = seer_heap_pop(h);
             c->now = ev->time;

@@ -736,11 +736,11 @@ static int serial_step(seer_runtime *rt, uint32_t i)
 {
     seer_worker *w = &rt->workers[0];
     seer_inst *in = &rt->inst[i];
-    uint64_t ta = w->trace ? seer_clock_ns() : 0;
+    uint64_t ta = SEER_TRACING(w) ? seer_clock_ns() : 0;
     for (uint32_t a = 0; a < rt->sz.num_agents; a++)
         if (seer_act_agent(w, i, a))
             return serial_fail(rt, w);
-    if (w->trace)
+    if (SEER_TRACING(w))
         seer_trace_add(w, SEER_TRACE_ACT, ta, seer_clock_ns(), (double)in->step *
                        rt->sz.step_duration, i, 0, 0, 0);
 
@@ -750,7 +750,7 @@ static int serial_step(seer_runtime *rt, uint32_t i)
     seer_heap *h = &in->heap;
     const seer_time bnd = in->boundary;
     uint64_t n = 0;
-    const int tracing = w->trace != NULL;
+    const int tracing = SEER_TRACING(w);
     while (h->n && h->a[0].time < bnd) {
         seer_event *ev = seer_heap_pop(h);
         /* The next event is now at the root: start loading it while this
@@ -776,9 +776,9 @@ static int serial_step(seer_runtime *rt, uint32_t i)
         }
     }
     rt->events_total += n;
-    uint64_t tb = w->trace ? seer_clock_ns() : 0;
+    uint64_t tb = SEER_TRACING(w) ? seer_clock_ns() : 0;
     serial_boundary(rt, w, i);
-    if (w->trace)
+    if (SEER_TRACING(w))
         seer_trace_add(w, SEER_TRACE_BOUNDARY, tb, seer_clock_ns(), bnd, i, 0, 0, 0);
     return w->err ? serial_fail(rt, w) : SEER_OK;
 }
@@ -997,6 +997,115 @@ int seer_runtime_set_threads(seer_runtime *rt, uint32_t threads)
             return SEER_E_ARG;
         }
         return SEER_OK;
+    }
+    if (threads == rt->nthreads)
+        return SEER_OK;
+    seer_pool_stop(rt);
+    if (seer_pool_start(rt, threads) != SEER_OK) {
+        seer_fail(rt, SEER_E_NOMEM, "could not start %u threads", threads);
+        return SEER_E_NOMEM;
+    }
+    return SEER_OK;
+}
+
+/* Move one instance's pending events between the executors' queues.  Runs
+ * between calls (no worker is inside a job, so the inboxes are quiescent and
+ * the single-consumer drain is safe).  Both executors order an entity's
+ * events by the same (time, key), and the key travels with the event, so the
+ * outcome does not depend on where the events waited.  Capacity is reserved
+ * first: once moving starts nothing can fail half way. */
+static int migrate_instance(seer_runtime *rt, seer_inst *in, int to, uint32_t *counts)
+{
+    const uint32_t N = rt->sz.num_entities;
+    if (to == SEER_EXECUTOR_SERIAL) {
+        uint64_t total = in->heap.n;
+        for (uint32_t e = 0; e < N; e++) {
+            seer_entity_rec *r = &in->recs[e];
+            total += r->heap.n;
+            for (seer_inbox_node *x = seer_inbox_peek_quiescent(&r->inbox); x; x = x->next)
+                total++;
+        }
+        if (total > UINT32_MAX || heap_reserve(&in->heap, (uint32_t)total) != SEER_OK)
+            return SEER_E_NOMEM;
+        for (uint32_t e = 0; e < N; e++) {
+            seer_entity_rec *r = &in->recs[e];
+            for (uint32_t k = 0; k < r->heap.n; k++)
+                (void)seer_heap_push(&in->heap, r->heap.a[k].ev);
+            r->heap.n = 0;
+            seer_inbox_node *n = seer_inbox_drain_sc(&r->inbox);
+            while (n) {
+                seer_inbox_node *next = n->next;
+                (void)seer_heap_push(&in->heap, (seer_event *)(void *)n);
+                n = next;
+            }
+        }
+        return SEER_OK;
+    }
+    memset(counts, 0, N * sizeof *counts);
+    for (uint32_t k = 0; k < in->heap.n; k++)
+        counts[in->heap.a[k].ev->target]++;
+    for (uint32_t e = 0; e < N; e++) {
+        seer_heap *h = &in->recs[e].heap;
+        if (counts[e] && heap_reserve(h, h->n + counts[e]) != SEER_OK)
+            return SEER_E_NOMEM;
+    }
+    for (uint32_t k = 0; k < in->heap.n; k++) {
+        seer_event *ev = in->heap.a[k].ev;
+        (void)seer_heap_push(&in->recs[ev->target].heap, ev);
+    }
+    in->heap.n = 0;
+    return SEER_OK;
+}
+
+int seer_runtime_set_executor(seer_runtime *rt, int executor, uint32_t threads)
+{
+    if (executor != SEER_EXECUTOR_SERIAL && executor != SEER_EXECUTOR_PARALLEL) {
+        seer_fail(rt, SEER_E_ARG, "unknown executor %d", executor);
+        return SEER_E_ARG;
+    }
+    if (threads == 0 || threads > 1024) {
+        seer_fail(rt, SEER_E_ARG, "threads=%u must be in [1, 1024]", threads);
+        return SEER_E_ARG;
+    }
+    if (executor == SEER_EXECUTOR_SERIAL && threads != 1) {
+        seer_fail(rt, SEER_E_ARG, "the serial executor runs on one thread");
+        return SEER_E_ARG;
+    }
+    if (executor == SEER_EXECUTOR_PARALLEL && !(rt->sz.lookahead > 0.0)) {
+        seer_fail(rt, SEER_E_EXECUTOR,
+                  "model '%s' has lookahead 0: the parallel executor needs L > 0",
+                  rt->model->name);
+        return SEER_E_EXECUTOR;
+    }
+    if (executor != rt->executor) {
+        uint32_t *counts = NULL;
+        if (executor == SEER_EXECUTOR_PARALLEL) {
+            counts = malloc(rt->sz.num_entities * sizeof *counts);
+            if (!counts) {
+                seer_fail(rt, SEER_E_NOMEM, "out of memory switching executors");
+                return SEER_E_NOMEM;
+            }
+        }
+        /* Reserve-then-move per instance: a failure leaves every instance
+         * whole, its events in one executor's queues; those already moved
+         * are moved back so the runtime stays on its old executor. */
+        uint32_t done = 0;
+        int rc = SEER_OK;
+        for (; done < rt->B && rc == SEER_OK; done++)
+            rc = migrate_instance(rt, &rt->inst[done], executor, counts);
+        if (rc != SEER_OK) {
+            int back = executor == SEER_EXECUTOR_SERIAL ? SEER_EXECUTOR_PARALLEL
+                                                        : SEER_EXECUTOR_SERIAL;
+            if (back == SEER_EXECUTOR_PARALLEL && !counts)
+                counts = malloc(rt->sz.num_entities * sizeof *counts);
+            for (uint32_t i = 0; i + 1 < done && counts; i++)
+                (void)migrate_instance(rt, &rt->inst[i], back, counts);
+            free(counts);
+            seer_fail(rt, SEER_E_NOMEM, "out of memory switching executors");
+            return SEER_E_NOMEM;
+        }
+        free(counts);
+        rt->executor = executor;
     }
     if (threads == rt->nthreads)
         return SEER_OK;

@@ -74,6 +74,17 @@ int main(void)
                 fprintf(stderr, "set_threads failed\n");
                 return 2;
             }
+            /* Switch executors now and then: pending events migrate between
+             * the per-instance and the per-entity queues (what STPA does). */
+            if (k % 7 == 3 && seer_runtime_set_executor(p, SEER_EXECUTOR_SERIAL, 1)) {
+                fprintf(stderr, "set_executor(serial) failed: %s\n", seer_runtime_error(p));
+                return 2;
+            }
+            if (k % 7 == 5 &&
+                seer_runtime_set_executor(p, SEER_EXECUTOR_PARALLEL, threads[ti] + (k & 1))) {
+                fprintf(stderr, "set_executor(parallel) failed: %s\n", seer_runtime_error(p));
+                return 2;
+            }
             if (memcmp(seer_runtime_buffer(s, SEER_BUF_OBS), seer_runtime_buffer(p, SEER_BUF_OBS),
                        n * 4 * sizeof(float)) != 0)
                 fails++;

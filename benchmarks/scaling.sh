@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Thread scaling on a many-core machine, one command:
+#
+#   bash benchmarks/scaling.sh [MAX_THREADS=16] [OUT=scaling_out]
+#
+# Installs seer_env with the [bench] extra into ./.venv (if needed), then runs
+# `seer-env bench scaling`: PHOLD 4096 (work ~1 us/event and work=0) and PCS
+# 64x64, the serial executor and the parallel executor with 1..MAX_THREADS
+# threads, interleaved rounds, medians.  Writes OUT/bench_scaling.json,
+# OUT/scaling.png and prints the markdown table.  Run it with no other load on
+# the machine; threads beyond the usable CPUs oversubscribe (and say so).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+MAX=${1:-16}
+OUT=${2:-scaling_out}
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv
+fi
+.venv/bin/python -m pip install -q -e '.[bench]'
+CPUS=$(.venv/bin/python -c 'import os; print(len(os.sched_getaffinity(0)))')
+if [ "$CPUS" -lt "$MAX" ]; then
+  echo "note: $CPUS usable CPUs < $MAX threads: the larger pools oversubscribe" >&2
+fi
+.venv/bin/seer-env bench scaling --max-threads "$MAX" -o "$OUT"

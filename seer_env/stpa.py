@@ -1,0 +1,823 @@
+"""STPA: choose the executor and thread pool of a runtime from its first real steps.
+
+With ``threads="auto"`` (the default) and the parallel executor, a
+:class:`~seer_env._runtime.Runtime` starts on one thread and an :class:`Stpa`
+controller runs its first steps as the *preflight*.  Outputs never depend on the
+executor or the thread count, so the preflight steps are ordinary steps of the
+user's run: nothing is perturbed, nothing is thrown away.
+
+The preflight, step by step:
+
+1. **Features.**  The first step runs on the parallel executor with one thread;
+   the runtime's counters give events and windows per step.  Together with the
+   static features (entities, agents, instances, lookahead, entity size, cores,
+   cache sizes from sysfs) they form :class:`Features`.
+2. **Candidates** (:func:`candidate_set`): the serial executor and the parallel
+   executor with 1..cores threads (never more threads than entities).  The serial
+   executor is a real candidate: :meth:`Runtime.set_executor` moves the pending
+   events between the executors' queues between two steps (both executors order
+   an entity's events by the same (time, key), so the switch is invisible in
+   the outputs).  A model with lookahead 0 has the serial executor only.
+3. **Trace** (when there is more than one thread to consider): one step runs
+   traced on the largest pool; :func:`summarize_trace` turns it into events per
+   window, handler cost, barrier cost and idle time (:class:`TraceSummary`).
+4. **Plan** (:func:`probe_plan`): :func:`predict_step_ns` estimates each
+   candidate's step time from the summary and the features; pools predicted to
+   be much slower than the best prediction are not timed at all (a tiny env on
+   a many-core machine never pays for timing 16 threads).  One-thread
+   candidates are always timed.
+5. **Timing**: the planned candidates are visited round-robin (rotating the
+   order each round); each visit runs one warm-up step after the switch and
+   ``k`` timed steps (``k`` from the first step's length, so a visit lasts long
+   enough to time).
+6. **Choice** (:func:`select`, a pure function of the timings and features): the
+   fastest median wins; a candidate with fewer threads within ``margin`` of
+   the fastest is preferred (it leaves cores free for the policy).
+
+After the preflight the controller checks every ``check_every`` steps whether
+the workload drifted (:func:`drift`: events per step changed by ``drift_factor``
+or fewer than ``alive_drop`` of the agents are alive) and then re-probes the
+chosen configuration and its neighbours.  A re-probe that confirms the choice
+doubles the gap to the next allowed one.
+
+Everything is inspectable::
+
+    from seer_env.envs import pcs_v0
+    env = pcs_v0.parallel_env(width=32, height=32)      # threads="auto"
+    env.reset(seed=0)
+    for _ in range(100):
+        env.step({a: 0 for a in env.agents})
+    st = env.runtime.stpa
+    print(st.executor, st.threads, st.reason)
+    print(st.decision.medians_ns, st.features, st.trace_summary)
+
+and logged through :mod:`logging` (logger ``seer_env.stpa``, INFO: decisions,
+DEBUG: the evidence).
+"""
+
+from __future__ import annotations
+
+import glob
+import logging
+import math
+import statistics
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+log = logging.getLogger("seer_env.stpa")
+
+_KIND_EVENT, _KIND_WINDOW, _KIND_BARRIER = 0, 2, 4
+
+
+# -- value types ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One configuration: ``executor`` ("serial" or "parallel") and ``threads``."""
+
+    executor: str
+    threads: int
+
+    @property
+    def label(self) -> str:
+        return "serial" if self.executor == "serial" else f"parallel-{self.threads}"
+
+    @staticmethod
+    def parse(label: str) -> Candidate:
+        """``"serial"`` or ``"parallel-N"`` back to a Candidate."""
+        if label == "serial":
+            return SERIAL
+        if label.startswith("parallel-"):
+            return Candidate("parallel", int(label.split("-", 1)[1]))
+        raise ValueError(f"not a candidate label: {label!r}")
+
+
+SERIAL = Candidate("serial", 1)
+
+
+@dataclass(frozen=True)
+class Features:
+    """Static and measured features of a workload (see the module docstring)."""
+
+    model: str
+    num_entities: int
+    num_agents: int
+    num_instances: int
+    lookahead: float
+    step_duration: float
+    entity_size: int
+    cores: int
+    cache_bytes: Mapping[str, int]
+    events_per_step: float
+    windows_per_step: float
+    alive_agents: int
+    working_set_bytes: int
+
+    @property
+    def events_per_window(self) -> float:
+        return self.events_per_step / max(1.0, self.windows_per_step)
+
+    def as_dict(self) -> dict[str, Any]:
+        d = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        d["cache_bytes"] = dict(self.cache_bytes)
+        d["events_per_window"] = self.events_per_window
+        return d
+
+
+@dataclass(frozen=True)
+class TraceSummary:
+    """What one traced step says about parallel work (per window, per worker).
+
+    Attributes:
+        threads: pool size of the traced step.
+        windows: windows in the step.
+        events: events handled.
+        events_per_window: mean events per window (all workers together).
+        handler_ns: median duration of one event record (the handler plus the
+            clock reads of tracing).
+        window_ns: mean time a worker spent working in one window.
+        barrier_ns: synchronization cost per window: the smallest per-worker
+            mean barrier wait (the least loaded waits for imbalance, not only
+            for synchronization, so the minimum is the cleaner estimate).
+        idle_fraction: barrier wait / (work + barrier wait), all workers.
+        imbalance: most events on one worker / mean events per worker.
+    """
+
+    threads: int
+    windows: int
+    events: int
+    events_per_window: float
+    handler_ns: float
+    window_ns: float
+    barrier_ns: float
+    idle_fraction: float
+    imbalance: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+@dataclass(frozen=True)
+class Load:
+    """The load the drift check compares: events per step and live agents."""
+
+    events_per_step: float
+    alive_agents: int
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A choice and its evidence.
+
+    Attributes:
+        candidate: the chosen configuration.
+        reason: one line saying why.
+        medians_ns: median step time (ns) of every timed candidate, by label.
+        predicted_ns: predicted step time (ns) by label (empty without a trace).
+        trigger: what started the probe ("preflight" or the drift reason).
+    """
+
+    candidate: Candidate
+    reason: str
+    medians_ns: Mapping[str, float]
+    predicted_ns: Mapping[str, float]
+    trigger: str = "preflight"
+
+    @property
+    def threads(self) -> int:
+        return self.candidate.threads
+
+    @property
+    def executor(self) -> str:
+        return self.candidate.executor
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "choice": self.candidate.label,
+            "executor": self.executor,
+            "threads": self.threads,
+            "reason": self.reason,
+            "medians_ns": dict(self.medians_ns),
+            "predicted_ns": dict(self.predicted_ns),
+            "trigger": self.trigger,
+        }
+
+
+# -- pure functions (the selection logic; tests call them directly) -------------
+
+
+def cache_sizes(root: str = "/sys/devices/system/cpu/cpu0/cache") -> dict[str, int]:
+    """Cache sizes in bytes from sysfs (``{"L1d": .., "L2": .., "L3": ..}``; {} if absent)."""
+    out: dict[str, int] = {}
+    for d in sorted(glob.glob(f"{root}/index*")):
+        try:
+            with open(f"{d}/level") as f:
+                level = f.read().strip()
+            with open(f"{d}/type") as f:
+                kind = f.read().strip()
+            with open(f"{d}/size") as f:
+                size = f.read().strip()
+        except OSError:
+            continue
+        if kind == "Instruction":
+            continue
+        mult = {"K": 1024, "M": 1024**2, "G": 1024**3}.get(size[-1:], 1)
+        digits = size.rstrip("KMG")
+        if not digits.isdigit():
+            continue
+        name = f"L{level}" + ("d" if kind == "Data" else "")
+        out[name] = int(digits) * mult
+    return out
+
+
+def candidate_set(features: Features, max_threads: int | None = None) -> list[Candidate]:
+    """The configurations worth considering, in preference order (fewest threads first).
+
+    Lookahead 0 leaves the serial executor only.  Otherwise: the serial executor
+    and the parallel executor with 1..P threads, P = min(cores, max_threads,
+    entities x instances) (a pool larger than the number of entities has idle
+    workers by construction; more threads than cores oversubscribe).
+    """
+    if not features.lookahead > 0.0:
+        return [SERIAL]
+    p_max = max(1, min(features.cores, max_threads or features.cores,
+                       features.num_entities * features.num_instances))
+    return [SERIAL] + [Candidate("parallel", p) for p in range(1, p_max + 1)]
+
+
+def summarize_trace(records: Sequence[np.ndarray]) -> TraceSummary:
+    """Condense per-worker trace records (``Runtime.trace_records()``) of one step."""
+    threads = len(records)
+    windows = 0
+    events = 0
+    work_ns = 0.0
+    wait_ns = 0.0
+    per_worker_events = []
+    per_worker_wait_per_window = []
+    durations = []
+    window_events = 0
+    for k, r in enumerate(records):
+        kind = r["kind"]
+        win = r[kind == _KIND_WINDOW]
+        ev = r[kind == _KIND_EVENT]
+        bar = r[kind == _KIND_BARRIER]
+        if k == 0:
+            windows = int(len(win))
+        window_events += int(win["count"].sum()) if len(win) else 0
+        events += int(len(ev))
+        per_worker_events.append(int(win["count"].sum()) if len(win) else int(len(ev)))
+        if len(ev):
+            durations.append((ev["t1_ns"] - ev["t0_ns"]).astype(np.float64))
+        w_ns = float((win["t1_ns"] - win["t0_ns"]).sum()) if len(win) else 0.0
+        b_ns = float((bar["t1_ns"] - bar["t0_ns"]).sum()) if len(bar) else 0.0
+        work_ns += w_ns
+        wait_ns += b_ns
+        per_worker_wait_per_window.append(b_ns / max(1, len(win)))
+    handler_ns = float(np.median(np.concatenate(durations))) if durations else 0.0
+    mean_ev = sum(per_worker_events) / max(1, threads)
+    return TraceSummary(
+        threads=threads,
+        windows=windows,
+        events=events,
+        events_per_window=window_events / max(1, windows),
+        handler_ns=handler_ns,
+        window_ns=work_ns / max(1, windows * threads),
+        barrier_ns=min(per_worker_wait_per_window) if threads > 1 else 0.0,
+        idle_fraction=wait_ns / (work_ns + wait_ns) if work_ns + wait_ns > 0 else 0.0,
+        imbalance=max(per_worker_events) / mean_ev if mean_ev > 0 else 1.0,
+    )
+
+
+def predict_step_ns(features: Features, summary: TraceSummary, cand: Candidate) -> float:
+    """Predicted event-loop time of one step on ``cand`` (ns).
+
+    ``work / min(p, events per window) + windows x barrier(p)``, where the work
+    is events per step x the traced per-event cost and the barrier cost per
+    window grows linearly with the extra threads (measured at the traced pool
+    size).  A crude model: it only decides which pools are worth timing.
+    """
+    work = features.events_per_step * max(summary.handler_ns, 1.0)
+    p = cand.threads
+    if cand.executor == "serial" or p == 1:
+        return work
+    par = max(1.0, summary.events_per_window)
+    per_extra = summary.barrier_ns / max(1, summary.threads - 1)
+    return work / min(float(p), par) + features.windows_per_step * per_extra * (p - 1)
+
+
+def probe_plan(features: Features, summary: TraceSummary | None,
+               candidates: Sequence[Candidate], prune: float = 1.5) -> list[Candidate]:
+    """The candidates to time: every one-thread candidate, and each larger pool
+    whose predicted step time is within ``prune`` x the best prediction."""
+    if summary is None:
+        return list(candidates)
+    pred = {c: predict_step_ns(features, summary, c) for c in candidates}
+    best = min(pred.values())
+    return [c for c in candidates if c.threads == 1 or pred[c] <= prune * best]
+
+
+def select(timings: Mapping[Candidate, Sequence[float]], features: Features,
+           summary: TraceSummary | None = None, margin: float = 0.02,
+           trigger: str = "preflight") -> Decision:
+    """Choose from measured step times (ns per step, several samples per candidate).
+
+    The fastest median wins, except that a candidate with fewer threads whose
+    median is within ``margin`` of the fastest is preferred.  Without any timing
+    the prediction decides (without a trace: the serial executor for lookahead
+    0, else the parallel executor on one thread).  Deterministic: the same
+    inputs give the same Decision.
+    """
+    cands = candidate_set(features)
+    predicted: dict[str, float] = {}
+    if summary is not None:
+        predicted = {c.label: predict_step_ns(features, summary, c) for c in cands}
+    medians = {c: float(statistics.median(v)) for c, v in timings.items() if len(v)}
+    medians_by_label = {c.label: m for c, m in sorted(medians.items(),
+                                                      key=lambda x: _pref(x[0]))}
+    if not medians:
+        if predicted:
+            choice = min(cands, key=lambda c: (predicted[c.label], _pref(c)))
+            why = "predicted from the trace (no timings)"
+        else:
+            choice = cands[0] if len(cands) == 1 else Candidate("parallel", 1)
+            why = "no timings and no trace"
+        return Decision(choice, f"{choice.label}: {why}", {}, predicted, trigger)
+    best_c = min(medians, key=lambda c: (medians[c], _pref(c)))
+    best = medians[best_c]
+    ok = [c for c in medians if medians[c] <= best * (1.0 + margin)]
+    choice = min(ok, key=lambda c: (c.threads, medians[c], _pref(c)))
+    parts = [f"{choice.label}: median {choice_ns(medians[choice])}/step"]
+    if SERIAL in medians and choice != SERIAL:
+        parts.append(f"{medians[SERIAL] / medians[choice]:.2f}x the serial executor's rate")
+    if choice != best_c:
+        parts.append(f"within {margin:.0%} of the fastest ({best_c.label}, "
+                     f"{choice_ns(best)}) with fewer threads")
+    elif len(medians) > 1:
+        runner = min((c for c in medians if c != choice), key=lambda c: medians[c])
+        parts.append(f"next {runner.label} at {medians[runner] / best:.2f}x")
+    ev_w = summary.events_per_window if summary else features.events_per_window
+    parts.append(f"{features.events_per_step:.0f} events/step, {ev_w:.1f} events/window")
+    if summary is not None and summary.threads > 1:
+        parts.append(f"barrier {summary.barrier_ns / 1e3:.1f} us/window, "
+                     f"idle {summary.idle_fraction:.0%} at {summary.threads} threads")
+    return Decision(choice, "; ".join(parts), medians_by_label, predicted, trigger)
+
+
+def choice_ns(ns: float) -> str:
+    """A step time for humans."""
+    if ns >= 1e6:
+        return f"{ns / 1e6:.2f} ms"
+    return f"{ns / 1e3:.1f} us"
+
+
+def _pref(c: Candidate) -> tuple[int, int]:
+    return (c.threads, 0 if c.executor == "serial" else 1)
+
+
+def drift(baseline: Load, now: Load, factor: float = 2.0, alive_drop: float = 0.5
+          ) -> str | None:
+    """Why the workload changed enough to re-probe, or None.
+
+    Events per step moved by ``factor`` either way (from a floor of one event per
+    step), or fewer than ``alive_drop`` x the baseline's agents are alive.
+    """
+    a, b = max(1.0, baseline.events_per_step), max(1.0, now.events_per_step)
+    if b >= a * factor or b <= a / factor:
+        return (f"events per step changed {baseline.events_per_step:.0f} -> "
+                f"{now.events_per_step:.0f}")
+    if baseline.alive_agents > 0 and now.alive_agents < alive_drop * baseline.alive_agents:
+        return f"live agents dropped {baseline.alive_agents} -> {now.alive_agents}"
+    return None
+
+
+def eliminated(timings: Mapping[Candidate, Sequence[float]], drop: float = 1.5
+               ) -> set[Candidate]:
+    """Candidates whose median is above ``drop`` x the best median so far: they cannot
+    be chosen (``drop`` > 1 + margin), so the rest of their visits is skipped."""
+    med = {c: float(statistics.median(v)) for c, v in timings.items() if len(v)}
+    if len(med) < 2:
+        return set()
+    best = min(med.values())
+    return {c for c, m in med.items() if m > drop * best}
+
+
+def close_call(timings: Mapping[Candidate, Sequence[float]], tie: float = 0.08
+               ) -> tuple[Candidate, Candidate] | None:
+    """The two fastest candidates when their medians are within ``tie`` of each
+    other (they get extra rounds), else None."""
+    med = sorted(((float(statistics.median(v)), _pref(c), c) for c, v in timings.items()
+                  if len(v)), key=lambda x: (x[0], x[1]))
+    if len(med) < 2 or med[1][0] > med[0][0] * (1.0 + tie):
+        return None
+    return med[0][2], med[1][2]
+
+
+def neighbours(choice: Candidate, candidates: Sequence[Candidate]) -> list[Candidate]:
+    """The cheap re-probe set: one-thread candidates, the choice and the pools next to it."""
+    keep = {SERIAL, Candidate("parallel", 1), choice}
+    if choice.executor == "parallel":
+        keep |= {Candidate("parallel", choice.threads - 1),
+                 Candidate("parallel", choice.threads + 1)}
+    return [c for c in candidates if c in keep]
+
+
+# -- the controller ----------------------------------------------------------------
+
+
+@dataclass
+class _Visit:
+    cand: Candidate
+    timed: bool
+    traced: bool = False
+
+
+@dataclass
+class _Probe:
+    trigger: str
+    rounds: int
+    extended: bool = False
+    dropped: set[Candidate] = field(default_factory=set)
+    candidates: list[Candidate] = field(default_factory=list)
+    queue: list[_Visit] = field(default_factory=list)
+    timings: dict[Candidate, list[float]] = field(default_factory=dict)
+    stage: str = "features"
+    t_start: int = 0
+    steps: int = 0
+
+
+class Stpa:
+    """The controller attached to a ``threads="auto"`` parallel Runtime (``runtime.stpa``).
+
+    Args:
+        runtime: the Runtime it drives (it calls ``set_executor`` between steps).
+        rounds: timing rounds of the preflight (each visits every planned candidate).
+        reprobe_rounds: rounds of a drift re-probe.
+        min_visit_ns: a visit times enough steps to last about this long (2..8 steps).
+        margin: fewer threads win within this fraction of the fastest median.
+        prune: pools predicted slower than ``prune`` x the best are not timed.
+        check_every: steps between drift checks once decided.
+        drift_factor, alive_drop: drift thresholds (see :func:`drift`).
+        reprobe_gap: steps after a probe before a re-probe may start; doubles
+            each time a re-probe confirms the choice.
+        max_threads: cap on pool sizes (default: usable cores).
+        trace: run one traced step to summarize (skipped when the user traces).
+        cores: cores to assume (default: usable cores; tests pass their own).
+        drop: after each visit, candidates slower than ``drop`` x the best median
+            so far are not visited again (:func:`eliminated`).
+        drop_traced: a pool whose traced step took more than ``drop_traced`` x the
+            first (one-thread) step is not timed (a loaded machine, a hopeless pool).
+        tie: when the two fastest medians are within ``tie``, ``extra_rounds``
+            alternating visits of those two follow (:func:`close_call`).
+        confirm: re-probe the neighbourhood of the choice every ``reprobe_gap``
+            steps even without drift (the gap doubles after each confirmation),
+            for workloads that change slowly as the simulation warms up.
+        clock: a monotonic ns clock (default ``time.perf_counter_ns``; tests
+            pass a simulated one).
+
+    Attributes:
+        decision: the latest :class:`Decision` (None during the first preflight).
+        history: every Decision, oldest first.
+        features: the latest :class:`Features`.
+        trace_summary: the latest :class:`TraceSummary` (None without a trace).
+        timings: ns per timed step by candidate label, of the latest probe.
+        state: ``"preflight"``, ``"probing"`` (drift re-probe) or ``"monitor"``.
+        preflight_steps, preflight_ns: steps and wall time of the first preflight
+            (switches, tracing and Python included).
+        probe_steps, probe_ns: the same over every probe so far.
+    """
+
+    def __init__(self, runtime: Any, rounds: int = 3, reprobe_rounds: int = 2,
+                 min_visit_ns: float = 200_000.0, margin: float = 0.02, prune: float = 1.5,
+                 check_every: int = 64, drift_factor: float = 2.0, alive_drop: float = 0.5,
+                 reprobe_gap: int = 256, max_threads: int | None = None, trace: bool = True,
+                 cores: int | None = None, drop: float = 1.5, drop_traced: float = 3.0,
+                 tie: float = 0.10, extra_rounds: int = 6, confirm: bool = True,
+                 clock: Callable[[], int] | None = None) -> None:
+        from ._runtime import cpu_count
+
+        self.rt = runtime
+        self.rounds = int(rounds)
+        self.reprobe_rounds = int(reprobe_rounds)
+        self.min_visit_ns = float(min_visit_ns)
+        self.margin = float(margin)
+        self.prune = float(prune)
+        self.check_every = int(check_every)
+        self.drift_factor = float(drift_factor)
+        self.alive_drop = float(alive_drop)
+        self.reprobe_gap = int(reprobe_gap)
+        self.max_threads = max_threads
+        self.trace_enabled = bool(trace)
+        self.drop = float(drop)
+        self.drop_traced = float(drop_traced)
+        self.tie = float(tie)
+        self.extra_rounds = int(extra_rounds)
+        self.confirm = bool(confirm)
+        self._t_first = math.inf
+        self._clock = clock or time.perf_counter_ns
+        self._hopeless: set[Candidate] = set()
+        self.cores = int(cores) if cores else cpu_count()
+        self.caches = cache_sizes()
+        self.decision: Decision | None = None
+        self.history: list[Decision] = []
+        self.features: Features | None = None
+        self.trace_summary: TraceSummary | None = None
+        self.timings: dict[str, list[float]] = {}
+        self.state = "preflight"
+        self.preflight_steps = 0
+        self.preflight_ns = 0
+        self.probe_steps = 0
+        self.probe_ns = 0
+        self.countdown = 0  # Runtime.step calls step() when it reaches 0
+        self._probe: _Probe | None = _Probe("preflight", self.rounds)
+        self._k = 2
+        self._baseline: Load | None = None
+        self._steps_since_probe = 0
+        self._gap = self.reprobe_gap
+        self._mark = (0, 0, 0)  # (events, windows, steps) at the last check
+
+    # -- public views -------------------------------------------------------------
+
+    @property
+    def threads(self) -> int:
+        """Pool size running now."""
+        return self.rt.threads
+
+    @property
+    def executor(self) -> str:
+        """Executor running now."""
+        return self.rt.executor
+
+    @property
+    def reason(self) -> str:
+        return self.decision.reason if self.decision else "preflight in progress"
+
+    def as_dict(self) -> dict[str, Any]:
+        """Everything as plain data (for JSON reports)."""
+        return {
+            "state": self.state,
+            "executor": self.executor,
+            "threads": self.threads,
+            "decision": self.decision.as_dict() if self.decision else None,
+            "history": [d.as_dict() for d in self.history],
+            "features": self.features.as_dict() if self.features else None,
+            "trace_summary": self.trace_summary.as_dict() if self.trace_summary else None,
+            "timings_ns": {k: list(v) for k, v in self.timings.items()},
+            "preflight_steps": self.preflight_steps,
+            "preflight_ns": self.preflight_ns,
+            "probe_steps": self.probe_steps,
+            "probe_ns": self.probe_ns,
+        }
+
+    def __repr__(self) -> str:
+        return f"Stpa(state={self.state!r}, {self.executor}, threads={self.threads}, " \
+               f"reason={self.reason!r})"
+
+    # -- the step hook ---------------------------------------------------------------
+
+    def step(self, mask_ptr: Any) -> None:
+        """Run one real step of the runtime (called by ``Runtime.step``)."""
+        if self._probe is None:
+            self._native_step(mask_ptr)
+            self._check_drift()
+            return
+        t_in = self._clock()
+        pr = self._probe
+        if pr.steps == 0:
+            pr.t_start = t_in
+        if pr.stage == "features":
+            self._switch(Candidate("parallel", 1))
+            ev0, win0 = self._counters()
+            t0 = self._clock()
+            self._native_step(mask_ptr)
+            t1 = self._clock()
+            ev1, win1 = self._counters()
+            self._set_features(ev1 - ev0, win1 - win0)
+            self._t_first = float(t1 - t0)
+            self._k = int(min(8, max(2, math.ceil(self.min_visit_ns / max(1, t1 - t0)))))
+            self._plan_after_features(pr)
+        else:
+            visit = pr.queue.pop(0)
+            self._switch(visit.cand)
+            if visit.traced:
+                t0 = self._clock()
+                self._traced_step(mask_ptr, visit.cand)
+                slow = self._clock() - t0 > self.drop_traced * self._t_first
+                if slow:  # even with tracing's cost counted, hopeless: do not time it
+                    pr.dropped.add(visit.cand)
+                self._plan_timing(pr)
+            else:
+                t0 = self._clock()
+                self._native_step(mask_ptr)
+                t1 = self._clock()
+                if visit.timed:
+                    pr.timings.setdefault(visit.cand, []).append(float(t1 - t0))
+                    if not pr.queue or pr.queue[0].cand != visit.cand:  # visit complete
+                        self._prune_queue(pr)
+        pr.steps += 1
+        if pr.stage == "timing" and not pr.queue:
+            self._extend_or_decide(pr)
+        t_out = self._clock()
+        if self._probe is None:  # decided in this call: account the whole probe
+            self._account(pr, t_out)
+        self.countdown = 0 if self._probe is not None else self.check_every
+
+    # -- internals --------------------------------------------------------------------
+
+    def _native_step(self, mask_ptr: Any) -> None:
+        self.rt._step_native(mask_ptr)
+
+    def _counters(self) -> tuple[int, int]:
+        s = self.rt.stats()
+        return s["events"], s["windows"]
+
+    def _switch(self, c: Candidate) -> None:
+        if self.rt.executor != c.executor or self.rt.threads != c.threads:
+            self.rt._set_executor(c.executor, c.threads)
+
+    def _set_features(self, events: int, windows: int) -> None:
+        rt = self.rt
+        sz = rt.sizes
+        if windows == 0 and self.features is not None:
+            windows = int(round(self.features.windows_per_step))  # serial: no windows
+        pool = rt.stats()["pool_events"]
+        self.features = Features(
+            model=rt.model,
+            num_entities=sz.num_entities,
+            num_agents=sz.num_agents,
+            num_instances=rt.num_instances,
+            lookahead=sz.lookahead,
+            step_duration=sz.step_duration,
+            entity_size=sz.entity_size,
+            cores=self.cores,
+            cache_bytes=self.caches,
+            events_per_step=float(events),
+            windows_per_step=float(windows),
+            alive_agents=int(rt.alive.sum()),
+            working_set_bytes=int(rt.num_instances * sz.num_entities * (sz.entity_size + 128)
+                                  + pool * 64),
+        )
+
+    def _candidates(self) -> list[Candidate]:
+        assert self.features is not None
+        return candidate_set(self.features, self.max_threads)
+
+    def _plan_after_features(self, pr: _Probe) -> None:
+        cands = pr.candidates or self._candidates()
+        pr.candidates = cands
+        big = max(c.threads for c in cands)
+        if self.trace_enabled and big > 1 and self.rt._trace_cap == 0:
+            pr.stage = "trace"
+            pr.queue = [_Visit(Candidate("parallel", big), timed=False, traced=True)]
+        else:
+            self._plan_timing(pr)
+
+    def _traced_step(self, mask_ptr: Any, cand: Candidate) -> None:
+        assert self.features is not None
+        per_worker = int(min(1 << 16, 4 * (self.features.events_per_step / cand.threads
+                                           + 8 * self.features.windows_per_step) + 64))
+        self.rt.trace(per_worker)
+        try:
+            self._native_step(mask_ptr)
+            self.trace_summary = summarize_trace(self.rt.trace_records())
+        finally:
+            self.rt.trace(0)
+
+    def _plan_timing(self, pr: _Probe) -> None:
+        assert self.features is not None
+        plan = probe_plan(self.features, self.trace_summary, pr.candidates, self.prune)
+        plan = [c for c in plan if c not in pr.dropped] or plan[:1]
+        pr.candidates = plan
+        pr.stage = "timing"
+        pr.queue = []
+        if len(plan) == 1:
+            return
+        for r in range(pr.rounds):
+            order = plan[r % len(plan):] + plan[:r % len(plan)]
+            for c in order:
+                pr.queue.append(_Visit(c, timed=False))  # warm-up after the switch
+                pr.queue.extend(_Visit(c, timed=True) for _ in range(self._k))
+        # a visit whose candidate is already running needs no warm-up
+        if pr.queue and pr.queue[0].cand == self._current():
+            pr.queue.pop(0)
+
+    def _prune_queue(self, pr: _Probe) -> None:
+        out = eliminated(pr.timings, self.drop) - pr.dropped
+        if out:
+            pr.dropped |= out
+            pr.queue = [v for v in pr.queue if v.cand not in pr.dropped]
+
+    def _extend_or_decide(self, pr: _Probe) -> None:
+        pair = None if pr.extended else close_call(
+            {c: v for c, v in pr.timings.items() if c not in pr.dropped}, self.tie)
+        if pair is None:
+            self._decide(pr)
+            return
+        # a close call: more alternating visits of the two fastest only
+        pr.extended = True
+        for r in range(self.extra_rounds):
+            for c in (pair if r % 2 == 0 else pair[::-1]):
+                pr.queue.append(_Visit(c, timed=False))
+                pr.queue.extend(_Visit(c, timed=True) for _ in range(self._k))
+        if pr.queue[0].cand == self._current():
+            pr.queue.pop(0)
+
+    def _current(self) -> Candidate:
+        return Candidate(self.rt.executor, self.rt.threads)
+
+    def _decide(self, pr: _Probe) -> None:
+        assert self.features is not None
+        if len(pr.candidates) == 1 and not pr.timings:
+            c = pr.candidates[0]
+            dec = Decision(c, f"{c.label}: the only candidate "
+                              f"(lookahead {self.features.lookahead:g}, {self.cores} core(s))",
+                           {}, {}, pr.trigger)
+        else:
+            dec = select(pr.timings, self.features, self.trace_summary, self.margin,
+                         pr.trigger)
+        same = self.decision is not None and dec.candidate == self.decision.candidate
+        self.decision = dec
+        self.history.append(dec)
+        self.timings = {c.label: v for c, v in pr.timings.items()}
+        # pools far off the pace (or dropped after their first step) are left out
+        # of confirmation re-probes until the workload drifts
+        self._hopeless = (pr.dropped - set(pr.timings)) | eliminated(pr.timings, 3.0)
+        self._switch(dec.candidate)
+        self._probe = None
+        self.state = "monitor"
+        self._baseline = Load(self.features.events_per_step, self.features.alive_agents)
+        self._steps_since_probe = 0
+        if pr.trigger != "preflight":
+            self._gap = min(1 << 14, self._gap * 2) if same else self.reprobe_gap
+        s = self.rt.stats()
+        self._mark = (s["events"], s["windows"], s["steps"])
+        log.info("%s (%s): %s", self.rt.model, pr.trigger, dec.reason)
+        log.debug("features %s; trace %s; medians %s", self.features,
+                  self.trace_summary, dec.medians_ns)
+
+    def _account(self, pr: _Probe, t_out: int) -> None:
+        ns = t_out - pr.t_start
+        self.probe_steps += pr.steps
+        self.probe_ns += ns
+        if pr.trigger == "preflight":
+            self.preflight_steps = pr.steps
+            self.preflight_ns = ns
+
+    def _check_drift(self) -> None:
+        self.countdown = self.check_every
+        self._steps_since_probe += self.check_every
+        s = self.rt.stats()
+        ev0, win0, st0 = self._mark
+        steps = s["steps"] - st0
+        if steps <= 0:
+            return
+        self._mark = (s["events"], s["windows"], s["steps"])
+        now = Load((s["events"] - ev0) / steps, int(self.rt.alive.sum()))
+        assert self._baseline is not None
+        why = drift(self._baseline, now, self.drift_factor, self.alive_drop)
+        if why is not None:
+            if self._steps_since_probe < self.reprobe_gap:
+                return
+            log.info("%s: workload drift (%s): re-probing", self.rt.model, why)
+        else:
+            if not self.confirm or self._steps_since_probe < self._gap:
+                return
+            why = "confirm"
+        windows = (s["windows"] - win0) / steps
+        self._set_features(int(round(now.events_per_step * 1)),
+                           int(round(windows)))
+        assert self.features is not None and self.decision is not None
+        pr = _Probe(why, self.reprobe_rounds)
+        pr.candidates = neighbours(self.decision.candidate, self._candidates())
+        if why == "confirm":
+            pr.candidates = [c for c in pr.candidates if c not in self._hopeless]
+        self._probe = pr
+        self.state = "probing"
+        self._plan_timing(pr)
+        if not pr.queue:
+            self._decide(pr)
+        else:
+            self.countdown = 0
+
+
+__all__ = [
+    "Candidate",
+    "Decision",
+    "Features",
+    "Load",
+    "SERIAL",
+    "Stpa",
+    "TraceSummary",
+    "cache_sizes",
+    "candidate_set",
+    "drift",
+    "neighbours",
+    "predict_step_ns",
+    "probe_plan",
+    "select",
+    "summarize_trace",
+]

@@ -1,0 +1,404 @@
+"""STPA: the selection logic (pure, deterministic given timings/trace/features), the
+executor switch, and that ``threads="auto"`` runs give the serial executor's outputs."""
+
+from __future__ import annotations
+
+import logging
+import random
+
+import numpy as np
+import pytest
+
+from seer_env import errors
+from seer_env._runtime import TRACE_DTYPE, Runtime
+from seer_env.envs import pcs_v0, phold_v0
+from seer_env.stpa import (
+    SERIAL,
+    Candidate,
+    Features,
+    Load,
+    Stpa,
+    TraceSummary,
+    candidate_set,
+    drift,
+    neighbours,
+    predict_step_ns,
+    probe_plan,
+    select,
+    summarize_trace,
+)
+from tests.pcs_helpers import assert_runs_equal, c_config, run_runtime
+from tests.test_runtime import assert_same_trace, phold_cfg, run_trace
+
+P = [Candidate("parallel", p) for p in range(0, 17)]  # P[p] = parallel-p
+
+
+def feats(cores: int = 2, entities: int = 4096, instances: int = 1, lookahead: float = 1.0,
+          events_per_step: float = 1e5, windows_per_step: float = 8.0) -> Features:
+    return Features(model="phold", num_entities=entities, num_agents=entities,
+                    num_instances=instances, lookahead=lookahead, step_duration=8.0,
+                    entity_size=32, cores=cores, cache_bytes={"L1d": 32768, "L2": 524288},
+                    events_per_step=events_per_step, windows_per_step=windows_per_step,
+                    alive_agents=entities, working_set_bytes=1 << 20)
+
+
+def summary(threads: int = 2, events_per_window: float = 1e4, handler_ns: float = 100.0,
+            barrier_ns: float = 5000.0) -> TraceSummary:
+    return TraceSummary(threads=threads, windows=8, events=int(8 * events_per_window),
+                        events_per_window=events_per_window, handler_ns=handler_ns,
+                        window_ns=1e5, barrier_ns=barrier_ns, idle_fraction=0.1,
+                        imbalance=1.0)
+
+
+# -- candidates ---------------------------------------------------------------------
+
+
+def test_candidate_set_shapes():
+    assert candidate_set(feats(cores=4)) == [SERIAL, P[1], P[2], P[3], P[4]]
+    assert candidate_set(feats(cores=1)) == [SERIAL, P[1]]
+    assert candidate_set(feats(lookahead=0.0)) == [SERIAL]
+    # never more threads than entities x instances
+    assert candidate_set(feats(cores=16, entities=2, instances=1)) == [SERIAL, P[1], P[2]]
+    assert candidate_set(feats(cores=16, entities=2, instances=3))[-1] == P[6]
+    assert candidate_set(feats(cores=16), max_threads=3)[-1] == P[3]
+
+
+def test_candidate_labels_round_trip():
+    for c in [SERIAL, P[1], P[7]]:
+        assert Candidate.parse(c.label) == c
+    with pytest.raises(ValueError):
+        Candidate.parse("threads-2")
+
+
+# -- select -------------------------------------------------------------------------
+
+
+def test_tiny_env_picks_one_thread():
+    """Barriers dominate a tiny step: a one-thread configuration wins."""
+    t = {SERIAL: [9.0e3, 9.5e3, 9.2e3], P[1]: [10e3, 10.4e3, 9.9e3],
+         P[2]: [31e3, 29e3, 30e3]}
+    d = select(t, feats(events_per_step=40, windows_per_step=8))
+    assert d.candidate == SERIAL and d.threads == 1 and d.executor == "serial"
+    assert d.medians_ns == {"serial": 9.2e3, "parallel-1": 10e3, "parallel-2": 30e3}
+    assert d.reason.startswith("serial:")
+
+
+def test_big_parallel_workload_picks_more_threads():
+    t = {SERIAL: [24e6, 25e6, 24.5e6], P[1]: [12.8e6, 12.9e6, 12.7e6],
+         P[2]: [7.2e6, 7.1e6, 7.3e6], P[3]: [5.0e6, 5.1e6, 4.9e6], P[4]: [4.0e6, 4.1e6, 3.9e6]}
+    d = select(t, feats(cores=4), summary(threads=4))
+    assert d.candidate == P[4]
+    assert "x the serial executor's rate" in d.reason
+    assert "barrier" in d.reason
+
+
+def test_fewer_threads_win_within_margin():
+    t = {SERIAL: [2.0e6] * 3, P[1]: [1.2e6] * 3, P[2]: [1.01e6] * 3, P[3]: [1.0e6] * 3}
+    assert select(t, feats(cores=4), margin=0.02).candidate == P[2]
+    assert select(t, feats(cores=4), margin=0.0).candidate == P[3]
+    assert select(t, feats(cores=4), margin=0.25).candidate == P[1]
+
+
+def test_select_is_deterministic_and_order_free():
+    rng = random.Random(5)
+    t = {c: [rng.uniform(1e5, 2e5) for _ in range(6)] for c in [SERIAL, P[1], P[2], P[3]]}
+    f, s = feats(cores=3), summary(threads=3)
+    ref = select(t, f, s)
+    for _ in range(5):
+        items = list(t.items())
+        rng.shuffle(items)
+        shuffled = {c: list(reversed(v)) for c, v in items}
+        d = select(shuffled, f, s)
+        assert d == ref
+
+
+def test_select_ties_prefer_fewer_threads_then_serial():
+    t = {SERIAL: [1e5], P[1]: [1e5], P[2]: [1e5]}
+    assert select(t, feats()).candidate == SERIAL
+
+
+def test_select_without_timings_uses_prediction_or_default():
+    assert select({}, feats()).candidate == P[1]
+    assert select({}, feats(lookahead=0.0)).candidate == SERIAL
+    # prediction: lots of parallel work per window -> the largest pool
+    d = select({}, feats(cores=4), summary(threads=4, events_per_window=1e4, barrier_ns=3e3))
+    assert d.candidate == P[4]
+    assert set(d.predicted_ns) == {"serial", "parallel-1", "parallel-2", "parallel-3",
+                                   "parallel-4"}
+
+
+# -- prediction and the probe plan ------------------------------------------------------
+
+
+def test_predict_step_ns_formula():
+    f = feats(events_per_step=1000, windows_per_step=10)
+    s = summary(threads=3, events_per_window=100, handler_ns=50.0, barrier_ns=4000.0)
+    assert predict_step_ns(f, s, SERIAL) == 50_000.0
+    assert predict_step_ns(f, s, P[1]) == 50_000.0
+    # 50 us / 2 + 10 windows x (4 us / 2 extra threads) x 1 extra thread
+    assert predict_step_ns(f, s, P[2]) == 25_000.0 + 20_000.0
+    # parallelism capped by events per window
+    s2 = summary(threads=2, events_per_window=1.5, handler_ns=50.0, barrier_ns=0.0)
+    assert predict_step_ns(f, s2, P[4]) == pytest.approx(50_000.0 / 1.5)
+
+
+def test_probe_plan_skips_hopeless_pools():
+    cands = candidate_set(feats(cores=8))
+    tiny = feats(cores=8, events_per_step=40, windows_per_step=8)
+    s = summary(threads=8, events_per_window=5, handler_ns=50.0, barrier_ns=20_000.0)
+    assert probe_plan(tiny, s, cands) == [SERIAL, P[1]]
+    big = feats(cores=8, events_per_step=1e6, windows_per_step=8)
+    s = summary(threads=8, events_per_window=1.25e5, handler_ns=100.0, barrier_ns=7_000.0)
+    plan = probe_plan(big, s, cands)
+    assert plan[:2] == [SERIAL, P[1]] and P[8] in plan and P[2] not in plan
+    assert probe_plan(big, None, cands) == cands
+
+
+def test_summarize_trace_exact():
+    def recs(rows):
+        a = np.zeros(len(rows), dtype=TRACE_DTYPE)
+        for i, (kind, t0, t1, count) in enumerate(rows):
+            a[i]["kind"], a[i]["t0_ns"], a[i]["t1_ns"], a[i]["count"] = kind, t0, t1, count
+        return a
+
+    w0 = recs([(1, 0, 10, 0), (0, 10, 20, 1), (0, 20, 40, 1), (0, 40, 50, 1), (2, 10, 60, 3),
+               (4, 60, 70, 0), (0, 70, 80, 1), (2, 70, 90, 1), (4, 90, 92, 0)])
+    w1 = recs([(0, 12, 52, 1), (2, 10, 55, 1), (4, 55, 70, 0), (2, 70, 75, 0),
+               (4, 75, 92, 0)])
+    s = summarize_trace([w0, w1])
+    assert s.threads == 2 and s.windows == 2 and s.events == 5
+    assert s.events_per_window == 2.5
+    assert s.handler_ns == 10.0  # median of 10, 20, 10, 10, 40
+    assert s.window_ns == (50 + 20 + 45 + 5) / 4
+    assert s.barrier_ns == min((10 + 2) / 2, (15 + 17) / 2)
+    assert s.idle_fraction == pytest.approx(44 / (120 + 44))
+    assert s.imbalance == pytest.approx(4 / 2.5)
+
+
+# -- drift ----------------------------------------------------------------------------------
+
+
+def test_drift_rules():
+    base = Load(1000.0, 64)
+    assert drift(base, Load(1500.0, 64)) is None
+    assert drift(base, Load(700.0, 40)) is None
+    assert "events per step" in drift(base, Load(2000.0, 64))
+    assert "events per step" in drift(base, Load(499.0, 64))
+    assert "live agents" in drift(base, Load(1000.0, 31))
+    assert drift(Load(0.0, 4), Load(1.0, 4)) is None  # floor of one event per step
+    assert drift(base, Load(1400.0, 64), factor=1.3) is not None
+
+
+def test_neighbours():
+    cands = candidate_set(feats(cores=8))
+    assert neighbours(P[4], cands) == [SERIAL, P[1], P[3], P[4], P[5]]
+    assert neighbours(SERIAL, cands) == [SERIAL, P[1]]
+    assert neighbours(P[2], candidate_set(feats(cores=2))) == [SERIAL, P[1], P[2]]
+
+
+# -- the executor switch and auto runs are output-identical ---------------------------
+
+
+def test_set_executor_mid_run_matches_serial():
+    cfg = phold_cfg(num_entities=40, remote=0.7)
+    seeds = [3, 4, 5]
+    ref = run_trace(cfg, seeds, "serial", 1, 30)
+    rt = Runtime("phold", cfg, len(seeds), "parallel", 2)
+    rng = np.random.default_rng(0)
+    sw = random.Random(1)
+    got = []
+    from tests.test_runtime import snapshot
+
+    rt.reset(seeds)
+    got.append(snapshot(rt))
+    for _ in range(30):
+        c = sw.choice([SERIAL, P[1], P[2], P[3]])
+        rt.set_executor(c.executor, c.threads)
+        assert (rt.executor, rt.threads) == (c.executor, c.threads)
+        rt.actions[:] = rng.integers(0, 3, size=rt.actions.shape)
+        rt.step()
+        got.append(snapshot(rt))
+    pend = [rt.pending_events(i) for i in range(3)]
+    rt.set_executor("serial")
+    assert [rt.pending_events(i) for i in range(3)] == pend
+    rt.close()
+    assert_same_trace(ref, got, "executor switching")
+
+
+def test_set_executor_errors():
+    rt = Runtime("phold", phold_cfg(), 1, "parallel", 1)
+    with pytest.raises(errors.ConfigError):
+        rt.set_executor("serial", 2)
+    with pytest.raises(errors.ConfigError):
+        rt.set_executor("gpu")
+    rt.close()
+    classic = Runtime("pcs", c_config(classic=1), 1, "serial", 1)
+    with pytest.raises(errors.ExecutorError):
+        classic.set_executor("parallel", 2)
+    classic.close()
+
+
+def _auto_opts():
+    # 3 "cores" on any machine so the pool sizes 1..3 are all exercised
+    return {"cores": 3, "rounds": 2, "check_every": 4, "reprobe_gap": 8}
+
+
+@pytest.mark.parametrize("batch", [1, 3])
+def test_auto_phold_identical_to_serial(batch):
+    cfg = phold_cfg(num_entities=30, remote=0.6)
+    seeds = list(range(7, 7 + batch))
+    ref = run_trace(cfg, seeds, "serial", 1, 60)
+    rt = Runtime("phold", cfg, batch, "parallel", "auto", stpa_options=_auto_opts())
+    st = rt.stpa
+    rng = np.random.default_rng(0)
+    from tests.test_runtime import snapshot
+
+    got = []
+    rt.reset(seeds)
+    got.append(snapshot(rt))
+    for _ in range(60):
+        rt.actions[:] = rng.integers(0, 3, size=rt.actions.shape)
+        rt.step()
+        got.append(snapshot(rt))
+    assert st.state in ("monitor", "probing") and st.decision is not None
+    assert st.preflight_steps > 0 and st.preflight_ns > 0
+    assert {"serial", "parallel-1"} <= set(st.timings)
+    if st.state == "monitor":
+        assert (rt.executor, rt.threads) == (st.decision.executor, st.decision.threads)
+    assert st.features.num_instances == batch and st.features.cores == 3
+    assert st.trace_summary is not None and st.trace_summary.threads == 3
+    rt.close()
+    assert_same_trace(ref, got, "auto")
+
+
+def test_auto_pcs_identical_to_serial():
+    cfg = c_config()
+    ref = run_runtime(cfg, "serial", 1, [1, 2], 50, action_seed=4)
+    got = run_runtime(cfg, "parallel", "auto", [1, 2], 50, action_seed=4)
+    assert_runs_equal(ref, got, "pcs auto")
+
+
+def test_auto_is_default_on_envs_and_logged(caplog):
+    with caplog.at_level(logging.INFO, logger="seer_env.stpa"):
+        env = pcs_v0.parallel_env(width=4, height=4)
+        env.reset(seed=1)
+        for _ in range(150):
+            env.step({a: 0 for a in env.agents})
+    assert env.stpa is env.runtime.stpa and env.stpa.decision is not None
+    assert any("preflight" in r.getMessage() for r in caplog.records)
+    env.close()
+    fixed = phold_v0.vector_env(2, num_entities=8, threads=2)
+    assert fixed.stpa is None and fixed.runtime.threads == 2
+    fixed.close()
+    serial = phold_v0.vector_env(2, num_entities=8, executor="serial")
+    assert serial.stpa is None
+    serial.close()
+
+
+def test_explicit_pool_turns_stpa_off():
+    rt = Runtime("phold", phold_cfg(), 1, "parallel", "auto")
+    assert rt.stpa is not None
+    rt.set_threads(2)
+    assert rt.stpa is None
+    rt.close()
+
+
+class _FakeRuntime:
+    """Enough of Runtime for the controller: events per step set by the test."""
+
+    model = "fake"
+
+    def __init__(self) -> None:
+        from seer_env._runtime import Sizes
+
+        self.sizes = Sizes(64, 8, 1, 1, "discrete", 2, 0.0, 1.0, 0, 0, 16, 1.0, 1.0)
+        self.num_instances = 1
+        self.executor, self.threads = "parallel", 1
+        self.alive = np.ones((1, 8), dtype=bool)
+        self.events_per_step = 100
+        self._trace_cap = 0
+        self.counts = {"events": 0, "windows": 0, "steps": 0, "pool_events": 100}
+        self.switches: list[tuple[str, int]] = []
+        self.now = 0
+
+    def _set_executor(self, executor: str, threads: int) -> None:
+        self.executor, self.threads = executor, threads
+        self.switches.append((executor, threads))
+
+    def clock(self) -> int:
+        return self.now
+
+    def _step_native(self, mask_ptr) -> None:
+        # a simulated cost: 100 ns/event on one thread, 70% of it on two threads
+        # plus 2 us of barriers, the serial executor 10% slower than parallel-1
+        cost = 100.0 * self.events_per_step
+        if self.executor == "serial":
+            cost *= 1.1
+        elif self.threads > 1:
+            cost = cost * 0.7 + 2000.0
+        self.now += int(cost)
+        self.counts["events"] += self.events_per_step
+        self.counts["windows"] += 4
+        self.counts["steps"] += 1
+
+    def stats(self) -> dict[str, int]:
+        return dict(self.counts)
+
+    def step(self, st: Stpa) -> None:  # what Runtime.step does
+        st.countdown -= 1
+        if st.countdown <= 0:
+            st.step(None)
+        else:
+            self._step_native(None)
+
+
+def test_drift_triggers_reprobe_and_backoff():
+    rt = _FakeRuntime()
+    st = Stpa(rt, cores=2, rounds=1, reprobe_rounds=1, check_every=8, reprobe_gap=16,
+              trace=False, confirm=False, tie=0.0, clock=rt.clock)
+    for _ in range(40):
+        rt.step(st)
+    assert st.state == "monitor" and len(st.history) == 1
+    assert st.history[0].trigger == "preflight"
+    # 100 events/step: 10 us on parallel-1, 11 us serial, 9 us on two threads
+    assert st.decision.candidate == P[2]
+    assert st.decision.medians_ns == {"serial": 11000.0, "parallel-1": 10000.0,
+                                      "parallel-2": 9000.0}
+    rt.events_per_step = 1000  # the workload grows 10x
+    for _ in range(40):
+        rt.step(st)
+    assert len(st.history) == 2 and "events per step" in st.history[1].trigger
+    # measured over the check window that saw the change
+    assert 100 < st.features.events_per_step <= 1000
+    rt.alive[0, :6] = False  # agents die
+    for _ in range(60):
+        rt.step(st)
+    assert len(st.history) == 3 and "live agents" in st.history[2].trigger
+    assert st.probe_steps > st.preflight_steps
+    # a steady workload does not re-probe
+    for _ in range(200):
+        rt.step(st)
+    assert len(st.history) == 3
+
+
+def test_confirmation_reprobes_back_off():
+    rt = _FakeRuntime()
+    st = Stpa(rt, cores=2, rounds=1, reprobe_rounds=1, check_every=8, reprobe_gap=16,
+              trace=False, tie=0.0, clock=rt.clock)
+    steps = 0
+    while len(st.history) < 4 and steps < 2000:
+        rt.step(st)
+        steps += 1
+    assert [d.trigger for d in st.history] == ["preflight", "confirm", "confirm", "confirm"]
+    assert st.state == "monitor"
+
+
+def test_eliminated_and_close_call():
+    from seer_env.stpa import close_call, eliminated
+
+    t = {SERIAL: [100.0, 110.0], P[1]: [90.0, 95.0], P[2]: [200.0, 300.0]}
+    assert eliminated(t) == {P[2]}
+    assert eliminated(t, drop=4.0) == set()
+    assert eliminated({SERIAL: [1.0]}) == set()
+    assert close_call(t) is None  # 92.5 vs 105: 13.5% apart, more than 8%
+    assert close_call(t, tie=0.2) == (P[1], SERIAL)

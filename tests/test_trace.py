@@ -1,0 +1,123 @@
+"""Chrome/Perfetto trace export and the ``trace`` / ``bench`` command lines."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from seer_env import cli
+from seer_env._runtime import Runtime
+from seer_env.trace import chrome_trace, write_trace
+from tests.pcs_helpers import c_config
+from tests.test_runtime import phold_cfg
+
+PHASES = {"X", "M", "i"}
+
+
+def check_trace_format(tr: dict) -> dict[int, list[dict]]:
+    """Assert the Trace Event Format rules we rely on; returns the tracks by tid."""
+    assert set(tr) >= {"traceEvents", "displayTimeUnit", "otherData"}
+    tracks: dict[int, list[dict]] = {}
+    named = set()
+    for e in tr["traceEvents"]:
+        assert {"ph", "name", "pid", "tid"} <= set(e), e
+        assert e["ph"] in PHASES, e
+        if e["ph"] == "M":
+            assert e["name"] in {"process_name", "thread_name", "thread_sort_index"}
+            assert isinstance(e["args"], dict)
+            if e["name"] == "thread_name":
+                named.add(e["tid"])
+            continue
+        assert isinstance(e["ts"], float) and e["ts"] >= 0.0
+        if e["ph"] == "X":
+            assert isinstance(e["dur"], float) and e["dur"] >= 0.0
+        else:
+            assert e["s"] == "t"
+        tracks.setdefault(e["tid"], []).append(e)
+    for tid, evs in tracks.items():
+        assert tid in named, f"track {tid} has no thread_name"
+        ts = [e["ts"] for e in evs]
+        assert ts == sorted(ts), f"track {tid}: timestamps not monotonic"
+    return tracks
+
+
+def test_chrome_trace_of_a_parallel_runtime(tmp_path):
+    rt = Runtime("phold", phold_cfg(num_entities=32, remote=0.5), 2, "parallel", 2)
+    rt.reset([1, 2])
+    rt.actions[:] = 0
+    rt.trace(1 << 16)
+    w0 = rt.stats()["windows"]
+    for _ in range(3):
+        rt.step()
+    windows = rt.stats()["windows"] - w0
+    tr = chrome_trace(rt)
+    path = tmp_path / "t.json"
+    write_trace(tr, str(path))
+    back = json.loads(path.read_text())
+    assert back == json.loads(json.dumps(tr))
+    tracks = check_trace_format(back)
+    assert set(tracks) == {0, 1}
+    for tid in (0, 1):
+        names = [e["name"] for e in tracks[tid]]
+        # every worker runs every window and the barriers between them
+        assert names.count("window") == windows
+        assert "barrier wait" in names and "act" in names and "boundary" in names
+    ev = [e for t in tracks.values() for e in t if e["cat"] == "event"]
+    assert {e["name"] for e in ev} == {rt.event_name(0)} == {"PHOLD_EVENT"}
+    n_events = sum(e["args"]["events"] for t in tracks.values() for e in t
+                   if e["name"] == "window")
+    assert len(ev) == n_events > 0
+    assert {e["args"]["instance"] for e in ev} == {0, 1}
+    assert back["otherData"]["dropped_records"] == 0 and back["otherData"]["threads"] == 2
+    rt.close()
+
+
+def test_chrome_trace_event_names_of_pcs():
+    rt = Runtime("pcs", c_config(), 1, "serial", 1)
+    rt.reset([3])
+    rt.actions[:] = 0
+    rt.trace(1 << 15)
+    for _ in range(3):
+        rt.step()
+    tr = chrome_trace(rt)
+    tracks = check_trace_format(json.loads(json.dumps(tr)))
+    names = {e["name"] for e in tracks[0] if e["cat"] == "event"}
+    types = {int(r["type"]) for r in rt.trace_records()[0] if r["kind"] == 0}
+    assert names == {rt.event_name(t) for t in types}
+    assert {"NEXTCALL", "COMPLETIONCALL"} <= names
+    rt.close()
+
+
+def test_cli_trace_writes_a_valid_trace(tmp_path, capsys):
+    out = tmp_path / "pcs.json"
+    rc = cli.main(["trace", "pcs_v0", "--steps", "4", "-o", str(out), "--threads", "2",
+                   "--num-envs", "2", "--set", "width=4", "--set", "height=4"])
+    assert rc == 0
+    tr = json.loads(out.read_text())
+    tracks = check_trace_format(tr)
+    assert len(tracks) == 3  # two workers and the python step track
+    steps = [e for e in tracks[2] if e["cat"] == "python"]
+    assert [e["name"] for e in steps] == [f"step {k}" for k in range(4)]
+    assert tr["otherData"]["env"] == "pcs_v0" and tr["otherData"]["num_envs"] == 2
+    assert "perfetto" in capsys.readouterr().out
+
+
+def test_cli_trace_auto_records_the_stpa_decision(tmp_path):
+    out = tmp_path / "phold.json"
+    assert cli.main(["trace", "phold_v0", "--steps", "2", "-o", str(out),
+                     "--set", "num_entities=16"]) == 0
+    tr = json.loads(out.read_text())
+    check_trace_format(tr)
+    st = tr["otherData"]["stpa"]
+    assert st["decision"]["choice"] in st["timings_ns"]
+    assert tr["otherData"]["threads"] == st["decision"]["threads"]
+
+
+@pytest.mark.parametrize("cmd", [["bench", "--help"], ["trace", "--help"],
+                                 ["bench", "suite", "--help"]])
+def test_cli_help(cmd, capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(cmd)
+    assert exc.value.code == 0
+    assert "usage:" in capsys.readouterr().out
