@@ -79,7 +79,6 @@ struct seer_runtime;
 typedef struct seer_worker {
     alignas(SEER_CACHE_LINE) struct seer_runtime *rt;
     uint32_t id;
-    uint32_t sense;
     seer_event_pool pool;
     double *local_min; /* [num_instances] earliest time this thread saw */
     int err;           /* first error this thread hit in the current call */
@@ -155,13 +154,12 @@ struct seer_runtime {
     pthread_mutex_t wake_lock;
     pthread_cond_t wake_cond;
     _Atomic uint64_t job_gen;
-    int job;
-    seer_barrier barrier;
+    _Atomic int shutdown;
+    seer_phases ph; /* the executive list: phases of the current call */
 
     /* current parallel call */
     uint32_t *sel;   /* selected instance indices */
     uint32_t nsel;
-    seer_worklist wl;
     int any_running;
     _Atomic int abort_code;
     int resetting;

@@ -1,18 +1,22 @@
 /*
  * parallel.c -- the worker pool and the parallel executor.
  *
- * One call (reset or step of the selected instances) is one job.  The
- * calling thread publishes the job, wakes the pool and works as worker 0;
- * every worker runs the same sequence of phases separated by barriers:
+ * One call (reset or step of the selected instances) is a sequence of
+ * phases on the executive list (seer_phases in sync.h).  Each phase is a
+ * list of work items (entities, agents or instances of the selected
+ * instances); any worker -- the calling thread included -- claims chunks of
+ * it and handles them; whoever completes the last chunk runs the transition
+ * and opens the next phase:
  *
- *   step:  [act]      every entity: drain its inbox; agents act at k*D;
- *                     report the earliest pending time
- *          [window]*  while some instance has T < boundary:
- *                     every entity of a running instance drains its inbox and
- *                     handles its events with time < W = min(T + L, boundary);
- *                     reports its new earliest time
- *          [boundary] per instance hook, observe per agent, publish per entity
- *   reset: [clear] [init] [boundary]
+ *   step:  ACT      every entity: drain its inbox; agents act at k*D;
+ *                   report the earliest pending time
+ *          WINDOW*  while some instance has T < boundary: every entity of a
+ *                   running instance drains its inbox and handles its events
+ *                   with time < W = min(T + L, boundary); reports its new
+ *                   earliest time
+ *          BINST    the model's per-instance boundary hook (if any)
+ *          OBSERVE  per agent;  PUBLISH  per entity;  DONE
+ *   reset: CLEAR, INIT, then BINST/OBSERVE/PUBLISH, DONE
  *
  * Why a window is safe: every event left has time >= T; an event handled in
  * [T, W) can only create cross-entity events at >= T + L >= W, so no entity
@@ -26,11 +30,11 @@
  * earliest time after handling; every cross-entity push reports its time in
  * the pushing worker's local minimum.  An event pushed into an inbox after the
  * owner was visited is thus counted by its pusher, and drained at the next
- * phase's visit.  The last worker to reach the barrier reduces the per-worker
- * minima (barrier callback) and sets the next windows.
+ * phase's visit.  The phase's completer reduces the per-worker minima.
  *
- * Per-entity work is claimed from an executive list (seer_worklist) with one
- * wait-free fetch_add per chunk, so idle workers take load from busy ones.
+ * No fixed team: a worker that is descheduled (a loaded or oversubscribed
+ * machine) and has claimed nothing is never waited for; the others -- at
+ * worst the calling thread alone -- do the whole call.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -41,70 +45,31 @@
 
 void seer_pool_balance(seer_worker *w, uint64_t lo, uint64_t hi);
 
-#define WAKE_SPINS 4000u     /* pauses before a worker sleeps between jobs */
-#define BARRIER_SPINS 2000u  /* pauses before a barrier waiter yields       */
+#define WAKE_SPINS 4000u  /* pauses before a worker sleeps between calls   */
+#define PHASE_SPINS 2000u /* pauses before a waiting worker yields the CPU */
 #define POOL_LO 1024u      /* initial free events per worker at a call's start */
 #define POOL_MAX (1u << 22) /* cap of the adaptive stock                        */
 
+/* Phase kinds. */
+enum {
+    PH_CLEAR = 1,
+    PH_INIT,
+    PH_ACT,
+    PH_WINDOW,
+    PH_BINST,
+    PH_OBSERVE,
+    PH_PUBLISH,
+    PH_DONE
+};
+
 /* ---- phase plumbing ---------------------------------------------------------- */
-
-static void wl_set(seer_runtime *rt, uint32_t count)
-{
-    uint32_t chunk = count / (rt->nthreads * 16u);
-    if (chunk < 1)
-        chunk = 1;
-    if (chunk > 256)
-        chunk = 256;
-    seer_worklist_reset_quiescent(&rt->wl, count, chunk);
-}
-
-static void barrier(seer_worker *w, seer_barrier_fn fn)
-{
-    if (SEER_TRACING(w)) {
-        uint64_t t0 = seer_clock_ns();
-        seer_barrier_wait(&w->rt->barrier, &w->sense, fn, w->rt);
-        seer_trace_add(w, SEER_TRACE_BARRIER, t0, seer_clock_ns(), 0.0, 0, 0, 0, 0);
-        return;
-    }
-    seer_barrier_wait(&w->rt->barrier, &w->sense, fn, w->rt);
-}
-
-/* The last barrier of a call: the caller returns (and the host may read the
- * trace) as soon as it passes, so a worker records its arrival before
- * waiting, as an instant (t0 == t1); only the caller's record has a length. */
-static void cb_finish(void *arg);
-
-static void final_barrier(seer_worker *w)
-{
-    if (SEER_TRACING(w) && w->id != 0) {
-        uint64_t t0 = seer_clock_ns();
-        seer_trace_add(w, SEER_TRACE_BARRIER, t0, t0, 0.0, 0, 0, 0, 0);
-        seer_barrier_wait(&w->rt->barrier, &w->sense, cb_finish, w->rt);
-        return;
-    }
-    barrier(w, cb_finish);
-}
-
-/* Start/end of a traced phase on this worker (no-ops when tracing is off). */
-static inline uint64_t phase_t0(const seer_worker *w)
-{
-    return SEER_TRACING(w) ? seer_clock_ns() : 0;
-}
-
-static inline void phase_end(seer_worker *w, uint32_t kind, uint64_t t0, double sim,
-                             uint64_t events_before)
-{
-    if (SEER_TRACING(w))
-        seer_trace_add(w, kind, t0, seer_clock_ns(), sim, 0, 0, 0,
-                       (uint32_t)(w->events - events_before));
-}
 
 static void note_error(seer_worker *w)
 {
     if (w->err) {
         int expected = 0;
-        /* relaxed: only the barrier callbacks read abort_code, after the
-         * barrier's acquire/release ordering. */
+        /* relaxed: read by the phase completer, ordered by the acq_rel
+         * completion that follows this store in the same thread. */
         atomic_compare_exchange_strong_explicit(&w->rt->abort_code, &expected, w->err,
                                                 memory_order_relaxed,
                                                 memory_order_relaxed);
@@ -113,33 +78,39 @@ static void note_error(seer_worker *w)
 
 static int aborted(seer_runtime *rt)
 {
-    /* relaxed: read in barrier callbacks, ordered by the barrier. */
+    /* relaxed: read by the phase completer (see note_error). */
     return atomic_load_explicit(&rt->abort_code, memory_order_relaxed) != 0;
 }
 
-/* Barrier callbacks: run by the last arriver while everybody waits. */
-static void cb_entities(void *arg)
+static uint32_t phase_count(const seer_runtime *rt, uint32_t kind)
 {
-    seer_runtime *rt = arg;
-    wl_set(rt, rt->nsel * rt->sz.num_entities);
+    switch (kind) {
+    case PH_BINST: return rt->nsel;
+    case PH_OBSERVE: return rt->nsel * rt->sz.num_agents;
+    case PH_DONE: return 0;
+    default: return rt->nsel * rt->sz.num_entities;
+    }
 }
 
-static void cb_agents(void *arg)
+static void open_phase(seer_runtime *rt, uint32_t kind)
 {
-    seer_runtime *rt = arg;
-    wl_set(rt, rt->nsel * rt->sz.num_agents);
+    uint32_t count = phase_count(rt, kind);
+    uint32_t chunk = count / (rt->nthreads * 16u);
+    if (chunk < 1)
+        chunk = 1;
+    if (chunk > 256)
+        chunk = 256;
+    seer_phases_open(&rt->ph, kind, count, chunk);
 }
 
-static void cb_instances(void *arg)
+static uint32_t first_boundary_phase(const seer_runtime *rt)
 {
-    seer_runtime *rt = arg;
-    wl_set(rt, rt->nsel);
+    return rt->model->boundary ? PH_BINST : PH_OBSERVE;
 }
 
 /* After the act phase or a window: reduce the minima into the next window. */
-static void cb_window(void *arg)
+static void reduce_windows(seer_runtime *rt)
 {
-    seer_runtime *rt = arg;
     int any = 0;
     for (uint32_t k = 0; k < rt->nsel; k++) {
         uint32_t i = rt->sel[k];
@@ -162,14 +133,54 @@ static void cb_window(void *arg)
     rt->any_running = any;
     if (any)
         rt->windows_total++;
-    wl_set(rt, rt->nsel * rt->sz.num_entities);
 }
 
-static void cb_finish(void *arg)
+/* The transition after phase `done`, run by the thread that completed it
+ * while no other thread touches the call's shared state. */
+static void advance(seer_runtime *rt, uint32_t done)
 {
-    seer_runtime *rt = arg;
-    for (uint32_t k = 0; k < rt->nsel; k++)
-        seer_finish_instance(rt, rt->sel[k]);
+    uint32_t next = PH_DONE;
+    switch (done) {
+    case PH_CLEAR:
+        next = PH_INIT;
+        break;
+    case PH_INIT:
+        next = aborted(rt) ? PH_DONE : first_boundary_phase(rt);
+        break;
+    case PH_ACT:
+    case PH_WINDOW:
+        reduce_windows(rt);
+        if (rt->any_running)
+            next = PH_WINDOW;
+        else
+            next = aborted(rt) ? PH_DONE : first_boundary_phase(rt);
+        break;
+    case PH_BINST:
+        next = PH_OBSERVE;
+        break;
+    case PH_OBSERVE:
+        next = PH_PUBLISH;
+        break;
+    case PH_PUBLISH:
+        for (uint32_t k = 0; k < rt->nsel; k++)
+            seer_finish_instance(rt, rt->sel[k]);
+        next = PH_DONE;
+        break;
+    default:
+        break;
+    }
+    open_phase(rt, next);
+}
+
+static uint32_t trace_kind(uint32_t phase)
+{
+    switch (phase) {
+    case PH_CLEAR:
+    case PH_INIT: return SEER_TRACE_INIT;
+    case PH_ACT: return SEER_TRACE_ACT;
+    case PH_WINDOW: return SEER_TRACE_WINDOW;
+    default: return SEER_TRACE_BOUNDARY;
+    }
 }
 
 /* ---- per-entity work ------------------------------------------------------ */
@@ -239,40 +250,60 @@ static void run_entity(seer_worker *w, seer_ctx *c, uint32_t inst, uint32_t e)
     report_min(w, inst, r);
 }
 
-/* Iterate the claimed chunks of the flattened (selected instance, item) space. */
-#define FOR_CLAIMED(rt, per, inst, item, body)                                          \
-    do {                                                                                \
-        uint32_t b_, e_;                                                                \
-        while (seer_worklist_claim_mc(&(rt)->wl, &b_, &e_)) {                           \
-            uint32_t k_ = b_ / (per), item = b_ % (per);                                \
-            for (uint32_t x_ = b_; x_ < e_; x_++) {                                     \
-                uint32_t inst = (rt)->sel[k_];                                          \
-                body;                                                                   \
-                if (++item == (per)) {                                                  \
-                    item = 0;                                                           \
-                    k_++;                                                               \
-                }                                                                       \
-            }                                                                           \
-        }                                                                               \
-    } while (0)
-
-static void boundary_phases(seer_worker *w)
+/* Handle items [b, e) of the flattened (selected instance, item) space. */
+static void run_chunk(seer_worker *w, seer_ctx *c, uint32_t kind, uint32_t b, uint32_t e)
 {
     seer_runtime *rt = w->rt;
-    const uint32_t A = rt->sz.num_agents, N = rt->sz.num_entities;
-    if (rt->model->boundary) {
-        FOR_CLAIMED(rt, 1u, inst, it, { (void)it; seer_boundary_instance(w, inst); });
-        barrier(w, cb_agents);
+    const uint32_t A = rt->sz.num_agents;
+    const uint32_t per = kind == PH_BINST ? 1u : kind == PH_OBSERVE ? A : rt->sz.num_entities;
+    uint32_t k = b / per, item = b % per;
+    for (uint32_t x = b; x < e; x++) {
+        const uint32_t inst = rt->sel[k];
+        seer_inst *in = &rt->inst[inst];
+        switch (kind) {
+        case PH_CLEAR:
+            seer_clear_entity(w, in, item, in->seed);
+            break;
+        case PH_INIT:
+            if (!w->err)
+                seer_init_entity(w, inst, item);
+            break;
+        case PH_ACT: {
+            seer_entity_rec *r = &in->recs[item];
+            drain_inbox(w, r);
+            if (item < A && !w->err)
+                seer_act_agent(w, inst, item);
+            report_min(w, inst, r);
+            break;
+        }
+        case PH_WINDOW:
+            if (in->running)
+                run_entity(w, c, inst, item);
+            break;
+        case PH_BINST:
+            seer_boundary_instance(w, inst);
+            break;
+        case PH_OBSERVE:
+            seer_observe_agent(w, inst, item);
+            break;
+        case PH_PUBLISH:
+            seer_publish_entity(w, inst, item);
+            break;
+        default:
+            break;
+        }
+        if (++item == per) {
+            item = 0;
+            k++;
+        }
     }
-    FOR_CLAIMED(rt, A, inst, a, seer_observe_agent(w, inst, a));
-    barrier(w, cb_entities);
-    FOR_CLAIMED(rt, N, inst, e, seer_publish_entity(w, inst, e));
 }
 
-static void run_job(seer_worker *w, int job)
+/* Work on the current call's phases until it is done.  Every worker runs
+ * this when woken; the calling thread runs it too, and returns at DONE. */
+static void run_phases(seer_worker *w)
 {
     seer_runtime *rt = w->rt;
-    const uint32_t A = rt->sz.num_agents, N = rt->sz.num_entities;
     /* Outside the event loop: a worker whose free list ran dry in the last
      * call (events flow from the threads that schedule them to the threads
      * that handle them) starts the next one with twice the stock, so after a
@@ -283,62 +314,52 @@ static void run_job(seer_worker *w, int job)
             w->pool_target *= 2;
     }
     seer_pool_balance(w, w->pool_target, 4 * w->pool_target);
-    seer_barrier_fn before_boundary = rt->model->boundary ? cb_instances : cb_agents;
-
-    uint64_t t0 = phase_t0(w);
-    if (job == JOB_RESET) {
-        FOR_CLAIMED(rt, N, inst, e, seer_clear_entity(w, &rt->inst[inst], e, rt->inst[inst].seed));
-        barrier(w, cb_entities);
-        FOR_CLAIMED(rt, N, inst, e, {
-            if (!w->err)
-                seer_init_entity(w, inst, e);
-        });
-        note_error(w);
-        phase_end(w, SEER_TRACE_INIT, t0, 0.0, w->events);
-        barrier(w, before_boundary);
-        if (!aborted(rt)) {
-            t0 = phase_t0(w);
-            boundary_phases(w);
-            phase_end(w, SEER_TRACE_BOUNDARY, t0, 0.0, w->events);
-        }
-        final_barrier(w);
-        return;
-    }
-
-    /* JOB_STEP */
-    FOR_CLAIMED(rt, N, inst, e, {
-        seer_entity_rec *r = &rt->inst[inst].recs[e];
-        drain_inbox(w, r);
-        if (e < A && !w->err)
-            seer_act_agent(w, inst, e);
-        report_min(w, inst, r);
-    });
-    note_error(w);
-    phase_end(w, SEER_TRACE_ACT, t0, rt->inst[rt->sel[0]].boundary - rt->sz.step_duration,
-              w->events);
-    barrier(w, cb_window);
 
     seer_ctx c;
-    seer_ctx_setup(&c, rt, w, rt->sel[0], PHASE_EVENT);
-    while (rt->any_running) {
-        t0 = phase_t0(w);
+    seer_ctx_setup(&c, rt, w, 0, PHASE_EVENT);
+    uint64_t span_seq = UINT64_MAX; /* phase of the open trace span            */
+    uint64_t span_rec = 0;          /* its record index                         */
+    uint64_t wait_t0 = 0;           /* start of an unrecorded wait (tracing)    */
+    for (;;) {
+        uint64_t seq;
+        uint32_t kind, b, e;
+        int got = seer_phases_claim_mc(&rt->ph, &seq, &kind, &b, &e);
+        if (kind == PH_DONE)
+            return;
+        if (got != SEER_CLAIMED) {
+            if (SEER_TRACING(w) && !wait_t0)
+                wait_t0 = seer_clock_ns();
+            seer_phases_wait(&rt->ph, seq, PHASE_SPINS);
+            continue;
+        }
+        /* Trace records are written only while holding a chunk, i.e. before
+         * its completion: so they happen before the call returns and the
+         * host reads them.  A wait is recorded when a claim ends it. */
+        const int tracing = SEER_TRACING(w);
+        if (tracing) {
+            uint64_t now = seer_clock_ns();
+            if (wait_t0) {
+                seer_trace_add(w, SEER_TRACE_BARRIER, wait_t0, now, 0.0, 0, 0, 0, 0);
+                wait_t0 = 0;
+            }
+            if (seq != span_seq) {
+                double sim = kind == PH_WINDOW ? rt->inst[rt->sel[0]].t_next
+                                               : rt->inst[rt->sel[0]].boundary;
+                span_seq = seq;
+                span_rec = w->trace_n;
+                seer_trace_add(w, trace_kind(kind), now, now, sim, 0, 0, 0, 0);
+            }
+        }
         uint64_t ev0 = w->events;
-        double start = rt->inst[rt->sel[0]].t_next;
-        FOR_CLAIMED(rt, N, inst, e, {
-            if (rt->inst[inst].running)
-                run_entity(w, &c, inst, e);
-        });
+        run_chunk(w, &c, kind, b, e);
         note_error(w);
-        phase_end(w, SEER_TRACE_WINDOW, t0, start, ev0);
-        barrier(w, cb_window);
+        if (tracing && span_rec < w->trace_n) {
+            w->trace[span_rec].t1_ns = seer_clock_ns();
+            w->trace[span_rec].count += (uint32_t)(w->events - ev0);
+        }
+        if (seer_phases_complete_mc(&rt->ph))
+            advance(rt, kind);
     }
-    if (!aborted(rt)) {
-        barrier(w, before_boundary);
-        t0 = phase_t0(w);
-        boundary_phases(w);
-        phase_end(w, SEER_TRACE_BOUNDARY, t0, rt->inst[rt->sel[0]].boundary, w->events);
-    }
-    final_barrier(w);
 }
 
 /* ---- the pool --------------------------------------------------------------- */
@@ -351,8 +372,8 @@ static void *worker_main(void *arg)
     for (;;) {
         uint64_t g;
         uint32_t spins = 0;
-        /* acquire: pairs with the release fetch_add in seer_parallel_run, so
-         * the job description written before it is visible. */
+        /* acquire: pairs with the release fetch_add in publish_job, so the
+         * call's description and first phase are visible. */
         while ((g = atomic_load_explicit(&rt->job_gen, memory_order_acquire)) == seen) {
             if (spins++ < WAKE_SPINS) {
                 seer_cpu_relax();
@@ -366,10 +387,10 @@ static void *worker_main(void *arg)
             break;
         }
         seen = g;
-        int job = rt->job;
-        if (job == JOB_EXIT)
+        /* relaxed: stored before the release bump of job_gen we acquired. */
+        if (atomic_load_explicit(&rt->shutdown, memory_order_relaxed))
             return NULL;
-        run_job(w, job);
+        run_phases(w);
     }
 }
 
@@ -382,7 +403,6 @@ int seer_pool_start(seer_runtime *rt, uint32_t threads)
     if (!rt->workers)
         return SEER_E_NOMEM;
     memset(rt->workers, 0, threads * sizeof(seer_worker));
-    seer_barrier_init(&rt->barrier, threads, BARRIER_SPINS);
     for (uint32_t t = 0; t < threads; t++) {
         seer_worker *w = &rt->workers[t];
         w->rt = rt;
@@ -396,9 +416,9 @@ int seer_pool_start(seer_runtime *rt, uint32_t threads)
         if (seer_trace_alloc_worker(rt, w) != SEER_OK)
             return SEER_E_NOMEM;
     }
-    rt->job = JOB_NONE;
     /* relaxed: no worker runs yet; pthread_create orders this for them.  A
-     * restarted pool must not mistake the last job (the exit) for a new one. */
+     * restarted pool must not mistake the last call (the exit) for a new one. */
+    atomic_store_explicit(&rt->shutdown, 0, memory_order_relaxed);
     uint64_t gen = atomic_load_explicit(&rt->job_gen, memory_order_relaxed);
     for (uint32_t t = 1; t < threads; t++) {
         rt->workers[t].gen_seen = gen;
@@ -409,11 +429,10 @@ int seer_pool_start(seer_runtime *rt, uint32_t threads)
     return SEER_OK;
 }
 
-static void publish_job(seer_runtime *rt, int job)
+static void publish_job(seer_runtime *rt)
 {
-    rt->job = job;
-    /* release: publishes the job description (and everything the host wrote,
-     * actions included) to the workers' acquire loads of job_gen. */
+    /* release: publishes the call (first phase, actions, selection) to the
+     * workers' acquire loads of job_gen. */
     atomic_fetch_add_explicit(&rt->job_gen, 1, memory_order_release);
     pthread_mutex_lock(&rt->wake_lock);
     pthread_cond_broadcast(&rt->wake_cond);
@@ -427,8 +446,11 @@ void seer_pool_stop(seer_runtime *rt)
     int any = 0;
     for (uint32_t t = 1; t < rt->nthreads; t++)
         any |= rt->workers[t].started;
-    if (any)
-        publish_job(rt, JOB_EXIT);
+    if (any) {
+        /* relaxed: published by the release bump in publish_job. */
+        atomic_store_explicit(&rt->shutdown, 1, memory_order_relaxed);
+        publish_job(rt);
+    }
     for (uint32_t t = 0; t < rt->nthreads; t++) {
         seer_worker *w = &rt->workers[t];
         if (t > 0 && w->started)
@@ -447,16 +469,19 @@ void seer_pool_stop(seer_runtime *rt)
 int seer_parallel_run(seer_runtime *rt, int job)
 {
     atomic_store_explicit(&rt->abort_code, 0, memory_order_relaxed);
+    /* No worker handles anything between calls (a late one may still be
+     * looking at the last call's DONE phase, which has nothing to claim). */
     for (uint32_t t = 0; t < rt->nthreads; t++) {
         rt->workers[t].err = 0;
         rt->workers[t].msg[0] = '\0';
     }
     rt->any_running = 0;
-    wl_set(rt, rt->nsel * rt->sz.num_entities);
+    open_phase(rt, job == JOB_RESET ? PH_CLEAR : PH_ACT);
     if (rt->nthreads > 1)
-        publish_job(rt, job);
-    run_job(&rt->workers[0], job);
-    /* Every worker has passed the final barrier: their writes are visible. */
+        publish_job(rt);
+    run_phases(&rt->workers[0]);
+    /* DONE was opened after the last chunk completed: every worker's writes
+     * are visible here (acq_rel completions, release open, acquire claim). */
     int code = SEER_OK;
     for (uint32_t t = 0; t < rt->nthreads; t++) {
         seer_worker *w = &rt->workers[t];

@@ -864,6 +864,11 @@ int seer_runtime_create(const seer_model *model, const void *config, size_t conf
                         "model '%s' has lookahead 0: the parallel executor needs L > 0 to "
                         "find independent events; use executor='serial'",
                         model->name);
+    /* The executive list indexes (instance, entity) pairs with 31 bits. */
+    if ((uint64_t)num_instances * sz.num_entities >= (1ull << 31))
+        return fail_buf(err, errlen, SEER_E_ARG,
+                        "num_instances * num_entities = %llu must be below 2^31",
+                        (unsigned long long)num_instances * sz.num_entities);
 
     seer_runtime *rt = calloc(1, sizeof *rt);
     if (!rt)
@@ -885,6 +890,8 @@ int seer_runtime_create(const seer_model *model, const void *config, size_t conf
     pthread_mutex_init(&rt->wake_lock, NULL);
     pthread_cond_init(&rt->wake_cond, NULL);
     atomic_init(&rt->job_gen, 0);
+    atomic_init(&rt->shutdown, 0);
+    seer_phases_init(&rt->ph);
     atomic_init(&rt->abort_code, 0);
 
     size_t B = num_instances, A = sz.num_agents, N = sz.num_entities;

@@ -5,26 +5,26 @@
  *                  push_mp: lock-free (CAS loop; a push fails to finish only
  *                  if another push succeeded).  drain_sc: wait-free (one
  *                  atomic exchange).  No pop-one operation, hence no ABA.
- *   seer_worklist  the parallel executive list for one phase: a fixed array
- *                  of work items (set up by one thread before the phase) that
- *                  any number of threads claim in chunks with one
- *                  fetch_add each: wait-free.
- *   seer_barrier   sense-reversing centralized barrier for a fixed team;
- *                  blocking (spins, then yields the CPU).  The last thread to
- *                  arrive runs a callback before anyone leaves, which is where
- *                  the per-window reductions happen.
+ *   seer_phases    the parallel executive list: a sequence of phases, each a
+ *                  list of work items that any thread claims in chunks (CAS on
+ *                  a (phase, cursor) ticket: lock-free) and completes
+ *                  (fetch_sub: wait-free); the thread completing the last
+ *                  chunk runs the phase transition (the per-window reductions)
+ *                  and opens the next phase.  No fixed team: a thread that
+ *                  claimed nothing is never waited for.
  *
  * Correctness argument, in one place:
  *  - An event's fields are written by the producer before the release CAS
  *    that links it into an inbox; the consumer's acquire exchange reads that
  *    CAS (or a later one in the same release sequence, since every update of
  *    the head is an RMW), so every event it reaches is fully visible.
- *  - Everything a thread wrote before arriving at a barrier is visible to
- *    every thread after it leaves: arrivals are acq_rel RMWs on `count`
- *    (a release sequence), the last arriver acquires them all, then
- *    publishes with a release store of `sense`, which the waiters acquire.
- *  - Worklist cursors are reset only inside the barrier callback, so the
- *    relaxed fetch_add claims never race with a reset.
+ *  - Everything a thread wrote while handling its chunks of a phase is
+ *    visible to the thread that completes the phase: completions are acq_rel
+ *    RMWs on `remaining` (a release sequence).  The completer's writes (the
+ *    transition) reach every claimer of the next phase through the release
+ *    store of the ticket that opens it, which claims acquire.
+ *  - A claim succeeds only by CAS on the (phase, cursor) ticket, so work is
+ *    never taken from a phase other than the one the claimer read.
  */
 #ifndef SEER_SYNC_H
 #define SEER_SYNC_H
@@ -94,83 +94,142 @@ static inline seer_inbox_node *seer_inbox_peek_quiescent(seer_inbox *q)
     return atomic_load_explicit(&q->head, memory_order_relaxed);
 }
 
-/* ---- worklist (executive list) ----------------------------------------- */
+/* ---- phases: the executive list ------------------------------------------ */
 
-typedef struct seer_worklist {
-    alignas(SEER_CACHE_LINE) _Atomic uint32_t cursor;
-    char pad_[SEER_CACHE_LINE - sizeof(uint32_t)];
-    uint32_t count; /* items in this phase, set before the phase starts */
-    uint32_t chunk; /* items per claim (>= 1)                            */
-} seer_worklist;
+/* A phase is a list of `count` work items (indices) that any thread claims in
+ * chunks and completes; the thread that completes the last chunk opens the
+ * next phase.  Nobody waits for a thread that has claimed nothing, so a
+ * descheduled worker never holds the others up (a fixed-team barrier would);
+ * at worst the others wait for one chunk held by a descheduled thread.
+ *
+ *   ticket     (phase sequence number << 32) | cursor.  Claims CAS it, so a
+ *              claim can only succeed in the phase the claimer read: a slow
+ *              thread holding a stale sequence number fails its CAS.
+ *   desc[2]    kind/count/chunk of the phase with sequence s, in slot s & 1.
+ *              The opener of phase s+1 writes slot (s+1) & 1 while phase s is
+ *              still current: no claimer of s reads it.  The slot is rewritten
+ *              only when phase s+2 opens, after every claim of s+1 completed,
+ *              and a claim that read it during the rewrite fails its CAS.
+ *   remaining  chunks of the current phase not yet completed.
+ *
+ * Progress: claim is lock-free (CAS loop), complete is wait-free; waiting for
+ * the next phase is blocking (spin, then yield).
+ */
 
-static inline void seer_worklist_reset_quiescent(seer_worklist *w, uint32_t count,
-                                                 uint32_t chunk)
-{
-    w->count = count;
-    w->chunk = chunk ? chunk : 1;
-    /* relaxed: called by one thread while no other touches the list; the
-     * barrier that starts the phase publishes it. */
-    atomic_store_explicit(&w->cursor, 0, memory_order_relaxed);
-}
+typedef struct seer_phase_desc {
+    _Atomic uint32_t kind;
+    _Atomic uint32_t count;
+    _Atomic uint32_t chunk;
+} seer_phase_desc;
 
-/* Any thread.  Wait-free.  Claims [*begin, *end); returns 0 when empty. */
-static inline int seer_worklist_claim_mc(seer_worklist *w, uint32_t *begin, uint32_t *end)
-{
-    /* relaxed: the cursor only partitions indices; the data behind them was
-     * published by the barrier that opened the phase. */
-    uint32_t b = atomic_fetch_add_explicit(&w->cursor, w->chunk, memory_order_relaxed);
-    if (b >= w->count)
-        return 0;
-    uint32_t e = b + w->chunk;
-    *begin = b;
-    *end = e < w->count ? e : w->count;
-    return 1;
-}
-
-/* ---- barrier ----------------------------------------------------------- */
-
-typedef void (*seer_barrier_fn)(void *arg);
-
-typedef struct seer_barrier {
-    alignas(SEER_CACHE_LINE) _Atomic uint32_t count;
-    char pad0_[SEER_CACHE_LINE - sizeof(uint32_t)];
-    alignas(SEER_CACHE_LINE) _Atomic uint32_t sense;
+typedef struct seer_phases {
+    alignas(SEER_CACHE_LINE) _Atomic uint64_t ticket;
+    char pad0_[SEER_CACHE_LINE - sizeof(uint64_t)];
+    alignas(SEER_CACHE_LINE) _Atomic uint32_t remaining;
     char pad1_[SEER_CACHE_LINE - sizeof(uint32_t)];
-    uint32_t team;
-    uint32_t spin_limit; /* pauses before yielding the CPU */
-} seer_barrier;
+    seer_phase_desc desc[2];
+} seer_phases;
 
-static inline void seer_barrier_init(seer_barrier *b, uint32_t team, uint32_t spin_limit)
+enum { SEER_CLAIMED = 1, SEER_EXHAUSTED = 0 };
+
+static inline void seer_phases_init(seer_phases *p)
 {
-    atomic_init(&b->count, 0);
-    atomic_init(&b->sense, 0);
-    b->team = team;
-    b->spin_limit = spin_limit;
+    atomic_init(&p->ticket, 0);
+    atomic_init(&p->remaining, 0);
+    for (int i = 0; i < 2; i++) {
+        atomic_init(&p->desc[i].kind, 0);
+        atomic_init(&p->desc[i].count, 0);
+        atomic_init(&p->desc[i].chunk, 1);
+    }
 }
 
-/* Every team member calls it with its own *local_sense (starting at 0).
- * Blocking.  `fn` runs once, on the last arriver, before anyone leaves. */
-static inline void seer_barrier_wait(seer_barrier *b, uint32_t *local_sense,
-                                     seer_barrier_fn fn, void *arg)
+/* Open the next phase.  Called only by the thread that completed the current
+ * phase (or by the host while no phase is open).  `count` < 2^31.  Returns
+ * the new sequence number.  A phase with count 0 is open but has nothing to
+ * claim and never completes: use it only for a terminal kind. */
+static inline uint64_t seer_phases_open(seer_phases *p, uint32_t kind, uint32_t count,
+                                        uint32_t chunk)
 {
-    uint32_t s = *local_sense ^ 1u;
-    *local_sense = s;
-    /* acq_rel: release our writes to the last arriver; if we are the last
-     * arriver, acquire every earlier arriver's writes (release sequence). */
-    if (atomic_fetch_add_explicit(&b->count, 1, memory_order_acq_rel) == b->team - 1) {
-        if (fn)
-            fn(arg);
-        /* relaxed: nobody reads count until after the release below. */
-        atomic_store_explicit(&b->count, 0, memory_order_relaxed);
-        /* release: publishes fn's results and the count reset to the
-         * waiters' acquire loads below. */
-        atomic_store_explicit(&b->sense, s, memory_order_release);
-        return;
+    /* relaxed: we are the only writer of the ticket's sequence part; this
+     * thread completed the last chunk, so no claim of the old phase is
+     * pending (a late CAS on the old phase fails on the sequence number). */
+    uint64_t seq = (atomic_load_explicit(&p->ticket, memory_order_relaxed) >> 32) + 1;
+    seer_phase_desc *d = &p->desc[seq & 1];
+    if (chunk < 1)
+        chunk = 1;
+    /* relaxed: published by the release store of the ticket below. */
+    atomic_store_explicit(&d->kind, kind, memory_order_relaxed);
+    atomic_store_explicit(&d->count, count, memory_order_relaxed);
+    atomic_store_explicit(&d->chunk, chunk, memory_order_relaxed);
+    atomic_store_explicit(&p->remaining, (count + chunk - 1) / chunk, memory_order_relaxed);
+    /* release: makes the descriptor, `remaining` and everything this thread
+     * wrote before (the window reductions, the job description) visible to
+     * every thread that acquires this ticket value or a later one of the same
+     * release sequence (the claims' CAS are RMWs). */
+    atomic_store_explicit(&p->ticket, seq << 32, memory_order_release);
+    return seq;
+}
+
+/* The current phase's sequence number and kind. */
+static inline uint64_t seer_phases_current(seer_phases *p, uint32_t *kind)
+{
+    /* acquire: pairs with the release store in seer_phases_open. */
+    uint64_t v = atomic_load_explicit(&p->ticket, memory_order_acquire);
+    uint64_t seq = v >> 32;
+    /* relaxed: ordered by the acquire above (see desc[] in the comment). */
+    *kind = atomic_load_explicit(&p->desc[seq & 1].kind, memory_order_relaxed);
+    return seq;
+}
+
+/* Any thread.  Lock-free.  Claims items [*begin, *end) of the current phase;
+ * *seq and *kind say which phase.  SEER_EXHAUSTED when everything of the
+ * current phase is claimed (wait for the sequence number to change). */
+static inline int seer_phases_claim_mc(seer_phases *p, uint64_t *seq, uint32_t *kind,
+                                       uint32_t *begin, uint32_t *end)
+{
+    /* acquire: pairs with the opener's release store (or a claim's CAS in its
+     * release sequence), so the descriptor of this sequence is visible. */
+    uint64_t v = atomic_load_explicit(&p->ticket, memory_order_acquire);
+    for (;;) {
+        uint64_t s = v >> 32;
+        uint32_t cur = (uint32_t)v;
+        const seer_phase_desc *d = &p->desc[s & 1];
+        /* relaxed: ordered by the acquire of v; values from a later phase
+         * (a rewrite of this slot) make the CAS below fail. */
+        uint32_t k = atomic_load_explicit(&d->kind, memory_order_relaxed);
+        uint32_t count = atomic_load_explicit(&d->count, memory_order_relaxed);
+        uint32_t chunk = atomic_load_explicit(&d->chunk, memory_order_relaxed);
+        *seq = s;
+        *kind = k;
+        if (cur >= count)
+            return SEER_EXHAUSTED;
+        /* acquire on success and failure: as the load above. */
+        if (atomic_compare_exchange_weak_explicit(&p->ticket, &v, v + chunk,
+                                                  memory_order_acquire,
+                                                  memory_order_acquire)) {
+            *begin = cur;
+            *end = count - cur < chunk ? count : cur + chunk;
+            return SEER_CLAIMED;
+        }
     }
+}
+
+/* After handling a claimed chunk.  Wait-free.  Returns 1 for exactly one
+ * caller per phase: the one that completed it, which must open the next. */
+static inline int seer_phases_complete_mc(seer_phases *p)
+{
+    /* acq_rel: release this thread's work on the chunk; the completer
+     * acquires every other completer's work (release sequence of RMWs). */
+    return atomic_fetch_sub_explicit(&p->remaining, 1, memory_order_acq_rel) == 1;
+}
+
+/* Wait until the phase sequence number differs from `seq`.  Blocking. */
+static inline void seer_phases_wait(seer_phases *p, uint64_t seq, uint32_t spin_limit)
+{
     uint32_t spins = 0;
-    /* acquire: pairs with the last arriver's release store of sense. */
-    while (atomic_load_explicit(&b->sense, memory_order_acquire) != s) {
-        if (spins < b->spin_limit) {
+    /* acquire: pairs with seer_phases_open's release store. */
+    while ((atomic_load_explicit(&p->ticket, memory_order_acquire) >> 32) == seq) {
+        if (spins < spin_limit) {
             spins++;
             seer_cpu_relax();
         } else {
