@@ -9,9 +9,10 @@ one thread track per worker (``worker 0`` is the calling thread), and:
 * one span per handled event, named by the model's event type
   (args: instance, entity, simulated time),
 * ``act``, ``boundary`` and ``reset`` phases,
-* ``barrier wait`` spans (the final barrier of a call is an instant ``barrier
-  arrive`` on workers other than the caller: they may still be waiting when
-  the call returns),
+* ``barrier wait`` spans: a worker waiting for the next phase because every
+  chunk of the current one was claimed (recorded when a claim ends the wait;
+  waits that end with the call are not recorded, since the worker may still
+  be waiting when the call returns),
 * optionally a ``python`` track with one span per ``step`` call, so the
   time between native calls (the Python layer, the policy) shows too.
 

@@ -55,7 +55,8 @@ typedef enum seer_trace_kind {
     SEER_TRACE_WINDOW = 2,   /* one window on this worker: sim_time = window start,
                                 count = events it handled in the window            */
     SEER_TRACE_BOUNDARY = 3, /* the boundary phases (observe, publish)             */
-    SEER_TRACE_BARRIER = 4,  /* waiting at a barrier                                */
+    SEER_TRACE_BARRIER = 4,  /* waiting for the next phase (recorded when a claim
+                                ends the wait)                                     */
     SEER_TRACE_INIT = 5      /* the reset phases (clear, init)                      */
 } seer_trace_kind;
 
