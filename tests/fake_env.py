@@ -148,3 +148,9 @@ def parallel_env(**config: Any) -> SeerParallelEnv:
 
 def vector_env(num_envs: int, **config: Any) -> SeerVectorEnv:
     return SeerVectorEnv(SPEC, num_envs, **config)
+
+
+def agent_vector_env(num_envs: int, **config: Any) -> Any:
+    from seer_env import gym_vector
+
+    return gym_vector.agent_vector_env(vector_env, num_envs, **config)
