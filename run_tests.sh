@@ -13,7 +13,7 @@ fi
 .venv/bin/python -m pip install -q torch==2.13.0
 .venv/bin/python -m pip install -q -e '.[test,train,rllib,compat]'
 echo "== ruff"
-.venv/bin/ruff check seer_env tests oracles benchmarks examples
+.venv/bin/ruff check .
 echo "== pytest"
 .venv/bin/python -m pytest -q "$@"
 echo "== C stress tests (plain, TSan, ASan+UBSan)"

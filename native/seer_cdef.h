@@ -59,6 +59,30 @@ typedef struct {
     uint64_t pool_events;
 } seer_stats;
 
+#define SEER_TRACE_EVENT ...
+#define SEER_TRACE_ACT ...
+#define SEER_TRACE_WINDOW ...
+#define SEER_TRACE_BOUNDARY ...
+#define SEER_TRACE_BARRIER ...
+#define SEER_TRACE_INIT ...
+typedef struct {
+    uint64_t t0_ns;
+    uint64_t t1_ns;
+    double sim_time;
+    uint32_t kind;
+    uint32_t instance;
+    uint32_t entity;
+    uint32_t type;
+    uint32_t count;
+    uint32_t pad_;
+} seer_trace_rec;
+int seer_runtime_trace(seer_runtime *rt, uint64_t capacity);
+uint64_t seer_runtime_trace_count(const seer_runtime *rt, uint32_t worker);
+const seer_trace_rec *seer_runtime_trace_records(const seer_runtime *rt, uint32_t worker);
+uint64_t seer_runtime_trace_dropped(const seer_runtime *rt);
+void seer_runtime_trace_clear(seer_runtime *rt);
+const char *seer_runtime_event_name(const seer_runtime *rt, uint32_t type);
+
 int seer_sizes_action_kind(const seer_sizes *s);
 const char *seer_model_info_name(const seer_model *m, uint32_t i);
 const char *seer_model_name_of(const seer_model *m);

@@ -350,7 +350,7 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
         if self.info_keys:
             row_dict = self._info_row
             rows = rt.info[0][np.ix_(live_idx, self._info_cols)].tolist()
-            infos = {n: row_dict(row) for n, row in zip(names, rows, strict=True)}
+            infos = dict(zip(names, map(row_dict, rows), strict=True))
         else:
             infos = {n: {} for n in names}
         return (

@@ -322,6 +322,37 @@ class Runtime:
             "pool_events": int(s.pool_events),
         }
 
+    # -- tracing ----------------------------------------------------------------
+
+    def trace(self, capacity: int) -> None:
+        """Record up to ``capacity`` trace records per worker thread (0: off)."""
+        h = self._handle()
+        with self._lock:
+            self._check(lib.seer_runtime_trace(h, int(capacity)))
+
+    def trace_records(self) -> list[np.ndarray]:
+        """Copies of each worker's records (structured arrays of :data:`TRACE_DTYPE`)."""
+        h = self._handle()
+        out = []
+        for t in range(self.threads):
+            n = int(lib.seer_runtime_trace_count(h, t))
+            if n == 0:
+                out.append(np.zeros(0, dtype=TRACE_DTYPE))
+                continue
+            ptr = lib.seer_runtime_trace_records(h, t)
+            buf = ffi.buffer(ptr, n * TRACE_DTYPE.itemsize)
+            out.append(np.frombuffer(buf, dtype=TRACE_DTYPE).copy())
+        return out
+
+    def trace_dropped(self) -> int:
+        return int(lib.seer_runtime_trace_dropped(self._handle()))
+
+    def trace_clear(self) -> None:
+        lib.seer_runtime_trace_clear(self._handle())
+
+    def event_name(self, event_type: int) -> str:
+        return ffi.string(lib.seer_runtime_event_name(self._handle(), event_type)).decode()
+
     def close(self) -> None:
         """Join the workers and free native memory. Idempotent."""
         h = getattr(self, "_h", None)
@@ -339,6 +370,24 @@ class Runtime:
             self.close()
         except Exception:
             pass
+
+
+#: NumPy layout of ``seer_trace_rec`` (checked against C's size at import).
+TRACE_DTYPE = np.dtype([
+    ("t0_ns", np.uint64), ("t1_ns", np.uint64), ("sim_time", np.float64),
+    ("kind", np.uint32), ("instance", np.uint32), ("entity", np.uint32),
+    ("type", np.uint32), ("count", np.uint32), ("pad_", np.uint32),
+])
+if TRACE_DTYPE.itemsize != ffi.sizeof("seer_trace_rec"):  # pragma: no cover
+    raise ImportError("seer_trace_rec layout does not match TRACE_DTYPE")
+TRACE_KINDS = {
+    int(lib.SEER_TRACE_EVENT): "event",
+    int(lib.SEER_TRACE_ACT): "act",
+    int(lib.SEER_TRACE_WINDOW): "window",
+    int(lib.SEER_TRACE_BOUNDARY): "boundary",
+    int(lib.SEER_TRACE_BARRIER): "barrier",
+    int(lib.SEER_TRACE_INIT): "init",
+}
 
 
 def rng_seed_state(seed: int, entity: int) -> tuple[int, int, int, int]:

@@ -48,6 +48,29 @@ typedef struct seer_stats {
     uint64_t pool_events;   /* event records allocated in total              */
 } seer_stats;
 
+/* Trace records (see seer_runtime_trace).  Times are CLOCK_MONOTONIC ns. */
+typedef enum seer_trace_kind {
+    SEER_TRACE_EVENT = 0,    /* one handled event: entity, type, sim_time         */
+    SEER_TRACE_ACT = 1,      /* the act phase of one call on this worker          */
+    SEER_TRACE_WINDOW = 2,   /* one window on this worker: sim_time = window start,
+                                count = events it handled in the window            */
+    SEER_TRACE_BOUNDARY = 3, /* the boundary phases (observe, publish)             */
+    SEER_TRACE_BARRIER = 4,  /* waiting at a barrier                                */
+    SEER_TRACE_INIT = 5      /* the reset phases (clear, init)                      */
+} seer_trace_kind;
+
+typedef struct seer_trace_rec {
+    uint64_t t0_ns;
+    uint64_t t1_ns;
+    double sim_time;
+    uint32_t kind;
+    uint32_t instance;
+    uint32_t entity;
+    uint32_t type;  /* event type (SEER_TRACE_EVENT)                        */
+    uint32_t count; /* events (SEER_TRACE_WINDOW)                           */
+    uint32_t pad_;
+} seer_trace_rec;
+
 /* Create a runtime.  `config` points to the model's configuration struct of
  * `config_size` bytes; it is copied.  `threads` counts the calling thread
  * (1 = no extra worker).  `max_cycles` > 0 truncates every agent after that
@@ -88,6 +111,17 @@ int seer_runtime_global_state(seer_runtime *rt, uint32_t instance, float *out);
 int seer_runtime_entity_states(const seer_runtime *rt, uint32_t instance, void *out);
 int seer_runtime_pending_events(const seer_runtime *rt, uint32_t instance, uint64_t *out);
 void seer_runtime_stats(const seer_runtime *rt, seer_stats *out);
+
+/* Tracing: keep up to `capacity` records per worker thread (0 turns tracing
+ * off and frees the buffers).  Records past the capacity are counted as
+ * dropped.  When off, the event loop pays one predictable branch per entity
+ * visit.  Enabling clears earlier records. */
+int seer_runtime_trace(seer_runtime *rt, uint64_t capacity);
+uint64_t seer_runtime_trace_count(const seer_runtime *rt, uint32_t worker);
+const seer_trace_rec *seer_runtime_trace_records(const seer_runtime *rt, uint32_t worker);
+uint64_t seer_runtime_trace_dropped(const seer_runtime *rt);
+void seer_runtime_trace_clear(seer_runtime *rt);
+const char *seer_runtime_event_name(const seer_runtime *rt, uint32_t type);
 
 /* The per-entity stream seeding, exposed so independent ports can check it:
  * fills s[4] with the xoshiro256** state of (seed, entity). */

@@ -85,8 +85,13 @@ typedef struct seer_worker {
     int err;           /* first error this thread hit in the current call */
     char msg[SEER_ERRLEN];
     uint64_t events;
-    uint64_t refills;
+    uint64_t refills;      /* free list ran dry inside the event loop          */
+    uint64_t refills_seen; /* refills already answered by a larger target      */
+    uint64_t pool_target;  /* free events to hold when a call starts           */
     uint64_t gen_seen; /* job generation this worker last ran (or started at) */
+    seer_trace_rec *trace; /* NULL when tracing is off */
+    uint64_t trace_n;
+    uint64_t trace_dropped;
     pthread_t thread;
     int started;
 } seer_worker;
@@ -167,6 +172,8 @@ struct seer_runtime {
     uint64_t steps_total;
     uint64_t refills_total;
 
+    uint64_t trace_cap; /* records per worker; 0 = tracing off */
+
     char err[SEER_ERRLEN];
 };
 
@@ -186,6 +193,12 @@ void seer_boundary_instance(seer_worker *w, uint32_t inst);
 void seer_observe_agent(seer_worker *w, uint32_t inst, uint32_t a);
 void seer_publish_entity(seer_worker *w, uint32_t inst, uint32_t e);
 void seer_finish_instance(seer_runtime *rt, uint32_t inst);
+
+/* trace helpers (runtime.c) */
+uint64_t seer_clock_ns(void);
+void seer_trace_add(seer_worker *w, uint32_t kind, uint64_t t0, uint64_t t1, double sim_time,
+                    uint32_t instance, uint32_t entity, uint32_t type, uint32_t count);
+int seer_trace_alloc_worker(seer_runtime *rt, seer_worker *w);
 
 /* parallel.c */
 int seer_pool_start(seer_runtime *rt, uint32_t threads);

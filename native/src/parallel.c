@@ -43,8 +43,8 @@ void seer_pool_balance(seer_worker *w, uint64_t lo, uint64_t hi);
 
 #define WAKE_SPINS 4000u     /* pauses before a worker sleeps between jobs */
 #define BARRIER_SPINS 2000u  /* pauses before a barrier waiter yields       */
-#define POOL_LO 1024u
-#define POOL_HI 65536u
+#define POOL_LO 1024u      /* initial free events per worker at a call's start */
+#define POOL_MAX (1u << 22) /* cap of the adaptive stock                        */
 
 /* ---- phase plumbing ---------------------------------------------------------- */
 
@@ -60,7 +60,43 @@ static void wl_set(seer_runtime *rt, uint32_t count)
 
 static void barrier(seer_worker *w, seer_barrier_fn fn)
 {
+    if (__builtin_expect(w->trace != NULL, 0)) {
+        uint64_t t0 = seer_clock_ns();
+        seer_barrier_wait(&w->rt->barrier, &w->sense, fn, w->rt);
+        seer_trace_add(w, SEER_TRACE_BARRIER, t0, seer_clock_ns(), 0.0, 0, 0, 0, 0);
+        return;
+    }
     seer_barrier_wait(&w->rt->barrier, &w->sense, fn, w->rt);
+}
+
+/* The last barrier of a call: the caller returns (and the host may read the
+ * trace) as soon as it passes, so a worker records its arrival before
+ * waiting, as an instant (t0 == t1); only the caller's record has a length. */
+static void cb_finish(void *arg);
+
+static void final_barrier(seer_worker *w)
+{
+    if (__builtin_expect(w->trace != NULL, 0) && w->id != 0) {
+        uint64_t t0 = seer_clock_ns();
+        seer_trace_add(w, SEER_TRACE_BARRIER, t0, t0, 0.0, 0, 0, 0, 0);
+        seer_barrier_wait(&w->rt->barrier, &w->sense, cb_finish, w->rt);
+        return;
+    }
+    barrier(w, cb_finish);
+}
+
+/* Start/end of a traced phase on this worker (no-ops when tracing is off). */
+static inline uint64_t phase_t0(const seer_worker *w)
+{
+    return w->trace ? seer_clock_ns() : 0;
+}
+
+static inline void phase_end(seer_worker *w, uint32_t kind, uint64_t t0, double sim,
+                             uint64_t events_before)
+{
+    if (w->trace)
+        seer_trace_add(w, kind, t0, seer_clock_ns(), sim, 0, 0, 0,
+                       (uint32_t)(w->events - events_before));
 }
 
 static void note_error(seer_worker *w)
@@ -180,11 +216,16 @@ static void run_entity(seer_worker *w, seer_ctx *c, uint32_t inst, uint32_t e)
         void *state = in->states + (size_t)e * rt->entity_stride;
         const seer_model *m = rt->model;
         uint64_t n = 0;
+        const int tracing = w->trace != NULL;
         while (h->n && h->a[0].time < w_end) {
             seer_event *ev = seer_heap_pop(h);
             c->now = ev->time;
             c->cur_type = ev->type;
+            uint64_t t0 = tracing ? seer_clock_ns() : 0;
             int rc = m->handle(c, state, ev->type, ev->payload, ev->size);
+            if (tracing)
+                seer_trace_add(w, SEER_TRACE_EVENT, t0, seer_clock_ns(), c->now, inst, e,
+                               c->cur_type, 1);
             n++;
             seer_event_free(w, ev);
             if (__builtin_expect(rc != 0 || w->err != 0, 0)) {
@@ -232,9 +273,19 @@ static void run_job(seer_worker *w, int job)
 {
     seer_runtime *rt = w->rt;
     const uint32_t A = rt->sz.num_agents, N = rt->sz.num_entities;
-    seer_pool_balance(w, POOL_LO, POOL_HI);
+    /* Outside the event loop: a worker whose free list ran dry in the last
+     * call (events flow from the threads that schedule them to the threads
+     * that handle them) starts the next one with twice the stock, so after a
+     * few steps the event loop no longer takes the reserve's lock. */
+    if (w->refills != w->refills_seen) {
+        w->refills_seen = w->refills;
+        if (w->pool_target < POOL_MAX)
+            w->pool_target *= 2;
+    }
+    seer_pool_balance(w, w->pool_target, 4 * w->pool_target);
     seer_barrier_fn before_boundary = rt->model->boundary ? cb_instances : cb_agents;
 
+    uint64_t t0 = phase_t0(w);
     if (job == JOB_RESET) {
         FOR_CLAIMED(rt, N, inst, e, seer_clear_entity(w, &rt->inst[inst], e, rt->inst[inst].seed));
         barrier(w, cb_entities);
@@ -243,10 +294,14 @@ static void run_job(seer_worker *w, int job)
                 seer_init_entity(w, inst, e);
         });
         note_error(w);
+        phase_end(w, SEER_TRACE_INIT, t0, 0.0, w->events);
         barrier(w, before_boundary);
-        if (!aborted(rt))
+        if (!aborted(rt)) {
+            t0 = phase_t0(w);
             boundary_phases(w);
-        barrier(w, cb_finish);
+            phase_end(w, SEER_TRACE_BOUNDARY, t0, 0.0, w->events);
+        }
+        final_barrier(w);
         return;
     }
 
@@ -259,23 +314,31 @@ static void run_job(seer_worker *w, int job)
         report_min(w, inst, r);
     });
     note_error(w);
+    phase_end(w, SEER_TRACE_ACT, t0, rt->inst[rt->sel[0]].boundary - rt->sz.step_duration,
+              w->events);
     barrier(w, cb_window);
 
     seer_ctx c;
     seer_ctx_setup(&c, rt, w, rt->sel[0], PHASE_EVENT);
     while (rt->any_running) {
+        t0 = phase_t0(w);
+        uint64_t ev0 = w->events;
+        double start = rt->inst[rt->sel[0]].t_next;
         FOR_CLAIMED(rt, N, inst, e, {
             if (rt->inst[inst].running)
                 run_entity(w, &c, inst, e);
         });
         note_error(w);
+        phase_end(w, SEER_TRACE_WINDOW, t0, start, ev0);
         barrier(w, cb_window);
     }
     if (!aborted(rt)) {
         barrier(w, before_boundary);
+        t0 = phase_t0(w);
         boundary_phases(w);
+        phase_end(w, SEER_TRACE_BOUNDARY, t0, rt->inst[rt->sel[0]].boundary, w->events);
     }
-    barrier(w, cb_finish);
+    final_barrier(w);
 }
 
 /* ---- the pool --------------------------------------------------------------- */
@@ -324,11 +387,14 @@ int seer_pool_start(seer_runtime *rt, uint32_t threads)
         seer_worker *w = &rt->workers[t];
         w->rt = rt;
         w->id = t;
+        w->pool_target = POOL_LO;
         w->local_min = malloc(rt->B * sizeof(double));
         if (!w->local_min)
             return SEER_E_NOMEM;
         for (uint32_t i = 0; i < rt->B; i++)
             w->local_min[i] = __builtin_inf();
+        if (seer_trace_alloc_worker(rt, w) != SEER_OK)
+            return SEER_E_NOMEM;
     }
     rt->job = JOB_NONE;
     /* relaxed: no worker runs yet; pthread_create orders this for them.  A
@@ -371,6 +437,7 @@ void seer_pool_stop(seer_runtime *rt)
         seer_pool_balance(w, 0, 0);
         rt->refills_total += w->refills;
         free(w->local_min);
+        free(w->trace);
     }
     free(rt->workers);
     rt->workers = NULL;

@@ -5,6 +5,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
+#include <time.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -603,6 +604,98 @@ void seer_finish_instance(seer_runtime *rt, uint32_t inst)
     in->resetting = 0;
 }
 
+/* ---- tracing ---------------------------------------------------------------- */
+
+uint64_t seer_clock_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void seer_trace_add(seer_worker *w, uint32_t kind, uint64_t t0, uint64_t t1, double sim_time,
+                    uint32_t instance, uint32_t entity, uint32_t type, uint32_t count)
+{
+    if (w->trace_n >= w->rt->trace_cap) {
+        w->trace_dropped++;
+        return;
+    }
+    seer_trace_rec *r = &w->trace[w->trace_n++];
+    r->t0_ns = t0;
+    r->t1_ns = t1;
+    r->sim_time = sim_time;
+    r->kind = kind;
+    r->instance = instance;
+    r->entity = entity;
+    r->type = type;
+    r->count = count;
+    r->pad_ = 0;
+}
+
+int seer_trace_alloc_worker(seer_runtime *rt, seer_worker *w)
+{
+    free(w->trace);
+    w->trace = NULL;
+    w->trace_n = 0;
+    w->trace_dropped = 0;
+    if (!rt->trace_cap)
+        return SEER_OK;
+    w->trace = malloc(rt->trace_cap * sizeof *w->trace);
+    return w->trace ? SEER_OK : SEER_E_NOMEM;
+}
+
+int seer_runtime_trace(seer_runtime *rt, uint64_t capacity)
+{
+    if (capacity > (1ull << 28)) {
+        seer_fail(rt, SEER_E_ARG, "trace capacity %llu is above 2^28 records per thread",
+                  (unsigned long long)capacity);
+        return SEER_E_ARG;
+    }
+    rt->trace_cap = capacity;
+    for (uint32_t t = 0; t < rt->nthreads; t++) {
+        if (seer_trace_alloc_worker(rt, &rt->workers[t]) != SEER_OK) {
+            rt->trace_cap = 0;
+            for (uint32_t u = 0; u < rt->nthreads; u++)
+                seer_trace_alloc_worker(rt, &rt->workers[u]);
+            seer_fail(rt, SEER_E_NOMEM, "out of memory for %llu trace records per thread",
+                      (unsigned long long)capacity);
+            return SEER_E_NOMEM;
+        }
+    }
+    return SEER_OK;
+}
+
+uint64_t seer_runtime_trace_count(const seer_runtime *rt, uint32_t worker)
+{
+    return worker < rt->nthreads ? rt->workers[worker].trace_n : 0;
+}
+
+const seer_trace_rec *seer_runtime_trace_records(const seer_runtime *rt, uint32_t worker)
+{
+    return worker < rt->nthreads ? rt->workers[worker].trace : NULL;
+}
+
+uint64_t seer_runtime_trace_dropped(const seer_runtime *rt)
+{
+    uint64_t n = 0;
+    for (uint32_t t = 0; t < rt->nthreads; t++)
+        n += rt->workers[t].trace_dropped;
+    return n;
+}
+
+void seer_runtime_trace_clear(seer_runtime *rt)
+{
+    for (uint32_t t = 0; t < rt->nthreads; t++) {
+        rt->workers[t].trace_n = 0;
+        rt->workers[t].trace_dropped = 0;
+    }
+}
+
+const char *seer_runtime_event_name(const seer_runtime *rt, uint32_t type)
+{
+    return event_name(rt->model, type);
+}
+
 /* ---- serial reference executor ------------------------------------------ */
 
 static int serial_fail(seer_runtime *rt, seer_worker *w)
@@ -643,9 +736,13 @@ static int serial_step(seer_runtime *rt, uint32_t i)
 {
     seer_worker *w = &rt->workers[0];
     seer_inst *in = &rt->inst[i];
+    uint64_t ta = w->trace ? seer_clock_ns() : 0;
     for (uint32_t a = 0; a < rt->sz.num_agents; a++)
         if (seer_act_agent(w, i, a))
             return serial_fail(rt, w);
+    if (w->trace)
+        seer_trace_add(w, SEER_TRACE_ACT, ta, seer_clock_ns(), (double)in->step *
+                       rt->sz.step_duration, i, 0, 0, 0);
 
     const seer_model *m = rt->model;
     seer_ctx c;
@@ -653,13 +750,22 @@ static int serial_step(seer_runtime *rt, uint32_t i)
     seer_heap *h = &in->heap;
     const seer_time bnd = in->boundary;
     uint64_t n = 0;
+    const int tracing = w->trace != NULL;
     while (h->n && h->a[0].time < bnd) {
         seer_event *ev = seer_heap_pop(h);
+        /* The next event is now at the root: start loading it while this
+         * one is handled (the queue is far larger than the caches). */
+        if (h->n)
+            __builtin_prefetch(h->a[0].ev);
         ctx_entity(&c, ev->target);
         c.now = ev->time;
         c.cur_type = ev->type;
+        uint64_t t0 = tracing ? seer_clock_ns() : 0;
         int rc = m->handle(&c, entity_state(rt, in, ev->target), ev->type, ev->payload,
                            ev->size);
+        if (tracing)
+            seer_trace_add(w, SEER_TRACE_EVENT, t0, seer_clock_ns(), c.now, i, c.self,
+                           c.cur_type, 1);
         c.rec->events++;
         n++;
         seer_event_free(w, ev);
@@ -670,7 +776,10 @@ static int serial_step(seer_runtime *rt, uint32_t i)
         }
     }
     rt->events_total += n;
+    uint64_t tb = w->trace ? seer_clock_ns() : 0;
     serial_boundary(rt, w, i);
+    if (w->trace)
+        seer_trace_add(w, SEER_TRACE_BOUNDARY, tb, seer_clock_ns(), bnd, i, 0, 0, 0);
     return w->err ? serial_fail(rt, w) : SEER_OK;
 }
 

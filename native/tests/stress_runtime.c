@@ -37,6 +37,10 @@ int main(void)
     for (size_t ti = 0; ti < sizeof threads / sizeof threads[0]; ti++) {
         seer_runtime *s = make(SEER_EXECUTOR_SERIAL, 1, &cfg);
         seer_runtime *p = make(SEER_EXECUTOR_PARALLEL, threads[ti], &cfg);
+        /* Trace half of the runs: the host reads every worker's records
+         * between calls, which TSan checks for races with the workers. */
+        if (ti % 2 == 0 && seer_runtime_trace(p, 2048) != SEER_OK)
+            return 2;
         if (seer_runtime_reset(s, seeds, NULL) || seer_runtime_reset(p, seeds, NULL)) {
             fprintf(stderr, "reset failed\n");
             return 2;
@@ -56,6 +60,16 @@ int main(void)
                         seer_runtime_error(p));
                 return 2;
             }
+            uint64_t traced = 0;
+            for (uint32_t t = 0; t < seer_runtime_threads(p); t++) {
+                const seer_trace_rec *r = seer_runtime_trace_records(p, t);
+                uint64_t c = seer_runtime_trace_count(p, t);
+                for (uint64_t j = 0; j < c; j++)
+                    traced += r[j].t1_ns >= r[j].t0_ns;
+            }
+            if (ti % 2 == 0 && traced == 0)
+                fails++;
+            seer_runtime_trace_clear(p);
             if (k == STEPS / 2 && seer_runtime_set_threads(p, threads[ti] + 1)) {
                 fprintf(stderr, "set_threads failed\n");
                 return 2;
