@@ -9,7 +9,9 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 .venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q -e '.[test]'
+# torch pinned first: the [train] extra's range then resolves to this CPU build
+.venv/bin/python -m pip install -q torch==2.13.0
+.venv/bin/python -m pip install -q -e '.[test,train,rllib,compat]'
 echo "== ruff"
 .venv/bin/ruff check .
 echo "== pytest"

@@ -7,6 +7,9 @@ Example::
     obs, infos = env.reset(seed=0)
     obs, rewards, terms, truncs, infos = env.step({a: 0 for a in env.agents})
     print(seer_env.verify("phold_v0", steps=20, threads=2))
+
+    import pettingzoo                      # the same env through PettingZoo's registry
+    env = pettingzoo.make("parallel", "seer_env/phold_v0", num_entities=64)
 """
 
 from .errors import (
@@ -19,15 +22,18 @@ from .errors import (
     SeerError,
     StateError,
 )
-from .registry import ENVS, available, make
+from .registry import ENVS, available, make, register_pettingzoo
 from .testing import VerifyReport, verify
 
 __version__ = "0.1.0"
+
+register_pettingzoo()
 
 __all__ = [
     "ENVS",
     "available",
     "make",
+    "register_pettingzoo",
     "verify",
     "VerifyReport",
     "SeerError",

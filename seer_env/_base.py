@@ -25,6 +25,7 @@ from typing import Any
 
 import gymnasium
 import numpy as np
+from gymnasium.vector import AutoresetMode
 from pettingzoo import ParallelEnv
 
 from ._runtime import Runtime, Sizes
@@ -475,73 +476,185 @@ def _to_float32(arr: np.ndarray) -> np.ndarray:
     return np.where(np.isfinite(arr), np.clip(arr, -_F32_MAX, _F32_MAX), arr).astype(np.float32)
 
 
+def autoreset_mode_of(mode: Any) -> AutoresetMode:
+    """Gymnasium's :class:`~gymnasium.vector.AutoresetMode` from the enum itself, its
+    value (``"NextStep"``) or its name in any case (``"same_step"``)."""
+    if isinstance(mode, AutoresetMode):
+        return mode
+    if isinstance(mode, str):
+        for m in AutoresetMode:
+            if mode in (m.value, m.name) or mode.upper() == m.name:
+                return m
+    raise ConfigError(
+        f"autoreset_mode={mode!r} must be a gymnasium.vector.AutoresetMode or one of "
+        f"{[m.name.lower() for m in AutoresetMode]}"
+    )
+
+
 class SeerVectorEnv(_SeerEnvCommon):
     """``num_envs`` independent instances stepped together, as arrays.
 
-    Shapes: observations ``(num_envs, num_agents, obs_dim)``; rewards,
-    terminations, truncations and ``infos["alive"]`` ``(num_envs, num_agents)``.
-    Actions: ``(num_envs, num_agents)`` ints or ``(num_envs, num_agents, dim)``
-    floats; entries of agents that are not alive are ignored.
+    Shapes (``B = num_envs``, ``A = num_agents``): observations ``(B, A, obs_dim)``;
+    rewards, terminations, truncations ``(B, A)``.  Actions: ``(B, A)`` ints or
+    ``(B, A, dim)`` floats; entries of agents that are not alive are ignored.
 
-    Autoreset (Gymnasium's next-step mode): after an instance's last live agent
-    finishes, the next ``step`` resets that instance instead of stepping it
-    (its actions are ignored) and returns its reset observations with zero
-    rewards.
+    ``infos`` is a dict of arrays: ``infos["alive"]`` ``(B, A)`` says which agents
+    act in the next step (the others' actions are ignored); ``infos["active"]``
+    ``(B, A)`` which rows of this call's outputs are real (the agent was alive
+    when the step started, or its instance was just reset: every other row is
+    zeros); and one ``(B, A)`` float64 array per model info value
+    (``venv.info_names``).  An agent reports ``terminated``/``truncated`` once, in
+    the step where it finishes; an instance is *finished* when no agent is alive.
+
+    Autoreset follows Gymnasium's :class:`~gymnasium.vector.AutoresetMode`
+    (``autoreset_mode=``; ``venv.metadata["autoreset_mode"]`` holds the enum):
+
+    * ``NEXT_STEP`` (default): the step after an instance finishes resets it
+      instead of stepping it (its actions are ignored) and returns its reset
+      observations with zero rewards and no flags.
+    * ``SAME_STEP``: an instance that finishes is reset in the same call: the
+      returned observations (and ``alive``, ``active``, info values) are the
+      reset ones, rewards and flags those of the final step, and
+      ``infos["final_obs"]`` ``(B, A, obs_dim)`` / ``infos["final_info"]`` (a
+      dict of ``(B, A)`` arrays) hold the final step's, with the ``(B,)`` masks
+      ``infos["_final_obs"]`` / ``infos["_final_info"]`` marking the instances
+      that finished (rows of the others are zeros).
+    * ``DISABLED``: nothing resets by itself; stepping a finished instance
+      raises :class:`~seer_env.errors.StateError`.  Reset chosen instances with
+      ``reset(options={"reset_mask": mask})`` (``mask`` a ``(B,)`` bool array).
+
+    Seeds: ``reset(seed=s)`` gives instance ``i`` the seed ``s + i``; a list gives
+    one seed per instance.  An instance reset later (autoreset, or a masked
+    reset without a seed) continues with its previous seed ``+ num_envs``.
 
     Example::
 
+        import numpy as np
         from seer_env.envs import phold_v0
-        venv = phold_v0.vector_env(4, num_entities=16)
+        venv = phold_v0.vector_env(4, num_entities=16, max_cycles=10,
+                                   autoreset_mode="same_step")
         obs, infos = venv.reset(seed=0)
         obs, rew, term, trunc, infos = venv.step(np.zeros((4, 16), np.int64))
 
-    Returned arrays are copies unless ``copy=False`` was given, in which case
-    they are views of the runtime's buffers, overwritten by the next call.
+    Returned arrays are fresh copies, safe to keep.  With ``copy=False``
+    (zero-copy mode) observations, rewards, flags and the ``alive``/``active``
+    masks are read-only views of buffers that the next ``step``/``reset``
+    overwrites: copy what you keep.
     """
 
-    def __init__(self, spec: EnvSpec, num_envs: int, copy: bool = True, **config: Any) -> None:
+    def __init__(
+        self,
+        spec: EnvSpec,
+        num_envs: int,
+        copy: bool = True,
+        autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
+        **config: Any,
+    ) -> None:
         if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)):
             raise ConfigError(f"num_envs={num_envs!r} must be a positive int")
         if num_envs < 1:
             raise ConfigError(f"num_envs={num_envs} must be >= 1")
+        self.autoreset_mode = autoreset_mode_of(autoreset_mode)
         self._setup(spec, int(num_envs), config)
         self.num_envs = int(num_envs)
+        self.num_agents = self.sizes.num_agents
         self.copy = bool(copy)
+        self.metadata: dict[str, Any] = {
+            "name": spec.name,
+            "autoreset_mode": self.autoreset_mode,
+        }
         self.single_observation_space = self._obs_space
         self.single_action_space = self._act_space
         self._needs_reset = True
         self._autoreset = np.zeros(self.num_envs, dtype=bool)
-        self._next_seeds: list[int] = []
+        self._next_seeds: list[int] = [0] * self.num_envs
+        # SAME_STEP keeps the final step's rewards and flags here (the reset
+        # that follows overwrites the runtime's buffers).
+        B, A = self.num_envs, self.num_agents
+        self._final = (
+            np.zeros((B, A), np.float32), np.zeros((B, A), bool), np.zeros((B, A), bool)
+        )
 
-    def reset(
-        self, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        seeds = self._seeds(seed, self.num_envs)
-        self.runtime.reset(seeds)
-        self._next_seeds = [(s + self.num_envs) & _MAX_SEED for s in seeds]
-        self._needs_reset = False
-        self._autoreset[:] = False
-        rt = self.runtime
-        return self._arr(rt.obs), self._infos()
+    # -- outputs -------------------------------------------------------------
 
     def _arr(self, a: np.ndarray) -> np.ndarray:
-        return a.copy() if self.copy else a
+        if self.copy:
+            return a.copy()
+        v = a.view()
+        v.flags.writeable = False
+        return v
 
-    def _infos(self) -> dict[str, np.ndarray]:
+    def _infos(self) -> dict[str, Any]:
         rt = self.runtime
-        infos = {"alive": self._arr(rt.alive), "active": self._arr(rt.active)}
+        infos: dict[str, Any] = {"alive": self._arr(rt.alive), "active": self._arr(rt.active)}
         for j, name in enumerate(self.info_names):
             infos[name] = rt.info[:, :, j].copy()
         return infos
 
-    def step(
-        self, actions: Any
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+    @property
+    def alive(self) -> np.ndarray:
+        """``(B, A)`` copy of the agents alive now (those whose next action counts)."""
+        return self.runtime.alive.copy()
+
+    # -- reset ---------------------------------------------------------------
+
+    def _instance_seeds(self, seed: Any) -> list[int]:
+        if seed is None or isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+            return self._seeds(seed, self.num_envs)
+        if isinstance(seed, (list, tuple, np.ndarray)):
+            if len(seed) != self.num_envs:
+                raise ConfigError(f"seed list has {len(seed)} entries; need {self.num_envs}")
+            fresh = self._seeds(None, self.num_envs)
+            return [fresh[i] if s is None else _seed_value(s) for i, s in enumerate(seed)]
+        raise ConfigError(f"seed={seed!r} must be an int, a list of {self.num_envs} ints or None")
+
+    def reset(
+        self, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        """Reset every instance, or those in ``options["reset_mask"]`` (a ``(B,)`` bool array).
+
+        Returns ``(obs, infos)`` for all instances (rows of the others unchanged).
+        """
         rt = self.runtime
         if rt.closed:
-            raise ClosedError(f"{self.spec_.name}: step() on a closed env")
-        if self._needs_reset:
-            raise StateError(f"{self.spec_.name}: call reset() before step()")
+            raise ClosedError(f"{self.spec_.name}: reset() on a closed env")
+        mask = None if options is None else options.get("reset_mask")
+        if mask is None:
+            seeds = self._instance_seeds(seed)
+            rt.reset(seeds)
+            self._next_seeds = [(s + self.num_envs) & _MAX_SEED for s in seeds]
+            self._autoreset[:] = False
+            self._needs_reset = False
+        else:
+            mask = np.asarray(mask)
+            if mask.dtype != np.bool_ or mask.shape != (self.num_envs,):
+                raise ConfigError(
+                    f"options['reset_mask'] must be a bool array of shape ({self.num_envs},), "
+                    f"got {mask.dtype} {mask.shape}"
+                )
+            if self._needs_reset:
+                raise StateError(f"{self.spec_.name}: the first reset() must reset every instance")
+            seeds = (
+                self._take_seeds(mask) if seed is None else self._instance_seeds(seed)
+            )
+            if seed is not None:
+                for i in np.flatnonzero(mask):
+                    self._next_seeds[i] = (seeds[i] + self.num_envs) & _MAX_SEED
+            rt.reset(seeds, mask)
+            self._autoreset[mask] = False
+        return self._arr(rt.obs), self._infos()
+
+    def _take_seeds(self, mask: np.ndarray) -> list[int]:
+        """Seeds for the instances in ``mask`` (their next seeds), advancing them."""
+        seeds = [0] * self.num_envs
+        for i in np.flatnonzero(mask):
+            seeds[i] = self._next_seeds[i]
+            self._next_seeds[i] = (self._next_seeds[i] + self.num_envs) & _MAX_SEED
+        return seeds
+
+    # -- step ----------------------------------------------------------------
+
+    def _write_actions(self, actions: Any) -> None:
         sz = self.sizes
         arr = np.asarray(actions)
         if sz.action_kind == "discrete":
@@ -554,27 +667,65 @@ class SeerVectorEnv(_SeerEnvCommon):
                 raise InvalidActionError(f"actions must be floats, got dtype {arr.dtype}")
         if arr.shape != want:
             raise InvalidActionError(f"actions must have shape {want}, got {arr.shape}")
-        if sz.action_kind == "discrete" and (arr.min() < -(2**31) or arr.max() >= 2**31):
+        if sz.action_kind == "discrete" and arr.size and (
+            arr.min() < -(2**31) or arr.max() >= 2**31
+        ):
             raise InvalidActionError("discrete actions out of int32 range")
-        stepping = ~self._autoreset
-        rt.actions[:] = arr if sz.action_kind == "discrete" else _to_float32(arr)
-        if stepping.any():
-            rt.step(stepping)
-        if self._autoreset.any():
-            idx = np.flatnonzero(self._autoreset)
-            seeds = [0] * self.num_envs
-            for i in idx:
-                seeds[i] = self._next_seeds[i]
-                self._next_seeds[i] = (self._next_seeds[i] + self.num_envs) & _MAX_SEED
-            rt.reset(seeds, self._autoreset)
-        self._autoreset = ~rt.alive.any(axis=1)
-        return (
-            self._arr(rt.obs),
-            self._arr(rt.reward),
-            self._arr(rt.terminated),
-            self._arr(rt.truncated),
-            self._infos(),
-        )
+        self.runtime.actions[:] = arr if sz.action_kind == "discrete" else _to_float32(arr)
+
+    def step(
+        self, actions: Any
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """Step every instance (see the class docstring for autoreset)."""
+        rt = self.runtime
+        if rt.closed:
+            raise ClosedError(f"{self.spec_.name}: step() on a closed env")
+        if self._needs_reset:
+            raise StateError(f"{self.spec_.name}: call reset() before step()")
+        mode = self.autoreset_mode
+        if mode is AutoresetMode.DISABLED:
+            finished = ~rt.alive.any(axis=1)
+            if finished.any():
+                raise StateError(
+                    f"{self.spec_.name}: instance(s) {np.flatnonzero(finished).tolist()} "
+                    "finished; with autoreset_mode=DISABLED reset them with "
+                    "reset(options={'reset_mask': mask}) before stepping"
+                )
+        self._write_actions(actions)
+        if mode is AutoresetMode.NEXT_STEP:
+            stepping = ~self._autoreset
+            if stepping.all():
+                rt.step()
+            elif stepping.any():
+                rt.step(stepping)
+            if self._autoreset.any():
+                rt.reset(self._take_seeds(self._autoreset), self._autoreset)
+            self._autoreset = ~rt.alive.any(axis=1)
+            return (self._arr(rt.obs), self._arr(rt.reward), self._arr(rt.terminated),
+                    self._arr(rt.truncated), self._infos())
+        rt.step()
+        finished = ~rt.alive.any(axis=1)
+        if mode is AutoresetMode.DISABLED or not finished.any():
+            return (self._arr(rt.obs), self._arr(rt.reward), self._arr(rt.terminated),
+                    self._arr(rt.truncated), self._infos())
+        # SAME_STEP with finished instances: keep the final step, then reset them.
+        rew, term, trunc = self._final
+        np.copyto(rew, rt.reward)
+        np.copyto(term, rt.terminated)
+        np.copyto(trunc, rt.truncated)
+        keep = ~finished
+        final_obs = rt.obs.copy()
+        final_obs[keep] = 0.0
+        final_info = self._infos()
+        final_info = {k: np.where(keep[:, None], np.zeros_like(v), v)
+                      for k, v in final_info.items()}
+        rt.reset(self._take_seeds(finished), finished)
+        infos = self._infos()
+        infos["final_obs"] = final_obs
+        infos["_final_obs"] = finished
+        infos["final_info"] = final_info
+        infos["_final_info"] = finished.copy()
+        return self._arr(rt.obs), self._arr(rew), self._arr(term), self._arr(trunc), infos
 
     def state(self) -> np.ndarray:
         """Global states, shape (num_envs, state_dim)."""

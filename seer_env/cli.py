@@ -158,21 +158,33 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="env config value, e.g. --set width=32 (repeatable)")
 
-    r = sub.add_parser("run", help="run an env under a random or constant policy")
+    r = sub.add_parser(
+        "run", help="run an env under a random or constant policy",
+        description="Step an env (NUM_ENVS instances in one runtime, next-step autoreset) "
+                    "under a random or constant policy, with a progress bar on a terminal, "
+                    "then print steps/s, agent-steps/s, events/s and the mean reward.")
     common(r, 200)
     r.add_argument("--threads", type=_threads, default="auto",
-                   help="worker threads incl. the caller, or 'auto' (default)")
+                   help="worker threads incl. the calling thread, or 'auto' "
+                        "(default: chosen from the CPUs)")
     r.add_argument("--executor", choices=["parallel", "serial"], default="parallel",
-                   help="event executor (default parallel)")
+                   help="event executor: 'parallel' (default) or 'serial' (the reference); "
+                        "outputs are identical")
     r.add_argument("--policy", choices=["random", "constant"], default="random",
                    help="random actions, or action 0 / zero vector (default random)")
-    r.add_argument("--quiet", action="store_true", help="no progress bar")
+    r.add_argument("--quiet", action="store_true",
+                   help="no progress bar (it is drawn on stderr only when that is a terminal)")
     r.set_defaults(fn=cmd_run)
 
     v = sub.add_parser("verify", help="serial vs parallel side by side; first divergence or "
-                                      "'identical' (exit status 1 on divergence)")
+                                      "'identical' (exit status 1 on divergence)",
+                       description="Run the serial reference and the parallel executor side "
+                                   "by side under the same random actions and report the "
+                                   "first divergence (step, instance, agent, field) or "
+                                   "'identical'. Exit status 0 if identical, 1 if not.")
     common(v, 100)
-    v.add_argument("--threads", type=int, default=2, help="threads of the parallel run")
+    v.add_argument("--threads", type=int, default=2,
+                   help="threads of the parallel run (default 2)")
     v.set_defaults(fn=cmd_verify)
 
     t = sub.add_parser("trace", help="write a Chrome/Perfetto trace of every worker's "
@@ -196,8 +208,11 @@ def build_parser() -> argparse.ArgumentParser:
         "PHOLD and PCS (for a many-core machine).  trace-overhead: this build vs one with "
         "the tracing code compiled out.")
     b.add_argument("what", choices=["phold", "suite", "stpa", "scaling", "trace-overhead"],
-                   nargs="?", default="phold")
-    b.add_argument("--rounds", type=int, default=7, help="timed rounds of 'phold'")
+                   nargs="?", default="phold",
+                   help="which benchmark (default phold; see the description above)")
+    b.add_argument("--rounds", type=int, default=7,
+                   help="timed rounds of 'phold' per configuration; the median is reported "
+                        "(default 7)")
     b.add_argument("-o", "--output", default="bench_out",
                    help="folder for JSON and PNG (default %(default)s)")
     b.add_argument("--quick", action="store_true", help="fewer rounds and sizes")

@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 from pettingzoo.utils import parallel_to_aec
 
+from .. import gym_vector
 from .._base import EnvSpec, SeerParallelEnv, SeerVectorEnv
 from .._runtime import Sizes
 from ..errors import ConfigError
@@ -342,10 +343,16 @@ def vector_env(num_envs: int, **config: Any) -> SeerVectorEnv:
     return SeerVectorEnv(SPEC, num_envs, **config)
 
 
+def agent_vector_env(num_envs: int, **config: Any) -> gym_vector.AgentVectorEnv:
+    """Every UAV of ``num_envs`` Aircraft instances as one sub-env of a Gymnasium VectorEnv."""
+    return gym_vector.agent_vector_env(vector_env, num_envs, **config)
+
+
 def env(**config: Any) -> Any:
     """Aircraft as a PettingZoo AEC env (``parallel_to_aec`` of :func:`parallel_env`)."""
     return parallel_to_aec(parallel_env(**config))
 
 
-__all__ = ["DEFAULTS", "SPEC", "parallel_env", "vector_env", "env", "c_config",
+__all__ = ["DEFAULTS", "SPEC", "parallel_env", "vector_env", "agent_vector_env", "env",
+           "c_config",
            "resolve_derived", "obs_layout", "uav_states", "render_frame", "UAV_DTYPE"]

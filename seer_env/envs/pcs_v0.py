@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 from pettingzoo.utils import parallel_to_aec
 
+from .. import gym_vector
 from .._base import EnvSpec, SeerParallelEnv, SeerVectorEnv
 from .._runtime import Sizes
 from ..errors import ConfigError
@@ -252,6 +253,11 @@ def parallel_env(**config: Any) -> PcsParallelEnv:
 def vector_env(num_envs: int, **config: Any) -> PcsVectorEnv:
     """``num_envs`` PCS instances stepped together as arrays."""
     return PcsVectorEnv(SPEC, num_envs, **config)
+
+
+def agent_vector_env(num_envs: int, **config: Any) -> gym_vector.AgentVectorEnv:
+    """Every agent of ``num_envs`` PCS instances as one sub-env of a Gymnasium VectorEnv."""
+    return gym_vector.agent_vector_env(vector_env, num_envs, **config)
 
 
 def env(**config: Any) -> Any:

@@ -21,6 +21,7 @@ from typing import Any
 
 from pettingzoo.utils import parallel_to_aec
 
+from .. import gym_vector
 from .._base import EnvSpec, SeerParallelEnv, SeerVectorEnv
 from ..errors import ConfigError
 
@@ -82,6 +83,11 @@ def parallel_env(**config: Any) -> SeerParallelEnv:
 def vector_env(num_envs: int, **config: Any) -> SeerVectorEnv:
     """``num_envs`` PHOLD instances stepped together as arrays."""
     return SeerVectorEnv(SPEC, num_envs, **config)
+
+
+def agent_vector_env(num_envs: int, **config: Any) -> gym_vector.AgentVectorEnv:
+    """Every agent of ``num_envs`` PHOLD instances as one sub-env of a Gymnasium VectorEnv."""
+    return gym_vector.agent_vector_env(vector_env, num_envs, **config)
 
 
 def env(**config: Any) -> Any:

@@ -1,0 +1,157 @@
+"""RLlib adapter: seer_env envs as RLlib ``MultiAgentEnv``s (new API stack).
+
+This module imports without Ray; Ray is imported when
+:class:`SeerMultiAgentEnv` is first used (``pip install 'seer_env[rllib]'``).
+
+Example (PPO, one policy shared by every agent, two remote env runners)::
+
+    import ray
+    from ray.rllib.algorithms.ppo import PPOConfig
+    from seer_env.rllib import SeerMultiAgentEnv, shared_policy
+
+    ray.init(num_cpus=3)
+    config = (
+        PPOConfig()
+        .environment(SeerMultiAgentEnv,
+                     env_config={"env": "pcs_v0", "width": 4, "height": 4, "threads": 1})
+        .env_runners(num_env_runners=2)
+        .multi_agent(**shared_policy("shared"))
+        .training(train_batch_size_per_learner=2000, minibatch_size=500, num_epochs=2)
+    )
+    algo = config.build_algo()
+    print(algo.train()["env_runners"]["episode_return_mean"])
+
+``env_config`` holds ``"env"`` (a name from :data:`seer_env.ENVS`) and the env's
+config (``threads=1`` suits env runners, which get one CPU each).
+
+What this adapter does that RLlib's ``ParallelPettingZooEnv`` does not:
+
+* ``agents`` and ``possible_agents`` are lists in the env's order (not built
+  from a set), and ``agents`` tracks the agents alive now;
+* ``__all__``: the episode ends when no agent is alive, even when, in the
+  last step, one agent terminated and another truncated (``ParallelPettingZooEnv``
+  sets ``__all__`` to ``all(...)`` of each dict and then never ends such an
+  episode).  Exactly one of ``terminateds["__all__"]`` and
+  ``truncateds["__all__"]`` is True then: ``truncateds`` if any agent
+  finishing in that step was truncated, else ``terminateds``;
+* flags are Python ``bool``, rewards Python ``float`` (never ``np.bool_``,
+  ``np.float32`` or arrays);
+* infos have exactly the keys of the observations (the agents that acted),
+  with plain-float values (``info_keys=`` in ``env_config`` chooses them, as
+  for the ParallelEnv).
+
+RLlib's own checker (``check_multiagent_environments``) runs on it when
+RLlib builds the env runners (leave ``disable_env_checking`` False).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .registry import make
+
+__all__ = ["SeerMultiAgentEnv", "shared_policy", "env_creator"]  # noqa: F822 (lazy)
+
+
+def shared_policy(policy_id: str = "shared") -> dict[str, Any]:
+    """Arguments for ``AlgorithmConfig.multi_agent``: every agent maps to one policy.
+
+    Example: ``config.multi_agent(**shared_policy("shared"))``.
+    """
+
+    def mapping(agent_id: Any, episode: Any = None, **kwargs: Any) -> str:
+        return policy_id
+
+    return {"policies": {policy_id}, "policy_mapping_fn": mapping}
+
+
+def env_creator(env_config: Mapping[str, Any]) -> Any:
+    """``SeerMultiAgentEnv(env_config)``; for ``ray.tune.registry.register_env``."""
+    return _env_class()(env_config)
+
+
+def _to_python_infos(infos: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {a: {k: float(v) for k, v in d.items()} for a, d in infos.items()}
+
+
+def _build_class() -> type:
+    import gymnasium
+    from ray.rllib.env.multi_agent_env import MultiAgentEnv
+
+    class SeerMultiAgentEnv(MultiAgentEnv):
+        """A seer_env ParallelEnv as an RLlib ``MultiAgentEnv`` (see the module docstring).
+
+        Args:
+            config: ``{"env": name, **env config}`` (RLlib's ``env_config``; an
+                ``EnvContext`` works too).
+        """
+
+        def __init__(self, config: Mapping[str, Any] | None = None) -> None:
+            super().__init__()
+            cfg = dict(config or {})
+            if "env" not in cfg:
+                raise ValueError("env_config needs 'env', e.g. {'env': 'pcs_v0', ...}")
+            name = cfg.pop("env")
+            self.par_env = make(name, api="parallel", **cfg)
+            self.metadata = self.par_env.metadata
+            self.render_mode = self.par_env.render_mode
+            self.possible_agents = list(self.par_env.possible_agents)
+            self.agents = []
+            self._agent_ids = set(self.possible_agents)
+            self.observation_spaces = {
+                a: self.par_env.observation_space(a) for a in self.possible_agents
+            }
+            self.action_spaces = {a: self.par_env.action_space(a) for a in self.possible_agents}
+            # the old API stack reads these; RLlib's checker needs them present
+            self.observation_space = gymnasium.spaces.Dict(self.observation_spaces)
+            self.action_space = gymnasium.spaces.Dict(self.action_spaces)
+
+        def reset(
+            self, *, seed: int | None = None, options: dict[str, Any] | None = None
+        ) -> tuple[dict[str, Any], dict[str, Any]]:
+            obs, infos = self.par_env.reset(seed=seed, options=options)
+            self.agents = list(self.par_env.agents)
+            return obs, _to_python_infos(infos)
+
+        def step(self, action_dict: dict[str, Any]) -> tuple[
+            dict[str, Any], dict[str, float], dict[str, bool], dict[str, bool], dict[str, Any]
+        ]:
+            obs, rew, term, trunc, infos = self.par_env.step(action_dict)
+            self.agents = list(self.par_env.agents)
+            rewards = {a: float(r) for a, r in rew.items()}
+            terminateds = {a: bool(x) for a, x in term.items()}
+            truncateds = {a: bool(x) for a, x in trunc.items()}
+            over = not self.agents
+            any_trunc = any(truncateds.values())
+            terminateds["__all__"] = over and not any_trunc
+            truncateds["__all__"] = over and any_trunc
+            return obs, rewards, terminateds, truncateds, _to_python_infos(infos)
+
+        def render(self) -> Any:
+            return self.par_env.render()
+
+        def close(self) -> None:
+            self.par_env.close()
+
+    SeerMultiAgentEnv.__module__ = __name__
+    SeerMultiAgentEnv.__qualname__ = "SeerMultiAgentEnv"
+    return SeerMultiAgentEnv
+
+
+_CLASS: type | None = None
+
+
+def _env_class() -> type:
+    global _CLASS
+    if _CLASS is None:
+        _CLASS = _build_class()
+    return _CLASS
+
+
+def __getattr__(name: str) -> Any:
+    # SeerMultiAgentEnv subclasses Ray's MultiAgentEnv: build it on first use so
+    # that importing this module does not import Ray.
+    if name == "SeerMultiAgentEnv":
+        return _env_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

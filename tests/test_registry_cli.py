@@ -1,0 +1,126 @@
+"""``seer_env.make``, PettingZoo's registry and the ``seer-env`` command line."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import re
+
+import gymnasium
+import numpy as np
+import pettingzoo
+import pytest
+from pettingzoo.test import parallel_api_test
+
+import seer_env
+from seer_env import cli
+from seer_env.envs import pcs_v0
+from seer_env.errors import ConfigError
+from seer_env.gym_vector import AgentVectorEnv
+
+SMALL = dict(width=3, height=2, max_cycles=5, threads=1)
+
+
+def test_make_every_api() -> None:
+    par = seer_env.make("pcs_v0", **SMALL)
+    assert isinstance(par, pcs_v0.PcsParallelEnv)
+    aec = seer_env.make("pcs_v0", api="aec", **SMALL)
+    assert isinstance(aec, pettingzoo.AECEnv)
+    venv = seer_env.make("pcs_v0", api="vector", num_envs=2, **SMALL)
+    assert isinstance(venv, pcs_v0.PcsVectorEnv) and venv.num_envs == 2
+    gv = seer_env.make("pcs_v0", api="agent_vector", num_envs=2, autoreset_mode="same_step",
+                       **SMALL)
+    assert isinstance(gv, AgentVectorEnv) and isinstance(gv, gymnasium.vector.VectorEnv)
+    assert gv.num_envs == 12
+    assert gv.metadata["autoreset_mode"] is gymnasium.vector.AutoresetMode.SAME_STEP
+    with pytest.raises(ConfigError, match="api="):
+        seer_env.make("pcs_v0", api="gym")
+    with pytest.raises(ConfigError, match="unknown env"):
+        seer_env.make("nope_v0")
+    for e in (par, venv, gv):
+        e.close()
+
+
+def test_pettingzoo_registry() -> None:
+    ids = seer_env.register_pettingzoo()  # idempotent; import seer_env already did it
+    assert {"seer_env/pcs_v0", "seer_env/phold_v0"} <= set(ids)
+    for env_id in ids:
+        assert env_id.replace("_v", "-v") in pettingzoo.parallel_registry
+        assert env_id.replace("_v", "-v") in pettingzoo.aec_registry
+    env = pettingzoo.make("parallel", "seer_env/pcs_v0", **SMALL)
+    ref = pcs_v0.parallel_env(**SMALL)
+    assert isinstance(env, pcs_v0.PcsParallelEnv)
+    o1, _ = env.reset(seed=7)
+    o2, _ = ref.reset(seed=7)
+    assert all(np.array_equal(o1[a], o2[a]) for a in ref.possible_agents)
+    # PettingZoo's max_cycles argument reaches the env
+    short = pettingzoo.make("parallel", "seer_env/pcs-v0", max_cycles=2, width=2, height=2)
+    short.reset(seed=0)
+    short.step({a: 0 for a in short.agents})
+    *_, trunc, _ = short.step({a: 0 for a in short.agents})
+    assert all(trunc.values()) and short.agents == []
+    aec = pettingzoo.make("aec", "seer_env/phold_v0", num_entities=4, max_cycles=3)
+    aec.reset(seed=1)
+    assert aec.agent_selection == "entity_0"
+    parallel_api_test(pettingzoo.make("parallel", "seer_env/phold_v0", num_entities=5,
+                                      max_cycles=8, threads=1), num_cycles=10)
+    for e in (env, ref, short):
+        e.close()
+
+
+def _all_actions(p: argparse.ArgumentParser) -> list[tuple[str, argparse.Action]]:
+    out = []
+    for act in p._actions:
+        if isinstance(act, argparse._SubParsersAction):
+            for name, sp in act.choices.items():
+                out += [(f"{name} {a.dest}", a) for _, a in _all_actions(sp)]
+        elif not isinstance(act, argparse._HelpAction):
+            out.append((act.dest, act))
+    return out
+
+
+def test_every_cli_option_has_help(capsys: pytest.CaptureFixture[str]) -> None:
+    parser = cli.build_parser()
+    actions = _all_actions(parser)
+    assert {"run steps", "run policy", "run threads", "verify threads", "bench rounds",
+            "bench what"} <= {name for name, _ in actions}
+    missing = [name for name, a in actions if not a.help]
+    assert missing == []
+    for cmd in ("run", "verify", "bench"):
+        with pytest.raises(SystemExit) as exc:
+            cli.main([cmd, "--help"])
+        assert exc.value.code == 0
+        text = capsys.readouterr().out
+        assert text.startswith(f"usage: seer-env {cmd}")
+        assert "\n\n" in text.split("options:")[0]  # a description paragraph
+
+
+@pytest.mark.parametrize("policy", ["random", "constant"])
+def test_cli_run_prints_rates(policy: str, capsys: pytest.CaptureFixture[str]) -> None:
+    rc = cli.main(["run", "pcs_v0", "--steps", "30", "--policy", policy, "--threads", "1",
+                   "--num-envs", "2", "--set", "width=4", "--set", "height=4", "--quiet"])
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert f"2 instance(s) x 16 agents, executor=parallel, threads=1, policy={policy}" in out
+    m = re.search(r"30 steps in [\d.]+ s: ([\d,.]+) steps/s, ([\d,]+) agent-steps/s, "
+                  r"([\d,]+) events/s \(([\d,]+) events\)", out)
+    assert m is not None, out
+    assert int(m.group(4).replace(",", "")) > 0
+
+
+def test_cli_progress_bar(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    err = Tty()
+    monkeypatch.setattr("sys.stderr", err)
+    bar = cli._Progress(10, enabled=True)
+    bar.update(10)
+    assert re.fullmatch(r"\r\[#{30}\] 10/10 steps +[\d.]+ steps/s\n", err.getvalue())
+
+
+def test_cli_verify(capsys: pytest.CaptureFixture[str]) -> None:
+    rc = cli.main(["verify", "phold_v0", "--steps", "20", "--threads", "2", "--num-envs", "2",
+                   "--set", "num_entities=16"])
+    assert rc == 0 and "identical" in capsys.readouterr().out

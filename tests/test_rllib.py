@@ -1,0 +1,171 @@
+"""The RLlib adapter: its quirk fixes, RLlib's env checker, PPO on remote env runners.
+
+Skipped where Ray is not installed; ``run_tests.sh`` installs ``.[rllib]`` so CI
+runs all of it.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from typing import Any
+
+import fake_env
+import numpy as np
+import pytest
+
+from seer_env.registry import available
+
+SMALL_PCS = {"env": "pcs_v0", "width": 3, "height": 3, "max_cycles": 20, "threads": 1}
+
+
+def test_module_imports_without_ray() -> None:
+    code = (
+        "import sys; sys.modules['ray'] = None\n"
+        "import seer_env.rllib as r\n"
+        "print(sorted(r.shared_policy('p')['policies']))\n"
+        "try:\n    r.SeerMultiAgentEnv\nexcept ImportError:\n    print('needs ray')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["['p']", "needs", "ray"]
+
+
+ray = pytest.importorskip("ray")
+from ray.rllib.env.multi_agent_env import MultiAgentEnv  # noqa: E402
+from ray.rllib.env.wrappers.pettingzoo_env import ParallelPettingZooEnv  # noqa: E402
+from ray.rllib.utils.pre_checks.env import check_multiagent_environments  # noqa: E402
+
+from seer_env import rllib  # noqa: E402
+
+
+def test_adapter_types_order_and_checker() -> None:
+    env = rllib.SeerMultiAgentEnv(SMALL_PCS)
+    assert isinstance(env, MultiAgentEnv)
+    names = [f"cell_{r}_{c}" for r in range(3) for c in range(3)]
+    assert env.possible_agents == names and env.agents == []
+    check_multiagent_environments(env)  # RLlib's own checker; raises on any problem
+    obs, infos = env.reset(seed=3)
+    assert list(obs) == names == env.agents and set(infos) == set(obs)
+    for _ in range(20):
+        acts = {a: env.get_action_space(a).sample() for a in env.agents}
+        obs, rew, term, trunc, infos = env.step(acts)
+        assert list(obs) == list(rew) == names and set(infos) == set(obs)
+        assert all(type(v) is float for v in rew.values())
+        assert all(type(v) is bool for d in (term, trunc) for v in d.values())
+        assert all(type(v) is float for d in infos.values() for v in d.values())
+        assert all(o in env.get_observation_space(a) for a, o in obs.items())
+    assert trunc["__all__"] is True and term["__all__"] is False and env.agents == []
+    env.close()
+
+
+def test_all_flags_when_agents_finish_differently(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_env.install(monkeypatch)
+    monkeypatch.setattr("seer_env.registry.env_module", lambda name: fake_env)
+    env = rllib.SeerMultiAgentEnv({"env": "fake_v0", "num_agents": 4})
+    theirs = ParallelPettingZooEnv(fake_env.parallel_env(num_agents=4))
+    # seed 0: agents 0 (terminated) and 1 (truncated) finish after step 1;
+    # agents 2 (terminated) and 3 (truncated) after step 2
+    env.reset(seed=0)
+    theirs.reset(seed=0)
+    acts = {f"agent_{i}": 1 for i in range(4)}
+    _, rew, term, trunc, _ = env.step(acts)
+    assert term == {"agent_0": True, "agent_1": False, "agent_2": False, "agent_3": False,
+                    "__all__": False}
+    assert trunc == {"agent_0": False, "agent_1": True, "agent_2": False, "agent_3": False,
+                     "__all__": False}
+    assert env.agents == ["agent_2", "agent_3"]
+    obs, rew, term, trunc, infos = env.step({"agent_2": 0, "agent_3": 2})
+    assert list(obs) == ["agent_2", "agent_3"] and set(infos) == set(obs)
+    assert rew == {"agent_2": 1.0, "agent_3": 3.5}
+    assert term == {"agent_2": True, "agent_3": False, "__all__": False}
+    assert trunc == {"agent_3": True, "agent_2": False, "__all__": True}
+    assert env.agents == []
+    # RLlib's ParallelPettingZooEnv never ends this episode
+    theirs.step(acts)
+    *_, t_term, t_trunc, _ = theirs.step({"agent_2": 0, "agent_3": 2})
+    assert not t_term["__all__"] and not t_trunc["__all__"]
+    env.close()
+
+
+def test_env_config_needs_env_name() -> None:
+    with pytest.raises(ValueError, match="env_config needs 'env'"):
+        rllib.SeerMultiAgentEnv({"width": 3})
+
+
+@pytest.fixture(scope="module")
+def ray_session() -> Any:
+    ray.init(num_cpus=3, include_dashboard=False, object_store_memory=150 * 1024**2,
+             log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+def _ppo_two_iterations(env_config: dict[str, Any]) -> list[dict[str, Any]]:
+    from ray.rllib.algorithms.ppo import PPOConfig
+    from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
+    from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+
+    config = (
+        PPOConfig()
+        .environment(rllib.SeerMultiAgentEnv, env_config=env_config)
+        .env_runners(num_env_runners=2, rollout_fragment_length=50)
+        .multi_agent(**rllib.shared_policy("shared"))
+        .rl_module(rl_module_spec=MultiRLModuleSpec(rl_module_specs={
+            "shared": RLModuleSpec(model_config={"fcnet_hiddens": [16, 16]})}))
+        .training(train_batch_size_per_learner=400, minibatch_size=200, num_epochs=1)
+    )
+    assert config.enable_rl_module_and_learner and config.enable_env_runner_and_connector_v2
+    assert not config.disable_env_checking  # RLlib runs its env checker in each runner
+    algo = config.build_algo()
+    try:
+        runners = algo.env_runner_group
+        assert runners.num_remote_env_runners() == 2
+        results = []
+        for _ in range(2):
+            t0 = time.perf_counter()
+            res = algo.train()
+            res["_wall_s"] = time.perf_counter() - t0
+            results.append(res)
+        # the remote runners (other processes) hold our env
+        kinds = runners.foreach_env_runner(
+            lambda r: type(r.env.unwrapped.envs[0].unwrapped).__name__
+            if hasattr(r.env.unwrapped, "envs") else type(r.env.unwrapped).__name__,
+            local_env_runner=False)
+        assert kinds == ["SeerMultiAgentEnv"] * 2
+        return results
+    finally:
+        algo.stop()
+
+
+@pytest.mark.parametrize("env_config", [
+    SMALL_PCS,
+    pytest.param(
+        {"env": "aircraft_v0", "threads": 1}, id="aircraft",
+        marks=pytest.mark.skipif("aircraft_v0" not in available(),
+                                 reason="aircraft_v0 not merged yet")),
+    {"env": "phold_v0", "num_entities": 8, "max_cycles": 25, "threads": 1},
+])
+def test_ppo_two_iterations_on_remote_env_runners(ray_session: Any,
+                                                  env_config: dict[str, Any]) -> None:
+    from seer_env.registry import env_module
+
+    mod = env_module(env_config["env"])
+    n_agents = len(mod.parallel_env(**{k: v for k, v in env_config.items()
+                                       if k != "env"}).possible_agents)
+    results = _ppo_two_iterations(env_config)
+    for i, res in enumerate(results):
+        assert res["training_iteration"] == i + 1
+        er = res["env_runners"]
+        assert er["num_env_steps_sampled"] >= 400
+        module_steps = er["num_module_steps_sampled"]["shared"]
+        env_steps = er["num_env_steps_sampled"]
+        if env_config["env"] == "aircraft_v0":
+            # UAVs die mid-episode: every live UAV stepped, at least one per env step
+            assert env_steps <= module_steps <= n_agents * env_steps
+        else:
+            # every agent stepped each env step: one shared policy saw them all
+            assert module_steps == n_agents * env_steps
+        assert np.isfinite(er["episode_return_mean"])
+        assert "shared" in res["learners"]
+        print(f"{env_config['env']}: iteration {i + 1} took {res['_wall_s']:.1f} s")
