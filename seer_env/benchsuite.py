@@ -77,6 +77,16 @@ def _zero_actions(rt: Runtime) -> None:
         rt.actions[:] = np.clip(0.0, rt.sizes.action_low, rt.sizes.action_high)
 
 
+def _step(rt: Runtime) -> None:
+    """One step; instances whose episode ended (every agent dead: Aircraft) are
+    reset first with their benchmark seed, so every configuration keeps running
+    the same simulation."""
+    done = ~rt.alive.any(axis=1)
+    if done.any():
+        rt.reset([1] * rt.num_instances, done)
+    rt.step()
+
+
 def _make(env: str, size_cfg: dict[str, Any], batch: int, executor: str,
           threads: int | str) -> Any:
     cfg = dict(size_cfg)
@@ -120,7 +130,7 @@ def measure_workload(env: str, size: str, batch: int, rounds: int = 9,
         st = rts["auto"].stpa
         pre = 0
         while st.decision is None:
-            rts["auto"].step()
+            _step(rts["auto"])
             pre += 1
         t_first = {}
         for k, rt in rts.items():
@@ -128,7 +138,7 @@ def measure_workload(env: str, size: str, batch: int, rounds: int = 9,
                 continue
             t0 = time.perf_counter()
             for _ in range(pre):
-                rt.step()
+                _step(rt)
             t_first[k] = (time.perf_counter() - t0) / max(1, pre)
         per_step_est = min(t_first.values())
         steps = int(min(50, max(1, round(round_s / max(per_step_est, 1e-7)))))
@@ -141,7 +151,7 @@ def measure_workload(env: str, size: str, batch: int, rounds: int = 9,
                 e0 = rt.stats()["events"]
                 t0 = time.perf_counter_ns()
                 for _ in range(steps):
-                    rt.step()
+                    _step(rt)
                 dt = time.perf_counter_ns() - t0
                 samples[k].append(dt / steps)
                 evs[k].append((rt.stats()["events"] - e0) / (dt * 1e-9))
@@ -279,7 +289,7 @@ def bench_ports(rounds: int = 5, log: Log = print) -> dict[str, Any]:
             samples["port"].append(time.perf_counter_ns() - t0)
             for k, rt in rts.items():
                 t0 = time.perf_counter_ns()
-                rt.step()
+                _step(rt)
                 samples[k].append(time.perf_counter_ns() - t0)
         for rt in rts.values():
             rt.close()
@@ -436,13 +446,13 @@ def bench_scaling(max_threads: int = 16, rounds: int = 7, log: Log = print) -> d
         for rt in rts.values():
             rt.reset([1])
             _zero_actions(rt)
-            rt.step()
+            _step(rt)
         t0 = time.perf_counter()
-        rts["serial"].step()
+        _step(rts["serial"])
         steps = int(min(20, max(1, round(0.05 / (time.perf_counter() - t0)))))
         for k, rt in rts.items():
             if k != "serial":
-                rt.step()
+                _step(rt)
         samples: dict[str, list[float]] = {k: [] for k in labels}
         evs: dict[str, list[float]] = {k: [] for k in labels}
         for r in range(rounds):
@@ -451,7 +461,7 @@ def bench_scaling(max_threads: int = 16, rounds: int = 7, log: Log = print) -> d
                 e0 = rt.stats()["events"]
                 t0n = time.perf_counter_ns()
                 for _ in range(steps):
-                    rt.step()
+                    _step(rt)
                 dt = time.perf_counter_ns() - t0n
                 samples[k].append(dt / steps)
                 evs[k].append((rt.stats()["events"] - e0) / (dt * 1e-9))

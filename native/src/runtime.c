@@ -641,7 +641,11 @@ int seer_trace_alloc_worker(seer_runtime *rt, seer_worker *w)
     if (!rt->trace_cap)
         return SEER_OK;
     w->trace = malloc(rt->trace_cap * sizeof *w->trace);
-    return w->trace ? SEER_OK : SEER_E_NOMEM;
+    if (!w->trace)
+        return SEER_E_NOMEM;
+    /* Touch the pages now, not in the first traced event loop. */
+    memset(w->trace, 0, rt->trace_cap * sizeof *w->trace);
+    return SEER_OK;
 }
 
 int seer_runtime_trace(seer_runtime *rt, uint64_t capacity)
