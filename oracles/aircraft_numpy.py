@@ -29,10 +29,11 @@ from typing import Any
 
 import numpy as np
 
+from .rng import Xoshiro256, splitmix64, u01
+
 M64 = (1 << 64) - 1
 TWO_PI = 2.0 * math.pi
 GOLDEN = float("2.3999632297286533222315555066336")  # pi * (3 - sqrt(5))
-SEED_KEY = 0xD1B54A32D192ED03
 TARGET_KEY = 0x5EEDA1C7A26E7500
 
 CRASH_NONE, CRASH_GROUND, CRASH_ARENA, CRASH_BATTERY = 0, 1, 2, 3
@@ -43,54 +44,7 @@ DISCRETE = np.array(
 )
 
 
-# ---- random numbers --------------------------------------------------------------
-
-def splitmix64(state: int) -> tuple[int, int]:
-    """One splitmix64 step: returns (new state, output)."""
-    state = (state + 0x9E3779B97F4A7C15) & M64
-    z = state
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M64
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64
-    return state, z ^ (z >> 31)
-
-
-def u01(z: int) -> float:
-    """53-bit uniform in (0, 1) from a 64-bit word."""
-    return ((z >> 11) + 0.5) * 2.0**-53
-
-
-class Xoshiro256:
-    """xoshiro256** seeded like the runtime's per-entity streams."""
-
-    def __init__(self, seed: int, entity: int) -> None:
-        x = (seed ^ ((SEED_KEY * (entity + 1)) & M64)) & M64
-        _, sm = splitmix64(x)
-        s = []
-        for _ in range(4):
-            sm, out = splitmix64(sm)
-            s.append(out)
-        if not any(s):
-            s[0] = 1
-        self.s = s
-
-    def next(self) -> int:
-        s = self.s
-        r = (((s[1] * 5) & M64) << 7 | ((s[1] * 5) & M64) >> 57) & M64
-        result = (r * 9) & M64
-        t = (s[1] << 17) & M64
-        s[2] ^= s[0]
-        s[3] ^= s[1]
-        s[1] ^= s[2]
-        s[0] ^= s[3]
-        s[2] ^= t
-        s[3] = ((s[3] << 45) | (s[3] >> 19)) & M64
-        return result
-
-    def uniform(self) -> float:
-        return u01(self.next())
-
-    def exponential(self, mean: float) -> float:
-        return -mean * math.log(self.uniform())
+# ---- random numbers: oracles/rng.py (splitmix64, xoshiro256**) ------------------
 
 
 # ---- the port ----------------------------------------------------------------------

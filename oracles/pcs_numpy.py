@@ -30,6 +30,10 @@ from typing import Any
 
 import numpy as np
 
+from .rng import seed_state as xoshiro_seed
+from .rng import splitmix64 as splitmix64_next
+from .rng import xo_below, xo_exponential
+
 MASK64 = (1 << 64) - 1
 INF = math.inf
 TWO_PI = 6.283185307179586
@@ -55,57 +59,6 @@ CLCG4_JUMP = tuple(pow(a, 1 << 72, m) for a, m in zip(CLCG4_A, CLCG4_M, strict=T
 
 
 # ---- RNG ---------------------------------------------------------------------
-
-def splitmix64_next(x: int) -> tuple[int, int]:
-    """One splitmix64 step: returns (new state, output)."""
-    x = (x + 0x9E3779B97F4A7C15) & MASK64
-    z = x
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
-    return x, z ^ (z >> 31)
-
-
-def xoshiro_seed(seed: int, entity: int) -> list[int]:
-    """The xoshiro256** state of ``entity`` under instance seed ``seed``."""
-    x = (seed ^ ((0xD1B54A32D192ED03 * (entity + 1)) & MASK64)) & MASK64
-    _, sm = splitmix64_next(x)
-    s = []
-    for _ in range(4):
-        sm, out = splitmix64_next(sm)
-        s.append(out)
-    if not any(s):
-        s[0] = 1
-    return s
-
-
-def xoshiro_next(s: list[int]) -> int:
-    """Advance ``s`` in place and return the next 64-bit output."""
-    s1 = s[1]
-    r = (s1 * 5) & MASK64
-    r = ((r << 7) | (r >> 57)) & MASK64
-    result = (r * 9) & MASK64
-    t = (s1 << 17) & MASK64
-    s[2] ^= s[0]
-    s[3] ^= s[1]
-    s[1] ^= s[2]
-    s[0] ^= s[3]
-    s[2] ^= t
-    s3 = s[3]
-    s[3] = ((s3 << 45) | (s3 >> 19)) & MASK64
-    return result
-
-
-def xo_uniform(s: list[int]) -> float:
-    return (float(xoshiro_next(s) >> 11) + 0.5) * 2.0**-53
-
-
-def xo_exponential(s: list[int], mean: float) -> float:
-    return -mean * math.log(xo_uniform(s))
-
-
-def xo_below(s: list[int], n: int) -> int:
-    return ((xoshiro_next(s) >> 32) * n) >> 32
-
 
 def clcg4_seed(seed: int, cell: int) -> list[int]:
     """CLCG4 state of ``cell``; seed 0 is the engine's base seed."""

@@ -996,6 +996,19 @@ void *seer_runtime_buffer(seer_runtime *rt, int which)
     }
 }
 
+/* Restart the worker pool with `threads` members (no-op if unchanged). */
+static int resize_pool(seer_runtime *rt, uint32_t threads)
+{
+    if (threads == rt->nthreads)
+        return SEER_OK;
+    seer_pool_stop(rt);
+    if (seer_pool_start(rt, threads) != SEER_OK) {
+        seer_fail(rt, SEER_E_NOMEM, "could not start %u threads", threads);
+        return SEER_E_NOMEM;
+    }
+    return SEER_OK;
+}
+
 int seer_runtime_set_threads(seer_runtime *rt, uint32_t threads)
 {
     if (threads == 0 || threads > 1024) {
@@ -1009,14 +1022,7 @@ int seer_runtime_set_threads(seer_runtime *rt, uint32_t threads)
         }
         return SEER_OK;
     }
-    if (threads == rt->nthreads)
-        return SEER_OK;
-    seer_pool_stop(rt);
-    if (seer_pool_start(rt, threads) != SEER_OK) {
-        seer_fail(rt, SEER_E_NOMEM, "could not start %u threads", threads);
-        return SEER_E_NOMEM;
-    }
-    return SEER_OK;
+    return resize_pool(rt, threads);
 }
 
 /* Move one instance's pending events between the executors' queues.  Runs
@@ -1118,14 +1124,7 @@ int seer_runtime_set_executor(seer_runtime *rt, int executor, uint32_t threads)
         free(counts);
         rt->executor = executor;
     }
-    if (threads == rt->nthreads)
-        return SEER_OK;
-    seer_pool_stop(rt);
-    if (seer_pool_start(rt, threads) != SEER_OK) {
-        seer_fail(rt, SEER_E_NOMEM, "could not start %u threads", threads);
-        return SEER_E_NOMEM;
-    }
-    return SEER_OK;
+    return resize_pool(rt, threads);
 }
 
 static uint32_t select_instances(seer_runtime *rt, const uint8_t *mask)
