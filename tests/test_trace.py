@@ -57,12 +57,20 @@ def test_chrome_trace_of_a_parallel_runtime(tmp_path):
     back = json.loads(path.read_text())
     assert back == json.loads(json.dumps(tr))
     tracks = check_trace_format(back)
-    assert set(tracks) == {0, 1}
-    for tid in (0, 1):
-        names = [e["name"] for e in tracks[tid]]
-        # every worker runs every window and the barriers between them
-        assert names.count("window") == windows
-        assert "barrier wait" in names and "act" in names and "boundary" in names
+    # The calling thread (0) takes part in every phase; worker 1 takes part in
+    # the phases it reaches while work is left (on a loaded machine possibly
+    # none: nobody waits for a worker that claimed nothing).
+    assert 0 in tracks and set(tracks) <= {0, 1}
+    names0 = [e["name"] for e in tracks[0]]
+    assert names0.count("window") == windows
+    assert "act" in names0 and "boundary" in names0
+    for tid, evs in tracks.items():
+        names = [e["name"] for e in evs]
+        assert names.count("window") <= windows
+        # a wait is recorded only when a claim ends it: it precedes work
+        for k, e in enumerate(evs):
+            if e["name"] == "barrier wait":
+                assert k + 1 < len(evs) and evs[k + 1]["cat"] in ("phase", "window")
     ev = [e for t in tracks.values() for e in t if e["cat"] == "event"]
     assert {e["name"] for e in ev} == {rt.event_name(0)} == {"PHOLD_EVENT"}
     n_events = sum(e["args"]["events"] for t in tracks.values() for e in t
@@ -96,8 +104,10 @@ def test_cli_trace_writes_a_valid_trace(tmp_path, capsys):
     assert rc == 0
     tr = json.loads(out.read_text())
     tracks = check_trace_format(tr)
-    assert len(tracks) == 3  # two workers and the python step track
-    steps = [e for e in tracks[2] if e["cat"] == "python"]
+    # the calling thread's track, worker 1's if it took part, the python track
+    py = [tid for tid, evs in tracks.items() if any(e["cat"] == "python" for e in evs)]
+    assert len(py) == 1 and 0 in tracks and len(tracks) in (2, 3)
+    steps = [e for e in tracks[py[0]] if e["cat"] == "python"]
     assert [e["name"] for e in steps] == [f"step {k}" for k in range(4)]
     assert tr["otherData"]["env"] == "pcs_v0" and tr["otherData"]["num_envs"] == 2
     assert "perfetto" in capsys.readouterr().out
