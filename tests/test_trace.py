@@ -60,10 +60,11 @@ def test_chrome_trace_of_a_parallel_runtime(tmp_path):
     # The calling thread (0) takes part in every phase; worker 1 takes part in
     # the phases it reaches while work is left (on a loaded machine possibly
     # none: nobody waits for a worker that claimed nothing).
-    assert 0 in tracks and set(tracks) <= {0, 1}
-    names0 = [e["name"] for e in tracks[0]]
-    assert names0.count("window") == windows
-    assert "act" in names0 and "boundary" in names0
+    assert tracks and set(tracks) <= {0, 1}
+    spans = [e for t in tracks.values() for e in t if e["cat"] in ("phase", "window")]
+    # every window ran on some worker: one distinct window start per window
+    assert len({e["args"]["sim_start"] for e in spans if e["name"] == "window"}) == windows
+    assert {"act", "boundary"} <= {e["name"] for e in spans}
     for tid, evs in tracks.items():
         names = [e["name"] for e in evs]
         assert names.count("window") <= windows
@@ -106,7 +107,7 @@ def test_cli_trace_writes_a_valid_trace(tmp_path, capsys):
     tracks = check_trace_format(tr)
     # the calling thread's track, worker 1's if it took part, the python track
     py = [tid for tid, evs in tracks.items() if any(e["cat"] == "python" for e in evs)]
-    assert len(py) == 1 and 0 in tracks and len(tracks) in (2, 3)
+    assert len(py) == 1 and len(tracks) in (2, 3)
     steps = [e for e in tracks[py[0]] if e["cat"] == "python"]
     assert [e["name"] for e in steps] == [f"step {k}" for k in range(4)]
     assert tr["otherData"]["env"] == "pcs_v0" and tr["otherData"]["num_envs"] == 2

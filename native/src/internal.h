@@ -161,6 +161,7 @@ struct seer_runtime {
     uint32_t *sel;   /* selected instance indices */
     uint32_t nsel;
     int any_running;
+    seer_time window_t; /* earliest window start of the running instances */
     _Atomic int abort_code;
     int resetting;
 

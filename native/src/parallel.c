@@ -112,6 +112,7 @@ static uint32_t first_boundary_phase(const seer_runtime *rt)
 static void reduce_windows(seer_runtime *rt)
 {
     int any = 0;
+    double first = __builtin_inf();
     for (uint32_t k = 0; k < rt->nsel; k++) {
         uint32_t i = rt->sel[k];
         seer_inst *in = &rt->inst[i];
@@ -127,7 +128,10 @@ static void reduce_windows(seer_runtime *rt)
         double w_end = t + rt->sz.lookahead;
         in->w_end = w_end < in->boundary ? w_end : in->boundary;
         any |= in->running;
+        if (in->running && t < first)
+            first = t;
     }
+    rt->window_t = first;
     if (aborted(rt))
         any = 0;
     rt->any_running = any;
@@ -343,7 +347,7 @@ static void run_phases(seer_worker *w)
                 wait_t0 = 0;
             }
             if (seq != span_seq) {
-                double sim = kind == PH_WINDOW ? rt->inst[rt->sel[0]].t_next
+                double sim = kind == PH_WINDOW ? rt->window_t
                                                : rt->inst[rt->sel[0]].boundary;
                 span_seq = seq;
                 span_rec = w->trace_n;
