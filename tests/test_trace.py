@@ -65,7 +65,7 @@ def test_chrome_trace_of_a_parallel_runtime(tmp_path):
     # every window ran on some worker: one distinct window start per window
     assert len({e["args"]["sim_start"] for e in spans if e["name"] == "window"}) == windows
     assert {"act", "boundary"} <= {e["name"] for e in spans}
-    for tid, evs in tracks.items():
+    for evs in tracks.values():
         names = [e["name"] for e in evs]
         assert names.count("window") <= windows
         # a wait is recorded only when a claim ends it: it precedes work

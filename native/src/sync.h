@@ -157,27 +157,18 @@ static inline uint64_t seer_phases_open(seer_phases *p, uint32_t kind, uint32_t 
     seer_phase_desc *d = &p->desc[seq & 1];
     if (chunk < 1)
         chunk = 1;
-    /* relaxed: published by the release store of the ticket below. */
-    atomic_store_explicit(&d->kind, kind, memory_order_relaxed);
-    atomic_store_explicit(&d->count, count, memory_order_relaxed);
-    atomic_store_explicit(&d->chunk, chunk, memory_order_relaxed);
+    /* release: a claimer that reads these (possibly while it still holds an
+     * older ticket value) then re-reads the ticket with acquire and must see
+     * this phase or a later one: see seer_phases_claim_mc. */
+    atomic_store_explicit(&d->kind, kind, memory_order_release);
+    atomic_store_explicit(&d->count, count, memory_order_release);
+    atomic_store_explicit(&d->chunk, chunk, memory_order_release);
     atomic_store_explicit(&p->remaining, (count + chunk - 1) / chunk, memory_order_relaxed);
     /* release: makes the descriptor, `remaining` and everything this thread
      * wrote before (the window reductions, the job description) visible to
      * every thread that acquires this ticket value or a later one of the same
      * release sequence (the claims' CAS are RMWs). */
     atomic_store_explicit(&p->ticket, seq << 32, memory_order_release);
-    return seq;
-}
-
-/* The current phase's sequence number and kind. */
-static inline uint64_t seer_phases_current(seer_phases *p, uint32_t *kind)
-{
-    /* acquire: pairs with the release store in seer_phases_open. */
-    uint64_t v = atomic_load_explicit(&p->ticket, memory_order_acquire);
-    uint64_t seq = v >> 32;
-    /* relaxed: ordered by the acquire above (see desc[] in the comment). */
-    *kind = atomic_load_explicit(&p->desc[seq & 1].kind, memory_order_relaxed);
     return seq;
 }
 
@@ -194,15 +185,28 @@ static inline int seer_phases_claim_mc(seer_phases *p, uint64_t *seq, uint32_t *
         uint64_t s = v >> 32;
         uint32_t cur = (uint32_t)v;
         const seer_phase_desc *d = &p->desc[s & 1];
-        /* relaxed: ordered by the acquire of v; values from a later phase
-         * (a rewrite of this slot) make the CAS below fail. */
-        uint32_t k = atomic_load_explicit(&d->kind, memory_order_relaxed);
-        uint32_t count = atomic_load_explicit(&d->count, memory_order_relaxed);
-        uint32_t chunk = atomic_load_explicit(&d->chunk, memory_order_relaxed);
+        /* acquire: pairs with the release stores in seer_phases_open.  The
+         * slot may already hold a later phase's values (s + 2): then the
+         * opener of s + 1 happened before, so the ticket re-read below (or the
+         * CAS) sees a newer sequence and we retry. */
+        uint32_t k = atomic_load_explicit(&d->kind, memory_order_acquire);
+        uint32_t count = atomic_load_explicit(&d->count, memory_order_acquire);
+        uint32_t chunk = atomic_load_explicit(&d->chunk, memory_order_acquire);
+        if (cur >= count) {
+            /* Nothing to claim (or a terminal phase): only trust the kind if
+             * the ticket still names phase s.  acquire: as the first load;
+             * it also orders our caller after the opener of a DONE phase. */
+            uint64_t v2 = atomic_load_explicit(&p->ticket, memory_order_acquire);
+            if ((v2 >> 32) != s) {
+                v = v2;
+                continue;
+            }
+            *seq = s;
+            *kind = k;
+            return SEER_EXHAUSTED;
+        }
         *seq = s;
         *kind = k;
-        if (cur >= count)
-            return SEER_EXHAUSTED;
         /* acquire on success and failure: as the load above. */
         if (atomic_compare_exchange_weak_explicit(&p->ticket, &v, v + chunk,
                                                   memory_order_acquire,
