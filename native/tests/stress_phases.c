@@ -4,7 +4,9 @@
  * run R phases whose sizes and chunk sizes change every phase.  Every item
  * of every phase must be handled exactly once, by a claim made in that
  * phase; exactly one completer per phase opens the next; and the final
- * DONE phase releases every thread.
+ * DONE phase releases every thread, each of which must then see every chunk
+ * of every phase completed (a thread that took DONE from a stale descriptor
+ * slot would leave early and see fewer).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
@@ -26,12 +28,23 @@ static uint32_t phase_count_of[R + 2]; /* written by the completer only */
 static int opened;                     /* phases opened (completer only) */
 static int errors_found;               /* completer only */
 static _Atomic uint64_t claims_total;
+static _Atomic uint64_t completions; /* chunks completed, all phases */
+static uint64_t chunks_total;        /* chunks of all phases (completer only) */
+static _Atomic int early_exits;
 
 static uint32_t size_of(int r) { return 1u + (uint32_t)((r * 2654435761u) % MAXN); }
+
+static uint64_t chunks_of(uint32_t count, uint32_t chunk)
+{
+    return (count + chunk - 1) / chunk;
+}
+
+static uint32_t chunk_of(int r) { return r == 0 ? 5u : 1u + (uint32_t)(r % 37); }
 
 static void complete_phase(void)
 {
     uint32_t n = phase_count_of[opened];
+    chunks_total += chunks_of(n, chunk_of(opened));
     for (uint32_t i = 0; i < n; i++) {
         /* relaxed: the acq_rel completions ordered every mark before this. */
         uint32_t m = atomic_load_explicit(&marks[i], memory_order_relaxed);
@@ -47,7 +60,7 @@ static void complete_phase(void)
         return;
     }
     phase_count_of[opened] = size_of(opened);
-    seer_phases_open(&ph, KIND_WORK, phase_count_of[opened], 1 + (uint32_t)(opened % 37));
+    seer_phases_open(&ph, KIND_WORK, phase_count_of[opened], chunk_of(opened));
 }
 
 static void *worker(void *arg)
@@ -58,8 +71,14 @@ static void *worker(void *arg)
         uint64_t seq;
         uint32_t kind, b, e;
         int got = seer_phases_claim_mc(&ph, &seq, &kind, &b, &e);
-        if (kind == KIND_DONE)
+        if (kind == KIND_DONE) {
+            /* relaxed: DONE was taken with acquire from its opener, which
+             * completed the last chunk after every other completion. */
+            uint64_t done = atomic_load_explicit(&completions, memory_order_relaxed);
+            if (done != chunks_total)
+                atomic_fetch_add_explicit(&early_exits, 1, memory_order_relaxed);
             return NULL;
+        }
         if (got != SEER_CLAIMED) {
             seer_phases_wait(&ph, seq, 100);
             continue;
@@ -69,6 +88,7 @@ static void *worker(void *arg)
         for (uint32_t i = b; i < e; i++)
             atomic_fetch_add_explicit(&marks[i], 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&claims_total, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&completions, 1, memory_order_relaxed);
         if (seer_phases_complete_mc(&ph))
             complete_phase();
         if (id % 3 == 1 && (seq % 64) == 0)
@@ -80,15 +100,17 @@ int main(void)
 {
     seer_phases_init(&ph);
     phase_count_of[0] = size_of(0);
-    seer_phases_open(&ph, KIND_WORK, phase_count_of[0], 5);
+    seer_phases_open(&ph, KIND_WORK, phase_count_of[0], chunk_of(0));
     pthread_t th[T];
     for (uintptr_t t = 0; t < T; t++)
         pthread_create(&th[t], NULL, worker, (void *)t);
     for (int t = 0; t < T; t++)
         pthread_join(th[t], NULL);
-    if (opened != R)
+    if (opened != R || atomic_load(&early_exits) != 0)
         errors_found = 1;
-    printf("stress_phases: %d phases x %d threads, %llu claims, every item once: %s\n", opened,
-           T, (unsigned long long)atomic_load(&claims_total), errors_found ? "FAIL" : "ok");
+    printf("stress_phases: %d phases x %d threads, %llu claims, every item once, "
+           "%d early exits: %s\n",
+           opened, T, (unsigned long long)atomic_load(&claims_total),
+           atomic_load(&early_exits), errors_found ? "FAIL" : "ok");
     return errors_found;
 }
