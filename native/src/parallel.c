@@ -331,7 +331,11 @@ static void run_phases(seer_worker *w)
         if (kind == PH_DONE)
             return;
         if (got != SEER_CLAIMED) {
-            if (SEER_TRACING(w) && !wait_t0)
+            /* Not SEER_TRACING(w) here: between calls the host may switch
+             * tracing (rewriting w->trace) while a late worker still waits
+             * here; w->trace is only read while holding a chunk.  One clock
+             * read per wait is noise next to the wait itself. */
+            if (!wait_t0)
                 wait_t0 = seer_clock_ns();
             seer_phases_wait(&rt->ph, seq, PHASE_SPINS);
             continue;
@@ -342,10 +346,8 @@ static void run_phases(seer_worker *w)
         const int tracing = SEER_TRACING(w);
         if (tracing) {
             uint64_t now = seer_clock_ns();
-            if (wait_t0) {
+            if (wait_t0)
                 seer_trace_add(w, SEER_TRACE_BARRIER, wait_t0, now, 0.0, 0, 0, 0, 0);
-                wait_t0 = 0;
-            }
             if (seq != span_seq) {
                 double sim = kind == PH_WINDOW ? rt->window_t
                                                : rt->inst[rt->sel[0]].boundary;
@@ -354,6 +356,7 @@ static void run_phases(seer_worker *w)
                 seer_trace_add(w, trace_kind(kind), now, now, sim, 0, 0, 0, 0);
             }
         }
+        wait_t0 = 0;
         uint64_t ev0 = w->events;
         run_chunk(w, &c, kind, b, e);
         note_error(w);
