@@ -149,7 +149,10 @@ struct seer_runtime {
     uint64_t pool_events;
 
     /* worker pool */
-    uint32_t nthreads; /* team size including the caller */
+    uint32_t nthreads;        /* workers created, the caller included             */
+    _Atomic uint32_t pool_active; /* workers that take part in calls (<= nthreads);
+                                 the others are parked, asleep: resizing the
+                                 pool within nthreads costs no thread creation */
     seer_worker *workers;
     pthread_mutex_t wake_lock;
     pthread_cond_t wake_cond;

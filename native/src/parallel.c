@@ -95,7 +95,9 @@ static uint32_t phase_count(const seer_runtime *rt, uint32_t kind)
 static void open_phase(seer_runtime *rt, uint32_t kind)
 {
     uint32_t count = phase_count(rt, kind);
-    uint32_t chunk = count / (rt->nthreads * 16u);
+    /* relaxed: written by the host between calls. */
+    uint32_t active = atomic_load_explicit(&rt->pool_active, memory_order_relaxed);
+    uint32_t chunk = count / (active * 16u);
     if (chunk < 1)
         chunk = 1;
     if (chunk > 256)
@@ -379,10 +381,14 @@ static void *worker_main(void *arg)
     for (;;) {
         uint64_t g;
         uint32_t spins = 0;
+        /* relaxed: a hint (a parked worker sleeps at once instead of spinning);
+         * the host changes it between calls. */
+        const int parked =
+            w->id >= atomic_load_explicit(&rt->pool_active, memory_order_relaxed);
         /* acquire: pairs with the release fetch_add in publish_job, so the
          * call's description and first phase are visible. */
         while ((g = atomic_load_explicit(&rt->job_gen, memory_order_acquire)) == seen) {
-            if (spins++ < WAKE_SPINS) {
+            if (!parked && spins++ < WAKE_SPINS) {
                 seer_cpu_relax();
                 continue;
             }
@@ -397,6 +403,10 @@ static void *worker_main(void *arg)
         /* relaxed: stored before the release bump of job_gen we acquired. */
         if (atomic_load_explicit(&rt->shutdown, memory_order_relaxed))
             return NULL;
+        /* relaxed: stored before the release bump of job_gen we acquired.  A
+         * parked worker skips the call (nobody waits for it). */
+        if (w->id >= atomic_load_explicit(&rt->pool_active, memory_order_relaxed))
+            continue;
         run_phases(w);
     }
 }
@@ -404,6 +414,8 @@ static void *worker_main(void *arg)
 int seer_pool_start(seer_runtime *rt, uint32_t threads)
 {
     rt->nthreads = threads;
+    /* relaxed: no worker runs yet. */
+    atomic_store_explicit(&rt->pool_active, threads, memory_order_relaxed);
     rt->workers = aligned_alloc(SEER_CACHE_LINE,
                                 ((threads * sizeof(seer_worker) + SEER_CACHE_LINE - 1) /
                                  SEER_CACHE_LINE) * SEER_CACHE_LINE);
@@ -484,7 +496,7 @@ int seer_parallel_run(seer_runtime *rt, int job)
     }
     rt->any_running = 0;
     open_phase(rt, job == JOB_RESET ? PH_CLEAR : PH_ACT);
-    if (rt->nthreads > 1)
+    if (atomic_load_explicit(&rt->pool_active, memory_order_relaxed) > 1)
         publish_job(rt);
     run_phases(&rt->workers[0]);
     /* DONE was opened after the last chunk completed: every worker's writes

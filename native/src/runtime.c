@@ -978,7 +978,11 @@ const char *seer_runtime_error(const seer_runtime *rt) { return rt ? rt->err : "
 const seer_sizes *seer_runtime_sizes(const seer_runtime *rt) { return &rt->sz; }
 const char *seer_runtime_model_name(const seer_runtime *rt) { return rt->model->name; }
 uint32_t seer_runtime_num_instances(const seer_runtime *rt) { return rt->B; }
-uint32_t seer_runtime_threads(const seer_runtime *rt) { return rt->nthreads; }
+uint32_t seer_runtime_threads(const seer_runtime *rt)
+{
+    /* relaxed: the host is the only writer. */
+    return atomic_load_explicit(&rt->pool_active, memory_order_relaxed);
+}
 int seer_runtime_executor(const seer_runtime *rt) { return rt->executor; }
 
 void *seer_runtime_buffer(seer_runtime *rt, int which)
@@ -996,11 +1000,17 @@ void *seer_runtime_buffer(seer_runtime *rt, int which)
     }
 }
 
-/* Restart the worker pool with `threads` members (no-op if unchanged). */
+/* Make `threads` workers take part in calls.  Within the created pool this
+ * only parks or unparks workers (no thread is created or joined); a larger
+ * pool is created anew. */
 static int resize_pool(seer_runtime *rt, uint32_t threads)
 {
-    if (threads == rt->nthreads)
+    if (threads <= rt->nthreads) {
+        /* relaxed: published to the workers by the next call's release bump
+         * of job_gen; until then a parked worker at most spins a little. */
+        atomic_store_explicit(&rt->pool_active, threads, memory_order_relaxed);
         return SEER_OK;
+    }
     seer_pool_stop(rt);
     if (seer_pool_start(rt, threads) != SEER_OK) {
         seer_fail(rt, SEER_E_NOMEM, "could not start %u threads", threads);
