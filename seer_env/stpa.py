@@ -323,11 +323,15 @@ def probe_plan(features: Features, summary: TraceSummary | None,
 
 def select(timings: Mapping[Candidate, Sequence[float]], features: Features,
            summary: TraceSummary | None = None, margin: float = 0.02,
-           trigger: str = "preflight") -> Decision:
+           trigger: str = "preflight", incumbent: Candidate | None = None,
+           hysteresis: float = 0.0) -> Decision:
     """Choose from measured step times (ns per step, several samples per candidate).
 
     The fastest median wins, except that a candidate with fewer threads whose
-    median is within ``margin`` of the fastest is preferred.  Without any timing
+    median is within ``margin`` of the fastest is preferred, and that an
+    ``incumbent`` (the running choice, on a confirmation re-probe) is kept
+    unless the winner is faster by more than ``hysteresis`` (a single noisy
+    re-probe must not flip a good choice).  Without any timing
     the prediction decides (without a trace: the serial executor for lookahead
     0, else the parallel executor on one thread).  Deterministic: the same
     inputs give the same Decision.
@@ -351,10 +355,16 @@ def select(timings: Mapping[Candidate, Sequence[float]], features: Features,
     best = medians[best_c]
     ok = [c for c in medians if medians[c] <= best * (1.0 + margin)]
     choice = min(ok, key=lambda c: (c.threads, medians[c], _pref(c)))
+    kept = False
+    if (incumbent is not None and incumbent in medians and choice != incumbent
+            and medians[choice] > medians[incumbent] * (1.0 - hysteresis)):
+        choice, kept = incumbent, True
     parts = [f"{choice.label}: median {choice_ns(medians[choice])}/step"]
+    if kept:
+        parts.append(f"kept: no candidate faster by more than {hysteresis:.0%}")
     if SERIAL in medians and choice != SERIAL:
         parts.append(f"{medians[SERIAL] / medians[choice]:.2f}x the serial executor's rate")
-    if choice != best_c:
+    if choice != best_c and not kept:
         parts.append(f"within {margin:.0%} of the fastest ({best_c.label}, "
                      f"{choice_ns(best)}) with fewer threads")
     elif len(medians) > 1:
@@ -476,6 +486,8 @@ class Stpa:
         confirm: re-probe the neighbourhood of the choice every ``reprobe_gap``
             steps even without drift (the gap doubles after each confirmation),
             for workloads that change slowly as the simulation warms up.
+        hysteresis: a confirmation re-probe replaces the running choice only
+            with a candidate faster by more than this fraction.
         clock: a monotonic ns clock (default ``time.perf_counter_ns``; tests
             pass a simulated one).
 
@@ -497,6 +509,7 @@ class Stpa:
                  reprobe_gap: int = 256, max_threads: int | None = None, trace: bool = True,
                  cores: int | None = None, drop: float = 1.5, drop_traced: float = 3.0,
                  tie: float = 0.10, extra_rounds: int = 6, confirm: bool = True,
+                 hysteresis: float = 0.10,
                  clock: Callable[[], int] | None = None) -> None:
         from ._runtime import cpu_count
 
@@ -515,6 +528,7 @@ class Stpa:
         self.drop = float(drop)
         self.drop_traced = float(drop_traced)
         self.tie = float(tie)
+        self.hysteresis = float(hysteresis)
         self.extra_rounds = int(extra_rounds)
         self.confirm = bool(confirm)
         self._t_first = math.inf
@@ -740,8 +754,11 @@ class Stpa:
                               f"(lookahead {self.features.lookahead:g}, {self.cores} core(s))",
                            {}, {}, pr.trigger)
         else:
+            confirm = pr.trigger == "confirm" and self.decision is not None
             dec = select(pr.timings, self.features, self.trace_summary, self.margin,
-                         pr.trigger)
+                         pr.trigger,
+                         incumbent=self.decision.candidate if confirm else None,
+                         hysteresis=self.hysteresis if confirm else 0.0)
         same = self.decision is not None and dec.candidate == self.decision.candidate
         self.decision = dec
         self.history.append(dec)

@@ -408,3 +408,15 @@ def test_eliminated_and_close_call():
     assert eliminated({SERIAL: [1.0]}) == set()
     assert close_call(t) is None  # 92.5 vs 105: 13.5% apart, more than 8%
     assert close_call(t, tie=0.2) == (P[1], SERIAL)
+
+
+def test_confirmation_keeps_the_incumbent_unless_clearly_beaten():
+    f = feats()
+    one, two = Candidate("parallel", 1), Candidate("parallel", 2)
+    close = {one: [100.0, 101.0, 99.0], two: [95.0, 96.0, 94.0]}  # 5% faster
+    assert select(close, f).candidate == two
+    kept = select(close, f, trigger="confirm", incumbent=one, hysteresis=0.10)
+    assert kept.candidate == one and "kept" in kept.reason
+    clear = {one: [100.0, 101.0, 99.0], two: [80.0, 81.0, 79.0]}  # 20% faster
+    assert select(clear, f, trigger="confirm", incumbent=one,
+                  hysteresis=0.10).candidate == two
