@@ -800,7 +800,10 @@ class Stpa:
         assert self._baseline is not None
         why = drift(self._baseline, now, self.drift_factor, self.alive_drop)
         if why is not None:
-            if self._steps_since_probe < self.reprobe_gap:
+            # a drift re-probe that kept the choice doubles the wait before
+            # the next one (a workload that keeps swinging -- episodes that end
+            # and restart -- does not re-probe every reprobe_gap steps)
+            if self._steps_since_probe < self._gap:
                 return
             log.info("%s: workload drift (%s): re-probing", self.rt.model, why)
         else:
