@@ -73,8 +73,9 @@ def cmd_run(a: argparse.Namespace) -> int:
     venv = mod.vector_env(a.num_envs, threads=a.threads, executor=a.executor, **cfg)
     rng = np.random.default_rng(a.seed)
     sz = venv.sizes
+    threads = "auto (STPA)" if a.threads == "auto" else venv.runtime.threads
     print(f"{a.env}: {a.num_envs} instance(s) x {sz.num_agents} agents, "
-          f"executor={a.executor}, threads={venv.runtime.threads}, policy={a.policy}")
+          f"executor={a.executor}, threads={threads}, policy={a.policy}")
     venv.reset(seed=a.seed)
     if sz.action_kind == "discrete":
         const = np.zeros((a.num_envs, sz.num_agents), dtype=np.int64)
@@ -97,12 +98,15 @@ def cmd_run(a: argparse.Namespace) -> int:
         bar.update(k + 1)
     dt = time.perf_counter() - t0
     events = venv.runtime.stats()["events"] - ev0
+    stpa = getattr(venv.runtime, "stpa", None)
     venv.close()
     print(f"{a.steps} steps in {dt:.3f} s: {a.steps / dt:,.1f} steps/s, "
           f"{a.steps * a.num_envs * sz.num_agents / dt:,.0f} agent-steps/s, "
           f"{events / dt:,.0f} events/s ({events:,} events)")
     agent_steps = max(1, a.steps * a.num_envs * sz.num_agents)
     print(f"mean reward per agent-step: {rewards / agent_steps:.5f}")
+    if stpa is not None and stpa.decision is not None:
+        print(f"STPA: {stpa.decision.reason}")
     return 0
 
 
