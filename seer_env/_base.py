@@ -180,6 +180,7 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
     """
 
     def __init__(self, spec: EnvSpec, **config: Any) -> None:
+        self._init_config = dict(config)
         self._setup(spec, 1, config)
         self.metadata = {
             "name": spec.name,
@@ -209,6 +210,12 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
         if bad:
             raise ConfigError(f"info_keys {bad} unknown; available: {list(self.info_names)}")
         return keys
+
+    def __reduce__(self) -> tuple[Any, tuple[str, dict[str, Any]]]:
+        """Pickle as (env name, config): the copy is a fresh env of the same
+        configuration (call ``reset`` on it), which is what process-based vector
+        wrappers (SuperSuit's ``concat_vec_envs_v1``, Ray) need."""
+        return (_rebuild_parallel_env, (self.spec_.name, self._init_config))
 
     # -- spaces ---------------------------------------------------------------
 
@@ -413,6 +420,13 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
             self._window = None
         self.runtime.close()
         self._needs_reset = True
+
+
+def _rebuild_parallel_env(name: str, config: dict[str, Any]) -> SeerParallelEnv:
+    from .registry import env_module
+
+    env: SeerParallelEnv = env_module(name).parallel_env(**config)
+    return env
 
 
 def _flags(names: list[str], flags: np.ndarray) -> dict[str, bool]:

@@ -269,3 +269,25 @@ def test_supersuit_markov_vector_env_without_agent_death() -> None:
     v.close()
     ref.close()
 
+
+
+def test_supersuit_concat_vec_envs_copies_by_configuration() -> None:
+    ss = pytest.importorskip("supersuit")
+    par = pcs_v0.parallel_env(**PCS)
+    ref = pcs_v0.parallel_env(**PCS)
+    # concat_vec_envs pickles the env to make its copies: ours pickle as
+    # (name, config), so every copy is the same env, seeded by SuperSuit
+    c = ss.concat_vec_envs_v1(ss.pettingzoo_env_to_vec_env_v1(par), 2, num_cpus=0,
+                              base_class="gymnasium")
+    assert c.num_envs == 12
+    obs, _ = c.reset(seed=5)
+    names = ref.possible_agents
+    robs, _ = ref.reset(seed=5)
+    assert np.array_equal(obs[:6], np.stack([robs[a] for a in names]))
+    acts = np.ones(12, np.int64)
+    obs, rew, term, trunc, _ = c.step(acts)
+    _, rrew, _, _, _ = ref.step({a: 1 for a in names})
+    assert np.array_equal(rew[:6], [rrew[a] for a in names])
+    assert obs.shape == (12, *par.observation_space(names[0]).shape)
+    c.close()
+    ref.close()

@@ -250,3 +250,24 @@ def test_engset_blocking_probability() -> None:
     assert abs(est - b) < 4 * se, (est, b, se)
     assert (end["handoff_attempts"] == 0).all() and (end["guard_blocks"] == 0).all()
     venv.close()
+
+
+def test_parallel_env_pickles_as_its_configuration():
+    import pickle
+
+    from seer_env.envs import pcs_v0
+
+    env = pcs_v0.parallel_env(width=4, height=3, step_minutes=10.0, threads=1)
+    env.reset(seed=5)
+    env.step({a: 1 for a in env.agents})
+    copy = pickle.loads(pickle.dumps(env))
+    assert type(copy) is type(env) and copy.possible_agents == env.possible_agents
+    assert copy.config == env.config and copy.threads == 1
+    o1, _ = env.reset(seed=9)
+    o2, _ = copy.reset(seed=9)
+    assert all(o1[a].tobytes() == o2[a].tobytes() for a in env.agents)
+    r1 = env.step({a: 2 for a in env.agents})
+    r2 = copy.step({a: 2 for a in copy.agents})
+    assert r1[1] == r2[1] and r1[4] == r2[4]
+    env.close()
+    copy.close()
