@@ -158,7 +158,8 @@ struct seer_runtime {
     pthread_cond_t wake_cond;
     _Atomic uint64_t job_gen;
     _Atomic int shutdown;
-    seer_phases ph; /* the executive list: phases of the current call */
+    seer_phases ph;    /* the executive list: phases of the current call */
+    uint32_t call_tag; /* tag of the current call's phases (low bits of job_gen) */
 
     /* current parallel call */
     uint32_t *sel;   /* selected instance indices */

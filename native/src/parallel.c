@@ -102,7 +102,7 @@ static void open_phase(seer_runtime *rt, uint32_t kind)
         chunk = 1;
     if (chunk > 256)
         chunk = 256;
-    seer_phases_open(&rt->ph, kind, count, chunk);
+    seer_phases_open(&rt->ph, kind, count, chunk, rt->call_tag);
 }
 
 static uint32_t first_boundary_phase(const seer_runtime *rt)
@@ -305,9 +305,12 @@ static void run_chunk(seer_worker *w, seer_ctx *c, uint32_t kind, uint32_t b, ui
     }
 }
 
-/* Work on the current call's phases until it is done.  Every worker runs
- * this when woken; the calling thread runs it too, and returns at DONE. */
-static void run_phases(seer_worker *w)
+/* Work on the phases of call `tag` until it is done.  Every worker runs
+ * this when woken; the calling thread runs it too, and returns at DONE.  A
+ * worker that finds a phase of another call (it missed this call's DONE
+ * while descheduled) returns too: it joins a call only through worker_main,
+ * so parked workers stay out and nobody waits between calls. */
+static void run_phases(seer_worker *w, uint32_t tag)
 {
     seer_runtime *rt = w->rt;
     /* Outside the event loop: a worker whose free list ran dry in the last
@@ -328,11 +331,13 @@ static void run_phases(seer_worker *w)
     uint64_t wait_t0 = 0;           /* start of an unrecorded wait (tracing)    */
     for (;;) {
         uint64_t seq;
-        uint32_t kind, b, e;
-        int got = seer_phases_claim_mc(&rt->ph, &seq, &kind, &b, &e);
+        uint32_t kind, ptag, b, e;
+        int got = seer_phases_claim_mc(&rt->ph, &seq, &kind, &ptag, &b, &e);
         if (kind == PH_DONE)
             return;
         if (got != SEER_CLAIMED) {
+            if (ptag != tag)
+                return; /* another call: re-enter through worker_main */
             /* Not SEER_TRACING(w) here: between calls the host may switch
              * tracing (rewriting w->trace) while a late worker still waits
              * here; w->trace is only read while holding a chunk.  One clock
@@ -368,6 +373,10 @@ static void run_phases(seer_worker *w)
         }
         if (seer_phases_complete_mc(&rt->ph))
             advance(rt, kind);
+        /* A chunk of a later call (claimed while late) is handled like any
+         * other -- any worker may take any chunk -- but then we leave. */
+        if (ptag != tag)
+            return;
     }
 }
 
@@ -407,7 +416,7 @@ static void *worker_main(void *arg)
          * parked worker skips the call (nobody waits for it). */
         if (w->id >= atomic_load_explicit(&rt->pool_active, memory_order_relaxed))
             continue;
-        run_phases(w);
+        run_phases(w, (uint32_t)g);
     }
 }
 
@@ -448,11 +457,15 @@ int seer_pool_start(seer_runtime *rt, uint32_t threads)
     return SEER_OK;
 }
 
-static void publish_job(seer_runtime *rt)
+/* Every call bumps job_gen (its low 32 bits tag the call's phases); the
+ * sleepers are woken only when other workers take part. */
+static void publish_job(seer_runtime *rt, int wake)
 {
     /* release: publishes the call (first phase, actions, selection) to the
      * workers' acquire loads of job_gen. */
     atomic_fetch_add_explicit(&rt->job_gen, 1, memory_order_release);
+    if (!wake)
+        return;
     pthread_mutex_lock(&rt->wake_lock);
     pthread_cond_broadcast(&rt->wake_cond);
     pthread_mutex_unlock(&rt->wake_lock);
@@ -468,7 +481,7 @@ void seer_pool_stop(seer_runtime *rt)
     if (any) {
         /* relaxed: published by the release bump in publish_job. */
         atomic_store_explicit(&rt->shutdown, 1, memory_order_relaxed);
-        publish_job(rt);
+        publish_job(rt, 1);
     }
     for (uint32_t t = 0; t < rt->nthreads; t++) {
         seer_worker *w = &rt->workers[t];
@@ -495,10 +508,12 @@ int seer_parallel_run(seer_runtime *rt, int job)
         rt->workers[t].msg[0] = '\0';
     }
     rt->any_running = 0;
+    /* relaxed: only the host writes job_gen. */
+    uint64_t gen = atomic_load_explicit(&rt->job_gen, memory_order_relaxed) + 1;
+    rt->call_tag = (uint32_t)gen;
     open_phase(rt, job == JOB_RESET ? PH_CLEAR : PH_ACT);
-    if (atomic_load_explicit(&rt->pool_active, memory_order_relaxed) > 1)
-        publish_job(rt);
-    run_phases(&rt->workers[0]);
+    publish_job(rt, atomic_load_explicit(&rt->pool_active, memory_order_relaxed) > 1);
+    run_phases(&rt->workers[0], rt->call_tag);
     /* DONE was opened after the last chunk completed: every worker's writes
      * are visible here (acq_rel completions, release open, acquire claim). */
     int code = SEER_OK;

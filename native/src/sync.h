@@ -120,6 +120,7 @@ typedef struct seer_phase_desc {
     _Atomic uint32_t kind;
     _Atomic uint32_t count;
     _Atomic uint32_t chunk;
+    _Atomic uint32_t tag; /* the host's label of the run this phase belongs to */
 } seer_phase_desc;
 
 typedef struct seer_phases {
@@ -140,6 +141,7 @@ static inline void seer_phases_init(seer_phases *p)
         atomic_init(&p->desc[i].kind, 0);
         atomic_init(&p->desc[i].count, 0);
         atomic_init(&p->desc[i].chunk, 1);
+        atomic_init(&p->desc[i].tag, 0);
     }
 }
 
@@ -148,7 +150,7 @@ static inline void seer_phases_init(seer_phases *p)
  * the new sequence number.  A phase with count 0 is open but has nothing to
  * claim and never completes: use it only for a terminal kind. */
 static inline uint64_t seer_phases_open(seer_phases *p, uint32_t kind, uint32_t count,
-                                        uint32_t chunk)
+                                        uint32_t chunk, uint32_t tag)
 {
     /* relaxed: we are the only writer of the ticket's sequence part; this
      * thread completed the last chunk, so no claim of the old phase is
@@ -163,6 +165,7 @@ static inline uint64_t seer_phases_open(seer_phases *p, uint32_t kind, uint32_t 
     atomic_store_explicit(&d->kind, kind, memory_order_release);
     atomic_store_explicit(&d->count, count, memory_order_release);
     atomic_store_explicit(&d->chunk, chunk, memory_order_release);
+    atomic_store_explicit(&d->tag, tag, memory_order_release);
     atomic_store_explicit(&p->remaining, (count + chunk - 1) / chunk, memory_order_relaxed);
     /* release: makes the descriptor, `remaining` and everything this thread
      * wrote before (the window reductions, the job description) visible to
@@ -173,10 +176,10 @@ static inline uint64_t seer_phases_open(seer_phases *p, uint32_t kind, uint32_t 
 }
 
 /* Any thread.  Lock-free.  Claims items [*begin, *end) of the current phase;
- * *seq and *kind say which phase.  SEER_EXHAUSTED when everything of the
- * current phase is claimed (wait for the sequence number to change). */
+ * *seq, *kind and *tag say which phase.  SEER_EXHAUSTED when everything of
+ * the current phase is claimed (wait for the sequence number to change). */
 static inline int seer_phases_claim_mc(seer_phases *p, uint64_t *seq, uint32_t *kind,
-                                       uint32_t *begin, uint32_t *end)
+                                       uint32_t *tag, uint32_t *begin, uint32_t *end)
 {
     /* acquire: pairs with the opener's release store (or a claim's CAS in its
      * release sequence), so the descriptor of this sequence is visible. */
@@ -192,6 +195,7 @@ static inline int seer_phases_claim_mc(seer_phases *p, uint64_t *seq, uint32_t *
         uint32_t k = atomic_load_explicit(&d->kind, memory_order_acquire);
         uint32_t count = atomic_load_explicit(&d->count, memory_order_acquire);
         uint32_t chunk = atomic_load_explicit(&d->chunk, memory_order_acquire);
+        uint32_t t = atomic_load_explicit(&d->tag, memory_order_acquire);
         if (cur >= count) {
             /* Nothing to claim (or a terminal phase): only trust the kind if
              * the ticket still names phase s.  acquire: as the first load;
@@ -203,10 +207,12 @@ static inline int seer_phases_claim_mc(seer_phases *p, uint64_t *seq, uint32_t *
             }
             *seq = s;
             *kind = k;
+            *tag = t;
             return SEER_EXHAUSTED;
         }
         *seq = s;
         *kind = k;
+        *tag = t;
         /* acquire on success and failure: as the load above. */
         if (atomic_compare_exchange_weak_explicit(&p->ticket, &v, v + chunk,
                                                   memory_order_acquire,

@@ -56,11 +56,11 @@ static void complete_phase(void)
     }
     opened++;
     if (opened == R) {
-        seer_phases_open(&ph, KIND_DONE, 0, 1);
+        seer_phases_open(&ph, KIND_DONE, 0, 1, 0);
         return;
     }
     phase_count_of[opened] = size_of(opened);
-    seer_phases_open(&ph, KIND_WORK, phase_count_of[opened], chunk_of(opened));
+    seer_phases_open(&ph, KIND_WORK, phase_count_of[opened], chunk_of(opened), 0);
 }
 
 static void *worker(void *arg)
@@ -69,8 +69,8 @@ static void *worker(void *arg)
     struct timespec nap = {0, 20000};
     for (;;) {
         uint64_t seq;
-        uint32_t kind, b, e;
-        int got = seer_phases_claim_mc(&ph, &seq, &kind, &b, &e);
+        uint32_t kind, tag, b, e;
+        int got = seer_phases_claim_mc(&ph, &seq, &kind, &tag, &b, &e);
         if (kind == KIND_DONE) {
             /* relaxed: DONE was taken with acquire from its opener, which
              * completed the last chunk after every other completion. */
@@ -100,7 +100,7 @@ int main(void)
 {
     seer_phases_init(&ph);
     phase_count_of[0] = size_of(0);
-    seer_phases_open(&ph, KIND_WORK, phase_count_of[0], chunk_of(0));
+    seer_phases_open(&ph, KIND_WORK, phase_count_of[0], chunk_of(0), 0);
     pthread_t th[T];
     for (uintptr_t t = 0; t < T; t++)
         pthread_create(&th[t], NULL, worker, (void *)t);

@@ -61,7 +61,9 @@ int main(void)
                 return 2;
             }
             uint64_t traced = 0;
-            for (uint32_t t = 0; t < seer_runtime_threads(p); t++) {
+            /* every worker of the pool, parked ones too: a late worker may
+             * take a chunk of the next call (counts are 0 past the pool) */
+            for (uint32_t t = 0; t < 64; t++) {
                 const seer_trace_rec *r = seer_runtime_trace_records(p, t);
                 uint64_t c = seer_runtime_trace_count(p, t);
                 for (uint64_t j = 0; j < c; j++)
