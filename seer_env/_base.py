@@ -359,20 +359,22 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
         agents of ``self.agents``, which is only replaced after this call)."""
         rt = self.runtime
         names = self.agents
-        obs_arr = rt.obs[0][live_idx]  # fancy indexing copies: safe to keep
+        # every agent live (the common case): slices instead of fancy indexing
+        sel: Any = slice(None) if len(live_idx) == self.sizes.num_agents else live_idx
+        obs_arr = rt.obs[0][sel].copy()  # a copy: safe to keep past the next step
         infos: dict[str, dict[str, Any]]
         if self.info_keys:
             # one list per info key, zipped into per-agent dicts by a
             # positional dict display (no per-agent row list is built)
-            cols = rt.info[0][live_idx][:, self._info_cols].T.tolist()
+            cols = rt.info[0][sel][:, self._info_cols].T.tolist()
             infos = dict(zip(names, map(self._info_row, *cols), strict=True))
         else:
             infos = {n: {} for n in names}
         return (
             dict(zip(names, obs_arr, strict=True)),
-            dict(zip(names, rt.reward[0][live_idx].tolist(), strict=True)),
-            _flags(names, rt.terminated[0][live_idx]),
-            _flags(names, rt.truncated[0][live_idx]),
+            dict(zip(names, rt.reward[0][sel].tolist(), strict=True)),
+            _flags(names, rt.terminated[0][sel]),
+            _flags(names, rt.truncated[0][sel]),
             infos,
         )
 
