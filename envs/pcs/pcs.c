@@ -296,22 +296,33 @@ static inline void classic_release(seer_pcs_cell *st, pcs_portable *p)
     p->kind = KIND_NONE;
 }
 
+/* A new-call attempt (both modes): count it, and take a normal channel
+ * unless free channels <= guard, which counts a block (a guard block when
+ * channels were free).  Returns 1 when the call got a channel. */
+static inline int admit_call(seer_pcs_cell *st)
+{
+    st->call_attempts++;
+    st->step_attempts++;
+    if (st->free_channels <= st->guard) {
+        st->channel_blocks++;
+        st->step_blocks++;
+        if (st->free_channels)
+            st->guard_blocks++;
+        return 0;
+    }
+    st->free_channels--;
+    return 1;
+}
+
 static int classic_handle(seer_ctx *ctx, const seer_pcs_config *c, seer_pcs_cell *st,
                           uint32_t type, pcs_portable *p)
 {
     switch (type) {
     case PCS_EV_CALL:
-        st->call_attempts++;
-        st->step_attempts++;
-        if (st->free_channels <= st->guard) {
-            st->channel_blocks++;
-            st->step_blocks++;
-            if (st->free_channels)
-                st->guard_blocks++;
+        if (!admit_call(st)) {
             p->n += classic_exp(st->clcg4, c->next_call_mean);
             return classic_idle(ctx, c, st, p);
         }
-        st->free_channels--;
         p->kind = KIND_NORMAL;
         p->c = classic_exp(st->clcg4, c->call_time_mean) + p->n;
         p->n += classic_exp(st->clcg4, c->next_call_mean);
@@ -430,17 +441,10 @@ static int default_handle(seer_ctx *ctx, const seer_pcs_config *c, seer_pcs_cell
     memcpy(&p, payload, sizeof p);
     switch (type) {
     case PCS_EV_CALL:
-        st->call_attempts++;
-        st->step_attempts++;
-        if (st->free_channels <= st->guard) {
-            st->channel_blocks++;
-            st->step_blocks++;
-            if (st->free_channels)
-                st->guard_blocks++;
+        if (!admit_call(st)) {
             p.n = now + seer_rng_exponential(ctx, next_mean(c, now));
             return pcs_idle(ctx, c, &p);
         }
-        st->free_channels--;
         p.kind = KIND_NORMAL;
         p.c = now + seer_rng_exponential(ctx, c->call_time_mean);
         p.n = now + seer_rng_exponential(ctx, next_mean(c, now));
