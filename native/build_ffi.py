@@ -37,6 +37,9 @@ CFLAGS = [
     "-O2",
     "-ffp-contract=off",
     "-fno-strict-aliasing",
+    # only the module's init function is exported: calls between the runtime
+    # and the models are direct (no PLT), a few percent per event
+    "-fvisibility=hidden",
     "-pthread",
     "-Wall",
     "-Wextra",
