@@ -229,6 +229,21 @@ class PcsOracle:
         self.schedule(me, self.classic_at(now, p[2]), MOVE_OUT, p)
 
     @staticmethod
+    def admit_call(st: Cell) -> bool:
+        """A new-call attempt (both modes): count it; take a normal channel unless
+        free <= guard, which counts a block (a guard block if channels were free)."""
+        st.call_attempts += 1
+        st.step_attempts += 1
+        if st.free <= st.guard:
+            st.channel_blocks += 1
+            st.step_blocks += 1
+            if st.free:
+                st.guard_blocks += 1
+            return False
+        st.free -= 1
+        return True
+
+    @staticmethod
     def c_release(st: Cell, p: list) -> None:
         if p[3] == KIND_NORMAL:
             st.free += 1
@@ -238,17 +253,10 @@ class PcsOracle:
 
     def c_handle(self, st: Cell, etype: int, p: list) -> None:
         if etype == CALL:
-            st.call_attempts += 1
-            st.step_attempts += 1
-            if st.free <= st.guard:
-                st.channel_blocks += 1
-                st.step_blocks += 1
-                if st.free:
-                    st.guard_blocks += 1
+            if not self.admit_call(st):
                 p[1] += self.c_exp(st, self.next_call_mean)
                 self.c_idle(st, p)
                 return
-            st.free -= 1
             p[3] = KIND_NORMAL
             p[0] = self.c_exp(st, self.call_time_mean) + p[1]
             p[1] += self.c_exp(st, self.next_call_mean)
@@ -327,17 +335,10 @@ class PcsOracle:
             return
         p = payload
         if etype == CALL:
-            st.call_attempts += 1
-            st.step_attempts += 1
-            if st.free <= st.guard:
-                st.channel_blocks += 1
-                st.step_blocks += 1
-                if st.free:
-                    st.guard_blocks += 1
+            if not self.admit_call(st):
                 p[1] = now + xo_exponential(st.rng, self.next_mean(now))
                 self.d_idle(st, p)
                 return
-            st.free -= 1
             p[3] = KIND_NORMAL
             p[0] = now + xo_exponential(st.rng, self.call_time_mean)
             p[1] = now + xo_exponential(st.rng, self.next_mean(now))
