@@ -87,6 +87,25 @@ def _step(rt: Runtime) -> None:
     rt.step()
 
 
+def _interleaved(rts: dict[str, Runtime], order: list[str], rounds: int, steps: int
+                 ) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Time ``steps`` steps of every runtime per round, rotating the order each
+    round; returns ns/step and events/s samples per label."""
+    samples: dict[str, list[float]] = {k: [] for k in order}
+    evs: dict[str, list[float]] = {k: [] for k in order}
+    for r in range(rounds):
+        for k in order[r % len(order):] + order[:r % len(order)]:
+            rt = rts[k]
+            e0 = rt.stats()["events"]
+            t0 = time.perf_counter_ns()
+            for _ in range(steps):
+                _step(rt)
+            dt = time.perf_counter_ns() - t0
+            samples[k].append(dt / steps)
+            evs[k].append((rt.stats()["events"] - e0) / (dt * 1e-9))
+    return samples, evs
+
+
 def _make(env: str, size_cfg: dict[str, Any], batch: int, executor: str,
           threads: int | str) -> Any:
     cfg = dict(size_cfg)
@@ -142,19 +161,7 @@ def measure_workload(env: str, size: str, batch: int, rounds: int = 9,
             t_first[k] = (time.perf_counter() - t0) / max(1, pre)
         per_step_est = min(t_first.values())
         steps = int(min(50, max(1, round(round_s / max(per_step_est, 1e-7)))))
-        samples: dict[str, list[float]] = {k: [] for k in rts}
-        evs: dict[str, list[float]] = {k: [] for k in rts}
-        order = list(rts)
-        for r in range(rounds):
-            for k in order[r % len(order):] + order[:r % len(order)]:
-                rt = rts[k]
-                e0 = rt.stats()["events"]
-                t0 = time.perf_counter_ns()
-                for _ in range(steps):
-                    _step(rt)
-                dt = time.perf_counter_ns() - t0
-                samples[k].append(dt / steps)
-                evs[k].append((rt.stats()["events"] - e0) / (dt * 1e-9))
+        samples, evs = _interleaved(rts, list(rts), rounds, steps)
         med = {k: statistics.median(v) for k, v in samples.items()}
         ev_med = {k: statistics.median(v) for k, v in evs.items()}
         best_label = min((k for k in med if k != "auto"), key=lambda k: med[k])
@@ -453,18 +460,7 @@ def bench_scaling(max_threads: int = 16, rounds: int = 7, log: Log = print) -> d
         for k, rt in rts.items():
             if k != "serial":
                 _step(rt)
-        samples: dict[str, list[float]] = {k: [] for k in labels}
-        evs: dict[str, list[float]] = {k: [] for k in labels}
-        for r in range(rounds):
-            for k in labels[r % len(labels):] + labels[:r % len(labels)]:
-                rt = rts[k]
-                e0 = rt.stats()["events"]
-                t0n = time.perf_counter_ns()
-                for _ in range(steps):
-                    _step(rt)
-                dt = time.perf_counter_ns() - t0n
-                samples[k].append(dt / steps)
-                evs[k].append((rt.stats()["events"] - e0) / (dt * 1e-9))
+        samples, evs = _interleaved(rts, labels, rounds, steps)
         for rt in rts.values():
             rt.close()
         med = {k: statistics.median(v) for k, v in samples.items()}
