@@ -115,7 +115,7 @@ struct seer_ctx {
     uint32_t cur_type; /* event type being handled (for messages) */
 };
 
-enum seer_job { JOB_NONE = 0, JOB_RESET, JOB_STEP, JOB_EXIT };
+enum seer_job { JOB_RESET = 1, JOB_STEP };
 
 struct seer_runtime {
     const seer_model *model;
@@ -167,7 +167,6 @@ struct seer_runtime {
     int any_running;
     seer_time window_t; /* earliest window start of the running instances */
     _Atomic int abort_code;
-    int resetting;
 
     /* statistics */
     uint64_t events_total;
@@ -185,6 +184,8 @@ void seer_fail(seer_runtime *rt, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 seer_event *seer_event_alloc(seer_worker *w);
 void seer_event_free(seer_worker *w, seer_event *ev);
+/* Outside the event loop: bring a worker's free list into [lo, hi]. */
+void seer_pool_balance(seer_worker *w, uint64_t lo, uint64_t hi);
 int seer_heap_push(seer_heap *h, seer_event *ev);
 seer_event *seer_heap_pop(seer_heap *h);
 void seer_ctx_setup(seer_ctx *c, seer_runtime *rt, seer_worker *w, uint32_t inst, int phase);

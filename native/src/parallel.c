@@ -43,8 +43,6 @@
 
 #include "internal.h"
 
-void seer_pool_balance(seer_worker *w, uint64_t lo, uint64_t hi);
-
 #define WAKE_SPINS 4000u  /* pauses before a worker sleeps between calls   */
 #define PHASE_SPINS 2000u /* pauses before a waiting worker yields the CPU */
 #define POOL_LO 1024u      /* initial free events per worker at a call's start */

@@ -188,8 +188,6 @@ static void pool_give(seer_runtime *rt, seer_worker *w, uint64_t keep)
     pthread_mutex_unlock(&rt->reserve_lock);
 }
 
-/* Outside the event loop: bring a worker's free list into [lo, hi]. */
-void seer_pool_balance(seer_worker *w, uint64_t lo, uint64_t hi);
 void seer_pool_balance(seer_worker *w, uint64_t lo, uint64_t hi)
 {
     if (w->pool.nfree < lo)
