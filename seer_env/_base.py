@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import gymnasium
@@ -70,7 +70,6 @@ class EnvSpec:
     render: Callable[[Any], np.ndarray] | None = None
     render_fps: int = 10
     dict_info_keys: tuple[str, ...] | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict)
 
     def resolve(self, config: Mapping[str, Any]) -> dict[str, Any]:
         """Defaults overlaid with ``config``; unknown keys raise ConfigError."""
