@@ -40,6 +40,55 @@ typedef struct seer_heap {
     uint32_t cap;
 } seer_heap;
 
+/* The serial executor's queue (squeue.c): a radix heap on the time's bit
+ * pattern.  Single owner. */
+typedef struct seer_qentry {
+    uint64_t tb;  /* bit pattern of the (non-negative) event time */
+    uint64_t key;
+    seer_event *ev;
+} seer_qentry;
+
+typedef struct seer_qvec {
+    seer_qentry *a;
+    uint32_t n;
+    uint32_t cap;
+} seer_qvec;
+
+#ifndef SEER_SQ_DIGIT
+#define SEER_SQ_DIGIT 4 /* bits per radix digit: 16 levels of 16 buckets */
+#endif
+#define SEER_SQ_BUCKETS ((64 / SEER_SQ_DIGIT) << SEER_SQ_DIGIT)
+#define SEER_SQ_WORDS ((SEER_SQ_BUCKETS + 63) / 64)
+
+typedef struct seer_squeue {
+    uint64_t last;        /* time bits of the current group; all pending >= it */
+    uint64_t nonempty[SEER_SQ_WORDS]; /* bit b: bucket[b] holds entries       */
+    uint64_t n;           /* entries held                                      */
+    uint32_t head;        /* read position in run                              */
+    int broken;           /* an allocation failed mid-move: pops fail          */
+    seer_qvec run;        /* current group, sorted by key                      */
+    seer_qvec side;       /* current group, arrived out of order: heap on key  */
+    seer_qvec bucket[SEER_SQ_BUCKETS]; /* see squeue.c                         */
+    uint64_t bmin[SEER_SQ_BUCKETS];    /* smallest time bits in a bucket (max
+                                          when empty)                          */
+    seer_event *bminev[SEER_SQ_BUCKETS]; /* the event with them (prefetch hint) */
+} seer_squeue;
+
+/* A zeroed seer_squeue is not ready: call seer_squeue_init first. */
+void seer_squeue_init(seer_squeue *q);
+
+int seer_squeue_push(seer_squeue *q, seer_event *ev);
+/* The next event in (time, key) order if its time is < bnd, else NULL (and
+ * *err set when the queue failed). */
+seer_event *seer_squeue_pop_before(seer_squeue *q, seer_time bnd, int *err);
+/* 0 for the current group, 1 + b for bucket b: what seer_squeue_reserve's
+ * counts index (SEER_SQ_BUCKETS + 1 of them). */
+int seer_squeue_bucket_of(const seer_squeue *q, seer_time t);
+int seer_squeue_reserve(seer_squeue *q, const uint64_t counts[SEER_SQ_BUCKETS + 1]);
+void seer_squeue_foreach(const seer_squeue *q, void (*fn)(void *arg, seer_event *ev), void *arg);
+void seer_squeue_clear(seer_squeue *q); /* drops the entries (not the events) */
+void seer_squeue_free(seer_squeue *q);
+
 /* Per-entity runtime record.  The inbox sits on its own cache line: other
  * threads push into it while the owner works on the rest. */
 typedef struct seer_entity_rec {
@@ -51,8 +100,12 @@ typedef struct seer_entity_rec {
     uint64_t rng[4];
 } seer_entity_rec;
 
+/* One instance.  Line-aligned (and allocated so): the fields the workers
+ * read on every entity visit must not share a line with anything that other
+ * threads write during a call.  A step once ran 3x slower because `recs`
+ * shared its line with the next heap allocation. */
 typedef struct seer_inst {
-    uint64_t seed;
+    alignas(SEER_CACHE_LINE) uint64_t seed;
     uint64_t step;       /* steps completed since reset */
     int ready;           /* reset at least once */
     seer_time t_next;    /* parallel: earliest pending time (window start) */
@@ -60,11 +113,16 @@ typedef struct seer_inst {
     seer_time boundary;  /* end of the step being run */
     int running;         /* parallel: window loop still active this step */
     int resetting;       /* the current boundary is a reset's */
-    seer_heap heap;      /* serial executor: all pending events */
     unsigned char *states;
     unsigned char *snapshot;
     unsigned char *idata;
     seer_entity_rec *recs;
+    seer_time *next_time; /* parallel: each entity's earliest queued time as of
+                             its last visit (its inbox aside); written only by
+                             the visiting worker.  Dense, so a visit to an idle
+                             entity touches no queue memory. */
+    alignas(SEER_CACHE_LINE) seer_squeue queue; /* serial executor: all pending
+                                                   events */
 } seer_inst;
 
 /* Event memory: per-thread free lists backed by a shared reserve. */

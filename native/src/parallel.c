@@ -207,11 +207,19 @@ static inline void drain_inbox(seer_worker *w, seer_entity_rec *r)
     }
 }
 
-static inline void report_min(seer_worker *w, uint32_t inst, const seer_entity_rec *r)
+static inline void note_min(seer_worker *w, uint32_t inst, double t)
 {
-    double t = seer_heap_top_time(&r->heap);
     if (t < w->local_min[inst])
         w->local_min[inst] = t;
+}
+
+/* After a visit: remember the entity's earliest queued time and count it. */
+static inline void report_min(seer_worker *w, seer_inst *in, uint32_t inst, uint32_t e,
+                              const seer_entity_rec *r)
+{
+    double t = seer_heap_top_time(&r->heap);
+    in->next_time[e] = t;
+    note_min(w, inst, t);
 }
 
 /* Handle one entity's events with time < its instance's window end. */
@@ -251,7 +259,7 @@ static void run_entity(seer_worker *w, seer_ctx *c, uint32_t inst, uint32_t e)
         r->events += n;
         w->events += n;
     }
-    report_min(w, inst, r);
+    report_min(w, in, inst, e, r);
 }
 
 /* Handle items [b, e) of the flattened (selected instance, item) space. */
@@ -277,11 +285,19 @@ static void run_chunk(seer_worker *w, seer_ctx *c, uint32_t kind, uint32_t b, ui
             drain_inbox(w, r);
             if (item < A && !w->err)
                 seer_act_agent(w, inst, item);
-            report_min(w, inst, r);
+            report_min(w, in, inst, item, r);
             break;
         }
         case PH_WINDOW:
-            if (in->running)
+            if (!in->running)
+                break;
+            /* Nothing in the inbox and nothing queued before the window's
+             * end (next_time is exact: only this entity's visits change its
+             * heap): skip it without touching its queue. */
+            if (in->next_time[item] >= in->w_end &&
+                !seer_inbox_nonempty_hint(&in->recs[item].inbox))
+                note_min(w, inst, in->next_time[item]);
+            else
                 run_entity(w, c, inst, item);
             break;
         case PH_BINST:

@@ -403,6 +403,26 @@ static int schedule_violation(seer_ctx *c, int code, uint32_t target, seer_time 
     return code;
 }
 
+/* Payloads are small (tens of bytes): word copies beat a call into libc's
+ * memcpy, whose size dispatch was 4% of a PCS step.  The empty asm makes the
+ * pointer opaque so the compiler does not turn the loops back into that
+ * call. */
+static inline void copy_payload(unsigned char *restrict d, const void *restrict src,
+                                uint32_t n)
+{
+    const unsigned char *p = src;
+    for (; n >= 8; n -= 8, d += 8, p += 8) {
+        uint64_t x;
+        memcpy(&x, p, 8);
+        memcpy(d, &x, 8);
+        __asm__("" : "+r"(d));
+    }
+    for (; n; n--) {
+        *d++ = *p++;
+        __asm__("" : "+r"(d));
+    }
+}
+
 int seer_schedule(seer_ctx *c, uint32_t target, seer_time t, uint32_t type,
                   const void *payload, uint32_t size)
 {
@@ -434,12 +454,11 @@ int seer_schedule(seer_ctx *c, uint32_t target, seer_time t, uint32_t type,
     ev->target = target;
     ev->type = type;
     ev->size = size;
-    if (size)
-        memcpy(ev->payload, payload, size);
+    copy_payload(ev->payload, payload, size);
 
     int rc;
     if (rt->executor == SEER_EXECUTOR_SERIAL) {
-        rc = seer_heap_push(&c->inst->heap, ev);
+        rc = seer_squeue_push(&c->inst->queue, ev);
     } else if (target == c->self) {
         rc = seer_heap_push(&c->rec->heap, ev);
     } else {
@@ -718,13 +737,14 @@ static void serial_boundary(seer_runtime *rt, seer_worker *w, uint32_t i)
     seer_finish_instance(rt, i);
 }
 
+static void free_event_cb(void *w, seer_event *ev) { seer_event_free(w, ev); }
+
 static int serial_reset(seer_runtime *rt, uint32_t i)
 {
     seer_worker *w = &rt->workers[0];
     seer_inst *in = &rt->inst[i];
-    for (uint32_t k = 0; k < in->heap.n; k++)
-        seer_event_free(w, in->heap.a[k].ev);
-    in->heap.n = 0;
+    seer_squeue_foreach(&in->queue, free_event_cb, w);
+    seer_squeue_clear(&in->queue);
     for (uint32_t e = 0; e < rt->sz.num_entities; e++)
         seer_clear_entity(w, in, e, in->seed);
     for (uint32_t e = 0; e < rt->sz.num_entities; e++)
@@ -749,16 +769,13 @@ static int serial_step(seer_runtime *rt, uint32_t i)
     const seer_model *m = rt->model;
     seer_ctx c;
     seer_ctx_setup(&c, rt, w, i, PHASE_EVENT);
-    seer_heap *h = &in->heap;
+    seer_squeue *q = &in->queue;
     const seer_time bnd = in->boundary;
     uint64_t n = 0;
     const int tracing = SEER_TRACING(w);
-    while (h->n && h->a[0].time < bnd) {
-        seer_event *ev = seer_heap_pop(h);
-        /* The next event is now at the root: start loading it while this
-         * one is handled (the queue is far larger than the caches). */
-        if (h->n)
-            __builtin_prefetch(h->a[0].ev);
+    int qerr = 0;
+    seer_event *ev;
+    while ((ev = seer_squeue_pop_before(q, bnd, &qerr)) != NULL) {
         ctx_entity(&c, ev->target);
         c.now = ev->time;
         c.cur_type = ev->type;
@@ -778,6 +795,10 @@ static int serial_step(seer_runtime *rt, uint32_t i)
         }
     }
     rt->events_total += n;
+    if (__builtin_expect(qerr != 0, 0)) {
+        worker_error(w, qerr, "out of memory for the event queue (model '%s')", m->name);
+        return serial_fail(rt, w);
+    }
     uint64_t tb = SEER_TRACING(w) ? seer_clock_ns() : 0;
     serial_boundary(rt, w, i);
     if (SEER_TRACING(w))
@@ -897,7 +918,11 @@ int seer_runtime_create(const seer_model *model, const void *config, size_t conf
     atomic_init(&rt->abort_code, 0);
 
     size_t B = num_instances, A = sz.num_agents, N = sz.num_entities;
-    rt->inst = xcalloc(B, sizeof *rt->inst, &ok);
+    rt->inst = aligned_alloc(SEER_CACHE_LINE, B * sizeof *rt->inst);
+    if (rt->inst)
+        memset(rt->inst, 0, B * sizeof *rt->inst);
+    else
+        ok = 0;
     rt->actions = xcalloc(B * A * sz.action_dim, 4, &ok);
     rt->obs = xcalloc(B * A * (sz.obs_dim ? sz.obs_dim : 1), sizeof(float), &ok);
     rt->reward = xcalloc(B * A, sizeof(float), &ok);
@@ -909,11 +934,13 @@ int seer_runtime_create(const seer_model *model, const void *config, size_t conf
     rt->sel = xcalloc(B, sizeof *rt->sel, &ok);
     for (size_t i = 0; ok && i < B; i++) {
         seer_inst *in = &rt->inst[i];
+        seer_squeue_init(&in->queue);
         in->states = aligned_alloc(64, round_up(N * rt->entity_stride, 64));
         in->snapshot = aligned_alloc(64, round_up(N * rt->snapshot_stride, 64));
         in->idata = aligned_alloc(64, round_up(rt->idata_stride, 64));
         in->recs = aligned_alloc(64, N * sizeof(seer_entity_rec));
-        if (!in->states || !in->snapshot || !in->idata || !in->recs) {
+        in->next_time = malloc(N * sizeof(seer_time));
+        if (!in->states || !in->snapshot || !in->idata || !in->recs || !in->next_time) {
             ok = 0;
             break;
         }
@@ -921,8 +948,10 @@ int seer_runtime_create(const seer_model *model, const void *config, size_t conf
         memset(in->snapshot, 0, N * rt->snapshot_stride);
         memset(in->idata, 0, rt->idata_stride);
         memset(in->recs, 0, N * sizeof(seer_entity_rec));
-        for (size_t e = 0; e < N; e++)
+        for (size_t e = 0; e < N; e++) {
             seer_inbox_init(&in->recs[e].inbox);
+            in->next_time[e] = __builtin_inf();
+        }
     }
     if (ok && seer_pool_start(rt, executor == SEER_EXECUTOR_SERIAL ? 1 : threads) != SEER_OK)
         ok = 0;
@@ -942,7 +971,7 @@ void seer_runtime_destroy(seer_runtime *rt)
     if (rt->inst) {
         for (uint32_t i = 0; i < rt->B; i++) {
             seer_inst *in = &rt->inst[i];
-            free(in->heap.a);
+            seer_squeue_free(&in->queue);
             if (in->recs)
                 for (uint32_t e = 0; e < rt->sz.num_entities; e++)
                     free(in->recs[e].heap.a);
@@ -950,6 +979,7 @@ void seer_runtime_destroy(seer_runtime *rt)
             free(in->snapshot);
             free(in->idata);
             free(in->recs);
+            free(in->next_time);
         }
     }
     for (size_t k = 0; k < rt->nchunks; k++)
@@ -1039,46 +1069,63 @@ int seer_runtime_set_threads(seer_runtime *rt, uint32_t threads)
  * events by the same (time, key), and the key travels with the event, so the
  * outcome does not depend on where the events waited.  Capacity is reserved
  * first: once moving starts nothing can fail half way. */
+struct migrate_ctx {
+    seer_runtime *rt;
+    seer_inst *in;
+    uint32_t *counts;
+};
+
+static void count_target_cb(void *arg, seer_event *ev)
+{
+    ((struct migrate_ctx *)arg)->counts[ev->target]++;
+}
+
+static void to_entity_cb(void *arg, seer_event *ev)
+{
+    (void)seer_heap_push(&((struct migrate_ctx *)arg)->in->recs[ev->target].heap, ev);
+}
+
 static int migrate_instance(seer_runtime *rt, seer_inst *in, int to, uint32_t *counts)
 {
     const uint32_t N = rt->sz.num_entities;
     if (to == SEER_EXECUTOR_SERIAL) {
-        uint64_t total = in->heap.n;
+        /* Every pending event is at or after the instance's current time,
+         * so a cleared queue (current time 0) takes them all. */
+        seer_squeue *q = &in->queue;
+        uint64_t bc[SEER_SQ_BUCKETS + 1] = {0};
         for (uint32_t e = 0; e < N; e++) {
             seer_entity_rec *r = &in->recs[e];
-            total += r->heap.n;
+            for (uint32_t k = 0; k < r->heap.n; k++)
+                bc[seer_squeue_bucket_of(q, r->heap.a[k].ev->time)]++;
             for (seer_inbox_node *x = seer_inbox_peek_quiescent(&r->inbox); x; x = x->next)
-                total++;
+                bc[seer_squeue_bucket_of(q, ((seer_event *)(void *)x)->time)]++;
         }
-        if (total > UINT32_MAX || heap_reserve(&in->heap, (uint32_t)total) != SEER_OK)
+        if (seer_squeue_reserve(q, bc) != SEER_OK)
             return SEER_E_NOMEM;
         for (uint32_t e = 0; e < N; e++) {
             seer_entity_rec *r = &in->recs[e];
             for (uint32_t k = 0; k < r->heap.n; k++)
-                (void)seer_heap_push(&in->heap, r->heap.a[k].ev);
+                (void)seer_squeue_push(q, r->heap.a[k].ev);
             r->heap.n = 0;
             seer_inbox_node *n = seer_inbox_drain_sc(&r->inbox);
             while (n) {
                 seer_inbox_node *next = n->next;
-                (void)seer_heap_push(&in->heap, (seer_event *)(void *)n);
+                (void)seer_squeue_push(q, (seer_event *)(void *)n);
                 n = next;
             }
         }
         return SEER_OK;
     }
+    struct migrate_ctx mc = {rt, in, counts};
     memset(counts, 0, N * sizeof *counts);
-    for (uint32_t k = 0; k < in->heap.n; k++)
-        counts[in->heap.a[k].ev->target]++;
+    seer_squeue_foreach(&in->queue, count_target_cb, &mc);
     for (uint32_t e = 0; e < N; e++) {
         seer_heap *h = &in->recs[e].heap;
         if (counts[e] && heap_reserve(h, h->n + counts[e]) != SEER_OK)
             return SEER_E_NOMEM;
     }
-    for (uint32_t k = 0; k < in->heap.n; k++) {
-        seer_event *ev = in->heap.a[k].ev;
-        (void)seer_heap_push(&in->recs[ev->target].heap, ev);
-    }
-    in->heap.n = 0;
+    seer_squeue_foreach(&in->queue, to_entity_cb, &mc);
+    seer_squeue_clear(&in->queue);
     return SEER_OK;
 }
 
@@ -1307,7 +1354,7 @@ int seer_runtime_pending_events(const seer_runtime *rt, uint32_t instance, uint6
     if (check_instance(rt, instance))
         return SEER_E_ARG;
     const seer_inst *in = &rt->inst[instance];
-    uint64_t n = in->heap.n;
+    uint64_t n = in->queue.n;
     for (uint32_t e = 0; e < rt->sz.num_entities; e++) {
         seer_entity_rec *r = &in->recs[e];
         n += r->heap.n;

@@ -87,6 +87,15 @@ static inline seer_inbox_node *seer_inbox_drain_sc(seer_inbox *q)
     return atomic_exchange_explicit(&q->head, NULL, memory_order_acquire);
 }
 
+/* Owner only: is anything queued?  A push racing with the check may be
+ * missed; like the pre-check in seer_inbox_drain_sc, the next visit sees it
+ * (the pusher accounts for its time itself). */
+static inline int seer_inbox_nonempty_hint(seer_inbox *q)
+{
+    /* relaxed: a hint; see above. */
+    return atomic_load_explicit(&q->head, memory_order_relaxed) != NULL;
+}
+
 /* Quiescent use only (no concurrent push): the current head. */
 static inline seer_inbox_node *seer_inbox_peek_quiescent(seer_inbox *q)
 {

@@ -28,6 +28,9 @@ for mode in "${modes[@]}"; do
     "$CC" "${common[@]}" "${flags[@]}" "$here/$t.c" -o "$out/$t-$mode" -lm
     "$out/$t-$mode"
   done
+  "$CC" "${common[@]}" "${flags[@]}" -I"$root/native/src" "$here/test_squeue.c" \
+    "$root/native/src/squeue.c" -o "$out/test_squeue-$mode" -lm
+  "$out/test_squeue-$mode"
   "$CC" "${common[@]}" "${flags[@]}" "$here/stress_runtime.c" "${runtime_src[@]}" \
     -o "$out/stress_runtime-$mode" -lm
   "$out/stress_runtime-$mode"

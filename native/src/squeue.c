@@ -1,0 +1,373 @@
+/* squeue.c -- the serial executor's event queue.
+ *
+ * A radix heap (Ahuja, Mehlhorn, Orlin, Tarjan 1990) on the bit pattern of
+ * the event time, with a sorted run for the events at the current time.
+ *
+ * Why not a binary heap: the serial executor holds every pending event of an
+ * instance (tens of thousands at PCS 32x32), and a pop's sift-down then walks
+ * ~15 levels of an L2-resident array with a hard-to-predict branch at each;
+ * it was 60% of the step.  The serial executor's pops are monotone (every
+ * event is scheduled at >= now), which is what a radix heap needs, and its
+ * work is sequential appends and scans.
+ *
+ * Order: for non-negative doubles (every event time: the runtime refuses
+ * NaN and times before `now`, and `now >= 0`), the IEEE-754 bit pattern read
+ * as an unsigned integer orders like the value, so the queue works on those
+ * bits.  `last` is the bit pattern of the time of the events being popped;
+ * every pending event has bits >= last.  An event with bits == last is in
+ * the current group (below); otherwise it is in bucket b, where b is the
+ * highest bit in which it differs from last.  Popping from an empty current
+ * group takes the lowest non-empty bucket, reads its minimum m (kept up to
+ * date on every append, so no scan is needed), makes m the
+ * new last and redistributes that bucket: every entry lands in a strictly
+ * lower bucket or in the current group (they all agree with m above the bit
+ * that named the bucket).  An event thus moves down at most 64 times, in
+ * practice a handful, each move a sequential read and append.
+ *
+ * Ties: events with equal time pop in key order (the key is unique).  The
+ * current group is a run sorted by key, read from `head`, plus a small heap
+ * for events that arrive at the current time with a key below the run's
+ * tail (rare: the run is built in key order whenever a whole group of
+ * equal-time events was scheduled in key order, as load reports and
+ * substeps are).  A run that comes out of a redistribution unsorted is
+ * heap-sorted in place.
+ *
+ * Since keys are unique, the pop sequence is the (time, key) order: the
+ * same as any other correct priority queue's.
+ *
+ * Memory: vectors grow geometrically and never shrink, so after warm-up the
+ * queue does not allocate.  Single owner, no synchronization.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static inline uint64_t time_bits(seer_time t)
+{
+    t += 0.0; /* -0.0 -> +0.0: the two compare equal, so they must share bits */
+    uint64_t u;
+    memcpy(&u, &t, sizeof u);
+    return u;
+}
+
+static inline seer_time bits_time(uint64_t u)
+{
+    seer_time t;
+    memcpy(&t, &u, sizeof t);
+    return t;
+}
+
+static int vec_reserve(seer_qvec *v, uint64_t cap)
+{
+    if (cap <= v->cap)
+        return SEER_OK;
+    if (cap > UINT32_MAX)
+        return SEER_E_NOMEM;
+    uint64_t c = v->cap ? v->cap : 64;
+    while (c < cap)
+        c *= 2;
+    if (c > UINT32_MAX)
+        c = UINT32_MAX;
+    seer_qentry *a = realloc(v->a, (size_t)c * sizeof *a);
+    if (!a)
+        return SEER_E_NOMEM;
+    v->a = a;
+    v->cap = (uint32_t)c;
+    return SEER_OK;
+}
+
+static inline int vec_append(seer_qvec *v, seer_qentry e)
+{
+    if (__builtin_expect(v->n == v->cap, 0) && vec_reserve(v, (uint64_t)v->n + 1) != SEER_OK)
+        return SEER_E_NOMEM;
+    v->a[v->n++] = e;
+    return SEER_OK;
+}
+
+/* ---- side heap: current-time events, on key only ------------------------ */
+
+static int side_push(seer_qvec *h, seer_qentry e)
+{
+    if (__builtin_expect(h->n == h->cap, 0) && vec_reserve(h, (uint64_t)h->n + 1) != SEER_OK)
+        return SEER_E_NOMEM;
+    uint32_t i = h->n++;
+    seer_qentry *a = h->a;
+    while (i > 0) {
+        uint32_t p = (i - 1) >> 1;
+        if (a[p].key < e.key)
+            break;
+        a[i] = a[p];
+        i = p;
+    }
+    a[i] = e;
+    return SEER_OK;
+}
+
+static void sift_down_min(seer_qentry *a, uint32_t n, uint32_t i)
+{
+    seer_qentry x = a[i];
+    for (;;) {
+        uint32_t c = 2 * i + 1;
+        if (c >= n)
+            break;
+        if (c + 1 < n && a[c + 1].key < a[c].key)
+            c++;
+        if (x.key < a[c].key)
+            break;
+        a[i] = a[c];
+        i = c;
+    }
+    a[i] = x;
+}
+
+static void sift_down_max(seer_qentry *a, uint32_t n, uint32_t i)
+{
+    seer_qentry x = a[i];
+    for (;;) {
+        uint32_t c = 2 * i + 1;
+        if (c >= n)
+            break;
+        if (c + 1 < n && a[c + 1].key > a[c].key)
+            c++;
+        if (x.key > a[c].key)
+            break;
+        a[i] = a[c];
+        i = c;
+    }
+    a[i] = x;
+}
+
+static seer_qentry side_pop(seer_qvec *h)
+{
+    seer_qentry top = h->a[0];
+    if (--h->n) {
+        h->a[0] = h->a[h->n];
+        sift_down_min(h->a, h->n, 0);
+    }
+    return top;
+}
+
+/* In-place heapsort of a run by key, ascending (the rare unsorted case). */
+static void run_sort(seer_qentry *a, uint32_t n)
+{
+    for (uint32_t i = n / 2; i-- > 0;)
+        sift_down_max(a, n, i);
+    while (n > 1) {
+        seer_qentry t = a[0];
+        a[0] = a[--n];
+        a[n] = t;
+        sift_down_max(a, n, 0);
+    }
+}
+
+/* ---- queue ---------------------------------------------------------------- */
+
+#define DIGIT_MASK ((1u << SEER_SQ_DIGIT) - 1)
+
+/* -1 for the current group, else (level, digit) as level << DIGIT | digit:
+ * the level holds the highest bit in which bits and last differ, the digit
+ * is bits' digit at that level (greater than last's, as bits > last). */
+static inline int bucket_of(uint64_t bits, uint64_t last)
+{
+    if (bits == last)
+        return -1;
+    int level = (63 - __builtin_clzll(bits ^ last)) / SEER_SQ_DIGIT;
+    int digit = (int)(bits >> (level * SEER_SQ_DIGIT)) & DIGIT_MASK;
+    return level * (1 << SEER_SQ_DIGIT) + digit;
+}
+
+static inline void mark(seer_squeue *q, int b)
+{
+    q->nonempty[b >> 6] |= (uint64_t)1 << (b & 63);
+}
+
+static inline void unmark(seer_squeue *q, int b)
+{
+    q->nonempty[b >> 6] &= ~((uint64_t)1 << (b & 63));
+}
+
+/* The lowest non-empty bucket, or -1. */
+static inline int first_bucket(const seer_squeue *q)
+{
+    for (int w = 0; w < SEER_SQ_WORDS; w++)
+        if (q->nonempty[w])
+            return w * 64 + __builtin_ctzll(q->nonempty[w]);
+    return -1;
+}
+
+/* Keep bucket b's minimum (and its event, the prefetch candidate). */
+static inline void note_min(seer_squeue *q, int b, seer_qentry e)
+{
+    const int lt = e.tb < q->bmin[b];
+    q->bmin[b] = lt ? e.tb : q->bmin[b];
+    q->bminev[b] = lt ? e.ev : q->bminev[b];
+}
+
+static inline int push_entry(seer_squeue *q, seer_qentry e)
+{
+    int rc;
+    int b = bucket_of(e.tb, q->last);
+    if (b >= 0) {
+        rc = vec_append(&q->bucket[b], e);
+        mark(q, b);
+        note_min(q, b, e);
+    } else if (q->head == q->run.n) {
+        q->run.n = q->head = 0;
+        rc = vec_append(&q->run, e);
+    } else if (e.key > q->run.a[q->run.n - 1].key) {
+        rc = vec_append(&q->run, e);
+    } else {
+        rc = side_push(&q->side, e);
+    }
+    q->n += (rc == SEER_OK);
+    return rc;
+}
+
+int seer_squeue_push(seer_squeue *q, seer_event *ev)
+{
+    /* ev->time >= the time being handled >= bits_time(q->last): the runtime
+     * refuses past times before an event reaches a queue. */
+    seer_qentry e = {time_bits(ev->time), ev->key, ev};
+    return push_entry(q, e);
+}
+
+/* Make the lowest non-empty bucket's minimum the current time, if that is
+ * before `bnd`.  Returns 1 when the current group is now non-empty, 0 when
+ * nothing is before `bnd`, or -1 when a vector could
+ * not grow: the entries not yet moved then stay in bucket b and the queue is
+ * marked broken (every event is still held, for reset to free, but the
+ * order is lost, so pops fail until a clear). */
+static int advance(seer_squeue *q, seer_time bnd)
+{
+    const int b = first_bucket(q);
+    if (b < 0)
+        return 0;
+    seer_qvec *v = &q->bucket[b];
+    const uint64_t m = q->bmin[b];
+    if (!(bits_time(m) < bnd))
+        return 0;
+    q->last = m;
+    q->run.n = q->head = 0;
+    unmark(q, b);
+    q->bmin[b] = UINT64_MAX;
+    int sorted = 1;
+    for (uint32_t k = 0; k < v->n; k++) {
+        seer_qentry e = v->a[k];
+        seer_qvec *t;
+        if (e.tb == m) {
+            t = &q->run;
+            sorted &= !(t->n && e.key < t->a[t->n - 1].key);
+        } else {
+            /* a lower level: e and m agree on every digit from b's level up */
+            int nb = bucket_of(e.tb, m);
+            t = &q->bucket[nb];
+            mark(q, nb);
+            note_min(q, nb, e);
+        }
+        if (__builtin_expect(vec_append(t, e) != SEER_OK, 0)) {
+            memmove(v->a, v->a + k, (size_t)(v->n - k) * sizeof *v->a);
+            v->n -= k;
+            mark(q, b);
+            q->bmin[b] = m; /* unused: pops fail until a clear */
+            q->broken = 1;
+            return -1;
+        }
+    }
+    v->n = 0;
+    if (!sorted)
+        run_sort(q->run.a, q->run.n);
+    return 1;
+}
+
+seer_event *seer_squeue_pop_before(seer_squeue *q, seer_time bnd, int *err)
+{
+    seer_qvec *run = &q->run;
+    if (__builtin_expect(q->broken, 0)) {
+        *err = SEER_E_NOMEM;
+        return NULL;
+    }
+    if (q->head == run->n && q->side.n == 0) {
+        int rc = advance(q, bnd);
+        if (rc <= 0) {
+            if (rc < 0)
+                *err = SEER_E_NOMEM;
+            return NULL;
+        }
+    } else if (!(bits_time(q->last) < bnd)) {
+        return NULL;
+    }
+    seer_qentry e;
+    if (q->side.n == 0 || (q->head < run->n && run->a[q->head].key < q->side.a[0].key))
+        e = run->a[q->head++];
+    else
+        e = side_pop(&q->side);
+    /* The next event's record is cold (the queue is far larger than the
+     * caches): start loading it while this one is handled.  The next event
+     * is the one at the run's head, or the side heap's top, or the lowest
+     * bucket's minimum, unless the handler schedules an earlier one. */
+    if (q->head < run->n)
+        __builtin_prefetch(run->a[q->head].ev);
+    else if (q->side.n)
+        __builtin_prefetch(q->side.a[0].ev);
+    else if (first_bucket(q) >= 0)
+        __builtin_prefetch(q->bminev[first_bucket(q)]);
+    q->n--;
+    return e.ev;
+}
+
+int seer_squeue_bucket_of(const seer_squeue *q, seer_time t)
+{
+    return bucket_of(time_bits(t), q->last) + 1;
+}
+
+int seer_squeue_reserve(seer_squeue *q, const uint64_t counts[SEER_SQ_BUCKETS + 1])
+{
+    if (vec_reserve(&q->run, (uint64_t)q->run.n + counts[0]) != SEER_OK ||
+        vec_reserve(&q->side, (uint64_t)q->side.n + counts[0]) != SEER_OK)
+        return SEER_E_NOMEM;
+    for (int b = 0; b < SEER_SQ_BUCKETS; b++)
+        if (vec_reserve(&q->bucket[b], (uint64_t)q->bucket[b].n + counts[b + 1]) != SEER_OK)
+            return SEER_E_NOMEM;
+    return SEER_OK;
+}
+
+void seer_squeue_foreach(const seer_squeue *q, void (*fn)(void *arg, seer_event *ev), void *arg)
+{
+    for (uint32_t k = q->head; k < q->run.n; k++)
+        fn(arg, q->run.a[k].ev);
+    for (uint32_t k = 0; k < q->side.n; k++)
+        fn(arg, q->side.a[k].ev);
+    for (int b = 0; b < SEER_SQ_BUCKETS; b++)
+        for (uint32_t k = 0; k < q->bucket[b].n; k++)
+            fn(arg, q->bucket[b].a[k].ev);
+}
+
+void seer_squeue_clear(seer_squeue *q)
+{
+    q->run.n = q->head = 0;
+    q->side.n = 0;
+    for (int b = 0; b < SEER_SQ_BUCKETS; b++) {
+        q->bucket[b].n = 0;
+        q->bmin[b] = UINT64_MAX;
+    }
+    memset(q->nonempty, 0, sizeof q->nonempty);
+    q->n = 0;
+    q->broken = 0;
+    q->last = 0; /* time 0.0: every time is >= it */
+}
+
+void seer_squeue_init(seer_squeue *q)
+{
+    memset(q, 0, sizeof *q);
+    seer_squeue_clear(q);
+}
+
+void seer_squeue_free(seer_squeue *q)
+{
+    free(q->run.a);
+    free(q->side.a);
+    for (int b = 0; b < SEER_SQ_BUCKETS; b++)
+        free(q->bucket[b].a);
+    seer_squeue_init(q);
+}
