@@ -6,6 +6,7 @@
 #include <stdalign.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "seer_runtime.h"
 #include "sync.h"
@@ -13,6 +14,7 @@
 #define SEER_ERRLEN 512
 #define SEER_KEY_SEQ_BITS 40
 #define SEER_MAX_ENTITIES (1u << 24) /* entity ids fill the key's top 24 bits */
+#define SEER_MIN_PARTS 8u /* parallel: partitions per instance, when entities allow */
 
 /* One event record.  `node` must stay first: inboxes link through it. */
 typedef struct seer_event {
@@ -26,22 +28,10 @@ typedef struct seer_event {
     alignas(16) unsigned char payload[];
 } seer_event;
 
-typedef struct seer_heap_entry {
-    seer_time time;
-    uint64_t key;
-    seer_event *ev;
-} seer_heap_entry;
 
-/* Binary min-heap on (time, key).  Single owner; grows geometrically and
- * never shrinks, so after warm-up it does not allocate. */
-typedef struct seer_heap {
-    seer_heap_entry *a;
-    uint32_t n;
-    uint32_t cap;
-} seer_heap;
-
-/* The serial executor's queue (squeue.c): a radix heap on the time's bit
- * pattern.  Single owner. */
+/* The event queue (squeue.c): a radix heap on the time's bit pattern.  One
+ * per instance in the serial executor, one per partition in the parallel
+ * one.  Single owner. */
 typedef struct seer_qentry {
     uint64_t tb;  /* bit pattern of the (non-negative) event time */
     uint64_t key;
@@ -61,13 +51,14 @@ typedef struct seer_qvec {
 #define SEER_SQ_WORDS ((SEER_SQ_BUCKETS + 63) / 64)
 
 typedef struct seer_squeue {
-    uint64_t last;        /* time bits of the current group; all pending >= it */
+    alignas(SEER_CACHE_LINE) uint64_t last;        /* time bits of the current group; all pending >= it */
     uint64_t nonempty[SEER_SQ_WORDS]; /* bit b: bucket[b] holds entries       */
     uint64_t n;           /* entries held                                      */
     uint32_t head;        /* read position in run                              */
     int broken;           /* an allocation failed mid-move: pops fail          */
     seer_qvec run;        /* current group, sorted by key                      */
     seer_qvec side;       /* current group, arrived out of order: heap on key  */
+    seer_qvec scratch;    /* merge buffer of the run's sort                    */
     seer_qvec bucket[SEER_SQ_BUCKETS]; /* see squeue.c                         */
     uint64_t bmin[SEER_SQ_BUCKETS];    /* smallest time bits in a bucket (max
                                           when empty)                          */
@@ -78,6 +69,25 @@ typedef struct seer_squeue {
 void seer_squeue_init(seer_squeue *q);
 
 int seer_squeue_push(seer_squeue *q, seer_event *ev);
+int seer_squeue_push_entry(seer_squeue *q, seer_qentry e);
+/* Earliest queued time, +inf when empty. */
+seer_time seer_squeue_min_time(const seer_squeue *q);
+static inline seer_qentry seer_qentry_of(const seer_event *ev)
+{
+    seer_time t = ev->time + 0.0; /* -0.0 -> +0.0 (see squeue.c) */
+    uint64_t u;
+    memcpy(&u, &t, sizeof u);
+    return (seer_qentry){u, ev->key, (seer_event *)ev};
+}
+/* Grow v to hold at least cap entries (slow path of seer_qvec_append). */
+int seer_qvec_reserve(seer_qvec *v, uint64_t cap);
+static inline int seer_qvec_append(seer_qvec *v, seer_qentry e)
+{
+    if (__builtin_expect(v->n == v->cap, 0) && seer_qvec_reserve(v, (uint64_t)v->n + 1) != 0)
+        return SEER_E_NOMEM;
+    v->a[v->n++] = e;
+    return SEER_OK;
+}
 /* The next event in (time, key) order if its time is < bnd, else NULL (and
  * *err set when the queue failed). */
 seer_event *seer_squeue_pop_before(seer_squeue *q, seer_time bnd, int *err);
@@ -89,12 +99,9 @@ void seer_squeue_foreach(const seer_squeue *q, void (*fn)(void *arg, seer_event 
 void seer_squeue_clear(seer_squeue *q); /* drops the entries (not the events) */
 void seer_squeue_free(seer_squeue *q);
 
-/* Per-entity runtime record.  The inbox sits on its own cache line: other
- * threads push into it while the owner works on the rest. */
+/* Per-entity runtime record.  Written only by the thread handling the
+ * entity's partition. */
 typedef struct seer_entity_rec {
-    seer_inbox inbox;
-    char pad0_[SEER_CACHE_LINE - sizeof(seer_inbox)];
-    seer_heap heap;  /* parallel executor: this entity's pending events */
     uint64_t seq;    /* events this entity has scheduled since reset */
     uint64_t events; /* events this entity has handled since reset */
     uint64_t rng[4];
@@ -117,10 +124,8 @@ typedef struct seer_inst {
     unsigned char *snapshot;
     unsigned char *idata;
     seer_entity_rec *recs;
-    seer_time *next_time; /* parallel: each entity's earliest queued time as of
-                             its last visit (its inbox aside); written only by
-                             the visiting worker.  Dense, so a visit to an idle
-                             entity touches no queue memory. */
+    seer_squeue *parts; /* parallel executor: one queue per partition of the
+                           entities (line-aligned; see parallel.c) */
     alignas(SEER_CACHE_LINE) seer_squeue queue; /* serial executor: all pending
                                                    events */
 } seer_inst;
@@ -146,6 +151,9 @@ typedef struct seer_worker {
     uint64_t refills_seen; /* refills already answered by a larger target      */
     uint64_t pool_target;  /* free events to hold when a call starts           */
     uint64_t gen_seen; /* job generation this worker last ran (or started at) */
+    /* Cross-partition events this thread scheduled, by parity of the phase
+     * that scheduled them, then [instance * nparts + partition]. */
+    seer_qvec *out[2];
     seer_trace_rec *trace; /* NULL when tracing is off */
     uint64_t trace_n;
     uint64_t trace_dropped;
@@ -186,6 +194,8 @@ struct seer_runtime {
     size_t entity_stride;
     size_t snapshot_stride;
     size_t idata_stride;
+    uint32_t part_shift; /* parallel: entity e is in partition e >> part_shift */
+    uint32_t nparts;     /* partitions per instance                           */
 
     seer_inst *inst;
     /* host buffers */
@@ -223,6 +233,8 @@ struct seer_runtime {
     uint32_t *sel;   /* selected instance indices */
     uint32_t nsel;
     int any_running;
+    uint32_t out_parity; /* outboxes the current phase writes (the previous
+                            phase's, the other parity, are merged) */
     seer_time window_t; /* earliest window start of the running instances */
     _Atomic int abort_code;
 
@@ -244,10 +256,9 @@ seer_event *seer_event_alloc(seer_worker *w);
 void seer_event_free(seer_worker *w, seer_event *ev);
 /* Outside the event loop: bring a worker's free list into [lo, hi]. */
 void seer_pool_balance(seer_worker *w, uint64_t lo, uint64_t hi);
-int seer_heap_push(seer_heap *h, seer_event *ev);
-seer_event *seer_heap_pop(seer_heap *h);
 void seer_ctx_setup(seer_ctx *c, seer_runtime *rt, seer_worker *w, uint32_t inst, int phase);
 int seer_after_handler(seer_ctx *c, int rc, const char *what);
+void seer_squeue_drop(seer_worker *w, seer_squeue *q);
 void seer_clear_entity(seer_worker *w, seer_inst *in, uint32_t e, uint64_t seed);
 int seer_init_entity(seer_worker *w, uint32_t inst, uint32_t e);
 int seer_act_agent(seer_worker *w, uint32_t inst, uint32_t a);
@@ -276,9 +287,5 @@ int seer_pool_start(seer_runtime *rt, uint32_t threads);
 void seer_pool_stop(seer_runtime *rt);
 int seer_parallel_run(seer_runtime *rt, int job);
 
-static inline seer_time seer_heap_top_time(const seer_heap *h)
-{
-    return h->n ? h->a[0].time : __builtin_inf();
-}
 
 #endif /* SEER_INTERNAL_H */

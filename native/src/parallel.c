@@ -1,22 +1,28 @@
 /*
  * parallel.c -- the worker pool and the parallel executor.
  *
+ * Each instance's entities are cut into partitions of 2^part_shift
+ * consecutive entities; each partition has one event queue (squeue.c, the
+ * serial executor's queue) holding every pending event of its entities.
+ *
  * One call (reset or step of the selected instances) is a sequence of
  * phases on the executive list (seer_phases in sync.h).  Each phase is a
- * list of work items (entities, agents or instances of the selected
- * instances); any worker -- the calling thread included -- claims chunks of
- * it and handles them; whoever completes the last chunk runs the transition
- * and opens the next phase:
+ * list of work items (partitions, agents, entities or instances of the
+ * selected instances); any worker -- the calling thread included -- claims
+ * chunks of it and handles them; whoever completes the last chunk runs the
+ * transition and opens the next phase:
  *
- *   step:  ACT      every entity: drain its inbox; agents act at k*D;
- *                   report the earliest pending time
- *          WINDOW*  while some instance has T < boundary: every entity of a
- *                   running instance drains its inbox and handles its events
- *                   with time < W = min(T + L, boundary); reports its new
+ *   step:  ACT      every partition: its agents act at k*D; report the
+ *                   partition's earliest pending time
+ *          WINDOW*  while some instance has T < boundary: every partition
+ *                   merges the events sent to it in the previous phase, then
+ *                   (if its instance runs) handles, in (time, key) order, its
+ *                   events with time < W = min(T + L, boundary); reports its
  *                   earliest time
+ *          FLUSH    every partition merges the last window's events
  *          BINST    the model's per-instance boundary hook (if any)
  *          OBSERVE  per agent;  PUBLISH  per entity;  DONE
- *   reset: CLEAR, INIT, then BINST/OBSERVE/PUBLISH, DONE
+ *   reset: CLEAR, INIT, FLUSH, then BINST/OBSERVE/PUBLISH, DONE
  *
  * Why a window is safe: every event left has time >= T; an event handled in
  * [T, W) can only create cross-entity events at >= T + L >= W, so no entity
@@ -25,12 +31,21 @@
  * it, in the same (time, key) order, and reads only frozen data besides its
  * own state: outputs are bit-identical to the serial executor's.
  *
- * How T is known exactly without a serial scan: in every phase each entity is
- * visited once by some worker, which drains its inbox and reports its heap's
- * earliest time after handling; every cross-entity push reports its time in
- * the pushing worker's local minimum.  An event pushed into an inbox after the
- * owner was visited is thus counted by its pusher, and drained at the next
- * phase's visit.  The phase's completer reduces the per-worker minima.
+ * Events between partitions: the thread that handles a partition during a
+ * phase owns its queue, so an event for the same partition goes straight
+ * into it.  An event for another partition goes into the scheduling thread's
+ * own outbox for that partition -- a plain vector, no atomic operation per
+ * event -- in the bank of the current phase's parity; the target
+ * partition's visitor in the next phase merges every thread's outbox of the
+ * other parity.  Producers and mergers never touch the same bank in one
+ * phase, and the phase transition (acq_rel completion, release open, acquire
+ * claim) orders the writes before the merge.  Merging an event that cannot
+ * be due in the window it arrives for is harmless: the queue orders it.
+ *
+ * How T is known exactly without a serial scan: every visit reports its
+ * partition's earliest queued time, and every cross-partition event reports
+ * its time in the sending thread's local minimum; the phase's completer
+ * reduces the per-worker minima.
  *
  * No fixed team: a worker that is descheduled (a loaded or oversubscribed
  * machine) and has claimed nothing is never waited for; the others -- at
@@ -54,6 +69,7 @@ enum {
     PH_INIT,
     PH_ACT,
     PH_WINDOW,
+    PH_FLUSH,
     PH_BINST,
     PH_OBSERVE,
     PH_PUBLISH,
@@ -85,8 +101,9 @@ static uint32_t phase_count(const seer_runtime *rt, uint32_t kind)
     switch (kind) {
     case PH_BINST: return rt->nsel;
     case PH_OBSERVE: return rt->nsel * rt->sz.num_agents;
+    case PH_PUBLISH: return rt->nsel * rt->sz.num_entities;
     case PH_DONE: return 0;
-    default: return rt->nsel * rt->sz.num_entities;
+    default: return rt->nsel * rt->nparts; /* partition phases */
     }
 }
 
@@ -149,15 +166,16 @@ static void advance(seer_runtime *rt, uint32_t done)
         next = PH_INIT;
         break;
     case PH_INIT:
-        next = aborted(rt) ? PH_DONE : first_boundary_phase(rt);
+        next = PH_FLUSH;
         break;
     case PH_ACT:
     case PH_WINDOW:
         reduce_windows(rt);
-        if (rt->any_running)
-            next = PH_WINDOW;
-        else
-            next = aborted(rt) ? PH_DONE : first_boundary_phase(rt);
+        next = rt->any_running ? PH_WINDOW : PH_FLUSH;
+        break;
+    case PH_FLUSH:
+        /* Even after an error: a call leaves no event in an outbox. */
+        next = aborted(rt) ? PH_DONE : first_boundary_phase(rt);
         break;
     case PH_BINST:
         next = PH_OBSERVE;
@@ -173,6 +191,9 @@ static void advance(seer_runtime *rt, uint32_t done)
     default:
         break;
     }
+    /* The next phase merges what this one scheduled across partitions and
+     * schedules into the other bank. */
+    rt->out_parity ^= 1u;
     open_phase(rt, next);
 }
 
@@ -187,25 +208,7 @@ static uint32_t trace_kind(uint32_t phase)
     }
 }
 
-/* ---- per-entity work ------------------------------------------------------ */
-
-static inline void drain_inbox(seer_worker *w, seer_entity_rec *r)
-{
-    seer_inbox_node *n = seer_inbox_drain_sc(&r->inbox);
-    while (n) {
-        seer_inbox_node *next = n->next;
-        seer_event *ev = (seer_event *)(void *)n;
-        if (seer_heap_push(&r->heap, ev) != SEER_OK) {
-            /* Out of memory: drop the rest and fail the call. */
-            if (!w->err) {
-                w->err = SEER_E_NOMEM;
-                strcpy(w->msg, "out of memory for an entity's event queue");
-            }
-            seer_event_free(w, ev);
-        }
-        n = next;
-    }
-}
+/* ---- per-partition work --------------------------------------------------- */
 
 static inline void note_min(seer_worker *w, uint32_t inst, double t)
 {
@@ -213,92 +216,119 @@ static inline void note_min(seer_worker *w, uint32_t inst, double t)
         w->local_min[inst] = t;
 }
 
-/* After a visit: remember the entity's earliest queued time and count it. */
-static inline void report_min(seer_worker *w, seer_inst *in, uint32_t inst, uint32_t e,
-                              const seer_entity_rec *r)
+/* Move the events every thread sent to partition p in the previous phase
+ * (outbox bank `bank`) into its queue. */
+static void merge_outboxes(seer_worker *w, seer_inst *in, uint32_t inst, uint32_t p,
+                           uint32_t bank)
 {
-    double t = seer_heap_top_time(&r->heap);
-    in->next_time[e] = t;
-    note_min(w, inst, t);
+    seer_runtime *rt = w->rt;
+    seer_squeue *q = &in->parts[p];
+    const size_t slot = (size_t)inst * rt->nparts + p;
+    for (uint32_t t = 0; t < rt->nthreads; t++) {
+        seer_qvec *o = &rt->workers[t].out[bank][slot];
+        for (uint32_t k = 0; k < o->n; k++) {
+            if (__builtin_expect(seer_squeue_push_entry(q, o->a[k]) != SEER_OK, 0)) {
+                /* Out of memory: drop the event and fail the call. */
+                if (!w->err) {
+                    w->err = SEER_E_NOMEM;
+                    strcpy(w->msg, "out of memory for a partition's event queue");
+                }
+                seer_event_free(w, o->a[k].ev);
+            }
+        }
+        o->n = 0;
+    }
 }
 
-/* Handle one entity's events with time < its instance's window end. */
-static void run_entity(seer_worker *w, seer_ctx *c, uint32_t inst, uint32_t e)
+/* Handle partition p's events with time < its instance's window end, in
+ * (time, key) order. */
+static void run_partition(seer_worker *w, seer_ctx *c, uint32_t inst, uint32_t p)
 {
     seer_runtime *rt = w->rt;
     seer_inst *in = &rt->inst[inst];
-    seer_entity_rec *r = &in->recs[e];
-    drain_inbox(w, r);
+    seer_squeue *q = &in->parts[p];
     const seer_time w_end = in->w_end;
-    seer_heap *h = &r->heap;
-    if (h->n && h->a[0].time < w_end && !w->err) {
-        c->inst = in;
-        c->inst_idx = inst;
+    const seer_model *m = rt->model;
+    const int tracing = SEER_TRACING(w);
+    c->inst = in;
+    c->inst_idx = inst;
+    uint64_t n = 0;
+    int qerr = 0;
+    seer_event *ev;
+    while (!w->err && (ev = seer_squeue_pop_before(q, w_end, &qerr)) != NULL) {
+        const uint32_t e = ev->target;
         c->self = e;
-        c->rec = r;
-        void *state = in->states + (size_t)e * rt->entity_stride;
-        const seer_model *m = rt->model;
-        uint64_t n = 0;
-        const int tracing = SEER_TRACING(w);
-        while (h->n && h->a[0].time < w_end) {
-            seer_event *ev = seer_heap_pop(h);
-            c->now = ev->time;
-            c->cur_type = ev->type;
-            uint64_t t0 = tracing ? seer_clock_ns() : 0;
-            int rc = m->handle(c, state, ev->type, ev->payload, ev->size);
-            if (tracing)
-                seer_trace_add(w, SEER_TRACE_EVENT, t0, seer_clock_ns(), c->now, inst, e,
-                               c->cur_type, 1);
-            n++;
-            seer_event_free(w, ev);
-            if (__builtin_expect(rc != 0 || w->err != 0, 0)) {
-                seer_after_handler(c, rc, "event");
-                break;
-            }
+        c->rec = &in->recs[e];
+        c->now = ev->time;
+        c->cur_type = ev->type;
+        uint64_t t0 = tracing ? seer_clock_ns() : 0;
+        int rc = m->handle(c, in->states + (size_t)e * rt->entity_stride, ev->type,
+                           ev->payload, ev->size);
+        if (tracing)
+            seer_trace_add(w, SEER_TRACE_EVENT, t0, seer_clock_ns(), c->now, inst, e,
+                           c->cur_type, 1);
+        c->rec->events++;
+        n++;
+        seer_event_free(w, ev);
+        if (__builtin_expect(rc != 0 || w->err != 0, 0)) {
+            seer_after_handler(c, rc, "event");
+            break;
         }
-        r->events += n;
-        w->events += n;
     }
-    report_min(w, in, inst, e, r);
+    if (__builtin_expect(qerr != 0, 0) && !w->err) {
+        w->err = qerr;
+        strcpy(w->msg, "out of memory for a partition's event queue");
+    }
+    w->events += n;
 }
 
 /* Handle items [b, e) of the flattened (selected instance, item) space. */
 static void run_chunk(seer_worker *w, seer_ctx *c, uint32_t kind, uint32_t b, uint32_t e)
 {
     seer_runtime *rt = w->rt;
-    const uint32_t A = rt->sz.num_agents;
-    const uint32_t per = kind == PH_BINST ? 1u : kind == PH_OBSERVE ? A : rt->sz.num_entities;
+    const uint32_t A = rt->sz.num_agents, N = rt->sz.num_entities;
+    const uint32_t per = kind == PH_BINST     ? 1u
+                         : kind == PH_OBSERVE ? A
+                         : kind == PH_PUBLISH ? N
+                                              : rt->nparts;
+    const uint32_t bank = rt->out_parity ^ 1u; /* the previous phase's outboxes */
     uint32_t k = b / per, item = b % per;
     for (uint32_t x = b; x < e; x++) {
         const uint32_t inst = rt->sel[k];
         seer_inst *in = &rt->inst[inst];
+        /* partition phases: the partition's entities [e0, e1) */
+        const uint32_t e0 = item << rt->part_shift;
+        const uint32_t e1 = e0 + (1u << rt->part_shift) < N ? e0 + (1u << rt->part_shift) : N;
         switch (kind) {
         case PH_CLEAR:
-            seer_clear_entity(w, in, item, in->seed);
+            seer_squeue_drop(w, &in->parts[item]);
+            for (uint32_t t = 0; t < rt->nthreads; t++)
+                for (uint32_t j = 0; j < 2; j++) {
+                    seer_qvec *o = &rt->workers[t].out[j][(size_t)inst * rt->nparts + item];
+                    for (uint32_t i = 0; i < o->n; i++)
+                        seer_event_free(w, o->a[i].ev);
+                    o->n = 0;
+                }
+            for (uint32_t en = e0; en < e1; en++)
+                seer_clear_entity(w, in, en, in->seed);
             break;
         case PH_INIT:
-            if (!w->err)
-                seer_init_entity(w, inst, item);
+            for (uint32_t en = e0; en < e1 && !w->err; en++)
+                seer_init_entity(w, inst, en);
             break;
-        case PH_ACT: {
-            seer_entity_rec *r = &in->recs[item];
-            drain_inbox(w, r);
-            if (item < A && !w->err)
-                seer_act_agent(w, inst, item);
-            report_min(w, in, inst, item, r);
+        case PH_ACT:
+            for (uint32_t en = e0; en < e1 && en < A && !w->err; en++)
+                seer_act_agent(w, inst, en);
+            note_min(w, inst, seer_squeue_min_time(&in->parts[item]));
             break;
-        }
         case PH_WINDOW:
-            if (!in->running)
-                break;
-            /* Nothing in the inbox and nothing queued before the window's
-             * end (next_time is exact: only this entity's visits change its
-             * heap): skip it without touching its queue. */
-            if (in->next_time[item] >= in->w_end &&
-                !seer_inbox_nonempty_hint(&in->recs[item].inbox))
-                note_min(w, inst, in->next_time[item]);
-            else
-                run_entity(w, c, inst, item);
+            merge_outboxes(w, in, inst, item, bank);
+            if (in->running)
+                run_partition(w, c, inst, item);
+            note_min(w, inst, seer_squeue_min_time(&in->parts[item]));
+            break;
+        case PH_FLUSH:
+            merge_outboxes(w, in, inst, item, bank);
             break;
         case PH_BINST:
             seer_boundary_instance(w, inst);
@@ -346,7 +376,8 @@ static void run_phases(seer_worker *w, uint32_t tag)
     for (;;) {
         uint64_t seq;
         uint32_t kind, ptag, b, e;
-        int got = seer_phases_claim_mc(&rt->ph, &seq, &kind, &ptag, &b, &e);
+        int got = seer_phases_claim_mc(&rt->ph, (int)(w->id & 1u), &seq, &kind, &ptag, &b,
+                                       &e);
         if (kind == PH_DONE)
             return;
         if (got != SEER_CLAIMED) {
@@ -451,7 +482,9 @@ int seer_pool_start(seer_runtime *rt, uint32_t threads)
         w->id = t;
         w->pool_target = POOL_LO;
         w->local_min = malloc(rt->B * sizeof(double));
-        if (!w->local_min)
+        for (int j = 0; j < 2; j++)
+            w->out[j] = calloc((size_t)rt->B * rt->nparts, sizeof(seer_qvec));
+        if (!w->local_min || !w->out[0] || !w->out[1])
             return SEER_E_NOMEM;
         for (uint32_t i = 0; i < rt->B; i++)
             w->local_min[i] = __builtin_inf();
@@ -505,6 +538,13 @@ void seer_pool_stop(seer_runtime *rt)
         seer_pool_balance(w, 0, 0);
         rt->refills_total += w->refills;
         free(w->local_min);
+        /* Outboxes are empty between calls (FLUSH merges them). */
+        for (int j = 0; j < 2; j++) {
+            if (w->out[j])
+                for (size_t k = 0; k < (size_t)rt->B * rt->nparts; k++)
+                    free(w->out[j][k].a);
+            free(w->out[j]);
+        }
         free(w->trace);
     }
     free(rt->workers);

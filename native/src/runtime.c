@@ -206,6 +206,10 @@ seer_event *seer_event_alloc(seer_worker *w)
     seer_event *ev = w->pool.free;
     w->pool.free = (seer_event *)(void *)ev->node.next;
     w->pool.nfree--;
+    /* Handlers often schedule several events in a row, and the free list
+     * reaches back to records handled long ago: start loading the next one
+     * (its link is read, its header and payload written, by that alloc). */
+    __builtin_prefetch(w->pool.free, 1);
     return ev;
 }
 
@@ -214,69 +218,6 @@ void seer_event_free(seer_worker *w, seer_event *ev)
     ev->node.next = as_node(w->pool.free);
     w->pool.free = ev;
     w->pool.nfree++;
-}
-
-/* ---- binary heap on (time, key) ----------------------------------------- */
-
-static inline int entry_less(const seer_heap_entry *a, const seer_heap_entry *b)
-{
-    return a->time < b->time || (a->time == b->time && a->key < b->key);
-}
-
-static int heap_reserve(seer_heap *h, uint32_t cap)
-{
-    if (cap <= h->cap)
-        return SEER_OK;
-    seer_heap_entry *a = realloc(h->a, (size_t)cap * sizeof *a);
-    if (!a)
-        return SEER_E_NOMEM;
-    h->a = a;
-    h->cap = cap;
-    return SEER_OK;
-}
-
-int seer_heap_push(seer_heap *h, seer_event *ev)
-{
-    if (__builtin_expect(h->n == h->cap, 0)) {
-        if (heap_reserve(h, h->cap ? h->cap * 2 : 16) != SEER_OK)
-            return SEER_E_NOMEM;
-    }
-    seer_heap_entry e = {ev->time, ev->key, ev};
-    uint32_t i = h->n++;
-    seer_heap_entry *a = h->a;
-    while (i > 0) {
-        uint32_t p = (i - 1) >> 1;
-        if (!entry_less(&e, &a[p]))
-            break;
-        a[i] = a[p];
-        i = p;
-    }
-    a[i] = e;
-    return SEER_OK;
-}
-
-seer_event *seer_heap_pop(seer_heap *h)
-{
-    seer_heap_entry *a = h->a;
-    seer_event *top = a[0].ev;
-    uint32_t n = --h->n;
-    if (n == 0)
-        return top;
-    seer_heap_entry last = a[n];
-    uint32_t i = 0;
-    for (;;) {
-        uint32_t c = 2 * i + 1;
-        if (c >= n)
-            break;
-        if (c + 1 < n && entry_less(&a[c + 1], &a[c]))
-            c++;
-        if (!entry_less(&a[c], &last))
-            break;
-        a[i] = a[c];
-        i = c;
-    }
-    a[i] = last;
-    return top;
 }
 
 /* ---- contexts and accessors --------------------------------------------- */
@@ -459,14 +400,22 @@ int seer_schedule(seer_ctx *c, uint32_t target, seer_time t, uint32_t type,
     int rc;
     if (rt->executor == SEER_EXECUTOR_SERIAL) {
         rc = seer_squeue_push(&c->inst->queue, ev);
-    } else if (target == c->self) {
-        rc = seer_heap_push(&c->rec->heap, ev);
     } else {
-        seer_inbox_push_mp(&c->inst->recs[target].inbox, &ev->node);
-        double *m = &c->w->local_min[c->inst_idx];
-        if (t < *m)
-            *m = t;
-        rc = SEER_OK;
+        /* Parallel: the scheduling thread owns the source's partition for
+         * the whole phase.  Same partition: straight into its queue; other
+         * partitions: this thread's outbox, merged by the target
+         * partition's visitor in the next phase (see parallel.c). */
+        const uint32_t pt = target >> rt->part_shift;
+        if (pt == c->self >> rt->part_shift) {
+            rc = seer_squeue_push(&c->inst->parts[pt], ev);
+        } else {
+            rc = seer_qvec_append(
+                &c->w->out[rt->out_parity][(size_t)c->inst_idx * rt->nparts + pt],
+                seer_qentry_of(ev));
+            double *m = &c->w->local_min[c->inst_idx];
+            if (t < *m)
+                *m = t;
+        }
     }
     if (rc != SEER_OK) {
         seer_event_free(c->w, ev);
@@ -494,23 +443,20 @@ int seer_after_handler(seer_ctx *c, int rc, const char *what)
 
 /* ---- per-phase operations (shared by both executors) ---------------------- */
 
-static void free_event_list(seer_worker *w, seer_inbox_node *n)
+static void free_event_cb(void *w, seer_event *ev) { seer_event_free(w, ev); }
+
+/* Free every event a queue holds and empty it. */
+void seer_squeue_drop(seer_worker *w, seer_squeue *q)
 {
-    while (n) {
-        seer_inbox_node *next = n->next;
-        seer_event_free(w, (seer_event *)(void *)n);
-        n = next;
-    }
+    seer_squeue_foreach(q, free_event_cb, w);
+    seer_squeue_clear(q);
 }
 
-/* Drop an entity's pending events and reseed it (state zeroed by caller). */
+/* Reseed an entity and zero its state and snapshot (its pending events go
+ * with its queue). */
 void seer_clear_entity(seer_worker *w, seer_inst *in, uint32_t e, uint64_t seed)
 {
     seer_entity_rec *r = &in->recs[e];
-    free_event_list(w, seer_inbox_drain_sc(&r->inbox));
-    for (uint32_t i = 0; i < r->heap.n; i++)
-        seer_event_free(w, r->heap.a[i].ev);
-    r->heap.n = 0;
     r->seq = 0;
     r->events = 0;
     seer_rng_seed_state(seed, e, r->rng);
@@ -737,14 +683,11 @@ static void serial_boundary(seer_runtime *rt, seer_worker *w, uint32_t i)
     seer_finish_instance(rt, i);
 }
 
-static void free_event_cb(void *w, seer_event *ev) { seer_event_free(w, ev); }
-
 static int serial_reset(seer_runtime *rt, uint32_t i)
 {
     seer_worker *w = &rt->workers[0];
     seer_inst *in = &rt->inst[i];
-    seer_squeue_foreach(&in->queue, free_event_cb, w);
-    seer_squeue_clear(&in->queue);
+    seer_squeue_drop(w, &in->queue);
     for (uint32_t e = 0; e < rt->sz.num_entities; e++)
         seer_clear_entity(w, in, e, in->seed);
     for (uint32_t e = 0; e < rt->sz.num_entities; e++)
@@ -909,6 +852,12 @@ int seer_runtime_create(const seer_model *model, const void *config, size_t conf
     rt->entity_stride = round_up(sz.entity_size ? sz.entity_size : 1, 16);
     rt->snapshot_stride = round_up(sz.snapshot_size ? sz.snapshot_size : 1, 16);
     rt->idata_stride = round_up(sz.instance_size ? sz.instance_size : 1, 16);
+    /* Partitions of the parallel executor: a power-of-two size (a shift
+     * finds an entity's), as large as leaves at least SEER_MIN_PARTS
+     * partitions per instance. */
+    while (rt->part_shift < 24 && (sz.num_entities >> (rt->part_shift + 1)) >= SEER_MIN_PARTS)
+        rt->part_shift++;
+    rt->nparts = ((sz.num_entities - 1) >> rt->part_shift) + 1;
     pthread_mutex_init(&rt->reserve_lock, NULL);
     pthread_mutex_init(&rt->wake_lock, NULL);
     pthread_cond_init(&rt->wake_cond, NULL);
@@ -938,9 +887,12 @@ int seer_runtime_create(const seer_model *model, const void *config, size_t conf
         in->states = aligned_alloc(64, round_up(N * rt->entity_stride, 64));
         in->snapshot = aligned_alloc(64, round_up(N * rt->snapshot_stride, 64));
         in->idata = aligned_alloc(64, round_up(rt->idata_stride, 64));
-        in->recs = aligned_alloc(64, N * sizeof(seer_entity_rec));
-        in->next_time = malloc(N * sizeof(seer_time));
-        if (!in->states || !in->snapshot || !in->idata || !in->recs || !in->next_time) {
+        in->recs = aligned_alloc(64, round_up(N * sizeof(seer_entity_rec), 64));
+        in->parts = aligned_alloc(SEER_CACHE_LINE, rt->nparts * sizeof *in->parts);
+        if (in->parts)
+            for (uint32_t p = 0; p < rt->nparts; p++)
+                seer_squeue_init(&in->parts[p]);
+        if (!in->states || !in->snapshot || !in->idata || !in->recs || !in->parts) {
             ok = 0;
             break;
         }
@@ -948,10 +900,6 @@ int seer_runtime_create(const seer_model *model, const void *config, size_t conf
         memset(in->snapshot, 0, N * rt->snapshot_stride);
         memset(in->idata, 0, rt->idata_stride);
         memset(in->recs, 0, N * sizeof(seer_entity_rec));
-        for (size_t e = 0; e < N; e++) {
-            seer_inbox_init(&in->recs[e].inbox);
-            in->next_time[e] = __builtin_inf();
-        }
     }
     if (ok && seer_pool_start(rt, executor == SEER_EXECUTOR_SERIAL ? 1 : threads) != SEER_OK)
         ok = 0;
@@ -972,14 +920,14 @@ void seer_runtime_destroy(seer_runtime *rt)
         for (uint32_t i = 0; i < rt->B; i++) {
             seer_inst *in = &rt->inst[i];
             seer_squeue_free(&in->queue);
-            if (in->recs)
-                for (uint32_t e = 0; e < rt->sz.num_entities; e++)
-                    free(in->recs[e].heap.a);
+            if (in->parts)
+                for (uint32_t p = 0; p < rt->nparts; p++)
+                    seer_squeue_free(&in->parts[p]);
             free(in->states);
             free(in->snapshot);
             free(in->idata);
             free(in->recs);
-            free(in->next_time);
+            free(in->parts);
         }
     }
     for (size_t k = 0; k < rt->nchunks; k++)
@@ -1063,69 +1011,64 @@ int seer_runtime_set_threads(seer_runtime *rt, uint32_t threads)
     return resize_pool(rt, threads);
 }
 
-/* Move one instance's pending events between the executors' queues.  Runs
- * between calls (no worker is inside a job, so the inboxes are quiescent and
- * the single-consumer drain is safe).  Both executors order an entity's
- * events by the same (time, key), and the key travels with the event, so the
- * outcome does not depend on where the events waited.  Capacity is reserved
- * first: once moving starts nothing can fail half way. */
+/* Move one instance's pending events between the executors' queues: the
+ * serial executor's one queue and the parallel executor's partition queues.
+ * Runs between calls, when the outboxes are empty.  Both executors order an
+ * entity's events by the same (time, key), and the key travels with the
+ * event, so the outcome does not depend on where the events waited.
+ * Capacity is reserved first (counts: nparts * (SEER_SQ_BUCKETS + 1)
+ * scratch): once moving starts nothing can fail half way. */
+#define MIG_NB (SEER_SQ_BUCKETS + 1)
+
 struct migrate_ctx {
     seer_runtime *rt;
     seer_inst *in;
-    uint32_t *counts;
+    uint64_t *counts;
+    int to;
 };
 
-static void count_target_cb(void *arg, seer_event *ev)
+static seer_squeue *dest_queue(const struct migrate_ctx *m, const seer_event *ev, size_t *row)
 {
-    ((struct migrate_ctx *)arg)->counts[ev->target]++;
+    if (m->to == SEER_EXECUTOR_SERIAL) {
+        *row = 0;
+        return &m->in->queue;
+    }
+    uint32_t p = ev->target >> m->rt->part_shift;
+    *row = (size_t)p * MIG_NB;
+    return &m->in->parts[p];
 }
 
-static void to_entity_cb(void *arg, seer_event *ev)
+static void count_cb(void *arg, seer_event *ev)
 {
-    (void)seer_heap_push(&((struct migrate_ctx *)arg)->in->recs[ev->target].heap, ev);
+    struct migrate_ctx *m = arg;
+    size_t row;
+    seer_squeue *q = dest_queue(m, ev, &row);
+    m->counts[row + (size_t)seer_squeue_bucket_of(q, ev->time)]++;
 }
 
-static int migrate_instance(seer_runtime *rt, seer_inst *in, int to, uint32_t *counts)
+static void move_cb(void *arg, seer_event *ev)
 {
-    const uint32_t N = rt->sz.num_entities;
-    if (to == SEER_EXECUTOR_SERIAL) {
-        /* Every pending event is at or after the instance's current time,
-         * so a cleared queue (current time 0) takes them all. */
-        seer_squeue *q = &in->queue;
-        uint64_t bc[SEER_SQ_BUCKETS + 1] = {0};
-        for (uint32_t e = 0; e < N; e++) {
-            seer_entity_rec *r = &in->recs[e];
-            for (uint32_t k = 0; k < r->heap.n; k++)
-                bc[seer_squeue_bucket_of(q, r->heap.a[k].ev->time)]++;
-            for (seer_inbox_node *x = seer_inbox_peek_quiescent(&r->inbox); x; x = x->next)
-                bc[seer_squeue_bucket_of(q, ((seer_event *)(void *)x)->time)]++;
-        }
-        if (seer_squeue_reserve(q, bc) != SEER_OK)
+    size_t row;
+    (void)seer_squeue_push(dest_queue(arg, ev, &row), ev); /* reserved: cannot fail */
+}
+
+static int migrate_instance(seer_runtime *rt, seer_inst *in, int to, uint64_t *counts)
+{
+    struct migrate_ctx m = {rt, in, counts, to};
+    const uint32_t np = to == SEER_EXECUTOR_SERIAL ? 1 : rt->nparts;
+    const uint32_t nsrc = to == SEER_EXECUTOR_SERIAL ? rt->nparts : 1;
+    seer_squeue *src = to == SEER_EXECUTOR_SERIAL ? in->parts : &in->queue;
+    memset(counts, 0, (size_t)np * MIG_NB * sizeof *counts);
+    for (uint32_t k = 0; k < nsrc; k++)
+        seer_squeue_foreach(&src[k], count_cb, &m);
+    seer_squeue *dst = to == SEER_EXECUTOR_SERIAL ? &in->queue : in->parts;
+    for (uint32_t p = 0; p < np; p++)
+        if (seer_squeue_reserve(&dst[p], counts + (size_t)p * MIG_NB) != SEER_OK)
             return SEER_E_NOMEM;
-        for (uint32_t e = 0; e < N; e++) {
-            seer_entity_rec *r = &in->recs[e];
-            for (uint32_t k = 0; k < r->heap.n; k++)
-                (void)seer_squeue_push(q, r->heap.a[k].ev);
-            r->heap.n = 0;
-            seer_inbox_node *n = seer_inbox_drain_sc(&r->inbox);
-            while (n) {
-                seer_inbox_node *next = n->next;
-                (void)seer_squeue_push(q, (seer_event *)(void *)n);
-                n = next;
-            }
-        }
-        return SEER_OK;
+    for (uint32_t k = 0; k < nsrc; k++) {
+        seer_squeue_foreach(&src[k], move_cb, &m);
+        seer_squeue_clear(&src[k]);
     }
-    struct migrate_ctx mc = {rt, in, counts};
-    memset(counts, 0, N * sizeof *counts);
-    seer_squeue_foreach(&in->queue, count_target_cb, &mc);
-    for (uint32_t e = 0; e < N; e++) {
-        seer_heap *h = &in->recs[e].heap;
-        if (counts[e] && heap_reserve(h, h->n + counts[e]) != SEER_OK)
-            return SEER_E_NOMEM;
-    }
-    seer_squeue_foreach(&in->queue, to_entity_cb, &mc);
-    seer_squeue_clear(&in->queue);
     return SEER_OK;
 }
 
@@ -1150,13 +1093,10 @@ int seer_runtime_set_executor(seer_runtime *rt, int executor, uint32_t threads)
         return SEER_E_EXECUTOR;
     }
     if (executor != rt->executor) {
-        uint32_t *counts = NULL;
-        if (executor == SEER_EXECUTOR_PARALLEL) {
-            counts = malloc(rt->sz.num_entities * sizeof *counts);
-            if (!counts) {
-                seer_fail(rt, SEER_E_NOMEM, "out of memory switching executors");
-                return SEER_E_NOMEM;
-            }
+        uint64_t *counts = malloc((size_t)rt->nparts * MIG_NB * sizeof *counts);
+        if (!counts) {
+            seer_fail(rt, SEER_E_NOMEM, "out of memory switching executors");
+            return SEER_E_NOMEM;
         }
         /* Reserve-then-move per instance: a failure leaves every instance
          * whole, its events in one executor's queues; those already moved
@@ -1168,9 +1108,7 @@ int seer_runtime_set_executor(seer_runtime *rt, int executor, uint32_t threads)
         if (rc != SEER_OK) {
             int back = executor == SEER_EXECUTOR_SERIAL ? SEER_EXECUTOR_PARALLEL
                                                         : SEER_EXECUTOR_SERIAL;
-            if (back == SEER_EXECUTOR_PARALLEL && !counts)
-                counts = malloc(rt->sz.num_entities * sizeof *counts);
-            for (uint32_t i = 0; i + 1 < done && counts; i++)
+            for (uint32_t i = 0; i + 1 < done; i++)
                 (void)migrate_instance(rt, &rt->inst[i], back, counts);
             free(counts);
             seer_fail(rt, SEER_E_NOMEM, "out of memory switching executors");
@@ -1354,13 +1292,11 @@ int seer_runtime_pending_events(const seer_runtime *rt, uint32_t instance, uint6
     if (check_instance(rt, instance))
         return SEER_E_ARG;
     const seer_inst *in = &rt->inst[instance];
+    /* Between calls every pending event is in a queue (outboxes are
+     * merged before a call ends). */
     uint64_t n = in->queue.n;
-    for (uint32_t e = 0; e < rt->sz.num_entities; e++) {
-        seer_entity_rec *r = &in->recs[e];
-        n += r->heap.n;
-        for (seer_inbox_node *x = seer_inbox_peek_quiescent(&r->inbox); x; x = x->next)
-            n++;
-    }
+    for (uint32_t p = 0; p < rt->nparts; p++)
+        n += in->parts[p].n;
     *out = n;
     return SEER_OK;
 }

@@ -58,7 +58,7 @@ static inline seer_time bits_time(uint64_t u)
     return t;
 }
 
-static int vec_reserve(seer_qvec *v, uint64_t cap)
+int seer_qvec_reserve(seer_qvec *v, uint64_t cap)
 {
     if (cap <= v->cap)
         return SEER_OK;
@@ -77,19 +77,11 @@ static int vec_reserve(seer_qvec *v, uint64_t cap)
     return SEER_OK;
 }
 
-static inline int vec_append(seer_qvec *v, seer_qentry e)
-{
-    if (__builtin_expect(v->n == v->cap, 0) && vec_reserve(v, (uint64_t)v->n + 1) != SEER_OK)
-        return SEER_E_NOMEM;
-    v->a[v->n++] = e;
-    return SEER_OK;
-}
-
 /* ---- side heap: current-time events, on key only ------------------------ */
 
 static int side_push(seer_qvec *h, seer_qentry e)
 {
-    if (__builtin_expect(h->n == h->cap, 0) && vec_reserve(h, (uint64_t)h->n + 1) != SEER_OK)
+    if (__builtin_expect(h->n == h->cap, 0) && seer_qvec_reserve(h, (uint64_t)h->n + 1) != SEER_OK)
         return SEER_E_NOMEM;
     uint32_t i = h->n++;
     seer_qentry *a = h->a;
@@ -148,8 +140,8 @@ static seer_qentry side_pop(seer_qvec *h)
     return top;
 }
 
-/* In-place heapsort of a run by key, ascending (the rare unsorted case). */
-static void run_sort(seer_qentry *a, uint32_t n)
+/* In-place heapsort by key, ascending: run_sort's fallback. */
+static void heap_sort(seer_qentry *a, uint32_t n)
 {
     for (uint32_t i = n / 2; i-- > 0;)
         sift_down_max(a, n, i);
@@ -158,6 +150,55 @@ static void run_sort(seer_qentry *a, uint32_t n)
         a[0] = a[--n];
         a[n] = t;
         sift_down_max(a, n, 0);
+    }
+}
+
+/* Sort the current group's run by key.  A run comes out of a
+ * redistribution unsorted when equal-time events were scheduled by several
+ * streams (in the parallel executor: events merged from other partitions
+ * after the partition's own); it is then a few ascending stretches, so a
+ * natural merge sort takes O(n log stretches).  The scratch vector grows like
+ * the others (warm-up only); if it cannot, heapsort in place. */
+static void run_sort(seer_squeue *q)
+{
+    seer_qvec *r = &q->run;
+    const uint32_t n = r->n;
+    if (seer_qvec_reserve(&q->scratch, n) != SEER_OK) {
+        heap_sort(r->a, n);
+        return;
+    }
+    for (;;) {
+        const seer_qentry *a = r->a;
+        seer_qentry *o = q->scratch.a;
+        uint32_t i = 0, runs = 0;
+        while (i < n) {
+            uint32_t m = i + 1;
+            while (m < n && a[m - 1].key < a[m].key)
+                m++;
+            uint32_t j = m;
+            if (m < n) {
+                j = m + 1;
+                while (j < n && a[j - 1].key < a[j].key)
+                    j++;
+            }
+            /* merge [i, m) and [m, j) into o[i, j) */
+            uint32_t x = i, y = m, w = i;
+            while (x < m && y < j)
+                o[w++] = a[y].key < a[x].key ? a[y++] : a[x++];
+            while (x < m)
+                o[w++] = a[x++];
+            while (y < j)
+                o[w++] = a[y++];
+            i = j;
+            runs++;
+        }
+        seer_qvec t = *r;
+        r->a = q->scratch.a;
+        r->cap = q->scratch.cap;
+        q->scratch.a = t.a;
+        q->scratch.cap = t.cap;
+        if (runs == 1)
+            return;
     }
 }
 
@@ -204,19 +245,19 @@ static inline void note_min(seer_squeue *q, int b, seer_qentry e)
     q->bminev[b] = lt ? e.ev : q->bminev[b];
 }
 
-static inline int push_entry(seer_squeue *q, seer_qentry e)
+int seer_squeue_push_entry(seer_squeue *q, seer_qentry e)
 {
     int rc;
     int b = bucket_of(e.tb, q->last);
     if (b >= 0) {
-        rc = vec_append(&q->bucket[b], e);
+        rc = seer_qvec_append(&q->bucket[b], e);
         mark(q, b);
         note_min(q, b, e);
     } else if (q->head == q->run.n) {
         q->run.n = q->head = 0;
-        rc = vec_append(&q->run, e);
+        rc = seer_qvec_append(&q->run, e);
     } else if (e.key > q->run.a[q->run.n - 1].key) {
-        rc = vec_append(&q->run, e);
+        rc = seer_qvec_append(&q->run, e);
     } else {
         rc = side_push(&q->side, e);
     }
@@ -229,7 +270,7 @@ int seer_squeue_push(seer_squeue *q, seer_event *ev)
     /* ev->time >= the time being handled >= bits_time(q->last): the runtime
      * refuses past times before an event reaches a queue. */
     seer_qentry e = {time_bits(ev->time), ev->key, ev};
-    return push_entry(q, e);
+    return seer_squeue_push_entry(q, e);
 }
 
 /* Make the lowest non-empty bucket's minimum the current time, if that is
@@ -265,7 +306,7 @@ static int advance(seer_squeue *q, seer_time bnd)
             mark(q, nb);
             note_min(q, nb, e);
         }
-        if (__builtin_expect(vec_append(t, e) != SEER_OK, 0)) {
+        if (__builtin_expect(seer_qvec_append(t, e) != SEER_OK, 0)) {
             memmove(v->a, v->a + k, (size_t)(v->n - k) * sizeof *v->a);
             v->n -= k;
             mark(q, b);
@@ -276,7 +317,7 @@ static int advance(seer_squeue *q, seer_time bnd)
     }
     v->n = 0;
     if (!sorted)
-        run_sort(q->run.a, q->run.n);
+        run_sort(q);
     return 1;
 }
 
@@ -316,6 +357,14 @@ seer_event *seer_squeue_pop_before(seer_squeue *q, seer_time bnd, int *err)
     return e.ev;
 }
 
+seer_time seer_squeue_min_time(const seer_squeue *q)
+{
+    if (q->head < q->run.n || q->side.n)
+        return bits_time(q->last);
+    int b = first_bucket(q);
+    return b < 0 ? __builtin_inf() : bits_time(q->bmin[b]);
+}
+
 int seer_squeue_bucket_of(const seer_squeue *q, seer_time t)
 {
     return bucket_of(time_bits(t), q->last) + 1;
@@ -323,11 +372,11 @@ int seer_squeue_bucket_of(const seer_squeue *q, seer_time t)
 
 int seer_squeue_reserve(seer_squeue *q, const uint64_t counts[SEER_SQ_BUCKETS + 1])
 {
-    if (vec_reserve(&q->run, (uint64_t)q->run.n + counts[0]) != SEER_OK ||
-        vec_reserve(&q->side, (uint64_t)q->side.n + counts[0]) != SEER_OK)
+    if (seer_qvec_reserve(&q->run, (uint64_t)q->run.n + counts[0]) != SEER_OK ||
+        seer_qvec_reserve(&q->side, (uint64_t)q->side.n + counts[0]) != SEER_OK)
         return SEER_E_NOMEM;
     for (int b = 0; b < SEER_SQ_BUCKETS; b++)
-        if (vec_reserve(&q->bucket[b], (uint64_t)q->bucket[b].n + counts[b + 1]) != SEER_OK)
+        if (seer_qvec_reserve(&q->bucket[b], (uint64_t)q->bucket[b].n + counts[b + 1]) != SEER_OK)
             return SEER_E_NOMEM;
     return SEER_OK;
 }
@@ -367,6 +416,7 @@ void seer_squeue_free(seer_squeue *q)
 {
     free(q->run.a);
     free(q->side.a);
+    free(q->scratch.a);
     for (int b = 0; b < SEER_SQ_BUCKETS; b++)
         free(q->bucket[b].a);
     seer_squeue_init(q);

@@ -111,9 +111,14 @@ static inline seer_inbox_node *seer_inbox_peek_quiescent(seer_inbox *q)
  * descheduled worker never holds the others up (a fixed-team barrier would);
  * at worst the others wait for one chunk held by a descheduled thread.
  *
- *   ticket     (phase sequence number << 32) | cursor.  Claims CAS it, so a
- *              claim can only succeed in the phase the claimer read: a slow
- *              thread holding a stale sequence number fails its CAS.
+ *   ticket     (phase sequence number << 32) | (back << 16) | front: the
+ *              chunks claimed from each end.  Claims CAS it, so a claim can
+ *              only succeed in the phase the claimer read: a slow thread
+ *              holding a stale sequence number fails its CAS.  Claiming from
+ *              both ends gives affinity: with two threads, one takes the low
+ *              items and the other the high ones in every phase, meeting
+ *              where the load balances, so the data of an item (a partition's
+ *              queue and entities) tends to stay in one core's cache.
  *   desc[2]    kind/count/chunk of the phase with sequence s, in slot s & 1.
  *              The opener of phase s+1 writes slot (s+1) & 1 while phase s is
  *              still current: no claimer of s reads it.  The slot is rewritten
@@ -168,6 +173,9 @@ static inline uint64_t seer_phases_open(seer_phases *p, uint32_t kind, uint32_t 
     seer_phase_desc *d = &p->desc[seq & 1];
     if (chunk < 1)
         chunk = 1;
+    /* at most 2^16 - 1 chunks: the ticket counts them in 16 bits per end */
+    if ((count + chunk - 1) / chunk > 0xFFFFu)
+        chunk = (count + 0xFFFEu) / 0xFFFFu;
     /* release: a claimer that reads these (possibly while it still holds an
      * older ticket value) then re-reads the ticket with acquire and must see
      * this phase or a later one: see seer_phases_claim_mc. */
@@ -184,18 +192,20 @@ static inline uint64_t seer_phases_open(seer_phases *p, uint32_t kind, uint32_t 
     return seq;
 }
 
-/* Any thread.  Lock-free.  Claims items [*begin, *end) of the current phase;
- * *seq, *kind and *tag say which phase.  SEER_EXHAUSTED when everything of
- * the current phase is claimed (wait for the sequence number to change). */
-static inline int seer_phases_claim_mc(seer_phases *p, uint64_t *seq, uint32_t *kind,
-                                       uint32_t *tag, uint32_t *begin, uint32_t *end)
+/* Any thread.  Lock-free.  Claims items [*begin, *end) of the current phase,
+ * the lowest chunk left or (from_back) the highest; *seq, *kind and *tag say
+ * which phase.  SEER_EXHAUSTED when everything of the current phase is
+ * claimed (wait for the sequence number to change). */
+static inline int seer_phases_claim_mc(seer_phases *p, int from_back, uint64_t *seq,
+                                       uint32_t *kind, uint32_t *tag, uint32_t *begin,
+                                       uint32_t *end)
 {
     /* acquire: pairs with the opener's release store (or a claim's CAS in its
      * release sequence), so the descriptor of this sequence is visible. */
     uint64_t v = atomic_load_explicit(&p->ticket, memory_order_acquire);
     for (;;) {
         uint64_t s = v >> 32;
-        uint32_t cur = (uint32_t)v;
+        uint32_t front = (uint32_t)v & 0xFFFFu, back = ((uint32_t)v >> 16) & 0xFFFFu;
         const seer_phase_desc *d = &p->desc[s & 1];
         /* acquire: pairs with the release stores in seer_phases_open.  The
          * slot may already hold a later phase's values (s + 2): then the
@@ -205,7 +215,8 @@ static inline int seer_phases_claim_mc(seer_phases *p, uint64_t *seq, uint32_t *
         uint32_t count = atomic_load_explicit(&d->count, memory_order_acquire);
         uint32_t chunk = atomic_load_explicit(&d->chunk, memory_order_acquire);
         uint32_t t = atomic_load_explicit(&d->tag, memory_order_acquire);
-        if (cur >= count) {
+        uint32_t nchunks = (count + chunk - 1) / chunk;
+        if (front + back >= nchunks) {
             /* Nothing to claim (or a terminal phase): only trust the kind if
              * the ticket still names phase s.  acquire: as the first load;
              * it also orders our caller after the opener of a DONE phase. */
@@ -222,12 +233,14 @@ static inline int seer_phases_claim_mc(seer_phases *p, uint64_t *seq, uint32_t *
         *seq = s;
         *kind = k;
         *tag = t;
+        uint32_t c = from_back ? nchunks - 1 - back : front;
+        uint64_t next = v + (from_back ? (uint64_t)1 << 16 : 1);
         /* acquire on success and failure: as the load above. */
-        if (atomic_compare_exchange_weak_explicit(&p->ticket, &v, v + chunk,
+        if (atomic_compare_exchange_weak_explicit(&p->ticket, &v, next,
                                                   memory_order_acquire,
                                                   memory_order_acquire)) {
-            *begin = cur;
-            *end = count - cur < chunk ? count : cur + chunk;
+            *begin = c * chunk;
+            *end = count - *begin < chunk ? count : *begin + chunk;
             return SEER_CLAIMED;
         }
     }

@@ -70,7 +70,7 @@ static void *worker(void *arg)
     for (;;) {
         uint64_t seq;
         uint32_t kind, tag, b, e;
-        int got = seer_phases_claim_mc(&ph, &seq, &kind, &tag, &b, &e);
+        int got = seer_phases_claim_mc(&ph, (int)(id & 1), &seq, &kind, &tag, &b, &e);
         if (kind == KIND_DONE) {
             /* relaxed: DONE was taken with acquire from its opener, which
              * completed the last chunk after every other completion. */
