@@ -14,12 +14,14 @@
 #define SEER_ERRLEN 512
 #define SEER_KEY_SEQ_BITS 40
 #define SEER_MAX_ENTITIES (1u << 24) /* entity ids fill the key's top 24 bits */
-#define SEER_MIN_PARTS 8u /* parallel: partitions per instance, when entities allow */
 
-/* One event record.  `node` must stay first: inboxes link through it. */
+/* One event record: a 32-byte header, then the payload (a PCS or Aircraft
+ * event is one 64-byte line). */
 typedef struct seer_event {
-    seer_inbox_node node; /* inbox / free-list link */
-    seer_time time;
+    union {
+        seer_time time;                /* pending: when it is due          */
+        struct seer_event *next_free;  /* free: the free list's link       */
+    };
     uint64_t key; /* source entity << 40 | source sequence */
     uint32_t target;
     uint32_t type;
@@ -50,6 +52,13 @@ typedef struct seer_qvec {
 #define SEER_SQ_BUCKETS ((64 / SEER_SQ_DIGIT) << SEER_SQ_DIGIT)
 #define SEER_SQ_WORDS ((SEER_SQ_BUCKETS + 63) / 64)
 
+/* A bucket with its minimum kept beside it: a push touches one line. */
+typedef struct seer_qbucket {
+    seer_qvec v;
+    uint64_t min;       /* smallest time bits held (UINT64_MAX when empty) */
+    seer_event *minev;  /* the event with them (a prefetch hint)           */
+} seer_qbucket;
+
 typedef struct seer_squeue {
     alignas(SEER_CACHE_LINE) uint64_t last;        /* time bits of the current group; all pending >= it */
     uint64_t nonempty[SEER_SQ_WORDS]; /* bit b: bucket[b] holds entries       */
@@ -59,10 +68,7 @@ typedef struct seer_squeue {
     seer_qvec run;        /* current group, sorted by key                      */
     seer_qvec side;       /* current group, arrived out of order: heap on key  */
     seer_qvec scratch;    /* merge buffer of the run's sort                    */
-    seer_qvec bucket[SEER_SQ_BUCKETS]; /* see squeue.c                         */
-    uint64_t bmin[SEER_SQ_BUCKETS];    /* smallest time bits in a bucket (max
-                                          when empty)                          */
-    seer_event *bminev[SEER_SQ_BUCKETS]; /* the event with them (prefetch hint) */
+    seer_qbucket bucket[SEER_SQ_BUCKETS]; /* see squeue.c                      */
 } seer_squeue;
 
 /* A zeroed seer_squeue is not ready: call seer_squeue_init first. */
@@ -124,8 +130,8 @@ typedef struct seer_inst {
     unsigned char *snapshot;
     unsigned char *idata;
     seer_entity_rec *recs;
-    seer_squeue *parts; /* parallel executor: one queue per partition of the
-                           entities (line-aligned; see parallel.c) */
+    seer_squeue *parts; /* parallel executor: one queue per partition
+                           (line-aligned; see parallel.c) */
     alignas(SEER_CACHE_LINE) seer_squeue queue; /* serial executor: all pending
                                                    events */
 } seer_inst;
@@ -194,8 +200,11 @@ struct seer_runtime {
     size_t entity_stride;
     size_t snapshot_stride;
     size_t idata_stride;
-    uint32_t part_shift; /* parallel: entity e is in partition e >> part_shift */
-    uint32_t nparts;     /* partitions per instance                           */
+    /* Partitions of the parallel executor: contiguous, equal ranges of
+     * entities, one per thread of the pool (see parallel.c). */
+    uint32_t nparts;      /* per instance                                     */
+    uint32_t *part_of;    /* [num_entities]: an entity's partition            */
+    uint32_t *part_start; /* [nparts + 1]: partition p is [start[p], start[p+1]) */
 
     seer_inst *inst;
     /* host buffers */

@@ -1,9 +1,9 @@
 /*
  * parallel.c -- the worker pool and the parallel executor.
  *
- * Each instance's entities are cut into partitions of 2^part_shift
- * consecutive entities; each partition has one event queue (squeue.c, the
- * serial executor's queue) holding every pending event of its entities.
+ * Each instance's entities are cut into partitions of consecutive entities,
+ * one per thread of the pool; each partition has one event queue (squeue.c,
+ * the serial executor's queue) holding every pending event of its entities.
  *
  * One call (reset or step of the selected instances) is a sequence of
  * phases on the executive list (seer_phases in sync.h).  Each phase is a
@@ -297,8 +297,8 @@ static void run_chunk(seer_worker *w, seer_ctx *c, uint32_t kind, uint32_t b, ui
         const uint32_t inst = rt->sel[k];
         seer_inst *in = &rt->inst[inst];
         /* partition phases: the partition's entities [e0, e1) */
-        const uint32_t e0 = item << rt->part_shift;
-        const uint32_t e1 = e0 + (1u << rt->part_shift) < N ? e0 + (1u << rt->part_shift) : N;
+        const uint32_t e0 = kind <= PH_FLUSH ? rt->part_start[item] : 0;
+        const uint32_t e1 = kind <= PH_FLUSH ? rt->part_start[item + 1] : 0;
         switch (kind) {
         case PH_CLEAR:
             seer_squeue_drop(w, &in->parts[item]);

@@ -240,9 +240,9 @@ static inline int first_bucket(const seer_squeue *q)
 /* Keep bucket b's minimum (and its event, the prefetch candidate). */
 static inline void note_min(seer_squeue *q, int b, seer_qentry e)
 {
-    const int lt = e.tb < q->bmin[b];
-    q->bmin[b] = lt ? e.tb : q->bmin[b];
-    q->bminev[b] = lt ? e.ev : q->bminev[b];
+    const int lt = e.tb < q->bucket[b].min;
+    q->bucket[b].min = lt ? e.tb : q->bucket[b].min;
+    q->bucket[b].minev = lt ? e.ev : q->bucket[b].minev;
 }
 
 int seer_squeue_push_entry(seer_squeue *q, seer_qentry e)
@@ -250,7 +250,7 @@ int seer_squeue_push_entry(seer_squeue *q, seer_qentry e)
     int rc;
     int b = bucket_of(e.tb, q->last);
     if (b >= 0) {
-        rc = seer_qvec_append(&q->bucket[b], e);
+        rc = seer_qvec_append(&q->bucket[b].v, e);
         mark(q, b);
         note_min(q, b, e);
     } else if (q->head == q->run.n) {
@@ -284,14 +284,14 @@ static int advance(seer_squeue *q, seer_time bnd)
     const int b = first_bucket(q);
     if (b < 0)
         return 0;
-    seer_qvec *v = &q->bucket[b];
-    const uint64_t m = q->bmin[b];
+    seer_qvec *v = &q->bucket[b].v;
+    const uint64_t m = q->bucket[b].min;
     if (!(bits_time(m) < bnd))
         return 0;
     q->last = m;
     q->run.n = q->head = 0;
     unmark(q, b);
-    q->bmin[b] = UINT64_MAX;
+    q->bucket[b].min = UINT64_MAX;
     int sorted = 1;
     for (uint32_t k = 0; k < v->n; k++) {
         seer_qentry e = v->a[k];
@@ -302,7 +302,7 @@ static int advance(seer_squeue *q, seer_time bnd)
         } else {
             /* a lower level: e and m agree on every digit from b's level up */
             int nb = bucket_of(e.tb, m);
-            t = &q->bucket[nb];
+            t = &q->bucket[nb].v;
             mark(q, nb);
             note_min(q, nb, e);
         }
@@ -310,7 +310,7 @@ static int advance(seer_squeue *q, seer_time bnd)
             memmove(v->a, v->a + k, (size_t)(v->n - k) * sizeof *v->a);
             v->n -= k;
             mark(q, b);
-            q->bmin[b] = m; /* unused: pops fail until a clear */
+            q->bucket[b].min = m; /* unused: pops fail until a clear */
             q->broken = 1;
             return -1;
         }
@@ -352,7 +352,7 @@ seer_event *seer_squeue_pop_before(seer_squeue *q, seer_time bnd, int *err)
     else if (q->side.n)
         __builtin_prefetch(q->side.a[0].ev);
     else if (first_bucket(q) >= 0)
-        __builtin_prefetch(q->bminev[first_bucket(q)]);
+        __builtin_prefetch(q->bucket[first_bucket(q)].minev);
     q->n--;
     return e.ev;
 }
@@ -362,7 +362,7 @@ seer_time seer_squeue_min_time(const seer_squeue *q)
     if (q->head < q->run.n || q->side.n)
         return bits_time(q->last);
     int b = first_bucket(q);
-    return b < 0 ? __builtin_inf() : bits_time(q->bmin[b]);
+    return b < 0 ? __builtin_inf() : bits_time(q->bucket[b].min);
 }
 
 int seer_squeue_bucket_of(const seer_squeue *q, seer_time t)
@@ -376,7 +376,8 @@ int seer_squeue_reserve(seer_squeue *q, const uint64_t counts[SEER_SQ_BUCKETS + 
         seer_qvec_reserve(&q->side, (uint64_t)q->side.n + counts[0]) != SEER_OK)
         return SEER_E_NOMEM;
     for (int b = 0; b < SEER_SQ_BUCKETS; b++)
-        if (seer_qvec_reserve(&q->bucket[b], (uint64_t)q->bucket[b].n + counts[b + 1]) != SEER_OK)
+        if (seer_qvec_reserve(&q->bucket[b].v, (uint64_t)q->bucket[b].v.n + counts[b + 1]) !=
+            SEER_OK)
             return SEER_E_NOMEM;
     return SEER_OK;
 }
@@ -388,8 +389,8 @@ void seer_squeue_foreach(const seer_squeue *q, void (*fn)(void *arg, seer_event 
     for (uint32_t k = 0; k < q->side.n; k++)
         fn(arg, q->side.a[k].ev);
     for (int b = 0; b < SEER_SQ_BUCKETS; b++)
-        for (uint32_t k = 0; k < q->bucket[b].n; k++)
-            fn(arg, q->bucket[b].a[k].ev);
+        for (uint32_t k = 0; k < q->bucket[b].v.n; k++)
+            fn(arg, q->bucket[b].v.a[k].ev);
 }
 
 void seer_squeue_clear(seer_squeue *q)
@@ -397,8 +398,8 @@ void seer_squeue_clear(seer_squeue *q)
     q->run.n = q->head = 0;
     q->side.n = 0;
     for (int b = 0; b < SEER_SQ_BUCKETS; b++) {
-        q->bucket[b].n = 0;
-        q->bmin[b] = UINT64_MAX;
+        q->bucket[b].v.n = 0;
+        q->bucket[b].min = UINT64_MAX;
     }
     memset(q->nonempty, 0, sizeof q->nonempty);
     q->n = 0;
@@ -418,6 +419,6 @@ void seer_squeue_free(seer_squeue *q)
     free(q->side.a);
     free(q->scratch.a);
     for (int b = 0; b < SEER_SQ_BUCKETS; b++)
-        free(q->bucket[b].a);
+        free(q->bucket[b].v.a);
     seer_squeue_init(q);
 }

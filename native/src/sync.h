@@ -1,29 +1,26 @@
 /*
  * sync.h -- the runtime's concurrent building blocks (private).
  *
- *   seer_inbox     multi-producer / single-consumer event inbox.
- *                  push_mp: lock-free (CAS loop; a push fails to finish only
- *                  if another push succeeded).  drain_sc: wait-free (one
- *                  atomic exchange).  No pop-one operation, hence no ABA.
  *   seer_phases    the parallel executive list: a sequence of phases, each a
- *                  list of work items that any thread claims in chunks (CAS on
- *                  a (phase, cursor) ticket: lock-free) and completes
+ *                  list of work items that any thread claims in chunks from
+ *                  either end (CAS on a (phase, front, back) ticket:
+ *                  lock-free) and completes
  *                  (fetch_sub: wait-free); the thread completing the last
  *                  chunk runs the phase transition (the per-window reductions)
  *                  and opens the next phase.  No fixed team: a thread that
  *                  claimed nothing is never waited for.
  *
  * Correctness argument, in one place:
- *  - An event's fields are written by the producer before the release CAS
- *    that links it into an inbox; the consumer's acquire exchange reads that
- *    CAS (or a later one in the same release sequence, since every update of
- *    the head is an RMW), so every event it reaches is fully visible.
+ *  - Events cross threads only through the phase transitions: a thread
+ *    appends an event for another partition to its own outbox during one
+ *    phase, and the partition's visitor merges it in the next (parallel.c),
+ *    so the point below covers them.
  *  - Everything a thread wrote while handling its chunks of a phase is
  *    visible to the thread that completes the phase: completions are acq_rel
  *    RMWs on `remaining` (a release sequence).  The completer's writes (the
  *    transition) reach every claimer of the next phase through the release
  *    store of the ticket that opens it, which claims acquire.
- *  - A claim succeeds only by CAS on the (phase, cursor) ticket, so work is
+ *  - A claim succeeds only by CAS on the (phase, front, back) ticket, so work is
  *    never taken from a phase other than the one the claimer read.
  */
 #ifndef SEER_SYNC_H
@@ -44,63 +41,6 @@ static inline void seer_cpu_relax(void)
 #elif defined(__aarch64__)
     __asm__ __volatile__("yield");
 #endif
-}
-
-/* ---- inbox ------------------------------------------------------------ */
-
-typedef struct seer_inbox_node {
-    struct seer_inbox_node *next;
-} seer_inbox_node;
-
-typedef struct seer_inbox {
-    _Atomic(seer_inbox_node *) head;
-} seer_inbox;
-
-static inline void seer_inbox_init(seer_inbox *q)
-{
-    atomic_init(&q->head, NULL);
-}
-
-/* Any thread.  Lock-free. */
-static inline void seer_inbox_push_mp(seer_inbox *q, seer_inbox_node *n)
-{
-    /* relaxed: the value is only a guess that the CAS validates. */
-    seer_inbox_node *old = atomic_load_explicit(&q->head, memory_order_relaxed);
-    do {
-        n->next = old;
-        /* release on success: publishes n (and its payload) to the
-         * consumer's acquire exchange in seer_inbox_drain_sc.  relaxed on
-         * failure: we only retry with the fresh head. */
-    } while (!atomic_compare_exchange_weak_explicit(&q->head, &old, n,
-                                                    memory_order_release,
-                                                    memory_order_relaxed));
-}
-
-/* Owner only.  Wait-free.  Returns the list (most recent first) or NULL. */
-static inline seer_inbox_node *seer_inbox_drain_sc(seer_inbox *q)
-{
-    /* relaxed pre-check: an empty inbox costs no RMW.  A push racing with it
-     * is simply picked up by the next drain. */
-    if (atomic_load_explicit(&q->head, memory_order_relaxed) == NULL)
-        return NULL;
-    /* acquire: pairs with the release CAS in seer_inbox_push_mp. */
-    return atomic_exchange_explicit(&q->head, NULL, memory_order_acquire);
-}
-
-/* Owner only: is anything queued?  A push racing with the check may be
- * missed; like the pre-check in seer_inbox_drain_sc, the next visit sees it
- * (the pusher accounts for its time itself). */
-static inline int seer_inbox_nonempty_hint(seer_inbox *q)
-{
-    /* relaxed: a hint; see above. */
-    return atomic_load_explicit(&q->head, memory_order_relaxed) != NULL;
-}
-
-/* Quiescent use only (no concurrent push): the current head. */
-static inline seer_inbox_node *seer_inbox_peek_quiescent(seer_inbox *q)
-{
-    /* relaxed: the caller guarantees quiescence (after a barrier). */
-    return atomic_load_explicit(&q->head, memory_order_relaxed);
 }
 
 /* ---- phases: the executive list ------------------------------------------ */

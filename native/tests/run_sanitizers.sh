@@ -24,7 +24,7 @@ for mode in "${modes[@]}"; do
     *) echo "unknown mode $mode" >&2; exit 2 ;;
   esac
   echo "== $mode"
-  for t in stress_inbox stress_phases; do
+  for t in stress_phases; do
     "$CC" "${common[@]}" "${flags[@]}" "$here/$t.c" -o "$out/$t-$mode" -lm
     "$out/$t-$mode"
   done
