@@ -49,6 +49,7 @@ typedef struct seer_qvec {
 #ifndef SEER_SQ_DIGIT
 #define SEER_SQ_DIGIT 4 /* bits per radix digit: 16 levels of 16 buckets */
 #endif
+_Static_assert(64 % SEER_SQ_DIGIT == 0, "the digits must tile the 64 time bits");
 #define SEER_SQ_BUCKETS ((64 / SEER_SQ_DIGIT) << SEER_SQ_DIGIT)
 #define SEER_SQ_WORDS ((SEER_SQ_BUCKETS + 63) / 64)
 
