@@ -25,7 +25,7 @@ typedef struct seer_runtime seer_runtime;
 
 typedef enum seer_executor {
     SEER_EXECUTOR_SERIAL = 0,   /* the reference: one (time, key) queue per instance */
-    SEER_EXECUTOR_PARALLEL = 1  /* per-entity queues, lock-free inboxes, worker pool */
+    SEER_EXECUTOR_PARALLEL = 1  /* partition queues, conservative windows, worker pool */
 } seer_executor;
 
 /* Buffers returned by seer_runtime_buffer. */
