@@ -34,9 +34,10 @@ typedef struct seer_event {
 /* The event queue (squeue.c): a radix heap on the time's bit pattern.  One
  * per instance in the serial executor, one per partition in the parallel
  * one.  Single owner. */
+/* 16 bytes: the key, needed only to order equal times, is read from the
+ * event (whose record the handler loads anyway). */
 typedef struct seer_qentry {
     uint64_t tb;  /* bit pattern of the (non-negative) event time */
-    uint64_t key;
     seer_event *ev;
 } seer_qentry;
 
@@ -84,7 +85,7 @@ static inline seer_qentry seer_qentry_of(const seer_event *ev)
     seer_time t = ev->time + 0.0; /* -0.0 -> +0.0 (see squeue.c) */
     uint64_t u;
     memcpy(&u, &t, sizeof u);
-    return (seer_qentry){u, ev->key, (seer_event *)ev};
+    return (seer_qentry){u, (seer_event *)ev};
 }
 /* Grow v to hold at least cap entries (slow path of seer_qvec_append). */
 int seer_qvec_reserve(seer_qvec *v, uint64_t cap);

@@ -92,7 +92,7 @@ static int side_push(seer_qvec *h, seer_qentry e)
     seer_qentry *a = h->a;
     while (i > 0) {
         uint32_t p = (i - 1) >> 1;
-        if (a[p].key < e.key)
+        if (a[p].ev->key < e.ev->key)
             break;
         a[i] = a[p];
         i = p;
@@ -108,9 +108,9 @@ static void sift_down_min(seer_qentry *a, uint32_t n, uint32_t i)
         uint32_t c = 2 * i + 1;
         if (c >= n)
             break;
-        if (c + 1 < n && a[c + 1].key < a[c].key)
+        if (c + 1 < n && a[c + 1].ev->key < a[c].ev->key)
             c++;
-        if (x.key < a[c].key)
+        if (x.ev->key < a[c].ev->key)
             break;
         a[i] = a[c];
         i = c;
@@ -125,9 +125,9 @@ static void sift_down_max(seer_qentry *a, uint32_t n, uint32_t i)
         uint32_t c = 2 * i + 1;
         if (c >= n)
             break;
-        if (c + 1 < n && a[c + 1].key > a[c].key)
+        if (c + 1 < n && a[c + 1].ev->key > a[c].ev->key)
             c++;
-        if (x.key > a[c].key)
+        if (x.ev->key > a[c].ev->key)
             break;
         a[i] = a[c];
         i = c;
@@ -178,18 +178,18 @@ static void run_sort(seer_squeue *q)
         uint32_t i = 0, runs = 0;
         while (i < n) {
             uint32_t m = i + 1;
-            while (m < n && a[m - 1].key < a[m].key)
+            while (m < n && a[m - 1].ev->key < a[m].ev->key)
                 m++;
             uint32_t j = m;
             if (m < n) {
                 j = m + 1;
-                while (j < n && a[j - 1].key < a[j].key)
+                while (j < n && a[j - 1].ev->key < a[j].ev->key)
                     j++;
             }
             /* merge [i, m) and [m, j) into o[i, j) */
             uint32_t x = i, y = m, w = i;
             while (x < m && y < j)
-                o[w++] = a[y].key < a[x].key ? a[y++] : a[x++];
+                o[w++] = a[y].ev->key < a[x].ev->key ? a[y++] : a[x++];
             while (x < m)
                 o[w++] = a[x++];
             while (y < j)
@@ -261,7 +261,7 @@ int seer_squeue_push_entry(seer_squeue *q, seer_qentry e)
     } else if (q->head == q->run.n) {
         q->run.n = q->head = 0;
         rc = seer_qvec_append(&q->run, e);
-    } else if (e.key > q->run.a[q->run.n - 1].key) {
+    } else if (e.ev->key > q->run.a[q->run.n - 1].ev->key) {
         rc = seer_qvec_append(&q->run, e);
     } else {
         rc = side_push(&q->side, e);
@@ -274,7 +274,7 @@ int seer_squeue_push(seer_squeue *q, seer_event *ev)
 {
     /* ev->time >= the time being handled >= bits_time(q->last): the runtime
      * refuses past times before an event reaches a queue. */
-    seer_qentry e = {time_bits(ev->time), ev->key, ev};
+    seer_qentry e = {time_bits(ev->time), ev};
     return seer_squeue_push_entry(q, e);
 }
 
@@ -298,12 +298,15 @@ static int advance(seer_squeue *q, seer_time bnd)
     unmark(q, b);
     q->bucket[b].min = UINT64_MAX;
     int sorted = 1;
+    uint64_t prev_key = 0;
     for (uint32_t k = 0; k < v->n; k++) {
         seer_qentry e = v->a[k];
         seer_qvec *t;
         if (e.tb == m) {
             t = &q->run;
-            sorted &= !(t->n && e.key < t->a[t->n - 1].key);
+            const uint64_t key = e.ev->key; /* the record is handled next anyway */
+            sorted &= !(t->n && key < prev_key);
+            prev_key = key;
         } else {
             /* a lower level: e and m agree on every digit from b's level up */
             int nb = bucket_of(e.tb, m);
@@ -344,7 +347,8 @@ seer_event *seer_squeue_pop_before(seer_squeue *q, seer_time bnd, int *err)
         return NULL;
     }
     seer_qentry e;
-    if (q->side.n == 0 || (q->head < run->n && run->a[q->head].key < q->side.a[0].key))
+    if (q->side.n == 0 ||
+        (q->head < run->n && run->a[q->head].ev->key < q->side.a[0].ev->key))
         e = run->a[q->head++];
     else
         e = side_pop(&q->side);
