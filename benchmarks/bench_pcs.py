@@ -1,12 +1,17 @@
 """PCS benchmark (a script, not a test): step latency and events/s.
 
 Runs, in one process and one sitting so the ratios compare like with like:
-  * default mode, grids 16x16 / 32x32 / 64x64, load reports on and off:
-    serial executor, parallel executor with 1 and 2 threads, the NumPy port
-    (fewer steps), and the PettingZoo dict API over the batched API (serial);
+  * default mode, grids 16x16 / 32x32 / 64x64, load reports on and off: the
+    serial executor, the parallel executor with 1 and 2 threads and the NumPy
+    port step the *same* episode (same seed, same actions: every one of them
+    handles the same events, bit for bit) in lockstep, in blocks of steps,
+    each step timed on its own; a figure is the median of the per-step times
+    (see lockstep() for why);
+  * the PettingZoo dict API over the batched API (serial executor), also in
+    lockstep, per agent and step;
   * classic mode (serial executor only) at 32x32 and 64x64: events/s over the
     reference horizon t = 10000 (the figure PDES engines publish).
-Each figure is the median of ``--reps`` timed runs.  Usage::
+Usage::
 
     python benchmarks/bench_pcs.py            # full table (a few minutes)
     python benchmarks/bench_pcs.py --quick    # fewer steps
@@ -41,63 +46,81 @@ def c_config(w: int, reports: bool, classic: bool = False) -> dict[str, Any]:
                 profile_amplitude=0.0)
 
 
-def time_runtime(cfg: dict[str, Any], executor: str, threads: int, steps: int,
-                 warm: int = 5) -> tuple[float, float]:
-    """(seconds per step, events per second) over ``steps`` steps after ``warm``."""
-    rt = Runtime("pcs", cfg, 1, executor, threads)
-    rt.reset([1])
-    rt.actions[:] = 1
-    for _ in range(warm):
-        rt.step()
-    e0 = int(rt.entity_events(0).sum())
-    t0 = time.perf_counter()
-    for _ in range(steps):
-        rt.step()
-    dt = time.perf_counter() - t0
-    ev = int(rt.entity_events(0).sum()) - e0
-    rt.close()
-    return dt / steps, ev / dt
+def lockstep(cfg: dict[str, Any], rounds: int, block: int, skip: int,
+             warm: int = 5) -> dict[str, list[float]]:
+    """Per-step seconds of serial / parallel-1 / parallel-2 and the NumPy port
+    stepping one episode in lockstep: each round, each runner takes ``block``
+    consecutive steps (the order rotating every round), of which the first
+    ``skip`` are not counted; plus the events of each counted step (key
+    "events").
 
-
-def time_oracle(cfg: dict[str, Any], steps: int, warm: int = 2) -> tuple[float, float]:
-    o = PcsOracle(cfg)
-    o.reset(1)
+    Why blocks and skips: a runner's events are touched about once every ten
+    steps, so after another runner has flushed the caches it takes a few
+    dozen steps to be as fast as when a user steps one env in a loop
+    (stepping the runners alternately every step measured cold steps, up to
+    twice as slow).  Why lockstep at all: a burst of load on this shared
+    machine then hits every runner alike instead of one configuration's run.
+    """
+    rts = {"serial": Runtime("pcs", cfg, 1, "serial", 1),
+           "par1": Runtime("pcs", cfg, 1, "parallel", 1),
+           "par2": Runtime("pcs", cfg, 1, "parallel", 2)}
+    oracle = PcsOracle(cfg)
+    oracle.reset(1)
     acts = np.ones(cfg["width"] * cfg["height"], dtype=np.int32)
+    for rt in rts.values():
+        rt.reset([1])
+        rt.actions[:] = 1
     for _ in range(warm):
-        o.step(acts)
-    e0 = int(o.entity_events().sum())
-    t0 = time.perf_counter()
-    for _ in range(steps):
-        o.step(acts)
-    dt = time.perf_counter() - t0
-    return dt / steps, (int(o.entity_events().sum()) - e0) / dt
+        oracle.step(acts)
+        for rt in rts.values():
+            rt.step()
+    times: dict[str, list[float]] = {k: [] for k in (*rts, "numpy", "events")}
+    runners: dict[str, Any] = {**{k: rt.step for k, rt in rts.items()},
+                               "numpy": lambda: oracle.step(acts)}
+    order = list(runners)
+    for _ in range(rounds):
+        order = order[1:] + order[:1]
+        for name in order:
+            for j in range(block):
+                e0 = int(rts["serial"].entity_events(0).sum()) if name == "serial" else 0
+                t0 = time.perf_counter()
+                runners[name]()
+                dt = time.perf_counter() - t0
+                if j < skip:
+                    continue
+                times[name].append(dt)
+                if name == "serial":
+                    times["events"].append(float(rts["serial"].entity_events(0).sum() - e0))
+    for rt in rts.values():
+        rt.close()
+    return times
 
 
-def time_dict_api(w: int, reports: bool, steps: int) -> tuple[float, float]:
-    """(dict API s/step, batched API s/step), serial executor, same config."""
+def dict_vs_batched(w: int, reports: bool, rounds: int, warm: int = 3) -> tuple[float, float]:
+    """Median (dict API, batched API) seconds per step, serial executor, the two
+    envs stepping the same episode in alternating blocks of 5 steps."""
     kw = dict(width=w, height=w, report_interval=10.0 if reports else None,
               executor="serial", max_cycles=0)
     env = pcs_v0.parallel_env(**kw)
     env.reset(seed=1)
-    acts = {a: 1 for a in env.possible_agents}
-    for _ in range(3):
-        env.step(acts)
-    t0 = time.perf_counter()
-    for _ in range(steps):
-        env.step(acts)
-    t_dict = (time.perf_counter() - t0) / steps
-    env.close()
     venv = pcs_v0.vector_env(1, copy=True, **kw)
     venv.reset(seed=1)
+    acts = {a: 1 for a in env.possible_agents}
     a = np.ones((1, w * w), dtype=np.int64)
-    for _ in range(3):
+    td: list[float] = []
+    tv: list[float] = []
+    for _ in range(warm):
+        env.step(acts)
         venv.step(a)
-    t0 = time.perf_counter()
-    for _ in range(steps):
-        venv.step(a)
-    t_vec = (time.perf_counter() - t0) / steps
+    for k in range(rounds):  # blocks of 5 steps each, as in lockstep()
+        for fn, out, arg in ((env.step, td, acts), (venv.step, tv, a))[:: 1 if k % 2 else -1]:
+            for _ in range(5):
+                t0 = time.perf_counter()
+                fn(arg)
+                out.append(time.perf_counter() - t0)
+    env.close()
     venv.close()
-    return t_dict, t_vec
+    return statistics.median(td), statistics.median(tv)
 
 
 def time_classic(w: int) -> float:
@@ -114,41 +137,37 @@ def time_classic(w: int) -> float:
     return ev / dt
 
 
-def med(fn: Any, reps: int) -> tuple[float, float]:
-    runs = [fn() for _ in range(reps)]
-    return statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer steps and repetitions")
-    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--reps", type=int, default=3, help="repetitions of the classic runs")
     args = ap.parse_args()
     reps = 1 if args.quick else args.reps
+    scale = 4 if args.quick else 1
     print(f"machine: {platform.processor() or platform.machine()}, "
           f"{len(os.sched_getaffinity(0))} CPUs usable, Python {platform.python_version()}")
-    print("default mode: D = 20 min/step, h = 1 min, C = 10, P = 16; medians of "
-          f"{reps} run(s)\n")
+    print("default mode: D = 20 min/step, h = 1 min, C = 10, P = 16; medians of per-step "
+          "times, every runner stepping the same episode in lockstep (blocks of steps, "
+          "see lockstep())\n")
     hdr = (f"{'grid':>6} {'reports':>7} | {'serial ms':>9} {'par1 ms':>8} {'par2 ms':>8} "
            f"{'par2/ser':>8} | {'numpy ms':>9} {'C/numpy':>8} | {'Mev/s ser':>9} "
            f"{'Mev/s par2':>10} | {'dict us/agent':>13}")
     print(hdr)
     print("-" * len(hdr))
     for w in (16, 32, 64):
-        steps = (200 if w < 64 else 60) // (4 if args.quick else 1)
+        rounds, block, skip = {16: (4, 40, 20), 32: (3, 40, 20), 64: (3, 25, 10)}[w]
+        steps = rounds * block
         for reports in (True, False):
-            cfg = c_config(w, reports)
-            ser = med(lambda: time_runtime(cfg, "serial", 1, steps), reps)  # noqa: B023
-            p1 = med(lambda: time_runtime(cfg, "parallel", 1, steps), reps)  # noqa: B023
-            p2 = med(lambda: time_runtime(cfg, "parallel", 2, steps), reps)  # noqa: B023
-            npy = med(lambda: time_oracle(cfg, {16: 6, 32: 3, 64: 1}[w]), 1)  # noqa: B023
-            npy_s, ratio = f"{npy[0] * 1e3:9.1f}", f"{npy[0] / ser[0]:7.0f}x"
-            td, tv = med(lambda: time_dict_api(w, reports, steps), reps)  # noqa: B023
+            t = lockstep(c_config(w, reports), max(1, rounds // scale), block, skip)
+            m = {k: statistics.median(v) for k, v in t.items()}
+            ev = m["events"]
+            td, tv = dict_vs_batched(w, reports, max(2, steps // 10))
             per_agent = (td - tv) / (w * w) * 1e6
-            print(f"{w:>3}x{w:<2} {'on' if reports else 'off':>7} | {ser[0] * 1e3:9.3f} "
-                  f"{p1[0] * 1e3:8.3f} {p2[0] * 1e3:8.3f} {ser[0] / p2[0]:7.2f}x | "
-                  f"{npy_s} {ratio} | {ser[1] / 1e6:9.2f} {p2[1] / 1e6:10.2f} | "
-                  f"{per_agent:13.3f}")
+            print(f"{w:>3}x{w:<2} {'on' if reports else 'off':>7} | {m['serial'] * 1e3:9.3f} "
+                  f"{m['par1'] * 1e3:8.3f} {m['par2'] * 1e3:8.3f} "
+                  f"{m['serial'] / m['par2']:7.2f}x | {m['numpy'] * 1e3:9.1f} "
+                  f"{m['numpy'] / m['serial']:7.0f}x | {ev / m['serial'] / 1e6:9.2f} "
+                  f"{ev / m['par2'] / 1e6:10.2f} | {per_agent:13.3f}")
     print("\nclassic mode (serial executor, t = 0..10000, base seed):")
     for w in (32, 64):
         r = statistics.median(time_classic(w) for _ in range(reps))
