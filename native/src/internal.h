@@ -14,6 +14,7 @@
 #define SEER_ERRLEN 512
 #define SEER_KEY_SEQ_BITS 40
 #define SEER_MAX_ENTITIES (1u << 24) /* entity ids fill the key's top 24 bits */
+#define SEER_MAX_PARTS 256u /* parallel executor: partitions per instance, at most */
 
 /* One event record: a 32-byte header, then the payload (a PCS or Aircraft
  * event is one 64-byte line). */

@@ -992,7 +992,11 @@ static int migrate_instance(seer_runtime *rt, seer_inst *in, int to, uint64_t *c
 static int set_partitions(seer_runtime *rt, uint32_t np)
 {
     const uint32_t N = rt->sz.num_entities;
+    /* at most SEER_MAX_PARTS: every thread keeps an outbox per partition
+     * and a visit reads every thread's, so partitions times threads must
+     * stay modest (threads beyond it share the partitions' work) */
     np = np < 1 ? 1 : np > N ? N : np;
+    np = np > SEER_MAX_PARTS ? SEER_MAX_PARTS : np;
     if (np == rt->nparts)
         return SEER_OK;
     int ok = 1;
