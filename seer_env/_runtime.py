@@ -392,11 +392,18 @@ class Runtime:
             self._check(lib.seer_runtime_trace(h, int(capacity)))
         self._trace_cap = int(capacity)
 
-    def trace_records(self) -> list[np.ndarray]:
-        """Copies of each worker's records (structured arrays of :data:`TRACE_DTYPE`)."""
+    def trace_records(self, active_only: bool = False) -> list[np.ndarray]:
+        """Copies of each worker's records (structured arrays of :data:`TRACE_DTYPE`).
+
+        One array per thread of the pool, the active ones first
+        (:attr:`threads` of them).  A parked thread has records only if it
+        took a chunk of a call late (at most one per call, right after the
+        pool was shrunk); ``active_only=True`` leaves the parked threads out.
+        """
         h = self._handle()
         out = []
-        for t in range(self.threads):
+        n_threads = self.threads if active_only else int(lib.seer_runtime_pool_size(h))
+        for t in range(n_threads):
             n = int(lib.seer_runtime_trace_count(h, t))
             if n == 0:
                 out.append(np.zeros(0, dtype=TRACE_DTYPE))

@@ -625,7 +625,7 @@ class Stpa:
                     t0 = self._clock()
                     self._native_step(mask_ptr)
                     t1 = self._clock()
-                    self.trace_summary = summarize_trace(self.rt.trace_records())
+                    self.trace_summary = summarize_trace(self.rt.trace_records(active_only=True))
                 finally:
                     self.rt.trace(0)
                 slow = t1 - t0 > self.drop_traced * self._t_first

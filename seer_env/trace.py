@@ -67,9 +67,12 @@ def chrome_trace(runtime: Runtime, records: Sequence[np.ndarray] | None = None,
     def us(ns: int) -> float:
         return (int(ns) - base) / 1000.0
 
+    active = runtime.threads
     for tid, r in enumerate(recs):
+        label = ("worker 0 (caller)" if tid == 0
+                 else f"worker {tid}" if tid < active else f"worker {tid} (parked)")
         events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
-                       "args": {"name": "worker 0 (caller)" if tid == 0 else f"worker {tid}"}})
+                       "args": {"name": label}})
         events.append({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid,
                        "args": {"sort_index": tid}})
         track: list[dict[str, Any]] = []
@@ -111,7 +114,8 @@ def chrome_trace(runtime: Runtime, records: Sequence[np.ndarray] | None = None,
             events.append({"name": f"step {k}", "cat": "python", "ph": "X", "ts": us(t0),
                            "dur": (t1 - t0) / 1000.0, "pid": pid, "tid": tid,
                            "args": {"step": int(k)}})
-    other = {"model": runtime.model, "executor": runtime.executor, "threads": len(recs),
+    other = {"model": runtime.model, "executor": runtime.executor, "threads": active,
+             "pool_threads": len(recs),
              "dropped_records": runtime.trace_dropped(), "clock": "CLOCK_MONOTONIC"}
     other.update(metadata or {})
     return {"traceEvents": events, "displayTimeUnit": "ns", "otherData": other}

@@ -132,3 +132,27 @@ def test_cli_help(cmd, capsys):
         cli.main(cmd)
     assert exc.value.code == 0
     assert "usage:" in capsys.readouterr().out
+
+
+def test_trace_records_cover_parked_threads():
+    """One array per pool thread, the active ones first; a shrunk pool keeps
+    its parked threads' arrays (empty unless one took a chunk late) and the
+    events of a step are all in the records either way."""
+    rt = Runtime("phold", phold_cfg(num_entities=64), 1, "parallel", 3)
+    rt.reset([2])
+    rt.trace(1 << 16)
+    rt.actions[:] = 0
+    rt.step()
+    ev3 = sum(int((r["kind"] == 0).sum()) for r in rt.trace_records())
+    assert len(rt.trace_records()) == 3 and len(rt.trace_records(active_only=True)) == 3
+    rt.set_threads(1)
+    rt.trace_clear()
+    e0 = rt.stats()["events"]
+    rt.step()
+    recs = rt.trace_records()
+    assert len(recs) == 3 and len(rt.trace_records(active_only=True)) == 1
+    traced = sum(int((r["kind"] == 0).sum()) for r in recs)
+    assert traced == rt.stats()["events"] - e0 > 0 and ev3 > 0
+    tr = chrome_trace(rt)
+    check_trace_format(tr)
+    rt.close()

@@ -87,6 +87,8 @@ const seer_sizes *seer_runtime_sizes(const seer_runtime *rt);
 const char *seer_runtime_model_name(const seer_runtime *rt);
 uint32_t seer_runtime_num_instances(const seer_runtime *rt);
 uint32_t seer_runtime_threads(const seer_runtime *rt);
+/* Threads created (>= seer_runtime_threads: the others are parked). */
+uint32_t seer_runtime_pool_size(const seer_runtime *rt);
 int seer_runtime_executor(const seer_runtime *rt);
 void *seer_runtime_buffer(seer_runtime *rt, int which);
 

@@ -952,6 +952,7 @@ uint32_t seer_runtime_threads(const seer_runtime *rt)
     /* relaxed: the host is the only writer. */
     return atomic_load_explicit(&rt->pool_active, memory_order_relaxed);
 }
+uint32_t seer_runtime_pool_size(const seer_runtime *rt) { return rt->nthreads; }
 int seer_runtime_executor(const seer_runtime *rt) { return rt->executor; }
 
 void *seer_runtime_buffer(seer_runtime *rt, int which)
