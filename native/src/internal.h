@@ -269,6 +269,11 @@ void seer_event_free(seer_worker *w, seer_event *ev);
 /* Outside the event loop: bring a worker's free list into [lo, hi]. */
 void seer_pool_balance(seer_worker *w, uint64_t lo, uint64_t hi);
 void seer_ctx_setup(seer_ctx *c, seer_runtime *rt, seer_worker *w, uint32_t inst, int phase);
+/* Handle q's events with time < bnd in (time, key) order (the event loop of
+ * both executors); stops at the first error (w->err).  Returns the events
+ * handled. */
+uint64_t seer_run_queue(seer_worker *w, seer_ctx *c, uint32_t inst, seer_squeue *q,
+                        seer_time bnd);
 int seer_after_handler(seer_ctx *c, int rc, const char *what);
 void seer_squeue_drop(seer_worker *w, seer_squeue *q);
 void seer_clear_entity(seer_worker *w, seer_inst *in, uint32_t e, uint64_t seed);

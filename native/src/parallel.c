@@ -240,48 +240,6 @@ static void merge_outboxes(seer_worker *w, seer_inst *in, uint32_t inst, uint32_
     }
 }
 
-/* Handle partition p's events with time < its instance's window end, in
- * (time, key) order. */
-static void run_partition(seer_worker *w, seer_ctx *c, uint32_t inst, uint32_t p)
-{
-    seer_runtime *rt = w->rt;
-    seer_inst *in = &rt->inst[inst];
-    seer_squeue *q = &in->parts[p];
-    const seer_time w_end = in->w_end;
-    const seer_model *m = rt->model;
-    const int tracing = SEER_TRACING(w);
-    c->inst = in;
-    c->inst_idx = inst;
-    uint64_t n = 0;
-    int qerr = 0;
-    seer_event *ev;
-    while (!w->err && (ev = seer_squeue_pop_before(q, w_end, &qerr)) != NULL) {
-        const uint32_t e = ev->target;
-        c->self = e;
-        c->rec = &in->recs[e];
-        c->now = ev->time;
-        c->cur_type = ev->type;
-        uint64_t t0 = tracing ? seer_clock_ns() : 0;
-        int rc = m->handle(c, in->states + (size_t)e * rt->entity_stride, ev->type,
-                           ev->payload, ev->size);
-        if (tracing)
-            seer_trace_add(w, SEER_TRACE_EVENT, t0, seer_clock_ns(), c->now, inst, e,
-                           c->cur_type, 1);
-        c->rec->events++;
-        n++;
-        seer_event_free(w, ev);
-        if (__builtin_expect(rc != 0 || w->err != 0, 0)) {
-            seer_after_handler(c, rc, "event");
-            break;
-        }
-    }
-    if (__builtin_expect(qerr != 0, 0) && !w->err) {
-        w->err = qerr;
-        strcpy(w->msg, "out of memory for a partition's event queue");
-    }
-    w->events += n;
-}
-
 /* Handle items [b, e) of the flattened (selected instance, item) space. */
 static void run_chunk(seer_worker *w, seer_ctx *c, uint32_t kind, uint32_t b, uint32_t e)
 {
@@ -324,7 +282,7 @@ static void run_chunk(seer_worker *w, seer_ctx *c, uint32_t kind, uint32_t b, ui
         case PH_WINDOW:
             merge_outboxes(w, in, inst, item, bank);
             if (in->running)
-                run_partition(w, c, inst, item);
+                w->events += seer_run_queue(w, c, inst, &in->parts[item], in->w_end);
             note_min(w, inst, seer_squeue_min_time(&in->parts[item]));
             break;
         case PH_FLUSH:

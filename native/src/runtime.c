@@ -661,6 +661,43 @@ const char *seer_runtime_event_name(const seer_runtime *rt, uint32_t type)
     return event_name(rt->model, type);
 }
 
+/* ---- the event loop (both executors) ------------------------------------- */
+
+uint64_t seer_run_queue(seer_worker *w, seer_ctx *c, uint32_t inst, seer_squeue *q,
+                        seer_time bnd)
+{
+    seer_runtime *rt = w->rt;
+    seer_inst *in = &rt->inst[inst];
+    const seer_model *m = rt->model;
+    const int tracing = SEER_TRACING(w);
+    c->inst = in;
+    c->inst_idx = inst;
+    uint64_t n = 0;
+    int qerr = 0;
+    seer_event *ev;
+    while (!w->err && (ev = seer_squeue_pop_before(q, bnd, &qerr)) != NULL) {
+        ctx_entity(c, ev->target);
+        c->now = ev->time;
+        c->cur_type = ev->type;
+        uint64_t t0 = tracing ? seer_clock_ns() : 0;
+        int rc = m->handle(c, entity_state(rt, in, ev->target), ev->type, ev->payload,
+                           ev->size);
+        if (tracing)
+            seer_trace_add(w, SEER_TRACE_EVENT, t0, seer_clock_ns(), c->now, inst, c->self,
+                           c->cur_type, 1);
+        c->rec->events++;
+        n++;
+        seer_event_free(w, ev);
+        if (__builtin_expect(rc != 0 || w->err != 0, 0)) {
+            seer_after_handler(c, rc, "event");
+            break;
+        }
+    }
+    if (__builtin_expect(qerr != 0, 0) && !w->err)
+        worker_error(w, qerr, "out of memory for an event queue (model '%s')", m->name);
+    return n;
+}
+
 /* ---- serial reference executor ------------------------------------------ */
 
 static int serial_fail(seer_runtime *rt, seer_worker *w)
@@ -707,39 +744,12 @@ static int serial_step(seer_runtime *rt, uint32_t i)
         seer_trace_add(w, SEER_TRACE_ACT, ta, seer_clock_ns(), (double)in->step *
                        rt->sz.step_duration, i, 0, 0, 0);
 
-    const seer_model *m = rt->model;
     seer_ctx c;
     seer_ctx_setup(&c, rt, w, i, PHASE_EVENT);
-    seer_squeue *q = &in->queue;
     const seer_time bnd = in->boundary;
-    uint64_t n = 0;
-    const int tracing = SEER_TRACING(w);
-    int qerr = 0;
-    seer_event *ev;
-    while ((ev = seer_squeue_pop_before(q, bnd, &qerr)) != NULL) {
-        ctx_entity(&c, ev->target);
-        c.now = ev->time;
-        c.cur_type = ev->type;
-        uint64_t t0 = tracing ? seer_clock_ns() : 0;
-        int rc = m->handle(&c, entity_state(rt, in, ev->target), ev->type, ev->payload,
-                           ev->size);
-        if (tracing)
-            seer_trace_add(w, SEER_TRACE_EVENT, t0, seer_clock_ns(), c.now, i, c.self,
-                           c.cur_type, 1);
-        c.rec->events++;
-        n++;
-        seer_event_free(w, ev);
-        if (__builtin_expect(rc != 0 || w->err != 0, 0)) {
-            seer_after_handler(&c, rc, "event");
-            rt->events_total += n;
-            return serial_fail(rt, w);
-        }
-    }
-    rt->events_total += n;
-    if (__builtin_expect(qerr != 0, 0)) {
-        worker_error(w, qerr, "out of memory for the event queue (model '%s')", m->name);
+    rt->events_total += seer_run_queue(w, &c, i, &in->queue, bnd);
+    if (w->err)
         return serial_fail(rt, w);
-    }
     uint64_t tb = SEER_TRACING(w) ? seer_clock_ns() : 0;
     serial_boundary(rt, w, i);
     if (SEER_TRACING(w))
