@@ -439,7 +439,10 @@ int seer_pool_start(seer_runtime *rt, uint32_t threads)
         w->rt = rt;
         w->id = t;
         w->pool_target = POOL_LO;
-        w->local_min = malloc(rt->B * sizeof(double));
+        /* own lines: written while the other threads write theirs */
+        w->local_min = aligned_alloc(SEER_CACHE_LINE,
+                                     (rt->B * sizeof(double) + SEER_CACHE_LINE - 1) /
+                                         SEER_CACHE_LINE * SEER_CACHE_LINE);
         for (int j = 0; j < 2; j++)
             w->out[j] = calloc((size_t)rt->B * rt->nparts, sizeof(seer_qvec));
         if (!w->local_min || !w->out[0] || !w->out[1])
