@@ -42,9 +42,13 @@ def check_trace_format(tr: dict) -> dict[int, list[dict]]:
     return tracks
 
 
-def test_chrome_trace_of_a_parallel_runtime(tmp_path):
-    rt = Runtime("phold", phold_cfg(num_entities=32, remote=0.5), 2, "parallel", 2)
-    rt.reset([1, 2])
+@pytest.mark.parametrize("batch,whole", [(1, False), (4, True)])
+def test_chrome_trace_of_a_parallel_runtime(tmp_path, batch, whole):
+    """Windows mode (one instance: act, windows, boundary phases) and
+    whole-instance mode (four instances on two threads: one span per
+    instance step, recorded as a window of the whole step)."""
+    rt = Runtime("phold", phold_cfg(num_entities=32, remote=0.5), batch, "parallel", 2)
+    rt.reset(list(range(1, batch + 1)))
     rt.actions[:] = 0
     rt.trace(1 << 16)
     w0 = rt.stats()["windows"]
@@ -64,7 +68,10 @@ def test_chrome_trace_of_a_parallel_runtime(tmp_path):
     spans = [e for t in tracks.values() for e in t if e["cat"] in ("phase", "window")]
     # every window ran on some worker: one distinct window start per window
     assert len({e["args"]["sim_start"] for e in spans if e["name"] == "window"}) == windows
-    assert {"act", "boundary"} <= {e["name"] for e in spans}
+    if whole:
+        assert {e["name"] for e in spans} == {"window"}
+    else:
+        assert {"act", "boundary"} <= {e["name"] for e in spans}
     for evs in tracks.values():
         names = [e["name"] for e in evs]
         assert names.count("window") <= windows
@@ -77,7 +84,7 @@ def test_chrome_trace_of_a_parallel_runtime(tmp_path):
     n_events = sum(e["args"]["events"] for t in tracks.values() for e in t
                    if e["name"] == "window")
     assert len(ev) == n_events > 0
-    assert {e["args"]["instance"] for e in ev} == {0, 1}
+    assert {e["args"]["instance"] for e in ev} == set(range(batch))
     assert back["otherData"]["dropped_records"] == 0 and back["otherData"]["threads"] == 2
     rt.close()
 

@@ -73,6 +73,7 @@ enum {
     PH_BINST,
     PH_OBSERVE,
     PH_PUBLISH,
+    PH_INSTANCE,
     PH_DONE
 };
 
@@ -99,7 +100,8 @@ static int aborted(seer_runtime *rt)
 static uint32_t phase_count(const seer_runtime *rt, uint32_t kind)
 {
     switch (kind) {
-    case PH_BINST: return rt->nsel;
+    case PH_BINST:
+    case PH_INSTANCE: return rt->nsel;
     case PH_OBSERVE: return rt->nsel * rt->sz.num_agents;
     case PH_PUBLISH: return rt->nsel * rt->sz.num_entities;
     case PH_DONE: return 0;
@@ -188,6 +190,9 @@ static void advance(seer_runtime *rt, uint32_t done)
             seer_finish_instance(rt, rt->sel[k]);
         next = PH_DONE;
         break;
+    case PH_INSTANCE: /* each instance finished by its thread */
+        next = PH_DONE;
+        break;
     default:
         break;
     }
@@ -203,7 +208,8 @@ static uint32_t trace_kind(uint32_t phase)
     case PH_CLEAR:
     case PH_INIT: return SEER_TRACE_INIT;
     case PH_ACT: return SEER_TRACE_ACT;
-    case PH_WINDOW: return SEER_TRACE_WINDOW;
+    case PH_WINDOW:
+    case PH_INSTANCE: return SEER_TRACE_WINDOW; /* a window of one whole step */
     default: return SEER_TRACE_BOUNDARY;
     }
 }
@@ -240,15 +246,35 @@ static void merge_outboxes(seer_worker *w, seer_inst *in, uint32_t inst, uint32_
     }
 }
 
+/* A whole step of one instance on this thread, as the serial executor takes
+ * it: its only partition's queue holds all its events (see
+ * seer_parallel_run). */
+static void run_instance(seer_worker *w, seer_ctx *c, uint32_t inst)
+{
+    seer_runtime *rt = w->rt;
+    seer_inst *in = &rt->inst[inst];
+    for (uint32_t a = 0; a < rt->sz.num_agents && !w->err; a++)
+        seer_act_agent(w, inst, a);
+    w->events += seer_run_queue(w, c, inst, &in->parts[0], in->boundary);
+    if (w->err)
+        return;
+    seer_boundary_instance(w, inst);
+    for (uint32_t a = 0; a < rt->sz.num_agents; a++)
+        seer_observe_agent(w, inst, a);
+    for (uint32_t e = 0; e < rt->sz.num_entities; e++)
+        seer_publish_entity(w, inst, e);
+    seer_finish_instance(rt, inst);
+}
+
 /* Handle items [b, e) of the flattened (selected instance, item) space. */
 static void run_chunk(seer_worker *w, seer_ctx *c, uint32_t kind, uint32_t b, uint32_t e)
 {
     seer_runtime *rt = w->rt;
     const uint32_t A = rt->sz.num_agents, N = rt->sz.num_entities;
-    const uint32_t per = kind == PH_BINST     ? 1u
-                         : kind == PH_OBSERVE ? A
-                         : kind == PH_PUBLISH ? N
-                                              : rt->nparts;
+    const uint32_t per = kind == PH_BINST || kind == PH_INSTANCE ? 1u
+                         : kind == PH_OBSERVE                ? A
+                         : kind == PH_PUBLISH                ? N
+                                                             : rt->nparts;
     const uint32_t bank = rt->out_parity ^ 1u; /* the previous phase's outboxes */
     uint32_t k = b / per, item = b % per;
     for (uint32_t x = b; x < e; x++) {
@@ -290,6 +316,9 @@ static void run_chunk(seer_worker *w, seer_ctx *c, uint32_t kind, uint32_t b, ui
             break;
         case PH_BINST:
             seer_boundary_instance(w, inst);
+            break;
+        case PH_INSTANCE:
+            run_instance(w, c, inst);
             break;
         case PH_OBSERVE:
             seer_observe_agent(w, inst, item);
@@ -359,8 +388,9 @@ static void run_phases(seer_worker *w, uint32_t tag)
             if (wait_t0)
                 seer_trace_add(w, SEER_TRACE_BARRIER, wait_t0, now, 0.0, 0, 0, 0, 0);
             if (seq != span_seq) {
-                double sim = kind == PH_WINDOW ? rt->window_t
-                                               : rt->inst[rt->sel[0]].boundary;
+                double sim = kind == PH_WINDOW || kind == PH_INSTANCE
+                                 ? rt->window_t
+                                 : rt->inst[rt->sel[0]].boundary;
                 span_seq = seq;
                 span_rec = w->trace_n;
                 seer_trace_add(w, trace_kind(kind), now, now, sim, 0, 0, 0, 0);
@@ -526,7 +556,15 @@ int seer_parallel_run(seer_runtime *rt, int job)
     /* relaxed: only the host writes job_gen. */
     uint64_t gen = atomic_load_explicit(&rt->job_gen, memory_order_relaxed) + 1;
     rt->call_tag = (uint32_t)gen;
-    open_phase(rt, job == JOB_RESET ? PH_CLEAR : PH_ACT);
+    /* One partition per instance (many instances per thread, see
+     * set_partitions): a step is one item per instance, each taken whole by
+     * one thread, without windows.  Otherwise act, windows, boundary. */
+    const int whole = job != JOB_RESET && rt->nparts == 1;
+    if (whole) { /* the whole step is one window */
+        rt->window_t = rt->inst[rt->sel[0]].boundary - rt->sz.step_duration;
+        rt->windows_total++;
+    }
+    open_phase(rt, job == JOB_RESET ? PH_CLEAR : whole ? PH_INSTANCE : PH_ACT);
     publish_job(rt, atomic_load_explicit(&rt->pool_active, memory_order_relaxed) > 1);
     run_phases(&rt->workers[0], rt->call_tag);
     /* DONE was opened after the last chunk completed: every worker's writes

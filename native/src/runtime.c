@@ -1003,6 +1003,13 @@ static int migrate_instance(seer_runtime *rt, seer_inst *in, int to, uint64_t *c
 static int set_partitions(seer_runtime *rt, uint32_t np)
 {
     const uint32_t N = rt->sz.num_entities;
+    /* Many instances per thread (a multiple of the threads, or at least
+     * three per thread): one partition each, so that a step is one item per
+     * instance, taken whole by one thread without windows (parallel.c).
+     * PCS 64x64 B=8 on 2 threads: windows advance all eight instances in
+     * lockstep, whose working sets then do not fit the caches together. */
+    if (rt->B >= np && (rt->B % np == 0 || rt->B >= 3 * np))
+        np = 1;
     /* at most SEER_MAX_PARTS: every thread keeps an outbox per partition
      * and a visit reads every thread's, so partitions times threads must
      * stay modest (threads beyond it share the partitions' work) */
