@@ -250,6 +250,15 @@ def candidate_set(features: Features, max_threads: int | None = None) -> list[Ca
     return [SERIAL] + [Candidate("parallel", p) for p in range(1, p_max + 1)]
 
 
+def _median(x: np.ndarray) -> float:
+    """Median by partition.  Not ``np.median``: its first call in a process
+    imports a NumPy submodule lazily (about 10 ms), which landed in the first
+    preflight of every process."""
+    n = len(x)
+    part = np.partition(x, [(n - 1) // 2, n // 2])
+    return float(0.5 * (part[(n - 1) // 2] + part[n // 2]))
+
+
 def summarize_trace(records: Sequence[np.ndarray]) -> TraceSummary:
     """Condense per-worker trace records (``Runtime.trace_records()``) of one step."""
     threads = len(records)
@@ -278,7 +287,7 @@ def summarize_trace(records: Sequence[np.ndarray]) -> TraceSummary:
         work_ns += w_ns
         wait_ns += b_ns
         per_worker_wait_per_window.append(b_ns / max(1, len(win)))
-    handler_ns = float(np.median(np.concatenate(durations))) if durations else 0.0
+    handler_ns = _median(np.concatenate(durations)) if durations else 0.0
     mean_ev = sum(per_worker_events) / max(1, threads)
     return TraceSummary(
         threads=threads,
