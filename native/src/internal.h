@@ -12,6 +12,8 @@
 #include "sync.h"
 
 #define SEER_ERRLEN 512
+
+static inline size_t seer_round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 #define SEER_KEY_SEQ_BITS 40
 #define SEER_MAX_ENTITIES (1u << 24) /* entity ids fill the key's top 24 bits */
 #define SEER_MAX_PARTS 256u /* parallel executor: partitions per instance, at most */
@@ -63,7 +65,8 @@ typedef struct seer_qbucket {
 } seer_qbucket;
 
 typedef struct seer_squeue {
-    alignas(SEER_CACHE_LINE) uint64_t last;        /* time bits of the current group; all pending >= it */
+    /* time bits of the current group; all pending >= it */
+    alignas(SEER_CACHE_LINE) uint64_t last;
     uint64_t nonempty[SEER_SQ_WORDS]; /* bit b: bucket[b] holds entries       */
     uint64_t n;           /* entries held                                      */
     uint32_t head;        /* read position in run                              */
@@ -274,6 +277,14 @@ void seer_ctx_setup(seer_ctx *c, seer_runtime *rt, seer_worker *w, uint32_t inst
  * handled. */
 uint64_t seer_run_queue(seer_worker *w, seer_ctx *c, uint32_t inst, seer_squeue *q,
                         seer_time bnd);
+/* A whole step of one instance on this thread: its agents act, the events
+ * before its boundary are handled (q holds all of them), then its boundary
+ * phases.  The serial executor's step, and an item of the parallel
+ * executor's whole-instance mode.  `spans`: record the act and boundary
+ * trace spans (the parallel executor records one span around the item).
+ * Stops at the first error (w->err); returns the events handled. */
+uint64_t seer_step_instance(seer_worker *w, seer_ctx *c, uint32_t inst, seer_squeue *q,
+                            int spans);
 int seer_after_handler(seer_ctx *c, int rc, const char *what);
 void seer_squeue_drop(seer_worker *w, seer_squeue *q);
 void seer_clear_entity(seer_worker *w, seer_inst *in, uint32_t e, uint64_t seed);

@@ -246,26 +246,6 @@ static void merge_outboxes(seer_worker *w, seer_inst *in, uint32_t inst, uint32_
     }
 }
 
-/* A whole step of one instance on this thread, as the serial executor takes
- * it: its only partition's queue holds all its events (see
- * seer_parallel_run). */
-static void run_instance(seer_worker *w, seer_ctx *c, uint32_t inst)
-{
-    seer_runtime *rt = w->rt;
-    seer_inst *in = &rt->inst[inst];
-    for (uint32_t a = 0; a < rt->sz.num_agents && !w->err; a++)
-        seer_act_agent(w, inst, a);
-    w->events += seer_run_queue(w, c, inst, &in->parts[0], in->boundary);
-    if (w->err)
-        return;
-    seer_boundary_instance(w, inst);
-    for (uint32_t a = 0; a < rt->sz.num_agents; a++)
-        seer_observe_agent(w, inst, a);
-    for (uint32_t e = 0; e < rt->sz.num_entities; e++)
-        seer_publish_entity(w, inst, e);
-    seer_finish_instance(rt, inst);
-}
-
 /* Handle items [b, e) of the flattened (selected instance, item) space. */
 static void run_chunk(seer_worker *w, seer_ctx *c, uint32_t kind, uint32_t b, uint32_t e)
 {
@@ -317,8 +297,8 @@ static void run_chunk(seer_worker *w, seer_ctx *c, uint32_t kind, uint32_t b, ui
         case PH_BINST:
             seer_boundary_instance(w, inst);
             break;
-        case PH_INSTANCE:
-            run_instance(w, c, inst);
+        case PH_INSTANCE: /* its only partition's queue holds all its events */
+            w->events += seer_step_instance(w, c, inst, &in->parts[0], 0);
             break;
         case PH_OBSERVE:
             seer_observe_agent(w, inst, item);
@@ -459,8 +439,7 @@ int seer_pool_start(seer_runtime *rt, uint32_t threads)
     /* relaxed: no worker runs yet. */
     atomic_store_explicit(&rt->pool_active, threads, memory_order_relaxed);
     rt->workers = aligned_alloc(SEER_CACHE_LINE,
-                                ((threads * sizeof(seer_worker) + SEER_CACHE_LINE - 1) /
-                                 SEER_CACHE_LINE) * SEER_CACHE_LINE);
+                                seer_round_up(threads * sizeof(seer_worker), SEER_CACHE_LINE));
     if (!rt->workers)
         return SEER_E_NOMEM;
     memset(rt->workers, 0, threads * sizeof(seer_worker));
@@ -471,8 +450,7 @@ int seer_pool_start(seer_runtime *rt, uint32_t threads)
         w->pool_target = POOL_LO;
         /* own lines: written while the other threads write theirs */
         w->local_min = aligned_alloc(SEER_CACHE_LINE,
-                                     (rt->B * sizeof(double) + SEER_CACHE_LINE - 1) /
-                                         SEER_CACHE_LINE * SEER_CACHE_LINE);
+                                     seer_round_up(rt->B * sizeof(double), SEER_CACHE_LINE));
         for (int j = 0; j < 2; j++)
             w->out[j] = calloc((size_t)rt->B * rt->nparts, sizeof(seer_qvec));
         if (!w->local_min || !w->out[0] || !w->out[1])

@@ -120,7 +120,6 @@ uint32_t seer_rng_below(seer_ctx *ctx, uint32_t n)
 
 /* ---- event memory -------------------------------------------------------- */
 
-static size_t round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 
 #define POOL_BATCH 256u
 #define POOL_CHUNK 4096u
@@ -143,7 +142,7 @@ static int pool_take(seer_runtime *rt, seer_worker *w, uint64_t want)
             rt->chunks_cap = cap;
         }
         unsigned char *mem = aligned_alloc(SEER_CACHE_LINE,
-                                           round_up(n * rt->event_stride, SEER_CACHE_LINE));
+                                           seer_round_up(n * rt->event_stride, SEER_CACHE_LINE));
         if (!mem) {
             pthread_mutex_unlock(&rt->reserve_lock);
             return SEER_E_NOMEM;
@@ -698,6 +697,42 @@ uint64_t seer_run_queue(seer_worker *w, seer_ctx *c, uint32_t inst, seer_squeue 
     return n;
 }
 
+/* The boundary phases of one instance on this thread. */
+static void instance_boundary(seer_runtime *rt, seer_worker *w, uint32_t i)
+{
+    seer_boundary_instance(w, i);
+    for (uint32_t a = 0; a < rt->sz.num_agents; a++)
+        seer_observe_agent(w, i, a);
+    for (uint32_t e = 0; e < rt->sz.num_entities; e++)
+        seer_publish_entity(w, i, e);
+    seer_finish_instance(rt, i);
+}
+
+uint64_t seer_step_instance(seer_worker *w, seer_ctx *c, uint32_t inst, seer_squeue *q,
+                            int spans)
+{
+    seer_runtime *rt = w->rt;
+    seer_inst *in = &rt->inst[inst];
+    const int tracing = spans && SEER_TRACING(w);
+    uint64_t t0 = tracing ? seer_clock_ns() : 0;
+    for (uint32_t a = 0; a < rt->sz.num_agents && !w->err; a++)
+        seer_act_agent(w, inst, a);
+    if (w->err)
+        return 0;
+    if (tracing)
+        seer_trace_add(w, SEER_TRACE_ACT, t0, seer_clock_ns(),
+                       (double)in->step * rt->sz.step_duration, inst, 0, 0, 0);
+    const uint64_t n = seer_run_queue(w, c, inst, q, in->boundary);
+    if (w->err)
+        return n;
+    t0 = tracing ? seer_clock_ns() : 0;
+    instance_boundary(rt, w, inst);
+    if (tracing)
+        seer_trace_add(w, SEER_TRACE_BOUNDARY, t0, seer_clock_ns(), in->boundary, inst, 0, 0,
+                       0);
+    return n;
+}
+
 /* ---- serial reference executor ------------------------------------------ */
 
 static int serial_fail(seer_runtime *rt, seer_worker *w)
@@ -706,16 +741,6 @@ static int serial_fail(seer_runtime *rt, seer_worker *w)
     memcpy(rt->err, w->msg, sizeof rt->err);
     w->err = 0;
     return code;
-}
-
-static void serial_boundary(seer_runtime *rt, seer_worker *w, uint32_t i)
-{
-    seer_boundary_instance(w, i);
-    for (uint32_t a = 0; a < rt->sz.num_agents; a++)
-        seer_observe_agent(w, i, a);
-    for (uint32_t e = 0; e < rt->sz.num_entities; e++)
-        seer_publish_entity(w, i, e);
-    seer_finish_instance(rt, i);
 }
 
 static int serial_reset(seer_runtime *rt, uint32_t i)
@@ -728,37 +753,20 @@ static int serial_reset(seer_runtime *rt, uint32_t i)
     for (uint32_t e = 0; e < rt->sz.num_entities; e++)
         if (seer_init_entity(w, i, e))
             return serial_fail(rt, w);
-    serial_boundary(rt, w, i);
+    instance_boundary(rt, w, i);
     return w->err ? serial_fail(rt, w) : SEER_OK;
 }
 
 static int serial_step(seer_runtime *rt, uint32_t i)
 {
     seer_worker *w = &rt->workers[0];
-    seer_inst *in = &rt->inst[i];
-    uint64_t ta = SEER_TRACING(w) ? seer_clock_ns() : 0;
-    for (uint32_t a = 0; a < rt->sz.num_agents; a++)
-        if (seer_act_agent(w, i, a))
-            return serial_fail(rt, w);
-    if (SEER_TRACING(w))
-        seer_trace_add(w, SEER_TRACE_ACT, ta, seer_clock_ns(), (double)in->step *
-                       rt->sz.step_duration, i, 0, 0, 0);
-
     seer_ctx c;
     seer_ctx_setup(&c, rt, w, i, PHASE_EVENT);
-    const seer_time bnd = in->boundary;
-    rt->events_total += seer_run_queue(w, &c, i, &in->queue, bnd);
-    if (w->err)
-        return serial_fail(rt, w);
-    uint64_t tb = SEER_TRACING(w) ? seer_clock_ns() : 0;
-    serial_boundary(rt, w, i);
-    if (SEER_TRACING(w))
-        seer_trace_add(w, SEER_TRACE_BOUNDARY, tb, seer_clock_ns(), bnd, i, 0, 0, 0);
+    rt->events_total += seer_step_instance(w, &c, i, &rt->inst[i].queue, 1);
     return w->err ? serial_fail(rt, w) : SEER_OK;
 }
 
 /* ---- API ------------------------------------------------------------------ */
-
 
 static int check_sizes(const seer_model *m, const seer_sizes *s, char *err, size_t errlen)
 {
@@ -859,12 +867,12 @@ int seer_runtime_create(const seer_model *model, const void *config, size_t conf
     if (ok && config_size)
         memcpy(rt->config, config, config_size);
     /* Records of at most a line never straddle two (chunks are line-aligned). */
-    rt->event_stride = round_up(sizeof(seer_event) + sz.payload_size, 16);
+    rt->event_stride = seer_round_up(sizeof(seer_event) + sz.payload_size, 16);
     if (rt->event_stride < SEER_CACHE_LINE && SEER_CACHE_LINE % rt->event_stride)
         rt->event_stride = SEER_CACHE_LINE;
-    rt->entity_stride = round_up(sz.entity_size ? sz.entity_size : 1, 16);
-    rt->snapshot_stride = round_up(sz.snapshot_size ? sz.snapshot_size : 1, 16);
-    rt->idata_stride = round_up(sz.instance_size ? sz.instance_size : 1, 16);
+    rt->entity_stride = seer_round_up(sz.entity_size ? sz.entity_size : 1, 16);
+    rt->snapshot_stride = seer_round_up(sz.snapshot_size ? sz.snapshot_size : 1, 16);
+    rt->idata_stride = seer_round_up(sz.instance_size ? sz.instance_size : 1, 16);
     pthread_mutex_init(&rt->reserve_lock, NULL);
     pthread_mutex_init(&rt->wake_lock, NULL);
     pthread_cond_init(&rt->wake_cond, NULL);
@@ -891,10 +899,10 @@ int seer_runtime_create(const seer_model *model, const void *config, size_t conf
     for (size_t i = 0; ok && i < B; i++) {
         seer_inst *in = &rt->inst[i];
         seer_squeue_init(&in->queue);
-        in->states = aligned_alloc(64, round_up(N * rt->entity_stride, 64));
-        in->snapshot = aligned_alloc(64, round_up(N * rt->snapshot_stride, 64));
-        in->idata = aligned_alloc(64, round_up(rt->idata_stride, 64));
-        in->recs = aligned_alloc(64, round_up(N * sizeof(seer_entity_rec), 64));
+        in->states = aligned_alloc(64, seer_round_up(N * rt->entity_stride, 64));
+        in->snapshot = aligned_alloc(64, seer_round_up(N * rt->snapshot_stride, 64));
+        in->idata = aligned_alloc(64, seer_round_up(rt->idata_stride, 64));
+        in->recs = aligned_alloc(64, seer_round_up(N * sizeof(seer_entity_rec), 64));
         if (!in->states || !in->snapshot || !in->idata || !in->recs) {
             ok = 0;
             break;
@@ -1017,12 +1025,11 @@ static int set_partitions(seer_runtime *rt, uint32_t np)
     np = np > SEER_MAX_PARTS ? SEER_MAX_PARTS : np;
     if (np == rt->nparts)
         return SEER_OK;
-    int ok = 1;
     uint32_t *of = malloc(N * sizeof *of);
     uint32_t *start = malloc((np + 1) * sizeof *start);
     seer_squeue **parts = calloc(rt->B, sizeof *parts);
     uint64_t *counts = malloc((size_t)np * MIG_NB * sizeof *counts);
-    ok = of && start && parts && counts;
+    int ok = of && start && parts && counts;
     for (uint32_t i = 0; ok && i < rt->B; i++) {
         parts[i] = aligned_alloc(SEER_CACHE_LINE, np * sizeof(seer_squeue));
         if (!parts[i])

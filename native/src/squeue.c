@@ -118,23 +118,6 @@ static void sift_down_min(seer_qentry *a, uint32_t n, uint32_t i)
     a[i] = x;
 }
 
-static void sift_down_max(seer_qentry *a, uint32_t n, uint32_t i)
-{
-    seer_qentry x = a[i];
-    for (;;) {
-        uint32_t c = 2 * i + 1;
-        if (c >= n)
-            break;
-        if (c + 1 < n && a[c + 1].ev->key > a[c].ev->key)
-            c++;
-        if (x.ev->key > a[c].ev->key)
-            break;
-        a[i] = a[c];
-        i = c;
-    }
-    a[i] = x;
-}
-
 static seer_qentry side_pop(seer_qvec *h)
 {
     seer_qentry top = h->a[0];
@@ -145,16 +128,23 @@ static seer_qentry side_pop(seer_qvec *h)
     return top;
 }
 
-/* In-place heapsort by key, ascending: run_sort's fallback. */
+/* In-place heapsort by key, ascending: run_sort's fallback.  The side heap's
+ * min-heap moves each minimum to the end (a descending array), then the
+ * array is reversed. */
 static void heap_sort(seer_qentry *a, uint32_t n)
 {
     for (uint32_t i = n / 2; i-- > 0;)
-        sift_down_max(a, n, i);
-    while (n > 1) {
+        sift_down_min(a, n, i);
+    for (uint32_t m = n; m > 1;) {
         seer_qentry t = a[0];
-        a[0] = a[--n];
-        a[n] = t;
-        sift_down_max(a, n, 0);
+        a[0] = a[--m];
+        a[m] = t;
+        sift_down_min(a, m, 0);
+    }
+    for (uint32_t i = 0, j = n ? n - 1 : 0; i < j; i++, j--) {
+        seer_qentry t = a[i];
+        a[i] = a[j];
+        a[j] = t;
     }
 }
 
