@@ -17,4 +17,4 @@ echo "== ruff"
 echo "== pytest"
 .venv/bin/python -m pytest -q "$@"
 echo "== C stress tests (plain, TSan, ASan+UBSan)"
-bash native/tests/run_sanitizers.sh
+bash tests/native/run_sanitizers.sh

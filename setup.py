@@ -1,3 +1,47 @@
-from setuptools import setup
+"""Build the package's extensions with seer_env/_build.py (the model SDK's builder).
 
-setup(cffi_modules=["native/build_ffi.py:ffibuilder"])
+``seer_env._core`` is the runtime alone; every shipped model folder
+(``seer_env/envs/<name>/`` with C sources) becomes ``seer_env.envs.<name>._model``,
+the runtime and that model in one module -- built exactly as ``seer-env build``
+builds a user's model.
+"""
+
+import importlib.util
+from pathlib import Path
+
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+ROOT = Path(__file__).resolve().parent
+_spec = importlib.util.spec_from_file_location("_seer_build", ROOT / "seer_env" / "_build.py")
+_build = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_build)
+
+MODELS = sorted(d for d in (ROOT / "seer_env" / "envs").iterdir()
+                if d.is_dir() and any(d.glob("*.c")))
+
+
+class BuildSeer(build_ext):
+    """Compile each extension with the SDK's builder instead of distutils."""
+
+    def build_extension(self, ext):
+        model_dir = getattr(ext, "model_dir", None)
+        cache = Path(self.build_temp) / "seer-objects"
+        warnings = _build.build_module(ext.name, Path(self.get_ext_fullpath(ext.name)),
+                                       model_dir, werror=True, object_cache=cache,
+                                       log=lambda m: print(m, flush=True))
+        if warnings:
+            print(warnings, flush=True)
+
+
+def _ext(name, model_dir=None):
+    e = Extension(name, sources=[])
+    e.model_dir = model_dir
+    return e
+
+
+setup(
+    ext_modules=[_ext("seer_env._core")]
+    + [_ext(f"seer_env.envs.{d.name}._model", d) for d in MODELS],
+    cmdclass={"build_ext": BuildSeer},
+)

@@ -61,6 +61,9 @@ class AircraftNumpy:
 
     def __init__(self, cfg: Mapping[str, Any], seed: int, max_cycles: int = 0) -> None:
         self.c = dict(cfg)
+        # the model's resolved arena_size (x, y, z) under the C struct's names
+        self.c["arena_x"], self.c["arena_y"], self.c["arena_z"] = (
+            float(v) for v in self.c["arena_size"])
         self.seed = int(seed) & M64
         self.max_cycles = int(max_cycles)
         c = self.c

@@ -1,87 +1,40 @@
 """Generic PettingZoo / batched environments over a native model.
 
-An env module (``seer_env/envs/<name>_v0.py``) describes itself with an
-:class:`EnvSpec` and gets both faces from here::
+A model's declaration (:class:`seer_env.sdk.Model`) gets both faces from
+here::
 
-    SPEC = EnvSpec(name="phold_v0", model="phold", defaults={...}, build=_build,
-                   agent_names=lambda cfg: [f"entity_{i}" for i in range(cfg["num_entities"])])
+    from seer_env.envs import phold_v0
+    env = phold_v0.parallel_env(num_entities=16)     # SeerParallelEnv(MODEL, ...)
+    venv = phold_v0.vector_env(4, num_entities=16)   # SeerVectorEnv(MODEL, 4, ...)
 
-    def parallel_env(**config) -> SeerParallelEnv:
-        return SeerParallelEnv(SPEC, **config)
-
-    def vector_env(num_envs: int, **config) -> SeerVectorEnv:
-        return SeerVectorEnv(SPEC, num_envs, **config)
-
-Every step is one native call; Python only validates the actions' structure
-(agents, shapes, dtypes) and copies the outputs the user keeps.
+Configuration keys are the model's parameters (names, defaults and ranges
+from its C table, which validates every value) plus the keys in
+:data:`COMMON_KEYS`.  Every step is one native call; Python only validates the
+actions' structure (agents, shapes, dtypes) and copies the outputs the user
+keeps.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium
 import numpy as np
 from gymnasium.vector import AutoresetMode
 from pettingzoo import ParallelEnv
 
-from ._runtime import Runtime, Sizes
+from ._runtime import Runtime
 from .errors import ClosedError, ConfigError, InvalidActionError, StateError
 
-#: Keys every env accepts besides its own config.
-COMMON_KEYS = ("threads", "executor", "render_mode", "info_keys")
+if TYPE_CHECKING:  # pragma: no cover
+    from .sdk import Model
+
+#: Keys every env accepts besides its model's parameters.
+COMMON_KEYS = ("threads", "executor", "render_mode", "info_keys", "max_cycles")
 
 _MAX_SEED = 2**64 - 1
-
-
-@dataclass(frozen=True)
-class EnvSpec:
-    """What an env module tells the generic layer.
-
-    Attributes:
-        name: versioned env name, e.g. ``"pcs_v0"``.
-        model: C model name (``seer_model_<model>``, ``seer_<model>_config``).
-        defaults: every Python config key with its default (threads, executor and
-            render_mode excluded: the base handles them).
-        build: validated Python config -> (C config struct fields, max_cycles);
-            raises :class:`~seer_env.errors.ConfigError` naming the bad key.
-        agent_names: config -> agent names, index i naming agent/entity i.
-        obs_bounds: optional (config, sizes) -> (low, high) of the observation Box.
-        default_seed: optional config -> seed used by ``reset(seed=None)``
-            (None: draw a fresh random seed).
-        render: optional env -> (H, W, 3) uint8 frame of instance 0.
-        render_fps: frames per second advertised in ``metadata``.
-        dict_info_keys: info values put in each agent's ``infos`` dict by the
-            ParallelEnv by default (None: all).  Users choose with the
-            ``info_keys=`` argument (a list of names, ``"all"`` or ``()``); the
-            batched API and ``env.runtime.info`` always carry all of them.
-    """
-
-    name: str
-    model: str
-    defaults: Mapping[str, Any]
-    build: Callable[[dict[str, Any]], tuple[dict[str, Any], int]]
-    agent_names: Callable[[dict[str, Any]], list[str]]
-    obs_bounds: Callable[[dict[str, Any], Sizes], tuple[np.ndarray, np.ndarray]] | None = None
-    default_seed: Callable[[dict[str, Any]], int | None] | None = None
-    render: Callable[[Any], np.ndarray] | None = None
-    render_fps: int = 10
-    dict_info_keys: tuple[str, ...] | None = None
-
-    def resolve(self, config: Mapping[str, Any]) -> dict[str, Any]:
-        """Defaults overlaid with ``config``; unknown keys raise ConfigError."""
-        unknown = sorted(set(config) - set(self.defaults) - set(COMMON_KEYS))
-        if unknown:
-            raise ConfigError(
-                f"{self.name}: unknown config key(s) {unknown}; "
-                f"valid keys: {sorted(set(self.defaults) | set(COMMON_KEYS))}"
-            )
-        cfg = dict(self.defaults)
-        cfg.update({k: v for k, v in config.items() if k not in COMMON_KEYS})
-        return cfg
 
 
 def _seed_value(seed: Any) -> int:
@@ -96,32 +49,27 @@ def _fresh_seed() -> int:
     return int.from_bytes(os.urandom(8), "little")
 
 
-def _spaces(spec: EnvSpec, cfg: dict[str, Any], sz: Sizes) -> tuple[gymnasium.Space, ...]:
-    if spec.obs_bounds is not None:
-        low, high = spec.obs_bounds(cfg, sz)
-        obs = gymnasium.spaces.Box(
-            np.asarray(low, np.float32), np.asarray(high, np.float32), dtype=np.float32
-        )
-    else:
-        obs = gymnasium.spaces.Box(-np.inf, np.inf, shape=(sz.obs_dim,), dtype=np.float32)
-    if sz.action_kind == "discrete":
-        act: gymnasium.Space = gymnasium.spaces.Discrete(sz.action_n)
-    else:
-        act = gymnasium.spaces.Box(
-            sz.action_low, sz.action_high, shape=(sz.action_dim,), dtype=np.float32
-        )
-    return obs, act
+def _box(low: np.ndarray, high: np.ndarray) -> gymnasium.spaces.Box:
+    return gymnasium.spaces.Box(np.asarray(low, np.float32), np.asarray(high, np.float32),
+                                dtype=np.float32)
 
 
 class _SeerEnvCommon:
     """Construction shared by the ParallelEnv and the batched env."""
 
-    spec_: EnvSpec
+    seer_model: Model
     runtime: Runtime
 
-    def _setup(self, spec: EnvSpec, num_instances: int, config: Mapping[str, Any]) -> None:
-        self.spec_ = spec
-        self.config = spec.resolve(config)
+    def _setup(self, model: Model, num_instances: int, config: Mapping[str, Any]) -> None:
+        self.seer_model = model
+        native = model.native
+        params = {k: v for k, v in config.items() if k not in COMMON_KEYS}
+        unknown = sorted(k for k in params if k not in native.params)
+        if unknown:
+            raise ConfigError(
+                f"{model.name}: unknown config key(s) {unknown}; valid keys: "
+                f"{sorted(set(native.params) | set(COMMON_KEYS))}"
+            )
         self.threads = config.get("threads", "auto")
         self.executor = config.get("executor", "parallel")
         self.render_mode = config.get("render_mode")
@@ -129,23 +77,30 @@ class _SeerEnvCommon:
             raise ConfigError(
                 f"render_mode={self.render_mode!r} must be None, 'rgb_array' or 'human'"
             )
-        if self.render_mode is not None and spec.render is None:
-            raise ConfigError(f"{spec.name} cannot render")
-        c_fields, max_cycles = spec.build(self.config)
-        self.runtime = Runtime(
-            spec.model, c_fields, num_instances, self.executor, self.threads, max_cycles
-        )
-        self.max_cycles = max_cycles
-        self.sizes = self.runtime.sizes
-        self.possible_agents = list(spec.agent_names(self.config))
-        if len(self.possible_agents) != self.sizes.num_agents:
-            raise ConfigError(
-                f"{spec.name}: {len(self.possible_agents)} agent names for "
-                f"{self.sizes.num_agents} agents"
-            )
+        if self.render_mode is not None and model.render is None:
+            raise ConfigError(f"{model.name} cannot render")
+        self.runtime = Runtime(native, params, num_instances, self.executor, self.threads,
+                               config.get("max_cycles", native.max_cycles))
+        rt = self.runtime
+        self.max_cycles = rt.max_cycles
+        #: the configuration as the model completed it, plus max_cycles
+        self.config = {**rt.config, "max_cycles": rt.max_cycles}
+        self.sizes = rt.sizes
+        self.possible_agents = native.agent_names(rt._config_ptr, self.sizes.num_agents)
+        if len(set(self.possible_agents)) != len(self.possible_agents):
+            raise ConfigError(f"{model.name}: the model gives two agents one name")
         self.agent_index = {a: i for i, a in enumerate(self.possible_agents)}
-        self._obs_space, self._act_space = _spaces(spec, self.config, self.sizes)
-        self.info_names = self.runtime.info_names
+        obs_lo, obs_hi, st_lo, st_hi = native.bounds(rt._config_ptr, self.sizes)
+        self._obs_space = _box(obs_lo, obs_hi)
+        self._state_space = _box(st_lo, st_hi)
+        sz = self.sizes
+        if sz.action_kind == "discrete":
+            self._act_space: gymnasium.Space = gymnasium.spaces.Discrete(sz.action_n)
+        else:
+            self._act_space = gymnasium.spaces.Box(
+                sz.action_low, sz.action_high, shape=(sz.action_dim,), dtype=np.float32
+            )
+        self.info_names = rt.info_names
 
     @property
     def stpa(self) -> Any:
@@ -155,8 +110,8 @@ class _SeerEnvCommon:
 
     def _seeds(self, seed: int | None, n: int) -> list[int]:
         """Seeds of n instances: ``seed + i`` (mod 2**64), or the spec's default."""
-        if seed is None and self.spec_.default_seed is not None:
-            seed = self.spec_.default_seed(self.config)
+        if seed is None and self.seer_model.default_seed is not None:
+            seed = self.seer_model.default_seed(self.config)
         base = _fresh_seed() if seed is None else _seed_value(seed)
         return [(base + i) & _MAX_SEED for i in range(n)]
 
@@ -178,13 +133,13 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
     ``env.runtime`` is the underlying :class:`~seer_env._runtime.Runtime`.
     """
 
-    def __init__(self, spec: EnvSpec, **config: Any) -> None:
+    def __init__(self, model: Model, **config: Any) -> None:
         self._init_config = dict(config)
-        self._setup(spec, 1, config)
+        self._setup(model, 1, config)
         self.metadata = {
-            "name": spec.name,
-            "render_modes": ["rgb_array", "human"] if spec.render else [],
-            "render_fps": spec.render_fps,
+            "name": model.name,
+            "render_modes": ["rgb_array", "human"] if model.render else [],
+            "render_fps": model.render_fps,
             "is_parallelizable": True,
         }
         self.agents: list[str] = []
@@ -202,7 +157,7 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
 
     def _choose_info_keys(self, keys: Any) -> tuple[str, ...]:
         if keys is None:
-            keys = self.spec_.dict_info_keys
+            keys = self.seer_model.dict_info_keys
         if keys is None or keys == "all":
             return tuple(self.info_names)
         if isinstance(keys, str):
@@ -217,7 +172,8 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
         """Pickle as (env name, config): the copy is a fresh env of the same
         configuration (call ``reset`` on it), which is what process-based vector
         wrappers (SuperSuit's ``concat_vec_envs_v1``, Ray) need."""
-        return (_rebuild_parallel_env, (self.spec_.name, self._init_config))
+        m = self.seer_model
+        return (_rebuild_parallel_env, (m.name, str(m.folder), self._init_config))
 
     # -- spaces ---------------------------------------------------------------
 
@@ -231,15 +187,13 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
 
     @property
     def state_space(self) -> gymnasium.Space:
-        return gymnasium.spaces.Box(
-            -np.inf, np.inf, shape=(self.sizes.state_dim,), dtype=np.float32
-        )
+        return self._state_space
 
     def _agent_idx(self, agent: str) -> int:
         try:
             return self.agent_index[agent]
         except (KeyError, TypeError):
-            raise InvalidActionError(f"{self.spec_.name}: unknown agent {agent!r}") from None
+            raise InvalidActionError(f"{self.seer_model.name}: unknown agent {agent!r}") from None
 
     # -- episode --------------------------------------------------------------
 
@@ -308,16 +262,16 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
         live = set(self.agents)
         for agent in actions:
             if agent not in self.agent_index:
-                raise InvalidActionError(f"{self.spec_.name}: unknown agent {agent!r}")
+                raise InvalidActionError(f"{self.seer_model.name}: unknown agent {agent!r}")
             if agent not in live:
                 raise InvalidActionError(
-                    f"{self.spec_.name}: agent {agent!r} is done (terminated or truncated) "
+                    f"{self.seer_model.name}: agent {agent!r} is done (terminated or truncated) "
                     "and cannot act"
                 )
         missing = [a for a in self.agents if a not in actions]
         if missing:
             raise InvalidActionError(
-                f"{self.spec_.name}: missing actions for live agent(s) {missing[:5]}"
+                f"{self.seer_model.name}: missing actions for live agent(s) {missing[:5]}"
                 + (" ..." if len(missing) > 5 else "")
             )
         sz = self.sizes
@@ -338,11 +292,11 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
         dict[str, dict[str, Any]],
     ]:
         if self.runtime.closed:
-            raise ClosedError(f"{self.spec_.name}: step() on a closed env")
+            raise ClosedError(f"{self.seer_model.name}: step() on a closed env")
         if self._needs_reset:
-            raise StateError(f"{self.spec_.name}: call reset() before step()")
+            raise StateError(f"{self.seer_model.name}: call reset() before step()")
         if not self.agents:
-            raise StateError(f"{self.spec_.name}: the episode is over; call reset()")
+            raise StateError(f"{self.seer_model.name}: the episode is over; call reset()")
         self._write_actions(actions)
         self.runtime.step()
         live_idx = self._live_idx
@@ -383,7 +337,7 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
 
     def state(self) -> np.ndarray:
         if self._needs_reset:
-            raise StateError(f"{self.spec_.name}: call reset() before state()")
+            raise StateError(f"{self.seer_model.name}: call reset() before state()")
         return self.runtime.global_state(0)
 
     def render(self) -> np.ndarray | None:
@@ -391,9 +345,9 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
             gymnasium.logger.warn("render() called with render_mode=None")
             return None
         if self._needs_reset:
-            raise StateError(f"{self.spec_.name}: call reset() before render()")
-        assert self.spec_.render is not None
-        frame = self.spec_.render(self)
+            raise StateError(f"{self.seer_model.name}: call reset() before render()")
+        assert self.seer_model.render is not None
+        frame = self.seer_model.render(self)
         if self.render_mode == "rgb_array":
             return frame
         self._show(frame)
@@ -413,7 +367,7 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
         if self._window is None:
             pygame.init()
             self._window = pygame.display.set_mode((frame.shape[1], frame.shape[0]))
-            pygame.display.set_caption(self.spec_.name)
+            pygame.display.set_caption(self.seer_model.name)
         surf = pygame.surfarray.make_surface(np.transpose(frame, (1, 0, 2)))
         self._window.blit(surf, (0, 0))
         pygame.event.pump()
@@ -429,10 +383,14 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
         self._needs_reset = True
 
 
-def _rebuild_parallel_env(name: str, config: dict[str, Any]) -> SeerParallelEnv:
-    from .registry import env_module
+def _rebuild_parallel_env(name: str, folder: str, config: dict[str, Any]) -> SeerParallelEnv:
+    from . import registry, sdk
 
-    env: SeerParallelEnv = env_module(name).parallel_env(**config)
+    try:
+        model = registry.get(name)
+    except ConfigError:
+        model = sdk.load(folder, build=False)
+    env: SeerParallelEnv = model.parallel_env(**config)
     return env
 
 
@@ -576,7 +534,7 @@ class SeerVectorEnv(_SeerEnvCommon):
 
     def __init__(
         self,
-        spec: EnvSpec,
+        model: Model,
         num_envs: int,
         copy: bool = True,
         autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
@@ -587,12 +545,12 @@ class SeerVectorEnv(_SeerEnvCommon):
         if num_envs < 1:
             raise ConfigError(f"num_envs={num_envs} must be >= 1")
         self.autoreset_mode = autoreset_mode_of(autoreset_mode)
-        self._setup(spec, int(num_envs), config)
+        self._setup(model, int(num_envs), config)
         self.num_envs = int(num_envs)
         self.num_agents = self.sizes.num_agents
         self.copy = bool(copy)
         self.metadata: dict[str, Any] = {
-            "name": spec.name,
+            "name": model.name,
             "autoreset_mode": self.autoreset_mode,
         }
         self.single_observation_space = self._obs_space
@@ -649,7 +607,7 @@ class SeerVectorEnv(_SeerEnvCommon):
         """
         rt = self.runtime
         if rt.closed:
-            raise ClosedError(f"{self.spec_.name}: reset() on a closed env")
+            raise ClosedError(f"{self.seer_model.name}: reset() on a closed env")
         mask = None if options is None else options.get("reset_mask")
         if mask is None:
             seeds = self._instance_seeds(seed)
@@ -665,7 +623,9 @@ class SeerVectorEnv(_SeerEnvCommon):
                     f"got {mask.dtype} {mask.shape}"
                 )
             if self._needs_reset:
-                raise StateError(f"{self.spec_.name}: the first reset() must reset every instance")
+                raise StateError(
+                    f"{self.seer_model.name}: the first reset() must reset every instance"
+                )
             seeds = (
                 self._take_seeds(mask) if seed is None else self._instance_seeds(seed)
             )
@@ -711,15 +671,15 @@ class SeerVectorEnv(_SeerEnvCommon):
         """Step every instance (see the class docstring for autoreset)."""
         rt = self.runtime
         if rt.closed:
-            raise ClosedError(f"{self.spec_.name}: step() on a closed env")
+            raise ClosedError(f"{self.seer_model.name}: step() on a closed env")
         if self._needs_reset:
-            raise StateError(f"{self.spec_.name}: call reset() before step()")
+            raise StateError(f"{self.seer_model.name}: call reset() before step()")
         mode = self.autoreset_mode
         if mode is AutoresetMode.DISABLED:
             finished = ~rt.alive.any(axis=1)
             if finished.any():
                 raise StateError(
-                    f"{self.spec_.name}: instance(s) {np.flatnonzero(finished).tolist()} "
+                    f"{self.seer_model.name}: instance(s) {np.flatnonzero(finished).tolist()} "
                     "finished; with autoreset_mode=DISABLED reset them with "
                     "reset(options={'reset_mask': mask}) before stepping"
                 )

@@ -1,34 +1,48 @@
 """The thin 1:1 layer over the native runtime: the only module that touches ``ffi``/``lib``.
 
-A :class:`Runtime` owns one native runtime (``B`` instances of one model sharing
-one executor), checks every status code in one place (:func:`_check`) and exposes
-the runtime's in-place buffers as NumPy views::
+Every model lives in an extension module of its own (the runtime compiled
+together with the model, see :mod:`seer_env._build`); :class:`NativeModel`
+wraps one such module and its model table, and :class:`Runtime` one native
+runtime (``B`` instances of that model sharing one executor).  Status codes
+are checked in one place (:func:`error_for`); the runtime's in-place buffers
+are NumPy views::
 
-    rt = Runtime("phold", {"num_entities": 64, "events_per_entity": 4, "remote": 0.5,
-                           "mean": 1.0, "lookahead": 0.5, "work": 0,
-                           "step_duration": 4.0}, num_instances=2, threads=2)
+    from seer_env import registry
+    model = registry.native_model("phold_v0")
+    rt = Runtime(model, {"num_entities": 64}, num_instances=2, threads=2)
     rt.reset([1, 2])
     rt.actions[:] = 0
     rt.step()
     print(rt.obs.shape)   # (2, 64, 4): overwritten by the next call
     rt.close()
 
-The views are zero-copy and valid until :meth:`Runtime.close`; callers that
-hand arrays to users copy them.
+Configurations are filled through the model's parameter table: names,
+types, defaults and ranges come from C, which checks every value.  The
+views are zero-copy and valid until :meth:`Runtime.close`; callers that hand
+arrays to users copy them.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import importlib
+import importlib.util
 import os
+import sys
+import tempfile
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
 
-from . import _native  # type: ignore[attr-defined]
+from . import _build
 from .errors import (
+    BuildError,
     ClosedError,
     ConfigError,
     ContractViolation,
@@ -39,61 +53,250 @@ from .errors import (
     StateError,
 )
 
-ffi = _native.ffi
-lib = _native.lib
-
-EXECUTORS = {"serial": lib.SEER_EXECUTOR_SERIAL, "parallel": lib.SEER_EXECUTOR_PARALLEL}
-
-_STATUS_ERRORS: dict[int, type[SeerError]] = {
-    lib.SEER_E_PAST: ContractViolation,
-    lib.SEER_E_LOOKAHEAD: ContractViolation,
-    lib.SEER_E_TARGET: ContractViolation,
-    lib.SEER_E_PAYLOAD: ContractViolation,
-    lib.SEER_E_TIME: ContractViolation,
-    lib.SEER_E_PHASE: ContractViolation,
-    lib.SEER_E_MODEL: ModelError,
-    lib.SEER_E_ACTION: InvalidActionError,
-    lib.SEER_E_CONFIG: ConfigError,
-    lib.SEER_E_NOMEM: SeerError,
-    lib.SEER_E_ORDER: StateError,
-    lib.SEER_E_ARG: ConfigError,
-    lib.SEER_E_EXECUTOR: ExecutorError,
+# Status codes of seer.h (the constants are read from each module's lib; these
+# names only map them to exceptions).
+_STATUS_NAMES: dict[str, type[SeerError]] = {
+    "SEER_E_PAST": ContractViolation,
+    "SEER_E_LOOKAHEAD": ContractViolation,
+    "SEER_E_TARGET": ContractViolation,
+    "SEER_E_PAYLOAD": ContractViolation,
+    "SEER_E_TIME": ContractViolation,
+    "SEER_E_PHASE": ContractViolation,
+    "SEER_E_ISOLATION": ContractViolation,
+    "SEER_E_MODEL": ModelError,
+    "SEER_E_ACTION": InvalidActionError,
+    "SEER_E_CONFIG": ConfigError,
+    "SEER_E_NOMEM": SeerError,
+    "SEER_E_ORDER": StateError,
+    "SEER_E_ARG": ConfigError,
+    "SEER_E_EXECUTOR": ExecutorError,
+    "SEER_E_VERSION": ModelError,
 }
 
-
-def error_for(code: int, message: str) -> SeerError:
-    """The exception for a native status code."""
-    return _STATUS_ERRORS.get(code, SeerError)(message)
+_ERRLEN = 1024
 
 
-def cpu_count() -> int:
-    """CPUs this process may run on."""
+# -- extension modules ------------------------------------------------------------
+
+
+def cache_dir() -> Path:
+    """Where built models are kept: ``$SEER_ENV_CACHE``, else ``$XDG_CACHE_HOME/seer_env``
+    (``~/.cache/seer_env``), else a folder in the temporary directory."""
+    env = os.environ.get("SEER_ENV_CACHE")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    path = Path(base) / "seer_env"
     try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - non-Linux
-        return os.cpu_count() or 1
+        path.mkdir(parents=True, exist_ok=True)
+        if os.access(path, os.W_OK):
+            return path
+    except OSError:
+        pass
+    return Path(tempfile.gettempdir()) / f"seer_env-{os.getuid()}"
 
 
-def resolve_threads(threads: int | str, executor: str) -> int:
-    """Turn ``threads=`` ("auto", 1, N) into the pool size to create ``executor`` with.
+_modules: dict[str, ModuleType] = {}
+_modules_lock = threading.Lock()
 
-    ``"auto"`` gives 1: a parallel runtime with ``threads="auto"`` starts on one
-    thread and :mod:`seer_env.stpa` chooses its configuration during the first
-    steps.
+
+def _import_file(name: str, path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:  # pragma: no cover - bad suffix
+        raise BuildError(f"cannot import {path}")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def build_id(module: ModuleType) -> str:
+    """The source hash a module was built from."""
+    return module.ffi.string(module.lib.seer_build_id()).decode()
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def load_module(
+    model_dir: Path | None,
+    prebuilt: str | None = None,
+    *,
+    werror: bool = True,
+    rebuild: bool = False,
+    extra_cflags: Sequence[str] = (),
+    log: Callable[[str], None] | None = None,
+) -> tuple[ModuleType, str]:
+    """The extension module of ``model_dir`` (None: the runtime alone).
+
+    ``prebuilt`` names a module built with the package (``seer_env._core``,
+    ``seer_env.envs.<name>._model``); it is used when it was built from the
+    sources as they are now.  Otherwise the module is built into
+    :func:`cache_dir` (once per content: a changed source gives a new build,
+    an unchanged one is reused) and imported under a name of its own.
+    ``extra_cflags`` builds a variant (e.g. ``-DSEER_NO_TRACE``).  Returns
+    ``(module, where)``: ``"package"``, ``"cache"``, ``"built"`` or ``"loaded"``
+    (already imported).  Raises :class:`~seer_env.errors.BuildError` with the
+    compiler's output.
     """
-    if executor not in EXECUTORS:
-        raise ConfigError(f"executor={executor!r} must be one of {sorted(EXECUTORS)}")
-    if isinstance(threads, str):
-        if threads != "auto":
-            raise ConfigError(f"threads={threads!r} must be 'auto' or a positive int")
-        return 1
-    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)):
-        raise ConfigError(f"threads={threads!r} must be 'auto' or a positive int")
-    if not 1 <= int(threads) <= 1024:
-        raise ConfigError(f"threads={threads} must be in [1, 1024]")
-    if executor == "serial" and int(threads) != 1:
-        raise ConfigError(f"executor='serial' runs on one thread; got threads={threads}")
-    return int(threads)
+    want = _build.source_hash(model_dir, werror, extra_cflags)
+    key = f"{model_dir}:{want}"
+    with _modules_lock:
+        if key in _modules and not rebuild:
+            return _modules[key], "loaded"
+        if prebuilt and not rebuild:
+            try:
+                mod = importlib.import_module(prebuilt)
+            except ImportError:
+                mod = None
+            if mod is not None and build_id(mod) == want:
+                _modules[key] = mod
+                return mod, "package"
+        stem = "core" if model_dir is None else _safe(Path(model_dir).name)
+        name = f"_seer_{stem}_{want[:16]}"
+        folder = cache_dir() / "models" / f"{stem}-{want[:16]}"
+        target = folder / f"{name}{_build.ext_suffix()}"
+        where = "cache"
+        with _file_lock(cache_dir() / "locks" / f"{stem}-{want[:16]}.lock"):
+            if rebuild or not target.is_file():
+                where = "built"
+                if log:
+                    log(f"building {model_dir or 'the runtime'} -> {target}")
+                try:
+                    warnings = _build.build_module(
+                        name, target, model_dir, werror=werror, extra_cflags=extra_cflags,
+                        object_cache=cache_dir() / "objects", log=log,
+                    )
+                except _build.BuildFailed as exc:
+                    raise BuildError(
+                        f"building {model_dir or 'the runtime'} failed: {exc}\n{exc.log}",
+                        log=exc.log, command=exc.command,
+                    ) from None
+                if warnings and log:
+                    log(warnings)
+        if name in sys.modules:
+            mod = sys.modules[name]
+        else:
+            mod = _import_file(name, target)
+            sys.modules[name] = mod
+        _modules[key] = mod
+        return mod, where
+
+
+def _safe(s: str) -> str:
+    return "".join(c if c.isalnum() or c == "_" else "_" for c in s) or "model"
+
+
+_core: ModuleType | None = None
+
+
+def core() -> ModuleType:
+    """``seer_env._core``: the runtime without a model (models made at run time,
+    the RNG seeding, the trace record layout)."""
+    global _core
+    if _core is None:
+        _core = load_module(None, "seer_env._core")[0]
+    return _core
+
+
+def error_for(lib: Any, code: int, message: str) -> SeerError:
+    """The exception for a native status code."""
+    for name, cls in _STATUS_NAMES.items():
+        if getattr(lib, name) == code:
+            return cls(message)
+    return SeerError(message)
+
+
+# -- models -------------------------------------------------------------------------
+
+_KIND_CHAR = {1: "b", 2: "i", 3: "u", 4: "f"}
+
+
+@dataclass(frozen=True)
+class Param:
+    """One configuration parameter, as the model's C table declares it."""
+
+    name: str
+    kind: str  # "bool", "int", "uint", "float"
+    size: int
+    offset: int
+    count: int
+    inner: int
+    default: Any
+    low: float | None
+    high: float | None
+    low_exclusive: bool
+    inf_ok: bool
+    none_ok: bool
+    doc: str
+
+    def describe_range(self) -> str:
+        """The accepted values in words, e.g. ``(0, 1e+300] or inf or None``."""
+        if self.kind == "bool":
+            text = "bool"
+        elif self.low is None:
+            text = "any finite number" if self.kind == "float" else self.kind
+        else:
+            text = f"{'(' if self.low_exclusive else '['}{_num(self.low)}, {_num(self.high)}]"
+        if self.inf_ok:
+            text += " or inf"
+        if self.none_ok:
+            text += " or None"
+        return text
+
+    @property
+    def dtype(self) -> np.dtype:
+        return _member_dtype(self.kind, self.size, self.count, self.inner)
+
+
+def _num(x: float) -> str:
+    """A bound as a user would write it: 1048576, 0.5, 1e+300."""
+    return str(int(x)) if x == int(x) and abs(x) < 1e16 else repr(x)
+
+
+def _member_dtype(kind: str, size: int, count: int, inner: int) -> np.dtype:
+    base = np.dtype("?" if kind == "bool" else f"{_KIND_CHAR[_KINDS_R[kind]]}{size}")
+    if count == 1:
+        return base
+    shape = (count // inner, inner) if inner else (count,)
+    return np.dtype((base, shape))
+
+
+_KINDS = {1: "bool", 2: "int", 3: "uint", 4: "float"}
+_KINDS_R = {v: k for k, v in _KINDS.items()}
+
+
+def _struct_dtype(fields: Sequence[Any], itemsize: int) -> np.dtype:
+    names, formats, offsets = [], [], []
+    for f in fields:
+        names.append(f.name)
+        formats.append(f.dtype)
+        offsets.append(f.offset)
+    return np.dtype({"names": names, "formats": formats, "offsets": offsets,
+                     "itemsize": max(itemsize, 1)})
+
+
+@dataclass(frozen=True)
+class Field:
+    """One member of the entity state, as the model's C table declares it."""
+
+    name: str
+    kind: str
+    size: int
+    offset: int
+    count: int
+    inner: int
+
+    @property
+    def dtype(self) -> np.dtype:
+        return _member_dtype(self.kind, self.size, self.count, self.inner)
 
 
 @dataclass(frozen=True)
@@ -113,112 +316,359 @@ class Sizes:
     entity_size: int
     lookahead: float
     step_duration: float
+    payload_size: int = 0
+    snapshot_size: int = 0
+    instance_size: int = 0
+
+
+class NativeModel:
+    """A model table in a loaded extension module: its parameters, state
+    layout and the host calls on its configuration.
+
+    ``source`` says where the table came from (a folder, or a description).
+    Raises :class:`~seer_env.errors.ModelError` when the table fails the
+    runtime's check (API version, missing handlers, bad tables).
+    """
+
+    def __init__(self, module: ModuleType, source: str, table: Any = None,
+                 keepalive: Any = None) -> None:
+        self.module = module
+        self.ffi = module.ffi
+        self.lib = module.lib
+        self.source = source
+        self._keepalive = keepalive  # objects a run-time table points into
+        self.table = table if table is not None else self.lib.seer_model_table()
+        if self.table == self.ffi.NULL:
+            raise ModelError(f"{source}: the module holds no model table")
+        err = self.ffi.new("char[]", _ERRLEN)
+        rc = self.lib.seer_model_check(self.table, err, _ERRLEN)
+        if rc != self.lib.SEER_OK:
+            raise error_for(self.lib, rc, f"{self.ffi.string(err).decode()} ({source})")
+        t = self.table
+        self.name: str = self.ffi.string(t.name).decode()
+        self.config_size = int(t.config_size)
+        self.max_cycles = int(t.max_cycles)
+        self.params: dict[str, Param] = {}
+        for i in range(t.num_params):
+            p = t.params[i]
+            declared = not (p.lo == 0.0 and p.hi == 0.0)
+            kind = _KINDS[int(p.kind)]
+            none_ok = bool(p.flags & self.lib.SEER_P_NONE)
+            default = self._default(p, kind, none_ok)
+            self.params[self.ffi.string(p.name).decode()] = Param(
+                name=self.ffi.string(p.name).decode(), kind=kind, size=int(p.size),
+                offset=int(p.offset), count=int(p.count), inner=int(p.inner),
+                default=default, low=float(p.lo) if declared else None,
+                high=float(p.hi) if declared else None,
+                low_exclusive=bool(p.flags & self.lib.SEER_P_GT),
+                inf_ok=bool(p.flags & self.lib.SEER_P_INF), none_ok=none_ok,
+                doc=self.ffi.string(p.doc).decode() if p.doc != self.ffi.NULL else "",
+            )
+        self.state_fields = [
+            Field(self.ffi.string(f.name).decode(), _KINDS[int(f.kind)], int(f.size),
+                  int(f.offset), int(f.count), int(f.inner))
+            for f in (t.state_fields[i] for i in range(t.num_state_fields))
+        ]
+        self.config_dtype = _struct_dtype(list(self.params.values()), self.config_size)
+        self.event_names = tuple(
+            self.ffi.string(self.lib.seer_model_event_name(t, i)).decode()
+            for i in range(t.event_type_count)
+        )
+
+    def _default(self, p: Any, kind: str, none_ok: bool) -> Any:
+        d = float(getattr(p, "def"))
+        n = float(p.none)
+        if none_ok and (d == n or (d != d and n != n)):
+            return None
+        if kind == "bool":
+            return bool(d)
+        if kind in ("int", "uint"):
+            return int(d)
+        return d
+
+    def __repr__(self) -> str:
+        return f"NativeModel({self.name!r} from {self.source})"
+
+    # -- configuration -----------------------------------------------------------
+
+    @property
+    def defaults(self) -> dict[str, Any]:
+        """Every parameter with its default (None: derived by the model)."""
+        return {n: p.default for n, p in self.params.items()}
+
+    def config_struct(self, values: Mapping[str, Any]) -> Any:
+        """A configuration struct: the defaults, overridden by ``values`` (each
+        checked by the runtime against the parameter's type and range)."""
+        buf = self.ffi.new("char[]", max(self.config_size, 1))
+        self.lib.seer_config_defaults(self.table, buf)
+        for key, value in values.items():
+            p = self.params.get(key) if isinstance(key, str) else None
+            if p is None:
+                raise ConfigError(
+                    f"{self.name}: unknown config key {key!r}; valid keys: {sorted(self.params)}"
+                )
+            self._set(buf, p, value)
+        return buf
+
+    def _set(self, buf: Any, p: Param, value: Any) -> None:
+        if p.count == 1:
+            self._set_one(buf, p, 0, value)
+            return
+        if value is None or _is_scalar(value):
+            if value is not None and not p.none_ok:
+                raise ConfigError(
+                    f"{self.name}: {p.name}={value!r} must be a sequence of {p.count} values"
+                )
+            self._set_one(buf, p, 0, value)
+            for i in range(1, p.count):
+                self._set_one(buf, p, i, None)
+            return
+        try:
+            items = list(np.asarray(value, dtype=object).reshape(-1))
+        except (TypeError, ValueError):
+            items = []
+        if len(items) != p.count:
+            raise ConfigError(
+                f"{self.name}: {p.name}={value!r} must be {p.count} values"
+                + (", one number" if p.none_ok else "") + (" or None" if p.none_ok else "")
+            )
+        for i, v in enumerate(items):
+            self._set_one(buf, p, i, v)
+
+    def _set_one(self, buf: Any, p: Param, i: int, v: Any) -> None:
+        lib, ffi = self.lib, self.ffi
+        err = ffi.new("char[]", _ERRLEN)
+        name = p.name.encode()
+        if v is None:
+            rc = lib.seer_config_set_none(self.table, buf, name, i, err, _ERRLEN)
+        elif isinstance(v, (bool, np.bool_)):
+            if p.kind != "bool":
+                raise ConfigError(f"{self.name}: {p.name}={v!r} must be a number, not a bool")
+            rc = lib.seer_config_set_i64(self.table, buf, name, i, int(v), err, _ERRLEN)
+        elif isinstance(v, (int, np.integer)):
+            iv = int(v)
+            if p.kind == "bool" and iv not in (0, 1):
+                raise ConfigError(f"{self.name}: {p.name}={v!r} must be a bool")
+            if not -(2**63) <= iv < 2**64:
+                raise ConfigError(f"{self.name}: {p.name}={v!r} is out of range "
+                                  f"({p.describe_range()})")
+            if iv >= 2**63:
+                rc = lib.seer_config_set_u64(self.table, buf, name, i, iv, err, _ERRLEN)
+            else:
+                rc = lib.seer_config_set_i64(self.table, buf, name, i, iv, err, _ERRLEN)
+        elif isinstance(v, (float, np.floating)):
+            if p.kind == "bool":
+                raise ConfigError(f"{self.name}: {p.name}={v!r} must be a bool")
+            rc = lib.seer_config_set_f64(self.table, buf, name, i, float(v), err, _ERRLEN)
+        else:
+            want = "a bool" if p.kind == "bool" else "a number"
+            raise ConfigError(f"{self.name}: {p.name}={v!r} must be {want} "
+                              f"({p.describe_range()})")
+        if rc != lib.SEER_OK:
+            raise error_for(lib, rc, ffi.string(err).decode())
+
+    def read_config(self, buf: Any) -> dict[str, Any]:
+        """The parameters' values in a configuration struct."""
+        raw = np.frombuffer(self.ffi.buffer(buf, max(self.config_size, 1)),
+                            dtype=self.config_dtype, count=1)[0]
+        out: dict[str, Any] = {}
+        for n, p in self.params.items():
+            v = raw[n]
+            out[n] = tuple(np.asarray(v).reshape(-1).tolist()) if p.count > 1 else v.item()
+        return out
+
+    def describe(self, values: Mapping[str, Any]) -> tuple[Any, Sizes]:
+        """Fill, complete (derived values) and size a configuration."""
+        buf = self.config_struct(values)
+        out = self.ffi.new("seer_sizes *")
+        err = self.ffi.new("char[]", _ERRLEN)
+        rc = self.lib.seer_model_describe(self.table, buf, out, err, _ERRLEN)
+        if rc != self.lib.SEER_OK:
+            raise error_for(self.lib, rc, self.ffi.string(err).decode())
+        return buf, self.sizes_of(out)
+
+    def sizes_of(self, s: Any) -> Sizes:
+        kind = "discrete" if int(s.action_kind) == self.lib.SEER_ACTION_DISCRETE else "box"
+        return Sizes(
+            num_entities=s.num_entities, num_agents=s.num_agents, obs_dim=s.obs_dim,
+            action_dim=s.action_dim, action_kind=kind, action_n=s.action_n,
+            action_low=float(s.action_low), action_high=float(s.action_high),
+            info_dim=s.info_dim, state_dim=s.state_dim, entity_size=s.entity_size,
+            lookahead=float(s.lookahead), step_duration=float(s.step_duration),
+            payload_size=s.payload_size, snapshot_size=s.snapshot_size,
+            instance_size=s.instance_size,
+        )
+
+    def agent_names(self, buf: Any, n: int) -> list[str]:
+        out = self.ffi.new("char[]", max(n, 1) * self.lib.SEER_NAME_LEN)
+        err = self.ffi.new("char[]", _ERRLEN)
+        rc = self.lib.seer_model_agent_names(self.table, buf, n, out, err, _ERRLEN)
+        if rc != self.lib.SEER_OK:
+            raise error_for(self.lib, rc, self.ffi.string(err).decode())
+        raw = np.frombuffer(self.ffi.buffer(out, n * self.lib.SEER_NAME_LEN),
+                            dtype=f"S{self.lib.SEER_NAME_LEN}")
+        return [b.decode() for b in raw.tolist()]
+
+    def bounds(self, buf: Any, sz: Sizes) -> tuple[np.ndarray, ...]:
+        """Observation (low, high) and state (low, high) bounds, float32."""
+        arrs = [np.zeros(max(sz.obs_dim, 1), np.float32) for _ in range(2)]
+        arrs += [np.zeros(max(sz.state_dim, 1), np.float32) for _ in range(2)]
+        ptrs = [self.ffi.from_buffer("float[]", a) for a in arrs]
+        s = self.ffi.new("seer_sizes *")
+        s.obs_dim, s.state_dim = sz.obs_dim, sz.state_dim
+        self.lib.seer_model_bounds(self.table, buf, s, *ptrs)
+        return (arrs[0][: sz.obs_dim], arrs[1][: sz.obs_dim], arrs[2][: sz.state_dim],
+                arrs[3][: sz.state_dim])
+
+    def info_names(self, n: int) -> tuple[str, ...]:
+        return tuple(self.ffi.string(self.lib.seer_model_info_name(self.table, i)).decode()
+                     for i in range(n))
+
+    def state_dtype(self, entity_size: int) -> np.dtype:
+        """NumPy layout of one entity state (the model's state fields; raw
+        bytes ``V<entity_size>`` when it declares none)."""
+        if not self.state_fields:
+            return np.dtype((np.void, max(entity_size, 1)))
+        return _struct_dtype(self.state_fields, entity_size)
+
+
+def _is_scalar(v: Any) -> bool:
+    return isinstance(v, (int, float, bool, np.integer, np.floating, np.bool_, str))
+
+
+# -- runtimes -----------------------------------------------------------------------
+
+EXECUTORS = ("serial", "parallel")
+
+
+def cpu_count() -> int:
+    """CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - non-Linux
+        return os.cpu_count() or 1
+
+
+def resolve_threads(threads: int | str, executor: str) -> int:
+    """Turn ``threads=`` ("auto", 1, N) into the pool size to create ``executor`` with.
+
+    ``"auto"`` gives 1: a parallel runtime with ``threads="auto"`` starts on one
+    thread and :mod:`seer_env.stpa` chooses its configuration during the first
+    steps.
+    """
+    if not isinstance(executor, str) or executor not in EXECUTORS:
+        raise ConfigError(f"executor={executor!r} must be one of {list(EXECUTORS)}")
+    if isinstance(threads, str):
+        if threads != "auto":
+            raise ConfigError(f"threads={threads!r} must be 'auto' or a positive int")
+        return 1
+    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)):
+        raise ConfigError(f"threads={threads!r} must be 'auto' or a positive int")
+    if not 1 <= int(threads) <= 1024:
+        raise ConfigError(f"threads={threads} must be in [1, 1024]")
+    if executor == "serial" and int(threads) != 1:
+        raise ConfigError(f"executor='serial' runs on one thread; got threads={threads}")
+    return int(threads)
+
+
+def _positive_int(name: str, v: Any, lo: int, hi: int) -> int:
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        raise ConfigError(f"{name}={v!r} must be an int")
+    if not lo <= int(v) <= hi:
+        raise ConfigError(f"{name}={v} must be in [{lo}, {hi}]")
+    return int(v)
 
 
 class Runtime:
     """B instances of one native model on one executor.
 
     Args:
-        model: model name (``"phold"``, ``"pcs"``, ``"aircraft"``): the C table
-            ``seer_model_<model>`` and config struct ``seer_<model>_config``.
-        config: values for every field of the C config struct.
+        model: a :class:`NativeModel`, or the name of a registered model
+            (``"phold_v0"``, or a shipped model's C name such as ``"pcs"``).
+        config: parameter values (the others keep their defaults).
         num_instances: ``B``, the number of independent instances.
         executor: ``"parallel"`` or ``"serial"`` (the reference).
         threads: pool size including the calling thread, or ``"auto"``: with the
             parallel executor, STPA (:mod:`seer_env.stpa`) times the candidate
             configurations (the serial executor, 1..cores threads) on the first
             real steps and keeps the fastest; :attr:`stpa` holds the decision.
-        max_cycles: truncate every agent after that many steps (0 = never).
+            A model with lookahead 0 runs on the serial executor under "auto".
+        max_cycles: truncate every agent after that many steps (0, the
+            default here: never; None: the model's default, as the envs use).
         stpa_options: keyword arguments of :class:`seer_env.stpa.Stpa` (``threads="auto"``).
+        check: checking-mode flags (``SEER_CHECK_*``; :mod:`seer_env.check`).
 
     Attributes:
         executor: the executor running now (STPA may switch ``"parallel"`` to
             ``"serial"`` when that is faster; outputs do not depend on it).
         requested_executor: the executor asked for.
+        config: the parameters as the model completed them (derived values
+            filled in).
         stpa: the :class:`seer_env.stpa.Stpa` controller, or None when the pool
             size was given (or set with :meth:`set_threads`).
     """
 
     def __init__(
         self,
-        model: str,
-        config: Mapping[str, Any],
+        model: NativeModel | str,
+        config: Mapping[str, Any] | None = None,
         num_instances: int = 1,
         executor: str = "parallel",
         threads: int | str = "auto",
-        max_cycles: int = 0,
+        max_cycles: int | None = 0,
         stpa_options: Mapping[str, Any] | None = None,
+        check: int = 0,
+        shuffle_seed: int = 0,
     ) -> None:
         self._lock = threading.Lock()
-        self.model = model
-        self.executor = executor
-        self.requested_executor = executor
+        if isinstance(model, str):
+            from .registry import native_model
+
+            model = native_model(model)
+        self.native = model
+        self.model = model.name
+        ffi, lib = self.ffi, self.lib = model.ffi, model.lib
         self.stpa: Any = None
         self._trace_cap = 0
         nthreads = resolve_threads(threads, executor)
-        if isinstance(num_instances, bool) or not isinstance(num_instances, (int, np.integer)):
-            raise ConfigError(f"num_instances={num_instances!r} must be a positive int")
-        if not 1 <= int(num_instances) <= 1 << 20:
-            raise ConfigError(f"num_instances={num_instances} must be in [1, 1048576]")
-        if isinstance(max_cycles, bool) or not isinstance(max_cycles, (int, np.integer)):
-            raise ConfigError(f"max_cycles={max_cycles!r} must be a non-negative int")
-        if max_cycles < 0:
-            raise ConfigError(f"max_cycles={max_cycles} must be >= 0")
-        getter = getattr(lib, f"seer_model_ptr_{model}", None)
-        if getter is None:
-            raise ConfigError(f"unknown model {model!r}")
-        self._model_ptr = getter()
-        self._config = ffi.new(f"seer_{model}_config *")
-        for key, value in config.items():
-            try:
-                setattr(self._config, key, value)
-            except AttributeError:
-                raise ConfigError(f"{model}: unknown config field {key!r}") from None
-            except (TypeError, OverflowError) as exc:
-                raise ConfigError(f"{model}: config field {key}={value!r}: {exc}") from None
+        B = _positive_int("num_instances", num_instances, 1, 1 << 20)
+        mc = model.max_cycles if max_cycles is None else _positive_int(
+            "max_cycles", max_cycles, 0, 2**62)
+        cfg = model.config_struct(config or {})
+        opts = ffi.new("seer_runtime_options *")
+        opts.num_instances = B
+        opts.executor = lib.SEER_EXECUTOR_SERIAL if executor == "serial" else \
+            lib.SEER_EXECUTOR_PARALLEL
+        opts.threads = nthreads
+        opts.max_cycles = mc
+        opts.check = check
+        opts.shuffle_seed = shuffle_seed & 0xFFFFFFFFFFFFFFFF
+        if threads == "auto" and executor == "parallel":
+            # "auto" picks an executor that can run the model: lookahead 0
+            # models run on the serial executor.
+            _, sz = model.describe(config or {})
+            if not sz.lookahead > 0.0:
+                executor = "serial"
+                opts.executor = lib.SEER_EXECUTOR_SERIAL
+        self.executor = executor
+        self.requested_executor = executor
         out = ffi.new("seer_runtime **")
-        err = ffi.new("char[]", 512)
-        rc = lib.seer_runtime_create(
-            self._model_ptr,
-            self._config,
-            ffi.sizeof(f"seer_{model}_config"),
-            int(num_instances),
-            EXECUTORS[executor],
-            nthreads,
-            int(max_cycles),
-            out,
-            err,
-            512,
-        )
+        err = ffi.new("char[]", _ERRLEN)
+        rc = lib.seer_runtime_create(model.table, cfg, model.config_size, opts, out, err,
+                                     _ERRLEN)
         if rc != lib.SEER_OK:
-            raise error_for(rc, ffi.string(err).decode())
+            raise error_for(lib, rc, ffi.string(err).decode())
         self._h = ffi.gc(out[0], lib.seer_runtime_destroy)
-        self.num_instances = int(num_instances)
-        self.max_cycles = int(max_cycles)
-        s = lib.seer_runtime_sizes(self._h)
-        kind = "discrete" if lib.seer_sizes_action_kind(s) == lib.SEER_ACTION_DISCRETE else "box"
-        self.sizes = Sizes(
-            num_entities=s.num_entities,
-            num_agents=s.num_agents,
-            obs_dim=s.obs_dim,
-            action_dim=s.action_dim,
-            action_kind=kind,
-            action_n=s.action_n,
-            action_low=float(s.action_low),
-            action_high=float(s.action_high),
-            info_dim=s.info_dim,
-            state_dim=s.state_dim,
-            entity_size=s.entity_size,
-            lookahead=float(s.lookahead),
-            step_duration=float(s.step_duration),
-        )
-        self.info_names = tuple(
-            ffi.string(lib.seer_model_info_name(self._model_ptr, i)).decode()
-            for i in range(s.info_dim)
-        )
-        B, A = self.num_instances, s.num_agents
-        act_dtype = np.int32 if kind == "discrete" else np.float32
-        act_shape = (B, A) if kind == "discrete" else (B, A, s.action_dim)
+        self.num_instances = B
+        self.max_cycles = mc
+        self.config = model.read_config(lib.seer_runtime_config(self._h))
+        self._config_ptr = lib.seer_runtime_config(self._h)
+        self.sizes = model.sizes_of(lib.seer_runtime_sizes(self._h))
+        s = self.sizes
+        self.info_names = model.info_names(s.info_dim)
+        A = s.num_agents
+        act_dtype = np.int32 if s.action_kind == "discrete" else np.float32
+        act_shape = (B, A) if s.action_kind == "discrete" else (B, A, s.action_dim)
         self.actions = self._view(lib.SEER_BUF_ACTIONS, act_dtype, act_shape)
         self.obs = self._view(lib.SEER_BUF_OBS, np.float32, (B, A, s.obs_dim))
         self.reward = self._view(lib.SEER_BUF_REWARD, np.float32, (B, A))
@@ -237,10 +687,10 @@ class Runtime:
 
     def _view(self, which: int, dtype: Any, shape: tuple[int, ...]) -> np.ndarray:
         n = int(np.prod(shape)) * np.dtype(dtype).itemsize
-        ptr = lib.seer_runtime_buffer(self._h, which)
+        ptr = self.lib.seer_runtime_buffer(self._h, which)
         if n == 0:
             return np.zeros(shape, dtype=dtype)
-        return np.frombuffer(ffi.buffer(ptr, n), dtype=dtype).reshape(shape)
+        return np.frombuffer(self.ffi.buffer(ptr, n), dtype=dtype).reshape(shape)
 
     def _handle(self) -> Any:
         h = getattr(self, "_h", None)
@@ -249,17 +699,18 @@ class Runtime:
         return h
 
     def _check(self, rc: int) -> None:
-        if rc != lib.SEER_OK:
-            raise error_for(rc, ffi.string(lib.seer_runtime_error(self._h)).decode())
+        if rc != self.lib.SEER_OK:
+            raise error_for(self.lib, rc,
+                            self.ffi.string(self.lib.seer_runtime_error(self._h)).decode())
 
     def _mask_ptr(self, mask: Iterable[bool] | None) -> Any:
         if mask is None:
-            return ffi.NULL
+            return self.ffi.NULL
         m = np.asarray(mask, dtype=bool)
         if m.shape != (self.num_instances,):
-            raise ValueError(f"mask must have shape ({self.num_instances},), got {m.shape}")
+            raise ConfigError(f"mask must have shape ({self.num_instances},), got {m.shape}")
         self._mask[:] = m
-        return ffi.from_buffer("uint8_t[]", self._mask)
+        return self.ffi.from_buffer("uint8_t[]", self._mask)
 
     # -- API ------------------------------------------------------------------
 
@@ -269,7 +720,7 @@ class Runtime:
 
     @property
     def threads(self) -> int:
-        return int(lib.seer_runtime_threads(self._handle()))
+        return int(self.lib.seer_runtime_threads(self._handle()))
 
     def set_threads(self, threads: int) -> None:
         """Resize the worker pool (parallel executor). Outputs do not depend on it.
@@ -278,7 +729,7 @@ class Runtime:
         """
         h = self._handle()
         with self._lock:
-            self._check(lib.seer_runtime_set_threads(h, int(threads)))
+            self._check(self.lib.seer_runtime_set_threads(h, int(threads)))
         self.stpa = None
 
     def set_executor(self, executor: str, threads: int = 1) -> None:
@@ -297,27 +748,28 @@ class Runtime:
     def _set_executor(self, executor: str, threads: int) -> None:
         """:meth:`set_executor` without turning STPA off (STPA's own switch)."""
         if executor not in EXECUTORS:
-            raise ConfigError(f"executor={executor!r} must be one of {sorted(EXECUTORS)}")
+            raise ConfigError(f"executor={executor!r} must be one of {list(EXECUTORS)}")
         h = self._handle()
+        code = self.lib.SEER_EXECUTOR_SERIAL if executor == "serial" else \
+            self.lib.SEER_EXECUTOR_PARALLEL
         with self._lock:
-            self._check(lib.seer_runtime_set_executor(h, EXECUTORS[executor], int(threads)))
+            self._check(self.lib.seer_runtime_set_executor(h, code, int(threads)))
         self.executor = executor
 
     def _step_native(self, mask_ptr: Any) -> None:
         h = self._handle()
         with self._lock:
-            self._check(lib.seer_runtime_step(h, mask_ptr))
+            self._check(self.lib.seer_runtime_step(h, mask_ptr))
 
     def reset(self, seeds: Sequence[int], mask: Iterable[bool] | None = None) -> None:
         """Reset the instances selected by ``mask`` (all if None) with ``seeds[i]``."""
         h = self._handle()
         s = np.asarray([int(x) & 0xFFFFFFFFFFFFFFFF for x in seeds], dtype=np.uint64)
         if s.shape != (self.num_instances,):
-            raise ValueError(f"need {self.num_instances} seeds, got {s.shape[0]}")
+            raise ConfigError(f"need {self.num_instances} seeds, got {s.shape[0]}")
         with self._lock:
-            self._check(
-                lib.seer_runtime_reset(h, ffi.from_buffer("uint64_t[]", s), self._mask_ptr(mask))
-            )
+            self._check(self.lib.seer_runtime_reset(
+                h, self.ffi.from_buffer("uint64_t[]", s), self._mask_ptr(mask)))
 
     def step(self, mask: Iterable[bool] | None = None) -> None:
         """Step the selected instances with the actions in :attr:`actions` (GIL released)."""
@@ -329,52 +781,47 @@ class Runtime:
                 return
         h = self._handle()
         with self._lock:
-            self._check(lib.seer_runtime_step(h, self._mask_ptr(mask)))
+            self._check(self.lib.seer_runtime_step(h, self._mask_ptr(mask)))
 
     def step_index(self, instance: int = 0) -> int:
-        out = ffi.new("uint64_t *")
-        self._check(lib.seer_runtime_step_index(self._handle(), instance, out))
+        out = self.ffi.new("uint64_t *")
+        self._check(self.lib.seer_runtime_step_index(self._handle(), instance, out))
         return int(out[0])
 
     def entity_events(self, instance: int = 0) -> np.ndarray:
         """Events handled by each entity of ``instance`` since its reset."""
         out = np.zeros(self.sizes.num_entities, dtype=np.uint64)
-        self._check(
-            lib.seer_runtime_entity_events(
-                self._handle(), instance, ffi.from_buffer("uint64_t[]", out)
-            )
-        )
+        self._check(self.lib.seer_runtime_entity_events(
+            self._handle(), instance, self.ffi.from_buffer("uint64_t[]", out)))
         return out
 
     def pending_events(self, instance: int = 0) -> int:
-        out = ffi.new("uint64_t *")
-        self._check(lib.seer_runtime_pending_events(self._handle(), instance, out))
+        out = self.ffi.new("uint64_t *")
+        self._check(self.lib.seer_runtime_pending_events(self._handle(), instance, out))
         return int(out[0])
 
     def entity_states(self, instance: int = 0) -> bytes:
         """Raw bytes of every entity's state (num_entities * entity_size)."""
         n = self.sizes.num_entities * self.sizes.entity_size
-        out = ffi.new("char[]", max(n, 1))
-        self._check(lib.seer_runtime_entity_states(self._handle(), instance, out))
-        return ffi.buffer(out, n)[:]
+        out = self.ffi.new("char[]", max(n, 1))
+        self._check(self.lib.seer_runtime_entity_states(self._handle(), instance, out))
+        return self.ffi.buffer(out, n)[:]
 
-    def entity_states_as(self, ctype: str, instance: int = 0) -> Any:
-        """Entity states as a cffi array of the model's public state struct."""
+    def entity_array(self, instance: int = 0) -> np.ndarray:
+        """Every entity's state of ``instance`` as a structured array (a copy),
+        laid out by the model's state fields."""
         raw = self.entity_states(instance)
-        arr = ffi.new(f"{ctype}[]", self.sizes.num_entities)
-        ffi.memmove(arr, raw, len(raw))
-        return arr
+        return np.frombuffer(raw, dtype=self.native.state_dtype(self.sizes.entity_size)).copy()
 
     def global_state(self, instance: int = 0) -> np.ndarray:
         out = np.zeros(self.sizes.state_dim, dtype=np.float32)
-        self._check(
-            lib.seer_runtime_global_state(self._handle(), instance, ffi.from_buffer("float[]", out))
-        )
+        self._check(self.lib.seer_runtime_global_state(
+            self._handle(), instance, self.ffi.from_buffer("float[]", out)))
         return out
 
     def stats(self) -> dict[str, int]:
-        s = ffi.new("seer_stats *")
-        lib.seer_runtime_stats(self._handle(), s)
+        s = self.ffi.new("seer_stats *")
+        self.lib.seer_runtime_stats(self._handle(), s)
         return {
             "events": int(s.events),
             "windows": int(s.windows),
@@ -389,11 +836,11 @@ class Runtime:
         """Record up to ``capacity`` trace records per worker thread (0: off)."""
         h = self._handle()
         with self._lock:
-            self._check(lib.seer_runtime_trace(h, int(capacity)))
+            self._check(self.lib.seer_runtime_trace(h, int(capacity)))
         self._trace_cap = int(capacity)
 
     def trace_records(self, active_only: bool = False) -> list[np.ndarray]:
-        """Copies of each worker's records (structured arrays of :data:`TRACE_DTYPE`).
+        """Copies of each worker's records (structured arrays of :func:`trace_dtype`).
 
         One array per thread of the pool, the active ones first
         (:attr:`threads` of them).  A parked thread has records only if it
@@ -401,26 +848,28 @@ class Runtime:
         pool was shrunk); ``active_only=True`` leaves the parked threads out.
         """
         h = self._handle()
+        dt = trace_dtype()
         out = []
-        n_threads = self.threads if active_only else int(lib.seer_runtime_pool_size(h))
+        n_threads = self.threads if active_only else int(self.lib.seer_runtime_pool_size(h))
         for t in range(n_threads):
-            n = int(lib.seer_runtime_trace_count(h, t))
+            n = int(self.lib.seer_runtime_trace_count(h, t))
             if n == 0:
-                out.append(np.zeros(0, dtype=TRACE_DTYPE))
+                out.append(np.zeros(0, dtype=dt))
                 continue
-            ptr = lib.seer_runtime_trace_records(h, t)
-            buf = ffi.buffer(ptr, n * TRACE_DTYPE.itemsize)
-            out.append(np.frombuffer(buf, dtype=TRACE_DTYPE).copy())
+            ptr = self.lib.seer_runtime_trace_records(h, t)
+            buf = self.ffi.buffer(ptr, n * dt.itemsize)
+            out.append(np.frombuffer(buf, dtype=dt).copy())
         return out
 
     def trace_dropped(self) -> int:
-        return int(lib.seer_runtime_trace_dropped(self._handle()))
+        return int(self.lib.seer_runtime_trace_dropped(self._handle()))
 
     def trace_clear(self) -> None:
-        lib.seer_runtime_trace_clear(self._handle())
+        self.lib.seer_runtime_trace_clear(self._handle())
 
     def event_name(self, event_type: int) -> str:
-        return ffi.string(lib.seer_runtime_event_name(self._handle(), event_type)).decode()
+        return self.ffi.string(self.lib.seer_runtime_event_name(self._handle(),
+                                                                event_type)).decode()
 
     def close(self) -> None:
         """Join the workers and free native memory. Idempotent."""
@@ -432,7 +881,7 @@ class Runtime:
             for name in ("actions", "obs", "reward", "terminated", "truncated", "alive",
                          "active", "info"):
                 setattr(self, name, None)
-            ffi.release(h)
+            self.ffi.release(h)
 
     def __del__(self) -> None:  # pragma: no cover - GC path
         try:
@@ -441,31 +890,54 @@ class Runtime:
             pass
 
 
-#: NumPy layout of ``seer_trace_rec`` (checked against C's size at import).
-TRACE_DTYPE = np.dtype([
-    ("t0_ns", np.uint64), ("t1_ns", np.uint64), ("sim_time", np.float64),
-    ("kind", np.uint32), ("instance", np.uint32), ("entity", np.uint32),
-    ("type", np.uint32), ("count", np.uint32), ("pad_", np.uint32),
-])
-if TRACE_DTYPE.itemsize != ffi.sizeof("seer_trace_rec"):  # pragma: no cover
-    raise ImportError("seer_trace_rec layout does not match TRACE_DTYPE")
-TRACE_KINDS = {
-    int(lib.SEER_TRACE_EVENT): "event",
-    int(lib.SEER_TRACE_ACT): "act",
-    int(lib.SEER_TRACE_WINDOW): "window",
-    int(lib.SEER_TRACE_BOUNDARY): "boundary",
-    int(lib.SEER_TRACE_BARRIER): "barrier",
-    int(lib.SEER_TRACE_INIT): "init",
-}
+# -- trace records and the RNG, from the core module --------------------------------
+
+_trace_dtype: np.dtype | None = None
+
+_CTYPE_NP = {"uint64_t": "<u8", "int64_t": "<i8", "uint32_t": "<u4", "int32_t": "<i4",
+             "double": "<f8", "float": "<f4", "uint8_t": "u1"}
+
+
+def trace_dtype() -> np.dtype:
+    """NumPy layout of ``seer_trace_rec``, read from the header's declaration."""
+    global _trace_dtype
+    if _trace_dtype is None:
+        ffi = core().ffi
+        t = ffi.typeof("seer_trace_rec")
+        _trace_dtype = np.dtype({
+            "names": [name for name, _ in t.fields],
+            "formats": [_CTYPE_NP[f.type.cname] for _, f in t.fields],
+            "offsets": [f.offset for _, f in t.fields],
+            "itemsize": ffi.sizeof(t),
+        })
+    return _trace_dtype
+
+
+def trace_kinds() -> dict[int, str]:
+    """Trace record kind -> name."""
+    lib = core().lib
+    return {
+        int(lib.SEER_TRACE_EVENT): "event",
+        int(lib.SEER_TRACE_ACT): "act",
+        int(lib.SEER_TRACE_WINDOW): "window",
+        int(lib.SEER_TRACE_BOUNDARY): "boundary",
+        int(lib.SEER_TRACE_BARRIER): "barrier",
+        int(lib.SEER_TRACE_INIT): "init",
+    }
 
 
 def rng_seed_state(seed: int, entity: int) -> tuple[int, int, int, int]:
     """The xoshiro256** state of entity ``entity`` under instance seed ``seed``."""
-    s = ffi.new("uint64_t[4]")
-    lib.seer_rng_seed_state(int(seed) & 0xFFFFFFFFFFFFFFFF, int(entity), s)
+    m = core()
+    s = m.ffi.new("uint64_t[4]")
+    m.lib.seer_rng_seed_state(int(seed) & 0xFFFFFFFFFFFFFFFF, int(entity), s)
     return (int(s[0]), int(s[1]), int(s[2]), int(s[3]))
 
 
-def config_struct_fields(model: str) -> list[str]:
-    """Field names of a model's C config struct."""
-    return [name for name, _ in ffi.typeof(f"seer_{model}_config").fields]
+def __getattr__(name: str) -> Any:
+    # TRACE_DTYPE / TRACE_KINDS: computed on first use (they need the core module)
+    if name == "TRACE_DTYPE":
+        return trace_dtype()
+    if name == "TRACE_KINDS":
+        return trace_kinds()
+    raise AttributeError(name)

@@ -33,9 +33,7 @@ import importlib.util
 import json
 import os
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -253,14 +251,13 @@ def bench_ports(rounds: int = 5, log: Log = print) -> dict[str, Any]:
     log(f"NumPy ports: from the repository checkout {REPO / 'oracles'}")
     out: dict[str, Any] = {"source": str(REPO / "oracles")}
     # PCS 16x16 and PHOLD 1024 entities, the C configs the envs build
-    from ._runtime import config_struct_fields
 
     cases: list[tuple[str, Callable[[], Any], Callable[[Any], None], dict[str, Any]]] = []
 
     def c_fields(env: str, size_cfg: dict[str, Any]) -> dict[str, Any]:
         v = _make(env, size_cfg, 1, "serial", 1)
         rt = v.runtime
-        d = {f: getattr(rt._config, f) for f in config_struct_fields(rt.model)}
+        d = dict(rt.config)
         v.close()
         return d
 
@@ -442,9 +439,8 @@ def bench_scaling(max_threads: int = 16, rounds: int = 7, log: Log = print) -> d
     for name, (model, cfg) in cases.items():
         if cfg is None:
             v = _make("pcs_v0", {"width": 64, "height": 64}, 1, "serial", 1)
-            from ._runtime import config_struct_fields
 
-            cfg = {f: getattr(v.runtime._config, f) for f in config_struct_fields("pcs")}
+            cfg = dict(v.runtime.config)
             v.close()
         labels = ["serial"] + [f"parallel-{p}" for p in range(1, max_threads + 1)]
         rts = {"serial": Runtime(model, cfg, 1, "serial", 1)}
@@ -474,83 +470,49 @@ def bench_scaling(max_threads: int = 16, rounds: int = 7, log: Log = print) -> d
 
 # -- tracing off vs compiled out ---------------------------------------------------------
 
-_WORKER = r"""
-import sys, time
-sys.path.insert(0, sys.argv[1]) if sys.argv[1] != "-" else None
-from seer_env._runtime import Runtime, lib
-from seer_env.bench import phold_config
-rt = Runtime("phold", phold_config(4096, 0), 1, sys.argv[2], int(sys.argv[3]))
-rt.reset([1]); rt.actions[:] = 0
-for _ in range(3): rt.step()
-print("ready", flush=True)
-for line in sys.stdin:
-    n = int(line)
-    e0 = rt.stats()["events"]; t0 = time.perf_counter_ns()
-    for _ in range(n): rt.step()
-    dt = time.perf_counter_ns() - t0
-    print(dt / (rt.stats()["events"] - e0), flush=True)
-"""
-
-
-def build_variant(dest: str, cflags: str, log: Log = print) -> str:
-    """Build ``seer_env`` with extra C flags into ``dest`` (a copy of the package)."""
-    import shutil
-
-    pkg = Path(dest) / "seer_env"
-    shutil.copytree(REPO / "seer_env", pkg, ignore=shutil.ignore_patterns("_native*",
-                                                                           "__pycache__"))
-    code = ("import sys; sys.path.insert(0, 'native'); from build_ffi import ffibuilder; "
-            f"ffibuilder.compile(tmpdir={dest!r})")
-    env = dict(os.environ, SEER_BUILD_ABS="1", SEER_CFLAGS_EXTRA=cflags)
-    r = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True,
-                       text=True)
-    if r.returncode != 0:
-        raise RuntimeError(f"variant build failed:\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}")
-    log(f"  built the {cflags} variant in {dest}")
-    return dest
-
-
 def bench_trace_overhead(rounds: int = 15, steps: int = 3, log: Log = print) -> dict[str, Any]:
     """PHOLD 4096, work=0: this build (tracing never enabled) vs -DSEER_NO_TRACE.
 
-    Two long-lived subprocesses, one per build, timed alternately round by round;
-    ns per event, medians; serial and parallel-2.
+    The variant is PHOLD's folder built by the model SDK with the tracing code
+    compiled out; both run in this process, in blocks of ``steps`` steps
+    alternated round by round; ns per event, medians; serial and parallel-2.
     """
-    if not (REPO / "native" / "build_ffi.py").is_file():
-        msg = "trace overhead skipped: needs the repository checkout (native/)"
-        log(msg)
-        return {"skipped": msg}
+    from . import registry
+    from ._runtime import NativeModel, load_module
+    from .bench import phold_config
+
+    shipped = registry.get("phold_v0")
+    mod, _ = load_module(shipped.folder, None, werror=True, extra_cflags=("-DSEER_NO_TRACE",),
+                         log=log)
+    variant = NativeModel(mod, f"{shipped.folder} (-DSEER_NO_TRACE)")
+    log("  built the -DSEER_NO_TRACE variant of phold_v0")
     out: dict[str, Any] = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        build_variant(tmp, "-DSEER_NO_TRACE", log)
-        for ex, th in (("serial", 1), ("parallel", 2)):
-            procs = {}
-            for name, path in (("current", "-"), ("no-trace build", tmp)):
-                procs[name] = subprocess.Popen(
-                    [sys.executable, "-c", _WORKER, path, ex, str(th)], stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE, text=True, cwd=tempfile.gettempdir())
-                assert procs[name].stdout is not None
-                procs[name].stdout.readline()
-            samples: dict[str, list[float]] = {k: [] for k in procs}
-            for r in range(rounds):
-                names = list(procs)
-                for k in names[r % 2:] + names[:r % 2]:
-                    p = procs[k]
-                    assert p.stdin is not None and p.stdout is not None
-                    p.stdin.write(f"{steps}\n")
-                    p.stdin.flush()
-                    samples[k].append(float(p.stdout.readline()))
-            for p in procs.values():
-                assert p.stdin is not None
-                p.stdin.close()
-                p.wait()
-            med = {k: statistics.median(v) for k, v in samples.items()}
-            label = "serial" if ex == "serial" else f"parallel-{th}"
-            ratio = med["current"] / med["no-trace build"]
-            out[label] = {"ns_per_event": med, "current_vs_no_trace": ratio,
-                          "rounds": rounds}
-            log(f"  {label}: current build {med['current']:.1f} ns/event, tracing compiled "
-                f"out {med['no-trace build']:.1f} ns/event: ratio {ratio:.3f}")
+    for ex, th in (("serial", 1), ("parallel", 2)):
+        rts = {name: Runtime(m, phold_config(4096, 0), 1, ex, th)
+               for name, m in (("current", shipped.native), ("no-trace build", variant))}
+        for rt in rts.values():
+            rt.reset([1])
+            rt.actions[:] = 0
+            for _ in range(3):
+                rt.step()
+        samples: dict[str, list[float]] = {k: [] for k in rts}
+        for r in range(rounds):
+            names = list(rts)
+            for k in names[r % 2:] + names[:r % 2]:
+                rt = rts[k]
+                e0 = rt.stats()["events"]
+                t0 = time.perf_counter_ns()
+                for _ in range(steps):
+                    rt.step()
+                samples[k].append((time.perf_counter_ns() - t0) / (rt.stats()["events"] - e0))
+        for rt in rts.values():
+            rt.close()
+        med = {k: statistics.median(v) for k, v in samples.items()}
+        label = "serial" if ex == "serial" else f"parallel-{th}"
+        ratio = med["current"] / med["no-trace build"]
+        out[label] = {"ns_per_event": med, "current_vs_no_trace": ratio, "rounds": rounds}
+        log(f"  {label}: current build {med['current']:.1f} ns/event, tracing compiled "
+            f"out {med['no-trace build']:.1f} ns/event: ratio {ratio:.3f}")
     return out
 
 

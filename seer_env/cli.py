@@ -23,7 +23,7 @@ import numpy as np
 
 from . import bench
 from .errors import SeerError
-from .registry import ENVS, env_module
+from .registry import env_module
 from .testing import verify
 
 
@@ -153,7 +153,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="cmd", required=True)
 
     def common(sp: argparse.ArgumentParser, steps: int) -> None:
-        sp.add_argument("env", choices=ENVS, help="environment name")
+        sp.add_argument("env", help="env name (phold_v0, pcs_v0, aircraft_v0, a declared "
+                                    "model) or a model folder's path")
         sp.add_argument("--steps", type=int, default=steps,
                         help="steps to run (default %(default)s)")
         sp.add_argument("--num-envs", type=int, default=1,

@@ -46,7 +46,19 @@ class ContractViolation(SeerError, RuntimeError):
 
 
 class ModelError(SeerError, RuntimeError):
-    """A model handler reported a failure."""
+    """A model is unusable or one of its handlers reported a failure (a
+    missing handler, a table built against another API version, a handler
+    that returned an error code)."""
+
+
+class BuildError(SeerError, RuntimeError):
+    """Compiling a model failed.  ``log`` holds the compiler's output and
+    ``command`` the command line that failed."""
+
+    def __init__(self, message: str, log: str = "", command: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.log = log
+        self.command = list(command or [])
 
 
 __all__ = [
@@ -58,4 +70,5 @@ __all__ = [
     "ClosedError",
     "ContractViolation",
     "ModelError",
+    "BuildError",
 ]

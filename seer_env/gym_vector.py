@@ -99,7 +99,7 @@ class AgentVectorEnv(gymnasium.vector.VectorEnv):
         self.action_space = batch_space(self.single_action_space, self.num_envs)
         self.autoreset_mode = venv.autoreset_mode
         self.metadata = {
-            "name": venv.spec_.name,
+            "name": venv.seer_model.name,
             "autoreset_mode": venv.autoreset_mode,
             "render_modes": [],
         }

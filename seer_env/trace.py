@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from ._runtime import TRACE_KINDS, Runtime
+from ._runtime import Runtime, trace_kinds
 
 PHASE_NAMES = {"act": "act", "boundary": "boundary", "init": "reset", "window": "window",
                "barrier": "barrier wait"}
@@ -48,7 +48,7 @@ def chrome_trace(runtime: Runtime, records: Sequence[np.ndarray] | None = None,
 
     Args:
         runtime: the Runtime (for event type names and the model name).
-        records: per-worker structured arrays of ``TRACE_DTYPE``.
+        records: per-worker structured arrays of ``seer_env._runtime.trace_dtype()``.
         step_spans: ``(step index, t0_ns, t1_ns)`` of host step calls
             (``time.monotonic_ns()``, the clock of the records).
         metadata: extra values for ``otherData``.
@@ -68,6 +68,7 @@ def chrome_trace(runtime: Runtime, records: Sequence[np.ndarray] | None = None,
         return (int(ns) - base) / 1000.0
 
     active = runtime.threads
+    kinds = trace_kinds()
     for tid, r in enumerate(recs):
         label = ("worker 0 (caller)" if tid == 0
                  else f"worker {tid}" if tid < active else f"worker {tid} (parked)")
@@ -77,7 +78,7 @@ def chrome_trace(runtime: Runtime, records: Sequence[np.ndarray] | None = None,
                        "args": {"sort_index": tid}})
         track: list[dict[str, Any]] = []
         for rec in r:
-            kind = TRACE_KINDS.get(int(rec["kind"]), "unknown")
+            kind = kinds.get(int(rec["kind"]), "unknown")
             t0, t1 = int(rec["t0_ns"]), int(rec["t1_ns"])
             if kind == "event":
                 et = int(rec["type"])

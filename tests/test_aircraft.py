@@ -13,10 +13,16 @@ import pytest
 
 from oracles.aircraft_numpy import AircraftNumpy, Xoshiro256
 from seer_env import ConfigError, InvalidActionError, StateError
-from seer_env._runtime import Runtime, ffi, rng_seed_state
+from seer_env._runtime import Runtime, rng_seed_state
 from seer_env.envs import aircraft_v0
+from seer_env.sdk import describe_config
 
 # ---- helpers ---------------------------------------------------------------------------
+
+
+def c_config(**config: Any) -> dict[str, Any]:
+    """The configuration as the model completes it (derived values filled in)."""
+    return describe_config(aircraft_v0.MODEL, config)
 
 
 def policy(rng: np.random.Generator, obs: np.ndarray, discrete: bool) -> np.ndarray:
@@ -78,7 +84,7 @@ MATRIX = [
 @pytest.mark.parametrize("n,batch,steps,max_cycles,extra", MATRIX)
 def test_serial_parallel_bit_identical(n: int, batch: int, steps: int, max_cycles: int,
                                        extra: dict[str, Any]) -> None:
-    cfg = aircraft_v0.c_config(num_uavs=n, **extra)
+    cfg = c_config(num_uavs=n, **extra)
     discrete = bool(cfg["discrete"])
     rts = [Runtime("aircraft", cfg, batch, "serial", 1, max_cycles=max_cycles)]
     rts += [Runtime("aircraft", cfg, batch, "parallel", t, max_cycles=max_cycles)
@@ -116,7 +122,7 @@ def test_serial_parallel_bit_identical(n: int, batch: int, steps: int, max_cycle
 
 def test_batch_independent_of_neighbours() -> None:
     """Instance i with seed s gives the same results alone or in a batch of 3."""
-    cfg = aircraft_v0.c_config(num_uavs=24)
+    cfg = c_config(num_uavs=24)
     batch = Runtime("aircraft", cfg, 3, "parallel", 2)
     alone = Runtime("aircraft", cfg, 1, "serial", 1)
     batch.reset([4, 5, 6])
@@ -155,7 +161,7 @@ ORACLE_CASES = [
 
 @pytest.mark.parametrize("name,n,steps,extra", ORACLE_CASES, ids=[c[0] for c in ORACLE_CASES])
 def test_matches_numpy_port(name: str, n: int, steps: int, extra: dict[str, Any]) -> None:
-    cfg = aircraft_v0.c_config(num_uavs=n, **extra)
+    cfg = c_config(num_uavs=n, **extra)
     seed = 1234 + n
     rt = Runtime("aircraft", cfg, 1, "parallel", 2)
     rt.reset([seed])
@@ -173,7 +179,7 @@ def test_matches_numpy_port(name: str, n: int, steps: int, extra: dict[str, Any]
             rt.step()
             out = sim.step(act)
         where = f"{name} step {k}"
-        st = aircraft_v0.np.frombuffer(rt.entity_states(0), dtype=aircraft_v0.UAV_DTYPE)
+        st = rt.entity_array(0)
         # discrete quantities: exactly
         assert np.array_equal(rt.alive[0], sim.alive), where
         assert np.array_equal(rt.terminated[0].astype(bool), out["terminated"]), where
@@ -207,12 +213,16 @@ def test_oracle_rng_matches_runtime_seeding() -> None:
         assert tuple(Xoshiro256(seed, e).s) == rng_seed_state(seed, e)
 
 
-def test_entity_dtype_matches_c_layout() -> None:
-    dt = aircraft_v0.UAV_DTYPE
-    assert dt.itemsize == ffi.sizeof("seer_aircraft_uav")
-    for name, _ in ffi.typeof("seer_aircraft_uav").fields:
-        assert dt.fields[name][1] == ffi.offsetof("seer_aircraft_uav", name), name
-    assert aircraft_v0.MAX_TABLE == len(ffi.new("seer_aircraft_uav *").nbr_id)
+def test_entity_dtype_comes_from_the_c_table() -> None:
+    rt = Runtime("aircraft", {"num_uavs": 2}, 1, "serial", 1)
+    dt = rt.native.state_dtype(rt.sizes.entity_size)
+    assert dt.itemsize == rt.sizes.entity_size
+    assert dt.fields["pos"][0].shape == (3,) and dt.fields["pos"][1] == 0
+    assert dt.fields["nbr_id"][0].shape == (8,) and dt.fields["nbr_pos"][0].shape == (8, 3)
+    assert dt.fields["nbr_vel"][1] + 8 * 3 * 4 == dt.itemsize
+    rt.reset([1])
+    assert rt.entity_array(0)["battery"].tolist() == [1.0, 1.0]
+    rt.close()
 
 
 # ---- PettingZoo conformance --------------------------------------------------------
@@ -423,7 +433,7 @@ def test_discrete_actions() -> None:
         ({"arena_size": (100.0, 100.0)}, "arena_size"),
         ({"arena_size": (100.0, 100.0, 10.0)}, "spawn_z_min"),
         ({"spawn_z_max": 500.0}, "spawn_z_max"),
-        ({"discrete": 1}, "discrete"),
+        ({"discrete": 2}, "discrete"),
         ({"msg_ttl": 0.0}, "msg_ttl"),
         ({"gust_mean": 0.0}, "gust_mean"),
         ({"wind_wavelength": -3.0}, "wind_wavelength"),

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import fake_env
 import gymnasium
 import numpy as np
 import pytest
@@ -16,11 +15,16 @@ from gymnasium.wrappers.vector import (
     TransformReward,
 )
 
+from oracles.pcs_numpy import INFO_NAMES
 from seer_env.envs import pcs_v0, phold_v0
 from seer_env.errors import ConfigError, InvalidActionError
 from seer_env.gym_vector import AgentVectorEnv
+from tests.models import ends_terminated, life
+from tests.models import load as load_test_model
 
 PCS = dict(width=3, height=2, max_cycles=6, portables_per_cell=8, threads=1)
+
+DYING = load_test_model("dying")
 
 
 def test_spaces_metadata_and_layout() -> None:
@@ -38,7 +42,7 @@ def test_spaces_metadata_and_layout() -> None:
     obs, infos = envs.reset(seed=1)
     assert obs in envs.observation_space
     assert set(infos) == {"alive", "_alive", "active", "_active"} | {
-        k for n in pcs_v0.INFO_NAMES for k in (n, f"_{n}")}
+        k for n in INFO_NAMES for k in (n, f"_{n}")}
     assert all(v.shape == (12,) for v in infos.values())
     with pytest.raises(InvalidActionError, match="shape"):
         envs.step(np.zeros(11, np.int64))
@@ -68,7 +72,7 @@ def test_equals_batched_api_reshaped(mode: str) -> None:
         want = venv.step(acts.reshape(2, 6))
         for g, w in zip(got[:4], want[:4], strict=True):
             assert g.dtype == w.dtype and np.array_equal(g, w.reshape(g.shape)), k
-        for name in ("alive", "active", *pcs_v0.INFO_NAMES):
+        for name in ("alive", "active", *INFO_NAMES):
             assert np.array_equal(got[4][name], want[4][name].reshape(12)), (k, name)
         if "final_obs" in want[4]:
             fin = np.repeat(want[4]["_final_obs"], 6)
@@ -118,9 +122,8 @@ def test_record_episode_statistics_exact_on_pcs() -> None:
 def test_dead_agents_idle_until_their_instance_restarts(
     mode: AutoresetMode, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    fake_env.install(monkeypatch)
     A = 4
-    envs = fake_env.agent_vector_env(2, num_agents=A, autoreset_mode=mode)
+    envs = DYING.agent_vector_env(2, num_agents=A, autoreset_mode=mode)
     # Gymnasium's RecordEpisodeStatistics (1.2) counts episodes the NEXT_STEP way
     # only, whatever metadata["autoreset_mode"] says: wrap it in that mode
     stats = mode is AutoresetMode.NEXT_STEP
@@ -143,14 +146,14 @@ def test_dead_agents_idle_until_their_instance_restarts(
                 assert infos["active"][i * A:(i + 1) * A].all()
                 continue
             k[i] += 1
-            inst_done = k[i] == max(fake_env.life(seeds[i], a) for a in range(A))
+            inst_done = k[i] == max(life(seeds[i], a) for a in range(A))
             restarted = inst_done and mode is AutoresetMode.SAME_STEP
             for a in range(A):
                 j = i * A + a
-                lives = fake_env.life(seeds[i], a)
+                lives = life(seeds[i], a)
                 finished_now = k[i] == lives
-                assert term[j] == (finished_now and fake_env.ends_terminated(seeds[i], a))
-                assert trunc[j] == (finished_now and not fake_env.ends_terminated(seeds[i], a))
+                assert term[j] == (finished_now and ends_terminated(seeds[i], a))
+                assert trunc[j] == (finished_now and not ends_terminated(seeds[i], a))
                 if k[i] <= lives:
                     assert rew[j] == 2 + 0.5 * a
                     ret[j] += rew[j]
@@ -182,7 +185,7 @@ def test_dead_agents_idle_until_their_instance_restarts(
                     j = i * A + a
                     if term[j] or trunc[j]:
                         assert infos["_final_obs"][j] and infos["final_info"]["_active"][j]
-                        assert infos["final_obs"][j].tolist() == [a, fake_env.life(
+                        assert infos["final_obs"][j].tolist() == [a, life(
                             seeds[i] - 2 * inst_done, a), (seeds[i] - 2 * inst_done) % 7]
                         if not inst_done:
                             assert not obs[j].any() and not infos["active"][j]
@@ -191,8 +194,7 @@ def test_dead_agents_idle_until_their_instance_restarts(
 
 
 def test_dict_info_to_list_uses_the_masks(monkeypatch: pytest.MonkeyPatch) -> None:
-    fake_env.install(monkeypatch)
-    envs = DictInfoToList(fake_env.agent_vector_env(1, num_agents=4))
+    envs = DictInfoToList(DYING.agent_vector_env(1, num_agents=4))
     _, infos = envs.reset(seed=0)
     assert isinstance(infos, list) and len(infos) == 4
     assert infos[3] == {"alive": True, "active": True, "steps": 0.0, "action_sum": 0.0}

@@ -17,6 +17,7 @@ from pettingzoo.test import (
     state_test,
 )
 
+from oracles.pcs_numpy import INFO_NAMES
 from seer_env.envs import pcs_v0
 from seer_env.errors import ConfigError, ExecutorError, InvalidActionError
 
@@ -151,7 +152,7 @@ def test_vector_env_bad_actions_and_batch() -> None:
         out, out_r = venv.step(acts), ref.step(acts)
         for x, y in zip(out[:4], out_r[:4], strict=True):
             assert np.array_equal(x, y), k
-        for name in pcs_v0.INFO_NAMES:
+        for name in INFO_NAMES:
             assert np.array_equal(out[4][name], out_r[4][name])
     assert np.array_equal(venv.state(), ref.state())
     tot = venv.totals()
@@ -190,8 +191,13 @@ def test_switches_and_classic_defaults() -> None:
         _, _, _, _, infos = env.step({a: 0 for a in env.agents})
     tot = env.totals()
     assert tot["reports_received"] == 0 and tot["moves_in"] == 0 and tot["call_attempts"] > 0
-    with pytest.raises(ExecutorError):
-        pcs_v0.parallel_env(classic=True)
+    # "auto" picks an executor that can run lookahead 0; an explicit pool cannot
+    auto = pcs_v0.parallel_env(classic=True, max_cycles=3)
+    auto.reset()
+    auto.step({a: 0 for a in auto.agents})
+    assert auto.runtime.executor == "serial" and auto.stpa is None
+    with pytest.raises(ExecutorError, match="lookahead 0"):
+        pcs_v0.parallel_env(classic=True, threads=2)
     # classic without a seed uses the engine's base seed; seed 0 is the same stream
     a = pcs_v0.parallel_env(classic=True, executor="serial", max_cycles=5)
     b = pcs_v0.parallel_env(classic=True, executor="serial", max_cycles=5)

@@ -41,9 +41,9 @@ def test_classic_streams_match_c_cell_state() -> None:
         rt.reset([seed])
         o = PcsOracle(cfg)
         o.reset(seed)
-        cells = rt.entity_states_as("seer_pcs_cell", 0)
+        cells = rt.entity_array(0)
         for e in range(18):
-            assert list(cells[e].clcg4) == o.cells[e].clcg4, (seed, e)
+            assert cells["clcg4"][e].tolist() == o.cells[e].clcg4, (seed, e)
         rt.close()
 
 

@@ -11,13 +11,15 @@ import sys
 import time
 from typing import Any
 
-import fake_env
 import numpy as np
 import pytest
 
 from seer_env.registry import available
+from tests.models import load as load_test_model
 
 SMALL_PCS = {"env": "pcs_v0", "width": 3, "height": 3, "max_cycles": 20, "threads": 1}
+
+DYING = load_test_model("dying")
 
 
 def test_module_imports_without_ray() -> None:
@@ -60,10 +62,8 @@ def test_adapter_types_order_and_checker() -> None:
 
 
 def test_all_flags_when_agents_finish_differently(monkeypatch: pytest.MonkeyPatch) -> None:
-    fake_env.install(monkeypatch)
-    monkeypatch.setattr("seer_env.registry.env_module", lambda name: fake_env)
-    env = rllib.SeerMultiAgentEnv({"env": "fake_v0", "num_agents": 4})
-    theirs = ParallelPettingZooEnv(fake_env.parallel_env(num_agents=4))
+    env = rllib.SeerMultiAgentEnv({"env": str(DYING.folder), "num_agents": 4})
+    theirs = ParallelPettingZooEnv(DYING.parallel_env(num_agents=4))
     # seed 0: agents 0 (terminated) and 1 (truncated) finish after step 1;
     # agents 2 (terminated) and 3 (truncated) after step 2
     env.reset(seed=0)

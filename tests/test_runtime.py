@@ -10,6 +10,9 @@ from oracles.phold_py import PholdPy
 from oracles.rng import seed_state
 from seer_env import errors
 from seer_env._runtime import Runtime, rng_seed_state
+from tests.models import load as load_test_model
+
+PROBE = load_test_model("probe").native
 
 
 def phold_cfg(**kw):
@@ -176,7 +179,7 @@ PROBE_MODES = {
 def test_contract_violation_is_reported(executor, mode):
     cls, fragments = PROBE_MODES[mode]
     cfg = dict(num_entities=4, mode=mode, at_step=2, culprit=1, lookahead=0.25)
-    rt = Runtime("probe", cfg, 2, executor, 3 if executor == "parallel" else 1)
+    rt = Runtime(PROBE, cfg, 2, executor, 3 if executor == "parallel" else 1)
     rt.reset([0, 1])
     rt.step()
     rt.step()
@@ -190,9 +193,11 @@ def test_contract_violation_is_reported(executor, mode):
         assert "handling event type 0 (PROBE_TICK) at t=2.25" in msg
     for frag in fragments:
         assert frag in msg, (frag, msg)
-    # The failed instances must be reset before they run again.
-    with pytest.raises(errors.StateError, match="before reset"):
+    # The failed instances must be reset before they run again, and the
+    # refusal says why.
+    with pytest.raises(errors.StateError, match="needs a reset: its last call failed") as again:
         rt.step()
+    assert fragments[0] in str(again.value)
     rt.reset([0, 1])
     rt.step()
     assert rt.obs[0, 0, 0] > 0
@@ -202,7 +207,7 @@ def test_contract_violation_is_reported(executor, mode):
 @pytest.mark.parametrize("executor", ["serial", "parallel"])
 def test_contract_violation_in_init(executor):
     cfg = dict(num_entities=4, mode=7, at_step=0, culprit=2, lookahead=0.25)
-    rt = Runtime("probe", cfg, 1, executor, 2 if executor == "parallel" else 1)
+    rt = Runtime(PROBE, cfg, 1, executor, 2 if executor == "parallel" else 1)
     with pytest.raises(errors.ContractViolation,
                        match=r"entity 2 of instance 0, in init at t=0.*PROBE_PING.*entity 3"):
         rt.reset([0])
@@ -235,9 +240,9 @@ def test_invalid_config_names_the_field(kw, match):
 
 
 def test_invalid_runtime_arguments():
-    with pytest.raises(errors.ConfigError, match="unknown model"):
+    with pytest.raises(errors.ConfigError, match="unknown env 'nope'"):
         Runtime("nope", {}, 1)
-    with pytest.raises(errors.ConfigError, match="unknown config field 'bogus'"):
+    with pytest.raises(errors.ConfigError, match="unknown config key 'bogus'"):
         Runtime("phold", dict(phold_cfg(), bogus=1), 1)
     with pytest.raises(errors.ConfigError, match="num_entities"):
         Runtime("phold", dict(phold_cfg(), num_entities="x"), 1)

@@ -2,8 +2,8 @@
 
 Every mode is checked step by step against a reference built from one
 PettingZoo ``ParallelEnv`` per instance, on PHOLD (native runtime) and on the
-fake model of ``fake_env`` (agents finishing at different steps, some
-terminated and some truncated in the same step).
+``dying`` test model (``tests/models/dying``: agents finishing at different
+steps, some terminated and some truncated in the same step).
 """
 
 from __future__ import annotations
@@ -11,16 +11,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import fake_env
 import numpy as np
 import pytest
 from gymnasium.vector import AutoresetMode
 
 from seer_env.envs import phold_v0
 from seer_env.errors import ConfigError, StateError
+from tests.models import load as load_test_model
 
 B = 3
 PHOLD = dict(num_entities=6, events_per_entity=2, max_cycles=4, threads=1)
+
+DYING = load_test_model("dying")
 
 
 def _rows(env: Any, d: dict[str, Any], fill: Any, dtype: Any, shape: tuple[int, ...]) -> Any:
@@ -95,9 +97,8 @@ def _envs(kind: str, monkeypatch: pytest.MonkeyPatch) -> tuple[Callable[..., Any
     if kind == "phold":
         return (lambda **kw: phold_v0.vector_env(B, **PHOLD, **kw),
                 lambda: phold_v0.parallel_env(**PHOLD))
-    fake_env.install(monkeypatch)
-    return (lambda **kw: fake_env.vector_env(B, num_agents=6, max_cycles=5, **kw),
-            lambda: fake_env.parallel_env(num_agents=6, max_cycles=5))
+    return (lambda **kw: DYING.vector_env(B, num_agents=6, max_cycles=5, **kw),
+            lambda: DYING.parallel_env(num_agents=6, max_cycles=5))
 
 
 def _check(got: tuple[Any, ...], want: dict[str, np.ndarray], k: int) -> None:
@@ -108,7 +109,7 @@ def _check(got: tuple[Any, ...], want: dict[str, np.ndarray], k: int) -> None:
         assert np.array_equal(arr, want[name]), (k, name, arr, want[name])
 
 
-@pytest.mark.parametrize("kind", ["phold", "fake"])
+@pytest.mark.parametrize("kind", ["phold", "dying"])
 @pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP])
 def test_autoreset_matches_per_instance_parallel_envs(
     kind: str, mode: AutoresetMode, monkeypatch: pytest.MonkeyPatch
@@ -149,8 +150,7 @@ def test_autoreset_matches_per_instance_parallel_envs(
 def test_dead_agents_report_once_and_instance_finishes_when_none_alive(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    fake_env.install(monkeypatch)
-    venv = fake_env.vector_env(1, num_agents=4)
+    venv = DYING.vector_env(1, num_agents=4)
     venv.reset(seed=0)  # seed 0: agents 0, 1 live 1 step, agents 2, 3 live 2 steps
     _, rew, term, trunc, infos = venv.step(np.array([[1, 2, 0, 1]]))
     assert term.tolist() == [[True, False, False, False]]
@@ -169,8 +169,7 @@ def test_dead_agents_report_once_and_instance_finishes_when_none_alive(
 
 
 def test_disabled_mode_needs_masked_resets(monkeypatch: pytest.MonkeyPatch) -> None:
-    fake_env.install(monkeypatch)
-    venv = fake_env.vector_env(2, num_agents=2, autoreset_mode="disabled")
+    venv = DYING.vector_env(2, num_agents=2, autoreset_mode="disabled")
     assert venv.metadata["autoreset_mode"] is AutoresetMode.DISABLED
     with pytest.raises(StateError):
         venv.reset(options={"reset_mask": np.array([True, False])})  # first reset: all
@@ -219,8 +218,7 @@ def test_copy_semantics() -> None:
 
 
 def test_same_step_zero_copy_keeps_final_rewards(monkeypatch: pytest.MonkeyPatch) -> None:
-    fake_env.install(monkeypatch)
-    venv = fake_env.vector_env(1, num_agents=2, copy=False, autoreset_mode="same_step")
+    venv = DYING.vector_env(1, num_agents=2, copy=False, autoreset_mode="same_step")
     venv.reset(seed=0)  # both agents live one step
     obs, rew, term, trunc, infos = venv.step(np.array([[2, 1]]))
     assert rew.tolist() == [[2.0, 1.5]] and term.tolist() == [[True, False]]

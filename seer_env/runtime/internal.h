@@ -1,0 +1,337 @@
+/* internal.h -- runtime internals shared by runtime.c and parallel.c. */
+#ifndef SEER_INTERNAL_H
+#define SEER_INTERNAL_H
+
+#include <pthread.h>
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "seer_runtime.h"
+#include "sync.h"
+
+#define SEER_ERRLEN 512
+
+static inline size_t seer_round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
+#define SEER_KEY_SEQ_BITS 40
+#define SEER_MAX_ENTITIES (1u << 24) /* entity ids fill the key's top 24 bits */
+#define SEER_MAX_PARTS 256u /* parallel executor: partitions per instance, at most */
+
+/* One event record: a 32-byte header, then the payload (a PCS or Aircraft
+ * event is one 64-byte line). */
+typedef struct seer_event {
+    union {
+        seer_time time;                /* pending: when it is due          */
+        struct seer_event *next_free;  /* free: the free list's link       */
+    };
+    uint64_t key; /* source entity << 40 | source sequence */
+    uint32_t target;
+    uint32_t type;
+    uint32_t size;
+    uint32_t pad_;
+    alignas(16) unsigned char payload[];
+} seer_event;
+
+
+/* The event queue (squeue.c): a radix heap on the time's bit pattern.  One
+ * per instance in the serial executor, one per partition in the parallel
+ * one.  Single owner. */
+/* 16 bytes: the key, needed only to order equal times, is read from the
+ * event (whose record the handler loads anyway). */
+typedef struct seer_qentry {
+    uint64_t tb;  /* bit pattern of the (non-negative) event time */
+    seer_event *ev;
+} seer_qentry;
+
+typedef struct seer_qvec {
+    seer_qentry *a;
+    uint32_t n;
+    uint32_t cap;
+} seer_qvec;
+
+#ifndef SEER_SQ_DIGIT
+#define SEER_SQ_DIGIT 4 /* bits per radix digit: 16 levels of 16 buckets */
+#endif
+_Static_assert(64 % SEER_SQ_DIGIT == 0, "the digits must tile the 64 time bits");
+#define SEER_SQ_BUCKETS ((64 / SEER_SQ_DIGIT) << SEER_SQ_DIGIT)
+#define SEER_SQ_WORDS ((SEER_SQ_BUCKETS + 63) / 64)
+
+/* A bucket with its minimum kept beside it: a push touches one line. */
+typedef struct seer_qbucket {
+    seer_qvec v;
+    uint64_t min;       /* smallest time bits held (UINT64_MAX when empty) */
+    seer_event *minev;  /* the event with them (a prefetch hint)           */
+} seer_qbucket;
+
+typedef struct seer_squeue {
+    /* time bits of the current group; all pending >= it */
+    alignas(SEER_CACHE_LINE) uint64_t last;
+    uint64_t nonempty[SEER_SQ_WORDS]; /* bit b: bucket[b] holds entries       */
+    uint64_t n;           /* entries held                                      */
+    uint32_t head;        /* read position in run                              */
+    int broken;           /* an allocation failed mid-move: pops fail          */
+    seer_qvec run;        /* current group, sorted by key                      */
+    seer_qvec side;       /* current group, arrived out of order: heap on key  */
+    seer_qvec scratch;    /* merge buffer of the run's sort                    */
+    seer_qbucket bucket[SEER_SQ_BUCKETS]; /* see squeue.c                      */
+} seer_squeue;
+
+/* A zeroed seer_squeue is not ready: call seer_squeue_init first. */
+void seer_squeue_init(seer_squeue *q);
+
+int seer_squeue_push(seer_squeue *q, seer_event *ev);
+int seer_squeue_push_entry(seer_squeue *q, seer_qentry e);
+/* Earliest queued time, +inf when empty. */
+seer_time seer_squeue_min_time(const seer_squeue *q);
+static inline seer_qentry seer_qentry_of(const seer_event *ev)
+{
+    seer_time t = ev->time + 0.0; /* -0.0 -> +0.0 (see squeue.c) */
+    uint64_t u;
+    memcpy(&u, &t, sizeof u);
+    return (seer_qentry){u, (seer_event *)ev};
+}
+/* Grow v to hold at least cap entries (slow path of seer_qvec_append). */
+int seer_qvec_reserve(seer_qvec *v, uint64_t cap);
+static inline int seer_qvec_append(seer_qvec *v, seer_qentry e)
+{
+    if (__builtin_expect(v->n == v->cap, 0) && seer_qvec_reserve(v, (uint64_t)v->n + 1) != 0)
+        return SEER_E_NOMEM;
+    v->a[v->n++] = e;
+    return SEER_OK;
+}
+/* The next event in (time, key) order if its time is < bnd, else NULL (and
+ * *err set when the queue failed). */
+seer_event *seer_squeue_pop_before(seer_squeue *q, seer_time bnd, int *err);
+/* 0 for the current group, 1 + b for bucket b: what seer_squeue_reserve's
+ * counts index (SEER_SQ_BUCKETS + 1 of them). */
+int seer_squeue_bucket_of(const seer_squeue *q, seer_time t);
+int seer_squeue_reserve(seer_squeue *q, const uint64_t counts[SEER_SQ_BUCKETS + 1]);
+void seer_squeue_foreach(const seer_squeue *q, void (*fn)(void *arg, seer_event *ev), void *arg);
+void seer_squeue_clear(seer_squeue *q); /* drops the entries (not the events) */
+void seer_squeue_free(seer_squeue *q);
+
+/* Per-entity runtime record.  Written only by the thread handling the
+ * entity's partition. */
+typedef struct seer_entity_rec {
+    uint64_t seq;    /* events this entity has scheduled since reset */
+    uint64_t events; /* events this entity has handled since reset */
+    uint64_t rng[4];
+} seer_entity_rec;
+
+/* One instance.  Line-aligned (and allocated so): the fields the workers
+ * read on every entity visit must not share a line with anything that other
+ * threads write during a call.  A step once ran 3x slower because `recs`
+ * shared its line with the next heap allocation. */
+typedef struct seer_inst {
+    alignas(SEER_CACHE_LINE) uint64_t seed;
+    uint64_t step;       /* steps completed since reset */
+    int ready;           /* reset, and no call failed since */
+    int failed;          /* a call failed since the last reset */
+    seer_time t_next;    /* parallel: earliest pending time (window start) */
+    seer_time w_end;     /* parallel: current window end */
+    seer_time boundary;  /* end of the step being run */
+    int running;         /* parallel: window loop still active this step */
+    int resetting;       /* the current boundary is a reset's */
+    unsigned char *states;
+    unsigned char *snapshot;
+    unsigned char *idata;
+    seer_entity_rec *recs;
+    seer_squeue *parts; /* parallel executor: one queue per partition
+                           (line-aligned; see parallel.c) */
+    alignas(SEER_CACHE_LINE) seer_squeue queue; /* serial executor: all pending
+                                                   events */
+} seer_inst;
+
+/* Event memory: per-thread free lists backed by a shared reserve. */
+typedef struct seer_event_pool {
+    seer_event *free;
+    uint64_t nfree;
+} seer_event_pool;
+
+struct seer_runtime;
+
+/* Per-thread state (the calling thread is worker 0). */
+typedef struct seer_worker {
+    alignas(SEER_CACHE_LINE) struct seer_runtime *rt;
+    uint32_t id;
+    seer_event_pool pool;
+    double *local_min; /* [num_instances] earliest time this thread saw */
+    int err;           /* first error this thread hit in the current call */
+    char msg[SEER_ERRLEN];
+    uint64_t events;
+    uint64_t refills;      /* free list ran dry inside the event loop          */
+    uint64_t refills_seen; /* refills already answered by a larger target      */
+    uint64_t pool_target;  /* free events to hold when a call starts           */
+    uint64_t gen_seen; /* job generation this worker last ran (or started at) */
+    /* Cross-partition events this thread scheduled, by parity of the phase
+     * that scheduled them, then [instance * nparts + partition]. */
+    seer_qvec *out[2];
+    seer_trace_rec *trace; /* NULL when tracing is off */
+    uint64_t trace_n;
+    uint64_t trace_dropped;
+    pthread_t thread;
+    int started;
+} seer_worker;
+
+enum seer_phase {
+    PHASE_NONE = 0,
+    PHASE_INIT,
+    PHASE_ACT,
+    PHASE_EVENT,
+    PHASE_BOUNDARY
+};
+
+struct seer_ctx {
+    struct seer_runtime *rt;
+    seer_inst *inst;
+    seer_worker *w;
+    seer_entity_rec *rec;
+    seer_time now;
+    uint32_t inst_idx;
+    uint32_t self;
+    int phase;
+    uint32_t cur_type; /* event type being handled (for messages) */
+};
+
+enum seer_job { JOB_RESET = 1, JOB_STEP };
+
+struct seer_runtime {
+    const seer_model *model;
+    seer_sizes sz;
+    void *config;
+    uint32_t B;
+    int executor;
+    uint64_t max_cycles;
+    uint32_t check;        /* SEER_CHECK_* flags (checking mode)               */
+    uint64_t shuffle_seed; /* SEER_CHECK_SHUFFLE: seed of the visiting orders  */
+    size_t event_stride;
+    size_t entity_stride;
+    size_t snapshot_stride;
+    size_t idata_stride;
+    /* Partitions of the parallel executor: contiguous, equal ranges of
+     * entities, one per thread of the pool (see parallel.c). */
+    uint32_t nparts;      /* per instance                                     */
+    uint32_t *part_of;    /* [num_entities]: an entity's partition            */
+    uint32_t *part_start; /* [nparts + 1]: partition p is [start[p], start[p+1]) */
+
+    seer_inst *inst;
+    /* host buffers */
+    void *actions;
+    float *obs;
+    float *reward;
+    uint8_t *terminated;
+    uint8_t *truncated;
+    uint8_t *alive;
+    uint8_t *active;
+    double *info;
+
+    /* event reserve shared by all workers (mutex: slow path only) */
+    pthread_mutex_t reserve_lock;
+    seer_event *reserve;
+    uint64_t reserve_n;
+    void **chunks;
+    size_t nchunks, chunks_cap;
+    uint64_t pool_events;
+
+    /* worker pool */
+    uint32_t nthreads;        /* workers created, the caller included             */
+    _Atomic uint32_t pool_active; /* workers that take part in calls (<= nthreads);
+                                 the others are parked, asleep: resizing the
+                                 pool within nthreads costs no thread creation */
+    seer_worker *workers;
+    pthread_mutex_t wake_lock;
+    pthread_cond_t wake_cond;
+    _Atomic uint64_t job_gen;
+    _Atomic int shutdown;
+    seer_phases ph;    /* the executive list: phases of the current call */
+    uint32_t call_tag; /* tag of the current call's phases (low bits of job_gen) */
+
+    /* current parallel call */
+    uint32_t *sel;   /* selected instance indices */
+    uint32_t nsel;
+    int any_running;
+    uint32_t out_parity; /* outboxes the current phase writes (the previous
+                            phase's, the other parity, are merged) */
+    seer_time window_t; /* earliest window start of the running instances */
+    _Atomic int abort_code;
+
+    /* statistics */
+    uint64_t events_total;
+    uint64_t windows_total;
+    uint64_t steps_total;
+    uint64_t refills_total;
+
+    uint64_t trace_cap; /* records per worker; 0 = tracing off */
+
+    char err[SEER_ERRLEN];
+    char fail_msg[SEER_ERRLEN]; /* the message of the last failed call */
+};
+
+/* runtime.c */
+/* Record the message of a failed API call (kept per runtime). */
+void seer_fail(seer_runtime *rt, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* model.c */
+/* Write a message into err (when given) and return code. */
+int seer_fail_buf(char *err, size_t errlen, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* The shortest %g form of v that reads back as v. */
+const char *seer_fmt_double(char buf[32], double v);
+seer_event *seer_event_alloc(seer_worker *w);
+void seer_event_free(seer_worker *w, seer_event *ev);
+/* Outside the event loop: bring a worker's free list into [lo, hi]. */
+void seer_pool_balance(seer_worker *w, uint64_t lo, uint64_t hi);
+void seer_ctx_setup(seer_ctx *c, seer_runtime *rt, seer_worker *w, uint32_t inst, int phase);
+/* Handle q's events with time < bnd in (time, key) order (the event loop of
+ * both executors); stops at the first error (w->err).  Returns the events
+ * handled. */
+uint64_t seer_run_queue(seer_worker *w, seer_ctx *c, uint32_t inst, seer_squeue *q,
+                        seer_time bnd);
+/* A whole step of one instance on this thread: its agents act, the events
+ * before its boundary are handled (q holds all of them), then its boundary
+ * phases.  The serial executor's step, and an item of the parallel
+ * executor's whole-instance mode.  `spans`: record the act and boundary
+ * trace spans (the parallel executor records one span around the item).
+ * Stops at the first error (w->err); returns the events handled. */
+uint64_t seer_step_instance(seer_worker *w, seer_ctx *c, uint32_t inst, seer_squeue *q,
+                            int spans);
+int seer_after_handler(seer_ctx *c, int rc, const char *what);
+void seer_squeue_drop(seer_worker *w, seer_squeue *q);
+void seer_clear_entity(seer_worker *w, seer_inst *in, uint32_t e, uint64_t seed);
+int seer_init_entity(seer_worker *w, uint32_t inst, uint32_t e);
+int seer_act_agent(seer_worker *w, uint32_t inst, uint32_t a);
+void seer_boundary_instance(seer_worker *w, uint32_t inst);
+void seer_observe_agent(seer_worker *w, uint32_t inst, uint32_t a);
+void seer_publish_entity(seer_worker *w, uint32_t inst, uint32_t e);
+void seer_finish_instance(seer_runtime *rt, uint32_t inst);
+
+/* Is this worker tracing?  Tracing off costs one predictable branch per
+ * entity visit / phase; -DSEER_NO_TRACE compiles the checks out (the build
+ * `seer-env bench trace-overhead` compares against). */
+#ifdef SEER_NO_TRACE
+#define SEER_TRACING(w) ((void)(w), 0)
+#else
+#define SEER_TRACING(w) __builtin_expect((w)->trace != NULL, 0)
+#endif
+
+/* trace helpers (runtime.c) */
+uint64_t seer_clock_ns(void);
+void seer_trace_add(seer_worker *w, uint32_t kind, uint64_t t0, uint64_t t1, double sim_time,
+                    uint32_t instance, uint32_t entity, uint32_t type, uint32_t count);
+int seer_trace_alloc_worker(seer_runtime *rt, seer_worker *w);
+
+/* check.c: what a checked handler did that the contract forbids. */
+typedef struct seer_check_frame {
+    const char *foreign; /* first nondeterministic C function it called */
+} seer_check_frame;
+/* The checked handler running on this thread, NULL when none. */
+extern _Thread_local seer_check_frame *seer_check_current;
+
+/* parallel.c */
+int seer_pool_start(seer_runtime *rt, uint32_t threads);
+void seer_pool_stop(seer_runtime *rt);
+int seer_parallel_run(seer_runtime *rt, int job);
+
+
+#endif /* SEER_INTERNAL_H */

@@ -1,0 +1,551 @@
+/*
+ * model.c -- the model boundary, as a host sees it: checking a model table,
+ * filling and validating its configuration through its parameter table,
+ * running describe, agent names and space bounds.  Nothing here runs during
+ * a step; every function may be called from any thread (they touch only
+ * their arguments).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+int seer_fail_buf(char *err, size_t errlen, int code, const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return code;
+}
+
+/* The shortest %g form of v that reads back as v (like Python's repr). */
+const char *seer_fmt_double(char buf[32], double v)
+{
+    for (int prec = 6; prec <= 17; prec++) {
+        snprintf(buf, 32, "%.*g", prec, v);
+        if (isnan(v) || strtod(buf, NULL) == v)
+            break;
+    }
+    return buf;
+}
+
+static const char *kind_name(seer_kind k)
+{
+    switch (k) {
+    case SEER_KIND_BOOL: return "bool";
+    case SEER_KIND_INT: return "int";
+    case SEER_KIND_UINT: return "unsigned int";
+    case SEER_KIND_FLOAT: return "float";
+    default: return "?";
+    }
+}
+
+static int valid_layout(seer_kind kind, uint32_t size)
+{
+    switch (kind) {
+    case SEER_KIND_BOOL: return size == 1;
+    case SEER_KIND_INT:
+    case SEER_KIND_UINT: return size == 1 || size == 2 || size == 4 || size == 8;
+    case SEER_KIND_FLOAT: return size == 4 || size == 8;
+    default: return 0;
+    }
+}
+
+static int valid_name(const char *s)
+{
+    if (!s || !*s || strlen(s) >= SEER_NAME_LEN)
+        return 0;
+    for (const char *p = s; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              *p == '_' || *p == '-' || *p == '.'))
+            return 0;
+    return 1;
+}
+
+/* The range of values a member of this kind and size can hold. */
+static void type_range(seer_kind kind, uint32_t size, double *lo, double *hi)
+{
+    switch (kind) {
+    case SEER_KIND_BOOL: *lo = 0; *hi = 1; break;
+    case SEER_KIND_INT:
+        *hi = ldexp(1.0, (int)size * 8 - 1) - 1.0;
+        *lo = -ldexp(1.0, (int)size * 8 - 1);
+        break;
+    case SEER_KIND_UINT:
+        *lo = 0;
+        *hi = ldexp(1.0, (int)size * 8) - 1.0;
+        break;
+    default:
+        *lo = size == 4 ? -3.4028234663852886e38 : -1.7976931348623157e308;
+        *hi = -*lo;
+        break;
+    }
+}
+
+/* A parameter's effective range: its declared one, or its type's. */
+static void param_range(const seer_param *p, double *lo, double *hi)
+{
+    if (p->lo == 0.0 && p->hi == 0.0) {
+        type_range(p->kind, p->size, lo, hi);
+        return;
+    }
+    *lo = p->lo;
+    *hi = p->hi;
+}
+
+/* "must be in [lo, hi]" with the exclusive end and +inf spelled out. */
+static void range_text(const seer_param *p, char *out, size_t n)
+{
+    double lo, hi;
+    param_range(p, &lo, &hi);
+    char a[32], b[32];
+    seer_fmt_double(a, lo);
+    seer_fmt_double(b, hi);
+    const char *inf = (p->flags & SEER_P_INF) ? " or inf" : "";
+    const char *none = (p->flags & SEER_P_NONE) ? " (or None)" : "";
+    if (p->kind == SEER_KIND_BOOL)
+        snprintf(out, n, "must be a bool%s", none);
+    else if (p->lo == 0.0 && p->hi == 0.0)
+        snprintf(out, n, "must be %s%s%s", p->kind == SEER_KIND_FLOAT ? "finite" : "in range",
+                 inf, none);
+    else
+        snprintf(out, n, "must be in %c%s, %s]%s%s", (p->flags & SEER_P_GT) ? '(' : '[', a, b,
+                 inf, none);
+}
+
+static const seer_param *find_param(const seer_model *m, const char *name)
+{
+    for (uint32_t i = 0; i < m->num_params; i++)
+        if (strcmp(m->params[i].name, name) == 0)
+            return &m->params[i];
+    return NULL;
+}
+
+static void store(const seer_param *p, void *config, uint32_t index, double f, int64_t i,
+                  uint64_t u)
+{
+    unsigned char *dst = (unsigned char *)config + p->offset + (size_t)index * p->size;
+    switch (p->kind) {
+    case SEER_KIND_BOOL: {
+        _Bool b = u != 0;
+        memcpy(dst, &b, 1);
+        break;
+    }
+    case SEER_KIND_FLOAT:
+        if (p->size == 4) {
+            float x = (float)f;
+            memcpy(dst, &x, 4);
+        } else {
+            memcpy(dst, &f, 8);
+        }
+        break;
+    case SEER_KIND_INT:
+        switch (p->size) {
+        case 1: { int8_t x = (int8_t)i; memcpy(dst, &x, 1); break; }
+        case 2: { int16_t x = (int16_t)i; memcpy(dst, &x, 2); break; }
+        case 4: { int32_t x = (int32_t)i; memcpy(dst, &x, 4); break; }
+        default: memcpy(dst, &i, 8); break;
+        }
+        break;
+    default:
+        switch (p->size) {
+        case 1: { uint8_t x = (uint8_t)u; memcpy(dst, &x, 1); break; }
+        case 2: { uint16_t x = (uint16_t)u; memcpy(dst, &x, 2); break; }
+        case 4: { uint32_t x = (uint32_t)u; memcpy(dst, &x, 4); break; }
+        default: memcpy(dst, &u, 8); break;
+        }
+        break;
+    }
+}
+
+/* Store a value given as a double (defaults and "not set" values). */
+static void store_double(const seer_param *p, void *config, uint32_t index, double d)
+{
+    const int finite = isfinite(d);
+    const int64_t i = finite && d >= -9.2e18 && d <= 9.2e18 ? (int64_t)d : 0;
+    const uint64_t u = !finite || d < 0 ? (p->kind == SEER_KIND_UINT && d > 0 ? UINT64_MAX : 0)
+                       : d >= 1.8e19 ? UINT64_MAX
+                                     : (uint64_t)d;
+    store(p, config, index, d, i, u);
+}
+
+/* Is the default the "not set" value (a derived default)? */
+static int default_is_none(const seer_param *p)
+{
+    return (p->flags & SEER_P_NONE) && (p->def == p->none || (isnan(p->def) && isnan(p->none)));
+}
+
+int seer_model_check(const seer_model *m, char *err, size_t errlen)
+{
+    if (!m)
+        return seer_fail_buf(err, errlen, SEER_E_ARG, "model table is NULL");
+    const char *n = m->name && *m->name ? m->name : "(unnamed)";
+    if (m->api_version != SEER_API_VERSION) {
+        if (m->api_version == 0)
+            return seer_fail_buf(err, errlen, SEER_E_VERSION,
+                                 "model '%s': its table has no API version; add "
+                                 "`.api_version = SEER_API_VERSION` to the seer_model "
+                                 "initializer (this runtime implements version %d)",
+                                 n, SEER_API_VERSION);
+        return seer_fail_buf(err, errlen, SEER_E_VERSION,
+                             "model '%s' was built against seer model API version %u, but "
+                             "this runtime implements version %d: rebuild the model against "
+                             "this seer_env (seer-env build PATH)",
+                             n, m->api_version, SEER_API_VERSION);
+    }
+    if (!valid_name(m->name))
+        return seer_fail_buf(err, errlen, SEER_E_ARG,
+                             "model name %s%s%s is invalid: use 1-63 letters, digits, '_', "
+                             "'-' or '.'",
+                             m->name ? "'" : "", m->name ? m->name : "NULL", m->name ? "'" : "");
+    const struct {
+        const void *fn;
+        const char *what;
+    } req[] = {{(const void *)m->describe, "describe"},
+               {(const void *)m->handle, "handle"},
+               {(const void *)m->observe, "observe"}};
+    for (size_t i = 0; i < sizeof req / sizeof req[0]; i++)
+        if (!req[i].fn)
+            return seer_fail_buf(err, errlen, SEER_E_ARG,
+                                 "model '%s': the %s handler is missing (NULL); describe, "
+                                 "handle and observe are required",
+                                 n, req[i].what);
+    if (m->num_params && !m->params)
+        return seer_fail_buf(err, errlen, SEER_E_ARG,
+                             "model '%s': num_params=%u but params is NULL", n, m->num_params);
+    for (uint32_t i = 0; i < m->num_params; i++) {
+        const seer_param *p = &m->params[i];
+        if (!valid_name(p->name))
+            return seer_fail_buf(err, errlen, SEER_E_ARG,
+                                 "model '%s': parameter %u has an invalid name", n, i);
+        for (uint32_t j = 0; j < i; j++)
+            if (strcmp(m->params[j].name, p->name) == 0)
+                return seer_fail_buf(err, errlen, SEER_E_ARG,
+                                     "model '%s': parameter '%s' is declared twice", n,
+                                     p->name);
+        if (!valid_layout(p->kind, p->size) || p->count < 1 ||
+            (p->inner && p->count % p->inner))
+            return seer_fail_buf(err, errlen, SEER_E_ARG,
+                                 "model '%s': parameter '%s' has an invalid kind, size or "
+                                 "count (declare it with SEER_MEMBER)",
+                                 n, p->name);
+        if ((uint64_t)p->offset + (uint64_t)p->size * p->count > m->config_size)
+            return seer_fail_buf(err, errlen, SEER_E_ARG,
+                                 "model '%s': parameter '%s' lies outside the configuration "
+                                 "struct (config_size=%zu)",
+                                 n, p->name, m->config_size);
+        double lo, hi, tlo, thi;
+        param_range(p, &lo, &hi);
+        type_range(p->kind, p->size, &tlo, &thi);
+        if (!(lo <= hi) || lo < tlo || hi > thi)
+            return seer_fail_buf(err, errlen, SEER_E_ARG,
+                                 "model '%s': parameter '%s' has an invalid range for a %u-byte "
+                                 "%s",
+                                 n, p->name, p->size, kind_name(p->kind));
+        if (default_is_none(p))
+            continue;
+        char msg[SEER_ERRLEN];
+        void *scratch = calloc(1, m->config_size ? m->config_size : 1);
+        if (!scratch)
+            return seer_fail_buf(err, errlen, SEER_E_NOMEM, "out of memory");
+        int rc = p->kind == SEER_KIND_FLOAT
+                     ? seer_config_set_f64(m, scratch, p->name, 0, p->def, msg, sizeof msg)
+                 : p->kind == SEER_KIND_UINT
+                     ? seer_config_set_u64(m, scratch, p->name, 0,
+                                           p->def >= 0 ? (uint64_t)p->def : UINT64_MAX, msg,
+                                           sizeof msg)
+                     : seer_config_set_i64(m, scratch, p->name, 0, (int64_t)p->def, msg,
+                                           sizeof msg);
+        free(scratch);
+        if (rc != SEER_OK)
+            return seer_fail_buf(err, errlen, SEER_E_ARG,
+                                 "model '%s': the default of parameter '%s' is out of its "
+                                 "range (%s)",
+                                 n, p->name, msg);
+    }
+    if (m->num_state_fields && !m->state_fields)
+        return seer_fail_buf(err, errlen, SEER_E_ARG,
+                             "model '%s': num_state_fields=%u but state_fields is NULL", n,
+                             m->num_state_fields);
+    for (uint32_t i = 0; i < m->num_state_fields; i++) {
+        const seer_field *f = &m->state_fields[i];
+        if (!valid_name(f->name) || !valid_layout(f->kind, f->size) || f->count < 1 ||
+            (f->inner && f->count % f->inner))
+            return seer_fail_buf(err, errlen, SEER_E_ARG,
+                                 "model '%s': state field %u is invalid (declare it with "
+                                 "SEER_MEMBER)",
+                                 n, i);
+    }
+    return SEER_OK;
+}
+
+static int lookup(const seer_model *m, const char *name, uint32_t index, const seer_param **out,
+                  char *err, size_t errlen)
+{
+    const seer_param *p = name ? find_param(m, name) : NULL;
+    if (!p)
+        return seer_fail_buf(err, errlen, SEER_E_CONFIG, "%s: unknown parameter '%s'", m->name,
+                             name ? name : "NULL");
+    if (index >= p->count)
+        return seer_fail_buf(err, errlen, SEER_E_CONFIG,
+                             "%s: %s has %u element(s); index %u is out of range", m->name,
+                             name, p->count, index);
+    *out = p;
+    return SEER_OK;
+}
+
+static int out_of_range(const seer_model *m, const seer_param *p, const char *value, char *err,
+                        size_t errlen)
+{
+    char r[128];
+    range_text(p, r, sizeof r);
+    return seer_fail_buf(err, errlen, SEER_E_CONFIG, "%s: %s=%s %s", m->name, p->name, value, r);
+}
+
+/* Is an exact value v within p's range? */
+static int in_range(const seer_param *p, double v)
+{
+    double lo, hi;
+    param_range(p, &lo, &hi);
+    if ((p->flags & SEER_P_GT) ? !(v > lo) : !(v >= lo))
+        return 0;
+    return v <= hi;
+}
+
+int seer_config_set_f64(const seer_model *m, void *config, const char *name, uint32_t index,
+                        double v, char *err, size_t errlen)
+{
+    const seer_param *p;
+    if (lookup(m, name, index, &p, err, errlen))
+        return SEER_E_CONFIG;
+    char buf[32];
+    if (p->kind != SEER_KIND_FLOAT) {
+        /* integral floats are accepted for integer parameters */
+        if (!(v == floor(v)) || !isfinite(v))
+            return seer_fail_buf(err, errlen, SEER_E_CONFIG, "%s: %s=%s must be %s", m->name,
+                                 p->name, seer_fmt_double(buf, v),
+                                 p->kind == SEER_KIND_BOOL ? "a bool" : "an integer");
+        if (!in_range(p, v))
+            return out_of_range(m, p, seer_fmt_double(buf, v), err, errlen);
+        store(p, config, index, v, (int64_t)v, v >= 0 ? (uint64_t)v : 0);
+        return SEER_OK;
+    }
+    const int inf_ok = (p->flags & SEER_P_INF) && v == HUGE_VAL;
+    if (isnan(v) || (!isfinite(v) && !inf_ok) || (!inf_ok && !in_range(p, v)))
+        return out_of_range(m, p, seer_fmt_double(buf, v), err, errlen);
+    if (p->size == 4 && !inf_ok && fabs(v) > 3.4028234663852886e38)
+        return out_of_range(m, p, seer_fmt_double(buf, v), err, errlen);
+    store(p, config, index, v, 0, 0);
+    return SEER_OK;
+}
+
+int seer_config_set_i64(const seer_model *m, void *config, const char *name, uint32_t index,
+                        int64_t v, char *err, size_t errlen)
+{
+    if (v >= 0)
+        return seer_config_set_u64(m, config, name, index, (uint64_t)v, err, errlen);
+    const seer_param *p;
+    if (lookup(m, name, index, &p, err, errlen))
+        return SEER_E_CONFIG;
+    char buf[32];
+    snprintf(buf, sizeof buf, "%lld", (long long)v);
+    if (p->kind == SEER_KIND_FLOAT)
+        return seer_config_set_f64(m, config, name, index, (double)v, err, errlen);
+    if (p->kind != SEER_KIND_INT || !in_range(p, (double)v))
+        return out_of_range(m, p, buf, err, errlen);
+    double lo, hi;
+    param_range(p, &lo, &hi);
+    if (v < (int64_t)lo) /* exact where the double comparison rounds */
+        return out_of_range(m, p, buf, err, errlen);
+    store(p, config, index, (double)v, v, 0);
+    return SEER_OK;
+}
+
+int seer_config_set_u64(const seer_model *m, void *config, const char *name, uint32_t index,
+                        uint64_t v, char *err, size_t errlen)
+{
+    const seer_param *p;
+    if (lookup(m, name, index, &p, err, errlen))
+        return SEER_E_CONFIG;
+    char buf[32];
+    snprintf(buf, sizeof buf, "%llu", (unsigned long long)v);
+    if (p->kind == SEER_KIND_FLOAT)
+        return seer_config_set_f64(m, config, name, index, (double)v, err, errlen);
+    if (!in_range(p, (double)v))
+        return out_of_range(m, p, buf, err, errlen);
+    /* Exact bound checks where the double comparison rounds (above 2^53). */
+    double lo, hi;
+    param_range(p, &lo, &hi);
+    if (hi < 18446744073709551615.0 && v > (uint64_t)hi)
+        return out_of_range(m, p, buf, err, errlen);
+    if (p->kind == SEER_KIND_INT && v > (uint64_t)INT64_MAX)
+        return out_of_range(m, p, buf, err, errlen);
+    store(p, config, index, (double)v, (int64_t)v, v);
+    return SEER_OK;
+}
+
+int seer_config_set_none(const seer_model *m, void *config, const char *name, uint32_t index,
+                         char *err, size_t errlen)
+{
+    const seer_param *p;
+    if (lookup(m, name, index, &p, err, errlen))
+        return SEER_E_CONFIG;
+    if (!(p->flags & SEER_P_NONE)) {
+        char r[128];
+        range_text(p, r, sizeof r);
+        return seer_fail_buf(err, errlen, SEER_E_CONFIG, "%s: %s=None is not accepted: it %s",
+                             m->name, p->name, r);
+    }
+    store_double(p, config, index, p->none);
+    return SEER_OK;
+}
+
+void seer_config_defaults(const seer_model *m, void *config)
+{
+    if (m->config_size)
+        memset(config, 0, m->config_size);
+    for (uint32_t i = 0; i < m->num_params; i++) {
+        const seer_param *p = &m->params[i];
+        for (uint32_t k = 0; k < p->count; k++)
+            store_double(p, config, k, p->def);
+    }
+}
+
+static int check_sizes(const seer_model *m, const seer_sizes *s, char *err, size_t errlen)
+{
+    const char *n = m->name;
+    if (s->num_entities == 0 || s->num_entities > SEER_MAX_ENTITIES)
+        return seer_fail_buf(err, errlen, SEER_E_CONFIG,
+                             "model '%s': num_entities=%u must be in [1, %u]", n,
+                             s->num_entities, SEER_MAX_ENTITIES);
+    if (s->num_agents == 0 || s->num_agents > s->num_entities)
+        return seer_fail_buf(err, errlen, SEER_E_CONFIG,
+                             "model '%s': num_agents=%u must be in [1, num_entities=%u]", n,
+                             s->num_agents, s->num_entities);
+    if (!(s->lookahead >= 0.0) || !isfinite(s->lookahead))
+        return seer_fail_buf(err, errlen, SEER_E_CONFIG,
+                             "model '%s': lookahead=%g must be finite and >= 0", n,
+                             s->lookahead);
+    if (!(s->step_duration > 0.0) || !isfinite(s->step_duration))
+        return seer_fail_buf(err, errlen, SEER_E_CONFIG,
+                             "model '%s': step_duration=%g must be finite and > 0", n,
+                             s->step_duration);
+    if (s->action_kind == SEER_ACTION_DISCRETE) {
+        if (s->action_dim != 1 || s->action_n < 1)
+            return seer_fail_buf(err, errlen, SEER_E_CONFIG,
+                                 "model '%s': discrete actions need action_dim=1 and "
+                                 "action_n>=1",
+                                 n);
+    } else if (s->action_kind == SEER_ACTION_BOX) {
+        if (s->action_dim < 1 || s->action_dim > (1u << 16) || !(s->action_low <= s->action_high))
+            return seer_fail_buf(err, errlen, SEER_E_CONFIG,
+                                 "model '%s': box actions need 1 <= action_dim <= 65536 and "
+                                 "low <= high",
+                                 n);
+    } else {
+        return seer_fail_buf(err, errlen, SEER_E_CONFIG, "model '%s': unknown action kind %d",
+                             n, (int)s->action_kind);
+    }
+    const struct {
+        uint32_t v, max;
+        const char *what;
+    } lim[] = {{s->obs_dim, 1u << 24, "obs_dim"},         {s->info_dim, 1u << 16, "info_dim"},
+               {s->state_dim, 1u << 28, "state_dim"},     {s->entity_size, 1u << 24, "entity_size"},
+               {s->payload_size, 1u << 16, "payload_size"},
+               {s->snapshot_size, 1u << 20, "snapshot_size"},
+               {s->instance_size, 1u << 28, "instance_size"}};
+    for (size_t i = 0; i < sizeof lim / sizeof lim[0]; i++)
+        if (lim[i].v > lim[i].max)
+            return seer_fail_buf(err, errlen, SEER_E_CONFIG,
+                                 "model '%s': %s=%u is above its limit %u", n, lim[i].what,
+                                 lim[i].v, lim[i].max);
+    if (s->info_dim && !m->info_names)
+        return seer_fail_buf(err, errlen, SEER_E_CONFIG,
+                             "model '%s': info_dim=%u but info_names is NULL", n, s->info_dim);
+    for (uint32_t i = 0; m->info_names && i < s->info_dim; i++)
+        if (!m->info_names[i] || !valid_name(m->info_names[i]))
+            return seer_fail_buf(err, errlen, SEER_E_CONFIG,
+                                 "model '%s': info name %u is missing or invalid", n, i);
+    for (uint32_t i = 0; i < m->num_state_fields; i++) {
+        const seer_field *f = &m->state_fields[i];
+        if ((uint64_t)f->offset + (uint64_t)f->size * f->count > s->entity_size)
+            return seer_fail_buf(err, errlen, SEER_E_CONFIG,
+                                 "model '%s': state field '%s' lies outside the entity state "
+                                 "(entity_size=%u)",
+                                 n, f->name, s->entity_size);
+    }
+    return SEER_OK;
+}
+
+int seer_model_describe(const seer_model *m, void *config, seer_sizes *out, char *err,
+                        size_t errlen)
+{
+    int rc = seer_model_check(m, err, errlen);
+    if (rc != SEER_OK)
+        return rc;
+    memset(out, 0, sizeof *out);
+    char mmsg[SEER_ERRLEN] = "";
+    rc = m->describe(config, out, mmsg, sizeof mmsg);
+    if (rc != SEER_OK)
+        return seer_fail_buf(err, errlen, SEER_E_CONFIG, "%s",
+                             mmsg[0] ? mmsg : "invalid configuration (describe gave no reason)");
+    return check_sizes(m, out, err, errlen);
+}
+
+int seer_model_agent_names(const seer_model *m, const void *config, uint32_t n, char *out,
+                           char *err, size_t errlen)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        char *slot = out + (size_t)i * SEER_NAME_LEN;
+        memset(slot, 0, SEER_NAME_LEN);
+        if (!m->agent_name) {
+            snprintf(slot, SEER_NAME_LEN, "agent_%u", i);
+            continue;
+        }
+        if (m->agent_name(config, i, slot, SEER_NAME_LEN) != 0)
+            return seer_fail_buf(err, errlen, SEER_E_MODEL,
+                                 "model '%s': agent_name failed for agent %u", m->name, i);
+        slot[SEER_NAME_LEN - 1] = '\0';
+        if (!slot[0])
+            return seer_fail_buf(err, errlen, SEER_E_MODEL,
+                                 "model '%s': agent_name gave an empty name for agent %u",
+                                 m->name, i);
+    }
+    return SEER_OK;
+}
+
+void seer_model_bounds(const seer_model *m, const void *config, const seer_sizes *sz,
+                       float *obs_low, float *obs_high, float *state_low, float *state_high)
+{
+    for (uint32_t i = 0; i < sz->obs_dim; i++) {
+        obs_low[i] = -HUGE_VALF;
+        obs_high[i] = HUGE_VALF;
+    }
+    for (uint32_t i = 0; i < sz->state_dim; i++) {
+        state_low[i] = -HUGE_VALF;
+        state_high[i] = HUGE_VALF;
+    }
+    if (m->obs_bounds && sz->obs_dim)
+        m->obs_bounds(config, obs_low, obs_high);
+    if (m->state_bounds && sz->state_dim)
+        m->state_bounds(config, state_low, state_high);
+}
+
+const char *seer_model_info_name(const seer_model *m, uint32_t i)
+{
+    return m->info_names && m->info_names[i] ? m->info_names[i] : "";
+}
+
+const char *seer_model_event_name(const seer_model *m, uint32_t type)
+{
+    if (m->event_names && type < m->event_type_count && m->event_names[type])
+        return m->event_names[type];
+    return "?";
+}

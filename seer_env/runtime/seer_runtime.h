@@ -1,0 +1,206 @@
+/*
+ * seer_runtime.h -- the runtime's API for its host (the cffi extension and
+ * the C stress tests).  Models never include this file: they see seer.h only.
+ *
+ * One runtime holds B independent instances of one model that share one
+ * executor (and, for the parallel executor, one worker pool).  Buffers for
+ * actions and boundary outputs are allocated once, laid out
+ * [instance][agent][...], and written in place by the runtime.
+ *
+ * Every call returns a seer_status; after a failure seer_runtime_error()
+ * returns a message describing what went wrong (kept per runtime, valid until
+ * the next call on that runtime).  A runtime is used by one host thread at a
+ * time.
+ */
+#ifndef SEER_RUNTIME_H
+#define SEER_RUNTIME_H
+
+#include "seer.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct seer_runtime seer_runtime;
+
+typedef enum seer_executor {
+    SEER_EXECUTOR_SERIAL = 0,   /* the reference: one (time, key) queue per instance */
+    SEER_EXECUTOR_PARALLEL = 1  /* partition queues, conservative windows, worker pool */
+} seer_executor;
+
+/* Buffers returned by seer_runtime_buffer. */
+typedef enum seer_buffer {
+    SEER_BUF_ACTIONS = 0,    /* [B][A][action_dim] int32 or float32 (host writes) */
+    SEER_BUF_OBS = 1,        /* [B][A][obs_dim] float32                            */
+    SEER_BUF_REWARD = 2,     /* [B][A] float32                                     */
+    SEER_BUF_TERMINATED = 3, /* [B][A] uint8                                       */
+    SEER_BUF_TRUNCATED = 4,  /* [B][A] uint8                                       */
+    SEER_BUF_ALIVE = 5,      /* [B][A] uint8: agent may act in the next step       */
+    SEER_BUF_INFO = 6,       /* [B][A][info_dim] float64                           */
+    SEER_BUF_ACTIVE = 7      /* [B][A] uint8: agent had outputs in the last call   */
+} seer_buffer;
+
+typedef struct seer_stats {
+    uint64_t events;        /* events handled since creation (all instances) */
+    uint64_t windows;       /* parallel windows (rounds) since creation      */
+    uint64_t steps;         /* step calls since creation                     */
+    uint64_t pool_refills;  /* event-pool refills inside the event loop      */
+    uint64_t pool_events;   /* event records allocated in total              */
+} seer_stats;
+
+/* Trace records (see seer_runtime_trace).  Times are CLOCK_MONOTONIC ns. */
+typedef enum seer_trace_kind {
+    SEER_TRACE_EVENT = 0,    /* one handled event: entity, type, sim_time         */
+    SEER_TRACE_ACT = 1,      /* the act phase of one call on this worker          */
+    SEER_TRACE_WINDOW = 2,   /* one window on this worker: sim_time = window start,
+                                count = events it handled in the window            */
+    SEER_TRACE_BOUNDARY = 3, /* the boundary phases (observe, publish)             */
+    SEER_TRACE_BARRIER = 4,  /* waiting for the next phase (recorded when a claim
+                                ends the wait)                                     */
+    SEER_TRACE_INIT = 5      /* the reset phases (clear, init)                      */
+} seer_trace_kind;
+
+typedef struct seer_trace_rec {
+    uint64_t t0_ns;
+    uint64_t t1_ns;
+    double sim_time;
+    uint32_t kind;
+    uint32_t instance;
+    uint32_t entity;
+    uint32_t type;  /* event type (SEER_TRACE_EVENT)                        */
+    uint32_t count; /* events (SEER_TRACE_WINDOW)                           */
+    uint32_t pad_;
+} seer_trace_rec;
+
+/* ---- The model boundary (model.c) -------------------------------------- */
+
+/* Check a model table: API version, required handlers, parameter and field
+ * tables.  SEER_E_VERSION names both versions; SEER_E_ARG says what to fix. */
+int seer_model_check(const seer_model *model, char *err, size_t errlen);
+/* Zero `config` (config_size bytes) and store every parameter's default. */
+void seer_config_defaults(const seer_model *model, void *config);
+/* Set element `index` of parameter `name` after checking the value against
+ * the parameter's type and range (SEER_E_CONFIG with a message naming the
+ * parameter otherwise; nothing is stored then).  _none stores the "not set"
+ * value of a SEER_P_NONE parameter. */
+int seer_config_set_f64(const seer_model *model, void *config, const char *name, uint32_t index,
+                        double value, char *err, size_t errlen);
+int seer_config_set_i64(const seer_model *model, void *config, const char *name, uint32_t index,
+                        int64_t value, char *err, size_t errlen);
+int seer_config_set_u64(const seer_model *model, void *config, const char *name, uint32_t index,
+                        uint64_t value, char *err, size_t errlen);
+int seer_config_set_none(const seer_model *model, void *config, const char *name,
+                         uint32_t index, char *err, size_t errlen);
+/* Run the model's describe on `config` (which it may complete with derived
+ * values) and check the sizes it reports. */
+int seer_model_describe(const seer_model *model, void *config, seer_sizes *out, char *err,
+                        size_t errlen);
+/* Names of agents 0..n-1 into n slots of SEER_NAME_LEN bytes each. */
+#define SEER_NAME_LEN 64
+int seer_model_agent_names(const seer_model *model, const void *config, uint32_t n, char *out,
+                           char *err, size_t errlen);
+/* Observation bounds (obs_dim each) and state bounds (state_dim each);
+ * -inf..+inf where the model declares none. */
+void seer_model_bounds(const seer_model *model, const void *config, const seer_sizes *sizes,
+                       float *obs_low, float *obs_high, float *state_low, float *state_high);
+/* The name of an info value / event type ("" / "?" when the model has none). */
+const char *seer_model_info_name(const seer_model *model, uint32_t i);
+const char *seer_model_event_name(const seer_model *model, uint32_t type);
+
+/* ---- Runtimes -------------------------------------------------------------- */
+
+/* Checking mode (seer_runtime_options.check), used by `seer-env check`. */
+enum {
+    /* Serial executor: every handler runs with the memory it must not touch
+     * protected (other entities' state, the snapshot, the configuration,
+     * the model's static data) and with rand(), time() and friends
+     * watched; a breach fails the call with SEER_E_ISOLATION. */
+    SEER_CHECK_ISOLATE = 1u,
+    /* Parallel executor: one partition per entity, visited in a fresh
+     * random order in every window (outputs of a model that keeps the
+     * contract do not change). */
+    SEER_CHECK_SHUFFLE = 2u
+};
+
+typedef struct seer_runtime_options {
+    uint32_t num_instances; /* B >= 1                                         */
+    int executor;           /* SEER_EXECUTOR_*                                */
+    uint32_t threads;       /* pool size, the calling thread included (>= 1)  */
+    uint64_t max_cycles;    /* > 0: every agent is truncated after that many
+                               steps (0: never)                               */
+    uint32_t check;         /* SEER_CHECK_* (0 for normal runs)               */
+    uint64_t shuffle_seed;  /* seed of SEER_CHECK_SHUFFLE's visiting orders   */
+} seer_runtime_options;
+
+/* Create a runtime.  `config` points to the model's configuration struct of
+ * `config_size` bytes (usually filled with seer_config_defaults and
+ * seer_config_set_*); it is copied and then completed by the model's
+ * describe.  On failure *out is NULL and err holds a message. */
+int seer_runtime_create(const seer_model *model, const void *config, size_t config_size,
+                        const seer_runtime_options *options, seer_runtime **out, char *err,
+                        size_t errlen);
+/* Join the workers and free everything.  NULL is ignored. */
+void seer_runtime_destroy(seer_runtime *rt);
+
+const char *seer_runtime_error(const seer_runtime *rt);
+const seer_sizes *seer_runtime_sizes(const seer_runtime *rt);
+const char *seer_runtime_model_name(const seer_runtime *rt);
+const seer_model *seer_runtime_model(const seer_runtime *rt);
+/* The runtime's configuration (as completed by describe); read-only. */
+const void *seer_runtime_config(const seer_runtime *rt);
+uint32_t seer_runtime_num_instances(const seer_runtime *rt);
+uint32_t seer_runtime_threads(const seer_runtime *rt);
+/* Threads created (>= seer_runtime_threads: the others are parked). */
+uint32_t seer_runtime_pool_size(const seer_runtime *rt);
+int seer_runtime_executor(const seer_runtime *rt);
+void *seer_runtime_buffer(seer_runtime *rt, int which);
+
+/* Change the pool size (parallel executor; outputs do not depend on it). */
+int seer_runtime_set_threads(seer_runtime *rt, uint32_t threads);
+/* Switch executor (and pool size) between calls; the pending events of every
+ * instance move to the new executor's queues.  Outputs do not depend on it:
+ * both executors hand each entity the same events in the same (time, key)
+ * order.  threads must be 1 for the serial executor; the parallel executor
+ * needs lookahead > 0 (SEER_E_EXECUTOR otherwise).  On failure nothing
+ * changed. */
+int seer_runtime_set_executor(seer_runtime *rt, int executor, uint32_t threads);
+
+/* Reset the instances whose mask byte is non-zero (mask NULL = all) with
+ * seeds[i]; their outputs are the boundary outputs at t = 0. */
+int seer_runtime_reset(seer_runtime *rt, const uint64_t *seeds, const uint8_t *mask);
+
+/* Step the instances whose mask byte is non-zero (mask NULL = all) with the
+ * actions in SEER_BUF_ACTIONS.  Actions of agents that are not alive are
+ * ignored.  Every action of the stepped instances is validated before any
+ * state changes: on SEER_E_ACTION nothing has changed.  Box actions are
+ * clipped in place. */
+int seer_runtime_step(seer_runtime *rt, const uint8_t *mask);
+
+/* Per-instance queries, valid between calls. */
+int seer_runtime_step_index(const seer_runtime *rt, uint32_t instance, uint64_t *out);
+int seer_runtime_entity_events(const seer_runtime *rt, uint32_t instance, uint64_t *out);
+int seer_runtime_global_state(seer_runtime *rt, uint32_t instance, float *out);
+/* Copy entity states (num_entities * entity_size bytes) of one instance. */
+int seer_runtime_entity_states(const seer_runtime *rt, uint32_t instance, void *out);
+int seer_runtime_pending_events(const seer_runtime *rt, uint32_t instance, uint64_t *out);
+void seer_runtime_stats(const seer_runtime *rt, seer_stats *out);
+
+/* Tracing: keep up to `capacity` records per worker thread (0 turns tracing
+ * off and frees the buffers).  Records past the capacity are counted as
+ * dropped.  When off, the event loop pays one predictable branch per entity
+ * visit.  Enabling clears earlier records. */
+int seer_runtime_trace(seer_runtime *rt, uint64_t capacity);
+uint64_t seer_runtime_trace_count(const seer_runtime *rt, uint32_t worker);
+const seer_trace_rec *seer_runtime_trace_records(const seer_runtime *rt, uint32_t worker);
+uint64_t seer_runtime_trace_dropped(const seer_runtime *rt);
+void seer_runtime_trace_clear(seer_runtime *rt);
+const char *seer_runtime_event_name(const seer_runtime *rt, uint32_t type);
+
+/* The per-entity stream seeding, exposed so independent ports can check it:
+ * fills s[4] with the xoshiro256** state of (seed, entity). */
+void seer_rng_seed_state(uint64_t seed, uint32_t entity, uint64_t s[4]);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SEER_RUNTIME_H */
