@@ -27,9 +27,12 @@ class BuildSeer(build_ext):
     def build_extension(self, ext):
         model_dir = getattr(ext, "model_dir", None)
         cache = Path(self.build_temp) / "seer-objects"
-        warnings = _build.build_module(ext.name, Path(self.get_ext_fullpath(ext.name)),
-                                       model_dir, werror=True, object_cache=cache,
-                                       log=lambda m: print(m, flush=True))
+        try:
+            warnings = _build.build_module(ext.name, Path(self.get_ext_fullpath(ext.name)),
+                                           model_dir, werror=True, object_cache=cache,
+                                           log=lambda m: print(m, flush=True))
+        except _build.BuildFailed as exc:
+            raise SystemExit(str(exc)) from None
         if warnings:
             print(warnings, flush=True)
 

@@ -90,6 +90,9 @@ class BuildFailed(Exception):
         self.log = log
         self.command = list(command)
 
+    def __str__(self) -> str:
+        return f"{self.args[0]}\n{self.log}" if self.log else str(self.args[0])
+
 
 # -- cdef from the real headers ----------------------------------------------
 

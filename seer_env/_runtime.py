@@ -176,7 +176,7 @@ def load_module(
                     )
                 except _build.BuildFailed as exc:
                     raise BuildError(
-                        f"building {model_dir or 'the runtime'} failed: {exc}\n{exc.log}",
+                        f"building {model_dir or 'the runtime'} failed: {exc}",
                         log=exc.log, command=exc.command,
                     ) from None
                 if warnings and log:

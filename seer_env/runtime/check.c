@@ -1,78 +1,550 @@
 /*
- * check.c -- the checking mode's watch on nondeterministic sources.
+ * check.c -- the checking mode (seer_runtime_options.check), which catches
+ * what a differential run can miss.
  *
- * The contract lets a handler draw random numbers only from its entity's
- * stream (seer_rng_*) and read no clock.  Every extension links the C
- * library's generators and clocks through the wrappers below (the build
- * passes -Wl,--wrap=NAME for each, see _build.py): outside a checked handler
- * they forward to the real function at the cost of one thread-local load;
- * inside one (checking mode, seer_check_frame set on this thread) they also
- * record which function the handler called, and the runtime fails the call
- * with SEER_E_ISOLATION once the handler returns.
+ * SEER_CHECK_ISOLATE (serial executor, one thread): every handler call runs
+ * with the memory it must not touch protected by the MMU:
+ *
+ *   handler          other entities'  own state  snapshot        instance   config,
+ *                    states                                      data       static data
+ *   init/act/handle  none             rw         read            read       read
+ *   boundary         read             -          read            rw         read
+ *   observe, state   read             -          read            read       read
+ *   publish          read             -          own record rw   read       read
+ *
+ * For that, every entity state and snapshot record of a checked runtime has
+ * pages of its own.  A protected access raises SIGSEGV; the handler below
+ * sees that the faulting address lies in a region of the checked handler
+ * running on this thread, records it and jumps back (siglongjmp) to
+ * seer_check_run, which fails the call with SEER_E_ISOLATION and a message
+ * naming the handler, the entity, the event and what was touched.  Static
+ * data is the writable segment of the model's shared object (the module the
+ * model table lives in), RELRO excluded: with -z now the GOT is read-only
+ * already, so what remains are the model's (and runtime's) global and static
+ * variables, which no handler may write.
+ *
+ * Nondeterministic C functions (rand(), time(), ...): every extension links
+ * them through the wrappers at the end of this file (-Wl,--wrap=NAME, see
+ * _build.py).  Outside a checked handler they forward to the real function
+ * at the cost of one thread-local load; inside one they record the call.
+ *
+ * SEER_CHECK_SHUFFLE (parallel executor) is implemented in parallel.c.
+ *
+ * A fault that is not a checked handler's (another thread, a runtime bug)
+ * is left alone: if it hit a protected region, that region is made writable
+ * again and the access retried (the check then degrades, it never crashes
+ * a correct program); otherwise the previous SIGSEGV disposition is restored
+ * and the fault repeats under it.
  */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <link.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
 #include <sys/time.h>
 #include <time.h>
+#include <ucontext.h>
+#include <unistd.h>
 
 #include "internal.h"
 
 /* The checked handler running on this thread (NULL: none).  Set and cleared
- * by the thread itself around a handler call: no other thread reads it. */
+ * by the thread itself around a handler call; read by its signal handler. */
 _Thread_local seer_check_frame *seer_check_current;
 
-static void foreign(const char *fn)
+size_t seer_page_size(void)
 {
-    seer_check_frame *f = seer_check_current;
-    if (f && !f->foreign)
-        f->foreign = fn;
+    long p = sysconf(_SC_PAGESIZE);
+    return p > 0 ? (size_t)p : 4096u;
 }
 
-#define WRAP0(ret, name)                                                                 \
+/* ---- the model's static data ------------------------------------------- */
+
+struct phdr_query {
+    uintptr_t addr;        /* an address inside the object (the model table) */
+    uintptr_t lo, hi;      /* its writable segment, RELRO excluded            */
+    size_t page;
+};
+
+static int phdr_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    struct phdr_query *q = arg;
+    int mine = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+        uintptr_t a = info->dlpi_addr + p->p_vaddr;
+        if (p->p_type == PT_LOAD && q->addr >= a && q->addr < a + p->p_memsz)
+            mine = 1;
+    }
+    if (!mine)
+        return 0;
+    uintptr_t relro_end = 0, lo = 0, hi = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+        uintptr_t a = info->dlpi_addr + p->p_vaddr;
+        if (p->p_type == PT_GNU_RELRO)
+            relro_end = a + p->p_memsz;
+        if (p->p_type == PT_LOAD && (p->p_flags & PF_W)) {
+            lo = a;
+            hi = a + p->p_memsz;
+        }
+    }
+    if (relro_end > lo)
+        lo = relro_end;
+    /* whole pages only, and never a page that holds RELRO data (restoring
+     * write access would undo RELRO) */
+    lo = (uintptr_t)seer_round_up(lo, q->page);
+    hi = (uintptr_t)seer_round_up(hi, q->page);
+    if (hi > lo) {
+        q->lo = lo;
+        q->hi = hi;
+    }
+    return 1;
+}
+
+/* ---- SIGSEGV --------------------------------------------------------------- */
+
+static pthread_mutex_t g_sig_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned g_sig_users; /* checked calls in progress (all threads) */
+static struct sigaction g_old;
+
+/* Regions of the checked calls in progress, for faults that are not a
+ * checked handler's (written under g_sig_lock, read by the signal handler). */
+#define MAX_ARMED 16
+static struct {
+    uintptr_t lo, hi;
+} g_armed[MAX_ARMED];
+
+static int region_of(const seer_check_frame *f, uintptr_t a)
+{
+    const seer_runtime *rt = f->rt;
+    const seer_inst *in = f->inst;
+    const size_t N = rt->sz.num_entities;
+    if (a >= (uintptr_t)in->states && a < (uintptr_t)in->states + N * rt->entity_stride)
+        return SEER_REGION_STATE;
+    if (a >= (uintptr_t)in->snapshot && a < (uintptr_t)in->snapshot + N * rt->snapshot_stride)
+        return SEER_REGION_SNAPSHOT;
+    if (a >= (uintptr_t)in->idata && a < (uintptr_t)in->idata + rt->idata_stride)
+        return SEER_REGION_INSTANCE;
+    if (a >= (uintptr_t)rt->config && a < (uintptr_t)rt->config + rt->check_config_len)
+        return SEER_REGION_CONFIG;
+    if (a >= rt->check_static_lo && a < rt->check_static_hi)
+        return SEER_REGION_STATIC;
+    return 0;
+}
+
+static int fault_was_write(const void *uctx)
+{
+#if defined(__x86_64__) && defined(REG_ERR)
+    const ucontext_t *uc = uctx;
+    return (uc->uc_mcontext.gregs[REG_ERR] & 2) ? 1 : 0;
+#else
+    (void)uctx;
+    return -1;
+#endif
+}
+
+static void on_segv(int sig, siginfo_t *si, void *uctx)
+{
+    (void)sig;
+    seer_check_frame *f = seer_check_current;
+    const uintptr_t a = (uintptr_t)si->si_addr;
+    if (f && f->armed) {
+        int r = region_of(f, a);
+        if (r) {
+            f->region = r;
+            f->addr = a;
+            f->write = fault_was_write(uctx);
+            f->armed = 0;
+            siglongjmp(f->jb, 1);
+        }
+    }
+    for (int i = 0; i < MAX_ARMED; i++)
+        if (g_armed[i].hi && a >= g_armed[i].lo && a < g_armed[i].hi) {
+            /* another thread touched a region a checked call protects */
+            mprotect((void *)g_armed[i].lo, g_armed[i].hi - g_armed[i].lo,
+                     PROT_READ | PROT_WRITE);
+            return;
+        }
+    sigaction(SIGSEGV, &g_old, NULL); /* not ours: the fault repeats under it */
+}
+
+static void arm_static(seer_runtime *rt, int on)
+{
+    if (!rt->check_static_hi)
+        return;
+    for (int i = 0; i < MAX_ARMED; i++) {
+        if (on && !g_armed[i].hi) {
+            g_armed[i].lo = rt->check_static_lo;
+            g_armed[i].hi = rt->check_static_hi;
+            return;
+        }
+        if (!on && g_armed[i].lo == rt->check_static_lo && g_armed[i].hi == rt->check_static_hi) {
+            g_armed[i].lo = g_armed[i].hi = 0;
+            return;
+        }
+    }
+}
+
+void seer_check_begin_call(seer_runtime *rt)
+{
+    pthread_mutex_lock(&g_sig_lock);
+    if (g_sig_users++ == 0) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = on_segv;
+        sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGSEGV, &sa, &g_old);
+    }
+    arm_static(rt, 1);
+    pthread_mutex_unlock(&g_sig_lock);
+}
+
+void seer_check_end_call(seer_runtime *rt)
+{
+    seer_check_disarm(rt);
+    pthread_mutex_lock(&g_sig_lock);
+    arm_static(rt, 0);
+    if (--g_sig_users == 0) {
+        struct sigaction cur;
+        /* restore only if ours is still installed (a foreign fault may have
+         * restored the old disposition already) */
+        if (sigaction(SIGSEGV, NULL, &cur) == 0 && cur.sa_sigaction == on_segv)
+            sigaction(SIGSEGV, &g_old, NULL);
+    }
+    pthread_mutex_unlock(&g_sig_lock);
+}
+
+/* ---- setting up a checked runtime ------------------------------------------ */
+
+int seer_check_setup(seer_runtime *rt)
+{
+    if (!(rt->check & SEER_CHECK_ISOLATE))
+        return SEER_OK;
+    struct phdr_query q = {.addr = (uintptr_t)rt->model, .page = seer_page_size()};
+    dl_iterate_phdr(phdr_cb, &q);
+    rt->check_static_lo = q.lo;
+    rt->check_static_hi = q.hi;
+    /* the configuration is immutable from here on */
+    if (mprotect(rt->config, rt->check_config_len, PROT_READ) != 0)
+        return SEER_E_NOMEM;
+    return SEER_OK;
+}
+
+void seer_check_teardown(seer_runtime *rt)
+{
+    if ((rt->check & SEER_CHECK_ISOLATE) && rt->config)
+        mprotect(rt->config, rt->check_config_len, PROT_READ | PROT_WRITE);
+}
+
+/* ---- one checked handler call ---------------------------------------------- */
+
+static void protect(void *p, size_t n, int prot)
+{
+    if (n)
+        (void)mprotect(p, n, prot); /* page-aligned regions of our own: cannot fail */
+}
+
+/* Protection classes: handlers of one class see the same protections, but
+ * for the entity (init/act/handle) or record (publish) they run for. */
+enum { CLS_NONE = 0, CLS_ENTITY, CLS_BOUNDARY, CLS_READ, CLS_PUBLISH };
+
+static int class_of(int hook)
+{
+    switch (hook) {
+    case SEER_HOOK_INIT:
+    case SEER_HOOK_ACT:
+    case SEER_HOOK_HANDLE: return CLS_ENTITY;
+    case SEER_HOOK_BOUNDARY: return CLS_BOUNDARY;
+    case SEER_HOOK_PUBLISH: return CLS_PUBLISH;
+    default: return CLS_READ;
+    }
+}
+
+/* Give everything of the armed instance (and the static data) back its
+ * normal access.  Called at the end of a call and before the runtime itself
+ * writes entity states (reset). */
+void seer_check_disarm(seer_runtime *rt)
+{
+    seer_inst *in = rt->check_armed_inst;
+    if (!in)
+        return;
+    const size_t N = rt->sz.num_entities;
+    const int RW = PROT_READ | PROT_WRITE;
+    protect(in->states, N * rt->entity_stride, RW);
+    protect(in->snapshot, N * rt->snapshot_stride, RW);
+    protect(in->idata, rt->idata_stride, RW);
+    if (rt->check_static_hi)
+        protect((void *)rt->check_static_lo, rt->check_static_hi - rt->check_static_lo, RW);
+    rt->check_armed_inst = NULL;
+}
+
+/* Protections for handler `hook` of entity e of `in`.  Consecutive handlers
+ * of one class only move the entity's (record's) page: two mprotect calls
+ * per event in the event loop. */
+static void arm(seer_runtime *rt, seer_inst *in, int hook, uint32_t e)
+{
+    const size_t N = rt->sz.num_entities;
+    const size_t states = N * rt->entity_stride, snaps = N * rt->snapshot_stride;
+    const int RW = PROT_READ | PROT_WRITE, cls = class_of(hook);
+    unsigned char *page = in->states + (size_t)e * rt->entity_stride;
+    unsigned char *rec = in->snapshot + (size_t)e * rt->snapshot_stride;
+    if (rt->check_armed_inst == in && rt->check_armed_cls == cls) {
+        const uint32_t old = rt->check_armed_entity;
+        if (cls == CLS_ENTITY && old != e) {
+            protect(in->states + (size_t)old * rt->entity_stride, rt->entity_stride, PROT_NONE);
+            protect(page, rt->entity_stride, RW);
+        } else if (cls == CLS_PUBLISH && old != e) {
+            protect(in->snapshot + (size_t)old * rt->snapshot_stride, rt->snapshot_stride,
+                    PROT_READ);
+            protect(rec, rt->snapshot_stride, RW);
+        }
+        rt->check_armed_entity = e;
+        return;
+    }
+    seer_check_disarm(rt);
+    if (rt->check_static_hi)
+        protect((void *)rt->check_static_lo, rt->check_static_hi - rt->check_static_lo,
+                PROT_READ);
+    switch (cls) {
+    case CLS_ENTITY:
+        protect(in->states, states, PROT_NONE);
+        protect(page, rt->entity_stride, RW);
+        protect(in->snapshot, snaps, PROT_READ);
+        protect(in->idata, rt->idata_stride, PROT_READ);
+        break;
+    case CLS_BOUNDARY:
+        protect(in->states, states, PROT_READ);
+        protect(in->snapshot, snaps, PROT_READ);
+        break;
+    case CLS_PUBLISH:
+        protect(in->states, states, PROT_READ);
+        protect(in->snapshot, snaps, PROT_READ);
+        protect(rec, rt->snapshot_stride, RW);
+        protect(in->idata, rt->idata_stride, PROT_READ);
+        break;
+    default: /* observe, global state */
+        protect(in->states, states, PROT_READ);
+        protect(in->snapshot, snaps, PROT_READ);
+        protect(in->idata, rt->idata_stride, PROT_READ);
+        break;
+    }
+    rt->check_armed_inst = in;
+    rt->check_armed_cls = cls;
+    rt->check_armed_entity = e;
+}
+
+static const char *hook_name(int hook)
+{
+    static const char *const names[] = {"init", "act", "handle", "boundary", "observe",
+                                        "publish", "global_state"};
+    return hook >= 0 && hook <= SEER_HOOK_STATE ? names[hook] : "?";
+}
+
+/* What the handler was doing, for the message. */
+static void doing(const seer_ctx *c, int hook, char *buf, size_t n)
+{
+    const seer_runtime *rt = c->rt;
+    char t[32];
+    if (hook == SEER_HOOK_HANDLE)
+        snprintf(buf, n, "handle for entity %u of instance %u (event type %u, %s, at t=%s)",
+                 c->self, c->inst_idx, c->cur_type,
+                 seer_model_event_name(rt->model, c->cur_type), seer_fmt_double(t, c->now));
+    else if (hook == SEER_HOOK_BOUNDARY || hook == SEER_HOOK_STATE)
+        snprintf(buf, n, "%s of instance %u (t=%s)", hook_name(hook), c->inst_idx,
+                 seer_fmt_double(t, c->now));
+    else
+        snprintf(buf, n, "%s for %s %u of instance %u (t=%s)", hook_name(hook),
+                 hook == SEER_HOOK_OBSERVE || hook == SEER_HOOK_ACT ? "agent" : "entity",
+                 c->self, c->inst_idx, seer_fmt_double(t, c->now));
+}
+
+static void report_fault(seer_ctx *c, int hook, const seer_check_frame *f)
+{
+    seer_runtime *rt = c->rt;
+    char who[256], what[384];
+    doing(c, hook, who, sizeof who);
+    const char *verb = f->write == 1 ? "wrote" : f->write == 0 ? "read" : "touched";
+    const seer_inst *in = c->inst;
+    switch (f->region) {
+    case SEER_REGION_STATE: {
+        /* states sit at the end of their pages: an address before entity
+         * k's state is past the end of entity k-1's */
+        const size_t rel = f->addr - (uintptr_t)in->states;
+        const uint32_t k = (uint32_t)(rel / rt->entity_stride);
+        const size_t off = rel % rt->entity_stride;
+        char where[96];
+        if (off >= rt->entity_pad)
+            snprintf(where, sizeof where, "the live state of entity %u (byte %zu)", k,
+                     off - rt->entity_pad);
+        else
+            snprintf(where, sizeof where,
+                     "memory %zu bytes past the end of entity %u's state (in entity %u's "
+                     "pages)",
+                     off + rt->entity_stride - rt->entity_pad - rt->sz.entity_size, k - 1, k);
+        if (hook == SEER_HOOK_INIT || hook == SEER_HOOK_ACT || hook == SEER_HOOK_HANDLE)
+            snprintf(what, sizeof what,
+                     "%s %s: a handler may touch only its own entity's state; read another "
+                     "entity's published snapshot (seer_snapshot) or send it an event instead",
+                     verb, where);
+        else
+            snprintf(what, sizeof what,
+                     "wrote %s: at the boundary entity states are read-only (change them in "
+                     "act or handle)",
+                     where);
+        break;
+    }
+    case SEER_REGION_SNAPSHOT: {
+        const uint32_t k = (uint32_t)((f->addr - (uintptr_t)in->snapshot) / rt->snapshot_stride);
+        snprintf(what, sizeof what,
+                 "wrote the published snapshot record of entity %u: only publish writes a "
+                 "record, its own entity's, at the boundary",
+                 k);
+        break;
+    }
+    case SEER_REGION_INSTANCE:
+        snprintf(what, sizeof what,
+                 "wrote the instance data: only the boundary hook writes it (event handlers "
+                 "read it)");
+        break;
+    case SEER_REGION_CONFIG:
+        snprintf(what, sizeof what,
+                 "wrote the configuration: it is immutable once describe has completed it");
+        break;
+    default: {
+        /* static symbols are not in the dynamic symbol table (hidden
+         * visibility): the host resolves the module offset */
+        Dl_info info;
+        uintptr_t off = f->addr;
+        char sym[96] = "";
+        if (dladdr((void *)f->addr, &info)) {
+            off = f->addr - (uintptr_t)info.dli_fbase;
+            if (info.dli_sname)
+                snprintf(sym, sizeof sym, " (%s)", info.dli_sname);
+        }
+        snprintf(what, sizeof what,
+                 "wrote static data at module offset %#lx%s: global and static variables are "
+                 "shared by every entity and thread; keep per-entity data in the entity state "
+                 "and per-instance data in the instance data",
+                 (unsigned long)off, sym);
+        break;
+    }
+    }
+    seer_worker_error(c->w, SEER_E_ISOLATION,
+                      "contract violation (isolation) in model '%s': %s %s", rt->model->name,
+                      who, what);
+}
+
+int seer_check_run(seer_ctx *c, int hook, const seer_hook_args *a)
+{
+    seer_runtime *rt = c->rt;
+    const seer_model *m = rt->model;
+    seer_inst *in = c->inst;
+    const uint32_t e = c->self;
+    volatile int rc = 0;
+    seer_check_frame f;
+    memset(&f, 0, sizeof f);
+    f.rt = rt;
+    f.inst = in;
+    arm(rt, in, hook, e);
+    if (sigsetjmp(f.jb, 1) == 0) {
+        f.armed = 1;
+        seer_check_current = &f;
+        switch (hook) {
+        case SEER_HOOK_INIT: rc = m->init(c, a->entity); break;
+        case SEER_HOOK_ACT: rc = m->act(c, a->entity, a->cptr); break;
+        case SEER_HOOK_HANDLE: rc = m->handle(c, a->entity, a->type, a->cptr, a->size); break;
+        case SEER_HOOK_BOUNDARY: m->boundary(c, a->entity); break;
+        case SEER_HOOK_OBSERVE: m->observe(c, a->type, a->out); break;
+        case SEER_HOOK_PUBLISH: m->publish(c, a->cptr, a->entity); break;
+        default: m->global_state(c, a->fout); break;
+        }
+    }
+    seer_check_current = NULL;
+    f.armed = 0;
+    if (f.region) {
+        report_fault(c, hook, &f);
+        return SEER_E_ISOLATION;
+    }
+    if (f.foreign) {
+        char who[256];
+        doing(c, hook, who, sizeof who);
+        seer_worker_error(c->w, SEER_E_ISOLATION,
+                          "contract violation (isolation) in model '%s': %s called %s(): a "
+                          "handler must %s",
+                          m->name, who, f.foreign,
+                          f.foreign_clock ? "not read clocks (its results would depend on when "
+                                            "it ran); use seer_now for simulated time"
+                                          : "draw random numbers only from its entity's stream "
+                                            "(seer_rng_u64, seer_rng_uniform, ...)");
+        return SEER_E_ISOLATION;
+    }
+    return rc;
+}
+
+/* ---- nondeterministic C functions ---------------------------------------- */
+
+static void foreign(const char *fn, int clock)
+{
+    seer_check_frame *f = seer_check_current;
+    if (f && !f->foreign) {
+        f->foreign = fn;
+        f->foreign_clock = clock;
+    }
+}
+
+#define WRAP0(ret, name, clk)                                                            \
     ret __real_##name(void);                                                             \
     ret __wrap_##name(void);                                                             \
     ret __wrap_##name(void)                                                              \
     {                                                                                    \
-        foreign(#name);                                                                  \
+        foreign(#name, clk);                                                             \
         return __real_##name();                                                          \
     }
-#define WRAP1(ret, name, T)                                                              \
+#define WRAP1(ret, name, T, clk)                                                         \
     ret __real_##name(T a);                                                              \
     ret __wrap_##name(T a);                                                              \
     ret __wrap_##name(T a)                                                               \
     {                                                                                    \
-        foreign(#name);                                                                  \
+        foreign(#name, clk);                                                             \
         return __real_##name(a);                                                         \
     }
-#define WRAP2(ret, name, T, U)                                                           \
+#define WRAP2(ret, name, T, U, clk)                                                      \
     ret __real_##name(T a, U b);                                                         \
     ret __wrap_##name(T a, U b);                                                         \
     ret __wrap_##name(T a, U b)                                                          \
     {                                                                                    \
-        foreign(#name);                                                                  \
+        foreign(#name, clk);                                                             \
         return __real_##name(a, b);                                                      \
     }
 
-WRAP0(int, rand)
-WRAP1(int, rand_r, unsigned int *)
-WRAP0(long, random)
-WRAP0(double, drand48)
-WRAP1(double, erand48, unsigned short *)
-WRAP0(long, lrand48)
-WRAP1(long, nrand48, unsigned short *)
-WRAP0(long, mrand48)
-WRAP1(long, jrand48, unsigned short *)
-WRAP1(time_t, time, time_t *)
-WRAP0(clock_t, clock)
-WRAP2(int, gettimeofday, struct timeval *, void *)
-WRAP2(int, clock_gettime, clockid_t, struct timespec *)
-WRAP2(int, timespec_get, struct timespec *, int)
+WRAP0(int, rand, 0)
+WRAP1(int, rand_r, unsigned int *, 0)
+WRAP0(long, random, 0)
+WRAP0(double, drand48, 0)
+WRAP1(double, erand48, unsigned short *, 0)
+WRAP0(long, lrand48, 0)
+WRAP1(long, nrand48, unsigned short *, 0)
+WRAP0(long, mrand48, 0)
+WRAP1(long, jrand48, unsigned short *, 0)
+WRAP1(time_t, time, time_t *, 1)
+WRAP0(clock_t, clock, 1)
+WRAP2(int, gettimeofday, struct timeval *, void *, 1)
+WRAP2(int, clock_gettime, clockid_t, struct timespec *, 1)
+WRAP2(int, timespec_get, struct timespec *, int, 1)
 
 void __real_srand(unsigned int seed);
 void __wrap_srand(unsigned int seed);
 void __wrap_srand(unsigned int seed)
 {
-    foreign("srand");
+    foreign("srand", 0);
     __real_srand(seed);
 }
 
@@ -80,7 +552,7 @@ void __real_srandom(unsigned int seed);
 void __wrap_srandom(unsigned int seed);
 void __wrap_srandom(unsigned int seed)
 {
-    foreign("srandom");
+    foreign("srandom", 0);
     __real_srandom(seed);
 }
 
@@ -88,6 +560,6 @@ void __real_srand48(long seed);
 void __wrap_srand48(long seed);
 void __wrap_srand48(long seed)
 {
-    foreign("srand48");
+    foreign("srand48", 0);
     __real_srand48(seed);
 }

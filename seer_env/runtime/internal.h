@@ -3,6 +3,7 @@
 #define SEER_INTERNAL_H
 
 #include <pthread.h>
+#include <setjmp.h>
 #include <stdalign.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -205,9 +206,17 @@ struct seer_runtime {
     uint64_t max_cycles;
     uint32_t check;        /* SEER_CHECK_* flags (checking mode)               */
     uint64_t shuffle_seed; /* SEER_CHECK_SHUFFLE: seed of the visiting orders  */
+    size_t check_config_len;    /* checking: bytes of the (page-aligned) config */
+    uintptr_t check_static_lo;  /* checking: the model's writable static data  */
+    uintptr_t check_static_hi;
+    struct seer_inst *check_armed_inst; /* checking: whose regions are protected  */
+    int check_armed_cls;                /* ... for which class of handler        */
+    uint32_t check_armed_entity;        /* ... and which entity                  */
     size_t event_stride;
     size_t entity_stride;
     size_t snapshot_stride;
+    size_t entity_pad;   /* offset of a state in its stride (checking mode) */
+    size_t snapshot_pad; /* offset of a record in its stride (checking mode) */
     size_t idata_stride;
     /* Partitions of the parallel executor: contiguous, equal ranges of
      * entities, one per thread of the pool (see parallel.c). */
@@ -249,6 +258,7 @@ struct seer_runtime {
 
     /* current parallel call */
     uint32_t *sel;   /* selected instance indices */
+    uint32_t *perm;  /* SEER_CHECK_SHUFFLE: the current phase's visiting order */
     uint32_t nsel;
     int any_running;
     uint32_t out_parity; /* outboxes the current phase writes (the previous
@@ -269,6 +279,9 @@ struct seer_runtime {
 };
 
 /* runtime.c */
+/* Record the first error of this worker in the current call. */
+void seer_worker_error(seer_worker *w, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 /* Record the message of a failed API call (kept per runtime). */
 void seer_fail(seer_runtime *rt, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -321,12 +334,65 @@ void seer_trace_add(seer_worker *w, uint32_t kind, uint64_t t0, uint64_t t1, dou
                     uint32_t instance, uint32_t entity, uint32_t type, uint32_t count);
 int seer_trace_alloc_worker(seer_runtime *rt, seer_worker *w);
 
-/* check.c: what a checked handler did that the contract forbids. */
+/* check.c: the checking mode.  Handler kinds, and the regions a checked
+ * handler may find protected. */
+enum seer_hook {
+    SEER_HOOK_INIT = 0,
+    SEER_HOOK_ACT,
+    SEER_HOOK_HANDLE,
+    SEER_HOOK_BOUNDARY,
+    SEER_HOOK_OBSERVE,
+    SEER_HOOK_PUBLISH,
+    SEER_HOOK_STATE
+};
+enum {
+    SEER_REGION_STATE = 1,
+    SEER_REGION_SNAPSHOT,
+    SEER_REGION_INSTANCE,
+    SEER_REGION_CONFIG,
+    SEER_REGION_STATIC
+};
+
+/* A handler's arguments, whatever its kind. */
+typedef struct seer_hook_args {
+    void *entity;            /* init/act/handle: state; boundary: instance data;
+                                publish: the record                           */
+    const void *cptr;        /* act: action; handle: payload; publish: state   */
+    uint32_t type;           /* handle: event type; observe: agent            */
+    uint32_t size;           /* handle: payload bytes                         */
+    const seer_output *out;  /* observe                                       */
+    float *fout;             /* global_state                                  */
+} seer_hook_args;
+
+/* One checked handler call, on the stack of the thread that makes it. */
 typedef struct seer_check_frame {
-    const char *foreign; /* first nondeterministic C function it called */
+    sigjmp_buf jb;               /* where a protected access jumps back to      */
+    struct seer_runtime *rt;
+    struct seer_inst *inst;
+    volatile int armed;          /* the handler is running                      */
+    volatile int region;         /* SEER_REGION_* it touched (0: none)          */
+    volatile uintptr_t addr;     /* the address                                 */
+    volatile int write;          /* 1 write, 0 read, -1 unknown                 */
+    const char *foreign;         /* first nondeterministic C function it called */
+    int foreign_clock;           /* ... and whether it reads a clock            */
 } seer_check_frame;
 /* The checked handler running on this thread, NULL when none. */
 extern _Thread_local seer_check_frame *seer_check_current;
+
+size_t seer_page_size(void);
+/* At creation (after allocation) / destruction of a runtime in checking mode. */
+int seer_check_setup(struct seer_runtime *rt);
+void seer_check_teardown(struct seer_runtime *rt);
+/* Around a call (reset, step, global state) of a runtime in checking mode. */
+void seer_check_begin_call(struct seer_runtime *rt);
+void seer_check_end_call(struct seer_runtime *rt);
+/* Before the runtime itself writes states or snapshots during a call. */
+void seer_check_disarm(struct seer_runtime *rt);
+/* Call handler `hook` with the memory it must not touch protected; returns
+ * the handler's status or SEER_E_ISOLATION (the worker's error is set). */
+int seer_check_run(seer_ctx *c, int hook, const seer_hook_args *a);
+/* Is this runtime isolating its handlers? */
+#define SEER_CHECKING(rt) __builtin_expect(((rt)->check & SEER_CHECK_ISOLATE) != 0, 0)
 
 /* parallel.c */
 int seer_pool_start(seer_runtime *rt, uint32_t threads);

@@ -109,9 +109,32 @@ static uint32_t phase_count(const seer_runtime *rt, uint32_t kind)
     }
 }
 
+/* SEER_CHECK_SHUFFLE: a fresh random visiting order for the next phase
+ * (Fisher-Yates on splitmix64 from the options' seed).  Run by the thread
+ * that opens the phase, before opening it: the release of the open
+ * publishes it to the claimers. */
+static void shuffle(seer_runtime *rt, uint32_t count)
+{
+    uint32_t *p = rt->perm;
+    for (uint32_t i = 0; i < count; i++)
+        p[i] = i;
+    for (uint32_t i = count; i > 1; i--) {
+        uint64_t z = (rt->shuffle_seed += 0x9E3779B97F4A7C15ull);
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        z ^= z >> 31;
+        uint32_t j = (uint32_t)((z >> 32) * (uint64_t)i >> 32);
+        uint32_t t = p[i - 1];
+        p[i - 1] = p[j];
+        p[j] = t;
+    }
+}
+
 static void open_phase(seer_runtime *rt, uint32_t kind)
 {
     uint32_t count = phase_count(rt, kind);
+    if (rt->perm && count)
+        shuffle(rt, count);
     /* relaxed: written by the host between calls. */
     uint32_t active = atomic_load_explicit(&rt->pool_active, memory_order_relaxed);
     uint32_t chunk = count / (active * 16u);
@@ -258,6 +281,10 @@ static void run_chunk(seer_worker *w, seer_ctx *c, uint32_t kind, uint32_t b, ui
     const uint32_t bank = rt->out_parity ^ 1u; /* the previous phase's outboxes */
     uint32_t k = b / per, item = b % per;
     for (uint32_t x = b; x < e; x++) {
+        if (rt->perm) { /* SEER_CHECK_SHUFFLE: the phase's visiting order */
+            k = rt->perm[x] / per;
+            item = rt->perm[x] % per;
+        }
         const uint32_t inst = rt->sel[k];
         seer_inst *in = &rt->inst[inst];
         /* partition phases: the partition's entities [e0, e1) */

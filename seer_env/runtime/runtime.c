@@ -24,9 +24,7 @@ void seer_fail(seer_runtime *rt, const char *fmt, ...)
 }
 
 /* Record the first error of this worker in the current call. */
-static void worker_error(seer_worker *w, int code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void worker_error(seer_worker *w, int code, const char *fmt, ...)
+void seer_worker_error(seer_worker *w, int code, const char *fmt, ...)
 {
     if (w->err)
         return;
@@ -217,9 +215,17 @@ static inline void ctx_entity(seer_ctx *c, uint32_t e)
     c->rec = &c->inst->recs[e];
 }
 
-static inline void *entity_state(seer_runtime *rt, seer_inst *in, uint32_t e)
+/* Entity e's state (checking mode: at the end of its pages, so a handler
+ * that steps past either end of its struct reaches a neighbour's page). */
+static inline void *entity_state(const seer_runtime *rt, const seer_inst *in, uint32_t e)
 {
-    return in->states + (size_t)e * rt->entity_stride;
+    return in->states + (size_t)e * rt->entity_stride + rt->entity_pad;
+}
+
+static inline unsigned char *snapshot_record(const seer_runtime *rt, const seer_inst *in,
+                                             uint32_t e)
+{
+    return in->snapshot + (size_t)e * rt->snapshot_stride + rt->snapshot_pad;
 }
 
 seer_time seer_now(const seer_ctx *ctx) { return ctx->now; }
@@ -235,7 +241,7 @@ const void *seer_snapshot(const seer_ctx *ctx, uint32_t entity)
 {
     if (entity >= ctx->rt->sz.num_entities)
         return NULL;
-    return ctx->inst->snapshot + (size_t)entity * ctx->rt->snapshot_stride;
+    return snapshot_record(ctx->rt, ctx->inst, entity);
 }
 
 const void *seer_entity_state(const seer_ctx *ctx, uint32_t entity)
@@ -312,7 +318,7 @@ static int schedule_violation(seer_ctx *c, int code, uint32_t target, seer_time 
         snprintf(detail, sizeof detail, "t=%.17g, now=%.17g", t, c->now);
         break;
     }
-    worker_error(c->w, code,
+    seer_worker_error(c->w, code,
                  "contract violation (%s) in model '%s': entity %u of instance %u, %s, "
                  "scheduled event type %u (%s) for entity %u: %s",
                  what, m->name, c->self, c->inst_idx, during, type, seer_model_event_name(m, type),
@@ -362,7 +368,7 @@ int seer_schedule(seer_ctx *c, uint32_t target, seer_time t, uint32_t type,
 
     seer_event *ev = seer_event_alloc(c->w);
     if (!ev) {
-        worker_error(c->w, SEER_E_NOMEM, "out of memory for events (model '%s')",
+        seer_worker_error(c->w, SEER_E_NOMEM, "out of memory for events (model '%s')",
                      rt->model->name);
         return SEER_E_NOMEM;
     }
@@ -395,7 +401,7 @@ int seer_schedule(seer_ctx *c, uint32_t target, seer_time t, uint32_t type,
     }
     if (rc != SEER_OK) {
         seer_event_free(c->w, ev);
-        worker_error(c->w, rc, "out of memory for the event queue (model '%s')",
+        seer_worker_error(c->w, rc, "out of memory for the event queue (model '%s')",
                      rt->model->name);
     }
     return rc;
@@ -409,7 +415,7 @@ int seer_after_handler(seer_ctx *c, int rc, const char *what)
         if (c->phase == PHASE_EVENT)
             snprintf(ev, sizeof ev, " (event type %u, %s)", c->cur_type,
                      seer_model_event_name(c->rt->model, c->cur_type));
-        worker_error(c->w, SEER_E_MODEL,
+        seer_worker_error(c->w, SEER_E_MODEL,
                      "model '%s': %s handler%s for entity %u of instance %u returned %d "
                      "at t=%.17g",
                      c->rt->model->name, what, ev, c->self, c->inst_idx, rc, c->now);
@@ -438,7 +444,7 @@ void seer_clear_entity(seer_worker *w, seer_inst *in, uint32_t e, uint64_t seed)
     seer_rng_seed_state(seed, e, r->rng);
     seer_runtime *rt = w->rt;
     memset(entity_state(rt, in, e), 0, rt->sz.entity_size);
-    memset(in->snapshot + (size_t)e * rt->snapshot_stride, 0, rt->sz.snapshot_size);
+    memset(snapshot_record(rt, in, e), 0, rt->sz.snapshot_size);
 }
 
 int seer_init_entity(seer_worker *w, uint32_t inst, uint32_t e)
@@ -447,7 +453,11 @@ int seer_init_entity(seer_worker *w, uint32_t inst, uint32_t e)
     seer_ctx c;
     seer_ctx_setup(&c, rt, w, inst, PHASE_INIT);
     ctx_entity(&c, e);
-    int rc = rt->model->init ? rt->model->init(&c, entity_state(rt, c.inst, e)) : 0;
+    if (!rt->model->init)
+        return SEER_OK;
+    void *st = entity_state(rt, c.inst, e);
+    int rc = SEER_CHECKING(rt) ? seer_check_run(&c, SEER_HOOK_INIT, &(seer_hook_args){.entity = st})
+                               : rt->model->init(&c, st);
     return seer_after_handler(&c, rc, "init");
 }
 
@@ -463,7 +473,10 @@ int seer_act_agent(seer_worker *w, uint32_t inst, uint32_t a)
     c.now = (seer_time)c.inst->step * rt->sz.step_duration;
     const unsigned char *act = (const unsigned char *)rt->actions +
                                ((size_t)inst * A + a) * rt->sz.action_dim * 4u;
-    int rc = rt->model->act(&c, entity_state(rt, c.inst, a), act);
+    void *st = entity_state(rt, c.inst, a);
+    int rc = SEER_CHECKING(rt)
+                 ? seer_check_run(&c, SEER_HOOK_ACT, &(seer_hook_args){.entity = st, .cptr = act})
+                 : rt->model->act(&c, st, act);
     return seer_after_handler(&c, rc, "act");
 }
 
@@ -475,7 +488,10 @@ void seer_boundary_instance(seer_worker *w, uint32_t inst)
     seer_ctx c;
     seer_ctx_setup(&c, rt, w, inst, PHASE_BOUNDARY);
     c.now = c.inst->boundary;
-    rt->model->boundary(&c, c.inst->idata);
+    if (SEER_CHECKING(rt))
+        (void)seer_check_run(&c, SEER_HOOK_BOUNDARY, &(seer_hook_args){.entity = c.inst->idata});
+    else
+        rt->model->boundary(&c, c.inst->idata);
 }
 
 void seer_observe_agent(seer_worker *w, uint32_t inst, uint32_t a)
@@ -503,7 +519,10 @@ void seer_observe_agent(seer_worker *w, uint32_t inst, uint32_t a)
     seer_ctx_setup(&c, rt, w, inst, PHASE_BOUNDARY);
     ctx_entity(&c, a);
     c.now = c.inst->boundary;
-    rt->model->observe(&c, a, &out);
+    if (SEER_CHECKING(rt))
+        (void)seer_check_run(&c, SEER_HOOK_OBSERVE, &(seer_hook_args){.type = a, .out = &out});
+    else
+        rt->model->observe(&c, a, &out);
     *out.terminated = *out.terminated ? 1 : 0;
     *out.truncated = *out.truncated ? 1 : 0;
     if (c.inst->resetting) {
@@ -525,8 +544,12 @@ void seer_publish_entity(seer_worker *w, uint32_t inst, uint32_t e)
         seer_ctx_setup(&c, rt, w, inst, PHASE_BOUNDARY);
         ctx_entity(&c, e);
         c.now = in->boundary;
-        rt->model->publish(&c, entity_state(rt, in, e),
-                           in->snapshot + (size_t)e * rt->snapshot_stride);
+        void *rec = snapshot_record(rt, in, e);
+        if (SEER_CHECKING(rt))
+            (void)seer_check_run(&c, SEER_HOOK_PUBLISH, &(seer_hook_args){
+                                     .entity = rec, .cptr = entity_state(rt, in, e)});
+        else
+            rt->model->publish(&c, entity_state(rt, in, e), rec);
     }
     if (e < rt->sz.num_agents) {
         size_t i = (size_t)inst * rt->sz.num_agents + e;
@@ -658,8 +681,12 @@ uint64_t seer_run_queue(seer_worker *w, seer_ctx *c, uint32_t inst, seer_squeue 
         c->now = ev->time;
         c->cur_type = ev->type;
         uint64_t t0 = tracing ? seer_clock_ns() : 0;
-        int rc = m->handle(c, entity_state(rt, in, ev->target), ev->type, ev->payload,
-                           ev->size);
+        void *st = entity_state(rt, in, ev->target);
+        int rc = SEER_CHECKING(rt)
+                     ? seer_check_run(c, SEER_HOOK_HANDLE,
+                                      &(seer_hook_args){.entity = st, .cptr = ev->payload,
+                                                        .type = ev->type, .size = ev->size})
+                     : m->handle(c, st, ev->type, ev->payload, ev->size);
         if (tracing)
             seer_trace_add(w, SEER_TRACE_EVENT, t0, seer_clock_ns(), c->now, inst, c->self,
                            c->cur_type, 1);
@@ -672,7 +699,7 @@ uint64_t seer_run_queue(seer_worker *w, seer_ctx *c, uint32_t inst, seer_squeue 
         }
     }
     if (__builtin_expect(qerr != 0, 0) && !w->err)
-        worker_error(w, qerr, "out of memory for an event queue (model '%s')", m->name);
+        seer_worker_error(w, qerr, "out of memory for an event queue (model '%s')", m->name);
     return n;
 }
 
@@ -726,6 +753,8 @@ static int serial_reset(seer_runtime *rt, uint32_t i)
 {
     seer_worker *w = &rt->workers[0];
     seer_inst *in = &rt->inst[i];
+    if (SEER_CHECKING(rt))
+        seer_check_disarm(rt); /* the runtime clears states and records below */
     seer_squeue_drop(w, &in->queue);
     for (uint32_t e = 0; e < rt->sz.num_entities; e++)
         seer_clear_entity(w, in, e, in->seed);
@@ -791,6 +820,20 @@ static int create_args(const seer_model *model, void *config, size_t config_size
     rc = seer_model_describe(model, config, sz, err, errlen);
     if (rc != SEER_OK)
         return rc;
+    if (o->check & SEER_CHECK_ISOLATE) {
+        /* a page per entity state and per snapshot record */
+        const size_t page = seer_page_size();
+        const double bytes =
+            (double)o->num_instances * sz->num_entities *
+            (double)(seer_round_up(sz->entity_size ? sz->entity_size : 1, page) +
+                     seer_round_up(sz->snapshot_size ? sz->snapshot_size : 1, page));
+        if (bytes > (double)(1ull << 30))
+            return seer_fail_buf(err, errlen, SEER_E_CONFIG,
+                                 "checking mode gives every entity pages of its own: %u "
+                                 "instance(s) x %u entities need %.0f MiB (at most 1024); "
+                                 "check a smaller configuration",
+                                 o->num_instances, sz->num_entities, bytes / 1048576.0);
+    }
     if (o->executor == SEER_EXECUTOR_PARALLEL && !(sz->lookahead > 0.0))
         return seer_fail_buf(err, errlen, SEER_E_EXECUTOR,
                              "model '%s' has lookahead 0: the parallel executor needs L > 0 to "
@@ -843,13 +886,30 @@ int seer_runtime_create(const seer_model *model, const void *config, size_t conf
     rt->config = cfg;
     rt->check = opts->check;
     rt->shuffle_seed = opts->shuffle_seed;
+    /* Checking mode: every entity state and snapshot record, the instance
+     * data and the configuration get pages of their own (check.c). */
+    const size_t align = (rt->check & SEER_CHECK_ISOLATE) ? seer_page_size() : 16;
     /* Records of at most a line never straddle two (chunks are line-aligned). */
     rt->event_stride = seer_round_up(sizeof(seer_event) + sz.payload_size, 16);
     if (rt->event_stride < SEER_CACHE_LINE && SEER_CACHE_LINE % rt->event_stride)
         rt->event_stride = SEER_CACHE_LINE;
-    rt->entity_stride = seer_round_up(sz.entity_size ? sz.entity_size : 1, 16);
-    rt->snapshot_stride = seer_round_up(sz.snapshot_size ? sz.snapshot_size : 1, 16);
-    rt->idata_stride = seer_round_up(sz.instance_size ? sz.instance_size : 1, 16);
+    rt->entity_stride = seer_round_up(sz.entity_size ? sz.entity_size : 1, align);
+    rt->snapshot_stride = seer_round_up(sz.snapshot_size ? sz.snapshot_size : 1, align);
+    rt->entity_pad = rt->entity_stride - seer_round_up(sz.entity_size ? sz.entity_size : 1, 16);
+    rt->snapshot_pad =
+        rt->snapshot_stride - seer_round_up(sz.snapshot_size ? sz.snapshot_size : 1, 16);
+    rt->idata_stride = seer_round_up(sz.instance_size ? sz.instance_size : 1, align);
+    if (rt->check & SEER_CHECK_ISOLATE) {
+        rt->check_config_len = seer_round_up(config_size ? config_size : 1, align);
+        rt->config = aligned_alloc(align, rt->check_config_len);
+        if (rt->config) {
+            memset(rt->config, 0, rt->check_config_len);
+            memcpy(rt->config, cfg, config_size);
+        } else {
+            ok = 0;
+        }
+        free(cfg);
+    }
     pthread_mutex_init(&rt->reserve_lock, NULL);
     pthread_mutex_init(&rt->wake_lock, NULL);
     pthread_cond_init(&rt->wake_cond, NULL);
@@ -873,12 +933,15 @@ int seer_runtime_create(const seer_model *model, const void *config, size_t conf
     rt->active = xcalloc(B * A, 1, &ok);
     rt->info = xcalloc(B * A * (sz.info_dim ? sz.info_dim : 1), sizeof(double), &ok);
     rt->sel = xcalloc(B, sizeof *rt->sel, &ok);
+    if (rt->check & SEER_CHECK_SHUFFLE) /* visiting orders: at most B x N items a phase */
+        rt->perm = xcalloc(B * N, sizeof *rt->perm, &ok);
+    const size_t line = align > 64 ? align : 64;
     for (size_t i = 0; ok && i < B; i++) {
         seer_inst *in = &rt->inst[i];
         seer_squeue_init(&in->queue);
-        in->states = aligned_alloc(64, seer_round_up(N * rt->entity_stride, 64));
-        in->snapshot = aligned_alloc(64, seer_round_up(N * rt->snapshot_stride, 64));
-        in->idata = aligned_alloc(64, seer_round_up(rt->idata_stride, 64));
+        in->states = aligned_alloc(line, seer_round_up(N * rt->entity_stride, line));
+        in->snapshot = aligned_alloc(line, seer_round_up(N * rt->snapshot_stride, line));
+        in->idata = aligned_alloc(line, seer_round_up(rt->idata_stride, line));
         in->recs = aligned_alloc(64, seer_round_up(N * sizeof(seer_entity_rec), 64));
         if (!in->states || !in->snapshot || !in->idata || !in->recs) {
             ok = 0;
@@ -890,7 +953,8 @@ int seer_runtime_create(const seer_model *model, const void *config, size_t conf
         memset(in->recs, 0, N * sizeof(seer_entity_rec));
     }
     const uint32_t pool = executor == SEER_EXECUTOR_SERIAL ? 1 : threads;
-    if (ok && (set_partitions(rt, pool) != SEER_OK || seer_pool_start(rt, pool) != SEER_OK))
+    if (ok && (set_partitions(rt, pool) != SEER_OK || seer_pool_start(rt, pool) != SEER_OK ||
+               seer_check_setup(rt) != SEER_OK))
         ok = 0;
     if (!ok) {
         seer_runtime_destroy(rt);
@@ -931,6 +995,8 @@ void seer_runtime_destroy(seer_runtime *rt)
     free(rt->active);
     free(rt->info);
     free(rt->sel);
+    free(rt->perm);
+    seer_check_teardown(rt);
     free(rt->config);
     pthread_mutex_destroy(&rt->reserve_lock);
     pthread_mutex_destroy(&rt->wake_lock);
@@ -997,6 +1063,9 @@ static int set_partitions(seer_runtime *rt, uint32_t np)
      * lockstep, whose working sets then do not fit the caches together. */
     if (rt->B >= np && (rt->B % np == 0 || rt->B >= 3 * np))
         np = 1;
+    /* SEER_CHECK_SHUFFLE: a partition per entity, whatever the pool */
+    if (rt->check & SEER_CHECK_SHUFFLE)
+        np = N;
     /* at most SEER_MAX_PARTS: every thread keeps an outbox per partition
      * and a visit reads every thread's, so partitions times threads must
      * stay modest (threads beyond it share the partitions' work) */
@@ -1262,8 +1331,12 @@ int seer_runtime_reset(seer_runtime *rt, const uint64_t *seeds, const uint8_t *m
     }
     int rc = SEER_OK;
     if (rt->executor == SEER_EXECUTOR_SERIAL) {
+        if (SEER_CHECKING(rt))
+            seer_check_begin_call(rt);
         for (uint32_t k = 0; k < rt->nsel && rc == SEER_OK; k++)
             rc = serial_reset(rt, rt->sel[k]);
+        if (SEER_CHECKING(rt))
+            seer_check_end_call(rt);
     } else {
         rc = seer_parallel_run(rt, JOB_RESET);
     }
@@ -1350,8 +1423,12 @@ int seer_runtime_step(seer_runtime *rt, const uint8_t *mask)
     }
     rt->steps_total++;
     if (rt->executor == SEER_EXECUTOR_SERIAL) {
+        if (SEER_CHECKING(rt))
+            seer_check_begin_call(rt);
         for (uint32_t k = 0; k < rt->nsel && rc == SEER_OK; k++)
             rc = serial_step(rt, rt->sel[k]);
+        if (SEER_CHECKING(rt))
+            seer_check_end_call(rt);
     } else {
         rc = seer_parallel_run(rt, JOB_STEP);
     }
@@ -1408,7 +1485,7 @@ int seer_runtime_entity_states(const seer_runtime *rt, uint32_t instance, void *
     const seer_inst *in = &rt->inst[instance];
     unsigned char *o = out;
     for (uint32_t e = 0; e < rt->sz.num_entities; e++)
-        memcpy(o + (size_t)e * rt->sz.entity_size, in->states + (size_t)e * rt->entity_stride,
+        memcpy(o + (size_t)e * rt->sz.entity_size, entity_state(rt, in, e),
                rt->sz.entity_size);
     return SEER_OK;
 }
@@ -1427,6 +1504,18 @@ int seer_runtime_global_state(seer_runtime *rt, uint32_t instance, float *out)
     seer_ctx c;
     seer_ctx_setup(&c, rt, &rt->workers[0], instance, PHASE_BOUNDARY);
     c.now = (seer_time)c.inst->step * rt->sz.step_duration;
+    if (SEER_CHECKING(rt)) {
+        seer_check_begin_call(rt);
+        (void)seer_check_run(&c, SEER_HOOK_STATE, &(seer_hook_args){.fout = out});
+        seer_check_end_call(rt);
+        if (c.w->err) {
+            int code = c.w->err;
+            memcpy(rt->err, c.w->msg, sizeof rt->err);
+            c.w->err = 0;
+            return code;
+        }
+        return SEER_OK;
+    }
     rt->model->global_state(&c, out);
     return SEER_OK;
 }
