@@ -10,9 +10,18 @@ Example::
 
     import pettingzoo                      # the same env through PettingZoo's registry
     env = pettingzoo.make("parallel", "seer_env/phold_v0", num_entities=64)
+
+Your own model (a folder of C sources and a declaration, see :mod:`seer_env.sdk`)::
+
+    model = seer_env.sdk.load("path/to/mymodel")   # compiled on first use, cached
+    env = model.parallel_env()
+    print(seer_env.check(model))                   # the contract checker
 """
 
+from . import sdk
+from .check import CheckReport, check
 from .errors import (
+    BuildError,
     ClosedError,
     ConfigError,
     ContractViolation,
@@ -30,6 +39,10 @@ __version__ = "0.1.0"
 register_pettingzoo()
 
 __all__ = [
+    "sdk",
+    "check",
+    "CheckReport",
+    "BuildError",
     "ENVS",
     "available",
     "make",

@@ -1,7 +1,11 @@
-"""The ``seer-env`` command line: run, verify and benchmark the shipped envs.
+"""The ``seer-env`` command line: run, verify and benchmark envs; make, build and check models.
 
 Examples::
 
+    seer-env new mymodel                            # a working model folder to start from
+    seer-env build mymodel                          # compile it (cached by content)
+    seer-env check mymodel --set num_agents=6       # contract checker + determinism matrix
+    seer-env info pcs_v0                            # configuration keys, defaults, ranges
     seer-env run pcs_v0 --steps 500                 # random policy, prints steps/s and events/s
     seer-env run aircraft_v0 --policy constant --set num_uavs=256 --threads 2
     seer-env verify pcs_v0 --steps 200 --threads 2 --num-envs 3
@@ -21,18 +25,29 @@ from typing import Any
 
 import numpy as np
 
-from . import bench
-from .errors import SeerError
+from . import __version__, bench
+from .errors import BuildError, SeerError
 from .registry import env_module
 from .testing import verify
 
+_TRUE = {"true", "yes", "on", "1"}
+_FALSE = {"false", "no", "off", "0"}
 
-def _parse_sets(items: list[str]) -> dict[str, Any]:
+
+def _parse_sets(items: list[str], env: str | None = None) -> dict[str, Any]:
+    """``key=value`` pairs; values as Python literals, booleans of bool
+    parameters in any usual spelling (true/false, yes/no, on/off, 1/0)."""
+    kinds: dict[str, str] = {}
+    if env is not None and items:
+        kinds = {n: p.kind for n, p in env_module(env).params.items()}
     cfg: dict[str, Any] = {}
     for item in items:
         if "=" not in item:
             raise SystemExit(f"--set expects key=value, got {item!r}")
         k, v = item.split("=", 1)
+        if kinds.get(k) == "bool" and v.strip().lower() in _TRUE | _FALSE:
+            cfg[k] = v.strip().lower() in _TRUE
+            continue
         try:
             cfg[k] = ast.literal_eval(v)
         except (ValueError, SyntaxError):
@@ -68,7 +83,7 @@ class _Progress:
 
 
 def cmd_run(a: argparse.Namespace) -> int:
-    cfg = _parse_sets(a.set)
+    cfg = _parse_sets(a.set, a.env)
     mod = env_module(a.env)
     venv = mod.vector_env(a.num_envs, threads=a.threads, executor=a.executor, **cfg)
     rng = np.random.default_rng(a.seed)
@@ -111,7 +126,7 @@ def cmd_run(a: argparse.Namespace) -> int:
 
 
 def cmd_verify(a: argparse.Namespace) -> int:
-    cfg = _parse_sets(a.set)
+    cfg = _parse_sets(a.set, a.env)
     rep = verify(a.env, steps=a.steps, threads=a.threads, num_envs=a.num_envs, seed=a.seed,
                  **cfg)
     print(rep)
@@ -131,7 +146,7 @@ def cmd_bench(a: argparse.Namespace) -> int:
 def cmd_trace(a: argparse.Namespace) -> int:
     from .trace import trace_env, write_trace
 
-    cfg = _parse_sets(a.set)
+    cfg = _parse_sets(a.set, a.env)
     tr = trace_env(a.env, a.steps, threads=a.threads, num_envs=a.num_envs, seed=a.seed,
                    capacity=a.capacity, config=cfg, log=print)
     write_trace(tr, a.output)
@@ -143,6 +158,76 @@ def cmd_trace(a: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_new(a: argparse.Namespace) -> int:
+    from . import sdk
+
+    folder = sdk.new(a.name, a.dir, force=a.force)
+    print(f"wrote {folder}/: {', '.join(sorted(p.name for p in folder.iterdir()))}")
+    print("next:")
+    print(f"  seer-env build {folder}      # compile")
+    print(f"  seer-env check {folder}      # contract checker + determinism matrix")
+    print(f"  seer-env run {folder}        # random policy, steps/s")
+    print(f"  python -m pytest {folder}    # its tests")
+    return 0
+
+
+def cmd_build(a: argparse.Namespace) -> int:
+    from . import sdk
+
+    model = sdk.load(a.path, build=False)
+    quiet = a.quiet
+
+    def log(msg: str) -> None:
+        if not quiet:
+            print(msg, file=sys.stderr)
+
+    try:
+        where = model.build(rebuild=a.rebuild, log=log)
+    except BuildError as exc:
+        print(f"seer-env: build of {a.path} failed:\n{exc.log or exc}", file=sys.stderr)
+        return 1
+    nm = model.native
+    src = {"package": "shipped with seer_env", "cache": "up to date in the cache",
+           "built": "built", "loaded": "already loaded"}[where]
+    print(f"{model.name}: model '{nm.name}' {src}: {nm.module.__file__}")
+    return 0
+
+
+def cmd_check(a: argparse.Namespace) -> int:
+    from .check import check
+
+    cfg = _parse_sets(a.set, a.path)
+    kw: dict[str, Any] = {"steps": a.steps}
+    if a.quick:
+        kw.update(seeds=(0,), threads=(1, 2, 8), batches=(1, 3))
+    report = check(a.path, cfg, **kw)
+    print(report)
+    return 0 if report.ok else 1
+
+
+def cmd_info(a: argparse.Namespace) -> int:
+    model = env_module(a.env)
+    nm = model.native
+    cfg = _parse_sets(a.set, a.env)
+    buf, sz = nm.describe(cfg)
+    print(f"{model.name}: model '{nm.name}' ({model.folder})")
+    if model.doc:
+        print("\n" + model.doc.split("\n\n")[0] + "\n")
+    print("configuration (key = default  (accepted)  meaning):")
+    for line in model.config_help().splitlines():
+        print(f"  {line}")
+    names = nm.agent_names(buf, min(sz.num_agents, 4))
+    act = (f"Discrete({sz.action_n})" if sz.action_kind == "discrete"
+           else f"Box({sz.action_low:g}, {sz.action_high:g}, ({sz.action_dim},))")
+    print(f"with this configuration: {sz.num_agents} agents ({', '.join(names)}"
+          f"{', ...' if sz.num_agents > 4 else ''}), {sz.num_entities} entities, "
+          f"observation ({sz.obs_dim},), action {act}, state ({sz.state_dim},), "
+          f"lookahead {sz.lookahead:g}, step duration {sz.step_duration:g}")
+    print(f"info values: {', '.join(nm.info_names(sz.info_dim)) or '(none)'}; "
+          f"event types: {', '.join(nm.event_names) or '(unnamed)'}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="seer-env",
@@ -150,6 +235,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=__doc__.split("Examples::", 1)[1],
     )
+    p.add_argument("--version", action="version", version=f"seer-env {__version__}")
     sub = p.add_subparsers(dest="cmd", required=True)
 
     def common(sp: argparse.ArgumentParser, steps: int) -> None:
@@ -224,6 +310,42 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--max-threads", type=int, default=16,
                    help="largest pool of 'scaling' (default %(default)s)")
     b.set_defaults(fn=cmd_bench)
+
+    n = sub.add_parser("new", help="write a working model folder from the template",
+                       description="Write DIR/NAME/: a C model with every hook present and "
+                                   "commented, its declaration (__init__.py), a test and a "
+                                   "README. It builds, passes `check` and runs as written.")
+    n.add_argument("name", help="model name: a Python identifier (folder, C symbols, env)")
+    n.add_argument("--dir", default=".", help="parent folder (default: the current one)")
+    n.add_argument("--force", action="store_true", help="write into an existing folder")
+    n.set_defaults(fn=cmd_new)
+
+    bu = sub.add_parser("build", help="compile a model folder (cached by content)",
+                        description="Compile the model folder PATH with the runtime into an "
+                                    "extension module in the cache (reused while no source "
+                                    "changes). Compiler errors are printed; exit status 1.")
+    bu.add_argument("path", help="model folder (or a registered model's name)")
+    bu.add_argument("--rebuild", action="store_true", help="build even if up to date")
+    bu.add_argument("--quiet", action="store_true", help="no build log")
+    bu.set_defaults(fn=cmd_build)
+
+    c = sub.add_parser("check", help="contract checker and determinism matrix for a model",
+                       description="Run the model through the replay, isolation, order and "
+                                   "matrix passes (see seer_env.check) and print every "
+                                   "finding with the rule it breaks and how to fix it. Exit "
+                                   "status 0 if the model keeps the contract, 1 if not.")
+    c.add_argument("path", help="model folder or registered model name (e.g. pcs_v0)")
+    c.add_argument("--steps", type=int, default=40, help="steps per run (default 40)")
+    c.add_argument("--quick", action="store_true", help="fewer seeds, threads and batches")
+    c.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="config value, e.g. --set num_agents=8 (repeatable)")
+    c.set_defaults(fn=cmd_check)
+
+    i = sub.add_parser("info", help="a model's configuration keys, sizes and spaces")
+    i.add_argument("env", help="env name or model folder")
+    i.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="config value for the sizes shown (repeatable)")
+    i.set_defaults(fn=cmd_info)
     return p
 
 

@@ -313,6 +313,31 @@ def build(path: str | Path, rebuild: bool = False, log: Callable[[str], None] | 
     return model
 
 
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+
+
+def new(name: str, where: str | Path = ".", force: bool = False) -> Path:
+    """Write a working model folder ``where/name`` from the template: the C
+    model (every hook present and commented), its declaration, a test and a
+    README.  It builds, passes :func:`seer_env.check` and runs as written.
+    Returns the folder."""
+    if not isinstance(name, str) or not name.isidentifier() or name.startswith("_"):
+        raise ConfigError(f"model name {name!r} must be a Python identifier not starting "
+                          "with '_' (it names the folder, the C symbols and the env)")
+    folder = Path(where).expanduser() / name
+    if folder.exists() and any(folder.iterdir()) and not force:
+        raise ConfigError(f"{folder} exists and is not empty (force=True / --force overwrites)")
+    folder.mkdir(parents=True, exist_ok=True)
+    for src in sorted((TEMPLATES / "c_model").iterdir()):
+        if src.name.startswith(".") or src.suffix == ".pyc" or src.name == "__pycache__":
+            continue
+        dest = folder / src.name.replace("__NAME__", name)
+        if src.name == "__init__.py":
+            dest = folder / "__init__.py"
+        dest.write_text(src.read_text().replace("__NAME__", name))
+    return folder
+
+
 def resolve(model: str | Path | Model) -> Model:
     """A :class:`Model` from a model, a registered name or a folder path."""
     if isinstance(model, Model):

@@ -65,7 +65,8 @@ typedef enum seer_status {
     SEER_E_PAYLOAD = 4,     /* payload larger than the model's payload_size  */
     SEER_E_TIME = 5,        /* event time NaN or infinite                     */
     SEER_E_PHASE = 6,       /* call not allowed in the current phase         */
-    SEER_E_MODEL = 7,       /* a model handler returned a non-zero status    */
+    SEER_E_MODEL = 7,       /* a handler returned a non-zero status, or the
+                               model table is invalid                        */
     SEER_E_ACTION = 8,      /* invalid action value (range, NaN, inf)        */
     SEER_E_CONFIG = 9,      /* invalid configuration                         */
     SEER_E_NOMEM = 10,      /* allocation failed                              */

@@ -28,6 +28,10 @@ int seer_fail_buf(char *err, size_t errlen, int code, const char *fmt, ...)
 /* The shortest %g form of v that reads back as v (like Python's repr). */
 const char *seer_fmt_double(char buf[32], double v)
 {
+    if (v == floor(v) && fabs(v) < 1e15) { /* integral: as an integer */
+        snprintf(buf, 32, "%.0f", v);
+        return buf;
+    }
     for (int prec = 6; prec <= 17; prec++) {
         snprintf(buf, 32, "%.*g", prec, v);
         if (isnan(v) || strtod(buf, NULL) == v)
@@ -201,7 +205,7 @@ int seer_model_check(const seer_model *m, char *err, size_t errlen)
                              n, m->api_version, SEER_API_VERSION);
     }
     if (!valid_name(m->name))
-        return seer_fail_buf(err, errlen, SEER_E_ARG,
+        return seer_fail_buf(err, errlen, SEER_E_MODEL,
                              "model name %s%s%s is invalid: use 1-63 letters, digits, '_', "
                              "'-' or '.'",
                              m->name ? "'" : "", m->name ? m->name : "NULL", m->name ? "'" : "");
@@ -213,31 +217,31 @@ int seer_model_check(const seer_model *m, char *err, size_t errlen)
                {(const void *)m->observe, "observe"}};
     for (size_t i = 0; i < sizeof req / sizeof req[0]; i++)
         if (!req[i].fn)
-            return seer_fail_buf(err, errlen, SEER_E_ARG,
+            return seer_fail_buf(err, errlen, SEER_E_MODEL,
                                  "model '%s': the %s handler is missing (NULL); describe, "
                                  "handle and observe are required",
                                  n, req[i].what);
     if (m->num_params && !m->params)
-        return seer_fail_buf(err, errlen, SEER_E_ARG,
+        return seer_fail_buf(err, errlen, SEER_E_MODEL,
                              "model '%s': num_params=%u but params is NULL", n, m->num_params);
     for (uint32_t i = 0; i < m->num_params; i++) {
         const seer_param *p = &m->params[i];
         if (!valid_name(p->name))
-            return seer_fail_buf(err, errlen, SEER_E_ARG,
+            return seer_fail_buf(err, errlen, SEER_E_MODEL,
                                  "model '%s': parameter %u has an invalid name", n, i);
         for (uint32_t j = 0; j < i; j++)
             if (strcmp(m->params[j].name, p->name) == 0)
-                return seer_fail_buf(err, errlen, SEER_E_ARG,
+                return seer_fail_buf(err, errlen, SEER_E_MODEL,
                                      "model '%s': parameter '%s' is declared twice", n,
                                      p->name);
         if (!valid_layout(p->kind, p->size) || p->count < 1 ||
             (p->inner && p->count % p->inner))
-            return seer_fail_buf(err, errlen, SEER_E_ARG,
+            return seer_fail_buf(err, errlen, SEER_E_MODEL,
                                  "model '%s': parameter '%s' has an invalid kind, size or "
                                  "count (declare it with SEER_MEMBER)",
                                  n, p->name);
         if ((uint64_t)p->offset + (uint64_t)p->size * p->count > m->config_size)
-            return seer_fail_buf(err, errlen, SEER_E_ARG,
+            return seer_fail_buf(err, errlen, SEER_E_MODEL,
                                  "model '%s': parameter '%s' lies outside the configuration "
                                  "struct (config_size=%zu)",
                                  n, p->name, m->config_size);
@@ -245,7 +249,7 @@ int seer_model_check(const seer_model *m, char *err, size_t errlen)
         param_range(p, &lo, &hi);
         type_range(p->kind, p->size, &tlo, &thi);
         if (!(lo <= hi) || lo < tlo || hi > thi)
-            return seer_fail_buf(err, errlen, SEER_E_ARG,
+            return seer_fail_buf(err, errlen, SEER_E_MODEL,
                                  "model '%s': parameter '%s' has an invalid range for a %u-byte "
                                  "%s",
                                  n, p->name, p->size, kind_name(p->kind));
@@ -265,20 +269,20 @@ int seer_model_check(const seer_model *m, char *err, size_t errlen)
                                            sizeof msg);
         free(scratch);
         if (rc != SEER_OK)
-            return seer_fail_buf(err, errlen, SEER_E_ARG,
+            return seer_fail_buf(err, errlen, SEER_E_MODEL,
                                  "model '%s': the default of parameter '%s' is out of its "
                                  "range (%s)",
                                  n, p->name, msg);
     }
     if (m->num_state_fields && !m->state_fields)
-        return seer_fail_buf(err, errlen, SEER_E_ARG,
+        return seer_fail_buf(err, errlen, SEER_E_MODEL,
                              "model '%s': num_state_fields=%u but state_fields is NULL", n,
                              m->num_state_fields);
     for (uint32_t i = 0; i < m->num_state_fields; i++) {
         const seer_field *f = &m->state_fields[i];
         if (!valid_name(f->name) || !valid_layout(f->kind, f->size) || f->count < 1 ||
             (f->inner && f->count % f->inner))
-            return seer_fail_buf(err, errlen, SEER_E_ARG,
+            return seer_fail_buf(err, errlen, SEER_E_MODEL,
                                  "model '%s': state field %u is invalid (declare it with "
                                  "SEER_MEMBER)",
                                  n, i);
@@ -467,16 +471,16 @@ static int check_sizes(const seer_model *m, const seer_sizes *s, char *err, size
                                  "model '%s': %s=%u is above its limit %u", n, lim[i].what,
                                  lim[i].v, lim[i].max);
     if (s->info_dim && !m->info_names)
-        return seer_fail_buf(err, errlen, SEER_E_CONFIG,
+        return seer_fail_buf(err, errlen, SEER_E_MODEL,
                              "model '%s': info_dim=%u but info_names is NULL", n, s->info_dim);
     for (uint32_t i = 0; m->info_names && i < s->info_dim; i++)
         if (!m->info_names[i] || !valid_name(m->info_names[i]))
-            return seer_fail_buf(err, errlen, SEER_E_CONFIG,
+            return seer_fail_buf(err, errlen, SEER_E_MODEL,
                                  "model '%s': info name %u is missing or invalid", n, i);
     for (uint32_t i = 0; i < m->num_state_fields; i++) {
         const seer_field *f = &m->state_fields[i];
         if ((uint64_t)f->offset + (uint64_t)f->size * f->count > s->entity_size)
-            return seer_fail_buf(err, errlen, SEER_E_CONFIG,
+            return seer_fail_buf(err, errlen, SEER_E_MODEL,
                                  "model '%s': state field '%s' lies outside the entity state "
                                  "(entity_size=%u)",
                                  n, f->name, s->entity_size);

@@ -1,0 +1,223 @@
+"""The model SDK: a user's model folder, built and run with the installed package.
+
+Every test writes its own folder (from ``seer-env new``'s template, edited
+where a test needs a broken model) and builds it through the SDK exactly as
+a user would.
+"""
+
+from __future__ import annotations
+
+import pickle
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pettingzoo
+import pytest
+from pettingzoo.test import parallel_api_test
+
+import seer_env
+from seer_env import cli, sdk
+from seer_env.errors import BuildError, ConfigError, ModelError, StateError
+
+
+def new_model(tmp_path: Path, name: str, edits: dict[str, str] | None = None) -> Path:
+    """A model folder from the template, with ``old -> new`` text edits to its C file."""
+    folder = sdk.new(name, tmp_path)
+    c = folder / f"{name}.c"
+    text = c.read_text()
+    for old, new in (edits or {}).items():
+        assert old in text, old
+        text = text.replace(old, new)
+    c.write_text(text)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def tokens(tmp_path_factory: pytest.TempPathFactory) -> sdk.Model:
+    return sdk.load(new_model(tmp_path_factory.mktemp("sdk"), "tokens_m"))
+
+
+def test_template_builds_runs_and_keeps_the_contract(tokens: sdk.Model) -> None:
+    assert tokens.name == "tokens_m" and tokens.native.name == "tokens_m"
+    report = seer_env.check(tokens, {"num_agents": 5}, steps=30, progress=False)
+    assert report.ok, str(report)
+    assert [p.status for p in report.passes] == ["ok"] * 4
+    assert sum(p.runs for p in report.passes) == 2 + 1 + 3 + 30
+
+
+def test_every_api_of_a_shipped_env(tokens: sdk.Model) -> None:
+    env = tokens.parallel_env(num_agents=6, max_cycles=25)
+    parallel_api_test(env, num_cycles=30)
+    assert env.possible_agents == [f"agent_{i}" for i in range(6)]
+    assert env.observation_space("agent_0").high.tolist() == [np.inf, 1, 1, 1]
+    assert env.state_space.shape == (6,)
+    venv = tokens.vector_env(3, num_agents=6, threads=2)
+    obs, infos = venv.reset(seed=1)
+    assert obs.shape == (3, 6, 4) and set(infos) == {"alive", "active", "received"}
+    venv.close()
+    envs = tokens.agent_vector_env(2, num_agents=6)
+    assert envs.num_envs == 12
+    envs.reset(seed=0)
+    envs.step(envs.action_space.sample())
+    envs.close()
+    aec = tokens.env(num_agents=4)
+    aec.reset(seed=0)
+    assert aec.agent_selection == "agent_0"
+    # by name, by path, through PettingZoo's registry, pickled
+    assert seer_env.make("tokens_m", num_agents=3).max_num_agents == 3
+    assert seer_env.make(str(tokens.folder), api="vector", num_envs=2).num_envs == 2
+    pz = pettingzoo.make("parallel", "seer_env/tokens_m", num_agents=3)
+    assert pz.possible_agents == ["agent_0", "agent_1", "agent_2"]
+    copy = pickle.loads(pickle.dumps(env))
+    assert copy.config == env.config
+    report = seer_env.verify(str(tokens.folder), steps=50, threads=2, num_envs=2,
+                             num_agents=6, goal=8)
+    assert report.identical, str(report)
+    auto = tokens.parallel_env(num_agents=8, goal=10**6)  # threads="auto": STPA decides
+    auto.reset(seed=0)
+    for _ in range(300):
+        auto.step({a: 1 for a in auto.agents})
+        if auto.stpa.decision is not None:
+            break
+    assert auto.stpa.decision is not None
+
+
+def test_config_comes_from_c(tokens: sdk.Model) -> None:
+    p = tokens.params["goal"]
+    assert (p.kind, p.default, p.low, p.high) == ("uint", 40, 1.0, 1000000.0)
+    assert tokens.defaults["max_cycles"] == 200
+    env = tokens.parallel_env(goal=7)
+    assert env.config["goal"] == 7 and env.config["max_cycles"] == 200
+    for bad, match in [({"goal": 0}, r"tokens_m: goal=0 must be in \[1, 1000000\]"),
+                       ({"lookahead": 0.0}, r"lookahead=0 must be in \(0, 1000000\]"),
+                       ({"goal": 2.5}, "goal=2.5 must be an integer"),
+                       ({"goal": "x"}, "must be a number"),
+                       ({"mean_delay": float("nan")}, "mean_delay=nan"),
+                       ({"num_agents": 2, "tokens_per_agent": 65}, "tokens_per_agent=65"),
+                       ({"colour": 1}, "unknown config key")]:
+        with pytest.raises(ConfigError, match=match):
+            tokens.parallel_env(**bad)
+
+
+def test_rebuilds_when_a_source_changes(tmp_path: Path,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SEER_ENV_CACHE", str(tmp_path / "cache"))
+    folder = new_model(tmp_path, "edited")
+    m = sdk.load(folder, build=False)
+    assert m.build() == "built" and m.build() == "loaded"
+    assert m.params["num_agents"].default == 8
+    c = folder / "edited.c"
+    c.write_text(c.read_text().replace(".def = 8, .lo = 2", ".def = 9, .lo = 2"))
+    assert m.build() == "built"
+    assert m.params["num_agents"].default == 9
+    assert m.parallel_env().max_num_agents == 9
+
+
+@pytest.mark.parametrize("edits,error,match", [
+    ({"static int pass_on(": "static int pass_on(int oops"}, BuildError,
+     r"(?s)compiling .* failed.*error"),
+    ({".api_version = SEER_API_VERSION,": ".api_version = 1,"}, ModelError,
+     "built against seer model API version 1, but this runtime implements version 2"),
+    ({".api_version = SEER_API_VERSION,": ""}, ModelError,
+     "add `.api_version = SEER_API_VERSION`"),
+    ({".handle = broken_handle,": ".handle = NULL,"}, ModelError,
+     "the handle handler is missing"),
+    ({".def = 40, .lo = 1, .hi = 1000000,": ".def = 0, .lo = 1, .hi = 1000000,"}, ModelError,
+     "the default of parameter 'goal' is out of its range"),
+    ({"const seer_model broken_model": "const seer_model broken_model2 = {0};\n"
+      "const seer_model broken_model"}, BuildError, "exactly one model table"),
+])
+def test_broken_models_fail_clearly(tmp_path: Path, edits: dict[str, str], error: type,
+                                    match: str, request: pytest.FixtureRequest) -> None:
+    name = f"broken{request.node.callspec.indices['edits']}"
+    folder = new_model(tmp_path, name, {k.replace("broken", name): v.replace("broken", name)
+                                        for k, v in edits.items()})
+    with pytest.raises(error, match=match) as info:
+        _ = sdk.load(folder).native
+    if error is BuildError:
+        assert info.value.log or "model table" in str(info.value)
+
+
+def test_describe_failure_is_a_config_error(tmp_path: Path) -> None:
+    folder = new_model(tmp_path, "desc", {
+        "    if ((uint64_t)c->num_agents * c->tokens_per_agent > (1u << 26)) {":
+        "    if (c->num_agents == 3 || (uint64_t)c->num_agents * c->tokens_per_agent > "
+        "(1u << 26)) {"})
+    model = sdk.load(folder)
+    with pytest.raises(ConfigError, match="desc: num_agents \\* tokens_per_agent"):
+        model.parallel_env(num_agents=3)
+
+
+def test_handler_error_mid_episode_marks_the_env(tmp_path: Path) -> None:
+    folder = new_model(tmp_path, "fails", {
+        "    st->received++;\n":
+        "    st->received++;\n    if (seer_step_index(ctx) == 3 && seer_self(ctx) == 1)\n"
+        "        return 42;\n"})
+    env = sdk.load(folder).parallel_env(num_agents=4)
+    env.reset(seed=0)
+    with pytest.raises(ModelError, match=r"event handler \(event type 0, TOKEN\) for entity 1 "
+                                         "of instance 0 returned 42 at t="):
+        for _ in range(10):
+            env.step({a: 0 for a in env.agents})
+    with pytest.raises(StateError, match="needs a reset: its last call failed: model 'fails'"):
+        env.step({a: 0 for a in env.agents})
+    env.reset(seed=1)
+    env.step({a: 0 for a in env.agents})
+
+
+def test_two_models_cannot_share_a_name(tmp_path: Path) -> None:
+    a = sdk.load(new_model(tmp_path / "a", "twin"))
+    with pytest.raises(ConfigError, match="two models are named 'twin'"):
+        sdk.load(new_model(tmp_path / "b", "twin"))
+    assert sdk.load(a.folder) is a  # the same folder again is the same model
+
+
+def test_new_refuses_bad_names_and_existing_folders(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="identifier"):
+        sdk.new("my-model", tmp_path)
+    sdk.new("here", tmp_path)
+    with pytest.raises(ConfigError, match="not empty"):
+        sdk.new("here", tmp_path)
+
+
+def test_cli_new_build_info_check_run(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    assert cli.main(["new", "clim", "--dir", str(tmp_path)]) == 0
+    folder = str(tmp_path / "clim")
+    assert cli.main(["build", folder, "--quiet"]) == 0
+    assert re.search(r"clim: model 'clim' (built|up to date in the cache)", capsys.readouterr().out)
+    assert cli.main(["info", folder, "--set", "num_agents=5"]) == 0
+    out = capsys.readouterr().out
+    assert "goal = 40  ([1, 1000000])" in out and "5 agents (agent_0" in out
+    assert cli.main(["check", folder, "--quick", "--steps", "20", "--set", "num_agents=5"]) == 0
+    assert "no finding" in capsys.readouterr().out
+    assert cli.main(["run", folder, "--steps", "20", "--quiet", "--threads", "2"]) == 0
+    c = tmp_path / "clim" / "clim.c"
+    c.write_text(c.read_text() + "\nint broken = ;\n")
+    assert cli.main(["build", folder, "--quiet"]) == 1
+    assert "error" in capsys.readouterr().err
+
+
+def test_cli_parses_booleans_of_bool_parameters() -> None:
+    assert cli._parse_sets(["classic=true", "width=4"], "pcs_v0") == {"classic": True, "width": 4}
+    assert cli._parse_sets(["classic=No"], "pcs_v0") == {"classic": False}
+    assert cli.main(["run", "pcs_v0", "--steps", "3", "--quiet", "--set", "classic=yes",
+                     "--set", "width=4", "--set", "height=4"]) == 0
+
+
+def test_get_include_holds_the_public_header() -> None:
+    inc = Path(sdk.get_include())
+    text = (inc / "seer.h").read_text()
+    assert "#define SEER_API_VERSION 2" in text and (inc / "seer.h").is_file()
+    # a model sees this folder and its own only: the runtime's headers are elsewhere
+    assert not (inc / "internal.h").exists()
+
+
+def test_build_from_a_fresh_process_uses_the_cache(tokens: sdk.Model) -> None:
+    code = (f"import seer_env; m = seer_env.sdk.load({str(tokens.folder)!r}, build=False); "
+            "print(m.build())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=tokens.folder.parent).stdout
+    assert out.strip() == "cache"
