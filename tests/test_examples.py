@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -46,3 +47,21 @@ def test_ppo_pcs_smoke(tmp_path: Path) -> None:
     envs.close()
     assert res["baselines"]["2"] == total / (72 * envs.num_envs)
 
+
+
+@pytest.mark.parametrize("env,sets", [
+    ("aircraft_v0", ["num_uavs=4", "max_cycles=30"]),  # Box actions, agents that die
+    ("dying", ["num_agents=6"]),                        # a model folder by path
+])
+def test_generic_ppo_smoke(env: str, sets: list[str]) -> None:
+    pytest.importorskip("torch")
+    if env == "dying":
+        env = str(ROOT / "tests" / "models" / "dying")
+    cmd = [sys.executable, str(ROOT / "examples" / "ppo.py"), "--env", env, "--smoke",
+           "--torch-threads", "1"]
+    for s in sets:
+        cmd += ["--set", s]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=True).stdout
+    assert "update   3" in out
+    m = re.search(r"random policy (-?[\d.]+), PPO policy \(greedy\) (-?[\d.]+)", out)
+    assert m and all(np.isfinite(float(x)) for x in m.groups())

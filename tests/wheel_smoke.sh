@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# The package as a user gets it: build the sdist and the wheel (python -m build:
+# the wheel is built from the sdist), install the wheel into a fresh venv and,
+# from outside the source tree, write, build, check and train a model with
+# the SDK, and check and train the example model.  Usage:
+#   tests/wheel_smoke.sh [PYTHON]        (default: the repository's .venv python)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+py=${1:-$root/.venv/bin/python}
+work=$(mktemp -d /tmp/seer-wheel-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+echo "== build the sdist and the wheel"
+"$py" -m build --outdir "$work/dist" "$root" > "$work/build.log" 2>&1 || {
+  tail -50 "$work/build.log"; exit 1; }
+ls "$work/dist"
+echo "== a fresh venv with the wheel (not editable) and torch"
+"$py" -m venv "$work/venv"
+v="$work/venv/bin"
+"$v/python" -m pip install -q --upgrade pip
+"$v/python" -m pip install -q torch==2.13.0
+"$v/python" -m pip install -q "$work"/dist/seer_env-*.whl pytest
+export SEER_ENV_CACHE="$work/cache"
+mkdir "$work/user" && cd "$work/user"
+"$v/python" - <<'PY'
+import seer_env, pathlib
+assert "site-packages" in seer_env.__file__, seer_env.__file__
+from seer_env.envs import pcs_v0
+assert pcs_v0.MODEL.build() == "package", "the shipped model must come with the wheel"
+print("installed:", pathlib.Path(seer_env.__file__).parent)
+PY
+echo "== seer-env new / build / check / run / its tests, outside the tree"
+"$v/seer-env" --version
+"$v/seer-env" new mymodel
+"$v/seer-env" build mymodel
+"$v/seer-env" check mymodel --quick
+"$v/seer-env" run mymodel --steps 50 --quiet
+"$v/python" -m pytest -q -p no:cacheprovider mymodel
+echo "== the example model: check, PettingZoo's parallel_api_test, PPO updates"
+"$v/seer-env" check "$root/examples/traffic" --quick
+"$v/python" - "$root/examples/traffic" <<'PY'
+import sys
+from pettingzoo.test import parallel_api_test
+import seer_env
+model = seer_env.sdk.load(sys.argv[1])
+parallel_api_test(model.parallel_env(max_cycles=40), num_cycles=50)
+PY
+"$v/python" "$root/examples/ppo.py" --env "$root/examples/traffic" --smoke
+"$v/python" "$root/examples/ppo.py" --env mymodel --smoke
+echo "wheel smoke test: all passed"
