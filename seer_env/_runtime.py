@@ -42,11 +42,13 @@ import numpy as np
 
 from . import _build
 from .errors import (
+    BudgetError,
     BuildError,
     ClosedError,
     ConfigError,
     ContractViolation,
     ExecutorError,
+    Interrupted,
     InvalidActionError,
     ModelError,
     SeerError,
@@ -71,6 +73,8 @@ _STATUS_NAMES: dict[str, type[SeerError]] = {
     "SEER_E_ARG": ConfigError,
     "SEER_E_EXECUTOR": ExecutorError,
     "SEER_E_VERSION": ModelError,
+    "SEER_E_INTERRUPTED": Interrupted,
+    "SEER_E_BUDGET": BudgetError,
 }
 
 _ERRLEN = 1024
@@ -597,6 +601,12 @@ class Runtime:
             default here: never; None: the model's default, as the envs use).
         stpa_options: keyword arguments of :class:`seer_env.stpa.Stpa` (``threads="auto"``).
         check: checking-mode flags (``SEER_CHECK_*``; :mod:`seer_env.check`).
+        max_step_events: events one instance may handle in one step before the
+            step fails with :class:`~seer_env.errors.BudgetError` (0: 10**8).
+        memory_limit: bytes the runtime may take for states and events (0: the
+            machine's memory); larger configurations are refused up front.
+        oversubscribe: let more threads than CPUs take part in calls (by
+            default the pool's active threads are capped at the CPU count).
 
     Attributes:
         executor: the executor running now (STPA may switch ``"parallel"`` to
@@ -619,6 +629,9 @@ class Runtime:
         stpa_options: Mapping[str, Any] | None = None,
         check: int = 0,
         shuffle_seed: int = 0,
+        max_step_events: int = 0,
+        memory_limit: int = 0,
+        oversubscribe: bool = False,
     ) -> None:
         self._lock = threading.Lock()
         if isinstance(model, str):
@@ -643,6 +656,9 @@ class Runtime:
         opts.max_cycles = mc
         opts.check = check
         opts.shuffle_seed = shuffle_seed & 0xFFFFFFFFFFFFFFFF
+        opts.max_step_events = _positive_int("max_step_events", max_step_events, 0, 2**62)
+        opts.memory_limit = _positive_int("memory_limit", memory_limit, 0, 2**62)
+        opts.flags = lib.SEER_RT_OVERSUBSCRIBE if oversubscribe else 0
         if threads == "auto" and executor == "parallel":
             # "auto" picks an executor that can run the model: lookahead 0
             # models run on the serial executor.
@@ -828,6 +844,7 @@ class Runtime:
             "steps": int(s.steps),
             "pool_refills": int(s.pool_refills),
             "pool_events": int(s.pool_events),
+            "serial_fallbacks": int(s.serial_fallbacks),
         }
 
     # -- tracing ----------------------------------------------------------------

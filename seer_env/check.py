@@ -255,7 +255,7 @@ def run_model(native: NativeModel, config: Mapping[str, Any], *, executor: str, 
     ``reset_every`` steps and autoresets of finished instances."""
     out: list[dict[str, np.ndarray]] = []
     rt = Runtime(native, config, batch, executor, threads, None, check=check,
-                 shuffle_seed=shuffle_seed)
+                 shuffle_seed=shuffle_seed, oversubscribe=True)
     rng = np.random.default_rng(action_seed)
     seeds = [seed + i for i in range(batch)]
     try:

@@ -51,6 +51,20 @@ class ModelError(SeerError, RuntimeError):
     that returned an error code)."""
 
 
+class BudgetError(SeerError, RuntimeError):
+    """A step handled more events than its budget (``max_step_events``): the
+    step duration is likely too long for the model's event rate.  The
+    instances must be reset."""
+
+
+class Interrupted(StateError):
+    """A call was abandoned on SIGINT (Ctrl-C); the instances must be reset.
+
+    Python raises its own KeyboardInterrupt for the signal as soon as the call
+    returns; this error is what remains where the interpreter's handler does
+    not raise (a custom SIGINT handler)."""
+
+
 class BuildError(SeerError, RuntimeError):
     """Compiling a model failed.  ``log`` holds the compiler's output and
     ``command`` the command line that failed."""
@@ -71,4 +85,6 @@ __all__ = [
     "ContractViolation",
     "ModelError",
     "BuildError",
+    "BudgetError",
+    "Interrupted",
 ]

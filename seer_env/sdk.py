@@ -328,12 +328,11 @@ def new(name: str, where: str | Path = ".", force: bool = False) -> Path:
     if folder.exists() and any(folder.iterdir()) and not force:
         raise ConfigError(f"{folder} exists and is not empty (force=True / --force overwrites)")
     folder.mkdir(parents=True, exist_ok=True)
+    # Python files are stored as .tmpl: the template folder is no package
     for src in sorted((TEMPLATES / "c_model").iterdir()):
-        if src.name.startswith(".") or src.suffix == ".pyc" or src.name == "__pycache__":
+        if src.name.startswith(".") or src.name == "__pycache__":
             continue
-        dest = folder / src.name.replace("__NAME__", name)
-        if src.name == "__init__.py":
-            dest = folder / "__init__.py"
+        dest = folder / src.name.replace("__NAME__", name).removesuffix(".tmpl")
         dest.write_text(src.read_text().replace("__NAME__", name))
     return folder
 

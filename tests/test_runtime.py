@@ -294,7 +294,7 @@ def test_invalid_discrete_action_changes_nothing():
 def test_set_threads_mid_run_keeps_results():
     cfg = phold_cfg()
     ref = run_trace(cfg, [4, 5], "serial", 1, 20)
-    rt = Runtime("phold", cfg, 2, "parallel", 1)
+    rt = Runtime("phold", cfg, 2, "parallel", 1, oversubscribe=True)
     rng = np.random.default_rng(0)
     rt.reset([4, 5])
     for k in range(20):

@@ -175,6 +175,15 @@ def test_two_models_cannot_share_a_name(tmp_path: Path) -> None:
     assert sdk.load(a.folder) is a  # the same folder again is the same model
 
 
+def test_new_writes_a_clean_folder(tmp_path: Path) -> None:
+    folder = sdk.new("clean", tmp_path)
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "README.md", "__init__.py", "clean.c", "test_clean.py"]
+    ruff = Path(sys.executable).with_name("ruff")
+    if ruff.exists():
+        subprocess.run([str(ruff), "check", "--no-cache", str(folder)], check=True)
+
+
 def test_new_refuses_bad_names_and_existing_folders(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="identifier"):
         sdk.new("my-model", tmp_path)

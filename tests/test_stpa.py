@@ -203,7 +203,7 @@ def test_set_executor_mid_run_matches_serial():
     cfg = phold_cfg(num_entities=40, remote=0.7)
     seeds = [3, 4, 5]
     ref = run_trace(cfg, seeds, "serial", 1, 30)
-    rt = Runtime("phold", cfg, len(seeds), "parallel", 2)
+    rt = Runtime("phold", cfg, len(seeds), "parallel", 2, oversubscribe=True)
     rng = np.random.default_rng(0)
     sw = random.Random(1)
     got = []
@@ -249,7 +249,8 @@ def test_auto_phold_identical_to_serial(batch):
     seeds = list(range(7, 7 + batch))
     max_steps = 400
     ref = run_trace(cfg, seeds, "serial", 1, max_steps)
-    rt = Runtime("phold", cfg, batch, "parallel", "auto", stpa_options=_auto_opts())
+    rt = Runtime("phold", cfg, batch, "parallel", "auto", stpa_options=_auto_opts(),
+                 oversubscribe=True)
     st = rt.stpa
     rng = np.random.default_rng(0)
     from tests.test_runtime import snapshot

@@ -145,7 +145,7 @@ def test_trace_records_cover_parked_threads():
     """One array per pool thread, the active ones first; a shrunk pool keeps
     its parked threads' arrays (empty unless one took a chunk late) and the
     events of a step are all in the records either way."""
-    rt = Runtime("phold", phold_cfg(num_entities=64), 1, "parallel", 3)
+    rt = Runtime("phold", phold_cfg(num_entities=64), 1, "parallel", 3, oversubscribe=True)
     rt.reset([2])
     rt.trace(1 << 16)
     rt.actions[:] = 0

@@ -74,8 +74,10 @@ typedef enum seer_status {
     SEER_E_ARG = 12,        /* invalid argument to a runtime API call        */
     SEER_E_EXECUTOR = 13,   /* executor cannot run this model (e.g. L = 0)   */
     SEER_E_VERSION = 14,    /* model table built against another API version */
-    SEER_E_ISOLATION = 15   /* checking mode: a handler touched memory or a
+    SEER_E_ISOLATION = 15,  /* checking mode: a handler touched memory or a
                                source of randomness outside its entity       */
+    SEER_E_INTERRUPTED = 16,/* the call was abandoned on SIGINT (Ctrl-C)     */
+    SEER_E_BUDGET = 17      /* a step handled more events than its budget    */
 } seer_status;
 
 typedef enum seer_action_kind {
@@ -103,6 +105,10 @@ typedef struct seer_sizes {
     uint32_t instance_size;  /* bytes of per-instance boundary data           */
     seer_time lookahead;     /* L >= 0; L = 0 runs on the serial executor only */
     seer_time step_duration; /* D > 0                                         */
+    uint64_t pending_events; /* events an instance typically holds pending
+                                (0: unknown); the runtime refuses a
+                                configuration whose states and events cannot
+                                fit in memory                                 */
 } seer_sizes;
 
 /* ---- Describing structs: configuration parameters and state fields ------ */

@@ -161,6 +161,8 @@ typedef struct seer_worker {
     int err;           /* first error this thread hit in the current call */
     char msg[SEER_ERRLEN];
     uint64_t events;
+    uint64_t call_events;  /* events handled in the current call               */
+    uint64_t call_budget;  /* ... at most (SEER_E_BUDGET beyond)               */
     uint64_t refills;      /* free list ran dry inside the event loop          */
     uint64_t refills_seen; /* refills already answered by a larger target      */
     uint64_t pool_target;  /* free events to hold when a call starts           */
@@ -276,6 +278,16 @@ struct seer_runtime {
 
     char err[SEER_ERRLEN];
     char fail_msg[SEER_ERRLEN]; /* the message of the last failed call */
+    int broken;                 /* the pool could not be restarted: every call fails */
+    unsigned fork_gen;          /* seer_fork_generation() when the pool started */
+    int in_call;                /* a reset or step is running (fork detection) */
+    uint64_t sigint_at_call;    /* seer_sigint_count() when the call started   */
+    uint64_t max_step_events;   /* per instance and step                        */
+    uint64_t memory_limit;      /* bytes                                        */
+    uint32_t rt_flags;          /* SEER_RT_*                                    */
+    uint32_t requested_threads; /* the pool size asked for (active: capped)     */
+    uint64_t serial_fallbacks;  /* steps run serially: lookahead below the
+                                   resolution of the simulated time             */
 };
 
 /* runtime.c */
@@ -310,6 +322,9 @@ uint64_t seer_run_queue(seer_worker *w, seer_ctx *c, uint32_t inst, seer_squeue 
 uint64_t seer_step_instance(seer_worker *w, seer_ctx *c, uint32_t inst, seer_squeue *q,
                             int spans);
 int seer_after_handler(seer_ctx *c, int rc, const char *what);
+/* Every few hundred events of a call: SIGINT since the call started, or
+ * more events than its budget?  Then the worker's error is set (returns 1). */
+int seer_call_stop(seer_worker *w, uint32_t inst, seer_time now, uint64_t n);
 void seer_squeue_drop(seer_worker *w, seer_squeue *q);
 void seer_clear_entity(seer_worker *w, seer_inst *in, uint32_t e, uint64_t seed);
 int seer_init_entity(seer_worker *w, uint32_t inst, uint32_t e);
@@ -394,8 +409,24 @@ int seer_check_run(seer_ctx *c, int hook, const seer_hook_args *a);
 /* Is this runtime isolating its handlers? */
 #define SEER_CHECKING(rt) __builtin_expect(((rt)->check & SEER_CHECK_ISOLATE) != 0, 0)
 
+/* process.c */
+/* Bumped in every child of fork(): a runtime created before the fork sees a
+ * new value in the child. */
+unsigned seer_fork_generation(void);
+/* Put the runtime's SIGINT counter in front of the handler installed now. */
+void seer_sigint_watch(void);
+uint64_t seer_sigint_count(void);
+uint32_t seer_cpu_count(void);
+uint64_t seer_physical_memory(void);
+
 /* parallel.c */
 int seer_pool_start(seer_runtime *rt, uint32_t threads);
+/* In a child of fork(): forget the parent's workers and start this
+ * process's own (returns SEER_E_NOMEM when that fails). */
+int seer_pool_after_fork(seer_runtime *rt);
+void seer_pool_forget_threads(seer_runtime *rt);
+/* Bytes a runtime of these sizes takes, roughly (refused above the limit). */
+double seer_memory_estimate(const seer_sizes *sz, uint32_t B, uint32_t check);
 void seer_pool_stop(seer_runtime *rt);
 int seer_parallel_run(seer_runtime *rt, int job);
 

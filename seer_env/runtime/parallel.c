@@ -53,6 +53,8 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -174,6 +176,26 @@ static void reduce_windows(seer_runtime *rt)
             first = t;
     }
     rt->window_t = first;
+    uint64_t events = 0;
+    for (uint32_t p = 0; p < rt->nthreads; p++)
+        events += rt->workers[p].call_events;
+    if (events > rt->max_step_events * (uint64_t)rt->nsel && !aborted(rt)) {
+        char t[32];
+        seer_worker *w0 = &rt->workers[0];
+        /* the completer owns the call's shared state; worker 0's error slot
+         * is read with the others' after DONE */
+        if (!w0->err) {
+            w0->err = SEER_E_BUDGET;
+            snprintf(w0->msg, sizeof w0->msg,
+                     "step %llu of %u instance(s) handled more than %llu events per instance "
+                     "(the event budget of a step, max_step_events) by simulated time t=%s: "
+                     "the step duration may be too long for the model's event rate; shorten "
+                     "the step or raise max_step_events",
+                     (unsigned long long)rt->inst[rt->sel[0]].step, rt->nsel,
+                     (unsigned long long)rt->max_step_events, seer_fmt_double(t, first));
+        }
+        note_error(w0);
+    }
     if (aborted(rt))
         any = 0;
     rt->any_running = any;
@@ -406,6 +428,11 @@ static void run_phases(seer_worker *w, uint32_t tag)
         wait_t0 = 0;
         uint64_t ev0 = w->events;
         run_chunk(w, &c, kind, b, e);
+        if (__builtin_expect(seer_sigint_count() != rt->sigint_at_call, 0) && !w->err)
+            seer_worker_error(w, SEER_E_INTERRUPTED,
+                              "interrupted by SIGINT (Ctrl-C) during a call on %u instance(s): "
+                              "the call was abandoned",
+                              rt->nsel);
         note_error(w);
         if (tracing && span_rec < w->trace_n) {
             w->trace[span_rec].t1_ns = seer_clock_ns();
@@ -426,6 +453,11 @@ static void *worker_main(void *arg)
 {
     seer_worker *w = arg;
     seer_runtime *rt = w->rt;
+    /* Ctrl-C goes to the host's threads, never to a worker. */
+    sigset_t block;
+    sigemptyset(&block);
+    sigaddset(&block, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &block, NULL);
     uint64_t seen = w->gen_seen;
     for (;;) {
         uint64_t g;
@@ -460,6 +492,8 @@ static void *worker_main(void *arg)
     }
 }
 
+/* All or nothing: on failure everything started or allocated here is
+ * stopped and freed again (rt->workers NULL, nthreads 0). */
 int seer_pool_start(seer_runtime *rt, uint32_t threads)
 {
     rt->nthreads = threads;
@@ -467,25 +501,30 @@ int seer_pool_start(seer_runtime *rt, uint32_t threads)
     atomic_store_explicit(&rt->pool_active, threads, memory_order_relaxed);
     rt->workers = aligned_alloc(SEER_CACHE_LINE,
                                 seer_round_up(threads * sizeof(seer_worker), SEER_CACHE_LINE));
-    if (!rt->workers)
+    if (!rt->workers) {
+        rt->nthreads = 0;
         return SEER_E_NOMEM;
+    }
     memset(rt->workers, 0, threads * sizeof(seer_worker));
     for (uint32_t t = 0; t < threads; t++) {
+        rt->workers[t].rt = rt;
+        rt->workers[t].id = t;
+        rt->workers[t].pool_target = POOL_LO;
+    }
+    for (uint32_t t = 0; t < threads; t++) {
         seer_worker *w = &rt->workers[t];
-        w->rt = rt;
-        w->id = t;
-        w->pool_target = POOL_LO;
         /* own lines: written while the other threads write theirs */
         w->local_min = aligned_alloc(SEER_CACHE_LINE,
                                      seer_round_up(rt->B * sizeof(double), SEER_CACHE_LINE));
         for (int j = 0; j < 2; j++)
             w->out[j] = calloc((size_t)rt->B * rt->nparts, sizeof(seer_qvec));
-        if (!w->local_min || !w->out[0] || !w->out[1])
+        if (!w->local_min || !w->out[0] || !w->out[1] ||
+            seer_trace_alloc_worker(rt, w) != SEER_OK) {
+            seer_pool_stop(rt);
             return SEER_E_NOMEM;
+        }
         for (uint32_t i = 0; i < rt->B; i++)
             w->local_min[i] = __builtin_inf();
-        if (seer_trace_alloc_worker(rt, w) != SEER_OK)
-            return SEER_E_NOMEM;
     }
     /* relaxed: no worker runs yet; pthread_create orders this for them.  A
      * restarted pool must not mistake the last call (the exit) for a new one. */
@@ -493,11 +532,46 @@ int seer_pool_start(seer_runtime *rt, uint32_t threads)
     uint64_t gen = atomic_load_explicit(&rt->job_gen, memory_order_relaxed);
     for (uint32_t t = 1; t < threads; t++) {
         rt->workers[t].gen_seen = gen;
-        if (pthread_create(&rt->workers[t].thread, NULL, worker_main, &rt->workers[t]) != 0)
+        if (pthread_create(&rt->workers[t].thread, NULL, worker_main, &rt->workers[t]) != 0) {
+            seer_pool_stop(rt);
             return SEER_E_NOMEM;
+        }
         rt->workers[t].started = 1;
     }
     return SEER_OK;
+}
+
+/* The parent's workers do not exist in a child of fork(), and a lock one of
+ * them held at the fork stays held: re-create the locks, forget the threads
+ * (nothing to join) and free what the pool held. */
+void seer_pool_forget_threads(seer_runtime *rt)
+{
+    pthread_mutex_init(&rt->reserve_lock, NULL);
+    pthread_mutex_init(&rt->wake_lock, NULL);
+    pthread_cond_init(&rt->wake_cond, NULL);
+    seer_phases_init(&rt->ph);
+    for (uint32_t t = 0; rt->workers && t < rt->nthreads; t++)
+        rt->workers[t].started = 0;
+    rt->fork_gen = seer_fork_generation();
+}
+
+int seer_pool_after_fork(seer_runtime *rt)
+{
+    const uint32_t n = rt->nthreads ? rt->nthreads : 1;
+    seer_pool_forget_threads(rt);
+    if (rt->in_call) {
+        /* another thread of the parent was inside a call at the fork: this
+         * copy of its instances is half way through it */
+        for (uint32_t i = 0; i < rt->B; i++) {
+            rt->inst[i].ready = 0;
+            rt->inst[i].failed = 1;
+        }
+        snprintf(rt->fail_msg, sizeof rt->fail_msg,
+                 "the process forked while another thread was inside a call of this runtime");
+        rt->in_call = 0;
+    }
+    seer_pool_stop(rt);
+    return seer_pool_start(rt, n);
 }
 
 /* Every call bumps job_gen (its low 32 bits tag the call's phases); the
@@ -556,6 +630,9 @@ int seer_parallel_run(seer_runtime *rt, int job)
     for (uint32_t t = 0; t < rt->nthreads; t++) {
         rt->workers[t].err = 0;
         rt->workers[t].msg[0] = '\0';
+        rt->workers[t].call_events = 0;
+        rt->workers[t].call_budget =
+            job == JOB_RESET ? UINT64_MAX : rt->max_step_events * (uint64_t)rt->nsel;
     }
     rt->any_running = 0;
     /* relaxed: only the host writes job_gen. */

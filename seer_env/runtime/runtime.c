@@ -108,6 +108,11 @@ static int pool_take(seer_runtime *rt, seer_worker *w, uint64_t want)
     pthread_mutex_lock(&rt->reserve_lock);
     if (rt->reserve_n < want) {
         uint64_t n = want > POOL_CHUNK ? want : POOL_CHUNK;
+        if ((double)(rt->pool_events + n) * (double)rt->event_stride >
+            (double)rt->memory_limit) {
+            pthread_mutex_unlock(&rt->reserve_lock);
+            return SEER_E_BUDGET;
+        }
         if (rt->nchunks == rt->chunks_cap) {
             size_t cap = rt->chunks_cap ? rt->chunks_cap * 2 : 16;
             void **c = realloc(rt->chunks, cap * sizeof *c);
@@ -174,8 +179,18 @@ seer_event *seer_event_alloc(seer_worker *w)
 {
     if (__builtin_expect(w->pool.free == NULL, 0)) {
         w->refills++;
-        if (pool_take(w->rt, w, POOL_BATCH) != SEER_OK)
+        int rc = pool_take(w->rt, w, POOL_BATCH);
+        if (rc != SEER_OK) {
+            if (rc == SEER_E_BUDGET)
+                seer_worker_error(w, SEER_E_NOMEM,
+                                  "the pending events need more than the runtime's memory "
+                                  "limit (%.2f GiB, memory_limit): %llu events of %zu bytes "
+                                  "are in use; lower the event rate or raise memory_limit",
+                                  (double)w->rt->memory_limit / 1073741824.0,
+                                  (unsigned long long)w->rt->pool_events,
+                                  w->rt->event_stride);
             return NULL;
+        }
     }
     seer_event *ev = w->pool.free;
     w->pool.free = ev->next_free;
@@ -697,10 +712,39 @@ uint64_t seer_run_queue(seer_worker *w, seer_ctx *c, uint32_t inst, seer_squeue 
             seer_after_handler(c, rc, "event");
             break;
         }
+        if (__builtin_expect((n & 255u) == 0, 0) && seer_call_stop(w, inst, c->now, n))
+            break;
     }
+    w->call_events += n;
     if (__builtin_expect(qerr != 0, 0) && !w->err)
         seer_worker_error(w, qerr, "out of memory for an event queue (model '%s')", m->name);
     return n;
+}
+
+int seer_call_stop(seer_worker *w, uint32_t inst, seer_time now, uint64_t n)
+{
+    seer_runtime *rt = w->rt;
+    char t[32], b[32];
+    if (seer_sigint_count() != rt->sigint_at_call) {
+        seer_worker_error(w, SEER_E_INTERRUPTED,
+                          "interrupted by SIGINT (Ctrl-C) in step %llu of instance %u at "
+                          "simulated time t=%s: the call was abandoned",
+                          (unsigned long long)rt->inst[inst].step, inst,
+                          seer_fmt_double(t, now));
+        return 1;
+    }
+    if (w->call_events + n > w->call_budget) {
+        seer_worker_error(w, SEER_E_BUDGET,
+                          "step %llu of instance %u handled more than %llu events (the event "
+                          "budget of a step, max_step_events) and reached only t=%s of its "
+                          "end at %s: the step duration may be too long for the model's event "
+                          "rate; shorten the step or raise max_step_events",
+                          (unsigned long long)rt->inst[inst].step, inst,
+                          (unsigned long long)rt->max_step_events, seer_fmt_double(t, now),
+                          seer_fmt_double(b, rt->inst[inst].boundary));
+        return 1;
+    }
+    return 0;
 }
 
 /* The boundary phases of one instance on this thread. */
@@ -752,6 +796,8 @@ static int serial_fail(seer_runtime *rt, seer_worker *w)
 static int serial_reset(seer_runtime *rt, uint32_t i)
 {
     seer_worker *w = &rt->workers[0];
+    w->call_events = 0;
+    w->call_budget = UINT64_MAX;
     seer_inst *in = &rt->inst[i];
     if (SEER_CHECKING(rt))
         seer_check_disarm(rt); /* the runtime clears states and records below */
@@ -768,6 +814,8 @@ static int serial_reset(seer_runtime *rt, uint32_t i)
 static int serial_step(seer_runtime *rt, uint32_t i)
 {
     seer_worker *w = &rt->workers[0];
+    w->call_events = 0;
+    w->call_budget = rt->max_step_events;
     seer_ctx c;
     seer_ctx_setup(&c, rt, w, i, PHASE_EVENT);
     rt->events_total += seer_step_instance(w, &c, i, &rt->inst[i].queue, 1);
@@ -786,6 +834,35 @@ static void *xcalloc(size_t n, size_t size, int *ok)
 
 static int set_partitions(seer_runtime *rt, uint32_t np);
 static void free_parts(const seer_runtime *rt, seer_squeue *parts);
+
+/* The pool size that takes part in calls: at most the CPUs this process may
+ * run on (more threads would only wait for each other: 64 threads on 2 cores
+ * once ran 16 times slower than 2), unless SEER_RT_OVERSUBSCRIBE. */
+static uint32_t active_threads(uint32_t flags, uint32_t threads)
+{
+    if (flags & SEER_RT_OVERSUBSCRIBE)
+        return threads;
+    const uint32_t cpus = seer_cpu_count();
+    return threads < cpus ? threads : cpus;
+}
+
+/* Bytes a runtime of these sizes takes, roughly: states, snapshots and
+ * records per entity, outputs per agent, and the pending events with their
+ * queue entries (a quarter more for the free lists' slack). */
+double seer_memory_estimate(const seer_sizes *sz, uint32_t B, uint32_t check)
+{
+    const double page = (check & SEER_CHECK_ISOLATE) ? (double)seer_page_size() : 16.0;
+    const double ent = (double)seer_round_up(sz->entity_size ? sz->entity_size : 1,
+                                             (size_t)page) +
+                       (double)seer_round_up(sz->snapshot_size ? sz->snapshot_size : 1,
+                                             (size_t)page) +
+                       (double)sizeof(seer_entity_rec) + 8.0;
+    const double agent = 4.0 * sz->obs_dim + 8.0 * sz->info_dim + 16.0 + 4.0 * sz->action_dim;
+    const double ev = (double)seer_round_up(sizeof(seer_event) + sz->payload_size, 16) + 16.0;
+    return (double)B * ((double)sz->num_entities * ent + (double)sz->num_agents * agent +
+                        1.25 * (double)sz->pending_events * ev + 4.0 * sz->state_dim +
+                        (double)sz->instance_size);
+}
 
 /* Check the arguments of seer_runtime_create and describe the config copy. */
 static int create_args(const seer_model *model, void *config, size_t config_size,
@@ -839,6 +916,18 @@ static int create_args(const seer_model *model, void *config, size_t config_size
                              "model '%s' has lookahead 0: the parallel executor needs L > 0 to "
                              "find independent events; use executor='serial'",
                              model->name);
+    const uint64_t limit = o->memory_limit ? o->memory_limit : seer_physical_memory();
+    const double need = seer_memory_estimate(sz, o->num_instances, o->check);
+    if (need > (double)limit)
+        return seer_fail_buf(err, errlen, SEER_E_CONFIG,
+                             "model '%s': this configuration needs about %.1f GiB (%u "
+                             "instance(s) x %u entities of %u bytes, %llu pending events "
+                             "each), more than the %.1f GiB allowed (%s); make it smaller",
+                             model->name, need / 1073741824.0, o->num_instances,
+                             sz->num_entities, sz->entity_size,
+                             (unsigned long long)sz->pending_events,
+                             (double)limit / 1073741824.0,
+                             o->memory_limit ? "memory_limit" : "the machine's memory");
     /* The executive list indexes (instance, entity) pairs with 31 bits. */
     if ((uint64_t)o->num_instances * sz->num_entities >= (1ull << 31))
         return seer_fail_buf(err, errlen, SEER_E_ARG,
@@ -868,7 +957,8 @@ int seer_runtime_create(const seer_model *model, const void *config, size_t conf
         free(cfg);
         return rc;
     }
-    const uint32_t num_instances = opts->num_instances, threads = opts->threads;
+    const uint32_t num_instances = opts->num_instances;
+    const uint32_t threads = active_threads(opts->flags, opts->threads);
     const int executor = opts->executor;
     const uint64_t max_cycles = opts->max_cycles;
 
@@ -886,6 +976,12 @@ int seer_runtime_create(const seer_model *model, const void *config, size_t conf
     rt->config = cfg;
     rt->check = opts->check;
     rt->shuffle_seed = opts->shuffle_seed;
+    rt->rt_flags = opts->flags;
+    rt->requested_threads = opts->threads;
+    rt->max_step_events = opts->max_step_events ? opts->max_step_events
+                                                : SEER_DEFAULT_STEP_EVENTS;
+    rt->memory_limit = opts->memory_limit ? opts->memory_limit : seer_physical_memory();
+    rt->fork_gen = seer_fork_generation();
     /* Checking mode: every entity state and snapshot record, the instance
      * data and the configuration get pages of their own (check.c). */
     const size_t align = (rt->check & SEER_CHECK_ISOLATE) ? seer_page_size() : 16;
@@ -968,6 +1064,8 @@ void seer_runtime_destroy(seer_runtime *rt)
 {
     if (!rt)
         return;
+    if (rt->fork_gen != seer_fork_generation())
+        seer_pool_forget_threads(rt); /* a child of fork(): nothing to join */
     seer_pool_stop(rt);
     if (rt->inst) {
         for (uint32_t i = 0; i < rt->B; i++) {
@@ -1141,6 +1239,24 @@ static int set_partitions(seer_runtime *rt, uint32_t np)
     return rc;
 }
 
+/* Every call that runs the model or changes the pool starts here.  In a
+ * child of fork() the pool is re-created first (the parent's workers do not
+ * exist there); a runtime whose pool could not be restarted fails; SIGINT is
+ * watched from here on. */
+static int call_begin(seer_runtime *rt)
+{
+    if (rt->fork_gen != seer_fork_generation() && seer_pool_after_fork(rt) != SEER_OK)
+        rt->broken = 1;
+    if (rt->broken) {
+        seer_fail(rt, "this runtime cannot run any more (its worker pool could not be "
+                      "restarted: out of memory or threads); close it and create a new one");
+        return SEER_E_NOMEM;
+    }
+    seer_sigint_watch();
+    rt->sigint_at_call = seer_sigint_count();
+    return SEER_OK;
+}
+
 static int resize_pool(seer_runtime *rt, uint32_t threads)
 {
     if (threads <= rt->nthreads) {
@@ -1149,18 +1265,25 @@ static int resize_pool(seer_runtime *rt, uint32_t threads)
         atomic_store_explicit(&rt->pool_active, threads, memory_order_relaxed);
         return SEER_OK;
     }
+    const uint32_t old = rt->nthreads;
     seer_pool_stop(rt);
     int rc = set_partitions(rt, threads);
-    if (rc != SEER_OK) {
-        (void)seer_pool_start(rt, rt->nparts); /* the old pool size: always possible
-                                                   unless memory ran out again */
-        return rc;
+    if (rc == SEER_OK) {
+        if (seer_pool_start(rt, threads) == SEER_OK)
+            return SEER_OK;
+        rc = SEER_E_NOMEM;
+        seer_fail(rt, "could not start %u threads (out of memory or threads); the pool keeps "
+                      "its %u",
+                  threads, old);
     }
-    if (seer_pool_start(rt, threads) != SEER_OK) {
-        seer_fail(rt, "could not start %u threads", threads);
-        return SEER_E_NOMEM;
+    /* Back to the old pool size (its memory was just freed, so this fails
+     * only if memory ran out meanwhile: then the runtime cannot run). */
+    if (seer_pool_start(rt, old) != SEER_OK) {
+        rt->broken = 1;
+        seer_fail(rt, "out of memory restarting the worker pool: this runtime cannot run any "
+                      "more; close it and create a new one");
     }
-    return SEER_OK;
+    return rc;
 }
 
 int seer_runtime_set_threads(seer_runtime *rt, uint32_t threads)
@@ -1169,14 +1292,17 @@ int seer_runtime_set_threads(seer_runtime *rt, uint32_t threads)
         seer_fail(rt, "threads=%u must be in [1, 1024]", threads);
         return SEER_E_ARG;
     }
-    if (rt->executor == SEER_EXECUTOR_SERIAL) {
-        if (threads != 1) {
-            seer_fail(rt, "the serial executor runs on one thread");
-            return SEER_E_ARG;
-        }
-        return SEER_OK;
+    if (rt->executor == SEER_EXECUTOR_SERIAL && threads != 1) {
+        seer_fail(rt, "the serial executor runs on one thread");
+        return SEER_E_ARG;
     }
-    return resize_pool(rt, threads);
+    int rc = call_begin(rt);
+    if (rc != SEER_OK)
+        return rc;
+    rt->requested_threads = threads;
+    if (rt->executor == SEER_EXECUTOR_SERIAL)
+        return SEER_OK;
+    return resize_pool(rt, active_threads(rt->rt_flags, threads));
 }
 
 /* Move one instance's pending events between the executors' queues: the
@@ -1258,6 +1384,15 @@ int seer_runtime_set_executor(seer_runtime *rt, int executor, uint32_t threads)
                   rt->model->name);
         return SEER_E_EXECUTOR;
     }
+    if (rt->check) {
+        seer_fail(rt, "a runtime in checking mode keeps its executor");
+        return SEER_E_ARG;
+    }
+    int brc = call_begin(rt);
+    if (brc != SEER_OK)
+        return brc;
+    rt->requested_threads = threads;
+    threads = active_threads(rt->rt_flags, threads);
     if (executor != rt->executor) {
         uint64_t *counts = malloc((size_t)rt->nparts * MIG_NB * sizeof *counts);
         if (!counts) {
@@ -1296,6 +1431,42 @@ static uint32_t select_instances(seer_runtime *rt, const uint8_t *mask)
     return n;
 }
 
+/* After a failed call: the failed instances' pending events go (a reset
+ * would drop them anyway), and when no instance holds an event any more the
+ * event memory itself is freed -- a step that ran out of memory gives it
+ * back.  Freeing it needs no worker near the free lists: the pool is
+ * stopped (joined) and started again. */
+static void release_failed(seer_runtime *rt)
+{
+    if (!rt->workers)
+        return;
+    seer_worker *w = &rt->workers[0];
+    int holding = 0;
+    for (uint32_t i = 0; i < rt->B; i++) {
+        seer_inst *in = &rt->inst[i];
+        if (in->failed) {
+            seer_squeue_drop(w, &in->queue);
+            for (uint32_t p = 0; in->parts && p < rt->nparts; p++)
+                seer_squeue_drop(w, &in->parts[p]);
+        }
+        holding |= in->queue.n != 0;
+        for (uint32_t p = 0; in->parts && p < rt->nparts; p++)
+            holding |= in->parts[p].n != 0;
+    }
+    if (holding || !rt->nchunks)
+        return;
+    const uint32_t n = rt->nthreads;
+    seer_pool_stop(rt); /* gives every worker's free events back to the reserve */
+    for (size_t k = 0; k < rt->nchunks; k++)
+        free(rt->chunks[k]);
+    rt->nchunks = 0;
+    rt->reserve = NULL;
+    rt->reserve_n = 0;
+    rt->pool_events = 0;
+    if (seer_pool_start(rt, n) != SEER_OK)
+        rt->broken = 1;
+}
+
 /* One rule for every failed call, whatever the executor: each selected
  * instance may be half way through it, so all of them need a reset; the
  * failure is kept to say so on later calls. */
@@ -1306,6 +1477,7 @@ static void fail_selected(seer_runtime *rt)
         rt->inst[rt->sel[k]].failed = 1;
     }
     memcpy(rt->fail_msg, rt->err, sizeof rt->fail_msg);
+    release_failed(rt);
 }
 
 int seer_runtime_reset(seer_runtime *rt, const uint64_t *seeds, const uint8_t *mask)
@@ -1314,6 +1486,9 @@ int seer_runtime_reset(seer_runtime *rt, const uint64_t *seeds, const uint8_t *m
         seer_fail(rt, "seeds must not be NULL");
         return SEER_E_ARG;
     }
+    int rc = call_begin(rt);
+    if (rc != SEER_OK)
+        return rc;
     if (select_instances(rt, mask) == 0)
         return SEER_OK;
     size_t A = rt->sz.num_agents;
@@ -1329,7 +1504,7 @@ int seer_runtime_reset(seer_runtime *rt, const uint64_t *seeds, const uint8_t *m
         memset(in->idata, 0, rt->idata_stride);
         memset(rt->alive + i * A, 1, A);
     }
-    int rc = SEER_OK;
+    rt->in_call = 1;
     if (rt->executor == SEER_EXECUTOR_SERIAL) {
         if (SEER_CHECKING(rt))
             seer_check_begin_call(rt);
@@ -1340,6 +1515,7 @@ int seer_runtime_reset(seer_runtime *rt, const uint64_t *seeds, const uint8_t *m
     } else {
         rc = seer_parallel_run(rt, JOB_RESET);
     }
+    rt->in_call = 0;
     if (rc)
         fail_selected(rt);
     return rc;
@@ -1391,8 +1567,39 @@ static int validate_actions(seer_runtime *rt)
     return SEER_OK;
 }
 
+/* A window [T, T + L) of the parallel executor advances only while T + L
+ * > T in double precision.  At simulated times where the lookahead is below
+ * that resolution (L < ulp(T)), an instance's step runs on the serial
+ * executor instead: its events move to the serial queue and back (outputs
+ * are the same either way; only speed differs). */
+static int step_serially(seer_runtime *rt, uint32_t i)
+{
+    seer_inst *in = &rt->inst[i];
+    uint64_t *counts = malloc((size_t)(rt->nparts > 1 ? rt->nparts : 1) * MIG_NB *
+                              sizeof *counts);
+    if (!counts || migrate_instance(rt, in, SEER_EXECUTOR_SERIAL, counts) != SEER_OK) {
+        free(counts);
+        seer_fail(rt, "out of memory moving instance %u's events for a serial step", i);
+        return SEER_E_NOMEM;
+    }
+    rt->executor = SEER_EXECUTOR_SERIAL;
+    int rc = serial_step(rt, i);
+    rt->executor = SEER_EXECUTOR_PARALLEL;
+    if (migrate_instance(rt, in, SEER_EXECUTOR_PARALLEL, counts) != SEER_OK && rc == SEER_OK) {
+        seer_squeue_clear(&in->queue); /* its records return with the pool's chunks */
+        seer_fail(rt, "out of memory moving instance %u's events back after a serial step", i);
+        rc = SEER_E_NOMEM;
+    }
+    free(counts);
+    rt->serial_fallbacks++;
+    return rc;
+}
+
 int seer_runtime_step(seer_runtime *rt, const uint8_t *mask)
 {
+    int rc = call_begin(rt);
+    if (rc != SEER_OK)
+        return rc;
     if (select_instances(rt, mask) == 0)
         return SEER_OK;
     size_t A = rt->sz.num_agents;
@@ -1414,14 +1621,27 @@ int seer_runtime_step(seer_runtime *rt, const uint8_t *mask)
             return SEER_E_ORDER;
         }
     }
-    int rc = validate_actions(rt);
+    rc = validate_actions(rt);
     if (rc)
         return rc;
-    for (uint32_t k = 0; k < rt->nsel; k++) {
+    /* Instances whose windows could not advance go last in the selection
+     * (step_serially); the parallel call takes the first `par`. */
+    uint32_t par = rt->nsel;
+    for (uint32_t k = 0; k < par;) {
         seer_inst *in = &rt->inst[rt->sel[k]];
         in->boundary = (seer_time)(in->step + 1) * rt->sz.step_duration;
+        if (rt->executor == SEER_EXECUTOR_PARALLEL && rt->nparts > 1 &&
+            !(in->boundary + rt->sz.lookahead > in->boundary)) {
+            uint32_t t = rt->sel[k];
+            rt->sel[k] = rt->sel[par - 1];
+            rt->sel[par - 1] = t;
+            par--;
+        } else {
+            k++;
+        }
     }
     rt->steps_total++;
+    rt->in_call = 1;
     if (rt->executor == SEER_EXECUTOR_SERIAL) {
         if (SEER_CHECKING(rt))
             seer_check_begin_call(rt);
@@ -1430,24 +1650,32 @@ int seer_runtime_step(seer_runtime *rt, const uint8_t *mask)
         if (SEER_CHECKING(rt))
             seer_check_end_call(rt);
     } else {
-        rc = seer_parallel_run(rt, JOB_STEP);
+        const uint32_t all = rt->nsel;
+        if (par) {
+            rt->nsel = par;
+            rc = seer_parallel_run(rt, JOB_STEP);
+            rt->nsel = all;
+        }
+        for (uint32_t k = par; k < all && rc == SEER_OK; k++)
+            rc = step_serially(rt, rt->sel[k]);
     }
+    rt->in_call = 0;
     if (rc)
         fail_selected(rt);
     return rc;
 }
 
-static int check_instance(const seer_runtime *rt, uint32_t instance)
+static int check_instance(seer_runtime *rt, uint32_t instance)
 {
     if (instance >= rt->B) {
-        seer_fail((seer_runtime *)(uintptr_t)rt,
+        seer_fail(rt,
                   "instance %u out of range (num_instances=%u)", instance, rt->B);
         return SEER_E_ARG;
     }
     return SEER_OK;
 }
 
-int seer_runtime_step_index(const seer_runtime *rt, uint32_t instance, uint64_t *out)
+int seer_runtime_step_index(seer_runtime *rt, uint32_t instance, uint64_t *out)
 {
     if (check_instance(rt, instance))
         return SEER_E_ARG;
@@ -1455,7 +1683,7 @@ int seer_runtime_step_index(const seer_runtime *rt, uint32_t instance, uint64_t 
     return SEER_OK;
 }
 
-int seer_runtime_entity_events(const seer_runtime *rt, uint32_t instance, uint64_t *out)
+int seer_runtime_entity_events(seer_runtime *rt, uint32_t instance, uint64_t *out)
 {
     if (check_instance(rt, instance))
         return SEER_E_ARG;
@@ -1464,7 +1692,7 @@ int seer_runtime_entity_events(const seer_runtime *rt, uint32_t instance, uint64
     return SEER_OK;
 }
 
-int seer_runtime_pending_events(const seer_runtime *rt, uint32_t instance, uint64_t *out)
+int seer_runtime_pending_events(seer_runtime *rt, uint32_t instance, uint64_t *out)
 {
     if (check_instance(rt, instance))
         return SEER_E_ARG;
@@ -1478,7 +1706,7 @@ int seer_runtime_pending_events(const seer_runtime *rt, uint32_t instance, uint6
     return SEER_OK;
 }
 
-int seer_runtime_entity_states(const seer_runtime *rt, uint32_t instance, void *out)
+int seer_runtime_entity_states(seer_runtime *rt, uint32_t instance, void *out)
 {
     if (check_instance(rt, instance))
         return SEER_E_ARG;
@@ -1530,4 +1758,5 @@ void seer_runtime_stats(const seer_runtime *rt, seer_stats *out)
         refills += rt->workers[t].refills;
     out->pool_refills = refills;
     out->pool_events = rt->pool_events;
+    out->serial_fallbacks = rt->serial_fallbacks;
 }

@@ -46,6 +46,9 @@ typedef struct seer_stats {
     uint64_t steps;         /* step calls since creation                     */
     uint64_t pool_refills;  /* event-pool refills inside the event loop      */
     uint64_t pool_events;   /* event records allocated in total              */
+    uint64_t serial_fallbacks; /* steps of an instance run serially because its
+                                 lookahead was below the resolution of the
+                                 simulated time (see seer_runtime_step)        */
 } seer_stats;
 
 /* Trace records (see seer_runtime_trace).  Times are CLOCK_MONOTONIC ns. */
@@ -130,7 +133,21 @@ typedef struct seer_runtime_options {
                                steps (0: never)                               */
     uint32_t check;         /* SEER_CHECK_* (0 for normal runs)               */
     uint64_t shuffle_seed;  /* seed of SEER_CHECK_SHUFFLE's visiting orders   */
+    uint64_t max_step_events; /* events one instance may handle in one step;
+                               a step past it fails with SEER_E_BUDGET
+                               (0: SEER_DEFAULT_STEP_EVENTS)                  */
+    uint64_t memory_limit;  /* bytes the runtime may take for states and
+                               events (0: the machine's physical memory)      */
+    uint32_t flags;         /* SEER_RT_*                                      */
 } seer_runtime_options;
+
+#define SEER_DEFAULT_STEP_EVENTS 100000000ull
+enum {
+    /* Let more threads take part in calls than the process has CPUs.  By
+     * default the pool's active threads are capped at the CPU count: the
+     * others would only wait for each other (stress tests set this). */
+    SEER_RT_OVERSUBSCRIBE = 1u
+};
 
 /* Create a runtime.  `config` points to the model's configuration struct of
  * `config_size` bytes (usually filled with seer_config_defaults and
@@ -149,6 +166,8 @@ const seer_model *seer_runtime_model(const seer_runtime *rt);
 /* The runtime's configuration (as completed by describe); read-only. */
 const void *seer_runtime_config(const seer_runtime *rt);
 uint32_t seer_runtime_num_instances(const seer_runtime *rt);
+/* Threads taking part in calls (the pool size asked for, capped at the
+ * CPU count unless SEER_RT_OVERSUBSCRIBE). */
 uint32_t seer_runtime_threads(const seer_runtime *rt);
 /* Threads created (>= seer_runtime_threads: the others are parked). */
 uint32_t seer_runtime_pool_size(const seer_runtime *rt);
@@ -177,12 +196,12 @@ int seer_runtime_reset(seer_runtime *rt, const uint64_t *seeds, const uint8_t *m
 int seer_runtime_step(seer_runtime *rt, const uint8_t *mask);
 
 /* Per-instance queries, valid between calls. */
-int seer_runtime_step_index(const seer_runtime *rt, uint32_t instance, uint64_t *out);
-int seer_runtime_entity_events(const seer_runtime *rt, uint32_t instance, uint64_t *out);
+int seer_runtime_step_index(seer_runtime *rt, uint32_t instance, uint64_t *out);
+int seer_runtime_entity_events(seer_runtime *rt, uint32_t instance, uint64_t *out);
 int seer_runtime_global_state(seer_runtime *rt, uint32_t instance, float *out);
 /* Copy entity states (num_entities * entity_size bytes) of one instance. */
-int seer_runtime_entity_states(const seer_runtime *rt, uint32_t instance, void *out);
-int seer_runtime_pending_events(const seer_runtime *rt, uint32_t instance, uint64_t *out);
+int seer_runtime_entity_states(seer_runtime *rt, uint32_t instance, void *out);
+int seer_runtime_pending_events(seer_runtime *rt, uint32_t instance, uint64_t *out);
 void seer_runtime_stats(const seer_runtime *rt, seer_stats *out);
 
 /* Tracing: keep up to `capacity` records per worker thread (0 turns tracing

@@ -19,7 +19,8 @@ static seer_runtime *make(int executor, uint32_t threads, const seer_phold_confi
 {
     seer_runtime *rt = NULL;
     char err[512];
-    seer_runtime_options o = {.num_instances = B, .executor = executor, .threads = threads};
+    seer_runtime_options o = {.num_instances = B, .executor = executor, .threads = threads,
+                              .flags = SEER_RT_OVERSUBSCRIBE};
     if (seer_runtime_create(&seer_model_phold, cfg, sizeof *cfg, &o, &rt, err, sizeof err) !=
         SEER_OK) {
         fprintf(stderr, "create: %s\n", err);

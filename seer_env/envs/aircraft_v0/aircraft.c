@@ -429,6 +429,12 @@ static int aircraft_describe(void *config, seer_sizes *out, char *err, size_t er
     out->instance_size = (uint32_t)l.total;
     out->lookahead = c->latency;
     out->step_duration = c->step_duration;
+    /* a substep per UAV, and the messages in flight to the UAVs in range
+     * (uniform density over the arena's floor) */
+    const double nbrs = fmin((double)c->num_uavs - 1.0,
+                             (double)c->num_uavs * 3.141592653589793 * c->comm_radius *
+                                 c->comm_radius / (c->arena_x * c->arena_y));
+    out->pending_events = (uint64_t)((double)c->num_uavs * (1.0 + (c->msg_every ? nbrs : 0.0)));
     return SEER_OK;
 }
 

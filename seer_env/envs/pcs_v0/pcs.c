@@ -260,6 +260,8 @@ static int pcs_describe(void *config, seer_sizes *out, char *err, size_t errlen)
     out->instance_size = sizeof(pcs_totals);
     out->lookahead = c->classic ? 0.0 : c->handoff_latency;
     out->step_duration = c->step_minutes;
+    /* a chain per portable, and a report timer per cell */
+    out->pending_events = (uint64_t)cells * (c->portables_per_cell + 1u);
     return SEER_OK;
 }
 

@@ -91,6 +91,7 @@ static int phold_describe(void *config, seer_sizes *out, char *err, size_t errle
     out->instance_size = 0;
     out->lookahead = c->lookahead;
     out->step_duration = c->step_duration;
+    out->pending_events = (uint64_t)c->num_entities * c->events_per_entity;
     return SEER_OK;
 }
 

@@ -107,6 +107,7 @@ static int __NAME___describe(void *config, seer_sizes *out, char *err, size_t er
     out->instance_size = sizeof(__NAME___totals);
     out->lookahead = c->lookahead;
     out->step_duration = c->step_duration;
+    out->pending_events = (uint64_t)c->num_agents * c->tokens_per_agent; /* memory estimate */
     return SEER_OK;
 }
 
