@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Install seer_env with its test dependencies into ./.venv and run everything:
-# ruff, the pytest suite, and the runtime's C stress tests plain and under
-# ThreadSanitizer and AddressSanitizer+UBSan.  Exits non-zero on any failure.
+# ruff, the pytest suite, the runtime's C stress tests plain and under
+# ThreadSanitizer and AddressSanitizer+UBSan, and the package as a user gets
+# it (sdist and wheel built, the wheel installed in a fresh venv, a model
+# written, built, checked and trained from outside the tree).  Exits non-zero
+# on any failure.
 set -euo pipefail
 cd "$(dirname "$0")"
 PY=${PYTHON:-python3}
@@ -18,3 +21,5 @@ echo "== pytest"
 .venv/bin/python -m pytest -q "$@"
 echo "== C stress tests (plain, TSan, ASan+UBSan)"
 bash tests/native/run_sanitizers.sh
+echo "== the wheel, installed in a fresh venv"
+bash tests/wheel_smoke.sh .venv/bin/python

@@ -245,12 +245,18 @@ class Param:
         """The accepted values in words, e.g. ``(0, 1e+300] or inf or None``."""
         if self.kind == "bool":
             text = "bool"
-        elif self.low is None:
-            text = "any finite number" if self.kind == "float" else self.kind
+        elif self.low is None and self.kind == "float":
+            text = "any finite number"
         else:
-            text = f"{'(' if self.low_exclusive else '['}{_num(self.low)}, {_num(self.high)}]"
+            lo, hi = (self.low, self.high) if self.low is not None else _type_range(
+                self.kind, self.size)
+            text = f"{'(' if self.low_exclusive else '['}{_num(lo)}, {_num(hi)}]"
         if self.inf_ok:
             text += " or inf"
+        if self.count > 1:
+            text = f"{self.count} values, each {text}"
+            if self.none_ok:
+                text += "; one number: the first, the others derived"
         if self.none_ok:
             text += " or None"
         return text
@@ -258,6 +264,11 @@ class Param:
     @property
     def dtype(self) -> np.dtype:
         return _member_dtype(self.kind, self.size, self.count, self.inner)
+
+
+def _type_range(kind: str, size: int) -> tuple[int, int]:
+    bits = 8 * size
+    return (0, 2**bits - 1) if kind == "uint" else (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
 
 
 def _num(x: float) -> str:
@@ -421,7 +432,8 @@ class NativeModel:
         if value is None or _is_scalar(value):
             if value is not None and not p.none_ok:
                 raise ConfigError(
-                    f"{self.name}: {p.name}={value!r} must be a sequence of {p.count} values"
+                    f"{self.name}: {p.name}={value!r} must be {p.count} values (a sequence), "
+                    f"each {p.describe_range().split('each ', 1)[-1]}"
                 )
             self._set_one(buf, p, 0, value)
             for i in range(1, p.count):

@@ -71,6 +71,8 @@ FIXES: dict[str, str] = {
     "payload": "keep payloads within payload_size (set it in describe)",
     "time": "schedule at finite times",
     "phase": "schedule only from init, act and handle",
+    "instance-rng": "draw random numbers only where there is an entity (init, act, handle, "
+                    "observe, publish); boundary and global_state have no stream",
     "handler-error": "the handler returned a non-zero status: see its message",
     "layout": "read and write only through the handler's own pointers: the outputs changed "
               "when entity states were laid out differently (pointer arithmetic past a "
@@ -150,6 +152,7 @@ _VIOLATION_RULES = (
     ("payload too large", "payload"),
     ("non-finite event time", "time"),
     ("outside init/act/handle", "phase"),
+    ("random draw without an entity", "instance-rng"),
 )
 
 
@@ -161,6 +164,8 @@ def classify(exc: BaseException) -> str:
     if "(isolation)" in msg:
         if "static data" in msg:
             return "static-data"
+        if "NULL pointer" in msg:
+            return "entity-state"
         if re.search(r"called (rand|random|drand48|lrand48|mrand48|erand48|nrand48|jrand48|"
                      r"rand_r|srand|srandom|srand48)\(\)", msg):
             return "randomness"
@@ -212,7 +217,10 @@ def explain(exc: BaseException, native: NativeModel) -> str:
     if m:
         sym = _elf_symbol(getattr(native.module, "__file__", ""), int(m.group(1), 16))
         if sym:
-            msg = msg.replace(m.group(0), f"the static variable '{sym}'")
+            local = re.fullmatch(r"(.+)\.\d+", sym)  # a function's static: name.N
+            what = (f"the static variable '{local.group(1)}' (declared in a function)" if local
+                    else f"the static variable '{sym}'")
+            msg = msg.replace(m.group(0), what)
     return msg
 
 
@@ -349,13 +357,14 @@ def check(
     report = CheckReport(m.name, native.read_config(buf))
     seeds = list(seeds)
     parallel_ok = sizes.lookahead > 0.0
-    # replay first: when two identical runs differ, no later comparison can
-    # say why, and the differential checks are skipped
+    # Isolation first: a model that would crash a plain run (a NULL pointer)
+    # is caught there, and nothing else runs.  Then replay: when two
+    # identical runs differ, no later comparison can say why (the isolation
+    # runs are compared with plain runs only after it).
     plan: list[tuple[str, dict[str, Any]]] = [
-        ("replay", dict(executor="serial", threads=1, batch=2, seed=seeds[0]))]
-    for s in seeds:
-        plan.append(("isolation", dict(executor="serial", threads=1, batch=2, seed=s,
-                                       check=1)))
+        ("isolation", dict(executor="serial", threads=1, batch=2, seed=s, check=1))
+        for s in seeds]
+    plan.append(("replay", dict(executor="serial", threads=1, batch=2, seed=seeds[0])))
     if parallel_ok:
         for t, sh in ((1, 1), (1, 2), (2, 3)):
             plan.append(("order", dict(executor="parallel", threads=t, batch=2,
@@ -365,7 +374,7 @@ def check(
                 for t in threads:
                     plan.append(("matrix", dict(executor="parallel", threads=t, batch=b,
                                                 seed=s)))
-    passes = {n: PassResult(n) for n in ("replay", "isolation", "order", "matrix")}
+    passes = {n: PassResult(n) for n in ("isolation", "replay", "order", "matrix")}
     report.passes = list(passes.values())
     if not parallel_ok:
         why = "skipped: lookahead 0 (serial executor only)"
@@ -381,43 +390,60 @@ def check(
         return refs[(batch, seed)]
 
     def add(pass_name: str, rule: str, message: str) -> None:
-        if any(f.rule == rule and f.pass_name == pass_name for f in report.findings):
+        # one finding per rule and pass, and a message reported once
+        if any(f.rule == rule and (f.pass_name == pass_name or f.message == message)
+               for f in report.findings):
+            if passes[pass_name].status == "ok":
+                passes[pass_name].status = "finding"
             return
         report.findings.append(Finding(rule, pass_name, message, FIXES.get(rule, "")))
         passes[pass_name].status = "finding"
 
+    def compare(pass_name: str, kw: dict[str, Any], ref: _Run, got: _Run) -> None:
+        if ref.error is not None:  # the plain serial run fails (a schedule rule)
+            add(pass_name, classify(ref.error), explain(ref.error, native))
+            return
+        if "hidden-state" in report.rules() and pass_name != "replay":
+            if passes[pass_name].status == "ok":
+                passes[pass_name].status = "compared: not reproducible (replay)"
+            return
+        diff = first_difference(ref, got, native, sizes.entity_size, names)
+        if diff is None:
+            return
+        rule = {"isolation": "layout", "replay": "hidden-state",
+                "order": "order"}.get(pass_name, "determinism")
+        what = {"isolation": "checking mode vs plain serial run",
+                "replay": "second serial run vs the first",
+                "order": f"shuffled visiting order (threads={kw['threads']}) vs serial",
+                "matrix": f"parallel threads={kw['threads']} batch={kw['batch']} "
+                          f"seed={kw['seed']} vs serial"}[pass_name]
+        add(pass_name, rule, f"model '{native.name}': {what}: first difference at {diff}")
+
+    isolated: list[tuple[dict[str, Any], _Run]] = []
     bar = _progress(len(plan), progress, m.name)
     try:
         for pass_name, kw in plan:
             bar.set_postfix_str(pass_name)
             p = passes[pass_name]
-            if p.status == "finding":
+            if p.status == "finding" or p.status.startswith("skipped"):
                 bar.update(1)
                 continue
-            ref = reference(kw["batch"], kw["seed"])
             got = run_model(native, cfg, steps=steps, action_seed=kw["seed"], **kw)
             p.runs += 1
             p.steps += steps * kw["batch"]
             if got.error is not None:  # this pass's own run names the breach best
                 add(pass_name, classify(got.error), explain(got.error, native))
-            elif ref.error is not None:  # the plain serial run fails (a schedule rule)
-                add(pass_name, classify(ref.error), explain(ref.error, native))
-            elif "hidden-state" in report.rules() and pass_name != "replay":
-                if p.status == "ok":
-                    p.status = "compared: not reproducible (replay)"
+                if "dereferenced a NULL pointer" in str(got.error):
+                    for q in passes.values():
+                        if q.status == "ok":
+                            q.status = "skipped: a plain run would crash (NULL pointer)"
+            elif pass_name == "isolation":
+                isolated.append((kw, got))  # compared after replay
             else:
-                diff = first_difference(ref, got, native, sizes.entity_size, names)
-                if diff is not None:
-                    rule = {"isolation": "layout", "replay": "hidden-state",
-                            "order": "order"}.get(pass_name, "determinism")
-                    what = {"isolation": "checking mode vs plain serial run",
-                            "replay": "second serial run vs the first",
-                            "order": f"shuffled visiting order (threads={kw['threads']}) vs "
-                                     "serial",
-                            "matrix": f"parallel threads={kw['threads']} batch={kw['batch']} "
-                                      f"seed={kw['seed']} vs serial"}[pass_name]
-                    add(pass_name, rule, f"model '{native.name}': {what}: first difference at "
-                                         f"{diff}")
+                compare(pass_name, kw, reference(kw["batch"], kw["seed"]), got)
+                if pass_name == "replay":
+                    for ikw, igot in isolated:
+                        compare("isolation", ikw, reference(ikw["batch"], ikw["seed"]), igot)
             bar.update(1)
             if log:
                 log(f"{pass_name}: {kw}")

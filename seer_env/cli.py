@@ -88,9 +88,11 @@ def cmd_run(a: argparse.Namespace) -> int:
     venv = mod.vector_env(a.num_envs, threads=a.threads, executor=a.executor, **cfg)
     rng = np.random.default_rng(a.seed)
     sz = venv.sizes
-    threads = "auto (STPA)" if a.threads == "auto" else venv.runtime.threads
-    print(f"{a.env}: {a.num_envs} instance(s) x {sz.num_agents} agents, "
-          f"executor={a.executor}, threads={threads}, policy={a.policy}")
+    rt = venv.runtime
+    how = ("threads=auto (STPA chooses the executor and pool)" if rt.stpa is not None
+           else f"executor={rt.executor}, threads={rt.threads}")
+    print(f"{a.env}: {a.num_envs} instance(s) x {sz.num_agents} agents, {how}, "
+          f"policy={a.policy}")
     venv.reset(seed=a.seed)
     if sz.action_kind == "discrete":
         const = np.zeros((a.num_envs, sz.num_agents), dtype=np.int64)

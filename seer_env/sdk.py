@@ -135,7 +135,9 @@ class Model:
 
     def build(self, rebuild: bool = False, log: Callable[[str], None] | None = None) -> str:
         """Compile (or re-use) the model's extension; returns where it came
-        from: ``"package"`` (built with seer_env), ``"cache"`` or ``"built"``."""
+        from: ``"package"`` (built with seer_env), ``"cache"`` (an up-to-date
+        earlier build), ``"built"`` (compiled now) or ``"loaded"`` (already
+        imported by this process, sources unchanged)."""
         with self._lock:
             self._native = self._load(rebuild=rebuild, log=log)
             return self._where

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from .errors import ConfigError, ExecutorError
 from .registry import env_module
 
 FIELDS = ("obs", "reward", "terminated", "truncated", "info", "alive")
@@ -104,8 +105,16 @@ def verify(
         action_seed: seed of the random actions (default: ``seed``).
         **config: env config.
     """
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
+        raise ConfigError(f"steps={steps!r} must be an int >= 0")
     mod = env_module(env)
     serial = mod.vector_env(num_envs, executor="serial", threads=1, **config)
+    if not serial.sizes.lookahead > 0.0:
+        serial.close()
+        raise ExecutorError(
+            f"{mod.name}: verify compares the serial and the parallel executor, but this "
+            "configuration has lookahead 0, which only the serial executor runs; "
+            "`seer-env check` still checks it")
     parallel = mod.vector_env(num_envs, executor="parallel", threads=threads, **config)
     names = serial.possible_agents
     rng = np.random.default_rng(seed if action_seed is None else action_seed)

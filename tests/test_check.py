@@ -27,6 +27,9 @@ ROGUE_MODES = {
     9: ("boundary-write", ["observe for agent 1 of instance 0 (t=3)",
                            "wrote the live state of entity 1"]),
     10: ("hidden-state", ["second serial run vs the first: first difference at step"]),
+    11: ("instance-rng", ["random draw without an entity", "boundary hook of instance"]),
+    12: ("entity-state", ["handle for entity 1", "dereferenced a NULL pointer",
+                          "seer_entity_state returns NULL outside the boundary"]),
 }
 
 
@@ -42,10 +45,17 @@ def test_each_rule_is_caught(mode: int) -> None:
     assert finding.fix == FIXES[rule] and str(finding).startswith(f"[{rule}]")
 
 
+def test_a_null_pointer_stops_the_check_before_a_plain_run() -> None:
+    report = check(ROGUE, {"mode": 12}, **QUICK)
+    assert [p.status for p in report.passes][1:] == [
+        "skipped: a plain run would crash (NULL pointer)"] * 3
+    assert [p.runs for p in report.passes] == [1, 0, 0, 0]
+
+
 def test_a_well_behaved_model_passes_every_pass() -> None:
     report = check(ROGUE, {"mode": 0}, **QUICK)
     assert report.ok, str(report)
-    assert [p.name for p in report.passes] == ["replay", "isolation", "order", "matrix"]
+    assert [p.name for p in report.passes] == ["isolation", "replay", "order", "matrix"]
     assert all(p.status == "ok" and p.runs > 0 for p in report.passes)
     assert "no finding" in str(report)
 

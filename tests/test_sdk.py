@@ -143,12 +143,13 @@ def test_broken_models_fail_clearly(tmp_path: Path, edits: dict[str, str], error
 
 def test_describe_failure_is_a_config_error(tmp_path: Path) -> None:
     folder = new_model(tmp_path, "desc", {
-        "    if ((uint64_t)c->num_agents * c->tokens_per_agent > (1u << 26)) {":
-        "    if (c->num_agents == 3 || (uint64_t)c->num_agents * c->tokens_per_agent > "
-        "(1u << 26)) {"})
+        "    if (c->goal < c->tokens_per_agent) {":
+        "    if (c->num_agents == 3 || c->goal < c->tokens_per_agent) {"})
     model = sdk.load(folder)
-    with pytest.raises(ConfigError, match="desc: num_agents \\* tokens_per_agent"):
+    with pytest.raises(ConfigError, match="desc: goal=40 must be >= tokens_per_agent=2"):
         model.parallel_env(num_agents=3)
+    with pytest.raises(ConfigError, match="desc: goal=1 must be >= tokens_per_agent=2"):
+        model.parallel_env(goal=1)
 
 
 def test_handler_error_mid_episode_marks_the_env(tmp_path: Path) -> None:

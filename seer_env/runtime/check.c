@@ -156,7 +156,7 @@ static void on_segv(int sig, siginfo_t *si, void *uctx)
     seer_check_frame *f = seer_check_current;
     const uintptr_t a = (uintptr_t)si->si_addr;
     if (f && f->armed) {
-        int r = region_of(f, a);
+        int r = a < 65536 ? SEER_REGION_NULL : region_of(f, a);
         if (r) {
             f->region = r;
             f->addr = a;
@@ -417,6 +417,12 @@ static void report_fault(seer_ctx *c, int hook, const seer_check_frame *f)
     case SEER_REGION_CONFIG:
         snprintf(what, sizeof what,
                  "wrote the configuration: it is immutable once describe has completed it");
+        break;
+    case SEER_REGION_NULL:
+        snprintf(what, sizeof what,
+                 "dereferenced a NULL pointer (address %#lx): seer_entity_state returns NULL "
+                 "outside the boundary hooks, seer_snapshot for an entity out of range",
+                 (unsigned long)f->addr);
         break;
     default: {
         /* static symbols are not in the dynamic symbol table (hidden

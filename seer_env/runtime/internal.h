@@ -365,7 +365,8 @@ enum {
     SEER_REGION_SNAPSHOT,
     SEER_REGION_INSTANCE,
     SEER_REGION_CONFIG,
-    SEER_REGION_STATIC
+    SEER_REGION_STATIC,
+    SEER_REGION_NULL    /* a NULL pointer (plus an offset) */
 };
 
 /* A handler's arguments, whatever its kind. */

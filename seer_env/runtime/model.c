@@ -116,9 +116,8 @@ static void range_text(const seer_param *p, char *out, size_t n)
     const char *none = (p->flags & SEER_P_NONE) ? " (or None)" : "";
     if (p->kind == SEER_KIND_BOOL)
         snprintf(out, n, "must be a bool%s", none);
-    else if (p->lo == 0.0 && p->hi == 0.0)
-        snprintf(out, n, "must be %s%s%s", p->kind == SEER_KIND_FLOAT ? "finite" : "in range",
-                 inf, none);
+    else if (p->lo == 0.0 && p->hi == 0.0 && p->kind == SEER_KIND_FLOAT)
+        snprintf(out, n, "must be finite%s%s", inf, none);
     else
         snprintf(out, n, "must be in %c%s, %s]%s%s", (p->flags & SEER_P_GT) ? '(' : '[', a, b,
                  inf, none);
@@ -200,8 +199,9 @@ int seer_model_check(const seer_model *m, char *err, size_t errlen)
                                  n, SEER_API_VERSION);
         return seer_fail_buf(err, errlen, SEER_E_VERSION,
                              "model '%s' was built against seer model API version %u, but "
-                             "this runtime implements version %d: rebuild the model against "
-                             "this seer_env (seer-env build PATH)",
+                             "this runtime implements version %d: compile it against this "
+                             "seer_env's seer.h (seer-env build PATH does) and set "
+                             "`.api_version = SEER_API_VERSION`, the macro, not a number",
                              n, m->api_version, SEER_API_VERSION);
     }
     if (!valid_name(m->name))

@@ -75,14 +75,34 @@ static inline uint64_t xoshiro_next(uint64_t s[4])
     return result;
 }
 
+/* The stream of the context's entity.  boundary and global_state run for
+ * the instance, with no entity and so no stream: a draw there is a contract
+ * violation (reported when the call ends) and gets a fixed stand-in state. */
+static uint64_t *stream_of(seer_ctx *ctx)
+{
+    if (__builtin_expect(ctx->rec != NULL, 1))
+        return ctx->rec->rng;
+    static _Thread_local uint64_t none[4];
+    none[0] = 1;
+    none[1] = none[2] = none[3] = 0;
+    seer_worker_error(ctx->w, SEER_E_PHASE,
+                      "contract violation (random draw without an entity) in model '%s': "
+                      "seer_rng_* called in the instance-level %s hook of instance %u: only "
+                      "init, act, handle, observe and publish have an entity, and with it a "
+                      "stream",
+                      ctx->rt->model->name, ctx->phase == PHASE_BOUNDARY ? "boundary" : "?",
+                      ctx->inst_idx);
+    return none;
+}
+
 uint64_t seer_rng_u64(seer_ctx *ctx)
 {
-    return xoshiro_next(ctx->rec->rng);
+    return xoshiro_next(stream_of(ctx));
 }
 
 double seer_rng_uniform(seer_ctx *ctx)
 {
-    return ((double)(xoshiro_next(ctx->rec->rng) >> 11) + 0.5) * 0x1.0p-53;
+    return ((double)(xoshiro_next(stream_of(ctx)) >> 11) + 0.5) * 0x1.0p-53;
 }
 
 double seer_rng_exponential(seer_ctx *ctx, double mean)
@@ -92,7 +112,7 @@ double seer_rng_exponential(seer_ctx *ctx, double mean)
 
 uint32_t seer_rng_below(seer_ctx *ctx, uint32_t n)
 {
-    return (uint32_t)(((xoshiro_next(ctx->rec->rng) >> 32) * (uint64_t)n) >> 32);
+    return (uint32_t)(((xoshiro_next(stream_of(ctx)) >> 32) * (uint64_t)n) >> 32);
 }
 
 /* ---- event memory -------------------------------------------------------- */
@@ -991,9 +1011,12 @@ int seer_runtime_create(const seer_model *model, const void *config, size_t conf
         rt->event_stride = SEER_CACHE_LINE;
     rt->entity_stride = seer_round_up(sz.entity_size ? sz.entity_size : 1, align);
     rt->snapshot_stride = seer_round_up(sz.snapshot_size ? sz.snapshot_size : 1, align);
-    rt->entity_pad = rt->entity_stride - seer_round_up(sz.entity_size ? sz.entity_size : 1, 16);
+    /* checking mode: flush with the page's end (sizeof a struct is a
+     * multiple of its alignment, so the state stays aligned) */
+    const size_t fit = (rt->check & SEER_CHECK_ISOLATE) ? 1 : 16;
+    rt->entity_pad = rt->entity_stride - seer_round_up(sz.entity_size ? sz.entity_size : 1, fit);
     rt->snapshot_pad =
-        rt->snapshot_stride - seer_round_up(sz.snapshot_size ? sz.snapshot_size : 1, 16);
+        rt->snapshot_stride - seer_round_up(sz.snapshot_size ? sz.snapshot_size : 1, fit);
     rt->idata_stride = seer_round_up(sz.instance_size ? sz.instance_size : 1, align);
     if (rt->check & SEER_CHECK_ISOLATE) {
         rt->check_config_len = seer_round_up(config_size ? config_size : 1, align);
@@ -1736,15 +1759,15 @@ int seer_runtime_global_state(seer_runtime *rt, uint32_t instance, float *out)
         seer_check_begin_call(rt);
         (void)seer_check_run(&c, SEER_HOOK_STATE, &(seer_hook_args){.fout = out});
         seer_check_end_call(rt);
-        if (c.w->err) {
-            int code = c.w->err;
-            memcpy(rt->err, c.w->msg, sizeof rt->err);
-            c.w->err = 0;
-            return code;
-        }
-        return SEER_OK;
+    } else {
+        rt->model->global_state(&c, out);
     }
-    rt->model->global_state(&c, out);
+    if (c.w->err) {
+        int code = c.w->err;
+        memcpy(rt->err, c.w->msg, sizeof rt->err);
+        c.w->err = 0;
+        return code;
+    }
     return SEER_OK;
 }
 

@@ -88,9 +88,13 @@ enum { OBS_DIM = 4 };
 static int __NAME___describe(void *config, seer_sizes *out, char *err, size_t errlen)
 {
     const __NAME___config *c = config;
-    /* single parameters were checked against __NAME___params already */
-    if ((uint64_t)c->num_agents * c->tokens_per_agent > (1u << 26)) {
-        snprintf(err, errlen, "__NAME__: num_agents * tokens_per_agent must be <= 67108864");
+    /* single parameters were checked against __NAME___params already; here
+     * the rules that tie several together */
+    if (c->goal < c->tokens_per_agent) {
+        snprintf(err, errlen,
+                 "__NAME__: goal=%u must be >= tokens_per_agent=%u (an agent would be done "
+                 "with its own tokens)",
+                 c->goal, c->tokens_per_agent);
         return SEER_E_CONFIG;
     }
     out->num_entities = c->num_agents; /* every entity is an agent here */

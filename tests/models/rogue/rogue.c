@@ -25,7 +25,10 @@ enum rogue_mode {
     ROGUE_OBSERVE = 9,      /* observe writes the agent's state                 */
     ROGUE_THREAD = 10,      /* handle keeps a thread-local counter: its results
                                depend on which events this thread ran before    */
-    ROGUE_MODES = 11
+    ROGUE_BOUNDARY_RNG = 11,/* the boundary hook draws a random number           */
+    ROGUE_NULL = 12,        /* handle reads another entity through
+                               seer_entity_state (NULL outside the boundary)    */
+    ROGUE_MODES = 13
 };
 
 typedef struct rogue_config {
@@ -126,6 +129,9 @@ static int misbehave(seer_ctx *ctx, const rogue_config *c, rogue_state *st)
     case ROGUE_CONFIG:
         ((rogue_config *)(void *)seer_config(ctx))->lookahead = 0.25;
         break;
+    case ROGUE_NULL:
+        st->value += (double)((const rogue_state *)seer_entity_state(ctx, next))->ticks;
+        break;
     default:
         break;
     }
@@ -171,6 +177,14 @@ static void rogue_observe(seer_ctx *ctx, uint32_t agent, const seer_output *out)
     *out->reward = (float)st->last_action;
 }
 
+static void rogue_boundary(seer_ctx *ctx, void *instance_data)
+{
+    (void)instance_data;
+    const rogue_config *c = seer_config(ctx);
+    if (c->mode == ROGUE_BOUNDARY_RNG && seer_step_index(ctx) == c->at_step)
+        (void)seer_rng_u64(ctx);
+}
+
 static void rogue_publish(seer_ctx *ctx, const void *entity, void *record)
 {
     (void)ctx;
@@ -188,6 +202,7 @@ const seer_model rogue_model = {
     .describe = rogue_describe,
     .act = rogue_act,
     .handle = rogue_handle,
+    .boundary = rogue_boundary,
     .observe = rogue_observe,
     .publish = rogue_publish,
     .event_names = rogue_events,
