@@ -16,20 +16,76 @@ keeps.
 
 from __future__ import annotations
 
+import functools
 import os
+import threading
+import weakref
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import gymnasium
 import numpy as np
 from gymnasium.vector import AutoresetMode
 from pettingzoo import ParallelEnv
+from pettingzoo.utils.conversions import parallel_to_aec_wrapper
+from pettingzoo.utils.wrappers import OrderEnforcingWrapper
 
 from ._runtime import Runtime
-from .errors import ClosedError, ConfigError, InvalidActionError, StateError
+from .errors import ClosedError, ConfigError, InvalidActionError, SeerError, StateError
 
 if TYPE_CHECKING:  # pragma: no cover
     from .sdk import Model
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _exclusive(method: _F) -> _F:
+    """One call at a time per env: a second thread calling in while another
+    is inside gets a StateError at once (an env is not thread-safe; its
+    Python state and the runtime's must move together)."""
+
+    @functools.wraps(method)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        busy = self._busy
+        if not busy.acquire(blocking=False):
+            raise StateError(
+                f"{self.seer_model.name}: {method.__name__}() was called while another thread "
+                "is inside a call of this env; an env is not thread-safe: give each thread "
+                "its own env (or serialize the calls)"
+            )
+        try:
+            if self._interrupted and method.__name__ != "reset":
+                raise StateError(f"{self.seer_model.name}: {self._interrupted}; call reset()")
+            return method(self, *args, **kwargs)
+        except SeerError:
+            # the runtime reports the truth itself (nothing changed, or its
+            # instances need a reset and say so)
+            self._interrupted = ""
+            raise
+        finally:
+            busy.release()
+
+    return wrapper  # type: ignore[return-value]
+
+
+_CUT_SHORT = "the last {}() was interrupted before it finished (KeyboardInterrupt)"
+
+#: Envs not collected yet (their locks are re-created in a child of fork()).
+_live_envs: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    # The thread that held an env's lock at the fork does not exist in the
+    # child: re-create the lock, and if a call was in progress, say so.
+    for env in list(_live_envs):
+        if env._busy.locked():
+            env._interrupted = ("the process forked while another thread was inside a call of "
+                                "this env")
+        env._busy = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 #: Keys every env accepts besides its model's parameters.
 COMMON_KEYS = ("threads", "executor", "render_mode", "info_keys", "max_cycles")
@@ -61,6 +117,9 @@ class _SeerEnvCommon:
     runtime: Runtime
 
     def _setup(self, model: Model, num_instances: int, config: Mapping[str, Any]) -> None:
+        self._busy = threading.Lock()
+        self._interrupted = ""  # why a call was cut short (then only reset() works)
+        _live_envs.add(self)
         self.seer_model = model
         native = model.native
         params = {k: v for k, v in config.items() if k not in COMMON_KEYS}
@@ -101,6 +160,10 @@ class _SeerEnvCommon:
                 sz.action_low, sz.action_high, shape=(sz.action_dim,), dtype=np.float32
             )
         self.info_names = rt.info_names
+
+    def _check_open(self, what: str) -> None:
+        if self.runtime.closed:
+            raise ClosedError(f"{self.seer_model.name}: {what}() on a closed env")
 
     @property
     def stpa(self) -> Any:
@@ -162,7 +225,10 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
             return tuple(self.info_names)
         if isinstance(keys, str):
             raise ConfigError(f"info_keys={keys!r} must be 'all' or a list of names")
-        keys = tuple(keys)
+        try:
+            keys = tuple(keys)
+        except TypeError:
+            raise ConfigError(f"info_keys={keys!r} must be 'all' or a list of names") from None
         bad = [k for k in keys if k not in self.info_names]
         if bad:
             raise ConfigError(f"info_keys {bad} unknown; available: {list(self.info_names)}")
@@ -197,16 +263,20 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
 
     # -- episode --------------------------------------------------------------
 
+    @_exclusive
     def reset(
         self, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, np.ndarray], dict[str, dict[str, Any]]]:
+        self._check_open("reset")
         self.runtime.reset(self._seeds(seed, 1))
+        self._interrupted = _CUT_SHORT.format("reset")  # until Python has caught up
         self.agents = list(self.possible_agents)
         self._live_idx = np.arange(len(self.agents))
         self._needs_reset = False
         obs, _, _, _, infos = self._outputs(self._live_idx)
+        self._interrupted = ""
         if self.render_mode == "human":
-            self.render()
+            self._render()
         return obs, infos
 
     def _write_actions(self, actions: Mapping[str, Any]) -> None:
@@ -257,6 +327,29 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
             )
         return arr.dtype.kind in "fiu" and arr.shape == (n, sz.action_dim)
 
+    def check_action(self, agent: str, action: Any) -> None:
+        """Raise :class:`InvalidActionError` if ``action`` is not one ``agent`` may
+        take now (unknown or finished agent, wrong shape or dtype, out of range,
+        NaN); the AEC form checks each action as it comes."""
+        self._agent_idx(agent)
+        if agent not in self.agents:
+            raise InvalidActionError(
+                f"{self.seer_model.name}: agent {agent!r} is done or the episode has not "
+                "started, and cannot act")
+        sz = self.sizes
+        if sz.action_kind == "discrete":
+            v = _discrete_value(agent, action, sz.action_n)
+            if not 0 <= v < sz.action_n:
+                raise InvalidActionError(
+                    f"{self.seer_model.name}: action for {agent!r} is {v}, outside "
+                    f"[0, {sz.action_n})")
+        else:
+            arr = _box_value(agent, action, sz.action_dim)
+            if not np.isfinite(arr).all():
+                raise InvalidActionError(
+                    f"{self.seer_model.name}: action for {agent!r} is {arr.tolist()}: "
+                    "actions must be finite")
+
     def _write_actions_checked(self, actions: Mapping[str, Any]) -> None:
         """Agent by agent, with a message naming the first bad agent or value."""
         live = set(self.agents)
@@ -284,6 +377,7 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
         if rows:
             self.runtime.actions[0][self._live_idx] = np.asarray(rows)
 
+    @_exclusive
     def step(self, actions: Mapping[str, Any]) -> tuple[
         dict[str, np.ndarray],
         dict[str, float],
@@ -291,14 +385,14 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
         dict[str, bool],
         dict[str, dict[str, Any]],
     ]:
-        if self.runtime.closed:
-            raise ClosedError(f"{self.seer_model.name}: step() on a closed env")
+        self._check_open("step")
         if self._needs_reset:
             raise StateError(f"{self.seer_model.name}: call reset() before step()")
         if not self.agents:
             raise StateError(f"{self.seer_model.name}: the episode is over; call reset()")
         self._write_actions(actions)
         self.runtime.step()
+        self._interrupted = _CUT_SHORT.format("step")  # until Python has caught up
         live_idx = self._live_idx
         out = self._outputs(live_idx)
         rt = self.runtime
@@ -306,8 +400,9 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
         if done.any():
             self._live_idx = live_idx[~done]
             self.agents = self._names[self._live_idx].tolist()
+        self._interrupted = ""
         if self.render_mode == "human":
-            self.render()
+            self._render()
         return out
 
     def _outputs(self, live_idx: np.ndarray) -> tuple[dict, dict, dict, dict, dict]:
@@ -335,15 +430,22 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
             infos,
         )
 
+    @_exclusive
     def state(self) -> np.ndarray:
+        self._check_open("state")
         if self._needs_reset:
             raise StateError(f"{self.seer_model.name}: call reset() before state()")
         return self.runtime.global_state(0)
 
+    @_exclusive
     def render(self) -> np.ndarray | None:
+        return self._render()
+
+    def _render(self) -> np.ndarray | None:
         if self.render_mode is None:
             gymnasium.logger.warn("render() called with render_mode=None")
             return None
+        self._check_open("render")
         if self._needs_reset:
             raise StateError(f"{self.seer_model.name}: call reset() before render()")
         assert self.seer_model.render is not None
@@ -374,13 +476,33 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
         pygame.display.flip()
 
     def close(self) -> None:
-        if self._window is not None:
-            import pygame  # type: ignore[import-not-found]
+        """Free the env; safe at any time and from any thread (it waits for a
+        call running on another thread to end)."""
+        with self._busy:
+            if self._window is not None:
+                import pygame  # type: ignore[import-not-found]
 
-            pygame.display.quit()
-            self._window = None
-        self.runtime.close()
-        self._needs_reset = True
+                pygame.display.quit()
+                self._window = None
+            self.runtime.close()
+            self._needs_reset = True
+
+
+class SeerAECEnv(parallel_to_aec_wrapper):
+    """The AEC form of a :class:`SeerParallelEnv` (PettingZoo's
+    ``parallel_to_aec`` wrapper), checking each action when it is given, so a
+    bad one is refused at once and leaves nothing behind."""
+
+    def step(self, action: Any) -> None:
+        agent = self.agent_selection
+        if not (self.terminations[agent] or self.truncations[agent]):
+            self.env.check_action(agent, action)
+        super().step(action)
+
+
+def aec_env(par_env: SeerParallelEnv) -> Any:
+    """``par_env`` as a PettingZoo AEC env (order-enforcing, actions checked)."""
+    return OrderEnforcingWrapper(SeerAECEnv(par_env))
 
 
 def _rebuild_parallel_env(name: str, folder: str, config: dict[str, Any]) -> SeerParallelEnv:
@@ -584,11 +706,14 @@ class SeerVectorEnv(_SeerEnvCommon):
     @property
     def alive(self) -> np.ndarray:
         """``(B, A)`` copy of the agents alive now (those whose next action counts)."""
+        self._check_open("alive")
         return self.runtime.alive.copy()
 
     # -- reset ---------------------------------------------------------------
 
     def _instance_seeds(self, seed: Any) -> list[int]:
+        if isinstance(seed, np.ndarray) and seed.ndim == 0:
+            seed = seed[()]  # a NumPy scalar array: its value
         if seed is None or isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
             return self._seeds(seed, self.num_envs)
         if isinstance(seed, (list, tuple, np.ndarray)):
@@ -598,6 +723,7 @@ class SeerVectorEnv(_SeerEnvCommon):
             return [fresh[i] if s is None else _seed_value(s) for i, s in enumerate(seed)]
         raise ConfigError(f"seed={seed!r} must be an int, a list of {self.num_envs} ints or None")
 
+    @_exclusive
     def reset(
         self, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
@@ -606,8 +732,9 @@ class SeerVectorEnv(_SeerEnvCommon):
         Returns ``(obs, infos)`` for all instances (rows of the others unchanged).
         """
         rt = self.runtime
-        if rt.closed:
-            raise ClosedError(f"{self.seer_model.name}: reset() on a closed env")
+        self._check_open("reset")
+        if options is not None and not isinstance(options, Mapping):
+            raise ConfigError(f"options={options!r} must be a dict (or None)")
         mask = None if options is None else options.get("reset_mask")
         if mask is None:
             seeds = self._instance_seeds(seed)
@@ -615,6 +742,7 @@ class SeerVectorEnv(_SeerEnvCommon):
             self._next_seeds = [(s + self.num_envs) & _MAX_SEED for s in seeds]
             self._autoreset[:] = False
             self._needs_reset = False
+            self._interrupted = ""
         else:
             mask = np.asarray(mask)
             if mask.dtype != np.bool_ or mask.shape != (self.num_envs,):
@@ -648,15 +776,18 @@ class SeerVectorEnv(_SeerEnvCommon):
 
     def _write_actions(self, actions: Any) -> None:
         sz = self.sizes
-        arr = np.asarray(actions)
+        try:
+            arr = np.asarray(actions)
+        except (ValueError, TypeError) as exc:  # ragged nested sequences
+            raise InvalidActionError(f"actions cannot be read as an array: {exc}") from None
         if sz.action_kind == "discrete":
             want: tuple[int, ...] = (self.num_envs, sz.num_agents)
-            if not np.issubdtype(arr.dtype, np.integer) or arr.dtype == np.bool_:
+            if arr.dtype.kind not in "iu":  # not bool, timedelta, complex, object
                 raise InvalidActionError(f"actions must be integers, got dtype {arr.dtype}")
         else:
             want = (self.num_envs, sz.num_agents, sz.action_dim)
-            if not np.issubdtype(arr.dtype, np.number) or arr.dtype == np.bool_:
-                raise InvalidActionError(f"actions must be floats, got dtype {arr.dtype}")
+            if arr.dtype.kind not in "fiu":
+                raise InvalidActionError(f"actions must be real numbers, got dtype {arr.dtype}")
         if arr.shape != want:
             raise InvalidActionError(f"actions must have shape {want}, got {arr.shape}")
         if sz.action_kind == "discrete" and arr.size and (
@@ -665,13 +796,13 @@ class SeerVectorEnv(_SeerEnvCommon):
             raise InvalidActionError("discrete actions out of int32 range")
         self.runtime.actions[:] = arr if sz.action_kind == "discrete" else _to_float32(arr)
 
+    @_exclusive
     def step(
         self, actions: Any
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Step every instance (see the class docstring for autoreset)."""
         rt = self.runtime
-        if rt.closed:
-            raise ClosedError(f"{self.seer_model.name}: step() on a closed env")
+        self._check_open("step")
         if self._needs_reset:
             raise StateError(f"{self.seer_model.name}: call reset() before step()")
         mode = self.autoreset_mode
@@ -684,6 +815,14 @@ class SeerVectorEnv(_SeerEnvCommon):
                     "reset(options={'reset_mask': mask}) before stepping"
                 )
         self._write_actions(actions)
+        self._interrupted = _CUT_SHORT.format("step")  # until Python has caught up
+        out = self._step_and_autoreset(rt, mode)
+        self._interrupted = ""
+        return out
+
+    def _step_and_autoreset(
+        self, rt: Runtime, mode: AutoresetMode
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         if mode is AutoresetMode.NEXT_STEP:
             stepping = ~self._autoreset
             if stepping.all():
@@ -719,10 +858,15 @@ class SeerVectorEnv(_SeerEnvCommon):
         infos["_final_info"] = finished.copy()
         return self._arr(rt.obs), self._arr(rew), self._arr(term), self._arr(trunc), infos
 
+    @_exclusive
     def state(self) -> np.ndarray:
         """Global states, shape (num_envs, state_dim)."""
+        self._check_open("state")
         return np.stack([self.runtime.global_state(i) for i in range(self.num_envs)])
 
     def close(self) -> None:
-        self.runtime.close()
-        self._needs_reset = True
+        """Free the env; safe at any time and from any thread (it waits for a
+        call running on another thread to end)."""
+        with self._busy:
+            self.runtime.close()
+            self._needs_reset = True

@@ -32,6 +32,7 @@ import os
 import sys
 import tempfile
 import threading
+import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -680,6 +681,32 @@ class Runtime:
                 opts.executor = lib.SEER_EXECUTOR_SERIAL
         self.executor = executor
         self.requested_executor = executor
+        # The host buffers are NumPy arrays the runtime writes in place: they
+        # belong to Python, so views of them outlive the runtime whatever is
+        # closed or collected first.
+        _, sz = model.describe(config or {})
+        A = sz.num_agents
+        act_dtype = np.int32 if sz.action_kind == "discrete" else np.float32
+        act_shape = (B, A) if sz.action_kind == "discrete" else (B, A, sz.action_dim)
+        bufs = {
+            "actions": (lib.SEER_BUF_ACTIONS, act_dtype, act_shape),
+            "obs": (lib.SEER_BUF_OBS, np.float32, (B, A, sz.obs_dim)),
+            "reward": (lib.SEER_BUF_REWARD, np.float32, (B, A)),
+            "terminated": (lib.SEER_BUF_TERMINATED, np.bool_, (B, A)),
+            "truncated": (lib.SEER_BUF_TRUNCATED, np.bool_, (B, A)),
+            "alive": (lib.SEER_BUF_ALIVE, np.bool_, (B, A)),
+            "active": (lib.SEER_BUF_ACTIVE, np.bool_, (B, A)),
+            "info": (lib.SEER_BUF_INFO, np.float64, (B, A, sz.info_dim)),
+        }
+        csz = ffi.new("seer_sizes *")
+        csz.num_agents, csz.obs_dim, csz.action_dim, csz.info_dim = (
+            A, sz.obs_dim, sz.action_dim, sz.info_dim)
+        for name, (which, dtype, shape) in bufs.items():
+            arr = _aligned_zeros(shape, dtype)
+            assert arr.nbytes == lib.seer_buffer_bytes(csz, B, which), name
+            setattr(self, name, arr)
+            if arr.nbytes:
+                opts.buffers[which] = ffi.cast("void *", arr.ctypes.data)
         out = ffi.new("seer_runtime **")
         err = ffi.new("char[]", _ERRLEN)
         rc = lib.seer_runtime_create(model.table, cfg, model.config_size, opts, out, err,
@@ -687,24 +714,13 @@ class Runtime:
         if rc != lib.SEER_OK:
             raise error_for(lib, rc, ffi.string(err).decode())
         self._h = ffi.gc(out[0], lib.seer_runtime_destroy)
+        _live_runtimes.add(self)
         self.num_instances = B
         self.max_cycles = mc
         self.config = model.read_config(lib.seer_runtime_config(self._h))
         self._config_ptr = lib.seer_runtime_config(self._h)
         self.sizes = model.sizes_of(lib.seer_runtime_sizes(self._h))
-        s = self.sizes
-        self.info_names = model.info_names(s.info_dim)
-        A = s.num_agents
-        act_dtype = np.int32 if s.action_kind == "discrete" else np.float32
-        act_shape = (B, A) if s.action_kind == "discrete" else (B, A, s.action_dim)
-        self.actions = self._view(lib.SEER_BUF_ACTIONS, act_dtype, act_shape)
-        self.obs = self._view(lib.SEER_BUF_OBS, np.float32, (B, A, s.obs_dim))
-        self.reward = self._view(lib.SEER_BUF_REWARD, np.float32, (B, A))
-        self.terminated = self._view(lib.SEER_BUF_TERMINATED, np.bool_, (B, A))
-        self.truncated = self._view(lib.SEER_BUF_TRUNCATED, np.bool_, (B, A))
-        self.alive = self._view(lib.SEER_BUF_ALIVE, np.bool_, (B, A))
-        self.active = self._view(lib.SEER_BUF_ACTIVE, np.bool_, (B, A))
-        self.info = self._view(lib.SEER_BUF_INFO, np.float64, (B, A, s.info_dim))
+        self.info_names = model.info_names(self.sizes.info_dim)
         self._mask = np.zeros(B, dtype=np.uint8)
         if threads == "auto" and executor == "parallel":
             from .stpa import Stpa
@@ -713,23 +729,22 @@ class Runtime:
 
     # -- plumbing -------------------------------------------------------------
 
-    def _view(self, which: int, dtype: Any, shape: tuple[int, ...]) -> np.ndarray:
-        n = int(np.prod(shape)) * np.dtype(dtype).itemsize
-        ptr = self.lib.seer_runtime_buffer(self._h, which)
-        if n == 0:
-            return np.zeros(shape, dtype=dtype)
-        return np.frombuffer(self.ffi.buffer(ptr, n), dtype=dtype).reshape(shape)
+    @contextlib.contextmanager
+    def _call(self) -> Any:
+        """The native handle, for one call: under the runtime's lock, fetched
+        inside it, so a concurrent close() waits for the call to end (and a
+        call after close() raises ClosedError).  Every native call goes
+        through here."""
+        with self._lock:
+            h = getattr(self, "_h", None)
+            if h is None:
+                raise ClosedError(f"the {self.model} runtime is closed")
+            yield h
 
-    def _handle(self) -> Any:
-        h = getattr(self, "_h", None)
-        if h is None:
-            raise ClosedError(f"the {self.model} runtime is closed")
-        return h
-
-    def _check(self, rc: int) -> None:
+    def _check(self, h: Any, rc: int) -> None:
         if rc != self.lib.SEER_OK:
             raise error_for(self.lib, rc,
-                            self.ffi.string(self.lib.seer_runtime_error(self._h)).decode())
+                            self.ffi.string(self.lib.seer_runtime_error(h)).decode())
 
     def _mask_ptr(self, mask: Iterable[bool] | None) -> Any:
         if mask is None:
@@ -748,16 +763,18 @@ class Runtime:
 
     @property
     def threads(self) -> int:
-        return int(self.lib.seer_runtime_threads(self._handle()))
+        """Threads taking part in calls (capped at the CPUs unless ``oversubscribe``)."""
+        with self._call() as h:
+            return int(self.lib.seer_runtime_threads(h))
 
     def set_threads(self, threads: int) -> None:
         """Resize the worker pool (parallel executor). Outputs do not depend on it.
 
         An explicit pool size turns STPA off (:attr:`stpa` becomes None).
         """
-        h = self._handle()
-        with self._lock:
-            self._check(self.lib.seer_runtime_set_threads(h, int(threads)))
+        n = _positive_int("threads", threads, 1, 1024)
+        with self._call() as h:
+            self._check(h, self.lib.seer_runtime_set_threads(h, n))
         self.stpa = None
 
     def set_executor(self, executor: str, threads: int = 1) -> None:
@@ -777,26 +794,24 @@ class Runtime:
         """:meth:`set_executor` without turning STPA off (STPA's own switch)."""
         if executor not in EXECUTORS:
             raise ConfigError(f"executor={executor!r} must be one of {list(EXECUTORS)}")
-        h = self._handle()
+        n = _positive_int("threads", threads, 1, 1024)
         code = self.lib.SEER_EXECUTOR_SERIAL if executor == "serial" else \
             self.lib.SEER_EXECUTOR_PARALLEL
-        with self._lock:
-            self._check(self.lib.seer_runtime_set_executor(h, code, int(threads)))
+        with self._call() as h:
+            self._check(h, self.lib.seer_runtime_set_executor(h, code, n))
         self.executor = executor
 
     def _step_native(self, mask_ptr: Any) -> None:
-        h = self._handle()
-        with self._lock:
-            self._check(self.lib.seer_runtime_step(h, mask_ptr))
+        with self._call() as h:
+            self._check(h, self.lib.seer_runtime_step(h, mask_ptr))
 
     def reset(self, seeds: Sequence[int], mask: Iterable[bool] | None = None) -> None:
         """Reset the instances selected by ``mask`` (all if None) with ``seeds[i]``."""
-        h = self._handle()
         s = np.asarray([int(x) & 0xFFFFFFFFFFFFFFFF for x in seeds], dtype=np.uint64)
         if s.shape != (self.num_instances,):
             raise ConfigError(f"need {self.num_instances} seeds, got {s.shape[0]}")
-        with self._lock:
-            self._check(self.lib.seer_runtime_reset(
+        with self._call() as h:
+            self._check(h, self.lib.seer_runtime_reset(
                 h, self.ffi.from_buffer("uint64_t[]", s), self._mask_ptr(mask)))
 
     def step(self, mask: Iterable[bool] | None = None) -> None:
@@ -807,32 +822,42 @@ class Runtime:
             if st.countdown <= 0:  # preflight, or a periodic drift check
                 st.step(self._mask_ptr(mask))
                 return
-        h = self._handle()
-        with self._lock:
-            self._check(self.lib.seer_runtime_step(h, self._mask_ptr(mask)))
+        with self._call() as h:
+            self._check(h, self.lib.seer_runtime_step(h, self._mask_ptr(mask)))
+
+    def _instance(self, instance: int) -> int:
+        return _positive_int("instance", instance, 0, self.num_instances - 1)
 
     def step_index(self, instance: int = 0) -> int:
         out = self.ffi.new("uint64_t *")
-        self._check(self.lib.seer_runtime_step_index(self._handle(), instance, out))
+        i = self._instance(instance)
+        with self._call() as h:
+            self._check(h, self.lib.seer_runtime_step_index(h, i, out))
         return int(out[0])
 
     def entity_events(self, instance: int = 0) -> np.ndarray:
         """Events handled by each entity of ``instance`` since its reset."""
         out = np.zeros(self.sizes.num_entities, dtype=np.uint64)
-        self._check(self.lib.seer_runtime_entity_events(
-            self._handle(), instance, self.ffi.from_buffer("uint64_t[]", out)))
+        i = self._instance(instance)
+        with self._call() as h:
+            self._check(h, self.lib.seer_runtime_entity_events(
+                h, i, self.ffi.from_buffer("uint64_t[]", out)))
         return out
 
     def pending_events(self, instance: int = 0) -> int:
         out = self.ffi.new("uint64_t *")
-        self._check(self.lib.seer_runtime_pending_events(self._handle(), instance, out))
+        i = self._instance(instance)
+        with self._call() as h:
+            self._check(h, self.lib.seer_runtime_pending_events(h, i, out))
         return int(out[0])
 
     def entity_states(self, instance: int = 0) -> bytes:
         """Raw bytes of every entity's state (num_entities * entity_size)."""
         n = self.sizes.num_entities * self.sizes.entity_size
         out = self.ffi.new("char[]", max(n, 1))
-        self._check(self.lib.seer_runtime_entity_states(self._handle(), instance, out))
+        i = self._instance(instance)
+        with self._call() as h:
+            self._check(h, self.lib.seer_runtime_entity_states(h, i, out))
         return self.ffi.buffer(out, n)[:]
 
     def entity_array(self, instance: int = 0) -> np.ndarray:
@@ -843,13 +868,16 @@ class Runtime:
 
     def global_state(self, instance: int = 0) -> np.ndarray:
         out = np.zeros(self.sizes.state_dim, dtype=np.float32)
-        self._check(self.lib.seer_runtime_global_state(
-            self._handle(), instance, self.ffi.from_buffer("float[]", out)))
+        i = self._instance(instance)
+        with self._call() as h:
+            self._check(h, self.lib.seer_runtime_global_state(
+                h, i, self.ffi.from_buffer("float[]", out)))
         return out
 
     def stats(self) -> dict[str, int]:
         s = self.ffi.new("seer_stats *")
-        self.lib.seer_runtime_stats(self._handle(), s)
+        with self._call() as h:
+            self.lib.seer_runtime_stats(h, s)
         return {
             "events": int(s.events),
             "windows": int(s.windows),
@@ -863,10 +891,10 @@ class Runtime:
 
     def trace(self, capacity: int) -> None:
         """Record up to ``capacity`` trace records per worker thread (0: off)."""
-        h = self._handle()
-        with self._lock:
-            self._check(self.lib.seer_runtime_trace(h, int(capacity)))
-        self._trace_cap = int(capacity)
+        cap = _positive_int("capacity", capacity, 0, 2**28)
+        with self._call() as h:
+            self._check(h, self.lib.seer_runtime_trace(h, cap))
+        self._trace_cap = cap
 
     def trace_records(self, active_only: bool = False) -> list[np.ndarray]:
         """Copies of each worker's records (structured arrays of :func:`trace_dtype`).
@@ -876,40 +904,44 @@ class Runtime:
         took a chunk of a call late (at most one per call, right after the
         pool was shrunk); ``active_only=True`` leaves the parked threads out.
         """
-        h = self._handle()
         dt = trace_dtype()
         out = []
-        n_threads = self.threads if active_only else int(self.lib.seer_runtime_pool_size(h))
-        for t in range(n_threads):
-            n = int(self.lib.seer_runtime_trace_count(h, t))
-            if n == 0:
-                out.append(np.zeros(0, dtype=dt))
-                continue
-            ptr = self.lib.seer_runtime_trace_records(h, t)
-            buf = self.ffi.buffer(ptr, n * dt.itemsize)
-            out.append(np.frombuffer(buf, dtype=dt).copy())
+        with self._call() as h:
+            n_threads = (int(self.lib.seer_runtime_threads(h)) if active_only
+                         else int(self.lib.seer_runtime_pool_size(h)))
+            for t in range(n_threads):
+                n = int(self.lib.seer_runtime_trace_count(h, t))
+                if n == 0:
+                    out.append(np.zeros(0, dtype=dt))
+                    continue
+                ptr = self.lib.seer_runtime_trace_records(h, t)
+                buf = self.ffi.buffer(ptr, n * dt.itemsize)
+                out.append(np.frombuffer(buf, dtype=dt).copy())
         return out
 
     def trace_dropped(self) -> int:
-        return int(self.lib.seer_runtime_trace_dropped(self._handle()))
+        with self._call() as h:
+            return int(self.lib.seer_runtime_trace_dropped(h))
 
     def trace_clear(self) -> None:
-        self.lib.seer_runtime_trace_clear(self._handle())
+        with self._call() as h:
+            self.lib.seer_runtime_trace_clear(h)
 
     def event_name(self, event_type: int) -> str:
-        return self.ffi.string(self.lib.seer_runtime_event_name(self._handle(),
-                                                                event_type)).decode()
+        t = _positive_int("event_type", event_type, 0, 2**32 - 1)
+        with self._call() as h:
+            return self.ffi.string(self.lib.seer_runtime_event_name(h, t)).decode()
 
     def close(self) -> None:
-        """Join the workers and free native memory. Idempotent."""
-        h = getattr(self, "_h", None)
-        if h is None:
-            return
+        """Join the workers and free native memory. Idempotent; waits for a call
+        running on another thread.  The host arrays (:attr:`obs` ...) stay
+        readable: they belong to Python."""
         with self._lock:
+            h = getattr(self, "_h", None)
+            if h is None:
+                return
             self._h = None
-            for name in ("actions", "obs", "reward", "terminated", "truncated", "alive",
-                         "active", "info"):
-                setattr(self, name, None)
+            _live_runtimes.discard(self)
             self.ffi.release(h)
 
     def __del__(self) -> None:  # pragma: no cover - GC path
@@ -917,6 +949,31 @@ class Runtime:
             self.close()
         except Exception:
             pass
+
+
+def _aligned_zeros(shape: tuple[int, ...], dtype: Any, align: int = 64) -> np.ndarray:
+    """Zeros with the data ``align``-byte aligned (the runtime's buffers are)."""
+    dt = np.dtype(dtype)
+    n = int(np.prod(shape)) * dt.itemsize
+    raw = np.zeros(n + align, dtype=np.uint8)
+    off = (-raw.ctypes.data) % align
+    return raw[off:off + n].view(dt).reshape(shape)
+
+
+#: Runtimes not closed yet (their locks are re-created in a child of fork()).
+_live_runtimes: weakref.WeakSet[Runtime] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    # A lock another thread of the parent held at the fork stays held in the
+    # child (that thread does not exist there): start every runtime's afresh.
+    # The runtime itself re-creates its worker pool on its next call.
+    for rt in list(_live_runtimes):
+        rt._lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 # -- trace records and the RNG, from the core module --------------------------------

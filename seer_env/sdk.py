@@ -205,10 +205,11 @@ class Model:
         return gym_vector.agent_vector_env(self.vector_env, num_envs, **config)
 
     def aec_env(self, **config: Any) -> Any:
-        """A PettingZoo AEC env (``parallel_to_aec`` of :meth:`parallel_env`)."""
-        from pettingzoo.utils import parallel_to_aec
+        """A PettingZoo AEC env (PettingZoo's ``parallel_to_aec`` of
+        :meth:`parallel_env`, checking each action when it is given)."""
+        from ._base import aec_env
 
-        return parallel_to_aec(self.parallel_env(**config))
+        return aec_env(self.parallel_env(**config))
 
     env = aec_env
 

@@ -236,6 +236,7 @@ struct seer_runtime {
     uint8_t *alive;
     uint8_t *active;
     double *info;
+    uint32_t owned_buffers; /* bit SEER_BUF_x: the runtime allocated it */
 
     /* event reserve shared by all workers (mutex: slow path only) */
     pthread_mutex_t reserve_lock;

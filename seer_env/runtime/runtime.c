@@ -942,7 +942,7 @@ static int create_args(const seer_model *model, void *config, size_t config_size
         return seer_fail_buf(err, errlen, SEER_E_CONFIG,
                              "model '%s': this configuration needs about %.1f GiB (%u "
                              "instance(s) x %u entities of %u bytes, %llu pending events "
-                             "each), more than the %.1f GiB allowed (%s); make it smaller",
+                             "each), more than the %.3f GiB allowed (%s); make it smaller",
                              model->name, need / 1073741824.0, o->num_instances,
                              sz->num_entities, sz->entity_size,
                              (unsigned long long)sz->pending_events,
@@ -1037,20 +1037,28 @@ int seer_runtime_create(const seer_model *model, const void *config, size_t conf
     seer_phases_init(&rt->ph);
     atomic_init(&rt->abort_code, 0);
 
-    size_t B = num_instances, A = sz.num_agents, N = sz.num_entities;
+    size_t B = num_instances, N = sz.num_entities;
     rt->inst = aligned_alloc(SEER_CACHE_LINE, B * sizeof *rt->inst);
     if (rt->inst)
         memset(rt->inst, 0, B * sizeof *rt->inst);
     else
         ok = 0;
-    rt->actions = xcalloc(B * A * sz.action_dim, 4, &ok);
-    rt->obs = xcalloc(B * A * (sz.obs_dim ? sz.obs_dim : 1), sizeof(float), &ok);
-    rt->reward = xcalloc(B * A, sizeof(float), &ok);
-    rt->terminated = xcalloc(B * A, 1, &ok);
-    rt->truncated = xcalloc(B * A, 1, &ok);
-    rt->alive = xcalloc(B * A, 1, &ok);
-    rt->active = xcalloc(B * A, 1, &ok);
-    rt->info = xcalloc(B * A * (sz.info_dim ? sz.info_dim : 1), sizeof(double), &ok);
+    void *bufs[8];
+    for (int b = 0; b < 8; b++) {
+        bufs[b] = opts->buffers[b];
+        if (!bufs[b]) {
+            bufs[b] = xcalloc(seer_buffer_bytes(&sz, num_instances, b), 1, &ok);
+            rt->owned_buffers |= 1u << b;
+        }
+    }
+    rt->actions = bufs[SEER_BUF_ACTIONS];
+    rt->obs = bufs[SEER_BUF_OBS];
+    rt->reward = bufs[SEER_BUF_REWARD];
+    rt->terminated = bufs[SEER_BUF_TERMINATED];
+    rt->truncated = bufs[SEER_BUF_TRUNCATED];
+    rt->alive = bufs[SEER_BUF_ALIVE];
+    rt->active = bufs[SEER_BUF_ACTIVE];
+    rt->info = bufs[SEER_BUF_INFO];
     rt->sel = xcalloc(B, sizeof *rt->sel, &ok);
     if (rt->check & SEER_CHECK_SHUFFLE) /* visiting orders: at most B x N items a phase */
         rt->perm = xcalloc(B * N, sizeof *rt->perm, &ok);
@@ -1107,14 +1115,11 @@ void seer_runtime_destroy(seer_runtime *rt)
     free(rt->inst);
     free(rt->part_of);
     free(rt->part_start);
-    free(rt->actions);
-    free(rt->obs);
-    free(rt->reward);
-    free(rt->terminated);
-    free(rt->truncated);
-    free(rt->alive);
-    free(rt->active);
-    free(rt->info);
+    void *bufs[8] = {rt->actions, rt->obs, rt->reward, rt->terminated, rt->truncated,
+                     rt->alive, rt->info, rt->active};
+    for (int b = 0; b < 8; b++)
+        if (rt->owned_buffers & (1u << b))
+            free(bufs[b]);
     free(rt->sel);
     free(rt->perm);
     seer_check_teardown(rt);
@@ -1138,6 +1143,18 @@ uint32_t seer_runtime_threads(const seer_runtime *rt)
 }
 uint32_t seer_runtime_pool_size(const seer_runtime *rt) { return rt->nthreads; }
 int seer_runtime_executor(const seer_runtime *rt) { return rt->executor; }
+
+size_t seer_buffer_bytes(const seer_sizes *sz, uint32_t B, int which)
+{
+    const size_t n = (size_t)B * sz->num_agents;
+    switch (which) {
+    case SEER_BUF_ACTIONS: return n * sz->action_dim * 4u;
+    case SEER_BUF_OBS: return n * sz->obs_dim * sizeof(float);
+    case SEER_BUF_REWARD: return n * sizeof(float);
+    case SEER_BUF_INFO: return n * sz->info_dim * sizeof(double);
+    default: return n; /* the uint8 flags */
+    }
+}
 
 void *seer_runtime_buffer(seer_runtime *rt, int which)
 {
@@ -1544,10 +1561,26 @@ int seer_runtime_reset(seer_runtime *rt, const uint64_t *seeds, const uint8_t *m
     return rc;
 }
 
+/* "'cell_0_3' (agent 3 of instance 0)": the model's name for the agent. */
+static const char *agent_label(const seer_runtime *rt, uint32_t inst, uint32_t a, char *buf,
+                               size_t n)
+{
+    char name[SEER_NAME_LEN] = "";
+    if (!rt->model->agent_name || rt->model->agent_name(rt->config, a, name, sizeof name) != 0)
+        name[0] = '\0';
+    name[SEER_NAME_LEN - 1] = '\0';
+    if (name[0])
+        snprintf(buf, n, "'%s' (agent %u of instance %u)", name, a, inst);
+    else
+        snprintf(buf, n, "agent %u of instance %u", a, inst);
+    return buf;
+}
+
 /* Validate (and clip) the actions of every live agent of the selected
  * instances.  Touches no state. */
 static int validate_actions(seer_runtime *rt)
 {
+    char who[2 * SEER_NAME_LEN];
     const seer_sizes *sz = &rt->sz;
     size_t A = sz->num_agents, D = sz->action_dim;
     for (uint32_t k = 0; k < rt->nsel; k++) {
@@ -1558,18 +1591,19 @@ static int validate_actions(seer_runtime *rt)
             if (sz->action_kind == SEER_ACTION_DISCRETE) {
                 int32_t v = ((const int32_t *)rt->actions)[i * A + a];
                 if (v < 0 || v >= sz->action_n) {
-                    seer_fail(rt, "invalid action for agent %zu of instance %u: %d is outside "
-                              "[0, %d)",
-                              a, i, (int)v, (int)sz->action_n);
+                    seer_fail(rt, "invalid action for %s: %d is outside [0, %d)",
+                              agent_label(rt, i, (uint32_t)a, who, sizeof who), (int)v,
+                              (int)sz->action_n);
                     return SEER_E_ACTION;
                 }
             } else {
                 const float *v = (const float *)rt->actions + (i * A + a) * D;
                 for (size_t d = 0; d < D; d++) {
                     if (!isfinite(v[d])) {
-                        seer_fail(rt, "invalid action for agent %zu of instance %u: element %zu "
-                                  "is %g (actions must be finite)",
-                                  a, i, d, (double)v[d]);
+                        seer_fail(rt, "invalid action for %s: element %zu is %g (actions must "
+                                  "be finite)",
+                                  agent_label(rt, i, (uint32_t)a, who, sizeof who), d,
+                                  (double)v[d]);
                         return SEER_E_ACTION;
                     }
                 }

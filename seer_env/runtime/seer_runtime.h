@@ -139,7 +139,15 @@ typedef struct seer_runtime_options {
     uint64_t memory_limit;  /* bytes the runtime may take for states and
                                events (0: the machine's physical memory)      */
     uint32_t flags;         /* SEER_RT_*                                      */
+    /* Caller-owned host buffers, by SEER_BUF_* (seer_buffer_bytes bytes
+     * each, 16-byte aligned); NULL: the runtime allocates (and frees) it.
+     * Buffers the caller owns outlive the runtime: views of them stay
+     * valid whatever is freed first. */
+    void *buffers[8];
 } seer_runtime_options;
+
+/* Bytes of host buffer `which` (SEER_BUF_*) for B instances of these sizes. */
+size_t seer_buffer_bytes(const seer_sizes *sizes, uint32_t num_instances, int which);
 
 #define SEER_DEFAULT_STEP_EVENTS 100000000ull
 enum {

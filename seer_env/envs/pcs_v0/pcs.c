@@ -229,6 +229,19 @@ static int pcs_describe(void *config, seer_sizes *out, char *err, size_t errlen)
                    (double)c->width * (double)c->height * (double)c->portables_per_cell);
     if (c->max_guard > c->channels)
         return bad(err, errlen, "max_guard must be <= channels", (double)c->max_guard);
+    /* A call counts call_time_mean / next_call_mean busy lines on average,
+     * one loop turn each (and a classic idle walk next_call_mean /
+     * move_mean moves): bound the work one event may take. */
+    if (c->call_time_mean / c->next_call_mean > 1e5)
+        return bad(err, errlen,
+                   "call_time_mean / next_call_mean must be <= 100000 (each call would count "
+                   "that many busy lines); raise next_call_mean",
+                   c->call_time_mean / c->next_call_mean);
+    if (c->classic && c->next_call_mean / c->move_mean > 1e5)
+        return bad(err, errlen,
+                   "next_call_mean / move_mean must be <= 100000 in classic mode (each idle "
+                   "walk would take that many moves); raise move_mean",
+                   c->next_call_mean / c->move_mean);
     if (c->classic) {
         if (!isfinite(c->move_mean))
             return bad(err, errlen, "move_mean must be finite in classic mode", c->move_mean);
@@ -302,6 +315,15 @@ static void pcs_state_bounds(const void *config, float *low, float *high)
     high[cells * PCS_STATE_PER_CELL] = high[cells * PCS_STATE_PER_CELL + 1] = 1.0f;
 }
 
+/* t + d, but always later than t: where d is below the resolution of t (a
+ * simulated time far beyond any sensible run) the loops that add delays
+ * would otherwise never end.  Elsewhere exactly t + d. */
+static inline double advance(double t, double d)
+{
+    const double u = t + d;
+    return u > t ? u : nextafter(t, HUGE_VAL);
+}
+
 /* ---- classic dynamics ------------------------------------------------------ */
 
 /* Receive time of an event for time T sent at `now`: offset max(0, T - now). */
@@ -332,7 +354,7 @@ static int classic_idle(seer_ctx *ctx, const seer_pcs_config *c, seer_pcs_cell *
     while (p->m < p->n) {
         cur = nw;
         nw = neighbour(c, cur, classic_dir(st->clcg4));
-        p->m += classic_exp(st->clcg4, c->move_mean);
+        p->m = advance(p->m, classic_exp(st->clcg4, c->move_mean));
     }
     return seer_schedule(ctx, cur, classic_at(now, p->n), PCS_EV_CALL, p, sizeof *p);
 }
@@ -353,7 +375,7 @@ static int classic_busy(seer_ctx *ctx, const seer_pcs_config *c, seer_pcs_cell *
             break;
         st->busy_lines++;
         st->call_attempts++;
-        p->n += classic_exp(st->clcg4, c->next_call_mean);
+        p->n = advance(p->n, classic_exp(st->clcg4, c->next_call_mean));
     }
     return seer_schedule(ctx, self, classic_at(now, p->m), PCS_EV_MOVE_OUT, p, sizeof *p);
 }
@@ -472,7 +494,7 @@ static int pcs_busy(seer_ctx *ctx, const seer_pcs_config *c, seer_pcs_cell *st,
             break;
         st->busy_lines++;
         st->call_attempts++;
-        p->n += seer_rng_exponential(ctx, next_mean(c, now));
+        p->n = advance(p->n, seer_rng_exponential(ctx, next_mean(c, now)));
     }
     return seer_schedule(ctx, self, p->m, PCS_EV_MOVE_OUT, p, sizeof *p);
 }

@@ -1,0 +1,440 @@
+"""Crash, hang and lost-step paths: threads, fork, Ctrl-C, close at any time,
+degenerate configurations, memory.  Each test pins a failure once found."""
+
+from __future__ import annotations
+
+import gc
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import seer_env
+from seer_env import errors
+from seer_env._runtime import Runtime, cpu_count
+from seer_env.envs import aircraft_v0, pcs_v0, phold_v0
+from tests.models import load as load_test_model
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_python(code: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    """``code`` in a fresh interpreter (its own process: a crash or hang there
+    fails this test instead of killing the suite)."""
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                          text=True, timeout=timeout, cwd=ROOT)
+
+
+# ---- 1. close() while another thread steps --------------------------------------
+
+
+def test_close_while_another_thread_steps_never_corrupts() -> None:
+    code = """
+    import random, threading
+    import numpy as np
+    from seer_env.envs import pcs_v0
+    from seer_env.errors import StateError
+    outcomes = {"closed": 0, "finished": 0}
+    for i in range(150):
+        env = pcs_v0.vector_env(1, width=16, height=16, threads=2)
+        env.reset(seed=i)
+        def loop():
+            try:
+                for _ in range(400):
+                    env.step(np.ones((1, 256), int))
+                outcomes["finished"] += 1
+            except StateError:  # closed, or closing ("another thread")
+                outcomes["closed"] += 1
+        t = threading.Thread(target=loop)
+        t.start()
+        threading.Event().wait(random.random() * 0.004)
+        env.close()
+        t.join()
+    print(outcomes)
+    assert outcomes["closed"] > 0
+    """
+    r = run_python(code)
+    assert r.returncode == 0, r.stderr[-3000:]
+
+
+# ---- 2. views of the runtime's buffers after close / collection ------------------
+
+
+def test_zero_copy_views_outlive_the_env() -> None:
+    venv = pcs_v0.vector_env(2, width=64, height=64, threads=2, copy=False)
+    obs, infos = venv.reset(seed=3)
+    obs, rew, term, trunc, infos = venv.step(np.ones((2, 4096), int))
+    keep = obs.copy(), rew.copy(), infos["alive"].copy()
+    venv.close()
+    del venv
+    gc.collect()
+    big = [np.ones(1 << 20) for _ in range(20)]  # reuse freed memory, if any was freed
+    assert np.array_equal(obs, keep[0]) and np.array_equal(rew, keep[1])
+    assert np.array_equal(infos["alive"], keep[2]) and big[0][0] == 1.0
+    rt = Runtime("phold", {"num_entities": 8}, 1, "parallel", 2)
+    view = rt.obs
+    rt.reset([1])
+    rt.close()
+    assert view.shape == (1, 8, 4) and np.isfinite(view).all()
+
+
+# ---- 3. two threads on one env ----------------------------------------------------
+
+
+def test_two_threads_on_one_env_get_a_clear_error_not_corruption() -> None:
+    env = aircraft_v0.parallel_env(num_uavs=24, threads=1, max_cycles=400)
+    env.reset(seed=0)
+    errs: list[BaseException] = []
+    steps = [0, 0]
+
+    def loop(k: int) -> None:
+        for _ in range(300):
+            try:
+                if not env.agents:
+                    return
+                env.step({a: np.array([0.0, 0.0, -1.0], np.float32) for a in env.agents})
+                steps[k] += 1
+            except errors.SeerError as exc:
+                errs.append(exc)
+
+    ts = [threading.Thread(target=loop, args=(k,)) for k in range(2)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert all(isinstance(e, errors.StateError) and (
+        "another thread" in str(e) or "episode is over" in str(e)) for e in errs)
+    # Python's agents and the runtime's live agents agree
+    alive = env.runtime.alive[0]
+    assert env.agents == [a for a, live in zip(env.possible_agents, alive, strict=True) if live]
+    assert env.runtime.step_index(0) == sum(steps)
+    env.close()
+
+
+# ---- 4. lookahead below the resolution of the simulated time ----------------------
+
+
+@pytest.mark.parametrize("make,steps", [
+    (lambda **kw: phold_v0.vector_env(1, num_entities=16, lookahead=1e-14, mean=1.0,
+                                      step_duration=64.0, max_cycles=0, **kw), 12),
+    (lambda **kw: phold_v0.vector_env(1, num_entities=16, lookahead=1e-300, mean=1.0,
+                                      max_cycles=0, **kw), 12),
+    (lambda **kw: pcs_v0.vector_env(1, width=4, height=4, handoff_latency=1e-15,
+                                    max_cycles=0, **kw), 10),
+    (lambda **kw: aircraft_v0.vector_env(1, num_uavs=6, latency=1e-16, max_cycles=0, **kw), 6),
+])
+def test_vanishing_lookahead_never_hangs(make, steps: int) -> None:
+    par, ser = make(threads=2, executor="parallel"), make(threads=1, executor="serial")
+    for v in (par, ser):
+        v.reset(seed=5)
+    rng = np.random.default_rng(0)
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        if par.sizes.action_kind == "discrete":
+            a = rng.integers(0, par.sizes.action_n, size=par.runtime.actions.shape)
+        else:
+            a = rng.uniform(-1, 1, size=par.runtime.actions.shape)
+        for x, y in zip(par.step(a)[:4], ser.step(a)[:4], strict=True):
+            assert np.array_equal(x, y)
+    assert time.perf_counter() - t0 < 60
+    assert par.runtime.stats()["serial_fallbacks"] > 0
+    par.close()
+    ser.close()
+
+
+# ---- 5. fork ---------------------------------------------------------------------------
+
+
+def test_fork_child_can_use_close_recreate_and_exit() -> None:
+    code = """
+    import os, threading
+    import numpy as np
+    from seer_env.envs import phold_v0
+    env = phold_v0.vector_env(2, num_entities=64, threads=2, max_cycles=0)
+    env.reset(seed=1)
+    for _ in range(5):
+        env.step(np.zeros((2, 64), int))
+    results = []
+    for how in ("reuse", "close", "exit", "recreate", "busy"):
+        if how == "busy":  # another thread is inside a step at the fork
+            stop = threading.Event()
+            def spin():
+                while not stop.is_set():
+                    try:
+                        env.step(np.zeros((2, 64), int))
+                    except Exception:
+                        pass
+            t = threading.Thread(target=spin)
+            t.start()
+        pid = os.fork()
+        if pid == 0:
+            if how == "reuse":
+                for _ in range(5):
+                    env.step(np.zeros((2, 64), int))
+            elif how == "close":
+                env.close()
+            elif how == "recreate":
+                e2 = phold_v0.vector_env(1, num_entities=32, threads=2)
+                e2.reset(seed=0)
+                e2.step(np.zeros((1, 32), int))
+                e2.close()
+                env.close()
+            elif how == "busy":
+                try:
+                    env.step(np.zeros((2, 64), int))
+                except Exception as exc:
+                    assert "forked" in str(exc) or "reset" in str(exc), exc
+                env.reset(seed=2)
+                env.step(np.zeros((2, 64), int))
+                env.close()
+            os._exit(0)
+        _, status = os.waitpid(pid, 0)
+        if how == "busy":
+            stop.set()
+            t.join()
+        results.append((how, os.waitstatus_to_exitcode(status)))
+    env.step(np.zeros((2, 64), int))
+    env.close()
+    print(results)
+    assert all(code == 0 for _, code in results), results
+    """
+    r = run_python(code, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr[-3000:]
+
+
+# ---- 6. Ctrl-C during a long step ------------------------------------------------
+
+
+def test_ctrl_c_reaches_the_user_promptly_and_marks_the_env() -> None:
+    code = """
+    import os, signal, threading, time
+    import numpy as np
+    from seer_env.envs import aircraft_v0
+    from seer_env.errors import StateError
+    # a step of about a minute: 262144 events of about 200 us
+    from seer_env.envs import phold_v0
+    env = phold_v0.parallel_env(num_entities=4096, events_per_entity=64, work=200000,
+                                mean=1.0, lookahead=1.0, step_duration=2.0, threads=2)
+    env.reset(seed=0)
+    sent = []
+    def interrupt():
+        sent.append(time.monotonic())
+        os.kill(os.getpid(), signal.SIGINT)
+    threading.Timer(0.5, interrupt).start()
+    t0 = time.monotonic()
+    try:
+        env.step({a: 0 for a in env.agents})
+        print("step finished", time.monotonic() - t0)
+        raise SystemExit(3)
+    except KeyboardInterrupt:
+        latency = time.monotonic() - sent[0]
+    print(f"latency {latency * 1000:.1f} ms")
+    assert latency < 0.5, latency
+    try:
+        env.step({a: 0 for a in env.agents})
+        raise SystemExit(4)
+    except StateError as exc:
+        assert "interrupted by SIGINT" in str(exc) or "interrupted" in str(exc), exc
+    env.reset(seed=1)
+    assert len(env.agents) == 4096
+    env.close()
+    """
+    r = run_python(code, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr[-3000:]
+    assert "latency" in r.stdout
+
+
+# ---- 7. steps that never end; memory ------------------------------------------
+
+
+@pytest.mark.parametrize("make", [
+    lambda: pcs_v0.parallel_env(width=4, height=4, step_minutes=1e300, threads=1),
+    lambda: pcs_v0.parallel_env(width=4, height=4, next_call_mean=1e-6, call_time_mean=0.05,
+                                threads=2),
+    lambda: phold_v0.parallel_env(num_entities=64, step_duration=1e300, threads=2),
+])
+def test_endless_steps_fail_on_the_event_budget(make) -> None:
+    env = make()
+    env.runtime.close()  # the same env with a small budget
+    env.runtime = Runtime(env.runtime.native, env.runtime.config, 1, "parallel",
+                          env.threads if env.threads != "auto" else 1, max_step_events=20_000)
+    env.reset(seed=0)
+    t0 = time.perf_counter()
+    with pytest.raises(errors.BudgetError, match="max_step_events") as info:
+        env.step({a: env.action_space(a).sample() for a in env.agents})
+    assert time.perf_counter() - t0 < 30
+    with pytest.raises(errors.StateError, match="needs a reset: its last call failed: step"):
+        env.step({a: env.action_space(a).sample() for a in env.agents})
+    assert "20000 events" in str(info.value)
+    env.reset(seed=1)
+    env.close()
+
+
+def test_absurd_configurations_are_refused_up_front() -> None:
+    t0 = time.perf_counter()
+    with pytest.raises(errors.ConfigError, match=r"needs about \d+\.\d GiB"):
+        phold_v0.parallel_env(num_entities=2**22, events_per_entity=1024)
+    with pytest.raises(errors.ConfigError, match="GiB"):
+        aircraft_v0.parallel_env(num_uavs=1 << 20, comm_radius=1e6)
+    assert time.perf_counter() - t0 < 5
+    with pytest.raises(errors.ConfigError, match="busy lines"):
+        pcs_v0.parallel_env(next_call_mean=1e-300)
+    with pytest.raises(errors.ConfigError, match="step_duration=1000000000 must be in"):
+        aircraft_v0.parallel_env(step_duration=1e9)
+    with pytest.raises(errors.ConfigError, match="memory_limit"):
+        Runtime("phold", {"num_entities": 4096, "events_per_entity": 64}, 1, "serial", 1,
+                memory_limit=1 << 20)
+
+
+def test_running_out_of_event_memory_fails_clearly_and_frees_it() -> None:
+    # the events of one step exceed the limit (every UAV hears every other)
+    nm = aircraft_v0.MODEL.native
+    # messages take 5 substeps: five times the events in flight the estimate assumes
+    rt = Runtime(nm, {"num_uavs": 256, "comm_radius": 1e6, "msg_every": 1, "latency": 0.5},
+                 1, "parallel", 2, memory_limit=12 << 20)
+    rt.reset([1])
+    rt.actions[:] = 0
+    with pytest.raises(errors.SeerError, match="memory limit") as info:
+        for _ in range(10):
+            rt.step()
+    assert "memory_limit" in str(info.value)
+    assert rt.stats()["pool_events"] == 0  # given back
+    with pytest.raises(errors.StateError, match="needs a reset: its last call failed"):
+        rt.step()
+    rt.close()
+
+
+# ---- 8. more threads than CPUs --------------------------------------------------
+
+
+def test_oversubscribed_pools_run_on_the_cpus() -> None:
+    rt = Runtime("phold", {"num_entities": 256}, 1, "parallel", 64)
+    assert rt.threads == min(64, cpu_count())
+    rt.reset([1])
+    rt.actions[:] = 0
+    rt.step()
+    rt.set_threads(256)
+    rt.step()
+    assert rt.threads == min(256, cpu_count())
+    rt.close()
+
+
+# ---- 9. one failure rule for both executors ---------------------------------------
+
+
+@pytest.mark.parametrize("executor", ["serial", "parallel"])
+def test_a_failed_reset_marks_every_selected_instance(executor: str) -> None:
+    probe = load_test_model("probe").native
+    # culprit 2 breaks the contract in init; instances 0 and 1 are reset together
+    rt = Runtime(probe, {"num_entities": 4, "mode": 7, "culprit": 2, "lookahead": 0.25}, 2,
+                 executor, 2 if executor == "parallel" else 1)
+    with pytest.raises(errors.ContractViolation):
+        rt.reset([0, 1])
+    for i in (0, 1):
+        with pytest.raises(errors.StateError, match="needs a reset"):
+            rt.step(np.arange(2) == i)
+    rt.close()
+
+
+# ---- 10. smaller ones -------------------------------------------------------------
+
+
+def test_bad_arguments_raise_seer_errors() -> None:
+    with pytest.raises(errors.ConfigError, match="executor"):
+        phold_v0.parallel_env(executor=[])
+    with pytest.raises(errors.ConfigError, match="info_keys"):
+        phold_v0.parallel_env(info_keys=0)
+    venv = phold_v0.vector_env(2, num_entities=4)
+    venv.reset(seed=np.array(5))  # a NumPy scalar array is a seed
+    with pytest.raises(errors.ConfigError, match="threads"):
+        venv.runtime.set_threads(-1)
+    for bad in (np.zeros((2, 4), "m8[s]"), np.zeros((2, 4), complex), np.zeros((2, 4), bool)):
+        with pytest.raises(errors.InvalidActionError, match="dtype"):
+            venv.step(bad)
+    venv.close()
+    with pytest.raises(errors.ClosedError):
+        _ = venv.alive
+    with pytest.raises(errors.ClosedError):
+        venv.state()
+    with pytest.raises(errors.ConfigError, match="mean=1e"):
+        phold_v0.parallel_env(mean=1e308)
+    for key in ("drag", "w_energy", "gust_vert"):
+        with pytest.raises(errors.ConfigError, match=key):
+            aircraft_v0.parallel_env(**{key: 1e308})
+    with pytest.raises(errors.ConfigError, match="steps"):
+        seer_env.verify("phold_v0", steps=-5)
+    env = phold_v0.parallel_env(num_entities=np.int64(6), events_per_entity=np.uint8(2))
+    env.reset(seed=0)
+    env.close()
+    with pytest.raises(errors.ClosedError):
+        env.state()
+
+
+def test_range_errors_name_the_agent() -> None:
+    env = pcs_v0.parallel_env(width=3, height=2)
+    env.reset(seed=0)
+    acts = {a: 0 for a in env.agents}
+    acts["cell_1_2"] = 99
+    with pytest.raises(errors.InvalidActionError, match=r"'cell_1_2'"):
+        env.step(acts)
+    venv = pcs_v0.vector_env(1, width=3, height=2)
+    venv.reset(seed=0)
+    bad = np.zeros((1, 6), int)
+    bad[0, 4] = -1
+    with pytest.raises(errors.InvalidActionError,
+                       match=r"'cell_1_1' \(agent 4 of instance 0\): -1 is outside"):
+        venv.step(bad)
+
+
+def test_aec_refuses_a_bad_action_at_once_and_goes_on() -> None:
+    aec = phold_v0.env(num_entities=3, max_cycles=5)
+    ref = phold_v0.env(num_entities=3, max_cycles=5)
+    aec.reset(seed=1)
+    ref.reset(seed=1)
+    for _ in range(6):
+        with pytest.raises(errors.InvalidActionError):
+            aec.step(7)
+        aec.step(1)
+        ref.step(1)
+    assert aec.agent_selection == ref.agent_selection
+    for a in aec.agents:
+        assert np.array_equal(aec.observe(a), ref.observe(a))
+
+
+# ---- soak -----------------------------------------------------------------------
+
+
+def test_create_step_close_does_not_leak() -> None:
+    code = """
+    import gc, resource
+    import numpy as np
+    from seer_env.envs import phold_v0, pcs_v0
+    def rss():
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * 4096
+    def cycle(i):
+        env = (phold_v0 if i % 2 else pcs_v0).vector_env(
+            2, threads=2, **({"num_entities": 64} if i % 2 else {"width": 4, "height": 4}))
+        env.reset(seed=i)
+        for _ in range(3):
+            env.step(np.zeros(env.runtime.actions.shape, int))
+        env.close()
+    for i in range(300):
+        cycle(i)
+    gc.collect()
+    before = rss()
+    for i in range(1000):
+        cycle(i)
+    gc.collect()
+    growth = rss() - before
+    print(f"RSS growth over 1000 create/step/close cycles: {growth / 1024:.0f} KiB")
+    assert growth < 1 << 20, growth
+    """
+    r = run_python(code, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr[-3000:]
+    print(r.stdout)
