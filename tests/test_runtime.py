@@ -277,7 +277,8 @@ def test_invalid_discrete_action_changes_nothing():
     b.reset([1, 2])
     a.actions[:] = 1
     a.actions[1, 5] = 3  # out of range for Discrete(3)
-    with pytest.raises(errors.InvalidActionError, match="'entity_5' \\(agent 5 of instance 1\\): 3 is outside"):
+    with pytest.raises(errors.InvalidActionError,
+                       match="'entity_5' \\(agent 5 of instance 1\\): 3 is outside"):
         a.step()
     a.actions[1, 5] = -1
     with pytest.raises(errors.InvalidActionError):
