@@ -88,7 +88,8 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 #: Keys every env accepts besides its model's parameters.
-COMMON_KEYS = ("threads", "executor", "render_mode", "info_keys", "max_cycles")
+COMMON_KEYS = ("threads", "executor", "render_mode", "info_keys", "max_cycles",
+               "max_step_events", "memory_limit")
 
 _MAX_SEED = 2**64 - 1
 
@@ -139,7 +140,9 @@ class _SeerEnvCommon:
         if self.render_mode is not None and model.render is None:
             raise ConfigError(f"{model.name} cannot render")
         self.runtime = Runtime(native, params, num_instances, self.executor, self.threads,
-                               config.get("max_cycles", native.max_cycles))
+                               config.get("max_cycles", native.max_cycles),
+                               max_step_events=config.get("max_step_events", 0),
+                               memory_limit=config.get("memory_limit", 0))
         rt = self.runtime
         self.max_cycles = rt.max_cycles
         #: the configuration as the model completed it, plus max_cycles
@@ -551,7 +554,7 @@ def _discrete_value(agent: str, a: Any, n: int) -> int:
         raise InvalidActionError(
             f"action for {agent!r} must be a scalar int, got shape {arr.shape}"
         )
-    if not (np.issubdtype(arr.dtype, np.integer) and arr.dtype != np.bool_):
+    if arr.dtype.kind not in "iu":  # bool, timedelta, float, complex, object: no
         raise InvalidActionError(
             f"action for {agent!r} must be an integer, got dtype {arr.dtype} ({a!r})"
         )
@@ -569,10 +572,8 @@ def _box_value(agent: str, a: Any, dim: int) -> np.ndarray:
         raise InvalidActionError(
             f"action for {agent!r} must have shape ({dim},), got {arr.shape}"
         )
-    if not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)):
+    if arr.dtype.kind not in "fiu":  # bool, timedelta, complex, object: no
         raise InvalidActionError(f"action for {agent!r} has dtype {arr.dtype}; need float")
-    if arr.dtype == np.bool_:
-        raise InvalidActionError(f"action for {agent!r} has dtype bool; need float")
     return _to_float32(arr)
 
 

@@ -297,48 +297,48 @@ static const seer_param aircraft_params[] = {
     {P(num_obs_targets), .def = 4, .lo = 0, .hi = SEER_AIRCRAFT_MAX_OBS_TARGETS,
      .doc = "nearest targets in the observation"},
     {P(discrete), .def = 0, .doc = "Discrete(7) actions instead of Box(-1, 1, (3,))"},
-    {P(step_duration), .def = 1.0, .lo = 0, .hi = 1e6, .flags = SEER_P_GT,
+    {P(step_duration), .def = 1.0, .lo = 1e-6, .hi = 1e6,
      .doc = "D: simulated seconds per step"},
-    {P(arena_size), .def = NAN, .lo = 0, .hi = 1e7, .flags = SEER_P_GT | SEER_P_NONE,
+    {P(arena_size), .def = NAN, .lo = 1, .hi = 1e7, .flags = SEER_P_NONE,
      .none = NAN,
      .doc = "(x, y, z) extent in metres, or a side S (S x S x arena_height); None: S = "
             "max(200, 40 sqrt(N))"},
-    {P(arena_height), .def = 100.0, .lo = 0, .hi = 1e7, .flags = SEER_P_GT,
+    {P(arena_height), .def = 100.0, .lo = 1, .hi = 1e7,
      .doc = "z extent when arena_size does not give it"},
-    {P(comm_radius), .def = 60.0, .lo = 0, .hi = 1e7, .flags = SEER_P_GT,
+    {P(comm_radius), .def = 60.0, .lo = 1e-3, .hi = 1e7,
      .doc = "broadcast radius"},
     {P(latency), .def = NAN, .lo = 0, .hi = 1e6, .flags = SEER_P_GT | SEER_P_NONE, .none = NAN,
      .doc = "message latency, the lookahead (None: one substep, D / K)"},
     {P(msg_ttl), .def = NAN, .lo = 0, .hi = 1e9, .flags = SEER_P_GT | SEER_P_NONE, .none = NAN,
      .doc = "table entries older than this are not observed (None: D)"},
-    {P(ray_range), .def = 30.0, .lo = 0, .hi = 1e7, .flags = SEER_P_GT,
+    {P(ray_range), .def = 30.0, .lo = 1e-3, .hi = 1e7,
      .doc = "maximum range of a ray"},
-    {P(collision_radius), .def = 2.0, .lo = 0, .hi = 1e6, .flags = SEER_P_GT,
+    {P(collision_radius), .def = 2.0, .lo = 1e-6, .hi = 1e6,
      .doc = "two UAVs closer than this collide"},
-    {P(sensor_radius), .def = 20.0, .lo = 0, .hi = 1e7, .flags = SEER_P_GT,
+    {P(sensor_radius), .def = 20.0, .lo = 1e-3, .hi = 1e7,
      .doc = "horizontal radius of a UAV's ground footprint"},
     {P(sensor_ceiling), .def = 60.0, .lo = 0, .hi = 1e7,
      .doc = "a UAV above this altitude covers nothing"},
-    {P(spawn_z_min), .def = 20.0, .lo = 0, .hi = 1e7, .flags = SEER_P_GT,
+    {P(spawn_z_min), .def = 20.0, .lo = 1e-3, .hi = 1e7,
      .doc = "lowest spawn altitude"},
-    {P(spawn_z_max), .def = 60.0, .lo = 0, .hi = 1e7, .flags = SEER_P_GT,
+    {P(spawn_z_max), .def = 60.0, .lo = 1e-3, .hi = 1e7,
      .doc = "highest spawn altitude"},
     {P(accel_max), .def = 5.0, .lo = 0, .hi = 1e4, .doc = "acceleration for |u| = 1"},
-    {P(v_max), .def = 15.0, .lo = 0, .hi = 1e5, .flags = SEER_P_GT, .doc = "speed limit"},
+    {P(v_max), .def = 15.0, .lo = 1e-3, .hi = 1e5, .doc = "speed limit"},
     {P(drag), .def = 0.3, .lo = 0, .hi = 1e3, .doc = "linear drag rate against the air (1/s)"},
     {P(wind_x), .def = 2.0, .lo = -1e4, .hi = 1e4, .doc = "mean wind, x"},
     {P(wind_y), .def = 1.0, .lo = -1e4, .hi = 1e4, .doc = "mean wind, y"},
     {P(wind_amp), .def = 3.0, .lo = -1e4, .hi = 1e4,
      .doc = "horizontal wind wave amplitude at the ceiling"},
     {P(wind_vert), .def = 0.5, .lo = -1e4, .hi = 1e4, .doc = "vertical wind amplitude"},
-    {P(wind_wavelength), .def = 200.0, .lo = 0, .hi = 1e9, .flags = SEER_P_GT,
+    {P(wind_wavelength), .def = 200.0, .lo = 1e-3, .hi = 1e9,
      .doc = "spatial period of the wind field"},
-    {P(wind_period), .def = 60.0, .lo = 0, .hi = 1e9, .flags = SEER_P_GT,
+    {P(wind_period), .def = 60.0, .lo = 1e-3, .hi = 1e9,
      .doc = "temporal period of the wind field"},
     {P(gust_sigma), .def = 1.5, .lo = 0, .hi = 1e4,
      .doc = "gust components uniform in [-sigma, sigma]"},
     {P(gust_vert), .def = 0.25, .lo = 0, .hi = 100, .doc = "vertical gust scale"},
-    {P(gust_mean), .def = 3.0, .lo = 0, .hi = 1e9, .flags = SEER_P_GT,
+    {P(gust_mean), .def = 3.0, .lo = 1e-6, .hi = 1e9,
      .doc = "mean gust duration"},
     {P(battery_idle), .def = 0.001, .lo = 0, .hi = 1e3, .doc = "battery drain per second"},
     {P(battery_thrust), .def = 0.005, .lo = 0, .hi = 1e3,
@@ -368,7 +368,7 @@ static int aircraft_describe(void *config, seer_sizes *out, char *err, size_t er
     if (c->num_targets == UINT32_MAX)
         c->num_targets = c->num_uavs;
     if (isnan(c->latency))
-        c->latency = c->step_duration / c->substeps;
+        c->latency = c->step_duration / c->substeps; /* >= 1e-9: step_duration >= 1e-6 */
     if (isnan(c->msg_ttl))
         c->msg_ttl = c->step_duration;
     if (isnan(c->arena_size[0]))
@@ -382,11 +382,14 @@ static int aircraft_describe(void *config, seer_sizes *out, char *err, size_t er
     c->arena_z = c->arena_size[2];
     CHECK(c->num_neighbors <= c->table_size, "num_neighbors=%u must be in [0, table_size=%u]",
           c->num_neighbors, c->table_size);
-    CHECK(c->spawn_z_min < c->arena_z, "spawn_z_min=%g must be in (0, arena_z=%g)",
+    CHECK(c->spawn_z_min < c->arena_z,
+          "spawn_z_min=%g must be in (0, arena z=%g) (the arena's height: arena_size[2], or "
+          "arena_height)",
           c->spawn_z_min, c->arena_z);
     CHECK(c->spawn_z_max >= c->spawn_z_min && c->spawn_z_max < c->arena_z,
-          "spawn_z_max=%g must be in [spawn_z_min=%g, arena_z=%g)", c->spawn_z_max,
-          c->spawn_z_min, c->arena_z);
+          "spawn_z_max=%g must be in [spawn_z_min=%g, arena z=%g) (the arena's height: "
+          "arena_size[2], or arena_height)",
+          c->spawn_z_max, c->spawn_z_min, c->arena_z);
     /* RK4 on the drag term is stable for drag * dt below about 2.78 */
     CHECK(c->drag * (c->step_duration / c->substeps) <= 2.5,
           "drag=%g is too large for the substep D / K = %g (drag * D / K must be <= 2.5; "

@@ -185,7 +185,7 @@ static const seer_param pcs_params[] = {
      .doc = "minutes between load reports (0 or None: off; unused in classic mode)"},
     {SEER_MEMBER(seer_pcs_config, step_minutes), .def = 20.0, .lo = 0, .hi = 1e300,
      .flags = SEER_P_GT, .doc = "simulated minutes per step"},
-    {SEER_MEMBER(seer_pcs_config, handoff_weight), .def = 10.0, .lo = 0, .hi = 1e300,
+    {SEER_MEMBER(seer_pcs_config, handoff_weight), .def = 10.0, .lo = 0, .hi = 1e6,
      .doc = "reward weight of a dropped handoff"},
     {SEER_MEMBER(seer_pcs_config, shared_reward), .def = 0.0, .lo = 0, .hi = 1,
      .doc = "weight of the network-wide term in each cell's reward"},
