@@ -34,7 +34,7 @@ from .errors import (
 from .registry import ENVS, available, make, register_pettingzoo
 from .testing import VerifyReport, verify
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 register_pettingzoo()
 

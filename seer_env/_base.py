@@ -197,6 +197,19 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
 
     Returned observations are fresh arrays (not overwritten by later steps).
     ``env.runtime`` is the underlying :class:`~seer_env._runtime.Runtime`.
+
+    Actions are checked before anything changes: an unknown or finished
+    agent, a missing live agent, a wrong shape or dtype, a discrete value
+    outside ``[0, n)`` or a NaN/inf raises
+    :class:`~seer_env.errors.InvalidActionError` and the env is as before.
+    Box actions: finite values outside the space's bounds are **clipped** to
+    them (the action space says ``Box(low, high)``; the runtime clips).
+
+    ``observation_spaces`` / ``action_spaces`` map every possible agent to its
+    space (the same object ``observation_space(agent)`` returns).  An env is
+    used by one thread at a time: a call from a second thread while another
+    is inside one raises :class:`~seer_env.errors.StateError`; ``close()`` may
+    come from any thread at any time (it waits for a running call).
     """
 
     def __init__(self, model: Model, **config: Any) -> None:
@@ -209,6 +222,8 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
             "is_parallelizable": True,
         }
         self.agents: list[str] = []
+        self.observation_spaces = dict.fromkeys(self.possible_agents, self._obs_space)
+        self.action_spaces = dict.fromkeys(self.possible_agents, self._act_space)
         self.info_keys = self._choose_info_keys(config.get("info_keys"))
         self._info_cols = np.array(
             [self.info_names.index(k) for k in self.info_keys], dtype=np.intp
@@ -609,7 +624,10 @@ class SeerVectorEnv(_SeerEnvCommon):
 
     Shapes (``B = num_envs``, ``A = num_agents``): observations ``(B, A, obs_dim)``;
     rewards, terminations, truncations ``(B, A)``.  Actions: ``(B, A)`` ints or
-    ``(B, A, dim)`` floats; entries of agents that are not alive are ignored.
+    ``(B, A, dim)`` floats; entries of agents that are not alive are ignored;
+    finite Box values outside the bounds are clipped to them, NaN/inf and
+    out-of-range discrete values raise :class:`~seer_env.errors.InvalidActionError`
+    before anything changes.
 
     ``infos`` is a dict of arrays: ``infos["alive"]`` ``(B, A)`` says which agents
     act in the next step (the others' actions are ignored); ``infos["active"]``

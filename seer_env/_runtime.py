@@ -32,6 +32,7 @@ import os
 import sys
 import tempfile
 import threading
+import warnings
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -161,6 +162,13 @@ def load_module(
                 mod = importlib.import_module(prebuilt)
             except ImportError:
                 mod = None
+                if log is None:
+                    warnings.warn(
+                        f"seer_env: {prebuilt} is not built in {model_dir or _build.PKG}, so it "
+                        "is compiled now (once, into the cache). If you installed seer_env "
+                        "with `pip install .` and run from its source folder, that folder "
+                        "shadows the installed package: run from elsewhere, or install with "
+                        "`pip install -e .`", RuntimeWarning, stacklevel=3)
             if mod is not None and build_id(mod) == want:
                 _modules[key] = mod
                 return mod, "package"
@@ -175,7 +183,7 @@ def load_module(
                 if log:
                     log(f"building {model_dir or 'the runtime'} -> {target}")
                 try:
-                    warnings = _build.build_module(
+                    build_warnings = _build.build_module(
                         name, target, model_dir, werror=werror, extra_cflags=extra_cflags,
                         object_cache=cache_dir() / "objects", log=log,
                     )
@@ -184,8 +192,8 @@ def load_module(
                         f"building {model_dir or 'the runtime'} failed: {exc}",
                         log=exc.log, command=exc.command,
                     ) from None
-                if warnings and log:
-                    log(warnings)
+                if build_warnings and log:
+                    log(build_warnings)
         if name in sys.modules:
             mod = sys.modules[name]
         else:

@@ -713,24 +713,36 @@ def run(what: str, outdir: str, quick: bool = False, max_threads: int = 16,
     if "aircraft_v0" not in res["envs"]:
         log("aircraft_v0 is not installed here: its workloads are left out")
     rounds = 5 if quick else 15
+    stages: list[tuple[str, Callable[[], Any], str]] = []
     if what in ("suite", "stpa"):
-        log("== STPA workloads (fixed configurations vs threads='auto')")
         sizes = ("small", "large") if quick else ("small", "medium", "large")
-        res["stpa"] = bench_stpa(sizes=sizes, rounds=rounds, log=log)
+        stages.append(("STPA workloads (fixed configurations vs threads='auto')",
+                       lambda: bench_stpa(sizes=sizes, rounds=rounds, log=log), "stpa"))
     if what == "suite":
-        log("== NumPy ports")
-        res["ports"] = bench_ports(rounds=3 if quick else 5, log=log)
-        log("== Python layer")
-        res["layers"] = bench_layers(rounds=rounds, log=log)
-        log("== rollout")
-        res["rollout"] = bench_rollout(steps=100 if quick else 300, log=log)
-        log("== tracing off vs compiled out")
-        res["trace_overhead"] = bench_trace_overhead(rounds=9 if quick else 15, log=log)
+        stages += [
+            ("NumPy ports", lambda: bench_ports(rounds=3 if quick else 5, log=log), "ports"),
+            ("Python layer", lambda: bench_layers(rounds=rounds, log=log), "layers"),
+            ("rollout", lambda: bench_rollout(steps=100 if quick else 300, log=log),
+             "rollout"),
+            ("tracing off vs compiled out",
+             lambda: bench_trace_overhead(rounds=9 if quick else 15, log=log),
+             "trace_overhead"),
+        ]
     if what == "scaling":
-        log(f"== thread scaling 1..{max_threads}")
-        res["scaling"] = bench_scaling(max_threads, rounds=rounds, log=log)
+        stages.append((f"thread scaling 1..{max_threads}",
+                       lambda: bench_scaling(max_threads, rounds=rounds, log=log), "scaling"))
     if what == "trace-overhead":
-        res["trace_overhead"] = bench_trace_overhead(log=log)
+        stages.append(("tracing off vs compiled out", lambda: bench_trace_overhead(log=log),
+                       "trace_overhead"))
+    from tqdm.auto import tqdm
+
+    # stage by stage, on a terminal only (tqdm's disable=None)
+    with tqdm(total=len(stages), desc=f"bench {what}", unit="stage", disable=None,
+              leave=False) as bar:
+        for title, fn, key in stages:
+            log(f"== {title}")
+            res[key] = fn()
+            bar.update(1)
     res["readme_markdown"] = readme_table(res)
     res["plots"] = plot(res, outdir, log)
     path = os.path.join(outdir, f"bench_{what}.json")

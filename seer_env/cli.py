@@ -59,29 +59,6 @@ def _threads(v: str) -> int | str:
     return v if v == "auto" else int(v)
 
 
-class _Progress:
-    """A dependency-free progress bar on stderr."""
-
-    def __init__(self, total: int, enabled: bool) -> None:
-        self.total = total
-        self.enabled = enabled and sys.stderr.isatty()
-        self.t0 = time.perf_counter()
-        self.last = 0.0
-
-    def update(self, done: int) -> None:
-        now = time.perf_counter()
-        if not self.enabled or (now - self.last < 0.1 and done < self.total):
-            return
-        self.last = now
-        frac = done / max(1, self.total)
-        bar = "#" * int(30 * frac)
-        rate = done / max(1e-9, now - self.t0)
-        sys.stderr.write(f"\r[{bar:<30}] {done}/{self.total} steps {rate:8.1f} steps/s")
-        if done >= self.total:
-            sys.stderr.write("\n")
-        sys.stderr.flush()
-
-
 def cmd_run(a: argparse.Namespace) -> int:
     cfg = _parse_sets(a.set, a.env)
     mod = env_module(a.env)
@@ -98,11 +75,14 @@ def cmd_run(a: argparse.Namespace) -> int:
         const = np.zeros((a.num_envs, sz.num_agents), dtype=np.int64)
     else:
         const = np.zeros((a.num_envs, sz.num_agents, sz.action_dim), dtype=np.float32)
-    bar = _Progress(a.steps, not a.quiet)
+    from tqdm.auto import tqdm
+
+    # a progress bar on a terminal only (tqdm's disable=None)
+    bar = tqdm(total=a.steps, unit="step", disable=True if a.quiet else None, leave=False)
     ev0 = venv.runtime.stats()["events"]
     rewards = 0.0
     t0 = time.perf_counter()
-    for k in range(a.steps):
+    for _ in range(a.steps):
         if a.policy == "random":
             if sz.action_kind == "discrete":
                 acts = rng.integers(0, sz.action_n, size=const.shape)
@@ -112,8 +92,9 @@ def cmd_run(a: argparse.Namespace) -> int:
             acts = const
         _, rew, _, _, infos = venv.step(acts)
         rewards += float(rew[infos["active"]].sum())
-        bar.update(k + 1)
+        bar.update(1)
     dt = time.perf_counter() - t0
+    bar.close()
     events = venv.runtime.stats()["events"] - ev0
     stpa = getattr(venv.runtime, "stpa", None)
     venv.close()

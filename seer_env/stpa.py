@@ -355,11 +355,12 @@ def select(timings: Mapping[Candidate, Sequence[float]], features: Features,
     if not medians:
         if predicted:
             choice = min(cands, key=lambda c: (predicted[c.label], _pref(c)))
-            why = "predicted from the trace (no timings)"
+            why = "predicted fastest from the traced step (nothing was timed)"
         else:
             choice = cands[0] if len(cands) == 1 else Candidate("parallel", 1)
-            why = "no timings and no trace"
-        return Decision(choice, f"{choice.label}: {why}", {}, predicted, trigger)
+            why = "the default (nothing was timed or traced)"
+        return Decision(choice, f"{_in_words(choice).capitalize()}: {why}.", {}, predicted,
+                        trigger)
     best_c = min(medians, key=lambda c: (medians[c], _pref(c)))
     best = medians[best_c]
     ok = [c for c in medians if medians[c] <= best * (1.0 + margin)]
@@ -368,23 +369,33 @@ def select(timings: Mapping[Candidate, Sequence[float]], features: Features,
     if (incumbent is not None and incumbent in medians and choice != incumbent
             and medians[choice] > medians[incumbent] * (1.0 - hysteresis)):
         choice, kept = incumbent, True
-    parts = [f"{choice.label}: median {choice_ns(medians[choice])}/step"]
+    words = _in_words(choice)
+    why = f"{words.capitalize()}: its steps took {choice_ns(medians[choice])} (median)"
     if kept:
-        parts.append(f"kept: no candidate faster by more than {hysteresis:.0%}")
-    if SERIAL in medians and choice != SERIAL:
-        parts.append(f"{medians[SERIAL] / medians[choice]:.2f}x the serial executor's rate")
-    if choice != best_c and not kept:
-        parts.append(f"within {margin:.0%} of the fastest ({best_c.label}, "
-                     f"{choice_ns(best)}) with fewer threads")
+        why += f"; kept, as no other choice was faster by more than {hysteresis:.0%}"
+    elif choice != best_c:
+        why += (f", within {margin:.0%} of the fastest ({_in_words(best_c)}, "
+                f"{choice_ns(best)}) with fewer threads")
     elif len(medians) > 1:
         runner = min((c for c in medians if c != choice), key=lambda c: medians[c])
-        parts.append(f"next {runner.label} at {medians[runner] / best:.2f}x")
+        why += f", {medians[runner] / best:.2f}x faster than the next best ({_in_words(runner)})"
+    if SERIAL in medians and choice != SERIAL:
+        why += f"; {medians[SERIAL] / medians[choice]:.2f}x the serial executor's rate"
     ev_w = summary.events_per_window if summary else features.events_per_window
-    parts.append(f"{features.events_per_step:.0f} events/step, {ev_w:.1f} events/window")
+    why += (f". The workload: {features.events_per_step:.0f} events per step, "
+            f"{ev_w:.1f} per window")
     if summary is not None and summary.threads > 1:
-        parts.append(f"barrier {summary.barrier_ns / 1e3:.1f} us/window, "
-                     f"idle {summary.idle_fraction:.0%} at {summary.threads} threads")
-    return Decision(choice, "; ".join(parts), medians_by_label, predicted, trigger)
+        why += (f"; on {summary.threads} threads the barriers took "
+                f"{summary.barrier_ns / 1e3:.1f} us per window and the workers were idle "
+                f"{summary.idle_fraction:.0%} of the time")
+    why += "."
+    return Decision(choice, why, medians_by_label, predicted, trigger)
+
+
+def _in_words(c: Candidate) -> str:
+    if c.executor == "serial":
+        return "the serial executor"
+    return f"the parallel executor on {c.threads} thread{'s' if c.threads > 1 else ''}"
 
 
 def choice_ns(ns: float) -> str:

@@ -5,7 +5,6 @@ Run: ``.venv/bin/python -m pytest -q tests/test_aircraft.py``
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import numpy as np
@@ -247,9 +246,7 @@ def test_aec_api() -> None:
     from pettingzoo.test import api_test
 
     env = aircraft_v0.env(**small(arena_size=120.0, collision_radius=6.0))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        api_test(env, num_cycles=40)
+    api_test(env, num_cycles=40)
     env.close()
 
 
@@ -272,9 +269,7 @@ def test_render() -> None:
 def test_state() -> None:
     from pettingzoo.test import state_test
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        state_test(aircraft_v0.env(**small()), aircraft_v0.parallel_env(**small()))
+    state_test(aircraft_v0.env(**small()), aircraft_v0.parallel_env(**small()))
     env = aircraft_v0.parallel_env(**small(num_targets=5))
     env.reset(seed=3)
     s = env.state()

@@ -113,11 +113,15 @@ def test_cli_progress_bar(monkeypatch: pytest.MonkeyPatch) -> None:
         def isatty(self) -> bool:
             return True
 
+    args = ["run", "phold_v0", "--steps", "5", "--set", "num_entities=8"]
     err = Tty()
     monkeypatch.setattr("sys.stderr", err)
-    bar = cli._Progress(10, enabled=True)
-    bar.update(10)
-    assert re.fullmatch(r"\r\[#{30}\] 10/10 steps +[\d.]+ steps/s\n", err.getvalue())
+    assert cli.main(args) == 0
+    assert re.search(r"0/5 \[", err.getvalue())  # tqdm's bar, on a terminal
+    quiet = io.StringIO()
+    monkeypatch.setattr("sys.stderr", quiet)
+    assert cli.main(args) == 0
+    assert "/5 [" not in quiet.getvalue()  # not a terminal: no bar
 
 
 def test_cli_verify(capsys: pytest.CaptureFixture[str]) -> None:

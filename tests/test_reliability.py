@@ -247,6 +247,7 @@ def test_ctrl_c_reaches_the_user_promptly_and_marks_the_env() -> None:
     r = run_python(code, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr[-3000:]
     assert "latency" in r.stdout
+    print(r.stdout)
 
 
 # ---- 7. steps that never end; memory ------------------------------------------

@@ -14,7 +14,6 @@ from typing import Any
 import numpy as np
 import pytest
 
-from seer_env.registry import available
 from tests.models import load as load_test_model
 
 SMALL_PCS = {"env": "pcs_v0", "width": 3, "height": 3, "max_cycles": 20, "threads": 1}
@@ -140,10 +139,7 @@ def _ppo_two_iterations(env_config: dict[str, Any]) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize("env_config", [
     SMALL_PCS,
-    pytest.param(
-        {"env": "aircraft_v0", "threads": 1}, id="aircraft",
-        marks=pytest.mark.skipif("aircraft_v0" not in available(),
-                                 reason="aircraft_v0 not merged yet")),
+    pytest.param({"env": "aircraft_v0", "threads": 1}, id="aircraft"),
     {"env": "phold_v0", "num_entities": 8, "max_cycles": 25, "threads": 1},
 ])
 def test_ppo_two_iterations_on_remote_env_runners(ray_session: Any,

@@ -84,7 +84,7 @@ static int phold_describe(void *config, seer_sizes *out, char *err, size_t errle
     out->action_kind = SEER_ACTION_DISCRETE;
     out->action_n = 3;
     out->info_dim = 3;
-    out->state_dim = c->num_entities;
+    out->state_dim = 2u * c->num_entities;
     out->entity_size = sizeof(seer_phold_entity);
     out->payload_size = sizeof(phold_payload);
     out->snapshot_size = sizeof(phold_record);
@@ -117,8 +117,9 @@ static void phold_state_bounds(const void *config, float *low, float *high)
 {
     const seer_phold_config *c = config;
     for (uint32_t e = 0; e < c->num_entities; e++) {
-        low[e] = 0.0f;
-        high[e] = HUGE_VALF;
+        low[2 * e] = low[2 * e + 1] = 0.0f;
+        high[2 * e] = HUGE_VALF; /* events handled in the step */
+        high[2 * e + 1] = 1.0f;  /* checksum bits               */
     }
 }
 
@@ -205,12 +206,15 @@ static void phold_publish(seer_ctx *ctx, const void *entity, void *record)
     r->handled = st->handled;
 }
 
+/* Per entity: events handled in the step, and the checksum's top 24 bits
+ * (different for every entity from reset on). */
 static void phold_global_state(seer_ctx *ctx, float *out)
 {
     const seer_sizes *sz = seer_model_sizes(ctx);
     for (uint32_t e = 0; e < sz->num_entities; e++) {
         const seer_phold_entity *st = seer_entity_state(ctx, e);
-        out[e] = (float)st->handled_step;
+        out[2 * e] = (float)st->handled_step;
+        out[2 * e + 1] = (float)((double)(st->checksum >> 40) * 0x1.0p-24);
     }
 }
 
