@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install seer_env with its test dependencies into ./.venv and run everything:
-# ruff, the pytest suite, the runtime's C stress tests plain and under
+# ruff, the documentation site (strict), the pytest suite, the runtime's C stress tests plain and under
 # ThreadSanitizer and AddressSanitizer+UBSan, and the package as a user gets
 # it (sdist and wheel built, the wheel installed in a fresh venv, a model
 # written, built, checked and trained from outside the tree).  Exits non-zero
@@ -14,9 +14,11 @@ fi
 .venv/bin/python -m pip install -q --upgrade pip
 # torch pinned first: the [train] extra's range then resolves to this CPU build
 .venv/bin/python -m pip install -q torch==2.13.0
-.venv/bin/python -m pip install -q -e '.[test,train,rllib,compat]'
+.venv/bin/python -m pip install -q -e '.[test,train,rllib,compat,docs]'
 echo "== ruff"
 .venv/bin/ruff check .
+echo "== docs (mkdocs build --strict)"
+.venv/bin/mkdocs build --strict -q -d "$(mktemp -d)"
 echo "== pytest"
 .venv/bin/python -m pytest -q "$@"
 echo "== C stress tests (plain, TSan, ASan+UBSan)"

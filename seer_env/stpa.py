@@ -491,7 +491,8 @@ class Stpa:
         margin: fewer threads win within this fraction of the fastest median.
         prune: pools predicted slower than ``prune`` x the best are not timed.
         check_every: steps between drift checks once decided.
-        drift_factor, alive_drop: drift thresholds (see :func:`drift`).
+        drift_factor: re-probe when events per step move by this factor (:func:`drift`).
+        alive_drop: re-probe when fewer than this fraction of the agents live (:func:`drift`).
         reprobe_gap: steps after a probe before a re-probe may start; doubles
             each time a re-probe confirms the choice.
         max_threads: cap on pool sizes (default: usable cores).

@@ -189,8 +189,9 @@ static const seer_param pcs_params[] = {
      .doc = "reward weight of a dropped handoff"},
     {SEER_MEMBER(seer_pcs_config, shared_reward), .def = 0.0, .lo = 0, .hi = 1,
      .doc = "weight of the network-wide term in each cell's reward"},
-    {SEER_MEMBER(seer_pcs_config, profile_amplitude), .def = 0.0, .lo = 0, .hi = 1,
-     .doc = "amplitude of the daily call-rate profile in [0, 1) (0: off; unused in classic "
+    /* [0, 1): the largest double below 1 as the (inclusive) high end */
+    {SEER_MEMBER(seer_pcs_config, profile_amplitude), .def = 0.0, .lo = 0,
+     .hi = 0x1.fffffffffffffp-1, .doc = "amplitude of the daily call-rate profile in [0, 1) (0: off; unused in classic "
             "mode)"},
 };
 
@@ -253,9 +254,6 @@ static int pcs_describe(void *config, seer_sizes *out, char *err, size_t errlen)
         if (!(c->report_interval == 0.0 || c->report_interval >= 1e-3))
             return bad(err, errlen, "report_interval must be 0 (off) or finite and >= 0.001",
                        c->report_interval);
-        if (!(c->profile_amplitude < 1.0))
-            return bad(err, errlen, "profile_amplitude must be in [0, 1)",
-                       c->profile_amplitude);
     }
     const uint32_t cells = c->width * c->height;
     const int profile = !c->classic && c->profile_amplitude > 0.0;

@@ -11,7 +11,7 @@ typedef struct seer_phold_config {
     uint32_t events_per_entity; /* events each entity starts with               */
     double remote;              /* probability that an event goes to a random entity */
     double mean;                /* mean of the exponential part of each delay   */
-    double lookahead;           /* L: every new event is at t + L + Exp(mean)    */
+    double lookahead;           /* L: new events at t + L + scale * Exp(mean)    */
     uint32_t work;              /* floating-point loop iterations per event      */
     double step_duration;       /* D: simulated time per step                    */
 } seer_phold_config;
