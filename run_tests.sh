@@ -14,7 +14,7 @@ fi
 .venv/bin/python -m pip install -q --upgrade pip
 # torch pinned first: the [train] extra's range then resolves to this CPU build
 .venv/bin/python -m pip install -q torch==2.13.0
-.venv/bin/python -m pip install -q -e '.[test,train,rllib,compat,docs]'
+.venv/bin/python -m pip install -q -e '.[test,train,rllib,compat,docs,numba]'
 echo "== ruff"
 .venv/bin/ruff check .
 echo "== docs (mkdocs build --strict)"

@@ -75,6 +75,11 @@ class BuildError(SeerError, RuntimeError):
         self.command = list(command or [])
 
 
+class MissingExtraError(SeerError, ImportError):
+    """An optional part of seer_env needs a package that is not installed;
+    the message says which extra installs it (``pip install "seer_env[numba]"``)."""
+
+
 __all__ = [
     "SeerError",
     "ConfigError",
@@ -87,4 +92,5 @@ __all__ = [
     "BuildError",
     "BudgetError",
     "Interrupted",
+    "MissingExtraError",
 ]

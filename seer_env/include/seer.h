@@ -265,6 +265,13 @@ int seer_agent_alive(const seer_ctx *ctx, uint32_t agent);
 /* Events handled so far by an entity since reset. */
 uint64_t seer_entity_events(const seer_ctx *ctx, uint32_t entity);
 
+/* ---- Failing (any handler) ---------------------------------------------- */
+/* Fail the current call: the host's error names the model, the handler, the
+ * entity, the instance and the time, then `why`.  Returns SEER_E_MODEL, so a
+ * handler that returns a status can `return seer_fail_step(ctx, "...");`
+ * (the call fails whatever the handler returns afterwards). */
+int seer_fail_step(seer_ctx *ctx, const char *why);
+
 #ifndef SEER_CFFI
 /* ---- Helpers for the tables (C only) ------------------------------------ */
 

@@ -553,3 +553,25 @@ const char *seer_model_event_name(const seer_model *m, uint32_t type)
         return m->event_names[type];
     return "?";
 }
+
+/* ---- a handler failing its call (seer.h) ----------------------------------- */
+
+int seer_fail_step(seer_ctx *ctx, const char *why)
+{
+    /* The first error of a worker wins: a handler that fails after a
+     * contract violation (or twice) keeps the first message. */
+    if (!ctx->w->err) {
+        static const char *const what[] = {"a", "init", "act", "handle", "boundary-phase"};
+        char ev[96] = "";
+        if (ctx->phase == PHASE_EVENT)
+            snprintf(ev, sizeof ev, " (event type %u, %s)", ctx->cur_type,
+                     seer_model_event_name(ctx->rt->model, ctx->cur_type));
+        int ph = ctx->phase >= 0 && ctx->phase <= PHASE_BOUNDARY ? ctx->phase : 0;
+        seer_worker_error(ctx->w, SEER_E_MODEL,
+                          "model '%s': %s handler%s for entity %u of instance %u failed at "
+                          "t=%.17g: %s",
+                          ctx->rt->model->name, what[ph], ev, ctx->self, ctx->inst_idx,
+                          ctx->now, why ? why : "(no reason given)");
+    }
+    return SEER_E_MODEL;
+}
