@@ -181,9 +181,11 @@ def test_aec_bad_actions_change_nothing(name: str, data: st.DataObject) -> None:
         bad = data.draw(JUNK)
         try:
             env.step(bad)
-            twin.step(bad)
         except (errors.InvalidActionError, errors.ConfigError):
             COUNTS["rejected actions"] += 1
+        else:  # the draw was a valid action after all: the turn is taken
+            twin.step(bad)
+            continue
         good = valid_action(env.action_space(agent), rng)
         env.step(good)
         twin.step(good)

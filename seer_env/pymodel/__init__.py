@@ -78,8 +78,9 @@ Handlers return nothing.  A handler fails the step with :func:`fail`
 (``seer.fail(ctx, "why")``) or by raising; either way the step raises
 :class:`~seer_env.errors.ModelError` naming the model, the handler, the
 entity, the instance and the time.  Compiled code keeps no exception message:
-run the model with ``jit=False`` (plain Python, slow, with tracebacks and
-``pdb``) to see one.
+run the model interpreted (``SEER_ENV_JIT=0`` in the environment,
+``jit=False`` in the declaration or ``MODEL.interpreted()``: plain Python,
+slow, with prints, tracebacks and ``pdb``) to see it.
 
 The runtime calls (:func:`now`, :func:`self`, :func:`schedule`, the RNG, ...)
 mean exactly what they mean in C and are valid in the same handlers.  Helper
@@ -94,9 +95,12 @@ the handlers and of everything they call.
 
 from __future__ import annotations
 
+import copy
 import inspect
 import math
+import os
 import sys
+import threading
 from collections import namedtuple
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -140,19 +144,21 @@ def require_numba() -> Any:
 
 
 def jit(fn: Callable[..., Any] | None = None, **options: Any) -> Any:
-    """Compile a helper function that handlers call (``numba.njit``)::
+    """Make a helper function callable from compiled handlers::
 
         @seer.jit
         def mix(z):
             return z ^ (z >> np.uint64(31))
 
-    Without Numba (``jit=False`` models only) the function is returned as is.
+    Compiled handlers compile it with them (Numba's ``register_jitable``);
+    called from Python, interpreted models included, it is the plain
+    function.  Without Numba it is returned as is.
     """
     try:
-        import numba
+        from numba.extending import register_jitable
     except ImportError:  # pragma: no cover - exercised without the extra
         return fn if fn is not None else (lambda f: f)
-    return numba.njit(fn, **options) if fn is not None else numba.njit(**options)
+    return register_jitable(fn, **options) if fn is not None else register_jitable(**options)
 
 
 # -- the declaration ------------------------------------------------------------------
@@ -348,7 +354,9 @@ class PythonModel(Model):
         if not isinstance(max_cycles, int) or max_cycles < 0:
             raise ConfigError(f"{name}: max_cycles={max_cycles!r} must be an int >= 0")
         self.max_cycles = max_cycles
-        self.jit = bool(jit)
+        # SEER_ENV_JIT=0 runs every Python model interpreted (debugging)
+        self.jit = bool(jit) and os.environ.get("SEER_ENV_JIT", "1").strip().lower() not in (
+            "0", "false", "no", "off")
         self.functions: dict[str, Callable[..., Any]] = {}
         self._where = ""
         for hook in (*HOST_HOOKS, *HANDLERS):
@@ -371,7 +379,20 @@ class PythonModel(Model):
         return register
 
     def __repr__(self) -> str:
-        return f"<seer Python model {self.name!r} from {self.folder}>"
+        how = "compiled" if self.jit else "interpreted"
+        return f"<seer Python model {self.name!r} ({how}) from {self.folder}>"
+
+    def interpreted(self) -> PythonModel:
+        """The same model with its handlers run as plain Python (``jit=False``):
+        slow, but prints, ``pdb`` and tracebacks work, and an exception's
+        message reaches the error.  Not registered; its envs are made from it
+        (``MODEL.interpreted().parallel_env()``)."""
+        m = copy.copy(self)
+        m.jit = False
+        m._native = None
+        m._lock = threading.Lock()
+        m.functions = dict(self.functions)
+        return m
 
     def _load(self, rebuild: bool, log: Callable[[str], None] | None = None) -> NativeModel:
         missing = [h for h in REQUIRED if h not in self.functions]

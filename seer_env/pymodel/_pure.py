@@ -17,6 +17,36 @@ import numpy as np
 from . import HANDLERS, Output, PythonModel
 
 
+class Record:
+    """A record in native memory whose fields read and write as attributes
+    (``st.count += 1``) or items (``st["count"]``), like a Numba record.
+    (NumPy's own record lets methods such as ``mean`` shadow fields.)"""
+
+    __slots__ = ("_a",)
+
+    def __init__(self, arr: np.ndarray) -> None:
+        object.__setattr__(self, "_a", arr)
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self._a[name][0]
+        except (ValueError, KeyError):
+            raise AttributeError(f"no field {name!r} (fields: "
+                                 f"{', '.join(self._a.dtype.names)})") from None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name not in self._a.dtype.names:
+            raise AttributeError(f"no field {name!r} (fields: "
+                                 f"{', '.join(self._a.dtype.names)})")
+        self._a[name][0] = value
+
+    __getitem__ = __getattr__
+    __setitem__ = __setattr__
+
+    def __repr__(self) -> str:
+        return f"Record({self._a[0]!r})"
+
+
 class Ctx:
     """The ``ctx`` a plain-Python handler receives (``seer_ctx *`` and the
     model's dtypes); the functions of :mod:`seer_env.pymodel` take it."""
@@ -32,9 +62,8 @@ class Ctx:
         self.spec = model.spec
         self.sizes_dtype = sizes
 
-    def view(self, p: Any, dt: np.dtype) -> Any:
-        arr = np.frombuffer(self.ffi.buffer(p, dt.itemsize), dtype=dt)
-        return arr.view(np.recarray)[0]
+    def view(self, p: Any, dt: np.dtype) -> Record:
+        return Record(np.frombuffer(self.ffi.buffer(p, dt.itemsize), dtype=dt))
 
     def array(self, p: Any, n: int, dt: Any) -> np.ndarray:
         dt = np.dtype(dt)
@@ -53,8 +82,8 @@ class Ctx:
         if not spec.has[1]:
             raise TypeError(f"schedule(): model {spec.name!r} declares no payload dtype")
         buf = np.zeros(1, spec.payload)
-        if isinstance(payload, (np.record, np.void)):
-            buf[0] = payload
+        if isinstance(payload, Record):
+            buf[0] = payload._a[0]
         else:
             vals = tuple(payload)
             if len(vals) > len(spec.payload.names):
@@ -83,7 +112,7 @@ def callbacks(model: PythonModel, ffi: Any, lib: Any, keep: list[Any]) -> dict[s
     sizes = sizes_dtype(ffi)
     fns = model.functions
     act_dt = spec.action_dtype
-    empty = {name: np.zeros(1, dt).view(np.recarray)[0]
+    empty = {name: Record(np.zeros(1, dt))
              for name, dt in (("payload", spec.payload), ("instance", spec.instance))}
     out: dict[str, Any] = {}
 
@@ -91,7 +120,9 @@ def callbacks(model: PythonModel, ffi: Any, lib: Any, keep: list[Any]) -> dict[s
         def call(ctx: Any, *args: Any) -> Any:
             c = Ctx(ctx, ffi, lib, model, sizes)
             try:
-                body(c, *args)
+                # integers wrap silently, as in compiled code
+                with np.errstate(over="ignore"):
+                    body(c, *args)
             except BaseException as exc:  # the step fails with what was raised
                 c.fail(_failure(hook, exc))
                 return 1 if status else None

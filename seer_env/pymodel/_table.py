@@ -55,7 +55,7 @@ _SIGS = {
 }
 
 _RAISED = ("raised an exception (compiled handlers keep no message: run the model "
-           "with jit=False to see it)")
+           "with SEER_ENV_JIT=0 to see it)")
 
 # The wrapper of each handler: the C arguments -> the handler's views.
 _WRAPPERS = {
@@ -308,6 +308,8 @@ def _locate(disp: Any, problem: int) -> str:
                 continue
             for block in ta.blocks.values():
                 for stmt in block.body:
+                    if problem == 1 and isinstance(stmt, ir.Print):
+                        return f"{stmt.loc.filename}:{stmt.loc.line}"
                     if not isinstance(stmt, ir.Assign) or not isinstance(stmt.value, ir.Expr):
                         continue
                     ex = stmt.value
@@ -470,9 +472,10 @@ def sizes_dtype(ffi: Any) -> np.dtype:
 
 
 def _record(ffi: Any, ptr: Any, dt: np.dtype) -> Any:
-    """A writable NumPy record over ``dt.itemsize`` bytes at ``ptr``."""
-    arr = np.frombuffer(ffi.buffer(ptr, dt.itemsize), dtype=dt)
-    return arr.view(np.recarray)[0]
+    """A writable record over ``dt.itemsize`` bytes at ``ptr``."""
+    from ._pure import Record
+
+    return Record(np.frombuffer(ffi.buffer(ptr, dt.itemsize), dtype=dt))
 
 
 def _write_err(ffi: Any, err: Any, errlen: int, msg: str) -> None:
@@ -556,8 +559,10 @@ def _host_hooks(model: PythonModel, ffi: Any, lib: Any, keep: list[Any]) -> dict
     cbs["describe"] = ffi.callback("int(*)(void *, seer_sizes *, char *, size_t)", describe)
 
     def copy_config(cfg: Any) -> Any:
+        from ._pure import Record
+
         buf = bytearray(ffi.buffer(cfg, spec.config.itemsize))
-        return np.frombuffer(buf, dtype=spec.config).view(np.recarray)[0]
+        return Record(np.frombuffer(buf, dtype=spec.config))
 
     if "agent_name" in fns:
         def agent_name(cfg: Any, agent: int, buf: Any, n: int) -> int:

@@ -12,6 +12,37 @@
 #include "seer_runtime.h"
 #include "sync.h"
 
+/* Allocation-failure injection (faults.c), for tests/native/stress_failures.c
+ * only: the test build defines SEER_FAULT_INJECTION, the normal build never
+ * does and compiles to the same code as without this block.  Every
+ * allocation of the runtime (malloc, calloc, realloc, aligned_alloc) and
+ * every thread it creates (pthread_create) then goes through a wrapper that
+ * counts down: seer_fi_arm(kind, n, from_then_on) makes the n-th call of
+ * that kind from now fail (NULL, or EAGAIN for a thread), and with
+ * from_then_on every call after it too; n = 0 disarms.  The macros come
+ * after the standard headers, so they rename only the runtime's own calls;
+ * faults.c and the test define SEER_FI_REAL_CALLS to call the real ones. */
+#ifdef SEER_FAULT_INJECTION
+#include <stdlib.h>
+enum { SEER_FI_ALLOC = 0, SEER_FI_THREAD = 1 };
+void seer_fi_arm(int kind, uint64_t n, int from_then_on);
+/* Calls of that kind made to fail since it was last armed. */
+uint64_t seer_fi_failed(int kind);
+void *seer_fi_malloc(size_t size);
+void *seer_fi_calloc(size_t n, size_t size);
+void *seer_fi_realloc(void *p, size_t size);
+void *seer_fi_aligned_alloc(size_t align, size_t size);
+int seer_fi_pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *),
+                           void *arg);
+#ifndef SEER_FI_REAL_CALLS
+#define malloc(size) seer_fi_malloc(size)
+#define calloc(n, size) seer_fi_calloc(n, size)
+#define realloc(p, size) seer_fi_realloc(p, size)
+#define aligned_alloc(align, size) seer_fi_aligned_alloc(align, size)
+#define pthread_create(t, attr, fn, arg) seer_fi_pthread_create(t, attr, fn, arg)
+#endif
+#endif /* SEER_FAULT_INJECTION */
+
 #define SEER_ERRLEN 512
 
 static inline size_t seer_round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
@@ -163,6 +194,7 @@ typedef struct seer_worker {
     uint64_t events;
     uint64_t call_events;  /* events handled in the current call               */
     uint64_t call_budget;  /* ... at most (SEER_E_BUDGET beyond)               */
+    uint32_t stop_tick;    /* events since the last Ctrl-C / budget check      */
     uint64_t refills;      /* free list ran dry inside the event loop          */
     uint64_t refills_seen; /* refills already answered by a larger target      */
     uint64_t pool_target;  /* free events to hold when a call starts           */
@@ -423,6 +455,9 @@ uint64_t seer_physical_memory(void);
 
 /* parallel.c */
 int seer_pool_start(seer_runtime *rt, uint32_t threads);
+/* seer_pool_start after a stop, with `active` (<= threads) of the workers
+ * taking part in calls: the pool's parked workers stay parked. */
+int seer_pool_restart(seer_runtime *rt, uint32_t threads, uint32_t active);
 /* In a child of fork(): forget the parent's workers and start this
  * process's own (returns SEER_E_NOMEM when that fails). */
 int seer_pool_after_fork(seer_runtime *rt);

@@ -493,7 +493,7 @@ static void *worker_main(void *arg)
 }
 
 /* All or nothing: on failure everything started or allocated here is
- * stopped and freed again (rt->workers NULL, nthreads 0). */
+ * stopped and freed again (rt->workers NULL, nthreads and pool_active 0). */
 int seer_pool_start(seer_runtime *rt, uint32_t threads)
 {
     rt->nthreads = threads;
@@ -503,6 +503,7 @@ int seer_pool_start(seer_runtime *rt, uint32_t threads)
                                 seer_round_up(threads * sizeof(seer_worker), SEER_CACHE_LINE));
     if (!rt->workers) {
         rt->nthreads = 0;
+        atomic_store_explicit(&rt->pool_active, 0, memory_order_relaxed);
         return SEER_E_NOMEM;
     }
     memset(rt->workers, 0, threads * sizeof(seer_worker));
@@ -521,6 +522,7 @@ int seer_pool_start(seer_runtime *rt, uint32_t threads)
         if (!w->local_min || !w->out[0] || !w->out[1] ||
             seer_trace_alloc_worker(rt, w) != SEER_OK) {
             seer_pool_stop(rt);
+            atomic_store_explicit(&rt->pool_active, 0, memory_order_relaxed);
             return SEER_E_NOMEM;
         }
         for (uint32_t i = 0; i < rt->B; i++)
@@ -534,11 +536,22 @@ int seer_pool_start(seer_runtime *rt, uint32_t threads)
         rt->workers[t].gen_seen = gen;
         if (pthread_create(&rt->workers[t].thread, NULL, worker_main, &rt->workers[t]) != 0) {
             seer_pool_stop(rt);
+            atomic_store_explicit(&rt->pool_active, 0, memory_order_relaxed);
             return SEER_E_NOMEM;
         }
         rt->workers[t].started = 1;
     }
     return SEER_OK;
+}
+
+int seer_pool_restart(seer_runtime *rt, uint32_t threads, uint32_t active)
+{
+    int rc = seer_pool_start(rt, threads);
+    /* relaxed: as in a resize (published by the next call's release bump of
+     * job_gen). */
+    if (rc == SEER_OK)
+        atomic_store_explicit(&rt->pool_active, active, memory_order_relaxed);
+    return rc;
 }
 
 /* The parent's workers do not exist in a child of fork(), and a lock one of
@@ -558,6 +571,8 @@ void seer_pool_forget_threads(seer_runtime *rt)
 int seer_pool_after_fork(seer_runtime *rt)
 {
     const uint32_t n = rt->nthreads ? rt->nthreads : 1;
+    /* relaxed: the host is the only writer (and the only thread here). */
+    const uint32_t active = atomic_load_explicit(&rt->pool_active, memory_order_relaxed);
     seer_pool_forget_threads(rt);
     if (rt->in_call) {
         /* another thread of the parent was inside a call at the fork: this
@@ -571,7 +586,7 @@ int seer_pool_after_fork(seer_runtime *rt)
         rt->in_call = 0;
     }
     seer_pool_stop(rt);
-    return seer_pool_start(rt, n);
+    return seer_pool_restart(rt, n, active ? active : n); /* parked ones stay parked */
 }
 
 /* Every call bumps job_gen (its low 32 bits tag the call's phases); the

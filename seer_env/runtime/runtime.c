@@ -732,7 +732,10 @@ uint64_t seer_run_queue(seer_worker *w, seer_ctx *c, uint32_t inst, seer_squeue 
             seer_after_handler(c, rc, "event");
             break;
         }
-        if (__builtin_expect((n & 255u) == 0, 0) && seer_call_stop(w, inst, c->now, n))
+        /* every 16 events of this thread (whatever entities they were for):
+         * Ctrl-C reaches the user within 16 events per thread */
+        if (__builtin_expect((++w->stop_tick & 15u) == 0, 0) &&
+            seer_call_stop(w, inst, c->now, n))
             break;
     }
     w->call_events += n;
@@ -1185,6 +1188,21 @@ static void free_parts(const seer_runtime *rt, seer_squeue *parts)
 #define MIG_NB (SEER_SQ_BUCKETS + 1) /* migration counts per destination queue */
 static int migrate_instance(seer_runtime *rt, seer_inst *in, int to, uint64_t *counts);
 
+/* An instance whose pending events could not be moved back after a move
+ * between queues failed half way (out of memory again): its events are
+ * dropped from every queue (their records return with the pool's chunks)
+ * and it needs a reset, for the reason given -- as after a failed call, so
+ * that a step says why. */
+static void abandon_events(seer_runtime *rt, seer_inst *in, const char *why)
+{
+    seer_squeue_clear(&in->queue);
+    for (uint32_t p = 0; in->parts && p < rt->nparts; p++)
+        seer_squeue_clear(&in->parts[p]);
+    in->ready = 0;
+    in->failed = 1;
+    snprintf(rt->fail_msg, sizeof rt->fail_msg, "%s", why);
+}
+
 /* Cut every instance's entities into `np` contiguous, equal partitions (np
  * is the pool size: one partition a thread keeps the events that cross
  * partitions, and with them the traffic between cores, few; a PCS 64x64
@@ -1214,7 +1232,10 @@ static int set_partitions(seer_runtime *rt, uint32_t np)
     uint32_t *of = malloc(N * sizeof *of);
     uint32_t *start = malloc((np + 1) * sizeof *start);
     seer_squeue **parts = calloc(rt->B, sizeof *parts);
-    uint64_t *counts = malloc((size_t)np * MIG_NB * sizeof *counts);
+    /* rows for the new partitions, and for the old ones should the events
+     * have to go back to them */
+    const uint32_t rows = np > rt->nparts ? np : rt->nparts;
+    uint64_t *counts = malloc((size_t)rows * MIG_NB * sizeof *counts);
     int ok = of && start && parts && counts;
     for (uint32_t i = 0; ok && i < rt->B; i++) {
         parts[i] = aligned_alloc(SEER_CACHE_LINE, np * sizeof(seer_squeue));
@@ -1233,8 +1254,13 @@ static int set_partitions(seer_runtime *rt, uint32_t np)
             ok = migrate_instance(rt, &rt->inst[parked], SEER_EXECUTOR_SERIAL, counts) ==
                  SEER_OK;
     if (!ok) {
+        int lost = 0;
         for (uint32_t i = 0; i + 1 < parked; i++)
-            (void)migrate_instance(rt, &rt->inst[i], SEER_EXECUTOR_PARALLEL, counts);
+            if (migrate_instance(rt, &rt->inst[i], SEER_EXECUTOR_PARALLEL, counts) != SEER_OK) {
+                abandon_events(rt, &rt->inst[i], "out of memory moving its pending events "
+                                                 "back to their partitions");
+                lost = 1;
+            }
         for (uint32_t i = 0; parts && i < rt->B; i++)
             if (parts[i]) {
                 for (uint32_t p = 0; p < np; p++)
@@ -1245,7 +1271,8 @@ static int set_partitions(seer_runtime *rt, uint32_t np)
         free(start);
         free(parts);
         free(counts);
-        seer_fail(rt, "out of memory partitioning the entities");
+        seer_fail(rt, "out of memory partitioning the entities%s",
+                  lost ? ": instances need a reset" : "");
         return SEER_E_NOMEM;
     }
     for (uint32_t i = 0; i < rt->B; i++) {
@@ -1266,11 +1293,9 @@ static int set_partitions(seer_runtime *rt, uint32_t np)
     int rc = SEER_OK;
     for (uint32_t i = 0; i < parked; i++)
         if (migrate_instance(rt, &rt->inst[i], SEER_EXECUTOR_PARALLEL, counts) != SEER_OK) {
-            /* Out of memory moving back: the instance's events are dropped
-             * (their records return with the pool's chunks); it must be
-             * reset. */
-            seer_squeue_clear(&rt->inst[i].queue);
-            rt->inst[i].ready = 0;
+            /* Out of memory moving back: the instance must be reset. */
+            abandon_events(rt, &rt->inst[i], "out of memory moving its pending events to "
+                                             "new partitions");
             rc = SEER_E_NOMEM;
         }
     free(counts);
@@ -1306,6 +1331,8 @@ static int resize_pool(seer_runtime *rt, uint32_t threads)
         return SEER_OK;
     }
     const uint32_t old = rt->nthreads;
+    /* relaxed: the host is the only writer. */
+    const uint32_t old_active = atomic_load_explicit(&rt->pool_active, memory_order_relaxed);
     seer_pool_stop(rt);
     int rc = set_partitions(rt, threads);
     if (rc == SEER_OK) {
@@ -1314,11 +1341,12 @@ static int resize_pool(seer_runtime *rt, uint32_t threads)
         rc = SEER_E_NOMEM;
         seer_fail(rt, "could not start %u threads (out of memory or threads); the pool keeps "
                       "its %u",
-                  threads, old);
+                  threads, old_active);
     }
-    /* Back to the old pool size (its memory was just freed, so this fails
-     * only if memory ran out meanwhile: then the runtime cannot run). */
-    if (seer_pool_start(rt, old) != SEER_OK) {
+    /* Back to the old pool, its parked workers parked (its memory was just
+     * freed, so this fails only if memory ran out meanwhile: then the
+     * runtime cannot run). */
+    if (seer_pool_restart(rt, old, old_active) != SEER_OK) {
         rt->broken = 1;
         seer_fail(rt, "out of memory restarting the worker pool: this runtime cannot run any "
                       "more; close it and create a new one");
@@ -1428,37 +1456,46 @@ int seer_runtime_set_executor(seer_runtime *rt, int executor, uint32_t threads)
         seer_fail(rt, "a runtime in checking mode keeps its executor");
         return SEER_E_ARG;
     }
-    int brc = call_begin(rt);
-    if (brc != SEER_OK)
-        return brc;
+    int rc = call_begin(rt);
+    if (rc != SEER_OK)
+        return rc;
     rt->requested_threads = threads;
-    threads = active_threads(rt->rt_flags, threads);
-    if (executor != rt->executor) {
-        uint64_t *counts = malloc((size_t)rt->nparts * MIG_NB * sizeof *counts);
-        if (!counts) {
-            seer_fail(rt, "out of memory switching executors");
-            return SEER_E_NOMEM;
-        }
-        /* Reserve-then-move per instance: a failure leaves every instance
-         * whole, its events in one executor's queues; those already moved
-         * are moved back so the runtime stays on its old executor. */
-        uint32_t done = 0;
-        int rc = SEER_OK;
-        for (; done < rt->B && rc == SEER_OK; done++)
-            rc = migrate_instance(rt, &rt->inst[done], executor, counts);
-        if (rc != SEER_OK) {
-            int back = executor == SEER_EXECUTOR_SERIAL ? SEER_EXECUTOR_PARALLEL
-                                                        : SEER_EXECUTOR_SERIAL;
-            for (uint32_t i = 0; i + 1 < done; i++)
-                (void)migrate_instance(rt, &rt->inst[i], back, counts);
-            free(counts);
-            seer_fail(rt, "out of memory switching executors");
-            return SEER_E_NOMEM;
-        }
+    /* relaxed: the host is the only writer. */
+    const uint32_t old_active = atomic_load_explicit(&rt->pool_active, memory_order_relaxed);
+    /* The pool first: one that cannot grow keeps its size (resize_pool), and
+     * the executor has not changed yet.  Then the events, which on failure
+     * go back, and the pool back to its old size (within the pool just
+     * started: parking only, which cannot fail).  So on failure nothing
+     * changed. */
+    rc = resize_pool(rt, active_threads(rt->rt_flags, threads));
+    if (rc != SEER_OK || executor == rt->executor)
+        return rc;
+    uint64_t *counts = malloc((size_t)rt->nparts * MIG_NB * sizeof *counts);
+    /* Reserve-then-move per instance: a failure leaves every instance
+     * whole, its events in one executor's queues; those already moved are
+     * moved back so the runtime stays on its old executor (an instance that
+     * cannot even move back needs a reset). */
+    uint32_t done = 0;
+    rc = counts ? SEER_OK : SEER_E_NOMEM;
+    for (; counts && done < rt->B && rc == SEER_OK; done++)
+        rc = migrate_instance(rt, &rt->inst[done], executor, counts);
+    if (rc != SEER_OK) {
+        int lost = 0;
+        for (uint32_t i = 0; i + 1 < done; i++)
+            if (migrate_instance(rt, &rt->inst[i], rt->executor, counts) != SEER_OK) {
+                abandon_events(rt, &rt->inst[i], "out of memory moving its pending events "
+                                                 "back after a failed executor switch");
+                lost = 1;
+            }
         free(counts);
-        rt->executor = executor;
+        (void)resize_pool(rt, old_active);
+        seer_fail(rt, "out of memory switching executors%s",
+                  lost ? ": instances need a reset" : "");
+        return SEER_E_NOMEM;
     }
-    return resize_pool(rt, threads);
+    free(counts);
+    rt->executor = executor;
+    return SEER_OK;
 }
 
 static uint32_t select_instances(seer_runtime *rt, const uint8_t *mask)
@@ -1493,9 +1530,18 @@ static void release_failed(seer_runtime *rt)
         for (uint32_t p = 0; in->parts && p < rt->nparts; p++)
             holding |= in->parts[p].n != 0;
     }
-    if (holding || !rt->nchunks)
+    if (holding)
+        return;
+    /* Under the reserve's lock: a worker that woke late may still be taking
+     * its stock of free events (run_phases), a chunk perhaps. */
+    pthread_mutex_lock(&rt->reserve_lock);
+    const size_t nchunks = rt->nchunks;
+    pthread_mutex_unlock(&rt->reserve_lock);
+    if (!nchunks)
         return;
     const uint32_t n = rt->nthreads;
+    /* relaxed: the host is the only writer. */
+    const uint32_t active = atomic_load_explicit(&rt->pool_active, memory_order_relaxed);
     seer_pool_stop(rt); /* gives every worker's free events back to the reserve */
     for (size_t k = 0; k < rt->nchunks; k++)
         free(rt->chunks[k]);
@@ -1503,7 +1549,7 @@ static void release_failed(seer_runtime *rt)
     rt->reserve = NULL;
     rt->reserve_n = 0;
     rt->pool_events = 0;
-    if (seer_pool_start(rt, n) != SEER_OK)
+    if (seer_pool_restart(rt, n, active) != SEER_OK)
         rt->broken = 1;
 }
 
@@ -1786,6 +1832,11 @@ int seer_runtime_global_state(seer_runtime *rt, uint32_t instance, float *out)
         seer_fail(rt, "instance %u has not been reset", instance);
         return SEER_E_ORDER;
     }
+    if (!rt->workers) { /* broken: the pool, worker 0 included, is gone */
+        seer_fail(rt, "this runtime cannot run any more (its worker pool could not be "
+                      "restarted: out of memory or threads); close it and create a new one");
+        return SEER_E_NOMEM;
+    }
     seer_ctx c;
     seer_ctx_setup(&c, rt, &rt->workers[0], instance, PHASE_BOUNDARY);
     c.now = (seer_time)c.inst->step * rt->sz.step_duration;
@@ -1814,6 +1865,12 @@ void seer_runtime_stats(const seer_runtime *rt, seer_stats *out)
     for (uint32_t t = 0; t < rt->nthreads; t++)
         refills += rt->workers[t].refills;
     out->pool_refills = refills;
+    /* Under the reserve's lock: a worker that woke late may still be taking
+     * its stock of free events from the reserve (run_phases) after the call
+     * returned.  The runtime itself is never const (seer_runtime_create). */
+    pthread_mutex_t *lock = (pthread_mutex_t *)&rt->reserve_lock;
+    pthread_mutex_lock(lock);
     out->pool_events = rt->pool_events;
+    pthread_mutex_unlock(lock);
     out->serial_fallbacks = rt->serial_fallbacks;
 }

@@ -246,8 +246,10 @@ int seer_squeue_push_entry(seer_squeue *q, seer_qentry e)
     int b = bucket_of(e.tb, q->last);
     if (b >= 0) {
         rc = seer_qvec_append(&q->bucket[b].v, e);
-        mark(q, b);
-        note_min(q, b, e);
+        if (rc == SEER_OK) { /* a failed append leaves the bucket as it was */
+            mark(q, b);
+            note_min(q, b, e);
+        }
     } else if (q->head == q->run.n) {
         q->run.n = q->head = 0;
         rc = seer_qvec_append(&q->run, e);
