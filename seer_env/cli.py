@@ -144,7 +144,7 @@ def cmd_trace(a: argparse.Namespace) -> int:
 def cmd_new(a: argparse.Namespace) -> int:
     from . import sdk
 
-    folder = sdk.new(a.name, a.dir, force=a.force)
+    folder = sdk.new(a.name, a.dir, force=a.force, python=a.python)
     print(f"wrote {folder}/: {', '.join(sorted(p.name for p in folder.iterdir()))}")
     print("next:")
     print(f"  seer-env build {folder}      # compile")
@@ -171,8 +171,10 @@ def cmd_build(a: argparse.Namespace) -> int:
         return 1
     nm = model.native
     src = {"package": "shipped with seer_env", "cache": "up to date in the cache",
-           "built": "built", "loaded": "already loaded"}[where]
-    print(f"{model.name}: model '{nm.name}' {src}: {nm.module.__file__}")
+           "built": "built", "loaded": "already loaded",
+           "python": "interpreted (handlers run as plain Python)"}[where]
+    path = getattr(model, "build_dir", None) or nm.module.__file__
+    print(f"{model.name}: model '{nm.name}' {src}: {path}")
     return 0
 
 
@@ -297,10 +299,13 @@ def build_parser() -> argparse.ArgumentParser:
     n = sub.add_parser("new", help="write a working model folder from the template",
                        description="Write DIR/NAME/: a C model with every hook present and "
                                    "commented, its declaration (__init__.py), a test and a "
-                                   "README. It builds, passes `check` and runs as written.")
+                                   "README (--python: the model in Python, compiled with "
+                                   "Numba). It builds, passes `check` and runs as written.")
     n.add_argument("name", help="model name: a Python identifier (folder, C symbols, env)")
     n.add_argument("--dir", default=".", help="parent folder (default: the current one)")
     n.add_argument("--force", action="store_true", help="write into an existing folder")
+    n.add_argument("--python", action="store_true",
+                   help='write the model in Python (needs pip install "seer_env[numba]")')
     n.set_defaults(fn=cmd_new)
 
     bu = sub.add_parser("build", help="compile a model folder (cached by content)",

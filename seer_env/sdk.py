@@ -319,11 +319,12 @@ def build(path: str | Path, rebuild: bool = False, log: Callable[[str], None] | 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
 
-def new(name: str, where: str | Path = ".", force: bool = False) -> Path:
+def new(name: str, where: str | Path = ".", force: bool = False, python: bool = False) -> Path:
     """Write a working model folder ``where/name`` from the template: the C
     model (every hook present and commented), its declaration, a test and a
-    README.  It builds, passes :func:`seer_env.check` and runs as written.
-    Returns the folder."""
+    README; with ``python=True`` the model written in Python
+    (:mod:`seer_env.pymodel`) instead of C.  It builds, passes
+    :func:`seer_env.check` and runs as written.  Returns the folder."""
     if not isinstance(name, str) or not name.isidentifier() or name.startswith("_"):
         raise ConfigError(f"model name {name!r} must be a Python identifier not starting "
                           "with '_' (it names the folder, the C symbols and the env)")
@@ -332,7 +333,7 @@ def new(name: str, where: str | Path = ".", force: bool = False) -> Path:
         raise ConfigError(f"{folder} exists and is not empty (force=True / --force overwrites)")
     folder.mkdir(parents=True, exist_ok=True)
     # Python files are stored as .tmpl: the template folder is no package
-    for src in sorted((TEMPLATES / "c_model").iterdir()):
+    for src in sorted((TEMPLATES / ("py_model" if python else "c_model")).iterdir()):
         if src.name.startswith(".") or src.name == "__pycache__":
             continue
         dest = folder / src.name.replace("__NAME__", name).removesuffix(".tmpl")

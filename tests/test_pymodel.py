@@ -324,3 +324,23 @@ def test_without_numba_the_api_says_which_extra_to_install(
     with pytest.raises(MissingExtraError, match=r'pip install "seer_env\[numba\]"'):
         model.build()
     assert isinstance(MissingExtraError("x"), ImportError)
+
+
+def test_the_python_template_builds_checks_and_runs(tmp_path: Path) -> None:
+    folder = seer_env.sdk.new("ring_template_py", tmp_path, python=True)
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "README.md", "__init__.py", "test_ring_template_py.py"]
+    model = seer_env.sdk.load(folder)
+    assert isinstance(model, seer.PythonModel) and model.build() == "cache"
+    report = check(model, {"num_agents": 5}, **QUICK)
+    assert report.ok, str(report)
+    venv = model.vector_env(2, num_agents=4, goal=6, threads=2, autoreset_mode="disabled")
+    venv.reset(seed=0)
+    done = np.zeros((2, 4), bool)
+    for _ in range(100):
+        _, _, term, _, _ = venv.step(np.zeros((2, 4), np.int64))
+        done |= term
+        if done.all():
+            break
+    assert done.all()
+    venv.close()

@@ -2,7 +2,7 @@
 # The package as a user gets it: build the sdist and the wheel (python -m build:
 # the wheel is built from the sdist), install the wheel into a fresh venv and,
 # from outside the source tree, write, build, check and train a model with
-# the SDK, and check and train the example model.  Usage:
+# the SDK (in C and in Python), and check and train the example model.  Usage:
 #   tests/wheel_smoke.sh [PYTHON]        (default: the repository's .venv python)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -18,7 +18,8 @@ echo "== a fresh venv with the wheel (not editable) and torch"
 v="$work/venv/bin"
 "$v/python" -m pip install -q --upgrade pip
 "$v/python" -m pip install -q torch==2.13.0
-"$v/python" -m pip install -q "$work"/dist/seer_env-*.whl pytest
+whl=$(ls "$work"/dist/seer_env-*.whl)
+"$v/python" -m pip install -q "$whl[numba]" pytest
 export SEER_ENV_CACHE="$work/cache"
 mkdir "$work/user" && cd "$work/user"
 "$v/python" - <<'PY'
@@ -46,4 +47,10 @@ parallel_api_test(model.parallel_env(max_cycles=40), num_cycles=50)
 PY
 "$v/python" "$root/examples/ppo.py" --env "$root/examples/traffic" --smoke
 "$v/python" "$root/examples/ppo.py" --env mymodel --smoke
+echo "== a model written in Python: new --python / build / check / its tests / PPO updates"
+"$v/seer-env" new mypymodel --python
+"$v/seer-env" build mypymodel
+"$v/seer-env" check mypymodel --quick
+"$v/python" -m pytest -q -p no:cacheprovider mypymodel
+"$v/python" "$root/examples/ppo.py" --env mypymodel --smoke
 echo "wheel smoke test: all passed"

@@ -104,6 +104,7 @@ import threading
 from collections import namedtuple
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -358,6 +359,8 @@ class PythonModel(Model):
         self.jit = bool(jit) and os.environ.get("SEER_ENV_JIT", "1").strip().lower() not in (
             "0", "false", "no", "off")
         self.functions: dict[str, Callable[..., Any]] = {}
+        #: where the compiled handlers are cached (set by the first build)
+        self.build_dir: Path | None = None
         self._where = ""
         for hook in (*HOST_HOOKS, *HANDLERS):
             setattr(self, hook, self._registrar(hook))

@@ -379,7 +379,7 @@ def _compile_error(model: PythonModel, hook: str, exc: Exception) -> BuildError:
         hint = "\nhint: the runtime calls take the handler's ctx as their first argument"
     return BuildError(
         f"{model.name}: handler `{hook}` ({_where(model.functions[hook])}) cannot be "
-        f"compiled by Numba in nopython mode:\n{msg}{hint}", log=msg)
+        f"compiled by Numba in nopython mode:\n{msg}{hint}")
 
 
 def _compile(model: PythonModel, rebuild: bool, log: Callable[[str], None] | None
@@ -448,6 +448,7 @@ def _compile(model: PythonModel, rebuild: bool, log: Callable[[str], None] | Non
             raise
         finally:
             _building.pop(key, None)
+    model.build_dir = folder
     return addrs, keep, "built" if fresh else "cache"
 
 
