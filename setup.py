@@ -3,7 +3,8 @@
 ``seer_env._core`` is the runtime alone; every shipped model folder
 (``seer_env/envs/<name>/`` with C sources) becomes ``seer_env.envs.<name>._model``,
 the runtime and that model in one module -- built exactly as ``seer-env build``
-builds a user's model.
+builds a user's model.  ``seer_env._fast`` (the dict API's per-step work) is an
+ordinary CPython extension.
 """
 
 import importlib.util
@@ -25,6 +26,8 @@ class BuildSeer(build_ext):
     """Compile each extension with the SDK's builder instead of distutils."""
 
     def build_extension(self, ext):
+        if not getattr(ext, "seer", False):  # a plain CPython extension (seer_env._fast)
+            return super().build_extension(ext)
         model_dir = getattr(ext, "model_dir", None)
         cache = Path(self.build_temp) / "seer-objects"
         try:
@@ -40,11 +43,17 @@ class BuildSeer(build_ext):
 def _ext(name, model_dir=None):
     e = Extension(name, sources=[])
     e.model_dir = model_dir
+    e.seer = True
     return e
 
 
+# The dict API's per-step work (CPython's C API; no cffi, no runtime).
+FAST = Extension("seer_env._fast", sources=["seer_env/_fast.c"],
+                 extra_compile_args=["-O2", "-Wall", "-Wextra", "-Werror"])
+
+
 setup(
-    ext_modules=[_ext("seer_env._core")]
+    ext_modules=[_ext("seer_env._core"), FAST]
     + [_ext(f"seer_env.envs.{d.name}._model", d) for d in MODELS],
     cmdclass={"build_ext": BuildSeer},
 )

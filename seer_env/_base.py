@@ -31,6 +31,11 @@ from pettingzoo.utils.conversions import parallel_to_aec_wrapper
 from pettingzoo.utils.wrappers import OrderEnforcingWrapper
 
 from ._runtime import Runtime
+
+try:  # the dict API's per-step work in C (built with the package)
+    from . import _fast
+except ImportError:  # pragma: no cover - a source tree without built extensions
+    _fast = None  # type: ignore[assignment]
 from .errors import ClosedError, ConfigError, InvalidActionError, SeerError, StateError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -69,6 +74,8 @@ def _exclusive(method: _F) -> _F:
 
 
 _CUT_SHORT = "the last {}() was interrupted before it finished (KeyboardInterrupt)"
+_CUT_SHORT_STEP = _CUT_SHORT.format("step")
+_CUT_SHORT_RESET = _CUT_SHORT.format("reset")
 
 #: Envs not collected yet (their locks are re-created in a child of fork()).
 _live_envs: weakref.WeakSet[Any] = weakref.WeakSet()
@@ -232,6 +239,12 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
         self._needs_reset = True
         self._window: Any = None
         self._names = np.array(self.possible_agents, dtype=object)
+        # the runtime's buffers, instance 0 (the arrays live as long as the env)
+        rt = self.runtime
+        self._act_row = rt.actions[0]
+        self._out_rows = (rt.obs[0], rt.reward[0], rt.terminated[0], rt.truncated[0],
+                          rt.info[0])
+        self._info_cols_t = tuple(int(c) for c in self._info_cols)
         # {agent: False} for every agent: copied (a table copy, no hashing)
         # while every agent is live and no flag is set
         self._all_false = dict.fromkeys(self.possible_agents, False)
@@ -287,11 +300,11 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
     ) -> tuple[dict[str, np.ndarray], dict[str, dict[str, Any]]]:
         self._check_open("reset")
         self.runtime.reset(self._seeds(seed, 1))
-        self._interrupted = _CUT_SHORT.format("reset")  # until Python has caught up
+        self._interrupted = _CUT_SHORT_RESET  # until Python has caught up
         self.agents = list(self.possible_agents)
         self._live_idx = np.arange(len(self.agents))
         self._needs_reset = False
-        obs, _, _, _, infos = self._outputs(self._live_idx)
+        obs, _, _, _, infos, _ = self._outputs(self._live_idx)
         self._interrupted = ""
         if self.render_mode == "human":
             self._render()
@@ -302,11 +315,16 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
 
         Value checks (range, NaN/inf) happen in C, before any state changes.
         """
+        sz = self.sizes
+        # exactly the live agents with plain values: one pass in C
+        if _fast is not None and type(actions) is dict and _fast.dict_actions(
+                actions, self.agents, self._live_idx, self._act_row, sz.action_dim,
+                sz.action_kind == "discrete"):
+            return
         if not isinstance(actions, Mapping):
             raise InvalidActionError(
                 f"actions must be a dict agent -> action, got {type(actions).__name__}"
             )
-        sz = self.sizes
         agents = self.agents
         # Fast path: exactly the live agents, homogeneous well-typed values.
         if len(actions) == len(agents):
@@ -410,28 +428,34 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
             raise StateError(f"{self.seer_model.name}: the episode is over; call reset()")
         self._write_actions(actions)
         self.runtime.step()
-        self._interrupted = _CUT_SHORT.format("step")  # until Python has caught up
+        self._interrupted = _CUT_SHORT_STEP  # until Python has caught up
         live_idx = self._live_idx
-        out = self._outputs(live_idx)
-        rt = self.runtime
-        done = rt.terminated[0][live_idx] | rt.truncated[0][live_idx]
-        if done.any():
+        *out, ndone = self._outputs(live_idx)
+        if ndone:
+            _, _, term, trunc, _ = self._out_rows
+            done = term[live_idx] | trunc[live_idx]
             self._live_idx = live_idx[~done]
             self.agents = self._names[self._live_idx].tolist()
         self._interrupted = ""
         if self.render_mode == "human":
             self._render()
-        return out
+        return tuple(out)  # type: ignore[return-value]
 
-    def _outputs(self, live_idx: np.ndarray) -> tuple[dict, dict, dict, dict, dict]:
+    def _outputs(self, live_idx: np.ndarray) -> tuple[dict, dict, dict, dict, dict, int]:
         """Dicts for the agents ``live_idx`` (alive when the call started: the
-        agents of ``self.agents``, which is only replaced after this call)."""
+        agents of ``self.agents``, which is only replaced after this call), and
+        how many of them finished."""
         rt = self.runtime
         names = self.agents
         # every agent live (the common case): slices instead of fancy indexing
         full = len(live_idx) == self.sizes.num_agents
         sel: Any = slice(None) if full else live_idx
-        obs_arr = rt.obs[0][sel].copy()  # a copy: safe to keep past the next step
+        obs, reward, term, trunc, info = self._out_rows
+        obs_arr = obs[sel].copy()  # a copy: safe to keep past the next step
+        if _fast is not None:
+            return _fast.dict_outputs(  # type: ignore[no-any-return]
+                names, live_idx, obs_arr, reward, term, trunc, info, self.sizes.info_dim,
+                self._info_cols_t, self.info_keys)
         infos: dict[str, dict[str, Any]]
         if self.info_keys:
             # one list per info key, turned into per-agent dicts by one
@@ -446,6 +470,7 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
             self._all_false.copy() if full and not term.any() else _flags(names, term),
             self._all_false.copy() if full and not trunc.any() else _flags(names, trunc),
             infos,
+            int((term | trunc).sum()),
         )
 
     @_exclusive
@@ -705,6 +730,11 @@ class SeerVectorEnv(_SeerEnvCommon):
         self._final = (
             np.zeros((B, A), np.float32), np.zeros((B, A), bool), np.zeros((B, A), bool)
         )
+        self._fin = np.zeros(B, dtype=bool)  # scratch: instances with no live agent
+        self._act_flat = self.runtime.actions.reshape(-1)  # a view of the runtime's buffer
+        self._act_shape = self.runtime.actions.shape if self.sizes.action_kind == "box" else (
+            B, A)
+        self._any_autoreset = False
 
     # -- outputs -------------------------------------------------------------
 
@@ -715,11 +745,25 @@ class SeerVectorEnv(_SeerEnvCommon):
         v.flags.writeable = False
         return v
 
+    def _outputs(self, rt: Runtime) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                             dict[str, Any]]:
+        """This call's outputs: fresh copies (or read-only views, ``copy=False``)."""
+        if self.copy:
+            return (rt.obs.copy(), rt.reward.copy(), rt.terminated.copy(), rt.truncated.copy(),
+                    self._infos())
+        return (self._arr(rt.obs), self._arr(rt.reward), self._arr(rt.terminated),
+                self._arr(rt.truncated), self._infos())
+
     def _infos(self) -> dict[str, Any]:
         rt = self.runtime
-        infos: dict[str, Any] = {"alive": self._arr(rt.alive), "active": self._arr(rt.active)}
-        for j, name in enumerate(self.info_names):
-            infos[name] = rt.info[:, :, j].copy()
+        if self.copy:
+            infos: dict[str, Any] = {"alive": rt.alive.copy(), "active": rt.active.copy()}
+        else:
+            infos = {"alive": self._arr(rt.alive), "active": self._arr(rt.active)}
+        if self.info_names:
+            info = rt.info.copy()  # one copy; each value a (B, A) view of it
+            for j, name in enumerate(self.info_names):
+                infos[name] = info[:, :, j]
         return infos
 
     @property
@@ -760,6 +804,7 @@ class SeerVectorEnv(_SeerEnvCommon):
             rt.reset(seeds)
             self._next_seeds = [(s + self.num_envs) & _MAX_SEED for s in seeds]
             self._autoreset[:] = False
+            self._any_autoreset = False
             self._needs_reset = False
             self._interrupted = ""
         else:
@@ -781,6 +826,7 @@ class SeerVectorEnv(_SeerEnvCommon):
                     self._next_seeds[i] = (seeds[i] + self.num_envs) & _MAX_SEED
             rt.reset(seeds, mask)
             self._autoreset[mask] = False
+            self._any_autoreset = bool(self._autoreset.any())
         return self._arr(rt.obs), self._infos()
 
     def _take_seeds(self, mask: np.ndarray) -> list[int]:
@@ -795,6 +841,11 @@ class SeerVectorEnv(_SeerEnvCommon):
 
     def _write_actions(self, actions: Any) -> None:
         sz = self.sizes
+        # the common case, an array of the right shape and kind: one pass in C
+        if (_fast is not None and type(actions) is np.ndarray
+                and actions.shape == self._act_shape
+                and _fast.copy_actions(actions, self._act_flat, sz.action_kind == "discrete")):
+            return
         try:
             arr = np.asarray(actions)
         except (ValueError, TypeError) as exc:  # ragged nested sequences
@@ -825,16 +876,14 @@ class SeerVectorEnv(_SeerEnvCommon):
         if self._needs_reset:
             raise StateError(f"{self.seer_model.name}: call reset() before step()")
         mode = self.autoreset_mode
-        if mode is AutoresetMode.DISABLED:
-            finished = ~rt.alive.any(axis=1)
-            if finished.any():
-                raise StateError(
-                    f"{self.seer_model.name}: instance(s) {np.flatnonzero(finished).tolist()} "
-                    "finished; with autoreset_mode=DISABLED reset them with "
-                    "reset(options={'reset_mask': mask}) before stepping"
-                )
+        if mode is AutoresetMode.DISABLED and self._finished(rt, self._fin):
+            raise StateError(
+                f"{self.seer_model.name}: instance(s) {np.flatnonzero(self._fin).tolist()} "
+                "finished; with autoreset_mode=DISABLED reset them with "
+                "reset(options={'reset_mask': mask}) before stepping"
+            )
         self._write_actions(actions)
-        self._interrupted = _CUT_SHORT.format("step")  # until Python has caught up
+        self._interrupted = _CUT_SHORT_STEP  # until Python has caught up
         out = self._step_and_autoreset(rt, mode)
         self._interrupted = ""
         return out
@@ -843,21 +892,20 @@ class SeerVectorEnv(_SeerEnvCommon):
         self, rt: Runtime, mode: AutoresetMode
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         if mode is AutoresetMode.NEXT_STEP:
-            stepping = ~self._autoreset
-            if stepping.all():
+            if not self._any_autoreset:
                 rt.step()
-            elif stepping.any():
-                rt.step(stepping)
-            if self._autoreset.any():
+            else:
+                stepping = ~self._autoreset
+                if stepping.any():
+                    rt.step(stepping)
                 rt.reset(self._take_seeds(self._autoreset), self._autoreset)
-            self._autoreset = ~rt.alive.any(axis=1)
-            return (self._arr(rt.obs), self._arr(rt.reward), self._arr(rt.terminated),
-                    self._arr(rt.truncated), self._infos())
+            self._any_autoreset = self._finished(rt, self._autoreset) > 0
+            return self._outputs(rt)
         rt.step()
-        finished = ~rt.alive.any(axis=1)
-        if mode is AutoresetMode.DISABLED or not finished.any():
-            return (self._arr(rt.obs), self._arr(rt.reward), self._arr(rt.terminated),
-                    self._arr(rt.truncated), self._infos())
+        finished = self._fin
+        if mode is AutoresetMode.DISABLED or self._finished(rt, finished) == 0:
+            return self._outputs(rt)
+        finished = finished.copy()
         # SAME_STEP with finished instances: keep the final step, then reset them.
         rew, term, trunc = self._final
         np.copyto(rew, rt.reward)
@@ -876,6 +924,14 @@ class SeerVectorEnv(_SeerEnvCommon):
         infos["final_info"] = final_info
         infos["_final_info"] = finished.copy()
         return self._arr(rt.obs), self._arr(rew), self._arr(term), self._arr(trunc), infos
+
+    @staticmethod
+    def _finished(rt: Runtime, out: np.ndarray) -> int:
+        """out[i] = instance i has no live agent; returns how many have none."""
+        if _fast is not None:
+            return int(_fast.finished(rt.alive, out))
+        np.logical_not(rt.alive.any(axis=1), out=out)
+        return int(out.sum())
 
     @_exclusive
     def state(self) -> np.ndarray:

@@ -664,35 +664,51 @@ class Runtime:
         ffi, lib = self.ffi, self.lib = model.ffi, model.lib
         self.stpa: Any = None
         self._trace_cap = 0
-        nthreads = resolve_threads(threads, executor)
         B = _positive_int("num_instances", num_instances, 1, 1 << 20)
-        mc = model.max_cycles if max_cycles is None else _positive_int(
-            "max_cycles", max_cycles, 0, 2**62)
-        cfg = model.config_struct(config or {})
+        _, sz = model.describe(config or {})
+        if threads == "auto" and executor == "parallel" and not sz.lookahead > 0.0:
+            # "auto" picks an executor that can run the model: lookahead 0
+            # models run on the serial executor
+            executor = "serial"
+        self.executor = self.requested_executor = executor
         opts = ffi.new("seer_runtime_options *")
         opts.num_instances = B
         opts.executor = lib.SEER_EXECUTOR_SERIAL if executor == "serial" else \
             lib.SEER_EXECUTOR_PARALLEL
-        opts.threads = nthreads
-        opts.max_cycles = mc
+        opts.threads = resolve_threads(threads, executor)
+        opts.max_cycles = mc = model.max_cycles if max_cycles is None else _positive_int(
+            "max_cycles", max_cycles, 0, 2**62)
         opts.check = check
         opts.shuffle_seed = shuffle_seed & 0xFFFFFFFFFFFFFFFF
         opts.max_step_events = _positive_int("max_step_events", max_step_events, 0, 2**62)
         opts.memory_limit = _positive_int("memory_limit", memory_limit, 0, 2**62)
         opts.flags = lib.SEER_RT_OVERSUBSCRIBE if oversubscribe else 0
+        self._host_buffers(sz, B, opts)
+        out = ffi.new("seer_runtime **")
+        err = ffi.new("char[]", _ERRLEN)
+        rc = lib.seer_runtime_create(model.table, model.config_struct(config or {}),
+                                     model.config_size, opts, out, err, _ERRLEN)
+        if rc != lib.SEER_OK:
+            raise error_for(lib, rc, ffi.string(err).decode())
+        self._h = ffi.gc(out[0], lib.seer_runtime_destroy)
+        _live_runtimes.add(self)
+        self.num_instances = B
+        self.max_cycles = mc
+        self._config_ptr = lib.seer_runtime_config(self._h)
+        self.config = model.read_config(self._config_ptr)
+        self.sizes = model.sizes_of(lib.seer_runtime_sizes(self._h))
+        self.info_names = model.info_names(self.sizes.info_dim)
+        self._mask = np.zeros(B, dtype=np.uint8)
         if threads == "auto" and executor == "parallel":
-            # "auto" picks an executor that can run the model: lookahead 0
-            # models run on the serial executor.
-            _, sz = model.describe(config or {})
-            if not sz.lookahead > 0.0:
-                executor = "serial"
-                opts.executor = lib.SEER_EXECUTOR_SERIAL
-        self.executor = executor
-        self.requested_executor = executor
-        # The host buffers are NumPy arrays the runtime writes in place: they
-        # belong to Python, so views of them outlive the runtime whatever is
-        # closed or collected first.
-        _, sz = model.describe(config or {})
+            from .stpa import Stpa
+
+            self.stpa = Stpa(self, **dict(stpa_options or {}))
+
+    def _host_buffers(self, sz: Sizes, B: int, opts: Any) -> None:
+        """The host buffers: NumPy arrays the runtime writes in place.  They
+        belong to Python, so views of them outlive the runtime whatever is
+        closed or collected first."""
+        ffi, lib = self.ffi, self.lib
         A = sz.num_agents
         act_dtype = np.int32 if sz.action_kind == "discrete" else np.float32
         act_shape = (B, A) if sz.action_kind == "discrete" else (B, A, sz.action_dim)
@@ -715,25 +731,6 @@ class Runtime:
             setattr(self, name, arr)
             if arr.nbytes:
                 opts.buffers[which] = ffi.cast("void *", arr.ctypes.data)
-        out = ffi.new("seer_runtime **")
-        err = ffi.new("char[]", _ERRLEN)
-        rc = lib.seer_runtime_create(model.table, cfg, model.config_size, opts, out, err,
-                                     _ERRLEN)
-        if rc != lib.SEER_OK:
-            raise error_for(lib, rc, ffi.string(err).decode())
-        self._h = ffi.gc(out[0], lib.seer_runtime_destroy)
-        _live_runtimes.add(self)
-        self.num_instances = B
-        self.max_cycles = mc
-        self.config = model.read_config(lib.seer_runtime_config(self._h))
-        self._config_ptr = lib.seer_runtime_config(self._h)
-        self.sizes = model.sizes_of(lib.seer_runtime_sizes(self._h))
-        self.info_names = model.info_names(self.sizes.info_dim)
-        self._mask = np.zeros(B, dtype=np.uint8)
-        if threads == "auto" and executor == "parallel":
-            from .stpa import Stpa
-
-            self.stpa = Stpa(self, **dict(stpa_options or {}))
 
     # -- plumbing -------------------------------------------------------------
 
@@ -830,8 +827,15 @@ class Runtime:
             if st.countdown <= 0:  # preflight, or a periodic drift check
                 st.step(self._mask_ptr(mask))
                 return
-        with self._call() as h:
-            self._check(h, self.lib.seer_runtime_step(h, self._mask_ptr(mask)))
+        # _call() inlined: the step is the call on every training loop's path
+        lock = self._lock
+        with lock:
+            h = getattr(self, "_h", None)
+            if h is None:
+                raise ClosedError(f"the {self.model} runtime is closed")
+            rc = self.lib.seer_runtime_step(h, self._mask_ptr(mask))
+            if rc:
+                self._check(h, rc)
 
     def _instance(self, instance: int) -> int:
         return _positive_int("instance", instance, 0, self.num_instances - 1)

@@ -23,6 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from ._runtime import Runtime, cpu_count
 
 
@@ -147,6 +149,114 @@ def bench_phold(rounds: int = 7, steps: int = 4, log: Callable[[str], None] = pr
     return out
 
 
+# -- the Python layer: the fixed cost of a step, the dict API per agent ------------------
+
+
+class MinimalDictEnv:
+    """The least a pure-Python PettingZoo ParallelEnv does per step besides its
+    simulation: read each agent's action from the dict and return the same five
+    dicts as seer_env's (a fresh observation row per agent, float rewards,
+    bool flags, an info dict per agent with the same keys), written with the
+    fast idioms (``zip``, ``tolist``).  The yardstick of the dict API."""
+
+    def __init__(self, agents: list[str], obs_dim: int, info_keys: tuple[str, ...]) -> None:
+        self.agents = list(agents)
+        n = len(agents)
+        self._obs = np.zeros((n, obs_dim), np.float32)
+        self._reward = np.zeros(n, np.float32)
+        self._flags = np.zeros(n, bool)
+        self._info = np.zeros((n, len(info_keys)), np.float64)
+        self._actions = np.zeros(n, np.int64)
+        self.info_keys = info_keys
+
+    def step(self, actions: dict[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
+        agents = self.agents
+        self._actions[:] = [actions[a] for a in agents]
+        obs = self._obs.copy()
+        keys = self.info_keys
+        return (dict(zip(agents, obs, strict=False)),
+                dict(zip(agents, self._reward.tolist(), strict=False)),
+                dict(zip(agents, self._flags.tolist(), strict=False)),
+                dict(zip(agents, self._flags.tolist(), strict=False)),
+                {a: dict(zip(keys, row, strict=False)) for a, row in zip(agents, self._info.tolist(), strict=False)})
+
+
+def _block_us(fn: Callable[[], Any], n: int) -> float:
+    t0 = time.perf_counter_ns()
+    for _ in range(n):
+        fn()
+    return (time.perf_counter_ns() - t0) / n / 1e3
+
+
+def _rotated(runs: dict[str, Callable[[], Any]], rounds: int, block: int) -> dict[str, float]:
+    """Median µs per call of each run: blocks of ``block`` calls, rotated."""
+    samples: dict[str, list[float]] = {k: [] for k in runs}
+    keys = list(runs)
+    for fn in runs.values():
+        _block_us(fn, max(1, block // 4))  # warm
+    for r in range(rounds):
+        for k in keys[r % len(keys):] + keys[:r % len(keys)]:
+            samples[k].append(_block_us(runs[k], block))
+    return {k: statistics.median(v) for k, v in samples.items()}
+
+
+def bench_api(rounds: int = 9, agents: tuple[int, ...] = (16, 64, 256, 1024, 4096),
+              log: Callable[[str], None] = print) -> dict[str, Any]:
+    """The fixed cost of a step above the native step (PHOLD, one entity, one
+    event, serial executor) through the batched and the dict API, and the dict
+    API's cost per agent against :class:`MinimalDictEnv` at several agent
+    counts.  Medians of rotated blocks, in one process."""
+    from .envs import phold_v0
+
+    out: dict[str, Any] = {}
+    one = dict(num_entities=1, events_per_entity=1, mean=1.0, lookahead=0.5,
+               step_duration=1.0, max_cycles=0, executor="serial", threads=1)
+    venv = phold_v0.vector_env(1, **one)
+    penv = phold_v0.parallel_env(**one)
+    nenv = phold_v0.vector_env(1, **one)
+    for e in (venv, penv, nenv):
+        e.reset(seed=0)
+    rt = nenv.runtime
+    rt.actions[:] = 0
+    arr = np.zeros((1, 1), np.int64)
+    acts = {"entity_0": 0}
+    med = _rotated({"native": rt.step, "batched": lambda: venv.step(arr),
+                    "dict": lambda: penv.step(acts)}, rounds, 2000)
+    for e in (venv, penv, nenv):
+        e.close()
+    out["fixed_cost_us"] = {"native_step": med["native"],
+                            "batched_above_native": med["batched"] - med["native"],
+                            "dict_above_native": med["dict"] - med["native"]}
+    log(f"fixed cost of a step (PHOLD, 1 entity, 1 event, serial): native step "
+        f"{med['native']:.2f} us; batched API +{med['batched'] - med['native']:.2f} us; "
+        f"dict API +{med['dict'] - med['native']:.2f} us")
+    rows = {}
+    for n in agents:
+        cfg = dict(num_entities=n, events_per_entity=1, mean=1.0, lookahead=0.5,
+                   step_duration=1.0, max_cycles=0, executor="serial", threads=1)
+        penv = phold_v0.parallel_env(**cfg)
+        nenv = phold_v0.vector_env(1, **cfg)
+        penv.reset(seed=0)
+        nenv.reset(seed=0)
+        rt = nenv.runtime
+        rt.actions[:] = 0
+        acts = dict.fromkeys(penv.agents, 0)
+        pure = MinimalDictEnv(penv.agents, penv.sizes.obs_dim, penv.info_keys)
+        block = max(3, 20000 // n)
+        m = _rotated({"native": rt.step, "dict": lambda p=penv, a=acts: p.step(a),
+                      "pure": lambda p=pure, a=acts: p.step(a)}, rounds, block)
+        penv.close()
+        nenv.close()
+        ours = (m["dict"] - m["native"]) / n
+        theirs = m["pure"] / n
+        rows[n] = {"dict_us_per_agent": ours, "pure_us_per_agent": theirs,
+                   "ratio": ours / theirs}
+        log(f"  dict API at {n:5d} agents: {ours * 1e3:6.1f} ns/agent above the native step; "
+            f"minimal pure-Python env {theirs * 1e3:6.1f} ns/agent; ratio {ours / theirs:.2f}")
+    out["dict_per_agent"] = rows
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
@@ -165,4 +275,5 @@ if __name__ == "__main__":
     raise SystemExit(main())
 
 
-__all__ = ["bench_phold", "calibrate_work", "machine", "run_cases", "Case"]
+__all__ = ["bench_api", "bench_phold", "calibrate_work", "machine", "run_cases", "Case",
+           "MinimalDictEnv"]
