@@ -178,7 +178,8 @@ class MinimalDictEnv:
                 dict(zip(agents, self._reward.tolist(), strict=False)),
                 dict(zip(agents, self._flags.tolist(), strict=False)),
                 dict(zip(agents, self._flags.tolist(), strict=False)),
-                {a: dict(zip(keys, row, strict=False)) for a, row in zip(agents, self._info.tolist(), strict=False)})
+                {a: dict(zip(keys, row, strict=False))
+                 for a, row in zip(agents, self._info.tolist(), strict=False)})
 
 
 def _block_us(fn: Callable[[], Any], n: int) -> float:
