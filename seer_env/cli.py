@@ -120,6 +120,9 @@ def cmd_bench(a: argparse.Namespace) -> int:
     if a.what == "phold":
         bench.bench_phold(a.rounds)
         return 0
+    if a.what == "api":
+        bench.bench_api(a.rounds)
+        return 0
     from . import benchsuite
 
     benchsuite.run(a.what, a.output, quick=a.quick, max_threads=a.max_threads)
@@ -276,14 +279,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     b = sub.add_parser(
         "bench", help="benchmarks (ratios and medians measured in one run)",
-        description="phold: the runtime's PHOLD figures (stdout).  suite: STPA workloads "
+        description="phold: the runtime's PHOLD figures (stdout).  api: the fixed cost of "
+        "a step above the native step (batched and dict API) and the dict API's cost per "
+        "agent against a minimal pure-Python ParallelEnv, 16 to 4096 agents (stdout).  suite: STPA workloads "
         "(PHOLD/PCS/Aircraft x sizes x batch 1/8: fixed configurations vs threads='auto'), "
         "the NumPy ports, the Python layer, a policy+env rollout and the tracing-off cost; "
         "writes JSON, PNG plots (matplotlib, the [bench] extra) and the README's markdown "
         "table.  stpa: the STPA workloads only.  scaling: threads 1..--max-threads on "
         "PHOLD and PCS (for a many-core machine).  trace-overhead: this build vs one with "
         "the tracing code compiled out.")
-    b.add_argument("what", choices=["phold", "suite", "stpa", "scaling", "trace-overhead"],
+    b.add_argument("what", choices=["phold", "api", "suite", "stpa", "scaling",
+                                    "trace-overhead"],
                    nargs="?", default="phold",
                    help="which benchmark (default phold; see the description above)")
     b.add_argument("--rounds", type=int, default=7,
