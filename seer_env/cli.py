@@ -281,8 +281,8 @@ def build_parser() -> argparse.ArgumentParser:
         "bench", help="benchmarks (ratios and medians measured in one run)",
         description="phold: the runtime's PHOLD figures (stdout).  api: the fixed cost of "
         "a step above the native step (batched and dict API) and the dict API's cost per "
-        "agent against a minimal pure-Python ParallelEnv, 16 to 4096 agents (stdout).  suite: STPA workloads "
-        "(PHOLD/PCS/Aircraft x sizes x batch 1/8: fixed configurations vs threads='auto'), "
+        "agent against a minimal pure-Python ParallelEnv, 16 to 4096 agents (stdout).  "
+        "suite: STPA workloads (PHOLD/PCS/Aircraft x sizes x batch 1/8: fixed configurations vs threads='auto'), "
         "the NumPy ports, the Python layer, a policy+env rollout and the tracing-off cost; "
         "writes JSON, PNG plots (matplotlib, the [bench] extra) and the README's markdown "
         "table.  stpa: the STPA workloads only.  scaling: threads 1..--max-threads on "
