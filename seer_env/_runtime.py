@@ -818,6 +818,8 @@ class Runtime:
         with self._call() as h:
             self._check(h, self.lib.seer_runtime_reset(
                 h, self.ffi.from_buffer("uint64_t[]", s), self._mask_ptr(mask)))
+        if self.stpa is not None:
+            self.stpa.notify_reset()
 
     def step(self, mask: Iterable[bool] | None = None) -> None:
         """Step the selected instances with the actions in :attr:`actions` (GIL released)."""

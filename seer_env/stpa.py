@@ -409,6 +409,14 @@ def _pref(c: Candidate) -> tuple[int, int]:
     return (c.threads, 0 if c.executor == "serial" else 1)
 
 
+def regime(load: Load) -> int:
+    """The load regime of ``load``: events per step in factor-2 buckets
+    (``round(log2(events per step))``).  STPA remembers its choice per regime
+    and switches back at once when a regime returns (a new episode after a
+    ``reset()``, a swarm that thins out and fills up again)."""
+    return int(round(math.log2(max(1.0, load.events_per_step))))
+
+
 def drift(baseline: Load, now: Load, factor: float = 2.0, alive_drop: float = 0.5
           ) -> str | None:
     """Why the workload changed enough to re-probe, or None.
@@ -518,6 +526,9 @@ class Stpa:
         features: the latest :class:`Features`.
         trace_summary: the latest :class:`TraceSummary` (None without a trace).
         timings: ns per timed step by candidate label, of the latest probe.
+        regimes: the choice made for each load regime (:func:`regime`), which
+            a returning regime gets back without a probe.
+        regime_switches: how often that happened.
         state: ``"preflight"``, ``"probing"`` (drift re-probe) or ``"monitor"``.
         preflight_steps, preflight_ns: steps and wall time of the first preflight
             (switches, tracing and Python included).
@@ -574,6 +585,8 @@ class Stpa:
         self._steps_since_probe = 0
         self._gap = self.reprobe_gap
         self._mark = (0, 0, 0)  # (events, windows, steps) at the last check
+        self.regimes: dict[int, Candidate] = {}
+        self.regime_switches = 0
 
     # -- public views -------------------------------------------------------------
 
@@ -606,6 +619,8 @@ class Stpa:
             "preflight_ns": self.preflight_ns,
             "probe_steps": self.probe_steps,
             "probe_ns": self.probe_ns,
+            "regimes": {str(k): c.label for k, c in sorted(self.regimes.items())},
+            "regime_switches": self.regime_switches,
         }
 
     def __repr__(self) -> str:
@@ -796,6 +811,7 @@ class Stpa:
             self._gap = min(1 << 14, self._gap * 2) if same else self.reprobe_gap
         s = self.rt.stats()
         self._mark = (s["events"], s["windows"], s["steps"])
+        self.regimes[regime(self._baseline)] = dec.candidate
         log.info("%s (%s): %s", self.rt.model, pr.trigger, dec.reason)
         log.debug("features %s; trace %s; medians %s", self.features,
                   self.trace_summary, dec.medians_ns)
@@ -808,18 +824,36 @@ class Stpa:
             self.preflight_steps = pr.steps
             self.preflight_ns = ns
 
+    def notify_reset(self) -> None:
+        """The runtime was reset (called by ``Runtime.reset``): the load is likely
+        back to an episode's start, so the next step's load is checked at once."""
+        if self._probe is None:
+            s = self.rt.stats()
+            self._mark = (s["events"], s["windows"], s["steps"])
+            self.countdown = 1
+
     def _check_drift(self) -> None:
         self.countdown = self.check_every
-        self._steps_since_probe += self.check_every
         s = self.rt.stats()
         ev0, win0, st0 = self._mark
         steps = s["steps"] - st0
         if steps <= 0:
             return
+        self._steps_since_probe += steps
         self._mark = (s["events"], s["windows"], s["steps"])
         now = Load((s["events"] - ev0) / steps, int(self.rt.alive.sum()))
         assert self._baseline is not None
         why = drift(self._baseline, now, self.drift_factor, self.alive_drop)
+        known = self.regimes.get(regime(now)) if why is not None else None
+        if known is not None:
+            # a regime seen before: its choice at once, no probe
+            if known != self._current():
+                self._switch(known)
+                self.regime_switches += 1
+                log.info("%s: load regime %d again (%s): back to %s", self.rt.model,
+                         regime(now), why, known.label)
+            self._baseline = now
+            return
         if why is not None:
             # a drift re-probe that kept the choice doubles the wait before
             # the next one (a workload that keeps swinging -- episodes that end
@@ -860,6 +894,7 @@ __all__ = [
     "candidate_set",
     "drift",
     "neighbours",
+    "regime",
     "predict_step_ns",
     "probe_plan",
     "select",

@@ -22,6 +22,7 @@ from seer_env.stpa import (
     candidate_set,
     drift,
     neighbours,
+    regime,
     predict_step_ns,
     probe_plan,
     select,
@@ -421,3 +422,36 @@ def test_confirmation_keeps_the_incumbent_unless_clearly_beaten():
     clear = {one: [100.0, 101.0, 99.0], two: [80.0, 81.0, 79.0]}  # 20% faster
     assert select(clear, f, trigger="confirm", incumbent=one,
                   hysteresis=0.10).candidate == two
+
+
+def test_regime_buckets():
+    assert regime(Load(1000.0, 5)) == 10 and regime(Load(0.0, 5)) == 0
+    assert regime(Load(1400.0, 5)) == 10 and regime(Load(1500.0, 5)) == 11
+
+
+def test_a_returning_load_regime_gets_its_choice_back_without_a_probe():
+    # PHOLD's action sets the delay scale: 1 (x0.5) quadruples the events per
+    # step of action 2 (x2.0): two load regimes, visited in turn
+    rt = Runtime("phold", phold_cfg(num_entities=64, remote=0.5), 1, "parallel", "auto",
+                 stpa_options=dict(_auto_opts(), check_every=2, reprobe_gap=0, confirm=False),
+                 oversubscribe=True)
+    st = rt.stpa
+    rt.reset([3])
+
+    def run(action: int, steps: int) -> None:
+        rt.actions[:] = action
+        for _ in range(steps):
+            rt.step()
+
+    run(1, 80)  # preflight, decided, monitoring
+    assert st.state == "monitor" and len(st.regimes) == 1
+    run(2, 80)  # drift: a probe, a second regime
+    assert st.state == "monitor" and len(st.regimes) == 2
+    probes, high = len(st.history), max(st.regimes)
+    run(1, 20)  # the first regime returns: its choice again, no probe
+    assert len(st.history) == probes and st.state == "monitor"
+    assert (rt.executor, rt.threads) == (st.regimes[high].executor, st.regimes[high].threads)
+    rt.reset([4])  # a reset brings the first regime back too: checked after one step
+    run(2, 3)
+    assert len(st.history) == probes
+    rt.close()
