@@ -22,9 +22,9 @@ from seer_env.stpa import (
     candidate_set,
     drift,
     neighbours,
-    regime,
     predict_step_ns,
     probe_plan,
+    regime,
     select,
     summarize_trace,
 )
