@@ -133,6 +133,13 @@ def cmd_trace(a: argparse.Namespace) -> int:
     from .trace import trace_env, write_trace
 
     cfg = _parse_sets(a.set, a.env)
+    if a.parallelism:
+        from . import parallelism
+
+        rep = parallelism.measure(a.env, cfg, steps=a.steps, num_envs=a.num_envs,
+                                  seed=a.seed, capacity=a.capacity)
+        print(rep.table())
+        return 0
     tr = trace_env(a.env, a.steps, threads=a.threads, num_envs=a.num_envs, seed=a.seed,
                    capacity=a.capacity, config=cfg, log=print)
     write_trace(tr, a.output)
@@ -275,6 +282,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="worker threads incl. the caller, or 'auto' (STPA decides first)")
     t.add_argument("--capacity", type=int, default=1 << 18,
                    help="trace records kept per worker (default %(default)s)")
+    t.add_argument("--parallelism", action="store_true",
+                   help="instead of writing a trace: what 1, 2, 4, 16 and 64 threads could "
+                        "give (critical path vs work per window, from a traced run; "
+                        "checked against 1- and 2-thread runs measured here)")
     t.set_defaults(fn=cmd_trace)
 
     b = sub.add_parser(

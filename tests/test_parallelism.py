@@ -1,0 +1,56 @@
+"""The parallelism report: exact on a hand-made trace, consistent on a real one."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from seer_env import parallelism
+from seer_env._runtime import trace_dtype, trace_kinds
+
+K = {v: k for k, v in trace_kinds().items()}
+
+
+def _rec(kind: str, t0: int, t1: int, sim: float = 0.0, entity: int = 0, count: int = 0
+         ) -> tuple:
+    return (t0, t1, sim, K[kind], 0, entity, 0, count, 0)
+
+
+def test_exact_on_a_hand_made_trace():
+    # two workers, two windows (sim 0 and 1).  Window 0: worker 0 handles
+    # entity 1 (300 ns) and entity 2 (100 ns), worker 1 entity 3 (200 ns);
+    # window 1: worker 0 entity 1 twice (100 + 100 ns).  Window spans equal
+    # the handler time (no overhead).  One act phase of 40 ns.
+    w0 = np.array([_rec("window", 0, 400, 0.0, count=2), _rec("event", 0, 300, 0.0, 1),
+                   _rec("event", 300, 400, 0.5, 2), _rec("window", 1000, 1200, 1.0, count=2),
+                   _rec("event", 1000, 1100, 1.0, 1), _rec("event", 1100, 1200, 1.2, 1),
+                   _rec("act", 2000, 2040)], dtype=trace_dtype())
+    w1 = np.array([_rec("window", 0, 200, 0.0, count=1), _rec("event", 0, 200, 0.3, 3)],
+                  dtype=trace_dtype())
+    rep = parallelism.analyze([w0, w1], steps=1)
+    assert (rep.windows, rep.events) == (2, 5)
+    assert rep.work_ns == 800.0 and rep.critical_ns == 300.0 + 200.0
+    assert rep.phase_ns == 40.0
+    # T threads: max(600/T, 300) + max(200/T, 200) + 40/T
+    assert rep.predict_ns(1) == 600 + 200 + 40
+    assert rep.predict_ns(2) == 300 + 200 + 20
+    assert rep.predict_ns(64) == pytest.approx(300 + 200 + 40 / 64)
+    assert rep.ideal_speedup() == 800 / 500
+    assert rep.critical_bound_share[2] == 0.5  # window 1: 200 > 200/2
+    assert rep.hot_entities[0][:2] == (0, 1) and rep.hot_entities[0][2] == pytest.approx(0.625)
+    assert parallelism.imbalance([w0, w1]) == pytest.approx(((2 / 1.5) + 2) / 2 / 1)
+    rep.barrier_ns = 10.0
+    assert rep.predict_ns(4) == pytest.approx(max(150, 300) + 200 + 10 + 2 * 10 * 2)
+
+
+def test_measure_on_phold_is_consistent():
+    rep = parallelism.measure("phold_v0", {"num_entities": 256, "work": 50}, steps=4,
+                              warmup=2, rounds=3)
+    assert rep.steps == 4 and rep.windows >= 4 * 4 and rep.events > 0
+    assert rep.critical_ns < rep.work_ns  # 256 independent entities per window
+    assert rep.predict_ns(64) <= rep.predict_ns(1) or rep.barrier_ns > 0
+    assert set(rep.measured_ns) == {1, 2}
+    text = rep.table()
+    assert "threads  predicted" in text and "64" in text
+    with pytest.raises(ValueError, match="lookahead 0"):
+        parallelism.measure("pcs_v0", {"classic": True, "width": 4, "height": 4}, steps=1)
