@@ -219,15 +219,14 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
     come from any thread at any time (it waits for a running call).
     """
 
+    #: PettingZoo's metadata; each model's env class has its own
+    #: (:func:`env_class`): name, render modes and fps.
+    metadata: dict[str, Any] = {"name": "seer", "render_modes": [], "render_fps": 10,
+                                "is_parallelizable": True}
+
     def __init__(self, model: Model, **config: Any) -> None:
         self._init_config = dict(config)
         self._setup(model, 1, config)
-        self.metadata = {
-            "name": model.name,
-            "render_modes": ["rgb_array", "human"] if model.render else [],
-            "render_fps": model.render_fps,
-            "is_parallelizable": True,
-        }
         self.agents: list[str] = []
         self.observation_spaces = dict.fromkeys(self.possible_agents, self._obs_space)
         self.action_spaces = dict.fromkeys(self.possible_agents, self._act_space)
@@ -529,6 +528,20 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
                 self._window = None
             self.runtime.close()
             self._needs_reset = True
+
+
+def env_class(model: Model, base: type[SeerParallelEnv]) -> type[SeerParallelEnv]:
+    """``base`` specialised for ``model``: a subclass named after it whose class
+    attribute ``metadata`` is the model's (as PettingZoo envs declare it)."""
+    meta = {
+        "name": model.name,
+        "render_modes": ["rgb_array", "human"] if model.render else [],
+        "render_fps": model.render_fps,
+        "is_parallelizable": True,
+    }
+    return type(f"{model.name}_ParallelEnv", (base,),
+                {"metadata": meta, "__module__": base.__module__,
+                 "__doc__": base.__doc__})
 
 
 class SeerAECEnv(parallel_to_aec_wrapper):

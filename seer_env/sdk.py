@@ -116,6 +116,7 @@ class Model:
         self.vector_class = vector_class
         self.warnings_as_errors = bool(warnings_as_errors)
         self._native: NativeModel | None = None
+        self._env_class: type | None = None
         self._lock = threading.Lock()
         self.build_log = ""
 
@@ -183,10 +184,11 @@ class Model:
     def parallel_env(self, **config: Any) -> SeerParallelEnv:
         """A PettingZoo ParallelEnv (keys: :attr:`defaults` plus ``threads``,
         ``executor``, ``render_mode``, ``info_keys``)."""
-        from ._base import SeerParallelEnv
+        from ._base import SeerParallelEnv, env_class
 
-        cls = self.parallel_class or SeerParallelEnv
-        env: SeerParallelEnv = cls(self, **config)
+        if self._env_class is None:
+            self._env_class = env_class(self, self.parallel_class or SeerParallelEnv)
+        env: SeerParallelEnv = self._env_class(self, **config)
         return env
 
     def vector_env(self, num_envs: int, **config: Any) -> SeerVectorEnv:

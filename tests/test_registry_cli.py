@@ -128,3 +128,15 @@ def test_cli_verify(capsys: pytest.CaptureFixture[str]) -> None:
     rc = cli.main(["verify", "phold_v0", "--steps", "20", "--threads", "2", "--num-envs", "2",
                    "--set", "num_entities=16"])
     assert rc == 0 and "identical" in capsys.readouterr().out
+
+
+def test_metadata_is_a_class_attribute_of_each_models_env_class():
+    from seer_env.envs import pcs_v0, phold_v0
+
+    a, b = pcs_v0.parallel_env(width=2, height=2), phold_v0.parallel_env(num_entities=2)
+    assert type(a).metadata is a.metadata and a.metadata["name"] == "pcs_v0"
+    assert type(b).metadata["name"] == "phold_v0" and type(a) is not type(b)
+    assert type(a) is type(pcs_v0.parallel_env(width=3, height=3))
+    assert a.metadata["is_parallelizable"] and "render_fps" in a.metadata
+    a.close()
+    b.close()
