@@ -30,6 +30,12 @@
  *
  * SEER_CHECK_SHUFFLE (parallel executor) is implemented in parallel.c.
  *
+ * Threads: the host calls setup/teardown (runtime.c) and begin/end around
+ * each call; seer_check_run wraps every handler call on the thread making
+ * it, which is the host too (isolation runs on the serial executor).  The
+ * SIGSEGV disposition and the armed regions are process-wide, under
+ * g_sig_lock; the wrappers below may run on any thread.
+ *
  * A fault that is not a checked handler's (another thread, a runtime bug)
  * is left alone: if it hit a protected region, that region is made writable
  * again and the access retried (the check then degrades, it never crashes
@@ -366,43 +372,70 @@ static void doing(const seer_ctx *c, int hook, char *buf, size_t n)
                  c->self, c->inst_idx, seer_fmt_double(t, c->now));
 }
 
+/* What a handler did to an entity state it must not touch. */
+static void state_fault_text(const seer_ctx *c, int hook, const seer_check_frame *f,
+                             const char *verb, char *what, size_t n)
+{
+    const seer_runtime *rt = c->rt;
+    /* states sit at the end of their pages: an address before entity k's
+     * state is past the end of entity k-1's */
+    const size_t rel = f->addr - (uintptr_t)c->inst->states;
+    const uint32_t k = (uint32_t)(rel / rt->entity_stride);
+    const size_t off = rel % rt->entity_stride;
+    char where[96];
+    if (off >= rt->entity_pad)
+        snprintf(where, sizeof where, "the live state of entity %u (byte %zu)", k,
+                 off - rt->entity_pad);
+    else
+        snprintf(where, sizeof where,
+                 "memory %zu bytes past the end of entity %u's state (in entity %u's "
+                 "pages)",
+                 off + rt->entity_stride - rt->entity_pad - rt->sz.entity_size, k - 1, k);
+    if (hook == SEER_HOOK_INIT || hook == SEER_HOOK_ACT || hook == SEER_HOOK_HANDLE)
+        snprintf(what, n,
+                 "%s %s: a handler may touch only its own entity's state; read another "
+                 "entity's published snapshot (seer_snapshot) or send it an event instead",
+                 verb, where);
+    else
+        snprintf(what, n,
+                 "wrote %s: at the boundary entity states are read-only (change them in "
+                 "act or handle)",
+                 where);
+}
+
+/* What a handler did to the model's static data, located in its module. */
+static void static_fault_text(const seer_check_frame *f, char *what, size_t n)
+{
+    /* static symbols are not in the dynamic symbol table (hidden
+     * visibility): the host resolves the module offset */
+    Dl_info info;
+    uintptr_t off = f->addr;
+    char sym[96] = "";
+    if (dladdr((void *)f->addr, &info)) {
+        off = f->addr - (uintptr_t)info.dli_fbase;
+        if (info.dli_sname)
+            snprintf(sym, sizeof sym, " (%s)", info.dli_sname);
+    }
+    snprintf(what, n,
+             "wrote static data at module offset %#lx%s: global and static variables are "
+             "shared by every entity and thread; keep per-entity data in the entity state "
+             "and per-instance data in the instance data",
+             (unsigned long)off, sym);
+}
+
 static void report_fault(seer_ctx *c, int hook, const seer_check_frame *f)
 {
     seer_runtime *rt = c->rt;
     char who[256], what[384];
     doing(c, hook, who, sizeof who);
     const char *verb = f->write == 1 ? "wrote" : f->write == 0 ? "read" : "touched";
-    const seer_inst *in = c->inst;
     switch (f->region) {
-    case SEER_REGION_STATE: {
-        /* states sit at the end of their pages: an address before entity
-         * k's state is past the end of entity k-1's */
-        const size_t rel = f->addr - (uintptr_t)in->states;
-        const uint32_t k = (uint32_t)(rel / rt->entity_stride);
-        const size_t off = rel % rt->entity_stride;
-        char where[96];
-        if (off >= rt->entity_pad)
-            snprintf(where, sizeof where, "the live state of entity %u (byte %zu)", k,
-                     off - rt->entity_pad);
-        else
-            snprintf(where, sizeof where,
-                     "memory %zu bytes past the end of entity %u's state (in entity %u's "
-                     "pages)",
-                     off + rt->entity_stride - rt->entity_pad - rt->sz.entity_size, k - 1, k);
-        if (hook == SEER_HOOK_INIT || hook == SEER_HOOK_ACT || hook == SEER_HOOK_HANDLE)
-            snprintf(what, sizeof what,
-                     "%s %s: a handler may touch only its own entity's state; read another "
-                     "entity's published snapshot (seer_snapshot) or send it an event instead",
-                     verb, where);
-        else
-            snprintf(what, sizeof what,
-                     "wrote %s: at the boundary entity states are read-only (change them in "
-                     "act or handle)",
-                     where);
+    case SEER_REGION_STATE:
+        state_fault_text(c, hook, f, verb, what, sizeof what);
         break;
-    }
     case SEER_REGION_SNAPSHOT: {
-        const uint32_t k = (uint32_t)((f->addr - (uintptr_t)in->snapshot) / rt->snapshot_stride);
+        const uint32_t k =
+            (uint32_t)((f->addr - (uintptr_t)c->inst->snapshot) / rt->snapshot_stride);
         snprintf(what, sizeof what,
                  "wrote the published snapshot record of entity %u: only publish writes a "
                  "record, its own entity's, at the boundary",
@@ -424,28 +457,13 @@ static void report_fault(seer_ctx *c, int hook, const seer_check_frame *f)
                  "outside the boundary hooks, seer_snapshot for an entity out of range",
                  (unsigned long)f->addr);
         break;
-    default: {
-        /* static symbols are not in the dynamic symbol table (hidden
-         * visibility): the host resolves the module offset */
-        Dl_info info;
-        uintptr_t off = f->addr;
-        char sym[96] = "";
-        if (dladdr((void *)f->addr, &info)) {
-            off = f->addr - (uintptr_t)info.dli_fbase;
-            if (info.dli_sname)
-                snprintf(sym, sizeof sym, " (%s)", info.dli_sname);
-        }
-        snprintf(what, sizeof what,
-                 "wrote static data at module offset %#lx%s: global and static variables are "
-                 "shared by every entity and thread; keep per-entity data in the entity state "
-                 "and per-instance data in the instance data",
-                 (unsigned long)off, sym);
+    default:
+        static_fault_text(f, what, sizeof what);
         break;
     }
-    }
-    seer_worker_error(c->w, SEER_E_ISOLATION,
-                      "contract violation (isolation) in model '%s': %s %s", rt->model->name,
-                      who, what);
+    seer_worker_error_local(c->w, SEER_E_ISOLATION,
+                            "contract violation (isolation) in model '%s': %s %s",
+                            rt->model->name, who, what);
 }
 
 int seer_check_run(seer_ctx *c, int hook, const seer_hook_args *a)
@@ -482,14 +500,14 @@ int seer_check_run(seer_ctx *c, int hook, const seer_hook_args *a)
     if (f.foreign) {
         char who[256];
         doing(c, hook, who, sizeof who);
-        seer_worker_error(c->w, SEER_E_ISOLATION,
-                          "contract violation (isolation) in model '%s': %s called %s(): a "
-                          "handler must %s",
-                          m->name, who, f.foreign,
-                          f.foreign_clock ? "not read clocks (its results would depend on when "
-                                            "it ran); use seer_now for simulated time"
-                                          : "draw random numbers only from its entity's stream "
-                                            "(seer_rng_u64, seer_rng_uniform, ...)");
+        seer_worker_error_local(
+            c->w, SEER_E_ISOLATION,
+            "contract violation (isolation) in model '%s': %s called %s(): a handler must %s",
+            m->name, who, f.foreign,
+            f.foreign_clock ? "not read clocks (its results would depend on when it ran); use "
+                              "seer_now for simulated time"
+                            : "draw random numbers only from its entity's stream "
+                              "(seer_rng_u64, seer_rng_uniform, ...)");
         return SEER_E_ISOLATION;
     }
     return rc;

@@ -20,6 +20,10 @@
 #define SEER_FI_REAL_CALLS /* this file calls the real functions */
 #include "internal.h"
 
+/* Every access below is seq_cst (the default order): test-only code, where
+ * the simplest argument beats speed.  Arming happens while no runtime
+ * thread allocates (between scenarios), the countdown itself is one CAS
+ * loop, and the test reads the counters between calls. */
 static _Atomic uint64_t g_left[2];   /* ticks left; 0: disarmed          */
 static _Atomic int g_sticky[2];      /* fail every call after the n-th   */
 static _Atomic uint64_t g_failed[2]; /* calls made to fail since arming  */

@@ -1,4 +1,56 @@
-/* internal.h -- runtime internals shared by runtime.c and parallel.c. */
+/*
+ * internal.h -- the runtime's one private header, included by every source
+ * file of the runtime (and by the C tests that reach inside: test_squeue.c,
+ * stress_failures.c).  It holds the private structures (event record,
+ * queue, instance, worker, runtime), the hot helpers that must inline across
+ * files (contexts, event memory, trace records), and the declarations of
+ * what each file exports, grouped by file.
+ *
+ * Where things are:
+ *
+ *   runtime.c    create/destroy, reset and step entry points, queries
+ *   errors.c     error messages: the runtime's, a worker's, a buffer's
+ *   rng.c        the per-entity random streams (seer_rng_*)
+ *   events.c     event memory: per-worker free lists over a shared reserve
+ *   ctx.c        what a handler calls (seer.h): accessors, seer_schedule
+ *   phases.c     the per-instance/agent/entity operations of a call
+ *   serial.c     the event loop (both executors) and the serial executor
+ *   parallel.c   the worker pool and the parallel executor
+ *   partition.c  partitions, executor switches, pool resizing
+ *   squeue.c     the event queue (a radix heap)
+ *   trace.c      trace buffers and their host API
+ *   model.c      the model boundary: tables, configurations, describe
+ *   check.c      the checking mode (memory protection, wrapped libc calls)
+ *   process.c    fork, Ctrl-C, CPUs, physical memory
+ *   faults.c     allocation-failure injection (test builds only)
+ *   sync.h       the executive list of phases (atomics)
+ *
+ * Who may call what.  A function that is safe only on particular threads
+ * says which in a suffix of its name, in the manner of Concurrency Kit
+ * (ck_ring_enqueue_spsc):
+ *
+ *   _any        any thread, concurrently with the others: it synchronizes
+ *               itself (atomics)
+ *   _completer  only the thread that completed the current phase, while it
+ *               runs the transition to the next (no other thread touches the
+ *               call's shared state until it opens that phase), or the host
+ *               while no phase is open
+ *   _owner      only the current owner of a single-owner structure (an event
+ *               queue, an outbox vector): no synchronization inside.
+ *               Ownership changes hands only at phase transitions or between
+ *               calls, which order the accesses (sync.h)
+ *   _local      only the thread of the worker `w` it is given: it touches
+ *               that worker's private state (free list, error slot, trace
+ *               records) unsynchronized
+ *
+ * Without a suffix: pure functions (they touch only their arguments),
+ * lifecycle functions (init/free of a structure no other thread can reach
+ * yet or any more), and the rest, which runs on the host thread between
+ * calls -- except the phase operations (phases.c) and the event loop
+ * (serial.c), which run on the thread of the worker they are given, on the
+ * items (partition, agent, entity, instance) that thread holds for the
+ * current phase.
+ */
 #ifndef SEER_INTERNAL_H
 #define SEER_INTERNAL_H
 
@@ -20,7 +72,8 @@
  * counts down: seer_fi_arm(kind, n, from_then_on) makes the n-th call of
  * that kind from now fail (NULL, or EAGAIN for a thread), and with
  * from_then_on every call after it too; n = 0 disarms.  The macros come
- * after the standard headers, so they rename only the runtime's own calls;
+ * after the standard headers, so they rename only the runtime's own calls
+ * (every runtime file includes this header after its system headers);
  * faults.c and the test define SEER_FI_REAL_CALLS to call the real ones. */
 #ifdef SEER_FAULT_INJECTION
 #include <stdlib.h>
@@ -50,6 +103,28 @@ static inline size_t seer_round_up(size_t x, size_t a) { return (x + a - 1) / a 
 #define SEER_MAX_ENTITIES (1u << 24) /* entity ids fill the key's top 24 bits */
 #define SEER_MAX_PARTS 256u /* parallel executor: partitions per instance, at most */
 
+/* The bit pattern of a non-negative time, which orders like the time
+ * (squeue.c).  -0.0 -> +0.0: the two compare equal, so they must share bits. */
+static inline uint64_t seer_time_bits(seer_time t)
+{
+    t += 0.0;
+    uint64_t u;
+    memcpy(&u, &t, sizeof u);
+    return u;
+}
+
+/* One step of splitmix64: the seeding of the entity streams (rng.c) and the
+ * visiting orders of SEER_CHECK_SHUFFLE (parallel.c). */
+static inline uint64_t seer_splitmix64_next(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* ---- the structures ------------------------------------------------------- */
+
 /* One event record: a 32-byte header, then the payload (a PCS or Aircraft
  * event is one 64-byte line). */
 typedef struct seer_event {
@@ -61,14 +136,14 @@ typedef struct seer_event {
     uint32_t target;
     uint32_t type;
     uint32_t size;
-    uint32_t pad_;
+    uint32_t pad_; /* the header stays 32 bytes */
     alignas(16) unsigned char payload[];
 } seer_event;
 
 
 /* The event queue (squeue.c): a radix heap on the time's bit pattern.  One
  * per instance in the serial executor, one per partition in the parallel
- * one.  Single owner. */
+ * one.  Single owner: every operation on a live queue is _owner. */
 /* 16 bytes: the key, needed only to order equal times, is read from the
  * event (whose record the handler loads anyway). */
 typedef struct seer_qentry {
@@ -76,6 +151,8 @@ typedef struct seer_qentry {
     seer_event *ev;
 } seer_qentry;
 
+/* A growable vector of entries: a queue's buckets and run, and the
+ * parallel executor's outboxes.  Single owner. */
 typedef struct seer_qvec {
     seer_qentry *a;
     uint32_t n;
@@ -109,40 +186,6 @@ typedef struct seer_squeue {
     seer_qbucket bucket[SEER_SQ_BUCKETS]; /* see squeue.c                      */
 } seer_squeue;
 
-/* A zeroed seer_squeue is not ready: call seer_squeue_init first. */
-void seer_squeue_init(seer_squeue *q);
-
-int seer_squeue_push(seer_squeue *q, seer_event *ev);
-int seer_squeue_push_entry(seer_squeue *q, seer_qentry e);
-/* Earliest queued time, +inf when empty. */
-seer_time seer_squeue_min_time(const seer_squeue *q);
-static inline seer_qentry seer_qentry_of(const seer_event *ev)
-{
-    seer_time t = ev->time + 0.0; /* -0.0 -> +0.0 (see squeue.c) */
-    uint64_t u;
-    memcpy(&u, &t, sizeof u);
-    return (seer_qentry){u, (seer_event *)ev};
-}
-/* Grow v to hold at least cap entries (slow path of seer_qvec_append). */
-int seer_qvec_reserve(seer_qvec *v, uint64_t cap);
-static inline int seer_qvec_append(seer_qvec *v, seer_qentry e)
-{
-    if (__builtin_expect(v->n == v->cap, 0) && seer_qvec_reserve(v, (uint64_t)v->n + 1) != 0)
-        return SEER_E_NOMEM;
-    v->a[v->n++] = e;
-    return SEER_OK;
-}
-/* The next event in (time, key) order if its time is < bnd, else NULL (and
- * *err set when the queue failed). */
-seer_event *seer_squeue_pop_before(seer_squeue *q, seer_time bnd, int *err);
-/* 0 for the current group, 1 + b for bucket b: what seer_squeue_reserve's
- * counts index (SEER_SQ_BUCKETS + 1 of them). */
-int seer_squeue_bucket_of(const seer_squeue *q, seer_time t);
-int seer_squeue_reserve(seer_squeue *q, const uint64_t counts[SEER_SQ_BUCKETS + 1]);
-void seer_squeue_foreach(const seer_squeue *q, void (*fn)(void *arg, seer_event *ev), void *arg);
-void seer_squeue_clear(seer_squeue *q); /* drops the entries (not the events) */
-void seer_squeue_free(seer_squeue *q);
-
 /* Per-entity runtime record.  Written only by the thread handling the
  * entity's partition. */
 typedef struct seer_entity_rec {
@@ -160,7 +203,6 @@ typedef struct seer_inst {
     uint64_t step;       /* steps completed since reset */
     int ready;           /* reset, and no call failed since */
     int failed;          /* a call failed since the last reset */
-    seer_time t_next;    /* parallel: earliest pending time (window start) */
     seer_time w_end;     /* parallel: current window end */
     seer_time boundary;  /* end of the step being run */
     int running;         /* parallel: window loop still active this step */
@@ -175,7 +217,7 @@ typedef struct seer_inst {
                                                    events */
 } seer_inst;
 
-/* Event memory: per-thread free lists backed by a shared reserve. */
+/* A worker's free list of event records (events.c). */
 typedef struct seer_event_pool {
     seer_event *free;
     uint64_t nfree;
@@ -183,7 +225,9 @@ typedef struct seer_event_pool {
 
 struct seer_runtime;
 
-/* Per-thread state (the calling thread is worker 0). */
+/* Per-thread state (the calling thread is worker 0).  Private to its
+ * thread during a call (the _local functions), except `out` (see below) and
+ * what the phase completer reads between phases (local_min, call_events). */
 typedef struct seer_worker {
     alignas(SEER_CACHE_LINE) struct seer_runtime *rt;
     uint32_t id;
@@ -200,7 +244,9 @@ typedef struct seer_worker {
     uint64_t pool_target;  /* free events to hold when a call starts           */
     uint64_t gen_seen; /* job generation this worker last ran (or started at) */
     /* Cross-partition events this thread scheduled, by parity of the phase
-     * that scheduled them, then [instance * nparts + partition]. */
+     * that scheduled them, then [instance * nparts + partition].  A bank is
+     * owned by this thread in the phases of its parity and by the target
+     * partitions' visitors in the next. */
     seer_qvec *out[2];
     seer_trace_rec *trace; /* NULL when tracing is off */
     uint64_t trace_n;
@@ -217,6 +263,8 @@ enum seer_phase {
     PHASE_BOUNDARY
 };
 
+/* The context a handler gets (seer.h's opaque seer_ctx): on the stack of
+ * the thread that calls the handler. */
 struct seer_ctx {
     struct seer_runtime *rt;
     seer_inst *inst;
@@ -253,7 +301,7 @@ struct seer_runtime {
     size_t snapshot_pad; /* offset of a record in its stride (checking mode) */
     size_t idata_stride;
     /* Partitions of the parallel executor: contiguous, equal ranges of
-     * entities, one per thread of the pool (see parallel.c). */
+     * entities, one per thread of the pool (see partition.c). */
     uint32_t nparts;      /* per instance                                     */
     uint32_t *part_of;    /* [num_entities]: an entity's partition            */
     uint32_t *part_start; /* [nparts + 1]: partition p is [start[p], start[p+1]) */
@@ -291,7 +339,8 @@ struct seer_runtime {
     seer_phases ph;    /* the executive list: phases of the current call */
     uint32_t call_tag; /* tag of the current call's phases (low bits of job_gen) */
 
-    /* current parallel call */
+    /* current call (written by the host before it, by the completer between
+     * phases) */
     uint32_t *sel;   /* selected instance indices */
     uint32_t *perm;  /* SEER_CHECK_SHUFFLE: the current phase's visiting order */
     uint32_t nsel;
@@ -318,35 +367,186 @@ struct seer_runtime {
     uint64_t max_step_events;   /* per instance and step                        */
     uint64_t memory_limit;      /* bytes                                        */
     uint32_t rt_flags;          /* SEER_RT_*                                    */
-    uint32_t requested_threads; /* the pool size asked for (active: capped)     */
     uint64_t serial_fallbacks;  /* steps run serially: lookahead below the
                                    resolution of the simulated time             */
 };
 
-/* runtime.c */
-/* Record the first error of this worker in the current call. */
-void seer_worker_error(seer_worker *w, int code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-/* Record the message of a failed API call (kept per runtime). */
-void seer_fail(seer_runtime *rt, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* ---- runtime.c ------------------------------------------------------------- */
 
-/* model.c */
-/* Write a message into err (when given) and return code. */
+/* Every call that runs the model or changes the pool starts here (host):
+ * re-creates the pool in a child of fork(), refuses on a broken runtime,
+ * watches SIGINT from here on. */
+int seer_call_begin(seer_runtime *rt);
+
+/* ---- errors.c -------------------------------------------------------------- */
+
+/* Record the message of a failed API call in rt->err (host). */
+void seer_fail(seer_runtime *rt, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Record the first error of this worker in the current call (w's thread; the
+ * completer may use worker 0's slot between phases, when no thread holds a
+ * chunk). */
+void seer_worker_error_local(seer_worker *w, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Write a message into err (when given) and return code.  Pure. */
 int seer_fail_buf(char *err, size_t errlen, int code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-/* The shortest %g form of v that reads back as v. */
+/* The shortest %g form of v that reads back as v.  Pure. */
 const char *seer_fmt_double(char buf[32], double v);
-seer_event *seer_event_alloc(seer_worker *w);
-void seer_event_free(seer_worker *w, seer_event *ev);
-/* Outside the event loop: bring a worker's free list into [lo, hi]. */
-void seer_pool_balance(seer_worker *w, uint64_t lo, uint64_t hi);
-void seer_ctx_setup(seer_ctx *c, seer_runtime *rt, seer_worker *w, uint32_t inst, int phase);
+
+/* ---- events.c: event memory ---------------------------------------------- */
+
+/* Slow path of seer_event_alloc_local: refill w's empty free list from the
+ * shared reserve.  SEER_OK, SEER_E_NOMEM, or SEER_E_BUDGET past the memory
+ * limit (then w's error says so). */
+int seer_event_refill_local(seer_worker *w);
+
+/* A free event record from w's own free list; NULL when no memory is left
+ * for one (see seer_event_refill_local).  The per-event path: inline. */
+static inline seer_event *seer_event_alloc_local(seer_worker *w)
+{
+    if (__builtin_expect(w->pool.free == NULL, 0) && seer_event_refill_local(w) != SEER_OK)
+        return NULL;
+    seer_event *ev = w->pool.free;
+    w->pool.free = ev->next_free;
+    w->pool.nfree--;
+    /* Handlers often schedule several events in a row, and the free list
+     * reaches back to records handled long ago: start loading the next one
+     * (its link is read, its header and payload written, by that alloc). */
+    __builtin_prefetch(w->pool.free, 1);
+    return ev;
+}
+
+/* Give ev back to w's own free list (whoever allocated it: events flow from
+ * the threads that schedule them to the threads that handle them). */
+static inline void seer_event_free_local(seer_worker *w, seer_event *ev)
+{
+    ev->next_free = w->pool.free;
+    w->pool.free = ev;
+    w->pool.nfree++;
+}
+
+/* Outside the event loop: bring w's free list into [lo, hi] (the reserve's
+ * mutex). */
+void seer_event_pool_balance_local(seer_worker *w, uint64_t lo, uint64_t hi);
+/* Free every event q holds into w's free list and empty q (the caller owns
+ * q). */
+void seer_event_free_all_local(seer_worker *w, seer_squeue *q);
+
+/* ---- squeue.c: the event queue (all _owner but init/free) ------------------ */
+
+/* A zeroed seer_squeue is not ready: call seer_squeue_init first. */
+void seer_squeue_init(seer_squeue *q);
+void seer_squeue_free(seer_squeue *q); /* frees its vectors (not the events) */
+
+int seer_squeue_push_owner(seer_squeue *q, seer_event *ev);
+int seer_squeue_push_entry_owner(seer_squeue *q, seer_qentry e);
+/* Earliest queued time, +inf when empty. */
+seer_time seer_squeue_min_time_owner(const seer_squeue *q);
+static inline seer_qentry seer_qentry_of(const seer_event *ev)
+{
+    return (seer_qentry){seer_time_bits(ev->time), (seer_event *)ev};
+}
+/* Grow v to hold at least cap entries (slow path of seer_qvec_append_owner). */
+int seer_qvec_reserve_owner(seer_qvec *v, uint64_t cap);
+static inline int seer_qvec_append_owner(seer_qvec *v, seer_qentry e)
+{
+    if (__builtin_expect(v->n == v->cap, 0) &&
+        seer_qvec_reserve_owner(v, (uint64_t)v->n + 1) != 0)
+        return SEER_E_NOMEM;
+    v->a[v->n++] = e;
+    return SEER_OK;
+}
+/* The next event in (time, key) order if its time is < bnd, else NULL (and
+ * *err set when the queue failed). */
+seer_event *seer_squeue_pop_before_owner(seer_squeue *q, seer_time bnd, int *err);
+/* 0 for the current group, 1 + b for bucket b: what seer_squeue_reserve_owner's
+ * counts index (SEER_SQ_BUCKETS + 1 of them). */
+int seer_squeue_bucket_of_owner(const seer_squeue *q, seer_time t);
+/* Make room for counts[k] more entries in each bucket: pushes that follow
+ * (as counted) cannot fail. */
+int seer_squeue_reserve_owner(seer_squeue *q, const uint64_t counts[SEER_SQ_BUCKETS + 1]);
+void seer_squeue_foreach_owner(const seer_squeue *q, void (*fn)(void *arg, seer_event *ev),
+                               void *arg);
+void seer_squeue_clear_owner(seer_squeue *q); /* drops the entries (not the events) */
+
+/* ---- window minima (parallel executor) ------------------------------------ */
+
+/* Note that w saw time t pending for instance `inst` (its partition's
+ * earliest time, or a cross-partition event it sent): the completer reduces
+ * the workers' minima into the next window (parallel.c). */
+static inline void seer_note_window_min_local(seer_worker *w, uint32_t inst, double t)
+{
+    if (t < w->local_min[inst])
+        w->local_min[inst] = t;
+}
+
+/* ---- contexts (ctx.c has the handler-facing functions) ---------------------- */
+
+/* Entity e's state (checking mode: at the end of its pages, so a handler
+ * that steps past either end of its struct reaches a neighbour's page). */
+static inline void *seer_inst_state(const struct seer_runtime *rt, const seer_inst *in,
+                                    uint32_t e)
+{
+    return in->states + (size_t)e * rt->entity_stride + rt->entity_pad;
+}
+
+/* Entity e's published snapshot record. */
+static inline unsigned char *seer_inst_snapshot(const struct seer_runtime *rt,
+                                                const seer_inst *in, uint32_t e)
+{
+    return in->snapshot + (size_t)e * rt->snapshot_stride + rt->snapshot_pad;
+}
+
+/* A context for a handler of instance `inst` in `phase` on w's thread, with
+ * no entity yet. */
+static inline void seer_ctx_setup(seer_ctx *c, struct seer_runtime *rt, seer_worker *w,
+                                  uint32_t inst, int phase)
+{
+    c->rt = rt;
+    c->inst = &rt->inst[inst];
+    c->w = w;
+    c->rec = NULL;
+    c->now = 0.0;
+    c->inst_idx = inst;
+    c->self = 0;
+    c->phase = phase;
+    c->cur_type = UINT32_MAX;
+}
+
+/* Point the context at entity e (its runtime record: sequence, RNG). */
+static inline void seer_ctx_enter_entity(seer_ctx *c, uint32_t e)
+{
+    c->self = e;
+    c->rec = &c->inst->recs[e];
+}
+
+/* ---- phases.c: the per-item operations of a call ------------------------- */
+
+/* On the thread of w, for an item that thread holds for the phase; each
+ * stops at (or records) the first error in w->err. */
+/* After every handler: turn a non-zero return into w's error; returns
+ * w->err. */
+int seer_after_handler(seer_ctx *c, int rc, const char *what);
+/* Reseed an entity and zero its state and snapshot (its pending events go
+ * with its queue). */
+void seer_clear_entity(seer_worker *w, seer_inst *in, uint32_t e, uint64_t seed);
+int seer_init_entity(seer_worker *w, uint32_t inst, uint32_t e);
+int seer_act_agent(seer_worker *w, uint32_t inst, uint32_t a);
+void seer_boundary_instance(seer_worker *w, uint32_t inst);
+void seer_observe_agent(seer_worker *w, uint32_t inst, uint32_t a);
+void seer_publish_entity(seer_worker *w, uint32_t inst, uint32_t e);
+/* After the boundary phases: count the step.  By the thread that ran them
+ * (serial, whole-instance mode) or the completer of the last one. */
+void seer_finish_instance(seer_runtime *rt, uint32_t inst);
+
+/* ---- serial.c: the event loop and the serial executor ---------------------- */
+
 /* Handle q's events with time < bnd in (time, key) order (the event loop of
- * both executors); stops at the first error (w->err).  Returns the events
- * handled. */
+ * both executors), on w's thread, which owns q; stops at the first error
+ * (w->err).  Returns the events handled. */
 uint64_t seer_run_queue(seer_worker *w, seer_ctx *c, uint32_t inst, seer_squeue *q,
                         seer_time bnd);
-/* A whole step of one instance on this thread: its agents act, the events
+/* A whole step of one instance on w's thread: its agents act, the events
  * before its boundary are handled (q holds all of them), then its boundary
  * phases.  The serial executor's step, and an item of the parallel
  * executor's whole-instance mode.  `spans`: record the act and boundary
@@ -354,18 +554,48 @@ uint64_t seer_run_queue(seer_worker *w, seer_ctx *c, uint32_t inst, seer_squeue 
  * Stops at the first error (w->err); returns the events handled. */
 uint64_t seer_step_instance(seer_worker *w, seer_ctx *c, uint32_t inst, seer_squeue *q,
                             int spans);
-int seer_after_handler(seer_ctx *c, int rc, const char *what);
-/* Every few hundred events of a call: SIGINT since the call started, or
- * more events than its budget?  Then the worker's error is set (returns 1). */
-int seer_call_stop(seer_worker *w, uint32_t inst, seer_time now, uint64_t n);
-void seer_squeue_drop(seer_worker *w, seer_squeue *q);
-void seer_clear_entity(seer_worker *w, seer_inst *in, uint32_t e, uint64_t seed);
-int seer_init_entity(seer_worker *w, uint32_t inst, uint32_t e);
-int seer_act_agent(seer_worker *w, uint32_t inst, uint32_t a);
-void seer_boundary_instance(seer_worker *w, uint32_t inst);
-void seer_observe_agent(seer_worker *w, uint32_t inst, uint32_t a);
-void seer_publish_entity(seer_worker *w, uint32_t inst, uint32_t e);
-void seer_finish_instance(seer_runtime *rt, uint32_t inst);
+/* The serial executor (host, as worker 0): run `job` (JOB_RESET, JOB_STEP)
+ * on the selected instances, one after the other; the first error stops it
+ * and is copied to rt->err. */
+int seer_serial_run(seer_runtime *rt, int job);
+/* One step of instance i on the serial executor (its events in in->queue). */
+int seer_serial_step(seer_runtime *rt, uint32_t i);
+
+/* ---- parallel.c: the worker pool and the parallel executor ----------------- */
+
+/* Start a pool of `threads` workers (the host is worker 0).  All or nothing. */
+int seer_pool_start(seer_runtime *rt, uint32_t threads);
+/* seer_pool_start after a stop, with `active` (<= threads) of the workers
+ * taking part in calls: the pool's parked workers stay parked. */
+int seer_pool_restart(seer_runtime *rt, uint32_t threads, uint32_t active);
+/* In a child of fork(): forget the parent's workers and start this
+ * process's own (returns SEER_E_NOMEM when that fails). */
+int seer_pool_after_fork(seer_runtime *rt);
+void seer_pool_forget_threads(seer_runtime *rt);
+/* Join the workers and free what the pool holds (their free events go back
+ * to the reserve). */
+void seer_pool_stop(seer_runtime *rt);
+/* The parallel executor: run `job` on the selected instances with the pool
+ * (the host takes part as worker 0); the first error is copied to rt->err. */
+int seer_parallel_run(seer_runtime *rt, int job);
+
+/* ---- partition.c: partitions, executor switches, pool size ----------------- */
+
+/* The pool size that takes part in calls: `threads`, capped at the usable
+ * CPUs unless flags has SEER_RT_OVERSUBSCRIBE. */
+uint32_t seer_active_threads(uint32_t flags, uint32_t threads);
+/* Cut every instance's entities into partitions for a pool of `threads`
+ * (moving pending events to the new partitions' queues).  On failure
+ * nothing changed, or instances that could not be restored need a reset
+ * (rt->err says which). */
+int seer_set_partitions(seer_runtime *rt, uint32_t threads);
+/* Free an instance's partition queues (rt->nparts of them) and the array. */
+void seer_free_part_queues(const seer_runtime *rt, seer_squeue *parts);
+/* The serial fallback of a parallel step: instance i's step on the serial
+ * executor, its events moved to the serial queue and back. */
+int seer_step_serially(seer_runtime *rt, uint32_t i);
+
+/* ---- trace.c, and the record writer the event loop inlines --------------- */
 
 /* Is this worker tracing?  Tracing off costs one predictable branch per
  * entity visit / phase; -DSEER_NO_TRACE compiles the checks out (the build
@@ -376,14 +606,38 @@ void seer_finish_instance(seer_runtime *rt, uint32_t inst);
 #define SEER_TRACING(w) __builtin_expect((w)->trace != NULL, 0)
 #endif
 
-/* trace helpers (runtime.c) */
+/* CLOCK_MONOTONIC in ns (trace.c).  Any thread. */
 uint64_t seer_clock_ns(void);
-void seer_trace_add(seer_worker *w, uint32_t kind, uint64_t t0, uint64_t t1, double sim_time,
-                    uint32_t instance, uint32_t entity, uint32_t type, uint32_t count);
+
+/* Append a record to w's trace (counted as dropped when full).  w's thread,
+ * while it holds a chunk (the host reads the records after the call). */
+static inline void seer_trace_add_local(seer_worker *w, uint32_t kind, uint64_t t0, uint64_t t1,
+                                        double sim_time, uint32_t instance, uint32_t entity,
+                                        uint32_t type, uint32_t count)
+{
+    if (w->trace_n >= w->rt->trace_cap) {
+        w->trace_dropped++;
+        return;
+    }
+    seer_trace_rec *r = &w->trace[w->trace_n++];
+    r->t0_ns = t0;
+    r->t1_ns = t1;
+    r->sim_time = sim_time;
+    r->kind = kind;
+    r->instance = instance;
+    r->entity = entity;
+    r->type = type;
+    r->count = count;
+    r->pad_ = 0;
+}
+
+/* (Re)allocate w's trace buffer for rt->trace_cap records (host, or the pool
+ * starting). */
 int seer_trace_alloc_worker(seer_runtime *rt, seer_worker *w);
 
-/* check.c: the checking mode.  Handler kinds, and the regions a checked
- * handler may find protected. */
+/* ---- check.c: the checking mode -------------------------------------------- */
+
+/* Handler kinds, and the regions a checked handler may find protected. */
 enum seer_hook {
     SEER_HOOK_INIT = 0,
     SEER_HOOK_ACT,
@@ -437,35 +691,23 @@ void seer_check_begin_call(struct seer_runtime *rt);
 void seer_check_end_call(struct seer_runtime *rt);
 /* Before the runtime itself writes states or snapshots during a call. */
 void seer_check_disarm(struct seer_runtime *rt);
-/* Call handler `hook` with the memory it must not touch protected; returns
- * the handler's status or SEER_E_ISOLATION (the worker's error is set). */
+/* Call handler `hook` with the memory it must not touch protected (on the
+ * handler's thread, which is the host: checking runs serially); returns the
+ * handler's status or SEER_E_ISOLATION (the worker's error is set). */
 int seer_check_run(seer_ctx *c, int hook, const seer_hook_args *a);
 /* Is this runtime isolating its handlers? */
 #define SEER_CHECKING(rt) __builtin_expect(((rt)->check & SEER_CHECK_ISOLATE) != 0, 0)
 
-/* process.c */
+/* ---- process.c ------------------------------------------------------------- */
+
 /* Bumped in every child of fork(): a runtime created before the fork sees a
- * new value in the child. */
+ * new value in the child.  Any thread. */
 unsigned seer_fork_generation(void);
 /* Put the runtime's SIGINT counter in front of the handler installed now. */
 void seer_sigint_watch(void);
+/* SIGINTs since the process started.  Any thread. */
 uint64_t seer_sigint_count(void);
 uint32_t seer_cpu_count(void);
 uint64_t seer_physical_memory(void);
-
-/* parallel.c */
-int seer_pool_start(seer_runtime *rt, uint32_t threads);
-/* seer_pool_start after a stop, with `active` (<= threads) of the workers
- * taking part in calls: the pool's parked workers stay parked. */
-int seer_pool_restart(seer_runtime *rt, uint32_t threads, uint32_t active);
-/* In a child of fork(): forget the parent's workers and start this
- * process's own (returns SEER_E_NOMEM when that fails). */
-int seer_pool_after_fork(seer_runtime *rt);
-void seer_pool_forget_threads(seer_runtime *rt);
-/* Bytes a runtime of these sizes takes, roughly (refused above the limit). */
-double seer_memory_estimate(const seer_sizes *sz, uint32_t B, uint32_t check);
-void seer_pool_stop(seer_runtime *rt);
-int seer_parallel_run(seer_runtime *rt, int job);
-
 
 #endif /* SEER_INTERNAL_H */

@@ -1,44 +1,20 @@
 /*
  * model.c -- the model boundary, as a host sees it: checking a model table,
  * filling and validating its configuration through its parameter table,
- * running describe, agent names and space bounds.  Nothing here runs during
- * a step; every function may be called from any thread (they touch only
- * their arguments).
+ * running describe, agent names and space bounds.  Called by the host:
+ * seer_runtime_create, and the Python layer (_runtime.NativeModel) before
+ * any runtime exists.  Nothing here runs during a step but
+ * seer_model_event_name, which messages use.  Every function may be called
+ * from any thread (they touch only their arguments).  The messages come
+ * from seer_fail_buf (errors.c).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
-
-int seer_fail_buf(char *err, size_t errlen, int code, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return code;
-}
-
-/* The shortest %g form of v that reads back as v (like Python's repr). */
-const char *seer_fmt_double(char buf[32], double v)
-{
-    if (v == floor(v) && fabs(v) < 1e15) { /* integral: as an integer */
-        snprintf(buf, 32, "%.0f", v);
-        return buf;
-    }
-    for (int prec = 6; prec <= 17; prec++) {
-        snprintf(buf, 32, "%.*g", prec, v);
-        if (isnan(v) || strtod(buf, NULL) == v)
-            break;
-    }
-    return buf;
-}
 
 static const char *kind_name(seer_kind k)
 {
@@ -185,30 +161,28 @@ static int default_is_none(const seer_param *p)
     return (p->flags & SEER_P_NONE) && (p->def == p->none || (isnan(p->def) && isnan(p->none)));
 }
 
-int seer_model_check(const seer_model *m, char *err, size_t errlen)
+/* The table's API version is this runtime's. */
+static int check_version(const seer_model *m, const char *n, char *err, size_t errlen)
 {
-    if (!m)
-        return seer_fail_buf(err, errlen, SEER_E_ARG, "model table is NULL");
-    const char *n = m->name && *m->name ? m->name : "(unnamed)";
-    if (m->api_version != SEER_API_VERSION) {
-        if (m->api_version == 0)
-            return seer_fail_buf(err, errlen, SEER_E_VERSION,
-                                 "model '%s': its table has no API version; add "
-                                 "`.api_version = SEER_API_VERSION` to the seer_model "
-                                 "initializer (this runtime implements version %d)",
-                                 n, SEER_API_VERSION);
+    if (m->api_version == SEER_API_VERSION)
+        return SEER_OK;
+    if (m->api_version == 0)
         return seer_fail_buf(err, errlen, SEER_E_VERSION,
-                             "model '%s' was built against seer model API version %u, but "
-                             "this runtime implements version %d: compile it against this "
-                             "seer_env's seer.h (seer-env build PATH does) and set "
-                             "`.api_version = SEER_API_VERSION`, the macro, not a number",
-                             n, m->api_version, SEER_API_VERSION);
-    }
-    if (!valid_name(m->name))
-        return seer_fail_buf(err, errlen, SEER_E_MODEL,
-                             "model name %s%s%s is invalid: use 1-63 letters, digits, '_', "
-                             "'-' or '.'",
-                             m->name ? "'" : "", m->name ? m->name : "NULL", m->name ? "'" : "");
+                             "model '%s': its table has no API version; add "
+                             "`.api_version = SEER_API_VERSION` to the seer_model "
+                             "initializer (this runtime implements version %d)",
+                             n, SEER_API_VERSION);
+    return seer_fail_buf(err, errlen, SEER_E_VERSION,
+                         "model '%s' was built against seer model API version %u, but "
+                         "this runtime implements version %d: compile it against this "
+                         "seer_env's seer.h (seer-env build PATH does) and set "
+                         "`.api_version = SEER_API_VERSION`, the macro, not a number",
+                         n, m->api_version, SEER_API_VERSION);
+}
+
+/* The required handlers are there. */
+static int check_handlers(const seer_model *m, const char *n, char *err, size_t errlen)
+{
     const struct {
         const void *fn;
         const char *what;
@@ -221,59 +195,66 @@ int seer_model_check(const seer_model *m, char *err, size_t errlen)
                                  "model '%s': the %s handler is missing (NULL); describe, "
                                  "handle and observe are required",
                                  n, req[i].what);
-    if (m->num_params && !m->params)
+    return SEER_OK;
+}
+
+/* Parameter i: a unique valid name, a layout inside the configuration, a
+ * range its type holds, and a default inside the range. */
+static int check_param(const seer_model *m, const char *n, uint32_t i, char *err,
+                       size_t errlen)
+{
+    const seer_param *p = &m->params[i];
+    if (!valid_name(p->name))
         return seer_fail_buf(err, errlen, SEER_E_MODEL,
-                             "model '%s': num_params=%u but params is NULL", n, m->num_params);
-    for (uint32_t i = 0; i < m->num_params; i++) {
-        const seer_param *p = &m->params[i];
-        if (!valid_name(p->name))
+                             "model '%s': parameter %u has an invalid name", n, i);
+    for (uint32_t j = 0; j < i; j++)
+        if (strcmp(m->params[j].name, p->name) == 0)
             return seer_fail_buf(err, errlen, SEER_E_MODEL,
-                                 "model '%s': parameter %u has an invalid name", n, i);
-        for (uint32_t j = 0; j < i; j++)
-            if (strcmp(m->params[j].name, p->name) == 0)
-                return seer_fail_buf(err, errlen, SEER_E_MODEL,
-                                     "model '%s': parameter '%s' is declared twice", n,
-                                     p->name);
-        if (!valid_layout(p->kind, p->size) || p->count < 1 ||
-            (p->inner && p->count % p->inner))
-            return seer_fail_buf(err, errlen, SEER_E_MODEL,
-                                 "model '%s': parameter '%s' has an invalid kind, size or "
-                                 "count (declare it with SEER_MEMBER)",
-                                 n, p->name);
-        if ((uint64_t)p->offset + (uint64_t)p->size * p->count > m->config_size)
-            return seer_fail_buf(err, errlen, SEER_E_MODEL,
-                                 "model '%s': parameter '%s' lies outside the configuration "
-                                 "struct (config_size=%zu)",
-                                 n, p->name, m->config_size);
-        double lo, hi, tlo, thi;
-        param_range(p, &lo, &hi);
-        type_range(p->kind, p->size, &tlo, &thi);
-        if (!(lo <= hi) || lo < tlo || hi > thi)
-            return seer_fail_buf(err, errlen, SEER_E_MODEL,
-                                 "model '%s': parameter '%s' has an invalid range for a %u-byte "
-                                 "%s",
-                                 n, p->name, p->size, kind_name(p->kind));
-        if (default_is_none(p))
-            continue;
-        char msg[SEER_ERRLEN];
-        void *scratch = calloc(1, m->config_size ? m->config_size : 1);
-        if (!scratch)
-            return seer_fail_buf(err, errlen, SEER_E_NOMEM, "out of memory");
-        int rc = p->kind == SEER_KIND_FLOAT
-                     ? seer_config_set_f64(m, scratch, p->name, 0, p->def, msg, sizeof msg)
-                 : p->kind == SEER_KIND_UINT
-                     ? seer_config_set_u64(m, scratch, p->name, 0,
-                                           p->def >= 0 ? (uint64_t)p->def : UINT64_MAX, msg,
-                                           sizeof msg)
-                     : seer_config_set_i64(m, scratch, p->name, 0, (int64_t)p->def, msg,
-                                           sizeof msg);
-        free(scratch);
-        if (rc != SEER_OK)
-            return seer_fail_buf(err, errlen, SEER_E_MODEL,
-                                 "model '%s': the default of parameter '%s' is out of its "
-                                 "range (%s)",
-                                 n, p->name, msg);
-    }
+                                 "model '%s': parameter '%s' is declared twice", n, p->name);
+    if (!valid_layout(p->kind, p->size) || p->count < 1 || (p->inner && p->count % p->inner))
+        return seer_fail_buf(err, errlen, SEER_E_MODEL,
+                             "model '%s': parameter '%s' has an invalid kind, size or "
+                             "count (declare it with SEER_MEMBER)",
+                             n, p->name);
+    if ((uint64_t)p->offset + (uint64_t)p->size * p->count > m->config_size)
+        return seer_fail_buf(err, errlen, SEER_E_MODEL,
+                             "model '%s': parameter '%s' lies outside the configuration "
+                             "struct (config_size=%zu)",
+                             n, p->name, m->config_size);
+    double lo, hi, tlo, thi;
+    param_range(p, &lo, &hi);
+    type_range(p->kind, p->size, &tlo, &thi);
+    if (!(lo <= hi) || lo < tlo || hi > thi)
+        return seer_fail_buf(err, errlen, SEER_E_MODEL,
+                             "model '%s': parameter '%s' has an invalid range for a %u-byte "
+                             "%s",
+                             n, p->name, p->size, kind_name(p->kind));
+    if (default_is_none(p))
+        return SEER_OK;
+    char msg[SEER_ERRLEN];
+    void *scratch = calloc(1, m->config_size ? m->config_size : 1);
+    if (!scratch)
+        return seer_fail_buf(err, errlen, SEER_E_NOMEM, "out of memory");
+    int rc = p->kind == SEER_KIND_FLOAT
+                 ? seer_config_set_f64(m, scratch, p->name, 0, p->def, msg, sizeof msg)
+             : p->kind == SEER_KIND_UINT
+                 ? seer_config_set_u64(m, scratch, p->name, 0,
+                                       p->def >= 0 ? (uint64_t)p->def : UINT64_MAX, msg,
+                                       sizeof msg)
+                 : seer_config_set_i64(m, scratch, p->name, 0, (int64_t)p->def, msg,
+                                       sizeof msg);
+    free(scratch);
+    if (rc != SEER_OK)
+        return seer_fail_buf(err, errlen, SEER_E_MODEL,
+                             "model '%s': the default of parameter '%s' is out of its "
+                             "range (%s)",
+                             n, p->name, msg);
+    return SEER_OK;
+}
+
+/* Every state field has a valid name and layout. */
+static int check_state_fields(const seer_model *m, const char *n, char *err, size_t errlen)
+{
     if (m->num_state_fields && !m->state_fields)
         return seer_fail_buf(err, errlen, SEER_E_MODEL,
                              "model '%s': num_state_fields=%u but state_fields is NULL", n,
@@ -288,6 +269,32 @@ int seer_model_check(const seer_model *m, char *err, size_t errlen)
                                  n, i);
     }
     return SEER_OK;
+}
+
+int seer_model_check(const seer_model *m, char *err, size_t errlen)
+{
+    if (!m)
+        return seer_fail_buf(err, errlen, SEER_E_ARG, "model table is NULL");
+    const char *n = m->name && *m->name ? m->name : "(unnamed)";
+    int rc = check_version(m, n, err, errlen);
+    if (rc != SEER_OK)
+        return rc;
+    if (!valid_name(m->name))
+        return seer_fail_buf(err, errlen, SEER_E_MODEL,
+                             "model name %s%s%s is invalid: use 1-63 letters, digits, '_', "
+                             "'-' or '.'",
+                             m->name ? "'" : "", m->name ? m->name : "NULL", m->name ? "'" : "");
+    rc = check_handlers(m, n, err, errlen);
+    if (rc != SEER_OK)
+        return rc;
+    if (m->num_params && !m->params)
+        return seer_fail_buf(err, errlen, SEER_E_MODEL,
+                             "model '%s': num_params=%u but params is NULL", n, m->num_params);
+    for (uint32_t i = 0; i < m->num_params && rc == SEER_OK; i++)
+        rc = check_param(m, n, i, err, errlen);
+    if (rc != SEER_OK)
+        return rc;
+    return check_state_fields(m, n, err, errlen);
 }
 
 static int lookup(const seer_model *m, const char *name, uint32_t index, const seer_param **out,
@@ -552,26 +559,4 @@ const char *seer_model_event_name(const seer_model *m, uint32_t type)
     if (m->event_names && type < m->event_type_count && m->event_names[type])
         return m->event_names[type];
     return "?";
-}
-
-/* ---- a handler failing its call (seer.h) ----------------------------------- */
-
-int seer_fail_step(seer_ctx *ctx, const char *why)
-{
-    /* The first error of a worker wins: a handler that fails after a
-     * contract violation (or twice) keeps the first message. */
-    if (!ctx->w->err) {
-        static const char *const what[] = {"a", "init", "act", "handle", "boundary-phase"};
-        char ev[96] = "";
-        if (ctx->phase == PHASE_EVENT)
-            snprintf(ev, sizeof ev, " (event type %u, %s)", ctx->cur_type,
-                     seer_model_event_name(ctx->rt->model, ctx->cur_type));
-        int ph = ctx->phase >= 0 && ctx->phase <= PHASE_BOUNDARY ? ctx->phase : 0;
-        seer_worker_error(ctx->w, SEER_E_MODEL,
-                          "model '%s': %s handler%s for entity %u of instance %u failed at "
-                          "t=%.17g: %s",
-                          ctx->rt->model->name, what[ph], ev, ctx->self, ctx->inst_idx,
-                          ctx->now, why ? why : "(no reason given)");
-    }
-    return SEER_E_MODEL;
 }

@@ -50,6 +50,14 @@
  * No fixed team: a worker that is descheduled (a loaded or oversubscribed
  * machine) and has claimed nothing is never waited for; the others -- at
  * worst the calling thread alone -- do the whole call.
+ *
+ * Threads: the host calls seer_parallel_run (from seer_runtime_reset/step)
+ * and the pool functions (create/destroy, partition.c, after a fork), and
+ * takes part in every call as worker 0; worker_main runs on each other
+ * pool thread.  run_phases and everything under it run on any worker,
+ * for the chunks it claimed; the *_completer functions run on whichever
+ * worker completed a phase.  The partitions themselves are cut in
+ * partition.c; the item operations are in phases.c and serial.c.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -81,7 +89,9 @@ enum {
 
 /* ---- phase plumbing ---------------------------------------------------------- */
 
-static void note_error(seer_worker *w)
+/* Make this worker's error, if any, the call's abort code (the first one
+ * wins): the completer then ends the call after the outboxes are flushed. */
+static void propagate_error_local(seer_worker *w)
 {
     if (w->err) {
         int expected = 0;
@@ -95,7 +105,7 @@ static void note_error(seer_worker *w)
 
 static int aborted(seer_runtime *rt)
 {
-    /* relaxed: read by the phase completer (see note_error). */
+    /* relaxed: read by the phase completer (see propagate_error_local). */
     return atomic_load_explicit(&rt->abort_code, memory_order_relaxed) != 0;
 }
 
@@ -115,16 +125,13 @@ static uint32_t phase_count(const seer_runtime *rt, uint32_t kind)
  * (Fisher-Yates on splitmix64 from the options' seed).  Run by the thread
  * that opens the phase, before opening it: the release of the open
  * publishes it to the claimers. */
-static void shuffle(seer_runtime *rt, uint32_t count)
+static void shuffle_visits_completer(seer_runtime *rt, uint32_t count)
 {
     uint32_t *p = rt->perm;
     for (uint32_t i = 0; i < count; i++)
         p[i] = i;
     for (uint32_t i = count; i > 1; i--) {
-        uint64_t z = (rt->shuffle_seed += 0x9E3779B97F4A7C15ull);
-        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-        z ^= z >> 31;
+        const uint64_t z = seer_splitmix64_next(&rt->shuffle_seed);
         uint32_t j = (uint32_t)((z >> 32) * (uint64_t)i >> 32);
         uint32_t t = p[i - 1];
         p[i - 1] = p[j];
@@ -132,11 +139,11 @@ static void shuffle(seer_runtime *rt, uint32_t count)
     }
 }
 
-static void open_phase(seer_runtime *rt, uint32_t kind)
+static void open_phase_completer(seer_runtime *rt, uint32_t kind)
 {
     uint32_t count = phase_count(rt, kind);
     if (rt->perm && count)
-        shuffle(rt, count);
+        shuffle_visits_completer(rt, count);
     /* relaxed: written by the host between calls. */
     uint32_t active = atomic_load_explicit(&rt->pool_active, memory_order_relaxed);
     uint32_t chunk = count / (active * 16u);
@@ -144,7 +151,7 @@ static void open_phase(seer_runtime *rt, uint32_t kind)
         chunk = 1;
     if (chunk > 256)
         chunk = 256;
-    seer_phases_open(&rt->ph, kind, count, chunk, rt->call_tag);
+    seer_phases_open_completer(&rt->ph, kind, count, chunk, rt->call_tag);
 }
 
 static uint32_t first_boundary_phase(const seer_runtime *rt)
@@ -153,7 +160,7 @@ static uint32_t first_boundary_phase(const seer_runtime *rt)
 }
 
 /* After the act phase or a window: reduce the minima into the next window. */
-static void reduce_windows(seer_runtime *rt)
+static void reduce_windows_completer(seer_runtime *rt)
 {
     int any = 0;
     double first = __builtin_inf();
@@ -167,7 +174,6 @@ static void reduce_windows(seer_runtime *rt)
                 t = *m;
             *m = __builtin_inf();
         }
-        in->t_next = t;
         in->running = t < in->boundary;
         double w_end = t + rt->sz.lookahead;
         in->w_end = w_end < in->boundary ? w_end : in->boundary;
@@ -182,19 +188,18 @@ static void reduce_windows(seer_runtime *rt)
     if (events > rt->max_step_events * (uint64_t)rt->nsel && !aborted(rt)) {
         char t[32];
         seer_worker *w0 = &rt->workers[0];
-        /* the completer owns the call's shared state; worker 0's error slot
-         * is read with the others' after DONE */
-        if (!w0->err) {
-            w0->err = SEER_E_BUDGET;
-            snprintf(w0->msg, sizeof w0->msg,
-                     "step %llu of %u instance(s) handled more than %llu events per instance "
-                     "(the event budget of a step, max_step_events) by simulated time t=%s: "
-                     "the step duration may be too long for the model's event rate; shorten "
-                     "the step or raise max_step_events",
-                     (unsigned long long)rt->inst[rt->sel[0]].step, rt->nsel,
-                     (unsigned long long)rt->max_step_events, seer_fmt_double(t, first));
-        }
-        note_error(w0);
+        /* the completer owns the call's shared state (no thread holds a
+         * chunk, so none writes its error slot); worker 0's slot is read
+         * with the others' after DONE */
+        seer_worker_error_local(w0, SEER_E_BUDGET,
+                                "step %llu of %u instance(s) handled more than %llu events per "
+                                "instance (the event budget of a step, max_step_events) by "
+                                "simulated time t=%s: the step duration may be too long for the "
+                                "model's event rate; shorten the step or raise max_step_events",
+                                (unsigned long long)rt->inst[rt->sel[0]].step, rt->nsel,
+                                (unsigned long long)rt->max_step_events,
+                                seer_fmt_double(t, first));
+        propagate_error_local(w0);
     }
     if (aborted(rt))
         any = 0;
@@ -205,7 +210,7 @@ static void reduce_windows(seer_runtime *rt)
 
 /* The transition after phase `done`, run by the thread that completed it
  * while no other thread touches the call's shared state. */
-static void advance(seer_runtime *rt, uint32_t done)
+static void advance_phase_completer(seer_runtime *rt, uint32_t done)
 {
     uint32_t next = PH_DONE;
     switch (done) {
@@ -217,7 +222,7 @@ static void advance(seer_runtime *rt, uint32_t done)
         break;
     case PH_ACT:
     case PH_WINDOW:
-        reduce_windows(rt);
+        reduce_windows_completer(rt);
         next = rt->any_running ? PH_WINDOW : PH_FLUSH;
         break;
     case PH_FLUSH:
@@ -244,7 +249,7 @@ static void advance(seer_runtime *rt, uint32_t done)
     /* The next phase merges what this one scheduled across partitions and
      * schedules into the other bank. */
     rt->out_parity ^= 1u;
-    open_phase(rt, next);
+    open_phase_completer(rt, next);
 }
 
 static uint32_t trace_kind(uint32_t phase)
@@ -261,12 +266,6 @@ static uint32_t trace_kind(uint32_t phase)
 
 /* ---- per-partition work --------------------------------------------------- */
 
-static inline void note_min(seer_worker *w, uint32_t inst, double t)
-{
-    if (t < w->local_min[inst])
-        w->local_min[inst] = t;
-}
-
 /* Move the events every thread sent to partition p in the previous phase
  * (outbox bank `bank`) into its queue. */
 static void merge_outboxes(seer_worker *w, seer_inst *in, uint32_t inst, uint32_t p,
@@ -278,17 +277,34 @@ static void merge_outboxes(seer_worker *w, seer_inst *in, uint32_t inst, uint32_
     for (uint32_t t = 0; t < rt->nthreads; t++) {
         seer_qvec *o = &rt->workers[t].out[bank][slot];
         for (uint32_t k = 0; k < o->n; k++) {
-            if (__builtin_expect(seer_squeue_push_entry(q, o->a[k]) != SEER_OK, 0)) {
+            if (__builtin_expect(seer_squeue_push_entry_owner(q, o->a[k]) != SEER_OK, 0)) {
                 /* Out of memory: drop the event and fail the call. */
-                if (!w->err) {
-                    w->err = SEER_E_NOMEM;
-                    strcpy(w->msg, "out of memory for a partition's event queue");
-                }
-                seer_event_free(w, o->a[k].ev);
+                seer_worker_error_local(w, SEER_E_NOMEM,
+                                        "out of memory for a partition's event queue");
+                seer_event_free_local(w, o->a[k].ev);
             }
         }
         o->n = 0;
     }
+}
+
+/* Reset: drop partition `item`'s pending events (its queue's, and any the
+ * outboxes hold for it: none once a call has flushed them) and clear its
+ * entities [e0, e1). */
+static void clear_partition(seer_worker *w, seer_inst *in, uint32_t inst, uint32_t item,
+                            uint32_t e0, uint32_t e1)
+{
+    seer_runtime *rt = w->rt;
+    seer_event_free_all_local(w, &in->parts[item]);
+    for (uint32_t t = 0; t < rt->nthreads; t++)
+        for (uint32_t j = 0; j < 2; j++) {
+            seer_qvec *o = &rt->workers[t].out[j][(size_t)inst * rt->nparts + item];
+            for (uint32_t i = 0; i < o->n; i++)
+                seer_event_free_local(w, o->a[i].ev);
+            o->n = 0;
+        }
+    for (uint32_t en = e0; en < e1; en++)
+        seer_clear_entity(w, in, en, in->seed);
 }
 
 /* Handle items [b, e) of the flattened (selected instance, item) space. */
@@ -314,16 +330,7 @@ static void run_chunk(seer_worker *w, seer_ctx *c, uint32_t kind, uint32_t b, ui
         const uint32_t e1 = kind <= PH_FLUSH ? rt->part_start[item + 1] : 0;
         switch (kind) {
         case PH_CLEAR:
-            seer_squeue_drop(w, &in->parts[item]);
-            for (uint32_t t = 0; t < rt->nthreads; t++)
-                for (uint32_t j = 0; j < 2; j++) {
-                    seer_qvec *o = &rt->workers[t].out[j][(size_t)inst * rt->nparts + item];
-                    for (uint32_t i = 0; i < o->n; i++)
-                        seer_event_free(w, o->a[i].ev);
-                    o->n = 0;
-                }
-            for (uint32_t en = e0; en < e1; en++)
-                seer_clear_entity(w, in, en, in->seed);
+            clear_partition(w, in, inst, item, e0, e1);
             break;
         case PH_INIT:
             for (uint32_t en = e0; en < e1 && !w->err; en++)
@@ -332,13 +339,13 @@ static void run_chunk(seer_worker *w, seer_ctx *c, uint32_t kind, uint32_t b, ui
         case PH_ACT:
             for (uint32_t en = e0; en < e1 && en < A && !w->err; en++)
                 seer_act_agent(w, inst, en);
-            note_min(w, inst, seer_squeue_min_time(&in->parts[item]));
+            seer_note_window_min_local(w, inst, seer_squeue_min_time_owner(&in->parts[item]));
             break;
         case PH_WINDOW:
             merge_outboxes(w, in, inst, item, bank);
             if (in->running)
                 w->events += seer_run_queue(w, c, inst, &in->parts[item], in->w_end);
-            note_min(w, inst, seer_squeue_min_time(&in->parts[item]));
+            seer_note_window_min_local(w, inst, seer_squeue_min_time_owner(&in->parts[item]));
             break;
         case PH_FLUSH:
             merge_outboxes(w, in, inst, item, bank);
@@ -365,6 +372,57 @@ static void run_chunk(seer_worker *w, seer_ctx *c, uint32_t kind, uint32_t b, ui
     }
 }
 
+/* Outside the event loop, as a call starts: a worker whose free list ran
+ * dry in the last call (events flow from the threads that schedule them to
+ * the threads that handle them) starts the next one with twice the stock,
+ * so after a few steps the event loop no longer takes the reserve's lock. */
+static void restock_local(seer_worker *w)
+{
+    if (w->refills != w->refills_seen) {
+        w->refills_seen = w->refills;
+        if (w->pool_target < POOL_MAX)
+            w->pool_target *= 2;
+    }
+    seer_event_pool_balance_local(w, w->pool_target, 4 * w->pool_target);
+}
+
+/* A worker's trace of one call: a span per phase it works in (from its
+ * first claim to its last completion, with the events it handled), and
+ * the waits for the next phase.  Trace records are written only while
+ * holding a chunk, i.e. before its completion: so they happen before the
+ * call returns and the host reads them.  A wait is recorded when a claim
+ * ends it. */
+typedef struct phase_spans {
+    uint64_t seq;     /* phase of the open span (UINT64_MAX: none)  */
+    uint64_t rec;     /* its record index                           */
+    uint64_t wait_t0; /* start of an unrecorded wait                */
+} phase_spans;
+
+/* A chunk of phase `seq` claimed: end the wait, open the phase's span. */
+static void spans_claimed_local(seer_worker *w, phase_spans *s, uint64_t seq, uint32_t kind)
+{
+    seer_runtime *rt = w->rt;
+    uint64_t now = seer_clock_ns();
+    if (s->wait_t0)
+        seer_trace_add_local(w, SEER_TRACE_BARRIER, s->wait_t0, now, 0.0, 0, 0, 0, 0);
+    if (seq != s->seq) {
+        double sim = kind == PH_WINDOW || kind == PH_INSTANCE ? rt->window_t
+                                                              : rt->inst[rt->sel[0]].boundary;
+        s->seq = seq;
+        s->rec = w->trace_n;
+        seer_trace_add_local(w, trace_kind(kind), now, now, sim, 0, 0, 0, 0);
+    }
+}
+
+/* The chunk handled (`events` events): extend the phase's span. */
+static void spans_handled_local(seer_worker *w, const phase_spans *s, uint64_t events)
+{
+    if (s->rec < w->trace_n) {
+        w->trace[s->rec].t1_ns = seer_clock_ns();
+        w->trace[s->rec].count += (uint32_t)events;
+    }
+}
+
 /* Work on the phases of call `tag` until it is done.  Every worker runs
  * this when woken; the calling thread runs it too, and returns at DONE.  A
  * worker that finds a phase of another call (it missed this call's DONE
@@ -373,27 +431,15 @@ static void run_chunk(seer_worker *w, seer_ctx *c, uint32_t kind, uint32_t b, ui
 static void run_phases(seer_worker *w, uint32_t tag)
 {
     seer_runtime *rt = w->rt;
-    /* Outside the event loop: a worker whose free list ran dry in the last
-     * call (events flow from the threads that schedule them to the threads
-     * that handle them) starts the next one with twice the stock, so after a
-     * few steps the event loop no longer takes the reserve's lock. */
-    if (w->refills != w->refills_seen) {
-        w->refills_seen = w->refills;
-        if (w->pool_target < POOL_MAX)
-            w->pool_target *= 2;
-    }
-    seer_pool_balance(w, w->pool_target, 4 * w->pool_target);
-
+    restock_local(w);
     seer_ctx c;
     seer_ctx_setup(&c, rt, w, 0, PHASE_EVENT);
-    uint64_t span_seq = UINT64_MAX; /* phase of the open trace span            */
-    uint64_t span_rec = 0;          /* its record index                         */
-    uint64_t wait_t0 = 0;           /* start of an unrecorded wait (tracing)    */
+    phase_spans spans = {.seq = UINT64_MAX};
     for (;;) {
         uint64_t seq;
         uint32_t kind, ptag, b, e;
-        int got = seer_phases_claim_mc(&rt->ph, (int)(w->id & 1u), &seq, &kind, &ptag, &b,
-                                       &e);
+        int got = seer_phases_claim_any(&rt->ph, (int)(w->id & 1u), &seq, &kind, &ptag, &b,
+                                        &e);
         if (kind == PH_DONE)
             return;
         if (got != SEER_CLAIMED) {
@@ -403,43 +449,27 @@ static void run_phases(seer_worker *w, uint32_t tag)
              * tracing (rewriting w->trace) while a late worker still waits
              * here; w->trace is only read while holding a chunk.  One clock
              * read per wait is noise next to the wait itself. */
-            if (!wait_t0)
-                wait_t0 = seer_clock_ns();
-            seer_phases_wait(&rt->ph, seq, PHASE_SPINS);
+            if (!spans.wait_t0)
+                spans.wait_t0 = seer_clock_ns();
+            seer_phases_wait_any(&rt->ph, seq, PHASE_SPINS);
             continue;
         }
-        /* Trace records are written only while holding a chunk, i.e. before
-         * its completion: so they happen before the call returns and the
-         * host reads them.  A wait is recorded when a claim ends it. */
         const int tracing = SEER_TRACING(w);
-        if (tracing) {
-            uint64_t now = seer_clock_ns();
-            if (wait_t0)
-                seer_trace_add(w, SEER_TRACE_BARRIER, wait_t0, now, 0.0, 0, 0, 0, 0);
-            if (seq != span_seq) {
-                double sim = kind == PH_WINDOW || kind == PH_INSTANCE
-                                 ? rt->window_t
-                                 : rt->inst[rt->sel[0]].boundary;
-                span_seq = seq;
-                span_rec = w->trace_n;
-                seer_trace_add(w, trace_kind(kind), now, now, sim, 0, 0, 0, 0);
-            }
-        }
-        wait_t0 = 0;
+        if (tracing)
+            spans_claimed_local(w, &spans, seq, kind);
+        spans.wait_t0 = 0;
         uint64_t ev0 = w->events;
         run_chunk(w, &c, kind, b, e);
         if (__builtin_expect(seer_sigint_count() != rt->sigint_at_call, 0) && !w->err)
-            seer_worker_error(w, SEER_E_INTERRUPTED,
-                              "interrupted by SIGINT (Ctrl-C) during a call on %u instance(s): "
-                              "the call was abandoned",
-                              rt->nsel);
-        note_error(w);
-        if (tracing && span_rec < w->trace_n) {
-            w->trace[span_rec].t1_ns = seer_clock_ns();
-            w->trace[span_rec].count += (uint32_t)(w->events - ev0);
-        }
-        if (seer_phases_complete_mc(&rt->ph))
-            advance(rt, kind);
+            seer_worker_error_local(w, SEER_E_INTERRUPTED,
+                                    "interrupted by SIGINT (Ctrl-C) during a call on %u "
+                                    "instance(s): the call was abandoned",
+                                    rt->nsel);
+        propagate_error_local(w);
+        if (tracing)
+            spans_handled_local(w, &spans, w->events - ev0);
+        if (seer_phases_complete_any(&rt->ph))
+            advance_phase_completer(rt, kind);
         /* A chunk of a later call (claimed while late) is handled like any
          * other -- any worker may take any chunk -- but then we leave. */
         if (ptag != tag)
@@ -503,6 +533,7 @@ int seer_pool_start(seer_runtime *rt, uint32_t threads)
                                 seer_round_up(threads * sizeof(seer_worker), SEER_CACHE_LINE));
     if (!rt->workers) {
         rt->nthreads = 0;
+        /* relaxed: no worker runs (nor will: the pool failed to start). */
         atomic_store_explicit(&rt->pool_active, 0, memory_order_relaxed);
         return SEER_E_NOMEM;
     }
@@ -522,6 +553,7 @@ int seer_pool_start(seer_runtime *rt, uint32_t threads)
         if (!w->local_min || !w->out[0] || !w->out[1] ||
             seer_trace_alloc_worker(rt, w) != SEER_OK) {
             seer_pool_stop(rt);
+            /* relaxed: no worker runs (none was started). */
             atomic_store_explicit(&rt->pool_active, 0, memory_order_relaxed);
             return SEER_E_NOMEM;
         }
@@ -531,11 +563,13 @@ int seer_pool_start(seer_runtime *rt, uint32_t threads)
     /* relaxed: no worker runs yet; pthread_create orders this for them.  A
      * restarted pool must not mistake the last call (the exit) for a new one. */
     atomic_store_explicit(&rt->shutdown, 0, memory_order_relaxed);
+    /* relaxed: only the host writes job_gen. */
     uint64_t gen = atomic_load_explicit(&rt->job_gen, memory_order_relaxed);
     for (uint32_t t = 1; t < threads; t++) {
         rt->workers[t].gen_seen = gen;
         if (pthread_create(&rt->workers[t].thread, NULL, worker_main, &rt->workers[t]) != 0) {
-            seer_pool_stop(rt);
+            seer_pool_stop(rt); /* joins the workers started */
+            /* relaxed: no worker runs any more. */
             atomic_store_explicit(&rt->pool_active, 0, memory_order_relaxed);
             return SEER_E_NOMEM;
         }
@@ -620,7 +654,7 @@ void seer_pool_stop(seer_runtime *rt)
         if (t > 0 && w->started)
             pthread_join(w->thread, NULL);
         /* Return free events to the reserve so a new pool can use them. */
-        seer_pool_balance(w, 0, 0);
+        seer_event_pool_balance_local(w, 0, 0);
         rt->refills_total += w->refills;
         free(w->local_min);
         /* Outboxes are empty between calls (FLUSH merges them). */
@@ -639,9 +673,12 @@ void seer_pool_stop(seer_runtime *rt)
 
 int seer_parallel_run(seer_runtime *rt, int job)
 {
-    atomic_store_explicit(&rt->abort_code, 0, memory_order_relaxed);
     /* No worker handles anything between calls (a late one may still be
-     * looking at the last call's DONE phase, which has nothing to claim). */
+     * looking at the last call's DONE phase, which has nothing to claim):
+     * the host sets up the call alone.  relaxed: published with the rest of
+     * the call by the release open of its first phase and the release bump
+     * of job_gen (publish_job). */
+    atomic_store_explicit(&rt->abort_code, 0, memory_order_relaxed);
     for (uint32_t t = 0; t < rt->nthreads; t++) {
         rt->workers[t].err = 0;
         rt->workers[t].msg[0] = '\0';
@@ -654,14 +691,15 @@ int seer_parallel_run(seer_runtime *rt, int job)
     uint64_t gen = atomic_load_explicit(&rt->job_gen, memory_order_relaxed) + 1;
     rt->call_tag = (uint32_t)gen;
     /* One partition per instance (many instances per thread, see
-     * set_partitions): a step is one item per instance, each taken whole by
+     * partition_count in partition.c): a step is one item per instance, each taken whole by
      * one thread, without windows.  Otherwise act, windows, boundary. */
     const int whole = job != JOB_RESET && rt->nparts == 1;
     if (whole) { /* the whole step is one window */
         rt->window_t = rt->inst[rt->sel[0]].boundary - rt->sz.step_duration;
         rt->windows_total++;
     }
-    open_phase(rt, job == JOB_RESET ? PH_CLEAR : whole ? PH_INSTANCE : PH_ACT);
+    open_phase_completer(rt, job == JOB_RESET ? PH_CLEAR : whole ? PH_INSTANCE : PH_ACT);
+    /* relaxed: the host is the only writer of pool_active. */
     publish_job(rt, atomic_load_explicit(&rt->pool_active, memory_order_relaxed) > 1);
     run_phases(&rt->workers[0], rt->call_tag);
     /* DONE was opened after the last chunk completed: every worker's writes

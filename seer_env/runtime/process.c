@@ -17,6 +17,9 @@
  * the call (SEER_E_INTERRUPTED) when it changed: the interrupt reaches the
  * user within milliseconds, and the instances are marked as needing a reset.
  * A handler installed later in place of ours simply turns this off.
+ *
+ * Called by the host (runtime.c: seer_call_begin, create/destroy) but for
+ * seer_sigint_count, which the workers poll too (any thread).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -35,13 +38,18 @@
 static _Atomic unsigned g_fork_gen;
 static pthread_once_t g_fork_once = PTHREAD_ONCE_INIT;
 
-static void fork_child(void) { atomic_fetch_add_explicit(&g_fork_gen, 1, memory_order_relaxed); }
+static void fork_child(void)
+{
+    /* relaxed: see g_fork_gen */
+    atomic_fetch_add_explicit(&g_fork_gen, 1, memory_order_relaxed);
+}
 
 static void fork_register(void) { (void)pthread_atfork(NULL, NULL, fork_child); }
 
 unsigned seer_fork_generation(void)
 {
     (void)pthread_once(&g_fork_once, fork_register);
+    /* relaxed: see g_fork_gen (the bump happened in this thread, if at all) */
     return atomic_load_explicit(&g_fork_gen, memory_order_relaxed);
 }
 
@@ -93,6 +101,8 @@ void seer_sigint_watch(void)
 
 uint64_t seer_sigint_count(void)
 {
+    /* relaxed: a count compared with an earlier value of itself; nothing
+     * else is published with it, and seeing it a little late is fine. */
     return atomic_load_explicit(&g_sigint, memory_order_relaxed);
 }
 

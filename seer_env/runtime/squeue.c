@@ -41,20 +41,20 @@
  * same as any other correct priority queue's.
  *
  * Memory: vectors grow geometrically and never shrink, so after warm-up the
- * queue does not allocate.  Single owner, no synchronization.
+ * queue does not allocate.
+ *
+ * Threads: single owner, no synchronization (hence the _owner suffix of
+ * every operation; internal.h).  The owner is the thread that holds the
+ * queue: the host for the serial executor's queues and for every queue
+ * between calls (partition.c moves events between queues); during a
+ * parallel call, the worker that claimed the partition for the phase.  The
+ * event loop pops (serial.c), seer_schedule pushes (ctx.c), the parallel
+ * executor merges outboxes in (parallel.c).
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
-
-static inline uint64_t time_bits(seer_time t)
-{
-    t += 0.0; /* -0.0 -> +0.0: the two compare equal, so they must share bits */
-    uint64_t u;
-    memcpy(&u, &t, sizeof u);
-    return u;
-}
 
 static inline seer_time bits_time(uint64_t u)
 {
@@ -63,7 +63,7 @@ static inline seer_time bits_time(uint64_t u)
     return t;
 }
 
-int seer_qvec_reserve(seer_qvec *v, uint64_t cap)
+int seer_qvec_reserve_owner(seer_qvec *v, uint64_t cap)
 {
     if (cap <= v->cap)
         return SEER_OK;
@@ -86,7 +86,8 @@ int seer_qvec_reserve(seer_qvec *v, uint64_t cap)
 
 static int side_push(seer_qvec *h, seer_qentry e)
 {
-    if (__builtin_expect(h->n == h->cap, 0) && seer_qvec_reserve(h, (uint64_t)h->n + 1) != SEER_OK)
+    if (__builtin_expect(h->n == h->cap, 0) &&
+        seer_qvec_reserve_owner(h, (uint64_t)h->n + 1) != SEER_OK)
         return SEER_E_NOMEM;
     uint32_t i = h->n++;
     seer_qentry *a = h->a;
@@ -158,7 +159,7 @@ static void run_sort(seer_squeue *q)
 {
     seer_qvec *r = &q->run;
     const uint32_t n = r->n;
-    if (seer_qvec_reserve(&q->scratch, n) != SEER_OK) {
+    if (seer_qvec_reserve_owner(&q->scratch, n) != SEER_OK) {
         heap_sort(r->a, n);
         return;
     }
@@ -233,28 +234,28 @@ static inline int first_bucket(const seer_squeue *q)
 }
 
 /* Keep bucket b's minimum (and its event, the prefetch candidate). */
-static inline void note_min(seer_squeue *q, int b, seer_qentry e)
+static inline void bucket_note_min(seer_squeue *q, int b, seer_qentry e)
 {
     const int lt = e.tb < q->bucket[b].min;
     q->bucket[b].min = lt ? e.tb : q->bucket[b].min;
     q->bucket[b].minev = lt ? e.ev : q->bucket[b].minev;
 }
 
-int seer_squeue_push_entry(seer_squeue *q, seer_qentry e)
+int seer_squeue_push_entry_owner(seer_squeue *q, seer_qentry e)
 {
     int rc;
     int b = bucket_of(e.tb, q->last);
     if (b >= 0) {
-        rc = seer_qvec_append(&q->bucket[b].v, e);
+        rc = seer_qvec_append_owner(&q->bucket[b].v, e);
         if (rc == SEER_OK) { /* a failed append leaves the bucket as it was */
             mark(q, b);
-            note_min(q, b, e);
+            bucket_note_min(q, b, e);
         }
     } else if (q->head == q->run.n) {
         q->run.n = q->head = 0;
-        rc = seer_qvec_append(&q->run, e);
+        rc = seer_qvec_append_owner(&q->run, e);
     } else if (e.ev->key > q->run.a[q->run.n - 1].ev->key) {
-        rc = seer_qvec_append(&q->run, e);
+        rc = seer_qvec_append_owner(&q->run, e);
     } else {
         rc = side_push(&q->side, e);
     }
@@ -262,12 +263,12 @@ int seer_squeue_push_entry(seer_squeue *q, seer_qentry e)
     return rc;
 }
 
-int seer_squeue_push(seer_squeue *q, seer_event *ev)
+int seer_squeue_push_owner(seer_squeue *q, seer_event *ev)
 {
     /* ev->time >= the time being handled >= bits_time(q->last): the runtime
      * refuses past times before an event reaches a queue. */
-    seer_qentry e = {time_bits(ev->time), ev};
-    return seer_squeue_push_entry(q, e);
+    seer_qentry e = {seer_time_bits(ev->time), ev};
+    return seer_squeue_push_entry_owner(q, e);
 }
 
 /* Make the lowest non-empty bucket's minimum the current time, if that is
@@ -276,7 +277,7 @@ int seer_squeue_push(seer_squeue *q, seer_event *ev)
  * not grow: the entries not yet moved then stay in bucket b and the queue is
  * marked broken (every event is still held, for reset to free, but the
  * order is lost, so pops fail until a clear). */
-static int advance(seer_squeue *q, seer_time bnd)
+static int open_next_group(seer_squeue *q, seer_time bnd)
 {
     const int b = first_bucket(q);
     if (b < 0)
@@ -309,9 +310,9 @@ static int advance(seer_squeue *q, seer_time bnd)
             int nb = bucket_of(e.tb, m);
             t = &q->bucket[nb].v;
             mark(q, nb);
-            note_min(q, nb, e);
+            bucket_note_min(q, nb, e);
         }
-        if (__builtin_expect(seer_qvec_append(t, e) != SEER_OK, 0)) {
+        if (__builtin_expect(seer_qvec_append_owner(t, e) != SEER_OK, 0)) {
             memmove(v->a, v->a + k, (size_t)(v->n - k) * sizeof *v->a);
             v->n -= k;
             mark(q, b);
@@ -326,7 +327,7 @@ static int advance(seer_squeue *q, seer_time bnd)
     return 1;
 }
 
-seer_event *seer_squeue_pop_before(seer_squeue *q, seer_time bnd, int *err)
+seer_event *seer_squeue_pop_before_owner(seer_squeue *q, seer_time bnd, int *err)
 {
     seer_qvec *run = &q->run;
     if (__builtin_expect(q->broken, 0)) {
@@ -334,7 +335,7 @@ seer_event *seer_squeue_pop_before(seer_squeue *q, seer_time bnd, int *err)
         return NULL;
     }
     if (q->head == run->n && q->side.n == 0) {
-        int rc = advance(q, bnd);
+        int rc = open_next_group(q, bnd);
         if (rc <= 0) {
             if (rc < 0)
                 *err = SEER_E_NOMEM;
@@ -363,7 +364,7 @@ seer_event *seer_squeue_pop_before(seer_squeue *q, seer_time bnd, int *err)
     return e.ev;
 }
 
-seer_time seer_squeue_min_time(const seer_squeue *q)
+seer_time seer_squeue_min_time_owner(const seer_squeue *q)
 {
     if (q->head < q->run.n || q->side.n)
         return bits_time(q->last);
@@ -371,24 +372,25 @@ seer_time seer_squeue_min_time(const seer_squeue *q)
     return b < 0 ? __builtin_inf() : bits_time(q->bucket[b].min);
 }
 
-int seer_squeue_bucket_of(const seer_squeue *q, seer_time t)
+int seer_squeue_bucket_of_owner(const seer_squeue *q, seer_time t)
 {
-    return bucket_of(time_bits(t), q->last) + 1;
+    return bucket_of(seer_time_bits(t), q->last) + 1;
 }
 
-int seer_squeue_reserve(seer_squeue *q, const uint64_t counts[SEER_SQ_BUCKETS + 1])
+int seer_squeue_reserve_owner(seer_squeue *q, const uint64_t counts[SEER_SQ_BUCKETS + 1])
 {
-    if (seer_qvec_reserve(&q->run, (uint64_t)q->run.n + counts[0]) != SEER_OK ||
-        seer_qvec_reserve(&q->side, (uint64_t)q->side.n + counts[0]) != SEER_OK)
+    if (seer_qvec_reserve_owner(&q->run, (uint64_t)q->run.n + counts[0]) != SEER_OK ||
+        seer_qvec_reserve_owner(&q->side, (uint64_t)q->side.n + counts[0]) != SEER_OK)
         return SEER_E_NOMEM;
     for (int b = 0; b < SEER_SQ_BUCKETS; b++)
-        if (seer_qvec_reserve(&q->bucket[b].v, (uint64_t)q->bucket[b].v.n + counts[b + 1]) !=
-            SEER_OK)
+        if (seer_qvec_reserve_owner(&q->bucket[b].v,
+                                    (uint64_t)q->bucket[b].v.n + counts[b + 1]) != SEER_OK)
             return SEER_E_NOMEM;
     return SEER_OK;
 }
 
-void seer_squeue_foreach(const seer_squeue *q, void (*fn)(void *arg, seer_event *ev), void *arg)
+void seer_squeue_foreach_owner(const seer_squeue *q, void (*fn)(void *arg, seer_event *ev),
+                               void *arg)
 {
     for (uint32_t k = q->head; k < q->run.n; k++)
         fn(arg, q->run.a[k].ev);
@@ -399,7 +401,7 @@ void seer_squeue_foreach(const seer_squeue *q, void (*fn)(void *arg, seer_event 
             fn(arg, q->bucket[b].v.a[k].ev);
 }
 
-void seer_squeue_clear(seer_squeue *q)
+void seer_squeue_clear_owner(seer_squeue *q)
 {
     q->run.n = q->head = 0;
     q->side.n = 0;
@@ -416,7 +418,7 @@ void seer_squeue_clear(seer_squeue *q)
 void seer_squeue_init(seer_squeue *q)
 {
     memset(q, 0, sizeof *q);
-    seer_squeue_clear(q);
+    seer_squeue_clear_owner(q);
 }
 
 void seer_squeue_free(seer_squeue *q)

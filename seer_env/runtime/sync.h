@@ -22,6 +22,10 @@
  *    store of the ticket that opens it, which claims acquire.
  *  - A claim succeeds only by CAS on the (phase, front, back) ticket, so work is
  *    never taken from a phase other than the one the claimer read.
+ *
+ * Included through internal.h; the parallel executor (parallel.c) and
+ * tests/native/stress_phases.c use it.  Names say who may call (internal.h):
+ * _any for every thread, _completer for the thread that completed a phase.
  */
 #ifndef SEER_SYNC_H
 #define SEER_SYNC_H
@@ -100,11 +104,11 @@ static inline void seer_phases_init(seer_phases *p)
 }
 
 /* Open the next phase.  Called only by the thread that completed the current
- * phase (or by the host while no phase is open).  `count` < 2^31.  Returns
+ * phase (or by the host while no phase is open): _completer.  `count` < 2^31.  Returns
  * the new sequence number.  A phase with count 0 is open but has nothing to
  * claim and never completes: use it only for a terminal kind. */
-static inline uint64_t seer_phases_open(seer_phases *p, uint32_t kind, uint32_t count,
-                                        uint32_t chunk, uint32_t tag)
+static inline uint64_t seer_phases_open_completer(seer_phases *p, uint32_t kind,
+                                                  uint32_t count, uint32_t chunk, uint32_t tag)
 {
     /* relaxed: we are the only writer of the ticket's sequence part; this
      * thread completed the last chunk, so no claim of the old phase is
@@ -118,11 +122,13 @@ static inline uint64_t seer_phases_open(seer_phases *p, uint32_t kind, uint32_t 
         chunk = (count + 0xFFFEu) / 0xFFFFu;
     /* release: a claimer that reads these (possibly while it still holds an
      * older ticket value) then re-reads the ticket with acquire and must see
-     * this phase or a later one: see seer_phases_claim_mc. */
+     * this phase or a later one: see seer_phases_claim_any. */
     atomic_store_explicit(&d->kind, kind, memory_order_release);
     atomic_store_explicit(&d->count, count, memory_order_release);
     atomic_store_explicit(&d->chunk, chunk, memory_order_release);
     atomic_store_explicit(&d->tag, tag, memory_order_release);
+    /* relaxed: only completers read it, after claiming a chunk of this
+     * phase, i.e. after acquiring the ticket stored (release) below. */
     atomic_store_explicit(&p->remaining, (count + chunk - 1) / chunk, memory_order_relaxed);
     /* release: makes the descriptor, `remaining` and everything this thread
      * wrote before (the window reductions, the job description) visible to
@@ -132,13 +138,13 @@ static inline uint64_t seer_phases_open(seer_phases *p, uint32_t kind, uint32_t 
     return seq;
 }
 
-/* Any thread.  Lock-free.  Claims items [*begin, *end) of the current phase,
+/* Any thread (_any).  Lock-free.  Claims items [*begin, *end) of the current phase,
  * the lowest chunk left or (from_back) the highest; *seq, *kind and *tag say
  * which phase.  SEER_EXHAUSTED when everything of the current phase is
  * claimed (wait for the sequence number to change). */
-static inline int seer_phases_claim_mc(seer_phases *p, int from_back, uint64_t *seq,
-                                       uint32_t *kind, uint32_t *tag, uint32_t *begin,
-                                       uint32_t *end)
+static inline int seer_phases_claim_any(seer_phases *p, int from_back, uint64_t *seq,
+                                        uint32_t *kind, uint32_t *tag, uint32_t *begin,
+                                        uint32_t *end)
 {
     /* acquire: pairs with the opener's release store (or a claim's CAS in its
      * release sequence), so the descriptor of this sequence is visible. */
@@ -147,10 +153,11 @@ static inline int seer_phases_claim_mc(seer_phases *p, int from_back, uint64_t *
         uint64_t s = v >> 32;
         uint32_t front = (uint32_t)v & 0xFFFFu, back = ((uint32_t)v >> 16) & 0xFFFFu;
         const seer_phase_desc *d = &p->desc[s & 1];
-        /* acquire: pairs with the release stores in seer_phases_open.  The
-         * slot may already hold a later phase's values (s + 2): then the
-         * opener of s + 1 happened before, so the ticket re-read below (or the
-         * CAS) sees a newer sequence and we retry. */
+        /* acquire: pairs with the release stores in
+         * seer_phases_open_completer.  The slot may already hold a later
+         * phase's values (s + 2): then the opener of s + 1 happened before,
+         * so the ticket re-read below (or the CAS) sees a newer sequence and
+         * we retry. */
         uint32_t k = atomic_load_explicit(&d->kind, memory_order_acquire);
         uint32_t count = atomic_load_explicit(&d->count, memory_order_acquire);
         uint32_t chunk = atomic_load_explicit(&d->chunk, memory_order_acquire);
@@ -186,20 +193,22 @@ static inline int seer_phases_claim_mc(seer_phases *p, int from_back, uint64_t *
     }
 }
 
-/* After handling a claimed chunk.  Wait-free.  Returns 1 for exactly one
+/* After handling a claimed chunk, by the thread that claimed it (any
+ * thread: _any).  Wait-free.  Returns 1 for exactly one
  * caller per phase: the one that completed it, which must open the next. */
-static inline int seer_phases_complete_mc(seer_phases *p)
+static inline int seer_phases_complete_any(seer_phases *p)
 {
     /* acq_rel: release this thread's work on the chunk; the completer
      * acquires every other completer's work (release sequence of RMWs). */
     return atomic_fetch_sub_explicit(&p->remaining, 1, memory_order_acq_rel) == 1;
 }
 
-/* Wait until the phase sequence number differs from `seq`.  Blocking. */
-static inline void seer_phases_wait(seer_phases *p, uint64_t seq, uint32_t spin_limit)
+/* Wait until the phase sequence number differs from `seq`.  Any thread.
+ * Blocking. */
+static inline void seer_phases_wait_any(seer_phases *p, uint64_t seq, uint32_t spin_limit)
 {
     uint32_t spins = 0;
-    /* acquire: pairs with seer_phases_open's release store. */
+    /* acquire: pairs with seer_phases_open_completer's release store. */
     while ((atomic_load_explicit(&p->ticket, memory_order_acquire) >> 32) == seq) {
         if (spins < spin_limit) {
             spins++;

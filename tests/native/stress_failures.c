@@ -174,7 +174,7 @@ static const scenario scenarios[] = {
     {"ties", CFG_TIES, SEER_EXECUTOR_PARALLEL, 2,
      {{OP_RESET, 0}, {OP_STEP, 0}, {OP_STEP, 0}, {OP_THREADS, 3}, {OP_STEP, 0}, {OP_SERIAL, 1},
       {OP_STEP, 0}, {OP_END, 0}}},
-    /* Steps that run serially inside a parallel call (step_serially). */
+    /* Steps that run serially inside a parallel call (seer_step_serially, partition.c). */
     {"fallback", CFG_FALLBACK, SEER_EXECUTOR_PARALLEL, 2,
      {{OP_RESET, 0}, {OP_STEP, 0}, {OP_STEP, 0}, {OP_END, 0}}},
 };

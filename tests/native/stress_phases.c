@@ -56,11 +56,11 @@ static void complete_phase(void)
     }
     opened++;
     if (opened == R) {
-        seer_phases_open(&ph, KIND_DONE, 0, 1, 0);
+        seer_phases_open_completer(&ph, KIND_DONE, 0, 1, 0);
         return;
     }
     phase_count_of[opened] = size_of(opened);
-    seer_phases_open(&ph, KIND_WORK, phase_count_of[opened], chunk_of(opened), 0);
+    seer_phases_open_completer(&ph, KIND_WORK, phase_count_of[opened], chunk_of(opened), 0);
 }
 
 static void *worker(void *arg)
@@ -70,7 +70,7 @@ static void *worker(void *arg)
     for (;;) {
         uint64_t seq;
         uint32_t kind, tag, b, e;
-        int got = seer_phases_claim_mc(&ph, (int)(id & 1), &seq, &kind, &tag, &b, &e);
+        int got = seer_phases_claim_any(&ph, (int)(id & 1), &seq, &kind, &tag, &b, &e);
         if (kind == KIND_DONE) {
             /* relaxed: DONE was taken with acquire from its opener, which
              * completed the last chunk after every other completion. */
@@ -80,7 +80,7 @@ static void *worker(void *arg)
             return NULL;
         }
         if (got != SEER_CLAIMED) {
-            seer_phases_wait(&ph, seq, 100);
+            seer_phases_wait_any(&ph, seq, 100);
             continue;
         }
         if (id % 3 == 2 && (seq % 16) == id)
@@ -89,7 +89,7 @@ static void *worker(void *arg)
             atomic_fetch_add_explicit(&marks[i], 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&claims_total, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&completions, 1, memory_order_relaxed);
-        if (seer_phases_complete_mc(&ph))
+        if (seer_phases_complete_any(&ph))
             complete_phase();
         if (id % 3 == 1 && (seq % 64) == 0)
             nanosleep(&nap, NULL); /* a slow thread between claims */
@@ -100,7 +100,7 @@ int main(void)
 {
     seer_phases_init(&ph);
     phase_count_of[0] = size_of(0);
-    seer_phases_open(&ph, KIND_WORK, phase_count_of[0], chunk_of(0), 0);
+    seer_phases_open_completer(&ph, KIND_WORK, phase_count_of[0], chunk_of(0), 0);
     pthread_t th[T];
     for (uintptr_t t = 0; t < T; t++)
         pthread_create(&th[t], NULL, worker, (void *)t);

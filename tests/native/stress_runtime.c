@@ -2,6 +2,9 @@
  * Stress test of the whole runtime through its host API: PHOLD on the
  * parallel executor with many threads (oversubscribed) and a batch, against
  * the serial executor; every step's outputs and entity states must be equal.
+ * Many events cross partitions (remote = 0.6), so the per-thread outboxes
+ * and their merges into the partition queues carry much of the traffic;
+ * the pool grows mid-run and the executor switches back and forth.
  * Built under ThreadSanitizer and AddressSanitizer+UBSan by run_sanitizers.sh.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -79,7 +82,8 @@ int main(void)
                 return 2;
             }
             /* Switch executors now and then: pending events migrate between
-             * the per-instance and the per-entity queues (what STPA does). */
+             * the serial executor's per-instance queue and the parallel
+             * executor's partition queues (what STPA does). */
             if (k % 7 == 3 && seer_runtime_set_executor(p, SEER_EXECUTOR_SERIAL, 1)) {
                 fprintf(stderr, "set_executor(serial) failed: %s\n", seer_runtime_error(p));
                 return 2;

@@ -91,7 +91,7 @@ int main(void)
                 /* unique keys; out of order unless in_order */
                 uint64_t s = in_order ? src : rnd() % 64;
                 ev->key = (s << 40) | seq++;
-                if (seer_squeue_push(&q, ev) != SEER_OK)
+                if (seer_squeue_push_owner(&q, ev) != SEER_OK)
                     return fail("push failed", round);
                 ref[nref++] = ev;
                 pushes++;
@@ -100,7 +100,7 @@ int main(void)
             /* pop, bounded like a step */
             double bnd = (rnd() % 4 == 0) ? now : now + unif() * 50.0;
             int err = 0;
-            seer_event *got = seer_squeue_pop_before(&q, bnd, &err);
+            seer_event *got = seer_squeue_pop_before_owner(&q, bnd, &err);
             size_t at = 0;
             seer_event *want = ref_min(&at);
             if (want && !(want->time < bnd))
@@ -120,14 +120,14 @@ int main(void)
             }
         } else if (rnd() % 64 == 0) {
             size_t n = 0;
-            seer_squeue_foreach(&q, count_cb, &n);
+            seer_squeue_foreach_owner(&q, count_cb, &n);
             if (n != nref || q.n != nref)
                 return fail("foreach/size disagree with the reference", round);
             if (rnd() % 4 == 0) {
                 for (size_t i = 0; i < nref; i++)
                     free_list[nfree++] = ref[i];
                 nref = 0;
-                seer_squeue_clear(&q);
+                seer_squeue_clear_owner(&q);
                 now = 0.0;
             }
         }
@@ -135,7 +135,7 @@ int main(void)
     /* drain everything */
     for (;;) {
         int err = 0;
-        seer_event *got = seer_squeue_pop_before(&q, 1e300, &err);
+        seer_event *got = seer_squeue_pop_before_owner(&q, 1e300, &err);
         size_t at = 0;
         seer_event *want = ref_min(&at);
         if (got != want)

@@ -1,0 +1,162 @@
+/*
+ * phases.c -- the operations a call is made of, one item at a time, shared
+ * by both executors: an entity's clear and init (reset), an agent's act, an
+ * instance's boundary hook, an agent's observe, an entity's publish, and
+ * the end of an instance's boundary.  The serial executor runs them in order
+ * on the host thread (serial.c); the parallel executor's workers run them
+ * on the items of the phases they claim (parallel.c).  Each runs on the
+ * thread of the worker it is given, which holds the item for the phase, and
+ * records the first error in that worker's slot.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* After every handler: turn a non-zero return into an error. */
+int seer_after_handler(seer_ctx *c, int rc, const char *what)
+{
+    if (__builtin_expect(rc != 0, 0) && !c->w->err) {
+        char ev[64] = "";
+        if (c->phase == PHASE_EVENT)
+            snprintf(ev, sizeof ev, " (event type %u, %s)", c->cur_type,
+                     seer_model_event_name(c->rt->model, c->cur_type));
+        seer_worker_error_local(c->w, SEER_E_MODEL,
+                                "model '%s': %s handler%s for entity %u of instance %u "
+                                "returned %d at t=%.17g",
+                                c->rt->model->name, what, ev, c->self, c->inst_idx, rc, c->now);
+    }
+    return c->w->err;
+}
+
+void seer_clear_entity(seer_worker *w, seer_inst *in, uint32_t e, uint64_t seed)
+{
+    seer_entity_rec *r = &in->recs[e];
+    r->seq = 0;
+    r->events = 0;
+    seer_rng_seed_state(seed, e, r->rng);
+    seer_runtime *rt = w->rt;
+    memset(seer_inst_state(rt, in, e), 0, rt->sz.entity_size);
+    memset(seer_inst_snapshot(rt, in, e), 0, rt->sz.snapshot_size);
+}
+
+int seer_init_entity(seer_worker *w, uint32_t inst, uint32_t e)
+{
+    seer_runtime *rt = w->rt;
+    seer_ctx c;
+    seer_ctx_setup(&c, rt, w, inst, PHASE_INIT);
+    seer_ctx_enter_entity(&c, e);
+    if (!rt->model->init)
+        return SEER_OK;
+    void *st = seer_inst_state(rt, c.inst, e);
+    int rc = SEER_CHECKING(rt)
+                 ? seer_check_run(&c, SEER_HOOK_INIT, &(seer_hook_args){.entity = st})
+                 : rt->model->init(&c, st);
+    return seer_after_handler(&c, rc, "init");
+}
+
+int seer_act_agent(seer_worker *w, uint32_t inst, uint32_t a)
+{
+    seer_runtime *rt = w->rt;
+    size_t A = rt->sz.num_agents;
+    if (!rt->alive[inst * A + a] || !rt->model->act)
+        return SEER_OK;
+    seer_ctx c;
+    seer_ctx_setup(&c, rt, w, inst, PHASE_ACT);
+    seer_ctx_enter_entity(&c, a);
+    c.now = (seer_time)c.inst->step * rt->sz.step_duration;
+    const unsigned char *act = (const unsigned char *)rt->actions +
+                               ((size_t)inst * A + a) * rt->sz.action_dim * 4u;
+    void *st = seer_inst_state(rt, c.inst, a);
+    int rc = SEER_CHECKING(rt)
+                 ? seer_check_run(&c, SEER_HOOK_ACT, &(seer_hook_args){.entity = st, .cptr = act})
+                 : rt->model->act(&c, st, act);
+    return seer_after_handler(&c, rc, "act");
+}
+
+void seer_boundary_instance(seer_worker *w, uint32_t inst)
+{
+    seer_runtime *rt = w->rt;
+    if (!rt->model->boundary)
+        return;
+    seer_ctx c;
+    seer_ctx_setup(&c, rt, w, inst, PHASE_BOUNDARY);
+    c.now = c.inst->boundary;
+    if (SEER_CHECKING(rt))
+        (void)seer_check_run(&c, SEER_HOOK_BOUNDARY, &(seer_hook_args){.entity = c.inst->idata});
+    else
+        rt->model->boundary(&c, c.inst->idata);
+}
+
+void seer_observe_agent(seer_worker *w, uint32_t inst, uint32_t a)
+{
+    seer_runtime *rt = w->rt;
+    const seer_sizes *sz = &rt->sz;
+    size_t i = (size_t)inst * sz->num_agents + a;
+    seer_output out = {
+        .obs = rt->obs + i * sz->obs_dim,
+        .reward = rt->reward + i,
+        .terminated = rt->terminated + i,
+        .truncated = rt->truncated + i,
+        .info = rt->info + i * sz->info_dim,
+    };
+    memset(out.obs, 0, sz->obs_dim * sizeof(float));
+    memset(out.info, 0, sz->info_dim * sizeof(double));
+    *out.reward = 0.0f;
+    *out.terminated = 0;
+    *out.truncated = 0;
+    if (!rt->alive[i]) {
+        rt->active[i] = 0;
+        return;
+    }
+    seer_ctx c;
+    seer_ctx_setup(&c, rt, w, inst, PHASE_BOUNDARY);
+    seer_ctx_enter_entity(&c, a);
+    c.now = c.inst->boundary;
+    if (SEER_CHECKING(rt))
+        (void)seer_check_run(&c, SEER_HOOK_OBSERVE, &(seer_hook_args){.type = a, .out = &out});
+    else
+        rt->model->observe(&c, a, &out);
+    *out.terminated = *out.terminated ? 1 : 0;
+    *out.truncated = *out.truncated ? 1 : 0;
+    if (c.inst->resetting) {
+        *out.reward = 0.0f;
+        *out.terminated = 0;
+        *out.truncated = 0;
+    } else if (rt->max_cycles && c.inst->step + 1 >= rt->max_cycles) {
+        *out.truncated = 1;
+    }
+    rt->active[i] = 1;
+}
+
+void seer_publish_entity(seer_worker *w, uint32_t inst, uint32_t e)
+{
+    seer_runtime *rt = w->rt;
+    seer_inst *in = &rt->inst[inst];
+    if (rt->model->publish && rt->sz.snapshot_size) {
+        seer_ctx c;
+        seer_ctx_setup(&c, rt, w, inst, PHASE_BOUNDARY);
+        seer_ctx_enter_entity(&c, e);
+        c.now = in->boundary;
+        void *rec = seer_inst_snapshot(rt, in, e);
+        if (SEER_CHECKING(rt))
+            (void)seer_check_run(&c, SEER_HOOK_PUBLISH, &(seer_hook_args){
+                                     .entity = rec, .cptr = seer_inst_state(rt, in, e)});
+        else
+            rt->model->publish(&c, seer_inst_state(rt, in, e), rec);
+    }
+    if (e < rt->sz.num_agents) {
+        size_t i = (size_t)inst * rt->sz.num_agents + e;
+        if (rt->terminated[i] || rt->truncated[i])
+            rt->alive[i] = 0;
+    }
+}
+
+void seer_finish_instance(seer_runtime *rt, uint32_t inst)
+{
+    seer_inst *in = &rt->inst[inst];
+    if (!in->resetting)
+        in->step++;
+    in->resetting = 0;
+}
