@@ -610,10 +610,29 @@ int seer_pool_after_fork(seer_runtime *rt)
     seer_pool_forget_threads(rt);
     if (rt->in_call) {
         /* another thread of the parent was inside a call at the fork: this
-         * copy of its instances is half way through it */
+         * copy of its instances is half way through it, and so may be any
+         * queue, outbox or free list (a push or pop cut in the middle).
+         * None of them is walked or freed here: each starts empty, and the
+         * event records they held are abandoned in the chunks that destroy
+         * frees whole (their vectors' memory is abandoned too: a child that
+         * forked inside a call leaks that much, once). */
+        for (uint32_t t = 0; rt->workers && t < rt->nthreads; t++) {
+            seer_worker *w = &rt->workers[t];
+            w->pool.free = NULL;
+            w->pool.nfree = 0;
+            for (int j = 0; j < 2; j++)
+                if (w->out[j])
+                    memset(w->out[j], 0, (size_t)rt->B * rt->nparts * sizeof(seer_qvec));
+        }
+        rt->reserve = NULL;
+        rt->reserve_n = 0;
         for (uint32_t i = 0; i < rt->B; i++) {
-            rt->inst[i].ready = 0;
-            rt->inst[i].failed = 1;
+            seer_inst *in = &rt->inst[i];
+            seer_squeue_init(&in->queue);
+            for (uint32_t p = 0; in->parts && p < rt->nparts; p++)
+                seer_squeue_init(&in->parts[p]);
+            in->ready = 0;
+            in->failed = 1;
         }
         snprintf(rt->fail_msg, sizeof rt->fail_msg,
                  "the process forked while another thread was inside a call of this runtime");
