@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from ._runtime import Runtime, cpu_count
-from .bench import machine
+from .bench import bench_api, machine
 from .registry import env_module
 
 Log = Callable[[str], None]
@@ -558,6 +558,18 @@ def readme_table(res: dict[str, Any]) -> str:
                          f"({v['ratio_vs_c']['batched API']:.2f}x) | "
                          f"{med['dict API'] / 1e3:.1f} us ({v['ratio_vs_c']['dict API']:.2f}x) |")
         lines.append("")
+    if "api" in res:
+        fc = res["api"]["fixed_cost_us"]
+        lines += [f"**Fixed cost of a step** (PHOLD, 1 entity, 1 event, serial): native step "
+                  f"{fc['native_step']:.2f} us; the batched API adds "
+                  f"{fc['batched_above_native']:.2f} us, the dict API "
+                  f"{fc['dict_above_native']:.2f} us.", "",
+                  "| agents | dict API ns/agent (above the native step) | minimal pure-Python "
+                  "ParallelEnv ns/agent | ratio |", "|---|---|---|---|"]
+        for n, v in sorted(res["api"]["dict_per_agent"].items(), key=lambda kv: int(kv[0])):
+            lines.append(f"| {n} | {v['dict_us_per_agent'] * 1e3:.0f} | "
+                         f"{v['pure_us_per_agent'] * 1e3:.0f} | {v['ratio']:.2f} |")
+        lines.append("")
     if "ports" in res and "skipped" not in res["ports"]:
         lines += ["**vs the independent ports** (`oracles/`, one instance):", ""]
         for k, v in res["ports"].items():
@@ -674,6 +686,29 @@ def plot(res: dict[str, Any], outdir: str, log: Log = print) -> list[str]:
             axes[1].legend(fontsize=7)
         fig.tight_layout()
         files.append(_save(fig, outdir, "python_layer_rollout.png"))
+    if "api" in res:
+        api = res["api"]
+        fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+        fc = api["fixed_cost_us"]
+        axes[0].bar(["native step", "batched API", "dict API"],
+                    [fc["native_step"], fc["native_step"] + fc["batched_above_native"],
+                     fc["native_step"] + fc["dict_above_native"]])
+        axes[0].set_ylabel("median us / step")
+        axes[0].set_title("fixed cost: PHOLD, 1 entity, 1 event, serial")
+        rows = {int(k): v for k, v in api["dict_per_agent"].items()}
+        ns = sorted(rows)
+        axes[1].plot(ns, [rows[n]["dict_us_per_agent"] * 1e3 for n in ns], marker="o",
+                     label="dict API (above the native step)")
+        axes[1].plot(ns, [rows[n]["pure_us_per_agent"] * 1e3 for n in ns], marker="o",
+                     label="minimal pure-Python ParallelEnv")
+        axes[1].set_xscale("log", base=2)
+        axes[1].set_xlabel("agents")
+        axes[1].set_ylabel("ns per agent and step")
+        axes[1].set_title("the dict API per agent")
+        axes[1].legend(fontsize=7)
+        fig.suptitle(mdesc, fontsize=9)
+        fig.tight_layout()
+        files.append(_save(fig, outdir, "fixed_cost.png"))
     if "scaling" in res:
         sc = res["scaling"]
         fig, ax = plt.subplots(figsize=(7, 4.5))
@@ -722,6 +757,8 @@ def run(what: str, outdir: str, quick: bool = False, max_threads: int = 16,
         stages += [
             ("NumPy ports", lambda: bench_ports(rounds=3 if quick else 5, log=log), "ports"),
             ("Python layer", lambda: bench_layers(rounds=rounds, log=log), "layers"),
+            ("fixed cost and the dict API per agent",
+             lambda: bench_api(rounds=rounds, log=log), "api"),
             ("rollout", lambda: bench_rollout(steps=100 if quick else 300, log=log),
              "rollout"),
             ("tracing off vs compiled out",
