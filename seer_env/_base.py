@@ -424,7 +424,14 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
         if self._needs_reset:
             raise StateError(f"{self.seer_model.name}: call reset() before step()")
         if not self.agents:
-            raise StateError(f"{self.seer_model.name}: the episode is over; call reset()")
+            if isinstance(actions, Mapping) and not actions:
+                # nothing to step: wrappers that step until their own notion of
+                # the end (SuperSuit's black_death) get empty dicts back
+                return {}, {}, {}, {}, {}
+            raise StateError(f"{self.seer_model.name}: the episode is over (every agent "
+                             f"finished); actions for {sorted(actions)[:3]} cannot be "
+                             "applied: call reset()" if isinstance(actions, Mapping) else
+                             f"{self.seer_model.name}: the episode is over; call reset()")
         self._write_actions(actions)
         self.runtime.step()
         self._interrupted = _CUT_SHORT_STEP  # until Python has caught up

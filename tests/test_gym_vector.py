@@ -293,3 +293,24 @@ def test_supersuit_concat_vec_envs_copies_by_configuration() -> None:
     assert obs.shape == (12, *par.observation_space(names[0]).shape)
     c.close()
     ref.close()
+
+
+def test_supersuit_black_death_on_aircraft_runs_to_the_end() -> None:
+    ss = pytest.importorskip("supersuit")
+    from seer_env.envs import aircraft_v0
+    from seer_env.errors import StateError
+
+    env = ss.black_death_v3(aircraft_v0.parallel_env(num_uavs=8, max_cycles=200))
+    env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    steps = 0
+    while env.agents and steps < 400:
+        obs, *_ = env.step({a: rng.uniform(-1, 1, 3).astype(np.float32) for a in env.agents})
+        assert set(obs) >= set(env.agents)  # dead agents get zero observations
+        steps += 1
+    assert not env.agents and steps < 400
+    # the underlying env: an empty step after the end is a no-op, a real one is refused
+    base = env.unwrapped
+    assert base.step({}) == ({}, {}, {}, {}, {})
+    with pytest.raises(StateError, match="the episode is over"):
+        base.step({"uav_0": np.zeros(3, np.float32)})
