@@ -196,6 +196,76 @@ def measure_workload(env: str, size: str, batch: int, rounds: int = 9,
     return res
 
 
+EPISODES: dict[str, tuple[dict[str, Any], int]] = {
+    # env: (config, steps per episode); Aircraft: UAVs die, the load falls
+    "aircraft_v0": ({"num_uavs": 256}, 150),
+    "pcs_v0": ({"width": 32, "height": 32}, 100),
+    "phold_v0": ({"num_entities": 4096}, 60),
+}
+
+
+def bench_stpa_episodes(envs: list[str] | None = None, episodes: int = 6,
+                        log: Log = print) -> dict[str, Any]:
+    """Whole episodes (reset between them), each fixed configuration vs
+    ``threads="auto"``: wall time over all episodes, preflight and re-probes
+    included.  The configurations take the same episodes (same seeds, zero
+    random actions), episode by episode in rotated order."""
+    cores = cpu_count()
+    out: dict[str, Any] = {}
+    for env in envs or [e for e in EPISODES if e in available_envs()]:
+        cfg, length = EPISODES[env]
+        labels = ["serial"] + [f"parallel-{p}" for p in range(1, cores + 1)] + ["auto"]
+        venvs = {}
+        for label in labels:
+            ex, th = (("serial", 1) if label == "serial" else ("parallel", "auto")
+                      if label == "auto" else ("parallel", int(label.split("-")[1])))
+            c = dict(cfg, max_cycles=length)
+            venvs[label] = env_module(env).vector_env(1, executor=ex, threads=th,
+                                                      autoreset_mode="disabled", **c)
+        wall = dict.fromkeys(labels, 0.0)
+        steps = dict.fromkeys(labels, 0)
+        try:
+            for ep in range(episodes):
+                order = labels[ep % len(labels):] + labels[:ep % len(labels)]
+                for label in order:
+                    v = venvs[label]
+                    rt = v.runtime
+                    t0 = time.perf_counter()
+                    v.reset(seed=100 + ep)
+                    k = 0
+                    while rt.alive.any():
+                        # the same seeded random actions for every configuration
+                        rng = np.random.default_rng(1_000_003 * ep + k)
+                        if rt.sizes.action_kind == "discrete":
+                            rt.actions[:] = rng.integers(0, rt.sizes.action_n,
+                                                         size=rt.actions.shape)
+                        else:
+                            rt.actions[:] = rng.uniform(rt.sizes.action_low,
+                                                        rt.sizes.action_high,
+                                                        size=rt.actions.shape)
+                        rt.step()
+                        k += 1
+                    steps[label] += k
+                    wall[label] += time.perf_counter() - t0
+            st = venvs["auto"].runtime.stpa
+            best = min((k for k in labels if k != "auto"), key=lambda k: wall[k])
+            res = {"config": cfg, "episodes": episodes, "steps": steps["auto"],
+                   "wall_s": wall, "best_fixed": best,
+                   "auto_vs_best": wall["auto"] / wall[best],
+                   "regime_switches": st.regime_switches if st else 0,
+                   "probes": len(st.history) if st else 0,
+                   "regimes": st.as_dict()["regimes"] if st else {}}
+        finally:
+            for v in venvs.values():
+                v.close()
+        out[env] = res
+        log(f"  {env}: {episodes} episodes of {steps['auto'] // episodes} steps: " + ", ".join(
+            f"{k} {wall[k]:.2f} s" for k in labels) + f" | auto/best ({best}) "
+            f"{res['auto_vs_best']:.3f}; {res['probes']} probe(s), "
+            f"{res['regime_switches']} regime switch(es)")
+    return out
+
+
 def bench_stpa(envs: list[str] | None = None, sizes: tuple[str, ...] = ("small", "medium",
                "large"), batches: tuple[int, ...] = (1, 8), rounds: int = 9,
                log: Log = print) -> dict[str, Any]:
@@ -548,6 +618,16 @@ def readme_table(res: dict[str, Any]) -> str:
                          f" | {r['auto_choice']} | {r['auto_vs_best']:.3f} | "
                          f"{r['auto_vs_serial']:.3f} | {r['events_per_s']['auto'] / 1e6:.2f} M |")
         lines.append("")
+    if "stpa_episodes" in res:
+        lines += ["**STPA over whole episodes** (reset between them; wall time, preflight "
+                  "and re-probes included):", "",
+                  "| env | episodes x steps | best fixed | auto / best | probes | regime "
+                  "switches |", "|---|---|---|---|---|---|"]
+        for env, r in res["stpa_episodes"].items():
+            lines.append(f"| {env} | {r['episodes']} x {r['steps'] // r['episodes']} | "
+                         f"{r['best_fixed']} | {r['auto_vs_best']:.3f} | {r['probes']} | "
+                         f"{r['regime_switches']} |")
+        lines.append("")
     if "layers" in res:
         lines += ["**The Python layer** (same env, parallel executor, 1 thread):", "",
                   "| env | C step | batched API | dict API |", "|---|---|---|---|"]
@@ -753,6 +833,9 @@ def run(what: str, outdir: str, quick: bool = False, max_threads: int = 16,
         sizes = ("small", "large") if quick else ("small", "medium", "large")
         stages.append(("STPA workloads (fixed configurations vs threads='auto')",
                        lambda: bench_stpa(sizes=sizes, rounds=rounds, log=log), "stpa"))
+        stages.append(("STPA over whole episodes (reset between them)",
+                       lambda: bench_stpa_episodes(episodes=3 if quick else 6, log=log),
+                       "stpa_episodes"))
     if what == "suite":
         stages += [
             ("NumPy ports", lambda: bench_ports(rounds=3 if quick else 5, log=log), "ports"),
@@ -794,6 +877,7 @@ def has_matplotlib() -> bool:
     return importlib.util.find_spec("matplotlib") is not None
 
 
-__all__ = ["SIZES", "available_envs", "bench_layers", "bench_ports", "bench_rollout",
+__all__ = ["SIZES", "EPISODES", "available_envs", "bench_layers", "bench_stpa_episodes",
+           "bench_ports", "bench_rollout",
            "bench_scaling", "bench_stpa", "bench_trace_overhead", "measure_workload", "plot",
            "readme_table", "run"]
