@@ -563,7 +563,14 @@ def _is_scalar(v: Any) -> bool:
 
 # -- runtimes -----------------------------------------------------------------------
 
-EXECUTORS = ("serial", "parallel")
+EXECUTORS = ("serial", "parallel", "optimistic")
+
+
+def _executor_code(lib: Any, executor: str) -> int:
+    if not isinstance(executor, str) or executor not in EXECUTORS:
+        raise ConfigError(f"executor={executor!r} must be one of {list(EXECUTORS)}")
+    return {"serial": lib.SEER_EXECUTOR_SERIAL, "parallel": lib.SEER_EXECUTOR_PARALLEL,
+            "optimistic": lib.SEER_EXECUTOR_OPTIMISTIC}[executor]
 
 
 def cpu_count() -> int:
@@ -579,14 +586,14 @@ def resolve_threads(threads: int | str, executor: str) -> int:
 
     ``"auto"`` gives 1: a parallel runtime with ``threads="auto"`` starts on one
     thread and :mod:`seer_env.stpa` chooses its configuration during the first
-    steps.
+    steps.  The optimistic executor takes every CPU.
     """
     if not isinstance(executor, str) or executor not in EXECUTORS:
         raise ConfigError(f"executor={executor!r} must be one of {list(EXECUTORS)}")
     if isinstance(threads, str):
         if threads != "auto":
             raise ConfigError(f"threads={threads!r} must be 'auto' or a positive int")
-        return 1
+        return cpu_count() if executor == "optimistic" else 1
     if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)):
         raise ConfigError(f"threads={threads!r} must be 'auto' or a positive int")
     if not 1 <= int(threads) <= 1024:
@@ -612,7 +619,9 @@ class Runtime:
             (``"phold_v0"``, or a shipped model's C name such as ``"pcs"``).
         config: parameter values (the others keep their defaults).
         num_instances: ``B``, the number of independent instances.
-        executor: ``"parallel"`` or ``"serial"`` (the reference).
+        executor: ``"parallel"`` (conservative windows), ``"optimistic"``
+            (speculation with rollback inside a step: any lookahead, 0 included)
+            or ``"serial"`` (the reference).
         threads: pool size including the calling thread, or ``"auto"``: with the
             parallel executor, STPA (:mod:`seer_env.stpa`) times the candidate
             configurations (the serial executor, 1..cores threads) on the first
@@ -673,8 +682,7 @@ class Runtime:
         self.executor = self.requested_executor = executor
         opts = ffi.new("seer_runtime_options *")
         opts.num_instances = B
-        opts.executor = lib.SEER_EXECUTOR_SERIAL if executor == "serial" else \
-            lib.SEER_EXECUTOR_PARALLEL
+        opts.executor = _executor_code(lib, executor)
         opts.threads = resolve_threads(threads, executor)
         opts.max_cycles = mc = model.max_cycles if max_cycles is None else _positive_int(
             "max_cycles", max_cycles, 0, 2**62)
@@ -800,8 +808,7 @@ class Runtime:
         if executor not in EXECUTORS:
             raise ConfigError(f"executor={executor!r} must be one of {list(EXECUTORS)}")
         n = _positive_int("threads", threads, 1, 1024)
-        code = self.lib.SEER_EXECUTOR_SERIAL if executor == "serial" else \
-            self.lib.SEER_EXECUTOR_PARALLEL
+        code = _executor_code(self.lib, executor)
         with self._call() as h:
             self._check(h, self.lib.seer_runtime_set_executor(h, code, n))
         self.executor = executor
@@ -899,6 +906,11 @@ class Runtime:
             "pool_refills": int(s.pool_refills),
             "pool_events": int(s.pool_events),
             "serial_fallbacks": int(s.serial_fallbacks),
+            "rollbacks": int(s.rollbacks),
+            "events_rolled_back": int(s.events_rolled_back),
+            "anti_messages": int(s.anti_messages),
+            "serial_steps": int(s.serial_steps),
+            "log_bytes_peak": int(s.log_bytes_peak),
         }
 
     # -- tracing ----------------------------------------------------------------
@@ -1023,6 +1035,7 @@ def trace_kinds() -> dict[int, str]:
         int(lib.SEER_TRACE_BOUNDARY): "boundary",
         int(lib.SEER_TRACE_BARRIER): "barrier",
         int(lib.SEER_TRACE_INIT): "init",
+        int(lib.SEER_TRACE_ROLLBACK): "rollback",
     }
 
 

@@ -171,8 +171,15 @@ int seer_schedule(seer_ctx *c, uint32_t target, seer_time t, uint32_t type,
 
     int rc;
     if (rt->executor == SEER_EXECUTOR_SERIAL) {
+        ev->flags = 0;
         rc = seer_squeue_push_owner(&c->inst->queue, ev);
+    } else if (c->spec) {
+        /* Optimistic speculation: delivered when the handler returns
+         * (optimistic.c); the epoch marks it as this speculation's. */
+        ev->flags = rt->opt_epoch << SEER_EV_EPOCH_SHIFT;
+        return seer_opt_schedule_local(c, ev);
     } else {
+        ev->flags = 0;
         /* Parallel: the scheduling thread owns the source's partition for
          * the whole phase.  Same partition: straight into its queue; other
          * partitions: this thread's outbox, merged by the target

@@ -136,9 +136,22 @@ typedef struct seer_event {
     uint32_t target;
     uint32_t type;
     uint32_t size;
-    uint32_t pad_; /* the header stays 32 bytes */
+    uint32_t flags; /* SEER_EV_* (optimistic executor; 0 elsewhere): written
+                       only by the event's current owner.  The header stays
+                       32 bytes. */
     alignas(16) unsigned char payload[];
 } seer_event;
+
+/* seer_event.flags: the optimistic executor's marks (optimistic.c).  The
+ * bits above SEER_EV_EPOCH_SHIFT hold the epoch of the speculation that
+ * scheduled the event (0: none), so an event belongs to the current step's
+ * speculation when they equal rt->opt_epoch -- nothing has to clear them
+ * when a step commits. */
+enum {
+    SEER_EV_HANDLED = 1u, /* handled speculatively: held by its target's log  */
+    SEER_EV_CANCEL = 2u,  /* cancelled (an anti-message): freed when popped   */
+    SEER_EV_EPOCH_SHIFT = 2
+};
 
 
 /* The event queue (squeue.c): a radix heap on the time's bit pattern.  One
@@ -165,6 +178,9 @@ typedef struct seer_qvec {
 _Static_assert(64 % SEER_SQ_DIGIT == 0, "the digits must tile the 64 time bits");
 #define SEER_SQ_BUCKETS ((64 / SEER_SQ_DIGIT) << SEER_SQ_DIGIT)
 #define SEER_SQ_WORDS ((SEER_SQ_BUCKETS + 63) / 64)
+/* Per-queue counts of seer_squeue_reserve_owner: the current group, each
+ * bucket, and the early heap (seer_squeue_bucket_of_owner). */
+#define SEER_SQ_COUNTS (SEER_SQ_BUCKETS + 2)
 
 /* A bucket with its minimum kept beside it: a push touches one line. */
 typedef struct seer_qbucket {
@@ -174,7 +190,8 @@ typedef struct seer_qbucket {
 } seer_qbucket;
 
 typedef struct seer_squeue {
-    /* time bits of the current group; all pending >= it */
+    /* time bits of the current group; all pending >= it but those in
+     * `early` */
     alignas(SEER_CACHE_LINE) uint64_t last;
     uint64_t nonempty[SEER_SQ_WORDS]; /* bit b: bucket[b] holds entries       */
     uint64_t n;           /* entries held                                      */
@@ -183,6 +200,8 @@ typedef struct seer_squeue {
     seer_qvec run;        /* current group, sorted by key                      */
     seer_qvec side;       /* current group, arrived out of order: heap on key  */
     seer_qvec scratch;    /* merge buffer of the run's sort                    */
+    seer_qvec early;      /* entries below `last` (the optimistic executor's
+                             rollbacks put events back): heap on (time, key)  */
     seer_qbucket bucket[SEER_SQ_BUCKETS]; /* see squeue.c                      */
 } seer_squeue;
 
@@ -213,8 +232,16 @@ typedef struct seer_inst {
     seer_entity_rec *recs;
     seer_squeue *parts; /* parallel executor: one queue per partition
                            (line-aligned; see parallel.c) */
+    /* optimistic executor: each entity's log of the events it handled in
+     * the current step, newest first ([num_entities]; written only by the
+     * worker holding the entity's partition; NULL between calls) */
+    struct seer_opt_rec **opt_log;
     alignas(SEER_CACHE_LINE) seer_squeue queue; /* serial executor: all pending
                                                    events */
+    /* optimistic executor: this step's speculation was abandoned (it runs
+     * serially once every worker has let go of it).  Any worker sets it
+     * during the speculation phase; its own line. */
+    alignas(SEER_CACHE_LINE) _Atomic int opt_abandon;
 } seer_inst;
 
 /* A worker's free list of event records (events.c). */
@@ -253,6 +280,8 @@ typedef struct seer_worker {
     uint64_t trace_dropped;
     pthread_t thread;
     int started;
+    struct seer_opt_worker *opt; /* optimistic executor (optimistic.c); NULL
+                                    until its first speculative step */
 } seer_worker;
 
 enum seer_phase {
@@ -275,6 +304,8 @@ struct seer_ctx {
     uint32_t self;
     int phase;
     uint32_t cur_type; /* event type being handled (for messages) */
+    int spec;          /* optimistic executor: handling speculatively */
+    uint64_t cur_key;  /* ... the key of the event being handled */
 };
 
 enum seer_job { JOB_RESET = 1, JOB_STEP };
@@ -369,7 +400,27 @@ struct seer_runtime {
     uint32_t rt_flags;          /* SEER_RT_*                                    */
     uint64_t serial_fallbacks;  /* steps run serially: lookahead below the
                                    resolution of the simulated time             */
+
+    /* optimistic executor (optimistic.c) */
+    struct seer_opt_shared *opt; /* mailboxes, slots, termination counter:
+                                    NULL until its first speculative step     */
+    uint64_t log_limit;          /* bytes of rollback logs a step may take     */
+    uint32_t opt_epoch;          /* the current speculation's epoch (flags)    */
+    int opt_spec;                /* this call speculates (else: windows)       */
+    uint32_t opt_abandoned;      /* this call: instances whose speculation was
+                                    abandoned, moved to the end of sel         */
+    uint64_t opt_rollbacks;      /* statistics since creation                  */
+    uint64_t opt_rolled_back;
+    uint64_t opt_anti;
+    uint64_t opt_serial_steps;
+    uint64_t opt_log_peak;
 };
+
+/* Does this executor keep its pending events in the partition queues? */
+static inline int seer_uses_parts(int executor)
+{
+    return executor == SEER_EXECUTOR_PARALLEL || executor == SEER_EXECUTOR_OPTIMISTIC;
+}
 
 /* ---- runtime.c ------------------------------------------------------------- */
 
@@ -459,12 +510,18 @@ static inline int seer_qvec_append_owner(seer_qvec *v, seer_qentry e)
 /* The next event in (time, key) order if its time is < bnd, else NULL (and
  * *err set when the queue failed). */
 seer_event *seer_squeue_pop_before_owner(seer_squeue *q, seer_time bnd, int *err);
-/* 0 for the current group, 1 + b for bucket b: what seer_squeue_reserve_owner's
- * counts index (SEER_SQ_BUCKETS + 1 of them). */
+/* 0 for the current group, 1 + b for bucket b, SEER_SQ_BUCKETS + 1 for the
+ * early heap (a time below the current group's): what
+ * seer_squeue_reserve_owner's counts index (SEER_SQ_COUNTS of them). */
 int seer_squeue_bucket_of_owner(const seer_squeue *q, seer_time t);
 /* Make room for counts[k] more entries in each bucket: pushes that follow
  * (as counted) cannot fail. */
-int seer_squeue_reserve_owner(seer_squeue *q, const uint64_t counts[SEER_SQ_BUCKETS + 1]);
+int seer_squeue_reserve_owner(seer_squeue *q, const uint64_t counts[SEER_SQ_COUNTS]);
+/* Drop, in place, every entry whose event `keep` rejects (keep may free it:
+ * the queue no longer holds it).  Allocates nothing, cannot fail; the pop
+ * order of the entries kept does not change. */
+void seer_squeue_filter_owner(seer_squeue *q, int (*keep)(void *arg, seer_event *ev),
+                              void *arg);
 void seer_squeue_foreach_owner(const seer_squeue *q, void (*fn)(void *arg, seer_event *ev),
                                void *arg);
 void seer_squeue_clear_owner(seer_squeue *q); /* drops the entries (not the events) */
@@ -502,6 +559,8 @@ static inline unsigned char *seer_inst_snapshot(const struct seer_runtime *rt,
 static inline void seer_ctx_setup(seer_ctx *c, struct seer_runtime *rt, seer_worker *w,
                                   uint32_t inst, int phase)
 {
+    c->spec = 0;
+    c->cur_key = 0;
     c->rt = rt;
     c->inst = &rt->inst[inst];
     c->w = w;
@@ -554,6 +613,9 @@ uint64_t seer_run_queue(seer_worker *w, seer_ctx *c, uint32_t inst, seer_squeue 
  * Stops at the first error (w->err); returns the events handled. */
 uint64_t seer_step_instance(seer_worker *w, seer_ctx *c, uint32_t inst, seer_squeue *q,
                             int spans);
+/* The rest of a step of instance i on the serial executor whose act phase
+ * already ran: its events (in in->queue) and its boundary phases. */
+int seer_serial_step_events(seer_runtime *rt, uint32_t i);
 /* The serial executor (host, as worker 0): run `job` (JOB_RESET, JOB_STEP)
  * on the selected instances, one after the other; the first error stops it
  * and is copied to rt->err. */
@@ -579,6 +641,52 @@ void seer_pool_stop(seer_runtime *rt);
  * (the host takes part as worker 0); the first error is copied to rt->err. */
 int seer_parallel_run(seer_runtime *rt, int job);
 
+/* Merge the events every thread sent to partition p of instance `inst` in
+ * the previous phase (outbox bank `bank`) into its queue: on the thread
+ * holding p for the phase. */
+void seer_merge_outboxes(seer_worker *w, seer_inst *in, uint32_t inst, uint32_t p,
+                         uint32_t bank);
+
+/* ---- optimistic.c: the optimistic executor ----------------------------------- */
+
+/* Host, before a step with instances split across threads: size the
+ * mailboxes, logs and slots for the pool and the selection, and start a new
+ * speculation epoch.  On failure (SEER_E_NOMEM, rt->err set) nothing has
+ * changed. */
+int seer_opt_prepare(seer_runtime *rt);
+/* Host, before a step of the optimistic executor with instances split
+ * across threads: speculate (1), or run the conservative executor's windows
+ * (0: the lookahead is above the resolution of the simulated time for every
+ * selected instance, and a step holds at most SEER_OPT_WINDOWS_MAX windows
+ * of width L, so windows cost little and roll nothing back). */
+int seer_opt_speculates(const seer_runtime *rt);
+#define SEER_OPT_WINDOWS_MAX 256.0
+/* Slots of the speculation phase (each a set of partitions one worker holds
+ * for the whole phase). */
+uint32_t seer_opt_slots(const seer_runtime *rt);
+/* The completer, opening the speculation phase. */
+void seer_opt_open_completer(seer_runtime *rt);
+/* The speculation phase's item: slot `slot`, run by w until every slot is
+ * idle and no message is in flight (or the call aborts); `bank`: the act
+ * phase's outboxes, merged first. */
+void seer_opt_run_slot(seer_worker *w, seer_ctx *c, uint32_t slot, uint32_t bank);
+/* The completer, after the speculation phase: statistics; abandoned
+ * instances go to the end of the selection (rt->opt_abandoned of them, out
+ * of rt->nsel); after an abort, every message and log is dropped. */
+void seer_opt_finish_completer(seer_runtime *rt, int aborted);
+/* Host, after the call: instance i's abandoned speculation undone, its
+ * step run serially (from after its act phase). */
+int seer_opt_serial_step(seer_runtime *rt, uint32_t i);
+/* seer_schedule during speculation: ev (filled in) is kept for delivery
+ * after the handler returns.  Always SEER_OK: what goes wrong abandons the
+ * speculation. */
+int seer_opt_schedule_local(seer_ctx *c, seer_event *ev);
+/* Free the workers' optimistic state and the mailboxes, and forget the logs
+ * (the pool stops: they are made again for the next speculative step). */
+void seer_opt_release(seer_runtime *rt);
+/* Free everything (destroy). */
+void seer_opt_free(seer_runtime *rt);
+
 /* ---- partition.c: partitions, executor switches, pool size ----------------- */
 
 /* The pool size that takes part in calls: `threads`, capped at the usable
@@ -591,9 +699,11 @@ uint32_t seer_active_threads(uint32_t flags, uint32_t threads);
 int seer_set_partitions(seer_runtime *rt, uint32_t threads);
 /* Free an instance's partition queues (rt->nparts of them) and the array. */
 void seer_free_part_queues(const seer_runtime *rt, seer_squeue *parts);
-/* The serial fallback of a parallel step: instance i's step on the serial
- * executor, its events moved to the serial queue and back. */
-int seer_step_serially(seer_runtime *rt, uint32_t i);
+/* Instance i's step on the serial executor, its events moved to the serial
+ * queue and back: the serial fallback of a parallel step (act = 1: the
+ * whole step), or the rest of an optimistic step whose speculation was
+ * abandoned (act = 0: its act phase ran). */
+int seer_step_serially(seer_runtime *rt, uint32_t i, int act);
 
 /* ---- trace.c, and the record writer the event loop inlines --------------- */
 

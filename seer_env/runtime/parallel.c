@@ -84,6 +84,7 @@ enum {
     PH_OBSERVE,
     PH_PUBLISH,
     PH_INSTANCE,
+    PH_SPEC, /* optimistic executor: one item per slot (optimistic.c) */
     PH_DONE
 };
 
@@ -117,6 +118,7 @@ static uint32_t phase_count(const seer_runtime *rt, uint32_t kind)
     case PH_OBSERVE: return rt->nsel * rt->sz.num_agents;
     case PH_PUBLISH: return rt->nsel * rt->sz.num_entities;
     case PH_DONE: return 0;
+    case PH_SPEC: return seer_opt_slots(rt);
     default: return rt->nsel * rt->nparts; /* partition phases */
     }
 }
@@ -221,9 +223,29 @@ static void advance_phase_completer(seer_runtime *rt, uint32_t done)
         next = PH_FLUSH;
         break;
     case PH_ACT:
+        if (rt->opt_spec) {
+            /* one speculation phase instead of the windows; after an error
+             * in act, FLUSH empties the outboxes and the call ends */
+            for (uint32_t t = 0; t < rt->nthreads; t++)
+                for (uint32_t k = 0; k < rt->nsel; k++)
+                    rt->workers[t].local_min[rt->sel[k]] = __builtin_inf();
+            rt->windows_total++;
+            rt->window_t = rt->inst[rt->sel[0]].boundary - rt->sz.step_duration;
+            next = aborted(rt) ? PH_FLUSH : PH_SPEC;
+            if (next == PH_SPEC)
+                seer_opt_open_completer(rt);
+            break;
+        }
+        /* fall through */
     case PH_WINDOW:
         reduce_windows_completer(rt);
         next = rt->any_running ? PH_WINDOW : PH_FLUSH;
+        break;
+    case PH_SPEC:
+        /* the abandoned instances leave the selection (the host steps them
+         * serially after the call); after an abort the call ends */
+        seer_opt_finish_completer(rt, aborted(rt));
+        next = aborted(rt) || rt->nsel == 0 ? PH_DONE : first_boundary_phase(rt);
         break;
     case PH_FLUSH:
         /* Even after an error: a call leaves no event in an outbox. */
@@ -259,6 +281,7 @@ static uint32_t trace_kind(uint32_t phase)
     case PH_INIT: return SEER_TRACE_INIT;
     case PH_ACT: return SEER_TRACE_ACT;
     case PH_WINDOW:
+    case PH_SPEC:
     case PH_INSTANCE: return SEER_TRACE_WINDOW; /* a window of one whole step */
     default: return SEER_TRACE_BOUNDARY;
     }
@@ -268,8 +291,8 @@ static uint32_t trace_kind(uint32_t phase)
 
 /* Move the events every thread sent to partition p in the previous phase
  * (outbox bank `bank`) into its queue. */
-static void merge_outboxes(seer_worker *w, seer_inst *in, uint32_t inst, uint32_t p,
-                           uint32_t bank)
+void seer_merge_outboxes(seer_worker *w, seer_inst *in, uint32_t inst, uint32_t p,
+                         uint32_t bank)
 {
     seer_runtime *rt = w->rt;
     seer_squeue *q = &in->parts[p];
@@ -317,6 +340,11 @@ static void run_chunk(seer_worker *w, seer_ctx *c, uint32_t kind, uint32_t b, ui
                          : kind == PH_PUBLISH                ? N
                                                              : rt->nparts;
     const uint32_t bank = rt->out_parity ^ 1u; /* the previous phase's outboxes */
+    if (kind == PH_SPEC) { /* items are slots, each held until the phase ends */
+        for (uint32_t x = b; x < e; x++)
+            seer_opt_run_slot(w, c, x, bank);
+        return;
+    }
     uint32_t k = b / per, item = b % per;
     for (uint32_t x = b; x < e; x++) {
         if (rt->perm) { /* SEER_CHECK_SHUFFLE: the phase's visiting order */
@@ -342,13 +370,13 @@ static void run_chunk(seer_worker *w, seer_ctx *c, uint32_t kind, uint32_t b, ui
             seer_note_window_min_local(w, inst, seer_squeue_min_time_owner(&in->parts[item]));
             break;
         case PH_WINDOW:
-            merge_outboxes(w, in, inst, item, bank);
+            seer_merge_outboxes(w, in, inst, item, bank);
             if (in->running)
                 w->events += seer_run_queue(w, c, inst, &in->parts[item], in->w_end);
             seer_note_window_min_local(w, inst, seer_squeue_min_time_owner(&in->parts[item]));
             break;
         case PH_FLUSH:
-            merge_outboxes(w, in, inst, item, bank);
+            seer_merge_outboxes(w, in, inst, item, bank);
             break;
         case PH_BINST:
             seer_boundary_instance(w, inst);
@@ -406,7 +434,8 @@ static void spans_claimed_local(seer_worker *w, phase_spans *s, uint64_t seq, ui
     if (s->wait_t0)
         seer_trace_add_local(w, SEER_TRACE_BARRIER, s->wait_t0, now, 0.0, 0, 0, 0, 0);
     if (seq != s->seq) {
-        double sim = kind == PH_WINDOW || kind == PH_INSTANCE ? rt->window_t
+        double sim = kind == PH_WINDOW || kind == PH_INSTANCE || kind == PH_SPEC
+                         ? rt->window_t
                                                               : rt->inst[rt->sel[0]].boundary;
         s->seq = seq;
         s->rec = w->trace_n;
@@ -685,6 +714,7 @@ void seer_pool_stop(seer_runtime *rt)
         }
         free(w->trace);
     }
+    seer_opt_release(rt); /* made again for the next speculative step */
     free(rt->workers);
     rt->workers = NULL;
     rt->nthreads = 0;

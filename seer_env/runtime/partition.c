@@ -24,7 +24,7 @@
 
 #include "internal.h"
 
-#define MIG_NB (SEER_SQ_BUCKETS + 1) /* migration counts per destination queue */
+#define MIG_NB SEER_SQ_COUNTS /* migration counts per destination queue */
 
 /* The pool size that takes part in calls: at most the CPUs this process may
  * run on (more threads would only wait for each other: 64 threads on 2 cores
@@ -201,7 +201,7 @@ static int park_events(seer_runtime *rt, uint64_t *counts, uint32_t *parked, int
 {
     uint32_t k = 0;
     int ok = 1;
-    if (rt->executor == SEER_EXECUTOR_PARALLEL && rt->nparts)
+    if (seer_uses_parts(rt->executor) && rt->nparts)
         for (; k < rt->B && ok; k++)
             ok = migrate_instance(rt, &rt->inst[k], SEER_EXECUTOR_SERIAL, counts) == SEER_OK;
     *parked = k;
@@ -339,7 +339,8 @@ int seer_runtime_set_threads(seer_runtime *rt, uint32_t threads)
 
 static int check_executor_args(seer_runtime *rt, int executor, uint32_t threads)
 {
-    if (executor != SEER_EXECUTOR_SERIAL && executor != SEER_EXECUTOR_PARALLEL) {
+    if (executor != SEER_EXECUTOR_SERIAL && executor != SEER_EXECUTOR_PARALLEL &&
+        executor != SEER_EXECUTOR_OPTIMISTIC) {
         seer_fail(rt, "unknown executor %d", executor);
         return SEER_E_ARG;
     }
@@ -404,6 +405,11 @@ int seer_runtime_set_executor(seer_runtime *rt, int executor, uint32_t threads)
     rc = resize_pool(rt, seer_active_threads(rt->rt_flags, threads));
     if (rc != SEER_OK || executor == rt->executor)
         return rc;
+    if (seer_uses_parts(executor) == seer_uses_parts(rt->executor)) {
+        /* parallel <-> optimistic: the events stay in the partition queues */
+        rt->executor = executor;
+        return SEER_OK;
+    }
     int lost = 0;
     if (migrate_all(rt, executor, &lost) != SEER_OK) {
         (void)resize_pool(rt, old_active);
@@ -415,14 +421,16 @@ int seer_runtime_set_executor(seer_runtime *rt, int executor, uint32_t threads)
     return SEER_OK;
 }
 
-/* ---- the serial fallback of a parallel step -------------------------------- */
+/* ---- a step on the serial executor inside a parallel call ------------------- */
 
 /* A window [T, T + L) of the parallel executor advances only while T + L
  * > T in double precision.  At simulated times where the lookahead is below
  * that resolution (L < ulp(T)), an instance's step runs on the serial
  * executor instead: its events move to the serial queue and back (outputs
- * are the same either way; only speed differs). */
-int seer_step_serially(seer_runtime *rt, uint32_t i)
+ * are the same either way; only speed differs).  The optimistic executor
+ * runs the rest of a step whose speculation it abandoned here too (act = 0:
+ * the act phase ran). */
+int seer_step_serially(seer_runtime *rt, uint32_t i, int act)
 {
     seer_inst *in = &rt->inst[i];
     uint64_t *counts = malloc((size_t)(rt->nparts > 1 ? rt->nparts : 1) * MIG_NB *
@@ -432,15 +440,17 @@ int seer_step_serially(seer_runtime *rt, uint32_t i)
         seer_fail(rt, "out of memory moving instance %u's events for a serial step", i);
         return SEER_E_NOMEM;
     }
+    const int executor = rt->executor;
     rt->executor = SEER_EXECUTOR_SERIAL;
-    int rc = seer_serial_step(rt, i);
-    rt->executor = SEER_EXECUTOR_PARALLEL;
-    if (migrate_instance(rt, in, SEER_EXECUTOR_PARALLEL, counts) != SEER_OK && rc == SEER_OK) {
+    int rc = act ? seer_serial_step(rt, i) : seer_serial_step_events(rt, i);
+    rt->executor = executor;
+    if (migrate_instance(rt, in, executor, counts) != SEER_OK && rc == SEER_OK) {
         seer_squeue_clear_owner(&in->queue); /* its records return with the pool's chunks */
         seer_fail(rt, "out of memory moving instance %u's events back after a serial step", i);
         rc = SEER_E_NOMEM;
     }
     free(counts);
-    rt->serial_fallbacks++;
+    if (act)
+        rt->serial_fallbacks++;
     return rc;
 }

@@ -42,7 +42,8 @@ static int check_options(const seer_runtime_options *o, char *err, size_t errlen
         return seer_fail_buf(err, errlen, SEER_E_ARG, "options must not be NULL");
     if (o->num_instances == 0)
         return seer_fail_buf(err, errlen, SEER_E_ARG, "num_instances must be >= 1");
-    if (o->executor != SEER_EXECUTOR_SERIAL && o->executor != SEER_EXECUTOR_PARALLEL)
+    if (o->executor != SEER_EXECUTOR_SERIAL && o->executor != SEER_EXECUTOR_PARALLEL &&
+        o->executor != SEER_EXECUTOR_OPTIMISTIC)
         return seer_fail_buf(err, errlen, SEER_E_ARG, "unknown executor %d", o->executor);
     if (o->threads == 0 || o->threads > 1024)
         return seer_fail_buf(err, errlen, SEER_E_ARG, "threads=%u must be in [1, 1024]",
@@ -51,6 +52,12 @@ static int check_options(const seer_runtime_options *o, char *err, size_t errlen
         return seer_fail_buf(err, errlen, SEER_E_ARG, "the serial executor runs on one thread");
     if (o->check & ~(uint32_t)(SEER_CHECK_ISOLATE | SEER_CHECK_SHUFFLE))
         return seer_fail_buf(err, errlen, SEER_E_ARG, "unknown check flags %#x", o->check);
+    if (o->check && o->executor == SEER_EXECUTOR_OPTIMISTIC)
+        return seer_fail_buf(err, errlen, SEER_E_EXECUTOR,
+                             "the optimistic executor runs no checking mode (check flags "
+                             "%#x): check on the serial executor (SEER_CHECK_ISOLATE) or the "
+                             "parallel one (SEER_CHECK_SHUFFLE)",
+                             o->check);
     if ((o->check & SEER_CHECK_ISOLATE) && o->executor != SEER_EXECUTOR_SERIAL)
         return seer_fail_buf(err, errlen, SEER_E_ARG,
                              "SEER_CHECK_ISOLATE runs on the serial executor");
@@ -158,6 +165,15 @@ static void apply_options(seer_runtime *rt, const seer_model *model, const seer_
     rt->rt_flags = o->flags;
     rt->max_step_events = o->max_step_events ? o->max_step_events : SEER_DEFAULT_STEP_EVENTS;
     rt->memory_limit = o->memory_limit ? o->memory_limit : seer_physical_memory();
+    rt->log_limit = o->log_limit;
+    const char *env = getenv("SEER_LOG_LIMIT");
+    if (!rt->log_limit && env && *env)
+        rt->log_limit = strtoull(env, NULL, 10);
+    if (!rt->log_limit) {
+        rt->log_limit = rt->memory_limit / 8;
+        if (rt->log_limit < (64ull << 20))
+            rt->log_limit = 64ull << 20;
+    }
     rt->fork_gen = seer_fork_generation();
 }
 
@@ -331,6 +347,7 @@ void seer_runtime_destroy(seer_runtime *rt)
     if (rt->fork_gen != seer_fork_generation())
         seer_pool_forget_threads(rt); /* a child of fork(): nothing to join */
     seer_pool_stop(rt);
+    seer_opt_free(rt);
     if (rt->inst) {
         for (uint32_t i = 0; i < rt->B; i++) {
             seer_inst *in = &rt->inst[i];
@@ -652,10 +669,27 @@ int seer_runtime_step(seer_runtime *rt, const uint8_t *mask)
     if (rc)
         return rc;
     const uint32_t par = set_boundaries(rt);
+    /* the optimistic executor speculates, or runs conservative windows where
+     * the lookahead makes them wide (seer_opt_speculates); its mailboxes and
+     * logs are sized before anything changes */
+    const int spec = rt->executor == SEER_EXECUTOR_OPTIMISTIC && rt->nparts > 1 &&
+                     seer_opt_speculates(rt);
+    rt->opt_spec = spec;
+    if (spec && (rc = seer_opt_prepare(rt)) != SEER_OK)
+        return rc;
     rt->steps_total++;
     rt->in_call = 1;
     if (rt->executor == SEER_EXECUTOR_SERIAL) {
         rc = seer_serial_run(rt, JOB_STEP);
+    } else if (spec) {
+        /* instances whose speculation was abandoned come last in the
+         * selection (seer_opt_finish_completer): their steps run serially */
+        const uint32_t all = rt->nsel;
+        rc = seer_parallel_run(rt, JOB_STEP);
+        rt->nsel = all;
+        const uint32_t nab = rc == SEER_OK ? rt->opt_abandoned : 0;
+        for (uint32_t k = all - nab; k < all && rc == SEER_OK; k++)
+            rc = seer_opt_serial_step(rt, rt->sel[k]);
     } else {
         const uint32_t all = rt->nsel;
         if (par) {
@@ -664,9 +698,10 @@ int seer_runtime_step(seer_runtime *rt, const uint8_t *mask)
             rt->nsel = all;
         }
         for (uint32_t k = par; k < all && rc == SEER_OK; k++)
-            rc = seer_step_serially(rt, rt->sel[k]);
+            rc = seer_step_serially(rt, rt->sel[k], 1);
     }
     rt->in_call = 0;
+    rt->opt_spec = 0;
     if (rc)
         fail_selected(rt);
     return rc;
@@ -779,6 +814,11 @@ void seer_runtime_stats(const seer_runtime *rt, seer_stats *out)
     out->pool_events = rt->pool_events;
     pthread_mutex_unlock(lock);
     out->serial_fallbacks = rt->serial_fallbacks;
+    out->rollbacks = rt->opt_rollbacks;
+    out->events_rolled_back = rt->opt_rolled_back;
+    out->anti_messages = rt->opt_anti;
+    out->serial_steps = rt->opt_serial_steps;
+    out->log_bytes_peak = rt->opt_log_peak;
 }
 
 const char *seer_runtime_event_name(const seer_runtime *rt, uint32_t type)

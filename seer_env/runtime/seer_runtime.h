@@ -24,8 +24,10 @@ extern "C" {
 typedef struct seer_runtime seer_runtime;
 
 typedef enum seer_executor {
-    SEER_EXECUTOR_SERIAL = 0,   /* the reference: one (time, key) queue per instance */
-    SEER_EXECUTOR_PARALLEL = 1  /* partition queues, conservative windows, worker pool */
+    SEER_EXECUTOR_SERIAL = 0,    /* the reference: one (time, key) queue per instance */
+    SEER_EXECUTOR_PARALLEL = 1,  /* partition queues, conservative windows, worker pool */
+    SEER_EXECUTOR_OPTIMISTIC = 2 /* partition queues, speculation with rollback (Time
+                                    Warp) inside a step, worker pool; any L >= 0 */
 } seer_executor;
 
 /* Buffers returned by seer_runtime_buffer. */
@@ -49,6 +51,16 @@ typedef struct seer_stats {
     uint64_t serial_fallbacks; /* steps of an instance run serially because its
                                  lookahead was below the resolution of the
                                  simulated time (see seer_runtime_step)        */
+    /* optimistic executor */
+    uint64_t rollbacks;          /* an entity rolled back (a straggler, or a
+                                    cancelled event it had handled)           */
+    uint64_t events_rolled_back; /* handlings undone by those rollbacks        */
+    uint64_t anti_messages;      /* cancellations sent to another thread      */
+    uint64_t serial_steps;       /* steps of an instance whose speculation was
+                                    abandoned (an event created before the one
+                                    being handled, a handler error, the log
+                                    limit) and that ran serially instead      */
+    uint64_t log_bytes_peak;     /* most rollback-log bytes one step took     */
 } seer_stats;
 
 /* Trace records (see seer_runtime_trace).  Times are CLOCK_MONOTONIC ns. */
@@ -60,7 +72,10 @@ typedef enum seer_trace_kind {
     SEER_TRACE_BOUNDARY = 3, /* the boundary phases (observe, publish)             */
     SEER_TRACE_BARRIER = 4,  /* waiting for the next phase (recorded when a claim
                                 ends the wait)                                     */
-    SEER_TRACE_INIT = 5      /* the reset phases (clear, init)                      */
+    SEER_TRACE_INIT = 5,     /* the reset phases (clear, init)                      */
+    SEER_TRACE_ROLLBACK = 6  /* optimistic executor: an entity rolled back: entity,
+                                sim_time = the time it went back to, count = the
+                                handlings undone                                   */
 } seer_trace_kind;
 
 typedef struct seer_trace_rec {
@@ -71,7 +86,7 @@ typedef struct seer_trace_rec {
     uint32_t instance;
     uint32_t entity;
     uint32_t type;  /* event type (SEER_TRACE_EVENT)                        */
-    uint32_t count; /* events (SEER_TRACE_WINDOW)                           */
+    uint32_t count; /* events (SEER_TRACE_WINDOW, SEER_TRACE_ROLLBACK)      */
     uint32_t pad_;
 } seer_trace_rec;
 
@@ -123,6 +138,7 @@ enum {
      * random order in every window (outputs of a model that keeps the
      * contract do not change). */
     SEER_CHECK_SHUFFLE = 2u
+    /* The optimistic executor runs no checking mode (SEER_E_EXECUTOR). */
 };
 
 typedef struct seer_runtime_options {
@@ -144,6 +160,10 @@ typedef struct seer_runtime_options {
      * Buffers the caller owns outlive the runtime: views of them stay
      * valid whatever is freed first. */
     void *buffers[8];
+    uint64_t log_limit;     /* optimistic executor: bytes the rollback logs of
+                               one step may take; a step past it runs serially
+                               (0: the environment variable SEER_LOG_LIMIT if
+                               set, else memory_limit / 8, at least 64 MiB)  */
 } seer_runtime_options;
 
 /* Bytes of host buffer `which` (SEER_BUF_*) for B instances of these sizes. */
@@ -186,10 +206,10 @@ void *seer_runtime_buffer(seer_runtime *rt, int which);
 int seer_runtime_set_threads(seer_runtime *rt, uint32_t threads);
 /* Switch executor (and pool size) between calls; the pending events of every
  * instance move to the new executor's queues.  Outputs do not depend on it:
- * both executors hand each entity the same events in the same (time, key)
+ * every executor hands each entity the same events in the same (time, key)
  * order.  threads must be 1 for the serial executor; the parallel executor
- * needs lookahead > 0 (SEER_E_EXECUTOR otherwise).  On failure nothing
- * changed. */
+ * needs lookahead > 0 (SEER_E_EXECUTOR otherwise); the optimistic one runs
+ * any lookahead.  On failure nothing changed. */
 int seer_runtime_set_executor(seer_runtime *rt, int executor, uint32_t threads);
 
 /* Reset the instances whose mask byte is non-zero (mask NULL = all) with

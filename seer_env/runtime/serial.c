@@ -108,18 +108,20 @@ static void run_boundary_phases(seer_runtime *rt, seer_worker *w, uint32_t i)
     seer_finish_instance(rt, i);
 }
 
-uint64_t seer_step_instance(seer_worker *w, seer_ctx *c, uint32_t inst, seer_squeue *q,
-                            int spans)
+/* A step of one instance on this thread (act = 0: from after its act
+ * phase). */
+static uint64_t step_instance(seer_worker *w, seer_ctx *c, uint32_t inst, seer_squeue *q,
+                              int spans, int act)
 {
     seer_runtime *rt = w->rt;
     seer_inst *in = &rt->inst[inst];
     const int tracing = spans && SEER_TRACING(w);
     uint64_t t0 = tracing ? seer_clock_ns() : 0;
-    for (uint32_t a = 0; a < rt->sz.num_agents && !w->err; a++)
+    for (uint32_t a = 0; act && a < rt->sz.num_agents && !w->err; a++)
         seer_act_agent(w, inst, a);
     if (w->err)
         return 0;
-    if (tracing)
+    if (tracing && act)
         seer_trace_add_local(w, SEER_TRACE_ACT, t0, seer_clock_ns(),
                              (double)in->step * rt->sz.step_duration, inst, 0, 0, 0);
     const uint64_t n = seer_run_queue(w, c, inst, q, in->boundary);
@@ -131,6 +133,12 @@ uint64_t seer_step_instance(seer_worker *w, seer_ctx *c, uint32_t inst, seer_squ
         seer_trace_add_local(w, SEER_TRACE_BOUNDARY, t0, seer_clock_ns(), in->boundary, inst,
                              0, 0, 0);
     return n;
+}
+
+uint64_t seer_step_instance(seer_worker *w, seer_ctx *c, uint32_t inst, seer_squeue *q,
+                            int spans)
+{
+    return step_instance(w, c, inst, q, spans, 1);
 }
 
 /* ---- the serial executor -------------------------------------------------- */
@@ -163,16 +171,20 @@ static int serial_reset(seer_runtime *rt, uint32_t i)
     return w->err ? serial_fail(rt, w) : SEER_OK;
 }
 
-int seer_serial_step(seer_runtime *rt, uint32_t i)
+static int serial_step(seer_runtime *rt, uint32_t i, int act)
 {
     seer_worker *w = &rt->workers[0];
     w->call_events = 0;
     w->call_budget = rt->max_step_events;
     seer_ctx c;
     seer_ctx_setup(&c, rt, w, i, PHASE_EVENT);
-    rt->events_total += seer_step_instance(w, &c, i, &rt->inst[i].queue, 1);
+    rt->events_total += step_instance(w, &c, i, &rt->inst[i].queue, 1, act);
     return w->err ? serial_fail(rt, w) : SEER_OK;
 }
+
+int seer_serial_step(seer_runtime *rt, uint32_t i) { return serial_step(rt, i, 1); }
+
+int seer_serial_step_events(seer_runtime *rt, uint32_t i) { return serial_step(rt, i, 0); }
 
 int seer_serial_run(seer_runtime *rt, int job)
 {

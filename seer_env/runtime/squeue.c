@@ -40,6 +40,17 @@
  * Since keys are unique, the pop sequence is the (time, key) order: the
  * same as any other correct priority queue's.
  *
+ * Below the current group: only the optimistic executor (optimistic.c)
+ * pushes an event earlier than `last` -- a rollback puts handled events back,
+ * and a straggler arrives in a partition that has run ahead.  Such entries
+ * go to the early heap, a binary heap on (time bits, key): every one of them
+ * is earlier than anything in the radix heap, so a pop takes the early
+ * heap's top while it has one, and the radix heap is left as it was (its
+ * invariant, bits >= last, holds for what it holds).  The other executors
+ * never fill it: their cost is one predictable test per push and pop.
+ * seer_squeue_filter_owner drops entries in place (cancelled events at a
+ * step's end, a speculation abandoned), without allocating.
+ *
  * Memory: vectors grow geometrically and never shrink, so after warm-up the
  * queue does not allocate.
  *
@@ -129,6 +140,58 @@ static seer_qentry side_pop(seer_qvec *h)
     return top;
 }
 
+/* ---- early heap: entries below `last`, on (time bits, key) -------------- */
+
+static inline int early_less(seer_qentry a, seer_qentry b)
+{
+    return a.tb < b.tb || (a.tb == b.tb && a.ev->key < b.ev->key);
+}
+
+static int early_push(seer_qvec *h, seer_qentry e)
+{
+    if (__builtin_expect(h->n == h->cap, 0) &&
+        seer_qvec_reserve_owner(h, (uint64_t)h->n + 1) != SEER_OK)
+        return SEER_E_NOMEM;
+    uint32_t i = h->n++;
+    seer_qentry *a = h->a;
+    while (i > 0) {
+        uint32_t p = (i - 1) >> 1;
+        if (early_less(a[p], e))
+            break;
+        a[i] = a[p];
+        i = p;
+    }
+    a[i] = e;
+    return SEER_OK;
+}
+
+static void early_sift_down(seer_qentry *a, uint32_t n, uint32_t i)
+{
+    seer_qentry x = a[i];
+    for (;;) {
+        uint32_t c = 2 * i + 1;
+        if (c >= n)
+            break;
+        if (c + 1 < n && early_less(a[c + 1], a[c]))
+            c++;
+        if (early_less(x, a[c]))
+            break;
+        a[i] = a[c];
+        i = c;
+    }
+    a[i] = x;
+}
+
+static seer_qentry early_pop(seer_qvec *h)
+{
+    seer_qentry top = h->a[0];
+    if (--h->n) {
+        h->a[0] = h->a[h->n];
+        early_sift_down(h->a, h->n, 0);
+    }
+    return top;
+}
+
 /* In-place heapsort by key, ascending: run_sort's fallback.  The side heap's
  * min-heap moves each minimum to the end (a descending array), then the
  * array is reversed. */
@@ -154,7 +217,11 @@ static void heap_sort(seer_qentry *a, uint32_t n)
  * streams (in the parallel executor: events merged from other partitions
  * after the partition's own); it is then a few ascending stretches, so a
  * natural merge sort takes O(n log stretches).  The scratch vector grows like
- * the others (warm-up only); if it cannot, heapsort in place. */
+ * the others (warm-up only); if it cannot, heapsort in place.  Stretches
+ * are non-descending: the optimistic executor may hold a cancelled event and
+ * its re-sent replacement, with one key (the order between them does not
+ * matter: the cancelled one is dropped when popped), and a strict test would
+ * never see one stretch. */
 static void run_sort(seer_squeue *q)
 {
     seer_qvec *r = &q->run;
@@ -169,12 +236,12 @@ static void run_sort(seer_squeue *q)
         uint32_t i = 0, runs = 0;
         while (i < n) {
             uint32_t m = i + 1;
-            while (m < n && a[m - 1].ev->key < a[m].ev->key)
+            while (m < n && a[m - 1].ev->key <= a[m].ev->key)
                 m++;
             uint32_t j = m;
             if (m < n) {
                 j = m + 1;
-                while (j < n && a[j - 1].ev->key < a[j].ev->key)
+                while (j < n && a[j - 1].ev->key <= a[j].ev->key)
                     j++;
             }
             /* merge [i, m) and [m, j) into o[i, j) */
@@ -244,6 +311,11 @@ static inline void bucket_note_min(seer_squeue *q, int b, seer_qentry e)
 int seer_squeue_push_entry_owner(seer_squeue *q, seer_qentry e)
 {
     int rc;
+    if (__builtin_expect(e.tb < q->last, 0)) { /* optimistic executor only */
+        rc = early_push(&q->early, e);
+        q->n += (rc == SEER_OK);
+        return rc;
+    }
     int b = bucket_of(e.tb, q->last);
     if (b >= 0) {
         rc = seer_qvec_append_owner(&q->bucket[b].v, e);
@@ -265,8 +337,9 @@ int seer_squeue_push_entry_owner(seer_squeue *q, seer_qentry e)
 
 int seer_squeue_push_owner(seer_squeue *q, seer_event *ev)
 {
-    /* ev->time >= the time being handled >= bits_time(q->last): the runtime
-     * refuses past times before an event reaches a queue. */
+    /* ev->time >= the time being handled >= bits_time(q->last) (the runtime
+     * refuses past times before an event reaches a queue), except for the
+     * optimistic executor's early events (above). */
     seer_qentry e = {seer_time_bits(ev->time), ev};
     return seer_squeue_push_entry_owner(q, e);
 }
@@ -334,6 +407,15 @@ seer_event *seer_squeue_pop_before_owner(seer_squeue *q, seer_time bnd, int *err
         *err = SEER_E_NOMEM;
         return NULL;
     }
+    if (__builtin_expect(q->early.n != 0, 0)) { /* earlier than anything else */
+        if (!(bits_time(q->early.a[0].tb) < bnd))
+            return NULL;
+        seer_qentry e = early_pop(&q->early);
+        if (q->early.n)
+            __builtin_prefetch(q->early.a[0].ev);
+        q->n--;
+        return e.ev;
+    }
     if (q->head == run->n && q->side.n == 0) {
         int rc = open_next_group(q, bnd);
         if (rc <= 0) {
@@ -366,6 +448,8 @@ seer_event *seer_squeue_pop_before_owner(seer_squeue *q, seer_time bnd, int *err
 
 seer_time seer_squeue_min_time_owner(const seer_squeue *q)
 {
+    if (q->early.n)
+        return bits_time(q->early.a[0].tb);
     if (q->head < q->run.n || q->side.n)
         return bits_time(q->last);
     int b = first_bucket(q);
@@ -374,13 +458,18 @@ seer_time seer_squeue_min_time_owner(const seer_squeue *q)
 
 int seer_squeue_bucket_of_owner(const seer_squeue *q, seer_time t)
 {
-    return bucket_of(seer_time_bits(t), q->last) + 1;
+    const uint64_t tb = seer_time_bits(t);
+    if (tb < q->last)
+        return SEER_SQ_BUCKETS + 1;
+    return bucket_of(tb, q->last) + 1;
 }
 
-int seer_squeue_reserve_owner(seer_squeue *q, const uint64_t counts[SEER_SQ_BUCKETS + 1])
+int seer_squeue_reserve_owner(seer_squeue *q, const uint64_t counts[SEER_SQ_COUNTS])
 {
     if (seer_qvec_reserve_owner(&q->run, (uint64_t)q->run.n + counts[0]) != SEER_OK ||
-        seer_qvec_reserve_owner(&q->side, (uint64_t)q->side.n + counts[0]) != SEER_OK)
+        seer_qvec_reserve_owner(&q->side, (uint64_t)q->side.n + counts[0]) != SEER_OK ||
+        seer_qvec_reserve_owner(&q->early,
+                                (uint64_t)q->early.n + counts[SEER_SQ_BUCKETS + 1]) != SEER_OK)
         return SEER_E_NOMEM;
     for (int b = 0; b < SEER_SQ_BUCKETS; b++)
         if (seer_qvec_reserve_owner(&q->bucket[b].v,
@@ -396,15 +485,61 @@ void seer_squeue_foreach_owner(const seer_squeue *q, void (*fn)(void *arg, seer_
         fn(arg, q->run.a[k].ev);
     for (uint32_t k = 0; k < q->side.n; k++)
         fn(arg, q->side.a[k].ev);
+    for (uint32_t k = 0; k < q->early.n; k++)
+        fn(arg, q->early.a[k].ev);
     for (int b = 0; b < SEER_SQ_BUCKETS; b++)
         for (uint32_t k = 0; k < q->bucket[b].v.n; k++)
             fn(arg, q->bucket[b].v.a[k].ev);
+}
+
+/* Keep the entries of a[from, n) that `keep` accepts, in order; returns the
+ * new length. */
+static uint32_t filter_vec(seer_qentry *a, uint32_t from, uint32_t n,
+                           int (*keep)(void *arg, seer_event *ev), void *arg)
+{
+    uint32_t w = from;
+    for (uint32_t k = from; k < n; k++)
+        if (keep(arg, a[k].ev))
+            a[w++] = a[k];
+    return w;
+}
+
+void seer_squeue_filter_owner(seer_squeue *q, int (*keep)(void *arg, seer_event *ev),
+                              void *arg)
+{
+    /* the run stays sorted, the heaps are rebuilt, the buckets keep their
+     * places (their entries still differ from `last` where they did) and
+     * get their minima recomputed */
+    q->run.n = filter_vec(q->run.a, q->head, q->run.n, keep, arg);
+    uint64_t n = q->run.n - q->head;
+    q->side.n = filter_vec(q->side.a, 0, q->side.n, keep, arg);
+    for (uint32_t i = q->side.n / 2; i-- > 0;)
+        sift_down_min(q->side.a, q->side.n, i);
+    q->early.n = filter_vec(q->early.a, 0, q->early.n, keep, arg);
+    for (uint32_t i = q->early.n / 2; i-- > 0;)
+        early_sift_down(q->early.a, q->early.n, i);
+    n += q->side.n + q->early.n;
+    for (int b = 0; b < SEER_SQ_BUCKETS; b++) {
+        seer_qbucket *bk = &q->bucket[b];
+        if (!bk->v.n)
+            continue;
+        bk->v.n = filter_vec(bk->v.a, 0, bk->v.n, keep, arg);
+        bk->min = UINT64_MAX;
+        bk->minev = NULL;
+        for (uint32_t k = 0; k < bk->v.n; k++)
+            bucket_note_min(q, b, bk->v.a[k]);
+        if (!bk->v.n && !q->broken)
+            unmark(q, b);
+        n += bk->v.n;
+    }
+    q->n = n;
 }
 
 void seer_squeue_clear_owner(seer_squeue *q)
 {
     q->run.n = q->head = 0;
     q->side.n = 0;
+    q->early.n = 0;
     for (int b = 0; b < SEER_SQ_BUCKETS; b++) {
         q->bucket[b].v.n = 0;
         q->bucket[b].min = UINT64_MAX;
@@ -426,6 +561,7 @@ void seer_squeue_free(seer_squeue *q)
     free(q->run.a);
     free(q->side.a);
     free(q->scratch.a);
+    free(q->early.a);
     for (int b = 0; b < SEER_SQ_BUCKETS; b++)
         free(q->bucket[b].v.a);
     seer_squeue_init(q);

@@ -3,7 +3,9 @@
  * (linear search for the (time, key) minimum).  Covers ties at one time
  * (in key order and out of it, so both the sorted run, the side heap and the
  * run sort are used), pushes at the current time while a group drains, far
- * and near times, -0.0, pops bounded by a step boundary, and clears.
+ * and near times, -0.0, pops bounded by a step boundary, and clears; and
+ * what only the optimistic executor does: pushes before the current group
+ * (the early heap: rollbacks, stragglers) and in-place filtering.
  * Built plain and under the sanitizers by run_sanitizers.sh.
  */
 #include <stdio.h>
@@ -49,6 +51,14 @@ static void count_cb(void *arg, seer_event *ev)
     ++*(size_t *)arg;
 }
 
+static int drop_it(const seer_event *ev) { return (ev->key % 3) == 1; }
+
+static int keep_cb(void *arg, seer_event *ev)
+{
+    (void)arg;
+    return !drop_it(ev);
+}
+
 static int fail(const char *what, int round)
 {
     fprintf(stderr, "test_squeue: %s (round %d)\n", what, round);
@@ -82,6 +92,8 @@ int main(void)
                 t = now + unif() * 1000.0;               /* far                */
             else if (how == 4)
                 t = now + 1e6 * unif();                  /* very far           */
+            else if (how == 5 && rnd() % 4 == 0)         /* before the current */
+                t = now * unif();                        /* group (optimistic) */
             int in_order = (int)(rnd() % 2);
             uint64_t src = rnd() % 64;
             for (unsigned k = 0; k < burst && nfree; k++) {
@@ -118,6 +130,19 @@ int main(void)
                 free_list[nfree++] = got;
                 pops++;
             }
+        } else if (rnd() % 64 == 1) {
+            /* drop the events with an odd key mod 3 in place (cancellations) */
+            size_t kept = 0;
+            for (size_t i = 0; i < nref; i++) {
+                if (drop_it(ref[i]))
+                    free_list[nfree++] = ref[i];
+                else
+                    ref[kept++] = ref[i];
+            }
+            nref = kept;
+            seer_squeue_filter_owner(&q, keep_cb, NULL);
+            if (q.n != nref)
+                return fail("filter kept a different number of events", round);
         } else if (rnd() % 64 == 0) {
             size_t n = 0;
             seer_squeue_foreach_owner(&q, count_cb, &n);
