@@ -624,9 +624,12 @@ class Runtime:
             or ``"serial"`` (the reference).
         threads: pool size including the calling thread, or ``"auto"``: with the
             parallel executor, STPA (:mod:`seer_env.stpa`) times the candidate
-            configurations (the serial executor, 1..cores threads) on the first
-            real steps and keeps the fastest; :attr:`stpa` holds the decision.
-            A model with lookahead 0 runs on the serial executor under "auto".
+            configurations (the serial executor, the parallel executor on
+            1..cores threads, and the optimistic executor where the lookahead is
+            0 or too small for windows) on the first real steps and keeps the
+            fastest; :attr:`stpa` holds the decision.  A model with lookahead 0
+            starts on the serial executor and may move to the optimistic one.
+            With the optimistic executor, "auto" takes every CPU.
         max_cycles: truncate every agent after that many steps (0, the
             default here: never; None: the model's default, as the envs use).
         stpa_options: keyword arguments of :class:`seer_env.stpa.Stpa` (``threads="auto"``).
@@ -640,7 +643,8 @@ class Runtime:
 
     Attributes:
         executor: the executor running now (STPA may switch ``"parallel"`` to
-            ``"serial"`` when that is faster; outputs do not depend on it).
+            ``"serial"`` or ``"optimistic"`` when that is faster; outputs do not
+            depend on it).
         requested_executor: the executor asked for.
         config: the parameters as the model completed them (derived values
             filled in).
@@ -675,9 +679,10 @@ class Runtime:
         self._trace_cap = 0
         B = _positive_int("num_instances", num_instances, 1, 1 << 20)
         _, sz = model.describe(config or {})
-        if threads == "auto" and executor == "parallel" and not sz.lookahead > 0.0:
-            # "auto" picks an executor that can run the model: lookahead 0
-            # models run on the serial executor
+        auto = threads == "auto" and executor == "parallel"
+        if auto and not sz.lookahead > 0.0:
+            # "auto" starts lookahead 0 models on the serial executor; STPA may
+            # move them to the optimistic one
             executor = "serial"
         self.executor = self.requested_executor = executor
         opts = ffi.new("seer_runtime_options *")
@@ -707,7 +712,7 @@ class Runtime:
         self.sizes = model.sizes_of(lib.seer_runtime_sizes(self._h))
         self.info_names = model.info_names(self.sizes.info_dim)
         self._mask = np.zeros(B, dtype=np.uint8)
-        if threads == "auto" and executor == "parallel":
+        if auto:
             from .stpa import Stpa
 
             self.stpa = Stpa(self, **dict(stpa_options or {}))

@@ -258,6 +258,132 @@ def bench_api(rounds: int = 9, agents: tuple[int, ...] = (16, 64, 256, 1024, 409
     return out
 
 
+def _pcs_config(width: int, **over: Any) -> dict[str, Any]:
+    """The complete PCS config of the env at ``width`` x ``width`` (its defaults:
+    load reports on; ``classic=True``: the ROSS-Models dynamics, lookahead 0)."""
+    from .envs import pcs_v0
+
+    v = pcs_v0.vector_env(1, width=width, height=width, executor="serial", threads=1,
+                          **over)
+    cfg = dict(v.runtime.config)
+    v.close()
+    return cfg
+
+
+def _blocks(rts: dict[str, Runtime], blocks: int, block: int) -> dict[str, list[float]]:
+    """Seconds per block of ``block`` consecutive steps of each runtime, the order
+    rotating every round (warm caches, as a user steps one env in a loop)."""
+    keys = list(rts)
+    out: dict[str, list[float]] = {k: [] for k in keys}
+    for r in range(blocks):
+        for k in keys[r % len(keys):] + keys[:r % len(keys)]:
+            rt = rts[k]
+            t0 = time.perf_counter()
+            for _ in range(block):
+                rt.step()
+            out[k].append(time.perf_counter() - t0)
+    return out
+
+
+def _opt_stats(rt: Runtime) -> dict[str, Any]:
+    s = rt.stats()
+    ev = max(1, s["events"])
+    return {"events": s["events"], "rollbacks": s["rollbacks"],
+            "events_rolled_back": s["events_rolled_back"],
+            "rolled_back_per_committed": s["events_rolled_back"] / ev,
+            "anti_messages": s["anti_messages"], "serial_steps": s["serial_steps"],
+            "log_bytes_peak": s["log_bytes_peak"]}
+
+
+def bench_optimistic(quick: bool = False, threads: int = 2,
+                     log: Callable[[str], None] = print) -> dict[str, Any]:
+    """The optimistic executor against the serial and the parallel executors.
+
+    * classic PCS (lookahead 0, the ROSS-Models dynamics) 32x32 to t = 300000 and
+      64x64 to t = 40000 (a tenth of that with ``quick``): serial vs optimistic on
+      ``threads`` threads, both runs stepped to the end in rotated blocks of steps;
+      the ratio of total times, the median of per-block ratios, and the event and
+      rollback counts (the two runs must handle the same events);
+    * default PCS (lookahead 1 minute, load reports on) 32x32 and 64x64:
+      optimistic vs parallel vs serial, rotated blocks of 20 steps;
+    * PHOLD 4096 with a lookahead too small for windows (1e-3 of a 1.0 step):
+      optimistic vs parallel vs serial.
+
+    Example::
+
+        from seer_env.bench import bench_optimistic
+        res = bench_optimistic(quick=True)
+        print(res["classic 32x32"]["speedup_total"])
+    """
+    out: dict[str, Any] = {"threads": threads, "quick": quick}
+    scale = 0.1 if quick else 1.0
+    for w, t_end, block in ((32, 300000.0, 500), (64, 40000.0, 100)):
+        cfg = _pcs_config(w, classic=True)
+        steps = int(round(scale * t_end / cfg["step_minutes"]))
+        block = min(block, max(1, steps // 10))
+        nblocks = max(1, steps // block)
+        rts = {"serial": Runtime("pcs", cfg, 1, "serial", 1),
+               f"optimistic-{threads}": Runtime("pcs", cfg, 1, "optimistic", threads)}
+        for rt in rts.values():
+            rt.reset([0])
+            rt.actions[:] = 0
+        samples = _blocks(rts, nblocks, block)
+        opt = rts[f"optimistic-{threads}"]
+        ser = rts["serial"]
+        same = (ser.entity_events(0).tobytes() == opt.entity_events(0).tobytes()
+                and ser.obs.tobytes() == opt.obs.tobytes())
+        tot = {k: sum(v) for k, v in samples.items()}
+        per_block = [a / b for a, b in zip(samples["serial"],
+                                           samples[f"optimistic-{threads}"], strict=True)]
+        row = {"t_end": nblocks * block * cfg["step_minutes"], "steps": nblocks * block,
+               "serial_events_per_s": ser.stats()["events"] / tot["serial"],
+               "optimistic_events_per_s": opt.stats()["events"] / tot[f"optimistic-{threads}"],
+               "speedup_total": tot["serial"] / tot[f"optimistic-{threads}"],
+               "speedup_median_block": statistics.median(per_block),
+               "identical": same, **_opt_stats(opt)}
+        for rt in rts.values():
+            rt.close()
+        out[f"classic {w}x{w}"] = row
+        log(f"classic PCS {w}x{w} to t={row['t_end']:.0f} ({row['steps']} steps): optimistic-"
+            f"{threads} {row['speedup_total']:.2f}x serial (median block "
+            f"{row['speedup_median_block']:.2f}x); serial {row['serial_events_per_s'] / 1e6:.2f}"
+            f" M events/s, optimistic {row['optimistic_events_per_s'] / 1e6:.2f} M events/s; "
+            f"{row['events']} events, {row['events_rolled_back']} rolled back "
+            f"({row['rolled_back_per_committed']:.4f} per committed event), "
+            f"{row['anti_messages']} anti-messages, {row['serial_steps']} serial steps, "
+            f"log peak {row['log_bytes_peak'] / 2**20:.1f} MiB; outputs "
+            f"{'identical' if same else 'DIFFER'}")
+    phold = dict(num_entities=4096, events_per_entity=2, remote=0.5, mean=1.0,
+                 lookahead=1e-3, work=0, step_duration=1.0)
+    cases = [(f"default PCS {w}x{w}", "pcs", _pcs_config(w)) for w in (32, 64)]
+    cases.append(("PHOLD 4096 lookahead 1e-3", "phold", phold))
+    for name, model, cfg in cases:
+        rts = {"serial": Runtime(model, cfg, 1, "serial", 1),
+               f"parallel-{threads}": Runtime(model, cfg, 1, "parallel", threads),
+               f"optimistic-{threads}": Runtime(model, cfg, 1, "optimistic", threads)}
+        for rt in rts.values():
+            rt.reset([0])
+            rt.actions[:] = 0
+            for _ in range(10):
+                rt.step()
+        samples = _blocks(rts, 3 if quick else 9, 20)
+        med = {k: statistics.median(v) for k, v in samples.items()}
+        opt = rts[f"optimistic-{threads}"]
+        row = {"median_s_per_block": med,
+               "optimistic_vs_parallel": med[f"parallel-{threads}"] / med[f"optimistic-{threads}"],
+               "optimistic_vs_serial": med["serial"] / med[f"optimistic-{threads}"],
+               "parallel_vs_serial": med["serial"] / med[f"parallel-{threads}"],
+               **_opt_stats(opt)}
+        for rt in rts.values():
+            rt.close()
+        out[name] = row
+        log(f"{name}: parallel-{threads} {row['parallel_vs_serial']:.2f}x serial, optimistic-"
+            f"{threads} {row['optimistic_vs_serial']:.2f}x serial = "
+            f"{row['optimistic_vs_parallel']:.2f}x parallel; {row['events_rolled_back']} "
+            f"rolled back of {row['events']} events, {row['serial_steps']} serial steps")
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     import argparse
 

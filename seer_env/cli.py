@@ -111,6 +111,7 @@ def cmd_run(a: argparse.Namespace) -> int:
 def cmd_verify(a: argparse.Namespace) -> int:
     cfg = _parse_sets(a.set, a.env)
     rep = verify(a.env, steps=a.steps, threads=a.threads, num_envs=a.num_envs, seed=a.seed,
+                 executor=a.executor,
                  **cfg)
     print(rep)
     return 0 if rep.identical else 1
@@ -122,6 +123,9 @@ def cmd_bench(a: argparse.Namespace) -> int:
         return 0
     if a.what == "api":
         bench.bench_api(a.rounds)
+        return 0
+    if a.what == "optimistic":
+        bench.bench_optimistic(quick=a.quick)
         return 0
     from . import benchsuite
 
@@ -253,9 +257,12 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--threads", type=_threads, default="auto",
                    help="worker threads incl. the calling thread, or 'auto' "
                         "(default: chosen from the CPUs)")
-    r.add_argument("--executor", choices=["parallel", "serial"], default="parallel",
-                   help="event executor: 'parallel' (default) or 'serial' (the reference); "
-                        "outputs are identical")
+    r.add_argument("--executor", choices=["parallel", "optimistic", "serial"],
+                   default="parallel",
+                   help="event executor: 'parallel' (default: conservative windows; with "
+                        "--threads auto STPA may pick any), 'optimistic' (speculation with "
+                        "rollback, any lookahead) or 'serial' (the reference); outputs are "
+                        "identical")
     r.add_argument("--policy", choices=["random", "constant"], default="random",
                    help="random actions, or action 0 / zero vector (default random)")
     r.add_argument("--quiet", action="store_true",
@@ -270,7 +277,10 @@ def build_parser() -> argparse.ArgumentParser:
                                    "'identical'. Exit status 0 if identical, 1 if not.")
     common(v, 100)
     v.add_argument("--threads", type=int, default=2,
-                   help="threads of the parallel run (default 2)")
+                   help="threads of the compared run (default 2)")
+    v.add_argument("--executor", choices=["parallel", "optimistic"], default="parallel",
+                   help="the executor compared with the serial one (default parallel; "
+                        "'optimistic' also runs lookahead 0 models)")
     v.set_defaults(fn=cmd_verify)
 
     t = sub.add_parser("trace", help="write a Chrome/Perfetto trace of every worker's "
@@ -293,6 +303,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="phold: the runtime's PHOLD figures (stdout).  api: the fixed cost of "
         "a step above the native step (batched and dict API) and the dict API's cost per "
         "agent against a minimal pure-Python ParallelEnv, 16 to 4096 agents (stdout).  "
+        "optimistic: the optimistic executor vs serial on classic PCS (32x32 to t=300000, "
+        "64x64 to t=40000; --quick: a tenth) and vs the parallel executor on default PCS "
+        "and a tiny-lookahead PHOLD, with the rollback statistics (stdout).  "
         "suite: STPA workloads (PHOLD/PCS/Aircraft x sizes x batch 1/8: fixed configurations "
         "vs threads='auto'), "
         "the NumPy ports, the Python layer, a policy+env rollout and the tracing-off cost; "
@@ -300,8 +313,8 @@ def build_parser() -> argparse.ArgumentParser:
         "table.  stpa: the STPA workloads only.  scaling: threads 1..--max-threads on "
         "PHOLD and PCS (for a many-core machine).  trace-overhead: this build vs one with "
         "the tracing code compiled out.")
-    b.add_argument("what", choices=["phold", "api", "suite", "stpa", "scaling",
-                                    "trace-overhead"],
+    b.add_argument("what", choices=["phold", "api", "optimistic", "suite", "stpa",
+                                    "scaling", "trace-overhead"],
                    nargs="?", default="phold",
                    help="which benchmark (default phold; see the description above)")
     b.add_argument("--rounds", type=int, default=7,

@@ -78,22 +78,24 @@ _KIND_EVENT, _KIND_WINDOW, _KIND_BARRIER = 0, 2, 4
 
 @dataclass(frozen=True)
 class Candidate:
-    """One configuration: ``executor`` ("serial" or "parallel") and ``threads``."""
+    """One configuration: ``executor`` ("serial", "parallel" or "optimistic") and
+    ``threads``."""
 
     executor: str
     threads: int
 
     @property
     def label(self) -> str:
-        return "serial" if self.executor == "serial" else f"parallel-{self.threads}"
+        return "serial" if self.executor == "serial" else f"{self.executor}-{self.threads}"
 
     @staticmethod
     def parse(label: str) -> Candidate:
-        """``"serial"`` or ``"parallel-N"`` back to a Candidate."""
+        """``"serial"``, ``"parallel-N"`` or ``"optimistic-N"`` back to a Candidate."""
         if label == "serial":
             return SERIAL
-        if label.startswith("parallel-"):
-            return Candidate("parallel", int(label.split("-", 1)[1]))
+        for ex in ("parallel", "optimistic"):
+            if label.startswith(ex + "-"):
+                return Candidate(ex, int(label.split("-", 1)[1]))
         raise ValueError(f"not a candidate label: {label!r}")
 
 
@@ -235,19 +237,48 @@ def cache_sizes(root: str = "/sys/devices/system/cpu/cpu0/cache") -> dict[str, i
     return out
 
 
+# A step of the optimistic executor whose instance is split across threads
+# speculates unless the lookahead gives at most this many windows per step
+# (then it runs the conservative windows: SEER_OPT_WINDOWS_MAX in the runtime).
+OPT_WINDOWS_MAX = 256.0
+
+
+def speculates(features: Features) -> bool:
+    """Would the optimistic executor speculate on this workload (rather than run
+    the conservative executor's windows)?  Lookahead 0, or more than
+    ``OPT_WINDOWS_MAX`` windows of width L per step."""
+    L = features.lookahead
+    return not L > 0.0 or features.step_duration > OPT_WINDOWS_MAX * L
+
+
 def candidate_set(features: Features, max_threads: int | None = None) -> list[Candidate]:
     """The configurations worth considering, in preference order (fewest threads first).
 
-    Lookahead 0 leaves the serial executor only.  Otherwise: the serial executor
-    and the parallel executor with 1..P threads, P = min(cores, max_threads,
-    entities x instances) (a pool larger than the number of entities has idle
-    workers by construction; more threads than cores oversubscribe).
+    P = min(cores, max_threads, entities x instances) (a pool larger than the
+    number of entities has idle workers by construction; more threads than cores
+    oversubscribe).  The serial executor always; with lookahead > 0 the parallel
+    executor with 1..P threads; where the optimistic executor would speculate
+    (:func:`speculates`: lookahead 0, or a lookahead so small that windows
+    degenerate), the optimistic executor with 2..P threads.  With B instances on
+    p <= B threads the optimistic executor runs whole instances per thread, like
+    the parallel one: with lookahead > 0 it is then left out (the same run).
     """
-    if not features.lookahead > 0.0:
-        return [SERIAL]
     p_max = max(1, min(features.cores, max_threads or features.cores,
                        features.num_entities * features.num_instances))
-    return [SERIAL] + [Candidate("parallel", p) for p in range(1, p_max + 1)]
+    out = [SERIAL]
+    if features.lookahead > 0.0:
+        out += [Candidate("parallel", p) for p in range(1, p_max + 1)]
+    if speculates(features):
+        out += [Candidate("optimistic", p) for p in range(2, p_max + 1)
+                if not (features.lookahead > 0.0 and p <= features.num_instances)]
+    return sorted(out, key=_pref)
+
+
+def first_candidate(features_lookahead: float) -> Candidate:
+    """Where the preflight's first (features) step runs: the parallel executor on
+    one thread (its counters give windows per step), or the serial executor for
+    lookahead 0."""
+    return Candidate("parallel", 1) if features_lookahead > 0.0 else SERIAL
 
 
 def _median(x: np.ndarray) -> float:
@@ -314,6 +345,9 @@ def predict_step_ns(features: Features, summary: TraceSummary, cand: Candidate) 
     p = cand.threads
     if cand.executor == "serial" or p == 1:
         return work
+    if cand.executor == "optimistic":
+        # no windows; speculation's logs and rollbacks cost about a tenth more
+        return 1.1 * work / p
     par = max(1.0, summary.events_per_window)
     per_extra = summary.barrier_ns / max(1, summary.threads - 1)
     return work / min(float(p), par) + features.windows_per_step * per_extra * (p - 1)
@@ -357,7 +391,7 @@ def select(timings: Mapping[Candidate, Sequence[float]], features: Features,
             choice = min(cands, key=lambda c: (predicted[c.label], _pref(c)))
             why = "predicted fastest from the traced step (nothing was timed)"
         else:
-            choice = cands[0] if len(cands) == 1 else Candidate("parallel", 1)
+            choice = cands[0] if len(cands) == 1 else first_candidate(features.lookahead)
             why = "the default (nothing was timed or traced)"
         return Decision(choice, f"{_in_words(choice).capitalize()}: {why}.", {}, predicted,
                         trigger)
@@ -395,7 +429,7 @@ def select(timings: Mapping[Candidate, Sequence[float]], features: Features,
 def _in_words(c: Candidate) -> str:
     if c.executor == "serial":
         return "the serial executor"
-    return f"the parallel executor on {c.threads} thread{'s' if c.threads > 1 else ''}"
+    return f"the {c.executor} executor on {c.threads} thread{'s' if c.threads > 1 else ''}"
 
 
 def choice_ns(ns: float) -> str:
@@ -406,7 +440,7 @@ def choice_ns(ns: float) -> str:
 
 
 def _pref(c: Candidate) -> tuple[int, int]:
-    return (c.threads, 0 if c.executor == "serial" else 1)
+    return (c.threads, {"serial": 0, "parallel": 1}.get(c.executor, 2))
 
 
 def regime(load: Load) -> int:
@@ -458,9 +492,9 @@ def close_call(timings: Mapping[Candidate, Sequence[float]], tie: float = 0.08
 def neighbours(choice: Candidate, candidates: Sequence[Candidate]) -> list[Candidate]:
     """The cheap re-probe set: one-thread candidates, the choice and the pools next to it."""
     keep = {SERIAL, Candidate("parallel", 1), choice}
-    if choice.executor == "parallel":
-        keep |= {Candidate("parallel", choice.threads - 1),
-                 Candidate("parallel", choice.threads + 1)}
+    if choice.executor != "serial":
+        keep |= {Candidate(choice.executor, choice.threads - 1),
+                 Candidate(choice.executor, choice.threads + 1)}
     return [c for c in candidates if c in keep]
 
 
@@ -640,7 +674,7 @@ class Stpa:
         if pr.steps == 0:
             pr.t_start = t_in
         if pr.stage == "features":
-            self._switch(Candidate("parallel", 1))
+            self._switch(first_candidate(self.rt.sizes.lookahead))
             ev0, win0 = self._counters()
             t0 = self._clock()
             self._native_step(mask_ptr)
@@ -730,7 +764,10 @@ class Stpa:
         big = max(c.threads for c in cands)
         if self.trace_enabled and big > 1 and self.rt._trace_cap == 0:
             pr.stage = "trace"
-            pr.queue = [_Visit(Candidate("parallel", big), timed=False, traced=True)]
+            # the parallel executor's windows say most about the pools to time;
+            # for lookahead 0 the optimistic executor is the only pool
+            ex = "parallel" if self.rt.sizes.lookahead > 0.0 else "optimistic"
+            pr.queue = [_Visit(Candidate(ex, big), timed=False, traced=True)]
         else:
             self._plan_timing(pr)
 
@@ -786,9 +823,15 @@ class Stpa:
         assert self.features is not None
         if len(pr.candidates) == 1 and not pr.timings:
             c = pr.candidates[0]
-            dec = Decision(c, f"{c.label}: the only candidate "
-                              f"(lookahead {self.features.lookahead:g}, {self.cores} core(s))",
-                           {}, {}, pr.trigger)
+            if pr.dropped:
+                why = (f"{c.label}: the only candidate left ("
+                       + ", ".join(sorted(d.label for d in pr.dropped))
+                       + f" dropped: its traced step took over {self.drop_traced:g}x "
+                       "the first step)")
+            else:
+                why = (f"{c.label}: the only candidate "
+                       f"(lookahead {self.features.lookahead:g}, {self.cores} core(s))")
+            dec = Decision(c, why, {}, {}, pr.trigger)
         else:
             confirm = pr.trigger == "confirm" and self.decision is not None
             dec = select(pr.timings, self.features, self.trace_summary, self.margin,

@@ -51,6 +51,7 @@ class VerifyReport:
     threads: int
     num_envs: int
     divergence: Divergence | None
+    executor: str = "parallel"
 
     @property
     def identical(self) -> bool:
@@ -59,7 +60,7 @@ class VerifyReport:
     def __str__(self) -> str:
         what = "identical" if self.identical else f"DIVERGED at {self.divergence}"
         return (
-            f"{self.env}: serial vs parallel (threads={self.threads}, "
+            f"{self.env}: serial vs {self.executor} (threads={self.threads}, "
             f"num_envs={self.num_envs}, {self.steps} steps): {what}"
         )
 
@@ -92,30 +93,40 @@ def verify(
     num_envs: int = 1,
     seed: int = 0,
     action_seed: int | None = None,
+    executor: str = "parallel",
     **config: Any,
 ) -> VerifyReport:
-    """Run ``env`` on the serial and parallel executors with identical random actions.
+    """Run ``env`` on the serial executor and on ``executor`` with identical random actions.
+
+    Example::
+
+        from seer_env.testing import verify
+        print(verify("pcs_v0", steps=50, classic=True, executor="optimistic"))
 
     Args:
         env: registered env name, e.g. ``"pcs_v0"``.
         steps: steps to compare (instances whose episode ends are reset).
-        threads: pool size of the parallel run.
+        threads: pool size of the compared run.
         num_envs: instances per runtime (the batch).
         seed: reset seed (instance i gets ``seed + i``).
         action_seed: seed of the random actions (default: ``seed``).
+        executor: the executor compared with the serial one: ``"parallel"``
+            (conservative windows; needs lookahead > 0) or ``"optimistic"``.
         **config: env config.
     """
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
         raise ConfigError(f"steps={steps!r} must be an int >= 0")
+    if executor not in ("parallel", "optimistic"):
+        raise ConfigError(f"executor={executor!r} must be 'parallel' or 'optimistic'")
     mod = env_module(env)
     serial = mod.vector_env(num_envs, executor="serial", threads=1, **config)
-    if not serial.sizes.lookahead > 0.0:
+    if executor == "parallel" and not serial.sizes.lookahead > 0.0:
         serial.close()
         raise ExecutorError(
-            f"{mod.name}: verify compares the serial and the parallel executor, but this "
-            "configuration has lookahead 0, which only the serial executor runs; "
-            "`seer-env check` still checks it")
-    parallel = mod.vector_env(num_envs, executor="parallel", threads=threads, **config)
+            f"{mod.name}: this configuration has lookahead 0, which the parallel executor "
+            "cannot run; compare the optimistic executor instead (executor='optimistic', "
+            "`seer-env verify --executor optimistic`)")
+    parallel = mod.vector_env(num_envs, executor=executor, threads=threads, **config)
     names = serial.possible_agents
     rng = np.random.default_rng(seed if action_seed is None else action_seed)
     try:
@@ -129,7 +140,7 @@ def verify(
             r2 = parallel.step(acts)
             done += 1
             div = _compare(done, names, serial, r1, r2, reset=False)
-        return VerifyReport(env, done, threads, num_envs, div)
+        return VerifyReport(env, done, threads, num_envs, div, executor)
     finally:
         serial.close()
         parallel.close()

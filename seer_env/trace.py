@@ -90,6 +90,11 @@ def chrome_trace(runtime: Runtime, records: Sequence[np.ndarray] | None = None,
             elif kind == "window":
                 ev = {"name": "window", "cat": "window",
                       "args": {"sim_start": float(rec["sim_time"]), "events": int(rec["count"])}}
+            elif kind == "rollback":
+                ev = {"name": "rollback", "cat": "rollback",
+                      "args": {"instance": int(rec["instance"]), "entity": int(rec["entity"]),
+                               "back_to_sim_time": float(rec["sim_time"]),
+                               "handlings_undone": int(rec["count"])}}
             elif kind == "barrier":
                 ev = {"name": "barrier wait", "cat": "barrier", "args": {}}
                 if t1 == t0:

@@ -78,11 +78,11 @@ def test_shipped_models_pass(name: str, config: dict) -> None:
     assert report.ok, str(report)
 
 
-def test_lookahead_zero_skips_the_parallel_passes() -> None:
+def test_lookahead_zero_checks_the_optimistic_executor() -> None:
     report = seer_env.check("pcs_v0", {"classic": True, "width": 4, "height": 3}, **QUICK)
     assert report.ok, str(report)
     assert [p.status for p in report.passes][2:] == [
-        "skipped: lookahead 0 (serial executor only)"] * 2
+        "skipped: lookahead 0 (no windows to shuffle)", "ok"]
 
 
 def test_cli_check_exit_status(capsys: pytest.CaptureFixture) -> None:

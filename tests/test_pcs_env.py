@@ -191,13 +191,18 @@ def test_switches_and_classic_defaults() -> None:
         _, _, _, _, infos = env.step({a: 0 for a in env.agents})
     tot = env.totals()
     assert tot["reports_received"] == 0 and tot["moves_in"] == 0 and tot["call_attempts"] > 0
-    # "auto" picks an executor that can run lookahead 0; an explicit pool cannot
+    # "auto" starts lookahead 0 on the serial executor (STPA may move it to the
+    # optimistic one); the parallel executor on an explicit pool cannot run it
     auto = pcs_v0.parallel_env(classic=True, max_cycles=3)
     auto.reset()
     auto.step({a: 0 for a in auto.agents})
-    assert auto.runtime.executor == "serial" and auto.stpa is None
+    assert auto.runtime.executor == "serial" and auto.stpa is not None
     with pytest.raises(ExecutorError, match="lookahead 0"):
         pcs_v0.parallel_env(classic=True, threads=2)
+    opt = pcs_v0.parallel_env(classic=True, threads=2, executor="optimistic", max_cycles=3)
+    opt.reset()
+    opt.step({a: 0 for a in opt.agents})
+    assert opt.runtime.executor == "optimistic"
     # classic without a seed uses the engine's base seed; seed 0 is the same stream
     a = pcs_v0.parallel_env(classic=True, executor="serial", max_cycles=5)
     b = pcs_v0.parallel_env(classic=True, executor="serial", max_cycles=5)

@@ -57,7 +57,15 @@ def summary(threads: int = 2, events_per_window: float = 1e4, handler_ns: float 
 def test_candidate_set_shapes():
     assert candidate_set(feats(cores=4)) == [SERIAL, P[1], P[2], P[3], P[4]]
     assert candidate_set(feats(cores=1)) == [SERIAL, P[1]]
-    assert candidate_set(feats(lookahead=0.0)) == [SERIAL]
+    # lookahead 0: the serial executor, and the optimistic one on 2+ threads
+    opt = {p: Candidate("optimistic", p) for p in range(1, 5)}
+    assert candidate_set(feats(lookahead=0.0)) == [SERIAL, opt[2]]
+    assert candidate_set(feats(lookahead=0.0, cores=4)) == [SERIAL, opt[2], opt[3], opt[4]]
+    assert candidate_set(feats(lookahead=0.0, cores=1)) == [SERIAL]
+    # a lookahead too small for windows (step 8.0 > 256 L): the optimistic
+    # executor joins the parallel one where it splits an instance (p > B)
+    assert candidate_set(feats(lookahead=1e-3, cores=4, instances=2)) == [
+        SERIAL, P[1], P[2], P[3], opt[3], P[4], opt[4]]
     # never more threads than entities x instances
     assert candidate_set(feats(cores=16, entities=2, instances=1)) == [SERIAL, P[1], P[2]]
     assert candidate_set(feats(cores=16, entities=2, instances=3))[-1] == P[6]
@@ -65,7 +73,7 @@ def test_candidate_set_shapes():
 
 
 def test_candidate_labels_round_trip():
-    for c in [SERIAL, P[1], P[7]]:
+    for c in [SERIAL, P[1], P[7], Candidate("optimistic", 3)]:
         assert Candidate.parse(c.label) == c
     with pytest.raises(ValueError):
         Candidate.parse("threads-2")
@@ -460,3 +468,44 @@ def test_a_returning_load_regime_gets_its_choice_back_without_a_probe():
     assert (rt.executor, rt.threads) == (st.regimes[first].executor, st.regimes[first].threads)
     assert st.regime_switches == switches + (running != (rt.executor, rt.threads))
     rt.close()
+
+
+def test_lookahead_zero_runs_optimistic_under_auto():
+    """Classic PCS (lookahead 0) under threads="auto": the preflight starts on the
+    serial executor, times the optimistic executor on 2 threads, and keeps it when
+    it is faster (a clock that charges the serial executor double makes it so);
+    the outputs are the serial executor's, bit for bit."""
+    cfg = c_config(classic=1, width=6, height=6)
+    holder: dict[str, Runtime] = {}
+    now = [0]
+
+    def clock() -> int:
+        rt = holder.get("rt")
+        now[0] += 2000 if rt is not None and rt.executor == "serial" else 1000
+        return now[0]
+
+    rt = Runtime("pcs", cfg, 1, "parallel", "auto", oversubscribe=True,
+                 stpa_options=dict(cores=2, trace=False, confirm=False, clock=clock))
+    holder["rt"] = rt
+    ref = Runtime("pcs", cfg, 1, "serial", 1)
+    assert rt.executor == "serial" and rt.stpa is not None
+    rng = np.random.default_rng(5)
+    try:
+        rt.reset([3])
+        ref.reset([3])
+        for _ in range(80):
+            acts = rng.integers(0, cfg["max_guard"] + 1, size=rt.actions.shape)
+            rt.actions[:] = acts
+            ref.actions[:] = acts
+            rt.step()
+            ref.step()
+            assert rt.obs.tobytes() == ref.obs.tobytes()
+            assert rt.reward.tobytes() == ref.reward.tobytes()
+            assert rt.info.tobytes() == ref.info.tobytes()
+        assert rt.stpa.decision is not None
+        assert set(rt.stpa.decision.medians_ns) == {"serial", "optimistic-2"}
+        assert (rt.executor, rt.threads) == ("optimistic", 2)
+        assert rt.entity_states(0) == ref.entity_states(0)
+    finally:
+        rt.close()
+        ref.close()

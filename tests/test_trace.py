@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from seer_env import cli
@@ -163,3 +164,29 @@ def test_trace_records_cover_parked_threads():
     tr = chrome_trace(rt)
     check_trace_format(tr)
     rt.close()
+
+
+def test_rollbacks_are_traced() -> None:
+    """Every rollback of the optimistic executor is a trace record (entity, the
+    simulated time it went back to, the handlings undone) and a Chrome span."""
+    from seer_env._runtime import trace_kinds
+
+    kind = {v: k for k, v in trace_kinds().items()}["rollback"]
+    rt = Runtime("pcs", c_config(classic=1, width=8, height=8), 1, "optimistic", 3,
+                 oversubscribe=True)
+    try:
+        rt.trace(1 << 16)
+        rt.reset([2])
+        rng = np.random.default_rng(0)
+        for _ in range(60):
+            rt.actions[:] = rng.integers(0, 4, size=rt.actions.shape)
+            rt.step()
+        rb = np.concatenate([r[r["kind"] == kind] for r in rt.trace_records()])
+        assert (rb["count"] >= 1).all() and (rb["entity"] < rt.sizes.num_entities).all()
+        recs, undone = len(rb), int(rb["count"].sum())
+        spans = sum(1 for e in chrome_trace(rt)["traceEvents"] if e.get("cat") == "rollback")
+        st = rt.stats()
+        assert recs == st["rollbacks"] and undone == st["events_rolled_back"]
+        assert spans == recs
+    finally:
+        rt.close()
