@@ -295,6 +295,56 @@ def _opt_stats(rt: Runtime) -> dict[str, Any]:
             "log_bytes_peak": s["log_bytes_peak"]}
 
 
+def bench_pcs(rounds: int = 9, threads: int = 2, widths: tuple[int, ...] = (32, 64),
+              block: int = 40, log: Callable[[str], None] = print) -> dict[str, Any]:
+    """Default PCS (load reports on) through the batched API, one env stepped in
+    a loop: the parallel executor on ``threads`` threads vs the serial executor,
+    at 32x32 and 64x64.  Each runner takes ``block`` consecutive steps per round
+    (warm caches), the order rotating; medians of the per-step times.
+
+    Example::
+
+        from seer_env.bench import bench_pcs
+        print(bench_pcs(rounds=3)["64x64"]["speedup"])
+    """
+    from .envs import pcs_v0
+
+    out: dict[str, Any] = {"threads": threads}
+    for w in widths:
+        envs = {"serial": pcs_v0.vector_env(1, width=w, height=w, executor="serial",
+                                            threads=1),
+                f"parallel-{threads}": pcs_v0.vector_env(1, width=w, height=w,
+                                                         executor="parallel",
+                                                         threads=threads)}
+        acts = np.zeros((1, w * w), np.int64)
+        for e in envs.values():
+            e.reset(seed=0)
+            for _ in range(block):
+                e.step(acts)
+        samples: dict[str, list[float]] = {k: [] for k in envs}
+        keys = list(envs)
+        for r in range(rounds):
+            for k in keys[r % len(keys):] + keys[:r % len(keys)]:
+                e = envs[k]
+                t0 = time.perf_counter()
+                for _ in range(block):
+                    e.step(acts)
+                samples[k].append((time.perf_counter() - t0) / block)
+        ev = {k: e.runtime.stats()["events"] / max(1, e.runtime.stats()["steps"])
+              for k, e in envs.items()}
+        for e in envs.values():
+            e.close()
+        med = {k: statistics.median(v) for k, v in samples.items()}
+        sp = med["serial"] / med[f"parallel-{threads}"]
+        out[f"{w}x{w}"] = {"median_s_per_step": med, "speedup": sp,
+                           "events_per_step": ev["serial"]}
+        log(f"default PCS {w}x{w} (reports on, batched API): serial "
+            f"{med['serial'] * 1e3:.3f} ms/step, parallel-{threads} "
+            f"{med[f'parallel-{threads}'] * 1e3:.3f} ms/step: {sp:.2f}x "
+            f"({ev['serial']:.0f} events/step)")
+    return out
+
+
 def bench_optimistic(quick: bool = False, threads: int = 2,
                      log: Callable[[str], None] = print) -> dict[str, Any]:
     """The optimistic executor against the serial and the parallel executors.

@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from ._runtime import Runtime, cpu_count
-from .bench import bench_api, machine
+from .bench import bench_api, bench_optimistic, bench_pcs, machine
 from .registry import env_module
 
 Log = Callable[[str], None]
@@ -496,26 +496,30 @@ def bench_rollout(steps: int = 200, log: Log = print) -> dict[str, Any]:
 
 
 def bench_scaling(max_threads: int = 16, rounds: int = 7, log: Log = print) -> dict[str, Any]:
-    """Step latency and events/s vs threads 1..max_threads (PHOLD, PCS), serial as base."""
-    from .bench import calibrate_work, phold_config
+    """Step latency and events/s vs threads 1..max_threads, serial as base: PHOLD
+    (parallel executor), default PCS (parallel and optimistic), classic PCS
+    (lookahead 0: optimistic only) and PHOLD with a lookahead too small for
+    windows (parallel and optimistic); with the optimistic executor's rollback
+    counts."""
+    from .bench import _pcs_config, calibrate_work, phold_config
 
     work = calibrate_work(1000.0)
-    cases = {
-        "phold 4096 work~1us": ("phold", phold_config(4096, work)),
-        "phold 4096 work=0": ("phold", phold_config(4096, 0)),
-        "pcs 64x64": ("pcs", None),
+    tiny = dict(phold_config(4096, work), lookahead=1e-3, step_duration=1.0)
+    cases: dict[str, tuple[str, Any, tuple[str, ...]]] = {
+        "phold 4096 work~1us": ("phold", phold_config(4096, work), ("parallel",)),
+        "phold 4096 work=0": ("phold", phold_config(4096, 0), ("parallel",)),
+        "pcs 64x64": ("pcs", _pcs_config(64), ("parallel", "optimistic")),
+        "pcs classic 64x64": ("pcs", _pcs_config(64, classic=True), ("optimistic",)),
+        "phold 4096 work~1us lookahead 1e-3": ("phold", tiny, ("parallel", "optimistic")),
     }
     out: dict[str, Any] = {"max_threads": max_threads, "work_iterations": work}
-    for name, (model, cfg) in cases.items():
-        if cfg is None:
-            v = _make("pcs_v0", {"width": 64, "height": 64}, 1, "serial", 1)
-
-            cfg = dict(v.runtime.config)
-            v.close()
-        labels = ["serial"] + [f"parallel-{p}" for p in range(1, max_threads + 1)]
+    for name, (model, cfg, executors) in cases.items():
+        labels = ["serial"]
         rts = {"serial": Runtime(model, cfg, 1, "serial", 1)}
-        for p in range(1, max_threads + 1):
-            rts[f"parallel-{p}"] = Runtime(model, cfg, 1, "parallel", p)
+        for ex in executors:
+            for p in range(1 if ex == "parallel" else 2, max_threads + 1):
+                rts[f"{ex}-{p}"] = Runtime(model, cfg, 1, ex, p)
+                labels.append(f"{ex}-{p}")
         for rt in rts.values():
             rt.reset([1])
             _zero_actions(rt)
@@ -527,14 +531,22 @@ def bench_scaling(max_threads: int = 16, rounds: int = 7, log: Log = print) -> d
             if k != "serial":
                 _step(rt)
         samples, evs = _interleaved(rts, labels, rounds, steps)
+        rollbacks = {k: {x: rt.stats()[x] for x in ("events", "events_rolled_back",
+                                                     "serial_steps")}
+                     for k, rt in rts.items() if k.startswith("optimistic")}
         for rt in rts.values():
             rt.close()
         med = {k: statistics.median(v) for k, v in samples.items()}
+        base1 = "parallel-1" if "parallel-1" in med else "serial"
         out[name] = {"median_ns_per_step": med,
                      "events_per_s": {k: statistics.median(v) for k, v in evs.items()},
                      "speedup_vs_serial": {k: med["serial"] / med[k] for k in labels},
-                     "speedup_vs_parallel_1": {k: med["parallel-1"] / med[k] for k in labels}}
+                     "speedup_vs_parallel_1": {k: med[base1] / med[k] for k in labels},
+                     "optimistic_counts": rollbacks}
         log(f"  {name}: " + ", ".join(f"{k} {med['serial'] / med[k]:.2f}x" for k in labels))
+        for k, c in rollbacks.items():
+            log(f"    {k}: {c['events_rolled_back']} of {c['events']} events rolled back, "
+                f"{c['serial_steps']} serial steps")
     return out
 
 
@@ -795,9 +807,12 @@ def plot(res: dict[str, Any], outdir: str, log: Log = print) -> list[str]:
         for k, v in sc.items():
             if not isinstance(v, dict):
                 continue
-            ks = [x for x in v["speedup_vs_serial"] if x != "serial"]
-            ax.plot([int(x.split("-")[1]) for x in ks], [v["speedup_vs_serial"][x] for x in ks],
-                    marker="o", label=k)
+            for ex, style in (("parallel", "-"), ("optimistic", "--")):
+                ks = [x for x in v["speedup_vs_serial"] if x.startswith(ex + "-")]
+                if ks:
+                    ax.plot([int(x.split("-")[1]) for x in ks],
+                            [v["speedup_vs_serial"][x] for x in ks], style, marker="o",
+                            label=f"{k} ({ex})")
         ax.set_xlabel("threads")
         ax.set_ylabel("speedup vs serial executor (median step time)")
         ax.set_title(f"thread scaling — {mdesc}", fontsize=9)
@@ -847,6 +862,10 @@ def run(what: str, outdir: str, quick: bool = False, max_threads: int = 16,
             ("tracing off vs compiled out",
              lambda: bench_trace_overhead(rounds=9 if quick else 15, log=log),
              "trace_overhead"),
+            ("PCS on 2 threads (batched API, reports on)",
+             lambda: bench_pcs(rounds=5 if quick else 9, log=log), "pcs"),
+            ("the optimistic executor (classic PCS, default PCS, tiny-lookahead PHOLD)",
+             lambda: bench_optimistic(quick=quick, log=log), "optimistic"),
         ]
     if what == "scaling":
         stages.append((f"thread scaling 1..{max_threads}",

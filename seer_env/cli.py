@@ -127,6 +127,9 @@ def cmd_bench(a: argparse.Namespace) -> int:
     if a.what == "optimistic":
         bench.bench_optimistic(quick=a.quick)
         return 0
+    if a.what == "pcs":
+        bench.bench_pcs(rounds=3 if a.quick else a.rounds)
+        return 0
     from . import benchsuite
 
     benchsuite.run(a.what, a.output, quick=a.quick, max_threads=a.max_threads)
@@ -303,6 +306,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="phold: the runtime's PHOLD figures (stdout).  api: the fixed cost of "
         "a step above the native step (batched and dict API) and the dict API's cost per "
         "agent against a minimal pure-Python ParallelEnv, 16 to 4096 agents (stdout).  "
+        "pcs: default PCS 32x32 and 64x64 (reports on) through the batched API, parallel "
+        "on 2 threads vs serial (stdout).  "
         "optimistic: the optimistic executor vs serial on classic PCS (32x32 to t=300000, "
         "64x64 to t=40000; --quick: a tenth) and vs the parallel executor on default PCS "
         "and a tiny-lookahead PHOLD, with the rollback statistics (stdout).  "
@@ -313,7 +318,7 @@ def build_parser() -> argparse.ArgumentParser:
         "table.  stpa: the STPA workloads only.  scaling: threads 1..--max-threads on "
         "PHOLD and PCS (for a many-core machine).  trace-overhead: this build vs one with "
         "the tracing code compiled out.")
-    b.add_argument("what", choices=["phold", "api", "optimistic", "suite", "stpa",
+    b.add_argument("what", choices=["phold", "api", "pcs", "optimistic", "suite", "stpa",
                                     "scaling", "trace-overhead"],
                    nargs="?", default="phold",
                    help="which benchmark (default phold; see the description above)")
