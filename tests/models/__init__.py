@@ -2,6 +2,8 @@
 
 * ``probe``: breaks the event-locality contract on demand (``probe.h``).
 * ``dying``: agents that finish at different steps.
+* ``nonmono``: zero-delay events against the key order (lookahead 0), for the
+  optimistic executor's serial reruns.
 * ``broken/``: one model per rule the contract checker enforces.
 """
 
