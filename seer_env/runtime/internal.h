@@ -670,10 +670,11 @@ void seer_opt_open_completer(seer_runtime *rt);
  * idle and no message is in flight (or the call aborts); `bank`: the act
  * phase's outboxes, merged first. */
 void seer_opt_run_slot(seer_worker *w, seer_ctx *c, uint32_t slot, uint32_t bank);
-/* The completer, after the speculation phase: statistics; abandoned
- * instances go to the end of the selection (rt->opt_abandoned of them, out
- * of rt->nsel); after an abort, every message and log is dropped. */
-void seer_opt_finish_completer(seer_runtime *rt, int aborted);
+/* The completer (worker w), after the speculation phase: statistics;
+ * abandoned instances go to the end of the selection (rt->opt_abandoned of
+ * them, out of rt->nsel); after an abort, every message and log is dropped
+ * (their events freed into w's own free list). */
+void seer_opt_finish_completer(seer_runtime *rt, seer_worker *w, int aborted);
 /* Host, after the call: instance i's abandoned speculation undone, its
  * step run serially (from after its act phase). */
 int seer_opt_serial_step(seer_runtime *rt, uint32_t i);

@@ -942,7 +942,10 @@ int seer_opt_speculates(const seer_runtime *rt)
 uint32_t seer_opt_slots(const seer_runtime *rt) { return rt->opt ? rt->opt->slots : 0; }
 
 /* After an abort: drop every message in flight and every log (the failed
- * instances' queues are freed by the host, release_failed in runtime.c). */
+ * instances' queues are freed by the host, release_failed in runtime.c).
+ * The events go to the free list of w, the completer's own: worker 0's
+ * belongs to the host thread, which may be restocking it meanwhile (a call
+ * whose other workers ran every phase up to here before the host joined). */
 static void drop_everything_completer(seer_runtime *rt, seer_worker *w)
 {
     struct seer_opt_shared *sh = rt->opt;
@@ -985,7 +988,7 @@ static void drop_everything_completer(seer_runtime *rt, seer_worker *w)
     }
 }
 
-void seer_opt_finish_completer(seer_runtime *rt, int was_aborted)
+void seer_opt_finish_completer(seer_runtime *rt, seer_worker *w, int was_aborted)
 {
     struct seer_opt_shared *sh = rt->opt;
     uint64_t peak = 0;
@@ -1003,7 +1006,7 @@ void seer_opt_finish_completer(seer_runtime *rt, int was_aborted)
         rt->opt_log_peak = peak;
     if (was_aborted) {
         /* every selected instance fails: free what speculation holds */
-        drop_everything_completer(rt, &rt->workers[0]);
+        drop_everything_completer(rt, w);
         rt->opt_abandoned = 0;
         return;
     }

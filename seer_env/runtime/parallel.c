@@ -211,8 +211,8 @@ static void reduce_windows_completer(seer_runtime *rt)
 }
 
 /* The transition after phase `done`, run by the thread that completed it
- * while no other thread touches the call's shared state. */
-static void advance_phase_completer(seer_runtime *rt, uint32_t done)
+ * (worker w) while no other thread touches the call's shared state. */
+static void advance_phase_completer(seer_runtime *rt, seer_worker *w, uint32_t done)
 {
     uint32_t next = PH_DONE;
     switch (done) {
@@ -244,7 +244,7 @@ static void advance_phase_completer(seer_runtime *rt, uint32_t done)
     case PH_SPEC:
         /* the abandoned instances leave the selection (the host steps them
          * serially after the call); after an abort the call ends */
-        seer_opt_finish_completer(rt, aborted(rt));
+        seer_opt_finish_completer(rt, w, aborted(rt));
         next = aborted(rt) || rt->nsel == 0 ? PH_DONE : first_boundary_phase(rt);
         break;
     case PH_FLUSH:
@@ -498,7 +498,7 @@ static void run_phases(seer_worker *w, uint32_t tag)
         if (tracing)
             spans_handled_local(w, &spans, w->events - ev0);
         if (seer_phases_complete_any(&rt->ph))
-            advance_phase_completer(rt, kind);
+            advance_phase_completer(rt, w, kind);
         /* A chunk of a later call (claimed while late) is handled like any
          * other -- any worker may take any chunk -- but then we leave. */
         if (ptag != tag)

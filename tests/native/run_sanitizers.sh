@@ -23,9 +23,10 @@ runtime_src=("$rt"/*.c "$phold/phold.c")
 modes=("$@")
 [ ${#modes[@]} -eq 0 ] && modes=(plain tsan asan)
 # stress_failures: the pass that fails every call from the k-th on runs at
-# every k plain and under ASan, at every 8th under TSan (which is slow: each
-# mode's run of the test stays within about a minute on 2 cores)
-declare -A fi_stride=([plain]=1 [tsan]=8 [asan]=1)
+# every k plain and under ASan, at every 8th under TSan, and the pass that
+# fails the k-th allocation alone at every k, at every 2nd under TSan (which
+# is slow: each mode's run of the test stays within about a minute on 2 cores)
+declare -A fi_stride=([plain]="1 1" [tsan]="8 2" [asan]="1 1")
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
 export ASAN_OPTIONS="halt_on_error=1 detect_leaks=1"
 export UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1"
@@ -49,6 +50,7 @@ for mode in "${modes[@]}"; do
   # only build with the failure injection (internal.h, faults.c)
   "$CC" "${common[@]}" "${flags[@]}" -DSEER_FAULT_INJECTION "$here/stress_failures.c" \
     "${runtime_src[@]}" "${wrap[@]}" -o "$out/stress_failures-$mode" -lm
-  "$out/stress_failures-$mode" "${fi_stride[$mode]}"
+  # shellcheck disable=SC2086 # two arguments
+  "$out/stress_failures-$mode" ${fi_stride[$mode]}
 done
 echo "sanitizer runs: all passed"

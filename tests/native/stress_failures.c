@@ -16,6 +16,13 @@
  * uninjected reference run at the same step: a failure reported as success,
  * or a success with damaged state, shows up there.  k grows until a whole
  * scenario runs without reaching the countdown.
+ *
+ * The optimistic executor's scenarios speculate (one instance split over
+ * the threads, a lookahead far below the step or 0): a failure inside the
+ * speculation either fails the call or is absorbed (the instance's
+ * speculation abandoned, its step rerun serially: still the reference's
+ * outputs); one scenario caps the rollback logs so that every step is
+ * abandoned part way, undone and rerun serially.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -27,15 +34,17 @@
 #include "internal.h"
 #include "phold.h"
 
-#define B 3
+#define B 3 /* instances of the reference runs (a scenario runs the first nb) */
 #define MAX_STEPS 24 /* reference steps (a scenario takes at most ~16) */
 #define MAX_K 200000 /* a scenario never allocates this often */
 
 /* The configurations: continuous times; every event of a step at the same
  * few times (mean 0: ties, ordered by key, exercise the queues' current
  * group and run sort); times so large that the lookahead is below
- * their resolution (steps fall back to the serial executor). */
-enum { CFG_PLAIN, CFG_TIES, CFG_FALLBACK, NCFG };
+ * their resolution (steps fall back to the serial executor); a lookahead
+ * far below the step, and 0 (the optimistic executor speculates); more
+ * events (a step's speculation needs more than 48 KiB of log). */
+enum { CFG_PLAIN, CFG_TIES, CFG_FALLBACK, CFG_SPEC, CFG_ZERO, CFG_DENSE, NCFG };
 static const seer_phold_config cfgs[NCFG] = {
     {.num_entities = 17, .events_per_entity = 2, .remote = 0.6, .mean = 0.7,
      .lookahead = 0.3, .work = 5, .step_duration = 2.0},
@@ -43,6 +52,12 @@ static const seer_phold_config cfgs[NCFG] = {
      .lookahead = 0.5, .work = 5, .step_duration = 2.0},
     {.num_entities = 17, .events_per_entity = 2, .remote = 0.6, .mean = 2e15,
      .lookahead = 1.0, .work = 5, .step_duration = 1e16},
+    {.num_entities = 17, .events_per_entity = 2, .remote = 0.8, .mean = 0.7,
+     .lookahead = 1e-6, .work = 5, .step_duration = 2.0},
+    {.num_entities = 17, .events_per_entity = 2, .remote = 0.7, .mean = 0.5,
+     .lookahead = 0.0, .work = 5, .step_duration = 2.0},
+    {.num_entities = 17, .events_per_entity = 8, .remote = 0.8, .mean = 0.7,
+     .lookahead = 1e-6, .work = 5, .step_duration = 2.0},
 };
 static const uint64_t seeds[B] = {101, 202, 303};
 
@@ -73,7 +88,7 @@ static int unexpected; /* outcomes that break the rules */
 static void set_actions(seer_runtime *rt)
 {
     int32_t *a = seer_runtime_buffer(rt, SEER_BUF_ACTIONS);
-    for (uint32_t i = 0; i < B; i++) {
+    for (uint32_t i = 0; i < seer_runtime_num_instances(rt); i++) {
         uint64_t s = 0;
         seer_runtime_step_index(rt, i, &s);
         for (uint32_t j = 0; j < A; j++)
@@ -95,12 +110,12 @@ static void capture(seer_runtime *rt, uint32_t i, ref_step *r)
     (void)seer_runtime_global_state(rt, i, r->gstate);
 }
 
-static seer_runtime *create(int c, int executor, uint32_t threads, int *rc, char *err,
-                            size_t len)
+static seer_runtime *create(int c, uint32_t nb, int executor, uint32_t threads,
+                            uint64_t log_limit, int *rc, char *err, size_t len)
 {
     seer_runtime *rt = (seer_runtime *)(uintptr_t)1; /* create must set it */
-    seer_runtime_options o = {.num_instances = B, .executor = executor, .threads = threads,
-                              .flags = SEER_RT_OVERSUBSCRIBE};
+    seer_runtime_options o = {.num_instances = nb, .executor = executor, .threads = threads,
+                              .flags = SEER_RT_OVERSUBSCRIBE, .log_limit = log_limit};
     err[0] = '\0';
     *rc = seer_runtime_create(&seer_model_phold, &cfgs[c], sizeof cfgs[c], &o, &rt, err, len);
     return rt;
@@ -110,7 +125,7 @@ static void build_reference(int c)
 {
     char err[SEER_ERRLEN];
     int rc;
-    seer_runtime *rt = create(c, SEER_EXECUTOR_SERIAL, 1, &rc, err, sizeof err);
+    seer_runtime *rt = create(c, B, SEER_EXECUTOR_SERIAL, 1, 0, &rc, err, sizeof err);
     const seer_sizes *sz = rc == SEER_OK ? seer_runtime_sizes(rt) : NULL;
     if (sz && (sz->num_agents != A || sz->num_entities != N || sz->obs_dim != OBS ||
                sz->info_dim != INFO || sz->state_dim != STATE ||
@@ -139,7 +154,17 @@ static void build_reference(int c)
 /* ---- one scenario ---------------------------------------------------------- */
 
 /* OP_STEP_MASKED: instance 1 sits out (a failed call leaves it as it was) */
-enum { OP_RESET, OP_STEP, OP_STEP_MASKED, OP_THREADS, OP_SERIAL, OP_PARALLEL, OP_TRACE, OP_END };
+enum {
+    OP_RESET,
+    OP_STEP,
+    OP_STEP_MASKED,
+    OP_THREADS,
+    OP_SERIAL,
+    OP_PARALLEL,
+    OP_OPTIMISTIC,
+    OP_TRACE,
+    OP_END
+};
 typedef struct op {
     int kind;
     uint32_t arg;
@@ -151,7 +176,16 @@ typedef struct scenario {
     int executor;
     uint32_t threads;
     op ops[24];
+    uint32_t nb;        /* instances (<= B) */
+    uint64_t log_limit; /* optimistic executor's rollback logs (bytes) */
+    int abandons;       /* uninjected, every speculation is abandoned (the log
+                           limit): the steps run serially */
 } scenario;
+
+/* The optimistic scenarios' log limit: far more than a step of theirs
+ * needs, and small arena chunks (64 KiB instead of the default's 1 MiB: the
+ * sanitizers' large allocations are slow, and every run makes new ones). */
+#define OPT_LOG (1u << 20)
 
 static const scenario scenarios[] = {
     /* B = 3 on 3 threads: one partition per instance (whole steps); on 5:
@@ -159,29 +193,52 @@ static const scenario scenarios[] = {
     {"parallel", CFG_PLAIN, SEER_EXECUTOR_PARALLEL, 3,
      {{OP_RESET, 0}, {OP_STEP, 0}, {OP_STEP, 0}, {OP_THREADS, 5}, {OP_STEP_MASKED, 0},
       {OP_SERIAL, 1}, {OP_STEP, 0}, {OP_PARALLEL, 5}, {OP_STEP, 0}, {OP_TRACE, 256},
-      {OP_STEP, 0}, {OP_END, 0}}},
+      {OP_STEP, 0}, {OP_END, 0}},
+     B, 0, 0},
     /* Serial, traced; to parallel on a growing pool (1 -> 2 threads: two
      * partitions), then 3 threads (back to one partition: the events are
      * parked in the serial queues meanwhile); serial again. */
     {"serial", CFG_PLAIN, SEER_EXECUTOR_SERIAL, 1,
      {{OP_RESET, 0}, {OP_STEP, 0}, {OP_STEP, 0}, {OP_TRACE, 256}, {OP_STEP, 0},
       {OP_PARALLEL, 2}, {OP_STEP_MASKED, 0}, {OP_THREADS, 3}, {OP_STEP, 0}, {OP_STEP, 0},
-      {OP_SERIAL, 1}, {OP_STEP, 0}, {OP_END, 0}}},
+      {OP_SERIAL, 1}, {OP_STEP, 0}, {OP_END, 0}},
+     B, 0, 0},
     /* Ties, on both executors (windows: 2 partitions, whose events at equal
      * times merge out of key order: the run sort).  3 threads: from 2
      * partitions to 1, the events parked meanwhile in serial queues that
      * never held any. */
     {"ties", CFG_TIES, SEER_EXECUTOR_PARALLEL, 2,
      {{OP_RESET, 0}, {OP_STEP, 0}, {OP_STEP, 0}, {OP_THREADS, 3}, {OP_STEP, 0}, {OP_SERIAL, 1},
-      {OP_STEP, 0}, {OP_END, 0}}},
+      {OP_STEP, 0}, {OP_END, 0}},
+     B, 0, 0},
     /* Steps that run serially inside a parallel call (seer_step_serially, partition.c). */
     {"fallback", CFG_FALLBACK, SEER_EXECUTOR_PARALLEL, 2,
-     {{OP_RESET, 0}, {OP_STEP, 0}, {OP_STEP, 0}, {OP_END, 0}}},
+     {{OP_RESET, 0}, {OP_STEP, 0}, {OP_STEP, 0}, {OP_END, 0}}, B, 0, 0},
+    /* Optimistic, B = 1 split over 2 then 3 threads (speculation: L far
+     * below the step); serial, parallel (one window per event time) and
+     * back, traced. */
+    {"optimistic", CFG_SPEC, SEER_EXECUTOR_OPTIMISTIC, 2,
+     {{OP_RESET, 0}, {OP_STEP, 0}, {OP_STEP, 0}, {OP_THREADS, 3}, {OP_STEP, 0},
+      {OP_SERIAL, 1}, {OP_STEP, 0}, {OP_OPTIMISTIC, 3}, {OP_TRACE, 256}, {OP_STEP, 0},
+      {OP_PARALLEL, 2}, {OP_STEP, 0}, {OP_OPTIMISTIC, 2}, {OP_STEP, 0}, {OP_END, 0}},
+     1, OPT_LOG, 0},
+    /* Optimistic, B = 2, L = 0: split over 3 threads (speculation), whole
+     * instances on 2, one instance (masked) split over 2; serial and back. */
+    {"optimistic B=2", CFG_ZERO, SEER_EXECUTOR_OPTIMISTIC, 3,
+     {{OP_RESET, 0}, {OP_STEP, 0}, {OP_STEP_MASKED, 0}, {OP_THREADS, 2}, {OP_STEP, 0},
+      {OP_STEP_MASKED, 0}, {OP_SERIAL, 1}, {OP_STEP, 0}, {OP_OPTIMISTIC, 3}, {OP_STEP, 0},
+      {OP_END, 0}},
+     2, OPT_LOG, 0},
+    /* Optimistic, logs capped at 48 KiB: every step's speculation is
+     * abandoned part way, undone, and the step rerun serially. */
+    {"optimistic log limit", CFG_DENSE, SEER_EXECUTOR_OPTIMISTIC, 2,
+     {{OP_RESET, 0}, {OP_STEP, 0}, {OP_STEP, 0}, {OP_STEP, 0}, {OP_END, 0}}, 1, 48u << 10, 1},
 };
 
 typedef struct run {
     seer_runtime *rt;
     int cfg;           /* CFG_* */
+    uint32_t nb;       /* instances */
     const char *where; /* scenario and k, for messages */
     int kind;          /* SEER_FI_ALLOC or SEER_FI_THREAD */
     int sticky;        /* every call from the k-th on fails */
@@ -198,7 +255,7 @@ static int has(const char *s, const char *w) { return strstr(s, w) != NULL; }
 static void compare(run *r, const char *what, const uint8_t *mask)
 {
     ref_step now;
-    for (uint32_t i = 0; i < B; i++) {
+    for (uint32_t i = 0; i < r->nb; i++) {
         if (mask && !mask[i])
             continue;
         uint64_t s = 0;
@@ -262,7 +319,7 @@ static void probe(run *r)
     seer_runtime *rt = r->rt;
     seer_stats st;
     seer_runtime_stats(rt, &st);
-    for (uint32_t i = 0; i < B; i++) {
+    for (uint32_t i = 0; i < r->nb; i++) {
         uint64_t s, pend, ev[N];
         seer_phold_entity states[N];
         float g[STATE];
@@ -292,7 +349,7 @@ static void probe(run *r)
         const seer_trace_rec *rec = seer_runtime_trace_records(rt, t);
         uint64_t c = seer_runtime_trace_count(rt, t);
         for (uint64_t j = 0; j < c; j++)
-            if (rec[j].t1_ns < rec[j].t0_ns || rec[j].kind > SEER_TRACE_INIT)
+            if (rec[j].t1_ns < rec[j].t0_ns || rec[j].kind > SEER_TRACE_ROLLBACK)
                 FAIL("%s: trace record %llu of worker %u is damaged", r->where,
                      (unsigned long long)j, t);
     }
@@ -327,27 +384,26 @@ static int do_op(run *r, op o)
     switch (o.kind) {
     case OP_RESET: return do_reset(r);
     case OP_STEP: return do_step(r, NULL);
-    case OP_STEP_MASKED: return do_step(r, (const uint8_t[B]){1, 0, 1});
+    case OP_STEP_MASKED: return do_step(r, (const uint8_t[B]){1, 0, 1}); /* nb >= 2 */
     case OP_TRACE: return check(r, "trace", seer_runtime_trace(rt, o.arg));
     case OP_THREADS:
         if (ex == SEER_EXECUTOR_SERIAL) /* still serial: a switch failed */
             return SEER_OK;
         rc = check(r, "set_threads", seer_runtime_set_threads(rt, o.arg));
         break;
-    default:
-        rc = check(r, "set_executor",
-                   seer_runtime_set_executor(
-                       rt, o.kind == OP_SERIAL ? SEER_EXECUTOR_SERIAL : SEER_EXECUTOR_PARALLEL,
-                       o.arg));
+    default: {
+        const int to = o.kind == OP_SERIAL     ? SEER_EXECUTOR_SERIAL
+                       : o.kind == OP_PARALLEL ? SEER_EXECUTOR_PARALLEL
+                                               : SEER_EXECUTOR_OPTIMISTIC;
+        rc = check(r, "set_executor", seer_runtime_set_executor(rt, to, o.arg));
         /* "On failure nothing changed" (seer_runtime.h) */
-        if (rc == SEER_OK && seer_runtime_executor(rt) !=
-                                 (o.kind == OP_SERIAL ? SEER_EXECUTOR_SERIAL
-                                                      : SEER_EXECUTOR_PARALLEL))
+        if (rc == SEER_OK && seer_runtime_executor(rt) != to)
             FAIL("%s: set_executor succeeded but the executor is %d", r->where,
                  seer_runtime_executor(rt));
         if (rc != SEER_OK && !r->broken && seer_runtime_executor(rt) != ex)
             FAIL("%s: set_executor failed but the executor changed", r->where);
         break;
+    }
     }
     /* the pool: the new size, or on failure the old one */
     if (!r->broken && rc == SEER_OK && seer_runtime_threads(rt) != o.arg)
@@ -375,11 +431,12 @@ static int run_scenario(const scenario *sc, int kind, uint64_t k, int sticky, in
     snprintf(where, sizeof where, "%s scenario, %s %llu%s", sc->name,
              kind == SEER_FI_ALLOC ? "allocation" : "thread creation", (unsigned long long)k,
              sticky ? " and on" : "");
-    run r = {.where = where, .cfg = sc->cfg, .kind = kind, .sticky = sticky};
+    run r = {.where = where, .cfg = sc->cfg, .nb = sc->nb, .kind = kind, .sticky = sticky};
     *reported = 0;
     seer_fi_arm(kind, k, sticky);
     int rc;
-    r.rt = create(sc->cfg, sc->executor, sc->threads, &rc, err, sizeof err);
+    r.rt = create(sc->cfg, r.nb, sc->executor, sc->threads, sc->log_limit, &rc, err,
+                  sizeof err);
     if (rc != SEER_OK) {
         if (r.rt != NULL)
             FAIL("%s: create failed but *out is not NULL", where);
@@ -396,6 +453,12 @@ static int run_scenario(const scenario *sc, int kind, uint64_t k, int sticky, in
         seer_runtime_stats(r.rt, &st);
         if (k == 0 && (st.serial_fallbacks != 0) != (sc->cfg == CFG_FALLBACK))
             FAIL("%s: %llu steps ran serially", where, (unsigned long long)st.serial_fallbacks);
+        /* uninjected, speculation is abandoned only past the log limit
+         * (and is, at every step: each needs far more than 48 KiB); under
+         * injection a failure may be absorbed by a serial step */
+        if (k == 0 && (st.serial_steps != 0) != sc->abandons)
+            FAIL("%s: %llu optimistic steps ran serially", where,
+                 (unsigned long long)st.serial_steps);
         /* one injected failure: the runtime ends up working whatever failed */
         if (!sticky && r.last_rc != SEER_OK)
             FAIL("%s: the runtime did not recover (a reset and a step)", where);
@@ -416,22 +479,35 @@ static double now_s(void)
 
 int main(int argc, char **argv)
 {
-    /* argv[1]: run the "and on" pass at every stride-th k only (the
-     * sanitizer runs keep to their time budget with it). */
+    /* argv[1]: run the "and on" pass at every stride-th k only, argv[2]:
+     * the one-at-a-time pass over allocations at every once-th k (the
+     * sanitizer runs keep to their time budget with them); argv[3]: that
+     * scenario only. */
     const uint64_t stride = argc > 1 ? strtoull(argv[1], NULL, 10) : 1;
+    const uint64_t once = argc > 2 ? strtoull(argv[2], NULL, 10) : 1;
+    if (stride < 1 || once < 1) {
+        fprintf(stderr, "usage: stress_failures [stride [once-stride [scenario]]]\n");
+        return 2;
+    }
     const double t0 = now_s();
     for (int c = 0; c < NCFG; c++)
         build_reference(c);
     uint64_t injected[2] = {0, 0}, reported[2] = {0, 0}, sticky_runs = 0;
     for (size_t s = 0; s < sizeof scenarios / sizeof scenarios[0]; s++) {
+        if (argc > 3 && strcmp(argv[3], scenarios[s].name) != 0)
+            continue;
+        const double ts = now_s();
         /* uninjected: the scenario itself must pass */
         int rep;
         if (run_scenario(&scenarios[s], SEER_FI_ALLOC, 0, 0, &rep) || rep)
             FAIL("%s scenario: failed without injection", scenarios[s].name);
+        uint64_t points[2] = {0, 0}; /* calls of each kind the scenario makes */
         for (int kind = SEER_FI_ALLOC; kind <= SEER_FI_THREAD; kind++) {
             for (int sticky = 0; sticky <= 1; sticky++) {
                 uint64_t k = 1;
-                for (; k < MAX_K; k += sticky ? stride : 1) {
+                /* (the few thread creations: each one, always) */
+                const uint64_t step = sticky ? stride : kind == SEER_FI_ALLOC ? once : 1;
+                for (; k < MAX_K; k += step) {
                     if (!run_scenario(&scenarios[s], kind, k, sticky, &rep))
                         break;
                     if (sticky) {
@@ -447,8 +523,17 @@ int main(int argc, char **argv)
                 }
                 if (k >= MAX_K)
                     FAIL("%s scenario: the countdown never ran out", scenarios[s].name);
+                if (!sticky)
+                    points[kind] = k - step; /* the last k that fired (within step) */
             }
         }
+        char each[32] = "each";
+        if (once > 1)
+            snprintf(each, sizeof each, "one in %llu", (unsigned long long)once);
+        printf("stress_failures: %s scenario: %s%llu allocations and %llu thread creations, %s "
+               "failed alone (%.1f s)\n",
+               scenarios[s].name, once > 1 ? "about " : "", (unsigned long long)points[0],
+               (unsigned long long)points[1], each, now_s() - ts);
     }
     if (unexpected) {
         fprintf(stderr, "stress_failures: %d unexpected outcome(s)\n", unexpected);
