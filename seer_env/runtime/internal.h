@@ -678,6 +678,10 @@ void seer_opt_finish_completer(seer_runtime *rt, seer_worker *w, int aborted);
 /* Host, after the call: instance i's abandoned speculation undone, its
  * step run serially (from after its act phase). */
 int seer_opt_serial_step(seer_runtime *rt, uint32_t i);
+/* Host, after a failed call: instance i's abandoned speculation, not rerun,
+ * is dropped (the events its logs hold freed, the logs forgotten); the
+ * instance fails with the call, release_failed frees its queues. */
+void seer_opt_drop(seer_runtime *rt, uint32_t i);
 /* seer_schedule during speculation: ev (filled in) is kept for delivery
  * after the handler returns.  Always SEER_OK: what goes wrong abandons the
  * speculation. */

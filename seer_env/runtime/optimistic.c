@@ -1077,6 +1077,23 @@ int seer_opt_serial_step(seer_runtime *rt, uint32_t i)
     return seer_step_serially(rt, i, 0);
 }
 
+void seer_opt_drop(seer_runtime *rt, uint32_t i)
+{
+    seer_inst *in = &rt->inst[i];
+    seer_worker *w = &rt->workers[0];
+    /* an event is in a queue (freed with the failed instance's queues) or
+     * held by exactly one record of a log: the handled ones */
+    for (uint32_t e = 0; e < rt->sz.num_entities; e++) {
+        for (seer_opt_rec *r = in->opt_log[e]; r; r = r->prev) {
+            seer_event_free_local(w, r->ev);
+            r->ev = NULL;
+        }
+        in->opt_log[e] = NULL;
+    }
+    /* relaxed: the host, between the phases that read it */
+    atomic_store_explicit(&in->opt_abandon, 0, memory_order_relaxed);
+}
+
 /* ---- sizing (host) -------------------------------------------------------------- */
 
 static int clear_epoch(void *arg, seer_event *ev)

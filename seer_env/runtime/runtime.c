@@ -687,9 +687,15 @@ int seer_runtime_step(seer_runtime *rt, const uint8_t *mask)
         const uint32_t all = rt->nsel;
         rc = seer_parallel_run(rt, JOB_STEP);
         rt->nsel = all;
-        const uint32_t nab = rc == SEER_OK ? rt->opt_abandoned : 0;
-        for (uint32_t k = all - nab; k < all && rc == SEER_OK; k++)
+        uint32_t k = all - rt->opt_abandoned;
+        for (; k < all && rc == SEER_OK; k++)
             rc = seer_opt_serial_step(rt, rt->sel[k]);
+        /* A failed call (in a boundary phase, or one instance's serial
+         * step) leaves the other abandoned speculations as they were: drop
+         * them, the instances fail anyway -- their logs point into arenas
+         * the next speculative step reuses. */
+        for (; k < all; k++)
+            seer_opt_drop(rt, rt->sel[k]);
     } else {
         const uint32_t all = rt->nsel;
         if (par) {

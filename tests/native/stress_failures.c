@@ -233,6 +233,13 @@ static const scenario scenarios[] = {
      * abandoned part way, undone, and the step rerun serially. */
     {"optimistic log limit", CFG_DENSE, SEER_EXECUTOR_OPTIMISTIC, 2,
      {{OP_RESET, 0}, {OP_STEP, 0}, {OP_STEP, 0}, {OP_STEP, 0}, {OP_END, 0}}, 1, 48u << 10, 1},
+    /* The same, B = 3 on 4 threads (96 KiB: a chunk of records per slot):
+     * two or three abandoned instances per step, rerun one after the
+     * other.  A failure in one's rerun fails the others before theirs: their
+     * speculation is dropped (instance 1, sitting out, keeps its events, so
+     * the pool and its arenas stay). */
+    {"optimistic log limit B=3", CFG_DENSE, SEER_EXECUTOR_OPTIMISTIC, 4,
+     {{OP_RESET, 0}, {OP_STEP_MASKED, 0}, {OP_STEP, 0}, {OP_END, 0}}, 3, 96u << 10, 1},
 };
 
 typedef struct run {
