@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from ._runtime import Runtime, trace_kinds
+from .errors import ConfigError, ExecutorError
 
 DEFAULT_THREADS = (1, 2, 4, 16, 64)
 
@@ -277,7 +278,7 @@ def measure(env: str, config: Mapping[str, Any] | None = None, steps: int = 10,
     model = native_model(env)
     _, sz = model.describe(cfg)
     if not sz.lookahead > 0.0:
-        raise ValueError(f"{env}: lookahead 0: the conservative executor does not run it "
+        raise ExecutorError(f"{env}: lookahead 0: the conservative executor does not run it "
                          "(its windows are what this report measures)")
     rts = {t: Runtime(model, cfg, num_envs, "parallel", t, max_cycles=0,
                       oversubscribe=oversubscribe) for t in (1, 2)}
@@ -300,7 +301,7 @@ def measure(env: str, config: Mapping[str, Any] | None = None, steps: int = 10,
         for rt in rts.values():
             rt.close()
     if dropped:
-        raise ValueError(f"{dropped} trace records were dropped: raise capacity "
+        raise ConfigError(f"{dropped} trace records were dropped: raise capacity "
                          f"(now {capacity}) or take fewer steps")
     rep = analyze(records, steps, measured[2] / traced_ns, threads)
     rep.step_ns = measured[1]

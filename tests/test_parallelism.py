@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from seer_env import parallelism
+from seer_env import errors, parallelism
 from seer_env._runtime import trace_dtype, trace_kinds
 
 K = {v: k for k, v in trace_kinds().items()}
@@ -52,5 +52,5 @@ def test_measure_on_phold_is_consistent():
     assert set(rep.measured_ns) == {1, 2}
     text = rep.table()
     assert "threads  predicted" in text and "64" in text
-    with pytest.raises(ValueError, match="lookahead 0"):
+    with pytest.raises(errors.ExecutorError, match="lookahead 0"):
         parallelism.measure("pcs_v0", {"classic": True, "width": 4, "height": 4}, steps=1)
