@@ -350,6 +350,18 @@ def test_endless_steps_fail_on_the_event_budget(case: str, model: str, cfg: dict
     if split(B, threads):
         # abandoned speculation reruns the step serially: the serial message
         assert msgs[0] == msgs[1]
+    else:
+        # whole instances per thread: the budget is per instance, so the
+        # instance that failed stopped exactly where it stops alone on the
+        # serial executor (it used to be the thread's budget times B)
+        k = int(re.match(r"step 0 of instance (\d+)", msgs[1]).group(1))
+        rt = make(model, cfg, 1, "serial", 1, max_step_events=5_000)
+        rt.reset([seeds[k]])
+        rt.actions[:] = 0
+        with pytest.raises(errors.BudgetError) as info:
+            rt.step()
+        rt.close()
+        assert str(info.value).replace("instance 0", f"instance {k}", 1) == msgs[1]
 
 
 def run_python(code: str, timeout: float = 240) -> subprocess.CompletedProcess:

@@ -382,6 +382,9 @@ static void run_chunk(seer_worker *w, seer_ctx *c, uint32_t kind, uint32_t b, ui
             seer_boundary_instance(w, inst);
             break;
         case PH_INSTANCE: /* its only partition's queue holds all its events */
+            /* the budget is per instance: this one may handle max_step_events
+             * from here (call_events stays the thread's running count) */
+            w->call_budget = w->call_events + rt->max_step_events;
             w->events += seer_step_instance(w, c, inst, &in->parts[0], 0);
             break;
         case PH_OBSERVE:
