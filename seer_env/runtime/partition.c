@@ -353,7 +353,8 @@ static int check_executor_args(seer_runtime *rt, int executor, uint32_t threads)
         return SEER_E_ARG;
     }
     if (executor == SEER_EXECUTOR_PARALLEL && !(rt->sz.lookahead > 0.0)) {
-        seer_fail(rt, "model '%s' has lookahead 0: the parallel executor needs L > 0",
+        seer_fail(rt, "model '%s' has lookahead 0: the parallel executor needs L > 0 "
+                  "(the optimistic executor runs it)",
                   rt->model->name);
         return SEER_E_EXECUTOR;
     }

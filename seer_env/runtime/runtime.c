@@ -90,7 +90,8 @@ static int check_fits(const seer_model *model, const seer_runtime_options *o,
     if (o->executor == SEER_EXECUTOR_PARALLEL && !(sz->lookahead > 0.0))
         return seer_fail_buf(err, errlen, SEER_E_EXECUTOR,
                              "model '%s' has lookahead 0: the parallel executor needs L > 0 to "
-                             "find independent events; use executor='serial'",
+                             "find independent events; use executor='optimistic' (speculation, "
+                             "several threads) or 'serial'",
                              model->name);
     const uint64_t limit = o->memory_limit ? o->memory_limit : seer_physical_memory();
     const double need = memory_estimate(sz, o->num_instances, o->check);
