@@ -93,9 +93,18 @@ int seer_qvec_reserve_owner(seer_qvec *v, uint64_t cap)
     return SEER_OK;
 }
 
-/* ---- side heap: current-time events, on key only ------------------------ */
+/* ---- binary heaps on (time bits, key) -------------------------------------
+ *
+ * Two queues use them: the side heap (events of the current group that
+ * arrived out of key order: all have the group's time bits, so the order is
+ * the key's) and the early heap (entries below `last`, see above). */
 
-static int side_push(seer_qvec *h, seer_qentry e)
+static inline int entry_less(seer_qentry a, seer_qentry b)
+{
+    return a.tb < b.tb || (a.tb == b.tb && a.ev->key < b.ev->key);
+}
+
+static int heap_push(seer_qvec *h, seer_qentry e)
 {
     if (__builtin_expect(h->n == h->cap, 0) &&
         seer_qvec_reserve_owner(h, (uint64_t)h->n + 1) != SEER_OK)
@@ -104,7 +113,7 @@ static int side_push(seer_qvec *h, seer_qentry e)
     seer_qentry *a = h->a;
     while (i > 0) {
         uint32_t p = (i - 1) >> 1;
-        if (a[p].ev->key < e.ev->key)
+        if (entry_less(a[p], e))
             break;
         a[i] = a[p];
         i = p;
@@ -120,9 +129,9 @@ static void sift_down_min(seer_qentry *a, uint32_t n, uint32_t i)
         uint32_t c = 2 * i + 1;
         if (c >= n)
             break;
-        if (c + 1 < n && a[c + 1].ev->key < a[c].ev->key)
+        if (c + 1 < n && entry_less(a[c + 1], a[c]))
             c++;
-        if (x.ev->key < a[c].ev->key)
+        if (entry_less(x, a[c]))
             break;
         a[i] = a[c];
         i = c;
@@ -130,7 +139,7 @@ static void sift_down_min(seer_qentry *a, uint32_t n, uint32_t i)
     a[i] = x;
 }
 
-static seer_qentry side_pop(seer_qvec *h)
+static seer_qentry heap_pop(seer_qvec *h)
 {
     seer_qentry top = h->a[0];
     if (--h->n) {
@@ -140,61 +149,9 @@ static seer_qentry side_pop(seer_qvec *h)
     return top;
 }
 
-/* ---- early heap: entries below `last`, on (time bits, key) -------------- */
-
-static inline int early_less(seer_qentry a, seer_qentry b)
-{
-    return a.tb < b.tb || (a.tb == b.tb && a.ev->key < b.ev->key);
-}
-
-static int early_push(seer_qvec *h, seer_qentry e)
-{
-    if (__builtin_expect(h->n == h->cap, 0) &&
-        seer_qvec_reserve_owner(h, (uint64_t)h->n + 1) != SEER_OK)
-        return SEER_E_NOMEM;
-    uint32_t i = h->n++;
-    seer_qentry *a = h->a;
-    while (i > 0) {
-        uint32_t p = (i - 1) >> 1;
-        if (early_less(a[p], e))
-            break;
-        a[i] = a[p];
-        i = p;
-    }
-    a[i] = e;
-    return SEER_OK;
-}
-
-static void early_sift_down(seer_qentry *a, uint32_t n, uint32_t i)
-{
-    seer_qentry x = a[i];
-    for (;;) {
-        uint32_t c = 2 * i + 1;
-        if (c >= n)
-            break;
-        if (c + 1 < n && early_less(a[c + 1], a[c]))
-            c++;
-        if (early_less(x, a[c]))
-            break;
-        a[i] = a[c];
-        i = c;
-    }
-    a[i] = x;
-}
-
-static seer_qentry early_pop(seer_qvec *h)
-{
-    seer_qentry top = h->a[0];
-    if (--h->n) {
-        h->a[0] = h->a[h->n];
-        early_sift_down(h->a, h->n, 0);
-    }
-    return top;
-}
-
-/* In-place heapsort by key, ascending: run_sort's fallback.  The side heap's
- * min-heap moves each minimum to the end (a descending array), then the
- * array is reversed. */
+/* In-place heapsort (the run's entries share their time bits: by key),
+ * ascending: run_sort's fallback.  The min-heap moves each minimum to the
+ * end (a descending array), then the array is reversed. */
 static void heap_sort(seer_qentry *a, uint32_t n)
 {
     for (uint32_t i = n / 2; i-- > 0;)
@@ -312,7 +269,7 @@ int seer_squeue_push_entry_owner(seer_squeue *q, seer_qentry e)
 {
     int rc;
     if (__builtin_expect(e.tb < q->last, 0)) { /* optimistic executor only */
-        rc = early_push(&q->early, e);
+        rc = heap_push(&q->early, e);
         q->n += (rc == SEER_OK);
         return rc;
     }
@@ -329,7 +286,7 @@ int seer_squeue_push_entry_owner(seer_squeue *q, seer_qentry e)
     } else if (e.ev->key > q->run.a[q->run.n - 1].ev->key) {
         rc = seer_qvec_append_owner(&q->run, e);
     } else {
-        rc = side_push(&q->side, e);
+        rc = heap_push(&q->side, e);
     }
     q->n += (rc == SEER_OK);
     return rc;
@@ -410,7 +367,7 @@ seer_event *seer_squeue_pop_before_owner(seer_squeue *q, seer_time bnd, int *err
     if (__builtin_expect(q->early.n != 0, 0)) { /* earlier than anything else */
         if (!(bits_time(q->early.a[0].tb) < bnd))
             return NULL;
-        seer_qentry e = early_pop(&q->early);
+        seer_qentry e = heap_pop(&q->early);
         if (q->early.n)
             __builtin_prefetch(q->early.a[0].ev);
         q->n--;
@@ -431,7 +388,7 @@ seer_event *seer_squeue_pop_before_owner(seer_squeue *q, seer_time bnd, int *err
         (q->head < run->n && run->a[q->head].ev->key < q->side.a[0].ev->key))
         e = run->a[q->head++];
     else
-        e = side_pop(&q->side);
+        e = heap_pop(&q->side);
     /* The next event's record is cold (the queue is far larger than the
      * caches): start loading it while this one is handled.  The next event
      * is the one at the run's head, or the side heap's top, or the lowest
@@ -517,7 +474,7 @@ void seer_squeue_filter_owner(seer_squeue *q, int (*keep)(void *arg, seer_event 
         sift_down_min(q->side.a, q->side.n, i);
     q->early.n = filter_vec(q->early.a, 0, q->early.n, keep, arg);
     for (uint32_t i = q->early.n / 2; i-- > 0;)
-        early_sift_down(q->early.a, q->early.n, i);
+        sift_down_min(q->early.a, q->early.n, i);
     n += q->side.n + q->early.n;
     for (int b = 0; b < SEER_SQ_BUCKETS; b++) {
         seer_qbucket *bk = &q->bucket[b];
