@@ -4,9 +4,11 @@
 #   bash benchmarks/scaling.sh [MAX_THREADS=16] [OUT=scaling_out]
 #
 # Installs seer_env with the [bench] extra into ./.venv (if needed), then runs
-# `seer-env bench scaling`: PHOLD 4096 (work ~1 us/event and work=0) and PCS
-# 64x64, the serial executor and the parallel executor with 1..MAX_THREADS
-# threads, interleaved rounds, medians.  Writes OUT/bench_scaling.json,
+# `seer-env bench scaling`: PHOLD 4096 (work ~1 us/event and work=0; and with
+# a lookahead too small for windows), default PCS 64x64 and classic PCS 64x64
+# (lookahead 0): the serial executor, the parallel executor with 1..MAX_THREADS
+# threads and the optimistic one with 2..MAX_THREADS (with its rollback
+# counts), interleaved rounds, medians.  Writes OUT/bench_scaling.json,
 # OUT/scaling.png and prints the markdown table.  Run it with no other load on
 # the machine; threads beyond the usable CPUs oversubscribe (and say so).
 set -euo pipefail
