@@ -15,8 +15,9 @@ element; the configuration keys, defaults and ranges are the model's
 parameters (``MODEL.config_help()``).
 
 ``classic=True`` runs the exact ROSS-Models PCS dynamics (lookahead 0: the
-serial executor, which ``threads="auto"`` picks by itself; ``reset()`` without
-a seed uses the engine's base seed)::
+serial executor, or the optimistic one on several threads, between which
+``threads="auto"`` chooses by itself; ``reset()`` without a seed uses the
+engine's base seed)::
 
     from seer_env.envs import pcs_v0
     env = pcs_v0.parallel_env(classic=True, width=32, height=32)
