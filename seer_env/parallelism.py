@@ -27,6 +27,15 @@ or ``seer-env trace pcs_v0 --parallelism --set width=32 --set height=32``.
 The figure at two threads is checked against the two-thread run measured
 here (``measured_speedup``); the others are what the trace says, on this
 machine's per-event costs, for a machine with that many cores.
+
+A model with lookahead 0 has no windows: :func:`measure` then traces the
+optimistic executor, whose speculation phase is one "window" per step.  The
+critical path is then the busiest entity's handler time in the step (its
+events are handled one after the other whatever the threads) -- a lower bound
+of the true one, which also follows zero-delay chains across entities -- and
+the work includes the handlings that rollbacks undid: the predictions are an
+upper bound of what more threads could give, to be read with the rollback
+counts (``Runtime.stats()``).
 """
 
 from __future__ import annotations
@@ -41,7 +50,7 @@ from typing import Any
 import numpy as np
 
 from ._runtime import Runtime, trace_kinds
-from .errors import ConfigError, ExecutorError
+from .errors import ConfigError
 
 DEFAULT_THREADS = (1, 2, 4, 16, 64)
 
@@ -262,8 +271,9 @@ def measure(env: str, config: Mapping[str, Any] | None = None, steps: int = 10,
     """Run ``env`` (a registered env or a model folder) and report its parallelism.
 
     Two runtimes step the same episode: the parallel executor on one thread and
-    on two.  Each first takes ``warmup`` steps, then ``rounds`` blocks of
-    ``steps`` timed steps alternate between them (medians); then one block of
+    on two (lookahead 0: the optimistic executor, see the module doc).  Each
+    first takes ``warmup`` steps, then ``rounds`` blocks of ``steps`` timed
+    steps alternate between them (medians); then one block of
     ``steps`` runs traced on two threads: the windows, their work and their
     critical paths.  The checks: the work the trace adds up to, against the
     one-thread run (``predict_ns(1)`` vs ``measured_ns[1]``), and the ideal
@@ -277,10 +287,8 @@ def measure(env: str, config: Mapping[str, Any] | None = None, steps: int = 10,
     cfg.pop("max_cycles", None)
     model = native_model(env)
     _, sz = model.describe(cfg)
-    if not sz.lookahead > 0.0:
-        raise ExecutorError(f"{env}: lookahead 0: the conservative executor does not run it "
-                         "(its windows are what this report measures)")
-    rts = {t: Runtime(model, cfg, num_envs, "parallel", t, max_cycles=0,
+    executor = "parallel" if sz.lookahead > 0.0 else "optimistic"
+    rts = {t: Runtime(model, cfg, num_envs, executor, t, max_cycles=0,
                       oversubscribe=oversubscribe) for t in (1, 2)}
     try:
         for rt in rts.values():

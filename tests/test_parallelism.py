@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from seer_env import errors, parallelism
+from seer_env import parallelism
 from seer_env._runtime import trace_dtype, trace_kinds
 
 K = {v: k for k, v in trace_kinds().items()}
@@ -52,5 +52,14 @@ def test_measure_on_phold_is_consistent():
     assert set(rep.measured_ns) == {1, 2}
     text = rep.table()
     assert "threads  predicted" in text and "64" in text
-    with pytest.raises(errors.ExecutorError, match="lookahead 0"):
-        parallelism.measure("pcs_v0", {"classic": True, "width": 4, "height": 4}, steps=1)
+
+
+
+def test_lookahead_zero_is_measured_on_the_optimistic_executor():
+    # classic PCS: no windows; the speculation phase is one window per step
+    rep = parallelism.measure("pcs_v0", {"classic": True, "width": 16, "height": 16},
+                              steps=4, warmup=2, rounds=3, oversubscribe=True)
+    assert rep.steps == 4 and rep.windows == 4 and rep.events > 0
+    assert 0 < rep.critical_ns < rep.work_ns  # 256 cells, none busy all step
+    assert set(rep.measured_ns) == {1, 2}
+    assert rep.ideal_speedup() > 2.0
