@@ -901,6 +901,22 @@ class Runtime:
         return out
 
     def stats(self) -> dict[str, int]:
+        """Counters since creation, as plain ints.
+
+        ``events`` handled, ``windows`` (conservative windows, one per step of a
+        speculating optimistic step), ``steps``, ``pool_refills`` and
+        ``pool_events`` (the event records' free lists), ``serial_fallbacks``
+        (parallel steps run serially: a lookahead below the resolution of the
+        simulated time); the optimistic executor's ``rollbacks``,
+        ``events_rolled_back`` (handlings undone), ``anti_messages`` (sent to
+        another thread), ``serial_steps`` (speculations abandoned and rerun
+        serially) and ``log_bytes_peak`` (most rollback-log bytes one step took)::
+
+            rt = Runtime("pcs", {"classic": True}, 1, "optimistic", 2)
+            rt.reset([0]); rt.step()
+            s = rt.stats()
+            print(s["events_rolled_back"] / max(1, s["events"]))
+        """
         s = self.ffi.new("seer_stats *")
         with self._call() as h:
             self.lib.seer_runtime_stats(h, s)
