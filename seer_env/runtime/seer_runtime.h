@@ -161,9 +161,11 @@ typedef struct seer_runtime_options {
      * valid whatever is freed first. */
     void *buffers[8];
     uint64_t log_limit;     /* optimistic executor: bytes the rollback logs of
-                               one step may take; a step past it runs serially
-                               (0: the environment variable SEER_LOG_LIMIT if
-                               set, else memory_limit / 8, at least 64 MiB)  */
+                               one step may take, to a chunk per thread (chunks
+                               of 16 KiB-1 MiB: log_limit / threads / 8); a step
+                               past it runs serially (0: the environment
+                               variable SEER_LOG_LIMIT if set, else
+                               memory_limit / 8, at least 64 MiB)             */
 } seer_runtime_options;
 
 /* Bytes of host buffer `which` (SEER_BUF_*) for B instances of these sizes. */
