@@ -150,15 +150,23 @@ def test_vanishing_lookahead_never_hangs(make, steps: int) -> None:
 # ---- 5. fork ---------------------------------------------------------------------------
 
 
-def test_fork_child_can_use_close_recreate_and_exit() -> None:
+@pytest.mark.parametrize("make", [
+    "phold_v0.vector_env(2, num_entities=64, threads=2, max_cycles=0)",
+    # one instance split over two threads, speculating (a lookahead far below
+    # the step): a fork cuts a speculation phase (logs, rings, cancellations)
+    "phold_v0.vector_env(1, num_entities=64, threads=2, max_cycles=0, "
+    "executor='optimistic', lookahead=1e-6, remote=0.9)",
+], ids=["parallel", "optimistic"])
+def test_fork_child_can_use_close_recreate_and_exit(make: str) -> None:
     code = """
     import os, threading
     import numpy as np
     from seer_env.envs import phold_v0
-    env = phold_v0.vector_env(2, num_entities=64, threads=2, max_cycles=0)
+    env = MAKE
+    B = env.num_envs
     env.reset(seed=1)
     for _ in range(5):
-        env.step(np.zeros((2, 64), int))
+        env.step(np.zeros((B, 64), int))
     results = []
     # "busy" four times: a fork cuts the other thread's step at a random point
     # (a child that walked the cut queues crashed about once in twelve forks)
@@ -168,7 +176,7 @@ def test_fork_child_can_use_close_recreate_and_exit() -> None:
             def spin():
                 while not stop.is_set():
                     try:
-                        env.step(np.zeros((2, 64), int))
+                        env.step(np.zeros((B, 64), int))
                     except Exception:
                         pass
             t = threading.Thread(target=spin)
@@ -177,7 +185,7 @@ def test_fork_child_can_use_close_recreate_and_exit() -> None:
         if pid == 0:
             if how == "reuse":
                 for _ in range(5):
-                    env.step(np.zeros((2, 64), int))
+                    env.step(np.zeros((B, 64), int))
             elif how == "close":
                 env.close()
             elif how == "recreate":
@@ -188,11 +196,11 @@ def test_fork_child_can_use_close_recreate_and_exit() -> None:
                 env.close()
             elif how == "busy":
                 try:
-                    env.step(np.zeros((2, 64), int))
+                    env.step(np.zeros((B, 64), int))
                 except Exception as exc:
                     assert "forked" in str(exc) or "reset" in str(exc), exc
                 env.reset(seed=2)
-                env.step(np.zeros((2, 64), int))
+                env.step(np.zeros((B, 64), int))
                 env.close()
             os._exit(0)
         _, status = os.waitpid(pid, 0)
@@ -200,12 +208,12 @@ def test_fork_child_can_use_close_recreate_and_exit() -> None:
             stop.set()
             t.join()
         results.append((how, os.waitstatus_to_exitcode(status)))
-    env.step(np.zeros((2, 64), int))
+    env.step(np.zeros((B, 64), int))
     env.close()
     print(results)
     assert all(code == 0 for _, code in results), results
     """
-    r = run_python(code, timeout=120)
+    r = run_python(code.replace("MAKE", make), timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr[-3000:]
 
 
