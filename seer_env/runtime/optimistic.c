@@ -21,8 +21,11 @@
  * the serial run.  A non-monotone creation ((t, new key) < (now, key of the
  * event being handled): a zero-delay event from an entity numbered below
  * the source of the event being handled) breaks the premise: the serial
- * executor handles it next, out of (time, key) order.  seer_schedule
- * detects it, and the instance's speculation is abandoned: after the phase,
+ * executor handles it next, out of (time, key) order.  When its target is
+ * the handling entity itself (a cell asked to act "now" by an arrival), it
+ * is handled at once as part of the same handling (run_cascade).  For
+ * another entity, seer_schedule detects it and the instance's speculation
+ * is abandoned: after the phase,
  * every entity goes back to the step's start and the step runs serially
  * (seer_opt_serial_step).  So do handler errors during speculation (a
  * speculative handling may see inputs the serial run never gives it: the
@@ -110,6 +113,8 @@ typedef struct seer_opt_rec {
     opt_sent *sent;            /* the events it sent                           */
     uint32_t nsent;
     uint32_t inst;
+    uint32_t handled;          /* handlings it covers: 1 + its cascade (see
+                                  run_cascade)                                  */
     seer_entity_rec rec;       /* the entity's runtime record before it        */
     alignas(16) unsigned char state[]; /* the entity's state before it        */
 } seer_opt_rec;
@@ -162,6 +167,9 @@ typedef struct seer_opt_worker {
     size_t chunk;           /* bytes of a new chunk                            */
     opt_sent *sent;         /* the current handler's sends                     */
     uint32_t nsent, sent_cap;
+    seer_event **cascade;   /* the current handling's zero-delay events for its
+                               own entity below its key (see run_cascade)      */
+    uint32_t ncascade, cascade_cap;
     opt_sent *cancel;       /* cancellations to carry out                      */
     uint32_t ncancel, cancel_cap;
     opt_backlog *backlog;   /* [slots]: by receiving slot                      */
@@ -463,6 +471,7 @@ static void rollback(seer_worker *w, uint32_t inst, uint32_t e, seer_time t, uin
     uint32_t n = 0;
     while (r && !before_tk(r->ev, t, k)) {
         seer_event *ev = r->ev;
+        n += r->handled - 1; /* the cascade it covers (n++ below: itself) */
         ev->flags &= ~(uint32_t)SEER_EV_HANDLED;
         r->ev = NULL; /* undone: commit skips it */
         push_pending(w, in, part, ev);
@@ -617,7 +626,48 @@ static void drop_handling(seer_worker *w, seer_inst *in)
     for (uint32_t i = 0; i < o->nsent; i++)
         seer_event_free_local(w, o->sent[i].ev);
     o->nsent = 0;
+    for (uint32_t i = 0; i < o->ncascade; i++)
+        seer_event_free_local(w, o->cascade[i]);
+    o->ncascade = 0;
     abandon(in);
+}
+
+/* After a handling of (now, K) at entity e: the events it scheduled for e at
+ * `now` with keys below K (and those they schedule alike), in key order.
+ * The serial executor pops exactly these next -- every other pending event
+ * is above (now, K), and a zero-delay event below K for another entity
+ * abandons the speculation -- so they belong to the same handling: one log
+ * record (the state before the first) covers them all, what they send is
+ * sent by it, and a rollback re-creates them by re-running it.  c->cur_key
+ * stays K throughout.  Returns 0 when a handler failed or the speculation
+ * was abandoned (the caller drops the handling). */
+static int run_cascade(seer_worker *w, seer_ctx *c, uint32_t inst, void *st)
+{
+    seer_runtime *rt = w->rt;
+    seer_inst *in = &rt->inst[inst];
+    seer_opt_worker *o = w->opt;
+    while (o->ncascade) {
+        uint32_t best = 0; /* a handful at most: a linear search */
+        for (uint32_t i = 1; i < o->ncascade; i++)
+            if (o->cascade[i]->key < o->cascade[best]->key)
+                best = i;
+        seer_event *ev = o->cascade[best];
+        o->cascade[best] = o->cascade[--o->ncascade];
+        c->cur_type = ev->type;
+        const int tracing = SEER_TRACING(w);
+        const uint64_t t0 = tracing ? seer_clock_ns() : 0;
+        const int rc = rt->model->handle(c, st, ev->type, ev->payload, ev->size);
+        if (tracing)
+            seer_trace_add_local(w, SEER_TRACE_EVENT, t0, seer_clock_ns(), c->now, inst,
+                                 c->self, c->cur_type, 1);
+        seer_event_free_local(w, ev);
+        if (rc != 0 || w->err != 0 || inst_abandoned(in))
+            return 0;
+        c->rec->events++;
+        o->net[inst]++;
+        o->gross[inst]++;
+    }
+    return 1;
 }
 
 /* Pop and handle the next event of partition p of instance `inst` (held by
@@ -660,6 +710,7 @@ static int handle_next(seer_worker *w, seer_ctx *c, uint32_t inst, uint32_t p)
     r->sent = NULL;
     r->nsent = 0;
     r->inst = inst;
+    r->handled = 1;
     in->opt_log[e] = r;
     ev->flags |= SEER_EV_HANDLED;
 
@@ -681,6 +732,14 @@ static int handle_next(seer_worker *w, seer_ctx *c, uint32_t inst, uint32_t p)
     c->rec->events++;
     o->net[inst]++;
     o->gross[inst]++;
+    if (__builtin_expect(o->ncascade != 0, 0)) {
+        const uint64_t before = o->gross[inst];
+        if (!run_cascade(w, c, inst, st)) {
+            drop_handling(w, in);
+            return 1;
+        }
+        r->handled += (uint32_t)(o->gross[inst] - before);
+    }
     const uint32_t ns = o->nsent;
     if (ns) {
         opt_sent *sent = arena_alloc(&o->sends, ns * sizeof *sent, o->chunk, 0, 1);
@@ -711,8 +770,15 @@ int seer_opt_schedule_local(seer_ctx *c, seer_event *ev)
     seer_opt_worker *o = w->opt;
     if (__builtin_expect(ev->time == c->now && ev->key < c->cur_key, 0)) {
         /* non-monotone: the serial executor handles it next, before the
-         * events of (now, key) above it -- an order speculation by (time,
-         * key) does not reproduce */
+         * events of (now, key) above it.  For this entity itself that is
+         * part of the same handling (run_cascade); for another entity it is
+         * an order speculation by (time, key) does not reproduce. */
+        if (ev->target == c->self &&
+            grow((void **)&o->cascade, &o->cascade_cap, o->ncascade + 1,
+                 sizeof *o->cascade) == SEER_OK) {
+            o->cascade[o->ncascade++] = ev;
+            return SEER_OK;
+        }
         abandon(c->inst);
         seer_event_free_local(w, ev);
         return SEER_OK;
@@ -976,6 +1042,7 @@ static void drop_everything_completer(seer_runtime *rt, seer_worker *w)
         o->backlogged = 0;
         o->ncancel = 0;
         o->nsent = 0;
+        o->ncascade = 0; /* always empty between handlings */
         struct commit_arg a = {w, 1};
         arena_each_rec(&o->recs, sh->rec_stride, commit_rec, &a);
         arena_reset(&o->recs);
@@ -1110,6 +1177,7 @@ static void free_worker_opt(seer_opt_worker *o)
     arena_free(&o->recs);
     arena_free(&o->sends);
     free(o->sent);
+    free(o->cascade);
     free(o->cancel);
     for (uint32_t s = 0; o->backlog && s < o->slots; s++)
         free(o->backlog[s].a);
