@@ -237,18 +237,15 @@ def cache_sizes(root: str = "/sys/devices/system/cpu/cpu0/cache") -> dict[str, i
     return out
 
 
-# A step of the optimistic executor whose instance is split across threads
-# speculates unless the lookahead gives at most this many windows per step
-# (then it runs the conservative windows: SEER_OPT_WINDOWS_MAX in the runtime).
-OPT_WINDOWS_MAX = 256.0
-
-
 def speculates(features: Features) -> bool:
     """Would the optimistic executor speculate on this workload (rather than run
     the conservative executor's windows)?  Lookahead 0, or more than
-    ``OPT_WINDOWS_MAX`` windows of width L per step."""
+    ``SEER_OPT_WINDOWS_MAX`` windows of width L per step (the runtime's rule,
+    ``seer_runtime.h``)."""
+    from ._runtime import core
+
     L = features.lookahead
-    return not L > 0.0 or features.step_duration > OPT_WINDOWS_MAX * L
+    return not L > 0.0 or features.step_duration > int(core().lib.SEER_OPT_WINDOWS_MAX) * L
 
 
 def candidate_set(features: Features, max_threads: int | None = None) -> list[Candidate]:

@@ -660,7 +660,6 @@ int seer_opt_prepare(seer_runtime *rt);
  * selected instance, and a step holds at most SEER_OPT_WINDOWS_MAX windows
  * of width L, so windows cost little and roll nothing back). */
 int seer_opt_speculates(const seer_runtime *rt);
-#define SEER_OPT_WINDOWS_MAX 256.0
 /* Slots of the speculation phase (each a set of partitions one worker holds
  * for the whole phase). */
 uint32_t seer_opt_slots(const seer_runtime *rt);

@@ -796,8 +796,7 @@ int seer_opt_schedule_local(seer_ctx *c, seer_event *ev)
 
 /* The partition of this slot, of instance `inst`, with the earliest event
  * below the boundary; UINT32_MAX when none. */
-static inline uint32_t next_part(const seer_runtime *rt, const seer_inst *in, uint32_t p0,
-                                 uint32_t p1)
+static inline uint32_t next_part(const seer_inst *in, uint32_t p0, uint32_t p1)
 {
     if (p1 == p0 + 1)
         return seer_squeue_min_time_owner(&in->parts[p0]) < in->boundary ? p0 : UINT32_MAX;
@@ -810,7 +809,6 @@ static inline uint32_t next_part(const seer_runtime *rt, const seer_inst *in, ui
             best = p;
         }
     }
-    (void)rt;
     return best;
 }
 
@@ -832,7 +830,7 @@ static uint32_t run_batch(seer_worker *w, seer_ctx *c, uint32_t p0, uint32_t p1,
         uint32_t n = 0;
         uint32_t p;
         while (n < OPT_BATCH && !w->err && !inst_abandoned(in) &&
-               (p = next_part(rt, in, p0, p1)) != UINT32_MAX) {
+               (p = next_part(in, p0, p1)) != UINT32_MAX) {
             if (!handle_next(w, c, inst, p))
                 break;
             n++;
@@ -995,7 +993,7 @@ void seer_opt_open_completer(seer_runtime *rt)
 int seer_opt_speculates(const seer_runtime *rt)
 {
     const seer_time L = rt->sz.lookahead;
-    if (!(L > 0.0) || rt->sz.step_duration > SEER_OPT_WINDOWS_MAX * L)
+    if (!(L > 0.0) || rt->sz.step_duration > (double)SEER_OPT_WINDOWS_MAX * L)
         return 1;
     for (uint32_t k = 0; k < rt->nsel; k++) {
         const seer_time b = rt->inst[rt->sel[k]].boundary;

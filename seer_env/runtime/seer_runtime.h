@@ -30,6 +30,12 @@ typedef enum seer_executor {
                                     Warp) inside a step, worker pool; any L >= 0 */
 } seer_executor;
 
+/* The optimistic executor speculates on a step whose instance is split across
+ * threads unless the lookahead L > 0 gives at most this many windows of width
+ * L per step (step_duration <= SEER_OPT_WINDOWS_MAX * L): then it runs the
+ * parallel executor's windows, which roll nothing back. */
+enum { SEER_OPT_WINDOWS_MAX = 256 };
+
 /* Buffers returned by seer_runtime_buffer. */
 typedef enum seer_buffer {
     SEER_BUF_ACTIONS = 0,    /* [B][A][action_dim] int32 or float32 (host writes) */
