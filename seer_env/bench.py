@@ -182,23 +182,32 @@ class MinimalDictEnv:
                  for a, row in zip(agents, self._info.tolist(), strict=False)})
 
 
-def _block_us(fn: Callable[[], Any], n: int) -> float:
+def _block_s(fn: Callable[[], Any], n: int) -> float:
+    """Seconds for ``n`` consecutive calls of ``fn``."""
     t0 = time.perf_counter_ns()
     for _ in range(n):
         fn()
-    return (time.perf_counter_ns() - t0) / n / 1e3
+    return (time.perf_counter_ns() - t0) / 1e9
+
+
+def _blocks(runs: dict[str, Callable[[], Any]], rounds: int, block: int
+            ) -> dict[str, list[float]]:
+    """Seconds per block of ``block`` consecutive calls of each run, the order
+    rotating every round (warm caches, as a user steps one env in a loop)."""
+    keys = list(runs)
+    out: dict[str, list[float]] = {k: [] for k in keys}
+    for r in range(rounds):
+        for k in keys[r % len(keys):] + keys[:r % len(keys)]:
+            out[k].append(_block_s(runs[k], block))
+    return out
 
 
 def _rotated(runs: dict[str, Callable[[], Any]], rounds: int, block: int) -> dict[str, float]:
     """Median µs per call of each run: blocks of ``block`` calls, rotated."""
-    samples: dict[str, list[float]] = {k: [] for k in runs}
-    keys = list(runs)
     for fn in runs.values():
-        _block_us(fn, max(1, block // 4))  # warm
-    for r in range(rounds):
-        for k in keys[r % len(keys):] + keys[:r % len(keys)]:
-            samples[k].append(_block_us(runs[k], block))
-    return {k: statistics.median(v) for k, v in samples.items()}
+        _block_s(fn, max(1, block // 4))  # warm
+    return {k: statistics.median(v) / block * 1e6
+            for k, v in _blocks(runs, rounds, block).items()}
 
 
 def bench_api(rounds: int = 9, agents: tuple[int, ...] = (16, 64, 256, 1024, 4096),
@@ -270,21 +279,6 @@ def _pcs_config(width: int, **over: Any) -> dict[str, Any]:
     return cfg
 
 
-def _blocks(rts: dict[str, Runtime], blocks: int, block: int) -> dict[str, list[float]]:
-    """Seconds per block of ``block`` consecutive steps of each runtime, the order
-    rotating every round (warm caches, as a user steps one env in a loop)."""
-    keys = list(rts)
-    out: dict[str, list[float]] = {k: [] for k in keys}
-    for r in range(blocks):
-        for k in keys[r % len(keys):] + keys[:r % len(keys)]:
-            rt = rts[k]
-            t0 = time.perf_counter()
-            for _ in range(block):
-                rt.step()
-            out[k].append(time.perf_counter() - t0)
-    return out
-
-
 def _opt_stats(rt: Runtime) -> dict[str, Any]:
     s = rt.stats()
     ev = max(1, s["events"])
@@ -321,20 +315,13 @@ def bench_pcs(rounds: int = 9, threads: int = 2, widths: tuple[int, ...] = (32, 
             e.reset(seed=0)
             for _ in range(block):
                 e.step(acts)
-        samples: dict[str, list[float]] = {k: [] for k in envs}
-        keys = list(envs)
-        for r in range(rounds):
-            for k in keys[r % len(keys):] + keys[:r % len(keys)]:
-                e = envs[k]
-                t0 = time.perf_counter()
-                for _ in range(block):
-                    e.step(acts)
-                samples[k].append((time.perf_counter() - t0) / block)
+        samples = _blocks({k: lambda e=e, a=acts: e.step(a) for k, e in envs.items()}, rounds,
+                          block)
         ev = {k: e.runtime.stats()["events"] / max(1, e.runtime.stats()["steps"])
               for k, e in envs.items()}
         for e in envs.values():
             e.close()
-        med = {k: statistics.median(v) for k, v in samples.items()}
+        med = {k: statistics.median(v) / block for k, v in samples.items()}
         sp = med["serial"] / med[f"parallel-{threads}"]
         out[f"{w}x{w}"] = {"median_s_per_step": med, "speedup": sp,
                            "events_per_step": ev["serial"]}
@@ -377,7 +364,7 @@ def bench_optimistic(quick: bool = False, threads: int = 2,
         for rt in rts.values():
             rt.reset([0])
             rt.actions[:] = 0
-        samples = _blocks(rts, nblocks, block)
+        samples = _blocks({k: rt.step for k, rt in rts.items()}, nblocks, block)
         opt = rts[f"optimistic-{threads}"]
         ser = rts["serial"]
         same = (ser.entity_events(0).tobytes() == opt.entity_events(0).tobytes()
@@ -416,7 +403,7 @@ def bench_optimistic(quick: bool = False, threads: int = 2,
             rt.actions[:] = 0
             for _ in range(10):
                 rt.step()
-        samples = _blocks(rts, 3 if quick else 9, 20)
+        samples = _blocks({k: rt.step for k, rt in rts.items()}, 3 if quick else 9, 20)
         med = {k: statistics.median(v) for k, v in samples.items()}
         opt = rts[f"optimistic-{threads}"]
         row = {"median_s_per_block": med,
