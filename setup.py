@@ -3,8 +3,9 @@
 ``seer_env._core`` is the runtime alone; every shipped model folder
 (``seer_env/envs/<name>/`` with C sources) becomes ``seer_env.envs.<name>._model``,
 the runtime and that model in one module -- built exactly as ``seer-env build``
-builds a user's model.  ``seer_env._fast`` (the dict API's per-step work) is an
-ordinary CPython extension.
+builds a user's model.  ``seer_env._fast`` (the dict and batched APIs' per-step
+work) is an ordinary CPython extension using NumPy's C API (NumPy is a build
+requirement: headers of NumPy >= 2 build a module that runs on NumPy >= 1.19).
 """
 
 import importlib.util
@@ -27,6 +28,12 @@ class BuildSeer(build_ext):
 
     def build_extension(self, ext):
         if not getattr(ext, "seer", False):  # a plain CPython extension (seer_env._fast)
+            # NumPy's C API headers: imported here, not at the top, so that
+            # commands that build nothing (sdist, egg_info) do not need NumPy
+            import numpy
+
+            if numpy.get_include() not in ext.include_dirs:
+                ext.include_dirs.append(numpy.get_include())
             return super().build_extension(ext)
         model_dir = getattr(ext, "model_dir", None)
         cache = Path(self.build_temp) / "seer-objects"
@@ -47,7 +54,8 @@ def _ext(name, model_dir=None):
     return e
 
 
-# The dict API's per-step work (CPython's C API; no cffi, no runtime).
+# The dict and batched APIs' per-step work (CPython's and NumPy's C APIs; no cffi,
+# no runtime).
 FAST = Extension("seer_env._fast", sources=["seer_env/_fast.c"],
                  extra_compile_args=["-O2", "-Wall", "-Wextra", "-Werror"])
 

@@ -751,10 +751,12 @@ class SeerVectorEnv(_SeerEnvCommon):
             np.zeros((B, A), np.float32), np.zeros((B, A), bool), np.zeros((B, A), bool)
         )
         self._fin = np.zeros(B, dtype=bool)  # scratch: instances with no live agent
-        self._act_flat = self.runtime.actions.reshape(-1)  # a view of the runtime's buffer
-        self._act_shape = self.runtime.actions.shape if self.sizes.action_kind == "box" else (
-            B, A)
         self._any_autoreset = False
+        rt = self.runtime
+        self._act_buf = rt.actions  # (B, A) int32 or (B, A, dim) float32
+        # the buffers a call's outputs come from, for _fast.vec_outputs
+        self._bufs = (rt.obs, rt.reward, rt.terminated, rt.truncated, rt.alive, rt.active,
+                      rt.info, tuple(self.info_names))
 
     # -- outputs -------------------------------------------------------------
 
@@ -768,6 +770,8 @@ class SeerVectorEnv(_SeerEnvCommon):
     def _outputs(self, rt: Runtime) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
                                              dict[str, Any]]:
         """This call's outputs: fresh copies (or read-only views, ``copy=False``)."""
+        if _fast is not None:  # the same arrays, built in one C call
+            return _fast.vec_outputs(self._bufs, self.copy, None)[0]  # type: ignore[no-any-return]
         if self.copy:
             return (rt.obs.copy(), rt.reward.copy(), rt.terminated.copy(), rt.truncated.copy(),
                     self._infos())
@@ -781,9 +785,11 @@ class SeerVectorEnv(_SeerEnvCommon):
         else:
             infos = {"alive": self._arr(rt.alive), "active": self._arr(rt.active)}
         if self.info_names:
-            info = rt.info.copy()  # one copy; each value a (B, A) view of it
+            # one copy, laid out (n_info, B, A): each value a C-contiguous (B, A)
+            # view of it, as _fast.vec_outputs's arrays are C-contiguous
+            info = np.ascontiguousarray(rt.info.transpose(2, 0, 1))
             for j, name in enumerate(self.info_names):
-                infos[name] = info[:, :, j]
+                infos[name] = info[j]
         return infos
 
     @property
@@ -847,6 +853,9 @@ class SeerVectorEnv(_SeerEnvCommon):
             rt.reset(seeds, mask)
             self._autoreset[mask] = False
             self._any_autoreset = bool(self._autoreset.any())
+        if _fast is not None:
+            obs, _, _, _, infos = _fast.vec_outputs(self._bufs, self.copy, None)[0]
+            return obs, infos
         return self._arr(rt.obs), self._infos()
 
     def _take_seeds(self, mask: np.ndarray) -> list[int]:
@@ -860,12 +869,10 @@ class SeerVectorEnv(_SeerEnvCommon):
     # -- step ----------------------------------------------------------------
 
     def _write_actions(self, actions: Any) -> None:
-        sz = self.sizes
         # the common case, an array of the right shape and kind: one pass in C
-        if (_fast is not None and type(actions) is np.ndarray
-                and actions.shape == self._act_shape
-                and _fast.copy_actions(actions, self._act_flat, sz.action_kind == "discrete")):
+        if _fast is not None and _fast.copy_actions(actions, self._act_buf):
             return
+        sz = self.sizes
         try:
             arr = np.asarray(actions)
         except (ValueError, TypeError) as exc:  # ragged nested sequences
@@ -892,7 +899,8 @@ class SeerVectorEnv(_SeerEnvCommon):
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Step every instance (see the class docstring for autoreset)."""
         rt = self.runtime
-        self._check_open("step")
+        if rt.closed:
+            self._check_open("step")
         if self._needs_reset:
             raise StateError(f"{self.seer_model.name}: call reset() before step()")
         mode = self.autoreset_mode
@@ -904,9 +912,16 @@ class SeerVectorEnv(_SeerEnvCommon):
             )
         self._write_actions(actions)
         self._interrupted = _CUT_SHORT_STEP  # until Python has caught up
-        out = self._step_and_autoreset(rt, mode)
+        if mode is AutoresetMode.NEXT_STEP and not self._any_autoreset and _fast is not None:
+            # the common case (_step_and_autoreset's first branch, inlined): every
+            # instance steps; the outputs and the finished instances in one C call
+            rt.step()
+            out, n = _fast.vec_outputs(self._bufs, self.copy, self._autoreset)
+            self._any_autoreset = n > 0
+        else:
+            out = self._step_and_autoreset(rt, mode)
         self._interrupted = ""
-        return out
+        return out  # type: ignore[no-any-return]
 
     def _step_and_autoreset(
         self, rt: Runtime, mode: AutoresetMode
@@ -919,11 +934,20 @@ class SeerVectorEnv(_SeerEnvCommon):
                 if stepping.any():
                     rt.step(stepping)
                 rt.reset(self._take_seeds(self._autoreset), self._autoreset)
+            if _fast is not None:  # the outputs and the finished instances in one C call
+                out, n = _fast.vec_outputs(self._bufs, self.copy, self._autoreset)
+                self._any_autoreset = n > 0
+                return out  # type: ignore[no-any-return]
             self._any_autoreset = self._finished(rt, self._autoreset) > 0
             return self._outputs(rt)
         rt.step()
         finished = self._fin
-        if mode is AutoresetMode.DISABLED or self._finished(rt, finished) == 0:
+        if _fast is not None:
+            out, n = _fast.vec_outputs(
+                self._bufs, self.copy, None if mode is AutoresetMode.DISABLED else finished)
+            if n == 0:
+                return out  # type: ignore[no-any-return]
+        elif mode is AutoresetMode.DISABLED or self._finished(rt, finished) == 0:
             return self._outputs(rt)
         finished = finished.copy()
         # SAME_STEP with finished instances: keep the final step, then reset them.

@@ -1,11 +1,13 @@
 /*
- * _fast.c -- the per-step work of the PettingZoo dict API, in C.
+ * _fast.c -- the per-step work of the dict and batched APIs, in C.
  *
  * A ParallelEnv step turns a dict of actions into the runtime's action
  * buffer and the runtime's output buffers into five dicts keyed by agent.
  * Done in Python, that is several bytecode-dispatched operations per agent;
- * here it is one pass with CPython's C API.  Only seer_env._base calls these
- * functions, from the thread that holds the env (and the GIL) for the call.
+ * here it is one pass with CPython's C API.  A SeerVectorEnv step copies
+ * the runtime's buffers into fresh arrays (NumPy's C API): one call instead
+ * of a dozen.  Only seer_env._base calls these functions, from the thread
+ * that holds the env (and the GIL) for the call.
  *
  * Nothing here validates user input beyond what it needs to stay fast and
  * safe: dict_actions returns False for anything unusual (a missing agent, a
@@ -16,6 +18,8 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#include <numpy/arrayobject.h>
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
@@ -260,89 +264,91 @@ done:
     return result;
 }
 
-/* Read element i of a buffer of integer format `fmt` as a long long; 0 if the
- * format is not an integer one. */
-static int int_at(const Py_buffer *b, Py_ssize_t i, long long *out)
+/* Copy n integers of C type T from src into the int32 dst, as long long
+ * (signed T) or unsigned long long (unsigned T); return 0 (dst maybe partly
+ * written) at the first value outside int32, else 1. */
+#define COPY_INTS(T, OUTSIDE)                                                             \
+    do {                                                                                  \
+        const T *in = (const T *)src;                                                     \
+        for (npy_intp i = 0; i < n; i++) {                                                \
+            if (OUTSIDE(in[i]))                                                           \
+                return 0;                                                                 \
+            dst[i] = (int32_t)in[i];                                                      \
+        }                                                                                 \
+        return 1;                                                                         \
+    } while (0)
+#define OUTSIDE_S(x) ((long long)(x) < INT32_MIN || (long long)(x) > INT32_MAX)
+#define OUTSIDE_U(x) ((unsigned long long)(x) > (unsigned long long)INT32_MAX)
+
+/* 1: the n values at src, of NumPy integer type `type`, are written to dst;
+ * 0: another type, or a value outside int32. */
+static int copy_ints(const void *src, int type, npy_intp n, int32_t *dst)
 {
-    const char *fmt = b->format ? b->format : "B";
-    if (fmt[0] == '=' || fmt[0] == '@' || fmt[0] == '<')
-        fmt++;
-    if (fmt[0] == '\0' || fmt[1] != '\0')
-        return 0;
-    const char *p = (const char *)b->buf + i * b->itemsize;
-    switch (fmt[0]) {
-    case 'b': *out = *(const signed char *)p; return b->itemsize == 1;
-    case 'B': *out = *(const unsigned char *)p; return b->itemsize == 1;
-    case 'h': *out = *(const short *)p; return b->itemsize == sizeof(short);
-    case 'H': *out = *(const unsigned short *)p; return b->itemsize == sizeof(short);
-    case 'i': *out = *(const int *)p; return b->itemsize == sizeof(int);
-    case 'I': *out = *(const unsigned int *)p; return b->itemsize == sizeof(int);
-    case 'l': *out = *(const long *)p; return b->itemsize == sizeof(long);
-    case 'q': *out = *(const long long *)p; return b->itemsize == sizeof(long long);
-    case 'L': case 'Q': {
-        unsigned long long u = b->itemsize == sizeof(long) && fmt[0] == 'L'
-                                   ? *(const unsigned long *)p
-                                   : *(const unsigned long long *)p;
-        if (b->itemsize != 8 || u > (unsigned long long)INT32_MAX)
-            return 0;
-        *out = (long long)u;
-        return 1;
-    }
-    default: return 0;
+    switch (type) {
+    case NPY_BYTE: COPY_INTS(npy_byte, OUTSIDE_S);
+    case NPY_UBYTE: COPY_INTS(npy_ubyte, OUTSIDE_U);
+    case NPY_SHORT: COPY_INTS(npy_short, OUTSIDE_S);
+    case NPY_USHORT: COPY_INTS(npy_ushort, OUTSIDE_U);
+    case NPY_INT: COPY_INTS(npy_int, OUTSIDE_S);
+    case NPY_UINT: COPY_INTS(npy_uint, OUTSIDE_U);
+    case NPY_LONG: COPY_INTS(npy_long, OUTSIDE_S);
+    case NPY_ULONG: COPY_INTS(npy_ulong, OUTSIDE_U);
+    case NPY_LONGLONG: COPY_INTS(npy_longlong, OUTSIDE_S);
+    case NPY_ULONGLONG: COPY_INTS(npy_ulonglong, OUTSIDE_U);
+    default: return 0; /* bool, floats, objects...: the checked path */
     }
 }
+#undef COPY_INTS
+#undef OUTSIDE_S
+#undef OUTSIDE_U
 
 PyDoc_STRVAR(copy_actions_doc,
-"copy_actions(src, dst, discrete) -> bool\n\n"
-"Copy a C-contiguous NumPy array of actions into the runtime's action buffer\n"
-"dst (as many elements): integers in int32 range (discrete) or float32/\n"
-"float64 values (box; finite values stay finite); False, with dst maybe\n"
-"partly written, when src is of another kind (the checked path decides).");
+"copy_actions(src, dst) -> bool\n\n"
+"Copy actions into the runtime's action buffer dst (int32 (B, A): discrete;\n"
+"float32 (B, A, dim): box) when src is a NumPy array (exactly) of dst's\n"
+"shape, C-contiguous, aligned, in native byte order, of integers in int32\n"
+"range (discrete) or float32/float64 values (box; finite values stay\n"
+"finite); False, with dst maybe partly written, otherwise (the checked path\n"
+"decides).");
 
-static PyObject *copy_actions(PyObject *module, PyObject *args)
+static PyObject *copy_actions(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)module;
-    PyObject *src;
-    Py_buffer dst;
-    int discrete;
-    if (!PyArg_ParseTuple(args, "Ow*p", &src, &dst, &discrete))
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "copy_actions(src, dst) takes 2 arguments");
         return NULL;
-    PyObject *result = Py_False;
-    Py_buffer b;
-    if (strcmp(Py_TYPE(src)->tp_name, "numpy.ndarray") != 0)
-        goto done;
-    if (PyObject_GetBuffer(src, &b, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) != 0) {
-        PyErr_Clear();
-        goto done;
     }
-    const Py_ssize_t n = b.itemsize > 0 ? b.len / b.itemsize : 0;
-    if (n * 4 == dst.len) {
-        if (discrete) {
-            int32_t *out = dst.buf;
-            long long x = 0;
-            Py_ssize_t i = 0;
-            for (; i < n; i++) {
-                if (!int_at(&b, i, &x) || x < INT32_MIN || x > INT32_MAX)
-                    break;
-                out[i] = (int32_t)x;
-            }
-            result = i == n ? Py_True : Py_False;
-        } else if (b.format && b.format[1] == '\0' && b.format[0] == 'f') {
-            memcpy(dst.buf, b.buf, (size_t)dst.len);
-            result = Py_True;
-        } else if (b.format && b.format[1] == '\0' && b.format[0] == 'd') {
-            const double *d = b.buf;
-            float *out = dst.buf;
-            for (Py_ssize_t i = 0; i < n; i++)
-                out[i] = to_float32(d[i]);
-            result = Py_True;
-        }
+    PyArrayObject *dst = (PyArrayObject *)args[1];
+    if (!PyArray_Check(args[1]) || !PyArray_ISCARRAY(dst) || !PyArray_ISNOTSWAPPED(dst) ||
+        (PyArray_TYPE(dst) != NPY_INT32 && PyArray_TYPE(dst) != NPY_FLOAT32)) {
+        PyErr_SetString(PyExc_ValueError, "copy_actions: dst is not the runtime's action "
+                        "buffer");
+        return NULL;
     }
-    PyBuffer_Release(&b);
-done:
-    PyBuffer_Release(&dst);
-    Py_INCREF(result);
-    return result;
+    if (!PyArray_CheckExact(args[0]))
+        Py_RETURN_FALSE;
+    PyArrayObject *src = (PyArrayObject *)args[0];
+    if (!PyArray_SAMESHAPE(src, dst) || !PyArray_ISCARRAY_RO(src) || !PyArray_ISNOTSWAPPED(src))
+        Py_RETURN_FALSE;
+    const npy_intp n = PyArray_SIZE(dst);
+    const void *in = PyArray_DATA(src);
+    const int type = PyArray_TYPE(src);
+    int ok = 0;
+    if (PyArray_TYPE(dst) == NPY_INT32) {
+        ok = copy_ints(in, type, n, PyArray_DATA(dst));
+    } else if (type == NPY_FLOAT32) {
+        memcpy(PyArray_DATA(dst), in, (size_t)n * sizeof(float));
+        ok = 1;
+    } else if (type == NPY_FLOAT64) {
+        const double *d = in;
+        float *out = PyArray_DATA(dst);
+        for (npy_intp i = 0; i < n; i++)
+            out[i] = to_float32(d[i]);
+        ok = 1;
+    }
+    if (ok)
+        Py_RETURN_TRUE;
+    Py_RETURN_FALSE;
 }
 
 PyDoc_STRVAR(finished_doc,
@@ -378,8 +384,186 @@ static PyObject *finished(PyObject *module, PyObject *args)
     return count < 0 ? NULL : PyLong_FromSsize_t(count);
 }
 
+
+/* ---- the batched API's outputs ---------------------------------------------- */
+
+/* Interned "alive" and "active", the first keys of a batched step's infos. */
+static PyObject *str_alive, *str_active;
+
+/* The runtime buffer `o` (argument `what` of vec_outputs) if it is a
+ * C-contiguous, aligned NumPy array of `ndim` dimensions and type `type`. */
+static PyArrayObject *buffer_arg(PyObject *o, int ndim, int type, const char *what)
+{
+    if (!PyArray_Check(o) || PyArray_NDIM((PyArrayObject *)o) != ndim ||
+        PyArray_TYPE((PyArrayObject *)o) != type ||
+        !PyArray_ISCARRAY_RO((PyArrayObject *)o)) {
+        PyErr_Format(PyExc_ValueError, "vec_outputs: %s is not a C-contiguous array of "
+                     "the runtime's dtype and rank", what);
+        return NULL;
+    }
+    return (PyArrayObject *)o;
+}
+
+/* A fresh, writable, C-contiguous copy of `a` (an aligned C-contiguous array). */
+static PyObject *fresh_copy(PyArrayObject *a)
+{
+    PyArray_Descr *d = PyArray_DESCR(a);
+    Py_INCREF(d);
+    PyObject *c = PyArray_NewFromDescr(&PyArray_Type, d, PyArray_NDIM(a), PyArray_DIMS(a),
+                                       NULL, NULL, 0, NULL);
+    const size_t n = (size_t)PyArray_NBYTES(a);
+    if (c && n)
+        memcpy(PyArray_DATA((PyArrayObject *)c), PyArray_DATA(a), n);
+    return c;
+}
+
+/* A read-only view of `a` whose base is `a` (what a.view() with the
+ * writeable flag cleared gives). */
+static PyObject *readonly_view(PyArrayObject *a)
+{
+    PyArray_Descr *d = PyArray_DESCR(a);
+    Py_INCREF(d);
+    PyObject *v = PyArray_NewFromDescr(&PyArray_Type, d, PyArray_NDIM(a), PyArray_DIMS(a),
+                                       PyArray_STRIDES(a), PyArray_DATA(a),
+                                       NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED, NULL);
+    if (!v)
+        return NULL;
+    Py_INCREF(a);
+    if (PyArray_SetBaseObject((PyArrayObject *)v, (PyObject *)a) < 0) { /* steals a */
+        Py_DECREF(v);
+        return NULL;
+    }
+    return v;
+}
+
+static PyObject *copy_or_view(PyArrayObject *a, int copy)
+{
+    return copy ? fresh_copy(a) : readonly_view(a);
+}
+
+PyDoc_STRVAR(vec_outputs_doc,
+"vec_outputs(bufs, copy, fin) -> ((obs, reward, terminated, truncated, infos), n)\n\n"
+"A SeerVectorEnv call's outputs from the runtime's buffers\n"
+"bufs = (obs, reward, terminated, truncated, alive, active, info, info_names):\n"
+"fresh writable copies (copy true) or read-only views of the buffers (copy\n"
+"false) of the first six; infos = {'alive': ..., 'active': ...,\n"
+"info_names[j]: info[:, :, j] as a fresh C-contiguous (B, A) float64 array}\n"
+"(fresh in either mode).  fin, a (B,) bool array, receives 'instance i has\n"
+"no live agent' and n counts those instances (fin None: n is 0).");
+
+static PyObject *vec_outputs(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 3 || !PyTuple_CheckExact(args[0]) || PyTuple_GET_SIZE(args[0]) != 8) {
+        PyErr_SetString(PyExc_TypeError, "vec_outputs(bufs, copy, fin): bufs is an 8-tuple");
+        return NULL;
+    }
+    PyObject *b[8];
+    for (int k = 0; k < 8; k++)
+        b[k] = PyTuple_GET_ITEM(args[0], k);
+    const int copy = PyObject_IsTrue(args[1]);
+    if (copy < 0)
+        return NULL;
+    PyArrayObject *obs = buffer_arg(b[0], 3, NPY_FLOAT32, "obs");
+    PyArrayObject *rew = obs ? buffer_arg(b[1], 2, NPY_FLOAT32, "reward") : NULL;
+    PyArrayObject *term = rew ? buffer_arg(b[2], 2, NPY_BOOL, "terminated") : NULL;
+    PyArrayObject *trunc = term ? buffer_arg(b[3], 2, NPY_BOOL, "truncated") : NULL;
+    PyArrayObject *alive = trunc ? buffer_arg(b[4], 2, NPY_BOOL, "alive") : NULL;
+    PyArrayObject *active = alive ? buffer_arg(b[5], 2, NPY_BOOL, "active") : NULL;
+    PyArrayObject *info = active ? buffer_arg(b[6], 3, NPY_FLOAT64, "info") : NULL;
+    if (!info)
+        return NULL;
+    PyObject *names = b[7];
+    if (!PyTuple_CheckExact(names)) {
+        PyErr_SetString(PyExc_TypeError, "vec_outputs: info_names is not a tuple");
+        return NULL;
+    }
+    const npy_intp B = PyArray_DIM(rew, 0), A = PyArray_DIM(rew, 1);
+    const npy_intp n_info = PyArray_DIM(info, 2);
+    const npy_intp *d2 = PyArray_DIMS(rew);
+    if (PyTuple_GET_SIZE(names) != n_info || PyArray_DIM(obs, 0) != B ||
+        PyArray_DIM(obs, 1) != A || PyArray_DIM(info, 0) != B || PyArray_DIM(info, 1) != A ||
+        !PyArray_SAMESHAPE(rew, term) || !PyArray_SAMESHAPE(rew, trunc) ||
+        !PyArray_SAMESHAPE(rew, alive) || !PyArray_SAMESHAPE(rew, active)) {
+        PyErr_SetString(PyExc_ValueError, "vec_outputs: buffers of inconsistent shapes");
+        return NULL;
+    }
+    PyArrayObject *fin = NULL;
+    if (args[2] != Py_None) {
+        if (!PyArray_Check(args[2]) || PyArray_NDIM((PyArrayObject *)args[2]) != 1 ||
+            PyArray_DIM((PyArrayObject *)args[2], 0) != B ||
+            PyArray_TYPE((PyArrayObject *)args[2]) != NPY_BOOL ||
+            !PyArray_ISCARRAY((PyArrayObject *)args[2])) {
+            PyErr_SetString(PyExc_ValueError, "vec_outputs: fin is not a writable (B,) bool "
+                            "array");
+            return NULL;
+        }
+        fin = (PyArrayObject *)args[2];
+    }
+
+    PyObject *out = PyTuple_New(5), *infos = NULL, *x = NULL;
+    if (!out)
+        return NULL;
+    PyArrayObject *first[4] = {obs, rew, term, trunc};
+    for (int k = 0; k < 4; k++) {
+        if (!(x = copy_or_view(first[k], copy)))
+            goto fail;
+        PyTuple_SET_ITEM(out, k, x);
+    }
+    if (!(infos = _PyDict_NewPresized(2 + n_info)))
+        goto fail;
+    PyTuple_SET_ITEM(out, 4, infos);
+    if (!(x = copy_or_view(alive, copy)) || PyDict_SetItem(infos, str_alive, x))
+        goto fail_x;
+    Py_DECREF(x);
+    if (!(x = copy_or_view(active, copy)) || PyDict_SetItem(infos, str_active, x))
+        goto fail_x;
+    Py_DECREF(x);
+    /* one fresh (B, A) array per info value: column j of the (B, A, n_info) buffer */
+    const double *src = PyArray_DATA(info);
+    const npy_intp cells = B * A;
+    for (npy_intp j = 0; j < n_info; j++) {
+        if (!(x = PyArray_SimpleNew(2, (npy_intp *)d2, NPY_FLOAT64)))
+            goto fail;
+        double *dst = PyArray_DATA((PyArrayObject *)x);
+        for (npy_intp c = 0; c < cells; c++)
+            dst[c] = src[c * n_info + j];
+        if (PyDict_SetItem(infos, PyTuple_GET_ITEM(names, j), x))
+            goto fail_x;
+        Py_DECREF(x);
+    }
+    Py_ssize_t n_fin = 0;
+    if (fin) {
+        const npy_bool *a = PyArray_DATA(alive);
+        npy_bool *f = PyArray_DATA(fin);
+        for (npy_intp i = 0; i < B; i++) {
+            npy_bool any = 0;
+            for (npy_intp j = 0; j < A; j++)
+                any |= a[i * A + j];
+            f[i] = !any;
+            n_fin += !any;
+        }
+    }
+    PyObject *n = PyLong_FromSsize_t(n_fin), *res = n ? PyTuple_New(2) : NULL;
+    if (!res) {
+        Py_XDECREF(n);
+        Py_DECREF(out);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(res, 0, out);
+    PyTuple_SET_ITEM(res, 1, n);
+    return res;
+fail_x:
+    Py_XDECREF(x);
+fail:
+    Py_DECREF(out);
+    return NULL;
+}
+
 static PyMethodDef fast_methods[] = {
-    {"copy_actions", copy_actions, METH_VARARGS, copy_actions_doc},
+    {"vec_outputs", (PyCFunction)(void (*)(void))vec_outputs, METH_FASTCALL, vec_outputs_doc},
+    {"copy_actions", (PyCFunction)(void (*)(void))copy_actions, METH_FASTCALL,
+     copy_actions_doc},
     {"finished", finished, METH_VARARGS, finished_doc},
     {"dict_actions", dict_actions, METH_VARARGS, dict_actions_doc},
     {"dict_outputs", dict_outputs, METH_VARARGS, dict_outputs_doc},
@@ -388,8 +572,15 @@ static PyMethodDef fast_methods[] = {
 
 static struct PyModuleDef fast_module = {
     PyModuleDef_HEAD_INIT, "_fast",
-    "The PettingZoo dict API's per-step work in C (used by seer_env._base).", -1,
+    "The dict and batched APIs' per-step work in C (used by seer_env._base).", -1,
     fast_methods, NULL, NULL, NULL, NULL,
 };
 
-PyMODINIT_FUNC PyInit__fast(void) { return PyModule_Create(&fast_module); }
+PyMODINIT_FUNC PyInit__fast(void)
+{
+    import_array();
+    if (!(str_alive = PyUnicode_InternFromString("alive")) ||
+        !(str_active = PyUnicode_InternFromString("active")))
+        return NULL;
+    return PyModule_Create(&fast_module);
+}

@@ -12,6 +12,7 @@ import pytest
 from seer_env import _base
 from seer_env.envs import aircraft_v0, pcs_v0, phold_v0
 from seer_env.errors import InvalidActionError
+from tests.models import load as load_test_model
 
 ENVS = {
     "phold": lambda: phold_v0.parallel_env(num_entities=7, max_cycles=0, threads=1),
@@ -144,3 +145,197 @@ def _slow_step(env, a, monkeypatch):
     with monkeypatch.context() as m:
         m.setattr(_base, "_fast", None)
         return env.step(a)
+
+
+# ---- the batched API's outputs: _fast.vec_outputs against the Python path --------
+
+VECTOR_ENVS = {
+    # max_cycles small: instances finish (truncated) and reset within the run
+    "phold": lambda **kw: phold_v0.vector_env(3, num_entities=5, max_cycles=4, threads=1, **kw),
+    "pcs": lambda **kw: pcs_v0.vector_env(2, width=2, height=2, max_cycles=6, threads=1, **kw),
+    # collisions: agents terminated at different steps
+    "aircraft": lambda **kw: aircraft_v0.vector_env(2, num_uavs=5, max_cycles=7, threads=1,
+                                                    **kw),
+    # agents finishing at different steps, terminated and truncated
+    "dying": lambda **kw: load_test_model("dying").vector_env(3, num_agents=4, max_cycles=5,
+                                                              **kw),
+}
+
+
+def _all_arrays(out) -> list[np.ndarray]:
+    """Every array in a step's or reset's outputs (nested dicts included)."""
+    if isinstance(out, np.ndarray):
+        return [out]
+    if isinstance(out, dict):
+        return [a for v in out.values() for a in _all_arrays(v)]
+    if isinstance(out, tuple):
+        return [a for v in out for a in _all_arrays(v)]
+    return []
+
+
+def _runtime_buffers(venv) -> list[np.ndarray]:
+    rt = venv.runtime
+    return [rt.obs, rt.reward, rt.terminated, rt.truncated, rt.alive, rt.active, rt.info,
+            rt.actions]
+
+
+def _check_layout(venv, obs, infos, step=None) -> None:
+    """Shapes, dtypes and keys as the SeerVectorEnv docstring says."""
+    B, A, D = venv.num_envs, venv.num_agents, venv.single_observation_space.shape[0]
+    assert obs.shape == (B, A, D) and obs.dtype == np.float32
+    if step is not None:
+        rew, term, trunc = step
+        assert rew.shape == (B, A) and rew.dtype == np.float32
+        for f in (term, trunc):
+            assert f.shape == (B, A) and f.dtype == np.bool_
+    keys = ["alive", "active", *venv.info_names]
+    if "final_obs" in infos:
+        keys += ["final_obs", "_final_obs", "final_info", "_final_info"]
+        assert list(infos["final_info"]) == ["alive", "active", *venv.info_names]
+    assert list(infos) == keys
+    for k in ("alive", "active"):
+        assert infos[k].shape == (B, A) and infos[k].dtype == np.bool_
+    for k in venv.info_names:
+        assert infos[k].shape == (B, A) and infos[k].dtype == np.float64
+        assert infos[k].flags.writeable  # a fresh array in either copy mode
+
+
+def _check_fresh(venv, out, previous: list[np.ndarray], copy: bool) -> None:
+    """copy=True: every array writable and its own; copy=False: obs, rewards,
+    flags and masks read-only, the info values still fresh."""
+    bufs = _runtime_buffers(venv)
+    infos = out[-1]
+    own = _all_arrays(out) if copy else [infos[k] for k in venv.info_names]
+    for arr in own:
+        assert arr.flags.writeable
+        assert not any(np.shares_memory(arr, b) for b in bufs)
+        assert not any(np.shares_memory(arr, p) for p in previous)
+    if not copy:
+        for arr in (*out[:-1], infos["alive"], infos["active"]):
+            assert not arr.flags.writeable
+    named = [infos[k] for k in venv.info_names]
+    for i, x in enumerate(named):  # the info values do not overlap one another
+        assert not any(np.shares_memory(x, y) for y in named[i + 1:])
+
+
+def _random_actions(venv, rng: np.random.Generator) -> np.ndarray:
+    sz = venv.sizes
+    if sz.action_kind == "discrete":
+        return rng.integers(0, sz.action_n, size=venv.runtime.actions.shape)
+    return rng.uniform(-1.5, 1.5, size=venv.runtime.actions.shape).astype(np.float32)
+
+
+@pytest.mark.parametrize("copy", [True, False], ids=["copy", "zero_copy"])
+@pytest.mark.parametrize("mode", ["next_step", "same_step", "disabled"])
+@pytest.mark.parametrize("name", sorted(VECTOR_ENVS))
+def test_batched_outputs_equal_the_python_path(name: str, mode: str, copy: bool,
+                                               monkeypatch) -> None:
+    assert _base._fast is not None and hasattr(_base._fast, "vec_outputs")
+    fast = VECTOR_ENVS[name](copy=copy, autoreset_mode=mode)
+    slow = VECTOR_ENVS[name](copy=copy, autoreset_mode=mode)
+    B = fast.num_envs
+
+    def slow_call(method, *args, **kwargs):
+        with monkeypatch.context() as m:
+            m.setattr(_base, "_fast", None)
+            return getattr(slow, method)(*args, **kwargs)
+
+    out = fast.reset(seed=11)
+    _same(out, slow_call("reset", seed=11))
+    _check_layout(fast, out[0], out[1])
+    _check_fresh(fast, out, [], copy)
+    previous = _all_arrays(out) if copy else []
+    rng = np.random.default_rng(3)
+    finals = resets = 0
+    for _ in range(16):
+        if mode == "disabled" and not fast.alive.any(axis=1).all():
+            mask = ~fast.alive.any(axis=1)
+            out = fast.reset(options={"reset_mask": mask})
+            _same(out, slow_call("reset", options={"reset_mask": mask}))
+            resets += 1
+        else:
+            a = _random_actions(fast, rng)
+            out = fast.step(a)
+            _same(out, slow_call("step", a))
+            _check_layout(fast, out[0], out[4], out[1:4])
+            finals += "final_obs" in out[4]
+        _check_fresh(fast, out, previous, copy)
+        previous = _all_arrays(out) if copy else []
+        if not copy:  # zero-copy: views of the runtime's buffers
+            assert np.shares_memory(out[0], fast.runtime.obs)
+            assert np.shares_memory(out[-1]["alive"], fast.runtime.alive)
+    # a masked reset of one instance (rows of the others unchanged)
+    mask = np.zeros(B, bool)
+    mask[-1] = True
+    out = fast.reset(options={"reset_mask": mask})
+    _same(out, slow_call("reset", options={"reset_mask": mask}))
+    _check_fresh(fast, out, previous, copy)
+    assert fast._any_autoreset == slow._any_autoreset
+    assert np.array_equal(fast._autoreset, slow._autoreset)
+    # the runs reached the paths they are meant to test
+    if mode == "same_step":
+        assert finals > 0
+    if mode == "disabled":
+        assert resets > 0
+    fast.close()
+    slow.close()
+
+
+def test_vec_outputs_refuses_buffers_it_cannot_read() -> None:
+    from seer_env import _fast
+
+    venv = phold_v0.vector_env(2, num_entities=3, threads=1)
+    venv.reset(seed=0)
+    (obs, *_), n = _fast.vec_outputs(venv._bufs, True, venv._fin)
+    assert n == 0 and obs.shape == (2, 3, venv.single_observation_space.shape[0])
+    bufs = list(venv._bufs)
+    for k, bad in ((0, bufs[0][:, :, ::2]), (1, bufs[1].astype(np.float64)), (4, bufs[4][:1]),
+                   (6, bufs[6][..., :1]), (2, bufs[2].tolist())):
+        with pytest.raises(ValueError):
+            _fast.vec_outputs(tuple(bufs[:k] + [bad] + bufs[k + 1:]), True, None)
+    with pytest.raises(TypeError):
+        _fast.vec_outputs(tuple(bufs[:7]) + (list(venv.info_names),), True, None)
+    for fin in (np.zeros(3, bool), np.zeros(2, np.uint8), np.zeros(4, bool)[::2]):
+        with pytest.raises(ValueError):
+            _fast.vec_outputs(venv._bufs, True, fin)
+    venv.close()
+
+
+@pytest.mark.parametrize("name", ["phold", "aircraft"])
+def test_batched_actions_of_every_kind_match_the_python_path(name: str, monkeypatch) -> None:
+    """Arrays the C copy takes (or leaves to the checked path): the same outputs,
+    or the same error, as the Python path, and nothing changed on an error."""
+    fast, slow = VECTOR_ENVS[name](), VECTOR_ENVS[name]()
+    _same(fast.reset(seed=4), slow.reset(seed=4))
+    shape = fast.runtime.actions.shape
+    if fast.sizes.action_kind == "discrete":
+        ok = np.ones(shape, np.int64)
+        cases = [ok, ok.astype(np.int8), ok.astype(np.uint64), ok.astype(">i8"),
+                 ok.astype(np.int32)[..., None][..., 0], np.asfortranarray(ok),
+                 np.repeat(ok, 2, axis=1)[:, ::2], ok.tolist(), ok - 2, ok * -(2**31),
+                 ok * (2**31), ok.astype(np.uint64) * (2**40), ok.astype(bool),
+                 ok.astype(float), ok[:, :-1], ok[None], ok.astype(np.int16)]
+    else:
+        ok = np.full(shape, 0.25)
+        cases = [ok, ok.astype(np.float32), ok.astype(">f8"), ok.astype(np.float16),
+                 np.zeros(shape, np.int64), np.asfortranarray(ok), ok * 1e300, -ok * 1e300,
+                 ok.tolist(), ok[..., :-1], ok.astype(complex), ok + np.nan,
+                 np.repeat(ok, 2, axis=2)[..., ::2]]
+    for k, a in enumerate(cases):
+        before = fast.runtime.entity_states(0)
+        try:
+            got: object = fast.step(a)
+        except Exception as exc:  # noqa: BLE001 - compared with the Python path's
+            got = exc
+            assert fast.runtime.entity_states(0) == before, k
+        try:
+            want: object = _slow_step(slow, a, monkeypatch)
+        except Exception as exc:  # noqa: BLE001
+            want = exc
+        if isinstance(want, Exception):
+            assert type(got) is type(want) and str(got) == str(want), (k, got, want)
+        else:
+            _same(got, want)
+    fast.close()
+    slow.close()
+
