@@ -339,3 +339,60 @@ def test_batched_actions_of_every_kind_match_the_python_path(name: str, monkeypa
     fast.close()
     slow.close()
 
+
+def test_exclusive_wrappers_keep_the_methods_signatures_and_checks() -> None:
+    import inspect
+
+    from seer_env.errors import StateError
+
+    for cls in (_base.SeerVectorEnv, _base.SeerParallelEnv):
+        for meth in ("reset", "step", "state"):
+            f = getattr(cls, meth)
+            assert inspect.signature(f) == inspect.signature(f.__wrapped__), (cls, meth)
+            assert f.__doc__ == f.__wrapped__.__doc__ and f.__name__ == meth
+    venv = phold_v0.vector_env(2, num_entities=3, threads=1, max_cycles=0)
+    venv.reset(1)  # positional, keywords, defaults
+    venv.reset(seed=1, options=None)
+    obs, *_ = venv.step(actions=np.zeros((2, 3), np.int64))
+    assert obs.shape[:2] == (2, 3)
+    with pytest.raises(TypeError):
+        venv.step()
+    with pytest.raises(TypeError):
+        venv.reset(1, None, 3)
+    venv._busy.acquire()  # as if another thread were inside a call
+    try:
+        with pytest.raises(StateError, match=r"step\(\) was called while another thread"):
+            venv.step(np.zeros((2, 3), np.int64))
+    finally:
+        venv._busy.release()
+    venv._interrupted = "the last step() was interrupted"
+    with pytest.raises(StateError, match="interrupted; call reset"):
+        venv.step(np.zeros((2, 3), np.int64))
+    venv._interrupted = "the last step() was interrupted"
+    with pytest.raises(StateError, match="interrupted; call reset"):
+        venv.state()
+    venv._interrupted = "the last step() was interrupted"
+    venv.reset(seed=2)  # reset is always allowed, and clears it
+    assert venv._interrupted == ""
+    venv.step(np.zeros((2, 3), np.int64))
+    assert not venv._busy.locked()
+    venv.close()
+
+    class Odd:  # signatures of every other kind
+        seer_model = venv.seer_model
+
+        def __init__(self) -> None:
+            self._busy, self._interrupted = venv._busy, ""
+
+        @_base._exclusive
+        def kw(self, a, b=2, *, c, d=4):
+            return (a, b, c, d)
+
+        @_base._exclusive
+        def var(self, *args, **kwargs):
+            return (args, kwargs)
+
+    o = Odd()
+    assert o.kw(1, c=3) == (1, 2, 3, 4) and o.kw(a=1, b=5, c=3, d=6) == (1, 5, 3, 6)
+    assert o.var(1, x=2) == ((1,), {"x": 2})
+    assert inspect.signature(Odd.kw) == inspect.signature(Odd.kw.__wrapped__)
