@@ -704,6 +704,7 @@ class Runtime:
         if rc != lib.SEER_OK:
             raise error_for(lib, rc, ffi.string(err).decode())
         self._h = ffi.gc(out[0], lib.seer_runtime_destroy)
+        self._native_step, self._null = lib.seer_runtime_step, ffi.NULL  # step()'s shortcuts
         _live_runtimes.add(self)
         self.num_instances = B
         self.max_cycles = mc
@@ -842,12 +843,11 @@ class Runtime:
                 st.step(self._mask_ptr(mask))
                 return
         # _call() inlined: the step is the call on every training loop's path
-        lock = self._lock
-        with lock:
-            h = getattr(self, "_h", None)
+        with self._lock:
+            h = self._h  # set in __init__, None once closed
             if h is None:
                 raise ClosedError(f"the {self.model} runtime is closed")
-            rc = self.lib.seer_runtime_step(h, self._mask_ptr(mask))
+            rc = self._native_step(h, self._null if mask is None else self._mask_ptr(mask))
             if rc:
                 self._check(h, rc)
 
