@@ -4,8 +4,8 @@
 (``seer_env/envs/<name>/`` with C sources) becomes ``seer_env.envs.<name>._model``,
 the runtime and that model in one module -- built exactly as ``seer-env build``
 builds a user's model.  ``seer_env._fast`` (the dict and batched APIs' per-step
-work) is an ordinary CPython extension using NumPy's C API (NumPy is a build
-requirement: headers of NumPy >= 2 build a module that runs on NumPy >= 1.19).
+work) is an ordinary CPython extension using NumPy's C API (NumPy >= 2 is a build
+requirement; the module targets NumPy 1.24's API and runs on any NumPy >= 1.24).
 """
 
 import importlib.util

@@ -18,7 +18,11 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+/* NumPy's C API without its deprecated parts; the module runs on every NumPy
+ * from 1.24 (the package's runtime requirement) whatever NumPy >= 2 built it
+ * (newer headers may default to a newer target). */
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#define NPY_TARGET_VERSION NPY_1_24_API_VERSION
 #include <numpy/arrayobject.h>
 #include <float.h>
 #include <math.h>
