@@ -293,7 +293,9 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
         self._act_row = rt.actions[0]
         self._out_rows = (rt.obs[0], rt.reward[0], rt.terminated[0], rt.truncated[0],
                           rt.info[0])
-        self._info_cols_t = tuple(int(c) for c in self._info_cols)
+        # _fast.dict_outputs's buffers, columns, keys and per-agent info template
+        self._out_spec = (*self._out_rows, tuple(int(c) for c in self._info_cols),
+                          tuple(self.info_keys), dict.fromkeys(self.info_keys))
         # {agent: False} for every agent: copied (a table copy, no hashing)
         # while every agent is live and no flag is set
         self._all_false = dict.fromkeys(self.possible_agents, False)
@@ -353,7 +355,7 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
         self.agents = list(self.possible_agents)
         self._live_idx = np.arange(len(self.agents))
         self._needs_reset = False
-        obs, _, _, _, infos, _ = self._outputs(self._live_idx)
+        (obs, _, _, _, infos), _ = self._outputs(self._live_idx)
         self._interrupted = ""
         if self.render_mode == "human":
             self._render()
@@ -486,7 +488,7 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
         self.runtime.step()
         self._interrupted = _CUT_SHORT_STEP  # until Python has caught up
         live_idx = self._live_idx
-        *out, ndone = self._outputs(live_idx)
+        out, ndone = self._outputs(live_idx)
         if ndone:
             _, _, term, trunc, _ = self._out_rows
             done = term[live_idx] | trunc[live_idx]
@@ -495,23 +497,21 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
         self._interrupted = ""
         if self.render_mode == "human":
             self._render()
-        return tuple(out)  # type: ignore[return-value]
+        return out
 
-    def _outputs(self, live_idx: np.ndarray) -> tuple[dict, dict, dict, dict, dict, int]:
+    def _outputs(self, live_idx: np.ndarray) -> tuple[tuple[dict, dict, dict, dict, dict], int]:
         """Dicts for the agents ``live_idx`` (alive when the call started: the
         agents of ``self.agents``, which is only replaced after this call), and
         how many of them finished."""
-        rt = self.runtime
         names = self.agents
+        if _fast is not None:  # one pass in C, the observations' copy included
+            out = _fast.dict_outputs(names, live_idx, self._out_spec)
+            return out  # type: ignore[no-any-return]
+        rt = self.runtime
         # every agent live (the common case): slices instead of fancy indexing
         full = len(live_idx) == self.sizes.num_agents
         sel: Any = slice(None) if full else live_idx
-        obs, reward, term, trunc, info = self._out_rows
-        obs_arr = obs[sel].copy()  # a copy: safe to keep past the next step
-        if _fast is not None:
-            return _fast.dict_outputs(  # type: ignore[no-any-return]
-                names, live_idx, obs_arr, reward, term, trunc, info, self.sizes.info_dim,
-                self._info_cols_t, self.info_keys)
+        obs_arr = self._out_rows[0][sel].copy()  # a copy: safe to keep past the next step
         infos: dict[str, dict[str, Any]]
         if self.info_keys:
             # one list per info key, turned into per-agent dicts by one
@@ -526,8 +526,7 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
             self._all_false.copy() if full and not term.any() else _flags(names, term),
             self._all_false.copy() if full and not trunc.any() else _flags(names, trunc),
             infos,
-            int((term | trunc).sum()),
-        )
+        ), int((term | trunc).sum())
 
     @_exclusive
     def state(self) -> np.ndarray:

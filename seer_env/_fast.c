@@ -29,6 +29,63 @@
 #include <stdint.h>
 #include <string.h>
 
+/* ---- NumPy arrays ------------------------------------------------------------ */
+
+/* The runtime buffer `o` (`what`: "function: argument", for the error) if
+ * it is a C-contiguous, aligned NumPy array of `ndim` dimensions and type
+ * `type` in native byte order. */
+static PyArrayObject *buffer_arg(PyObject *o, int ndim, int type, const char *what)
+{
+    if (!PyArray_Check(o) || PyArray_NDIM((PyArrayObject *)o) != ndim ||
+        PyArray_TYPE((PyArrayObject *)o) != type ||
+        !PyArray_ISCARRAY_RO((PyArrayObject *)o) ||
+        !PyArray_ISNOTSWAPPED((PyArrayObject *)o)) {
+        PyErr_Format(PyExc_ValueError, "%s is not a C-contiguous array of the runtime's "
+                     "dtype and rank", what);
+        return NULL;
+    }
+    return (PyArrayObject *)o;
+}
+
+/* A fresh, writable, C-contiguous copy of `a` (an aligned C-contiguous array). */
+static PyObject *fresh_copy(PyArrayObject *a)
+{
+    PyArray_Descr *d = PyArray_DESCR(a);
+    Py_INCREF(d);
+    PyObject *c = PyArray_NewFromDescr(&PyArray_Type, d, PyArray_NDIM(a), PyArray_DIMS(a),
+                                       NULL, NULL, 0, NULL);
+    const size_t n = (size_t)PyArray_NBYTES(a);
+    if (c && n)
+        memcpy(PyArray_DATA((PyArrayObject *)c), PyArray_DATA(a), n);
+    return c;
+}
+
+/* A read-only view of `a` whose base is `a` (what a.view() with the
+ * writeable flag cleared gives). */
+static PyObject *readonly_view(PyArrayObject *a)
+{
+    PyArray_Descr *d = PyArray_DESCR(a);
+    Py_INCREF(d);
+    PyObject *v = PyArray_NewFromDescr(&PyArray_Type, d, PyArray_NDIM(a), PyArray_DIMS(a),
+                                       PyArray_STRIDES(a), PyArray_DATA(a),
+                                       NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED, NULL);
+    if (!v)
+        return NULL;
+    Py_INCREF(a);
+    if (PyArray_SetBaseObject((PyArrayObject *)v, (PyObject *)a) < 0) { /* steals a */
+        Py_DECREF(v);
+        return NULL;
+    }
+    return v;
+}
+
+static PyObject *copy_or_view(PyArrayObject *a, int copy)
+{
+    return copy ? fresh_copy(a) : readonly_view(a);
+}
+
+/* ---- the dict API ----------------------------------------------------------- */
+
 /* A NumPy scalar of an integer type ("numpy.int64", "numpy.uint8", ...). */
 static int is_numpy_int_scalar(PyObject *v)
 {
@@ -158,34 +215,60 @@ done:
 }
 
 PyDoc_STRVAR(dict_outputs_doc,
-"dict_outputs(names, rows, obs, reward, terminated, truncated, info, info_dim,\n"
-"             cols, keys) -> (obs, rewards, terminations, truncations, infos, done)\n\n"
+"dict_outputs(names, rows, bufs) -> ((obs, rewards, terminations, truncations,\n"
+"                                     infos), done)\n\n"
 "The five dicts of a ParallelEnv step for the agents `names`, whose rows in\n"
-"the runtime's buffers are `rows`: obs[i] (row i of `obs`, a fresh array\n"
-"of the live rows), float rewards, bool flags and {keys[k]: info[row][cols[k]]}\n"
-"per agent; `done` counts the agents whose flags are set.");
+"the runtime's buffers bufs = (obs (A, D) float32, reward (A,) float32,\n"
+"terminated (A,) bool, truncated (A,) bool, info (A, info_dim) float64,\n"
+"cols, keys, template) are `rows` (an intp array): obs[i] a row of a fresh\n"
+"(n, D) array, float rewards, bool flags and {keys[k]: info[row][cols[k]]}\n"
+"per agent (each a copy of `template`, a dict of the keys); `done` counts\n"
+"the agents whose flags are set.");
 
-static PyObject *dict_outputs(PyObject *module, PyObject *args)
+static PyObject *dict_outputs(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)module;
-    PyObject *names, *obs, *cols, *keys;
-    Py_buffer rows, reward, term, trunc, info;
-    Py_ssize_t info_dim;
-    if (!PyArg_ParseTuple(args, "O!y*Oy*y*y*y*nO!O!", &PyList_Type, &names, &rows, &obs,
-                          &reward, &term, &trunc, &info, &info_dim, &PyTuple_Type, &cols,
-                          &PyTuple_Type, &keys))
+    if (nargs != 3 || !PyList_CheckExact(args[0]) || !PyTuple_CheckExact(args[2]) ||
+        PyTuple_GET_SIZE(args[2]) != 8) {
+        PyErr_SetString(PyExc_TypeError, "dict_outputs(names, rows, bufs): a list, an array "
+                        "and an 8-tuple");
         return NULL;
-    PyObject *d[5] = {NULL, NULL, NULL, NULL, NULL};
-    PyObject *result = NULL, *tmpl = NULL;
-    const Py_ssize_t n = PyList_GET_SIZE(names), nk = PyTuple_GET_SIZE(keys);
-    const Py_ssize_t A = reward.len / (Py_ssize_t)sizeof(float);
-    Py_ssize_t col[64];
-    if (rows.len != n * (Py_ssize_t)sizeof(Py_ssize_t) || PyTuple_GET_SIZE(cols) != nk ||
-        nk > 64 || term.len < A || trunc.len < A || info_dim < 0 ||
-        info.len < A * info_dim * (Py_ssize_t)sizeof(double)) {
-        PyErr_SetString(PyExc_ValueError, "dict_outputs: buffers of inconsistent sizes");
-        goto done;
     }
+    PyObject *names = args[0], *b[8];
+    for (int k = 0; k < 8; k++)
+        b[k] = PyTuple_GET_ITEM(args[2], k);
+    const Py_ssize_t n = PyList_GET_SIZE(names);
+    PyArrayObject *rows = buffer_arg(args[1], 1, NPY_INTP, "dict_outputs: rows");
+    PyArrayObject *obs = rows ? buffer_arg(b[0], 2, NPY_FLOAT32, "dict_outputs: obs") : NULL;
+    PyArrayObject *rew = obs ? buffer_arg(b[1], 1, NPY_FLOAT32, "dict_outputs: reward") : NULL;
+    PyArrayObject *term = rew ? buffer_arg(b[2], 1, NPY_BOOL, "dict_outputs: terminated")
+                              : NULL;
+    PyArrayObject *trunc = term ? buffer_arg(b[3], 1, NPY_BOOL, "dict_outputs: truncated")
+                                : NULL;
+    PyArrayObject *info = trunc ? buffer_arg(b[4], 2, NPY_FLOAT64, "dict_outputs: info")
+                                : NULL;
+    if (!info)
+        return NULL;
+    PyObject *cols = b[5], *keys = b[6], *tmpl = b[7];
+    if (!PyTuple_CheckExact(cols) || !PyTuple_CheckExact(keys) || !PyDict_CheckExact(tmpl)) {
+        PyErr_SetString(PyExc_TypeError, "dict_outputs: cols and keys are tuples, template "
+                        "a dict");
+        return NULL;
+    }
+    const npy_intp A = PyArray_DIM(rew, 0), D = PyArray_DIM(obs, 1);
+    const npy_intp info_dim = PyArray_DIM(info, 1);
+    const Py_ssize_t nk = PyTuple_GET_SIZE(keys);
+    if (PyArray_DIM(rows, 0) != n || PyArray_DIM(obs, 0) != A || PyArray_DIM(term, 0) != A ||
+        PyArray_DIM(trunc, 0) != A || PyArray_DIM(info, 0) != A ||
+        PyTuple_GET_SIZE(cols) != nk) {
+        PyErr_SetString(PyExc_ValueError, "dict_outputs: buffers of inconsistent sizes");
+        return NULL;
+    }
+    PyObject *d[5] = {NULL, NULL, NULL, NULL, NULL};
+    PyObject *result = NULL, *obs_new = NULL;
+    Py_ssize_t col_small[64], *col = nk <= 64 ? col_small : PyMem_New(Py_ssize_t, nk);
+    if (!col)
+        return PyErr_NoMemory();
     for (Py_ssize_t k = 0; k < nk; k++) {
         col[k] = PyLong_AsSsize_t(PyTuple_GET_ITEM(cols, k));
         if (col[k] == -1 && PyErr_Occurred())
@@ -195,46 +278,58 @@ static PyObject *dict_outputs(PyObject *module, PyObject *args)
             goto done;
         }
     }
+    const npy_intp *row = PyArray_DATA(rows);
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (row[i] < 0 || row[i] >= A) {
+            PyErr_SetString(PyExc_ValueError, "dict_outputs: row out of range");
+            goto done;
+        }
+    /* the live rows' observations, copied into one fresh (n, D) array whose
+     * rows are the agents' arrays (writable views of it, safe to keep) */
+    npy_intp od[2] = {n, D};
+    if (!(obs_new = PyArray_SimpleNew(2, od, NPY_FLOAT32)))
+        goto done;
+    float *obs_out = PyArray_DATA((PyArrayObject *)obs_new);
+    const float *obs_in = PyArray_DATA(obs);
+    PyArray_Descr *f32 = PyArray_DESCR((PyArrayObject *)obs_new);
     /* sized for n agents up front: no table rebuilds while they go in */
     for (int j = 0; j < 5; j++)
         if (!(d[j] = _PyDict_NewPresized(n)))
             goto done;
-    /* Every agent's info dict has the same keys: copying a template with
-     * them (a table copy, no hashing or probing) is cheaper than inserting
-     * the keys into a fresh dict. */
-    if (!(tmpl = PyDict_New()))
-        goto done;
-    for (Py_ssize_t k = 0; k < nk; k++)
-        if (PyDict_SetItem(tmpl, PyTuple_GET_ITEM(keys, k), Py_None))
-            goto done;
-    const Py_ssize_t *row = rows.buf;
-    const float *rw = reward.buf;
-    const uint8_t *te = term.buf, *tr = trunc.buf;
-    const double *inf = info.buf;
+    const float *rw = PyArray_DATA(rew);
+    const npy_bool *te = PyArray_DATA(term), *tr = PyArray_DATA(trunc);
+    const double *inf = PyArray_DATA(info);
     Py_ssize_t done_count = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
-        const Py_ssize_t r = row[i];
-        if (r < 0 || r >= A) {
-            PyErr_SetString(PyExc_ValueError, "dict_outputs: row out of range");
-            goto done;
-        }
+        const npy_intp r = row[i];
         PyObject *name = PyList_GET_ITEM(names, i);
-        PyObject *o = PySequence_GetItem(obs, i);
+        float *o_row = obs_out + i * D;
+        if (D)
+            memcpy(o_row, obs_in + r * D, (size_t)D * sizeof(float));
+        Py_INCREF(f32);
+        PyObject *o = PyArray_NewFromDescr(&PyArray_Type, f32, 1, &od[1], NULL, o_row,
+                                           NPY_ARRAY_CARRAY, NULL);
         if (!o)
             goto done;
-        int bad = PyDict_SetItem(d[0], name, o);
-        Py_DECREF(o);
-        PyObject *f = PyFloat_FromDouble((double)rw[r]);
-        if (bad || !f) {
-            Py_XDECREF(f);
+        Py_INCREF(obs_new);
+        if (PyArray_SetBaseObject((PyArrayObject *)o, obs_new) < 0) { /* steals obs_new */
+            Py_DECREF(o);
             goto done;
         }
+        int bad = PyDict_SetItem(d[0], name, o);
+        Py_DECREF(o);
+        PyObject *f = bad ? NULL : PyFloat_FromDouble((double)rw[r]);
+        if (!f)
+            goto done;
         bad = PyDict_SetItem(d[1], name, f);
         Py_DECREF(f);
         if (bad || PyDict_SetItem(d[2], name, te[r] ? Py_True : Py_False) ||
             PyDict_SetItem(d[3], name, tr[r] ? Py_True : Py_False))
             goto done;
         done_count += (te[r] || tr[r]);
+        /* Every agent's info dict has the same keys: copying the template
+         * (a table copy, no hashing or probing) is cheaper than inserting
+         * the keys into a fresh dict. */
         PyObject *one = PyDict_Copy(tmpl);
         if (!one)
             goto done;
@@ -252,21 +347,31 @@ static PyObject *dict_outputs(PyObject *module, PyObject *args)
         if (bad)
             goto done;
     }
-    result = Py_BuildValue("(NNNNNn)", d[0], d[1], d[2], d[3], d[4], done_count);
-    if (result)
-        for (int j = 0; j < 5; j++)
-            d[j] = NULL; /* the tuple owns them */
+    PyObject *five = PyTuple_New(5), *cnt = five ? PyLong_FromSsize_t(done_count) : NULL;
+    if (cnt && (result = PyTuple_New(2))) {
+        for (int j = 0; j < 5; j++) {
+            PyTuple_SET_ITEM(five, j, d[j]); /* the tuple owns them */
+            d[j] = NULL;
+        }
+        PyTuple_SET_ITEM(result, 0, five);
+        PyTuple_SET_ITEM(result, 1, cnt);
+    } else {
+        Py_XDECREF(five);
+        Py_XDECREF(cnt);
+    }
 done:
     for (int j = 0; j < 5; j++)
         Py_XDECREF(d[j]);
-    Py_XDECREF(tmpl);
-    PyBuffer_Release(&rows);
-    PyBuffer_Release(&reward);
-    PyBuffer_Release(&term);
-    PyBuffer_Release(&trunc);
-    PyBuffer_Release(&info);
+    Py_XDECREF(obs_new);
+    if (col != col_small)
+        PyMem_Free(col);
     return result;
 }
+
+/* ---- the batched API ---------------------------------------------------------- */
+
+/* Interned "alive" and "active", the first keys of a batched step's infos. */
+static PyObject *str_alive, *str_active;
 
 /* Copy n integers of C type T from src into the int32 dst, as long long
  * (signed T) or unsigned long long (unsigned T); return 0 (dst maybe partly
@@ -389,62 +494,6 @@ static PyObject *finished(PyObject *module, PyObject *args)
 }
 
 
-/* ---- the batched API's outputs ---------------------------------------------- */
-
-/* Interned "alive" and "active", the first keys of a batched step's infos. */
-static PyObject *str_alive, *str_active;
-
-/* The runtime buffer `o` (argument `what` of vec_outputs) if it is a
- * C-contiguous, aligned NumPy array of `ndim` dimensions and type `type`. */
-static PyArrayObject *buffer_arg(PyObject *o, int ndim, int type, const char *what)
-{
-    if (!PyArray_Check(o) || PyArray_NDIM((PyArrayObject *)o) != ndim ||
-        PyArray_TYPE((PyArrayObject *)o) != type ||
-        !PyArray_ISCARRAY_RO((PyArrayObject *)o)) {
-        PyErr_Format(PyExc_ValueError, "vec_outputs: %s is not a C-contiguous array of "
-                     "the runtime's dtype and rank", what);
-        return NULL;
-    }
-    return (PyArrayObject *)o;
-}
-
-/* A fresh, writable, C-contiguous copy of `a` (an aligned C-contiguous array). */
-static PyObject *fresh_copy(PyArrayObject *a)
-{
-    PyArray_Descr *d = PyArray_DESCR(a);
-    Py_INCREF(d);
-    PyObject *c = PyArray_NewFromDescr(&PyArray_Type, d, PyArray_NDIM(a), PyArray_DIMS(a),
-                                       NULL, NULL, 0, NULL);
-    const size_t n = (size_t)PyArray_NBYTES(a);
-    if (c && n)
-        memcpy(PyArray_DATA((PyArrayObject *)c), PyArray_DATA(a), n);
-    return c;
-}
-
-/* A read-only view of `a` whose base is `a` (what a.view() with the
- * writeable flag cleared gives). */
-static PyObject *readonly_view(PyArrayObject *a)
-{
-    PyArray_Descr *d = PyArray_DESCR(a);
-    Py_INCREF(d);
-    PyObject *v = PyArray_NewFromDescr(&PyArray_Type, d, PyArray_NDIM(a), PyArray_DIMS(a),
-                                       PyArray_STRIDES(a), PyArray_DATA(a),
-                                       NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED, NULL);
-    if (!v)
-        return NULL;
-    Py_INCREF(a);
-    if (PyArray_SetBaseObject((PyArrayObject *)v, (PyObject *)a) < 0) { /* steals a */
-        Py_DECREF(v);
-        return NULL;
-    }
-    return v;
-}
-
-static PyObject *copy_or_view(PyArrayObject *a, int copy)
-{
-    return copy ? fresh_copy(a) : readonly_view(a);
-}
-
 PyDoc_STRVAR(vec_outputs_doc,
 "vec_outputs(bufs, copy, fin) -> ((obs, reward, terminated, truncated, infos), n)\n\n"
 "A SeerVectorEnv call's outputs from the runtime's buffers\n"
@@ -468,13 +517,13 @@ static PyObject *vec_outputs(PyObject *module, PyObject *const *args, Py_ssize_t
     const int copy = PyObject_IsTrue(args[1]);
     if (copy < 0)
         return NULL;
-    PyArrayObject *obs = buffer_arg(b[0], 3, NPY_FLOAT32, "obs");
-    PyArrayObject *rew = obs ? buffer_arg(b[1], 2, NPY_FLOAT32, "reward") : NULL;
-    PyArrayObject *term = rew ? buffer_arg(b[2], 2, NPY_BOOL, "terminated") : NULL;
-    PyArrayObject *trunc = term ? buffer_arg(b[3], 2, NPY_BOOL, "truncated") : NULL;
-    PyArrayObject *alive = trunc ? buffer_arg(b[4], 2, NPY_BOOL, "alive") : NULL;
-    PyArrayObject *active = alive ? buffer_arg(b[5], 2, NPY_BOOL, "active") : NULL;
-    PyArrayObject *info = active ? buffer_arg(b[6], 3, NPY_FLOAT64, "info") : NULL;
+    PyArrayObject *obs = buffer_arg(b[0], 3, NPY_FLOAT32, "vec_outputs: obs");
+    PyArrayObject *rew = obs ? buffer_arg(b[1], 2, NPY_FLOAT32, "vec_outputs: reward") : NULL;
+    PyArrayObject *term = rew ? buffer_arg(b[2], 2, NPY_BOOL, "vec_outputs: terminated") : NULL;
+    PyArrayObject *trunc = term ? buffer_arg(b[3], 2, NPY_BOOL, "vec_outputs: truncated") : NULL;
+    PyArrayObject *alive = trunc ? buffer_arg(b[4], 2, NPY_BOOL, "vec_outputs: alive") : NULL;
+    PyArrayObject *active = alive ? buffer_arg(b[5], 2, NPY_BOOL, "vec_outputs: active") : NULL;
+    PyArrayObject *info = active ? buffer_arg(b[6], 3, NPY_FLOAT64, "vec_outputs: info") : NULL;
     if (!info)
         return NULL;
     PyObject *names = b[7];
@@ -570,7 +619,8 @@ static PyMethodDef fast_methods[] = {
      copy_actions_doc},
     {"finished", finished, METH_VARARGS, finished_doc},
     {"dict_actions", dict_actions, METH_VARARGS, dict_actions_doc},
-    {"dict_outputs", dict_outputs, METH_VARARGS, dict_outputs_doc},
+    {"dict_outputs", (PyCFunction)(void (*)(void))dict_outputs, METH_FASTCALL,
+     dict_outputs_doc},
     {NULL, NULL, 0, NULL},
 };
 

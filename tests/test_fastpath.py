@@ -49,23 +49,97 @@ def _actions(env, rng: np.random.Generator, style: int) -> dict:
     return out
 
 
+def _check_dict_obs(env, obs: dict, previous: list) -> list:
+    """Every agent's observation is a writable float32 (obs_dim,) array of its
+    own: no memory shared with the runtime, another agent or an earlier call."""
+    arrays = list(obs.values())
+    shape = env.observation_space(env.possible_agents[0]).shape
+    for i, o in enumerate(arrays):
+        assert o.dtype == np.float32 and o.shape == shape
+        assert o.flags.writeable and o.flags.c_contiguous
+        assert not np.shares_memory(o, env.runtime.obs)
+        assert not any(np.shares_memory(o, p) for p in previous)
+        assert not any(np.shares_memory(o, p) for p in arrays[i + 1:])
+    return arrays
+
+
 @pytest.mark.parametrize("name", sorted(ENVS))
 def test_dict_api_fast_path_equals_the_python_path(name: str, monkeypatch) -> None:
     fast, slow = ENVS[name](), ENVS[name]()
     rng = np.random.default_rng(1)
-    _same(fast.reset(seed=5), slow.reset(seed=5))
+    out = fast.reset(seed=5)
+    _same(out, slow.reset(seed=5))
+    previous = _check_dict_obs(fast, out[0], [])
+    partial = 0
     for k in range(60):
         if not fast.agents:
-            _same(fast.reset(seed=k), slow.reset(seed=k))
+            out = fast.reset(seed=k)
+            _same(out, slow.reset(seed=k))
+            previous = _check_dict_obs(fast, out[0], previous)
         acts = _actions(fast, rng, k)
+        partial += len(fast.agents) < len(fast.possible_agents)
         out_fast = fast.step(acts)
         with monkeypatch.context() as m:
             m.setattr(_base, "_fast", None)
             out_slow = slow.step(acts)
         _same(out_fast, out_slow)
         assert fast.agents == slow.agents
+        previous = _check_dict_obs(fast, out_fast[0], previous)
+    if name == "aircraft":
+        assert partial > 0  # steps with some agents finished: rows picked out of the buffers
     fast.close()
     slow.close()
+
+
+def test_dict_api_repeated_info_keys_equal_the_python_path(monkeypatch) -> None:
+    keys = ["remote_in", "handled", "remote_in"]
+    fast = phold_v0.parallel_env(num_entities=4, threads=1, info_keys=keys)
+    slow = phold_v0.parallel_env(num_entities=4, threads=1, info_keys=keys)
+    _same(fast.reset(seed=1), slow.reset(seed=1))
+    for _ in range(3):
+        acts = dict.fromkeys(fast.agents, 1)
+        out = fast.step(acts)
+        with monkeypatch.context() as m:
+            m.setattr(_base, "_fast", None)
+            _same(out, slow.step(acts))
+        assert list(out[4]["entity_0"]) == ["remote_in", "handled"]
+    fast.close()
+    slow.close()
+
+
+def test_dict_outputs_beyond_64_info_keys_and_bad_buffers() -> None:
+    from seer_env import _fast
+
+    A, D, K = 3, 2, 100
+    obs = np.arange(A * D, dtype=np.float32).reshape(A, D)
+    rew = np.array([0.5, 1.5, 2.5], np.float32)
+    term, trunc = np.array([False, True, False]), np.array([False, False, True])
+    info = np.arange(A * K, dtype=np.float64).reshape(A, K)
+    cols = tuple(range(K - 1, -1, -1))  # every column, reversed
+    keys = tuple(f"k{c}" for c in cols)
+    spec = (obs, rew, term, trunc, info, cols, keys, dict.fromkeys(keys))
+    names = ["c", "a"]
+    rows = np.array([2, 0], np.intp)
+    (o, r, te, tr, inf), done = _fast.dict_outputs(names, rows, spec)
+    assert done == 1 and r == {"c": 2.5, "a": 0.5}
+    assert te == {"c": False, "a": False} and tr == {"c": True, "a": False}
+    assert o["c"].tolist() == [4.0, 5.0] and o["a"].tolist() == [0.0, 1.0]
+    assert list(inf["c"]) == list(keys)
+    assert [inf["c"][k] for k in keys] == [float(2 * K + c) for c in cols]
+    assert [inf["a"][k] for k in keys] == [float(c) for c in cols]
+    for bad_rows in (np.array([0, 3], np.intp), np.array([-1, 0], np.intp)):
+        with pytest.raises(ValueError, match="row out of range"):
+            _fast.dict_outputs(names, bad_rows, spec)
+    for bad in (rows.astype(np.int32), rows[:1], [2, 0]):
+        with pytest.raises(ValueError):
+            _fast.dict_outputs(names, bad, spec)
+    with pytest.raises(ValueError, match="column"):
+        _fast.dict_outputs(names, rows, spec[:5] + ((K,) + cols[1:],) + spec[6:])
+    for k, bad_buf in ((0, obs[:2]), (1, rew.astype(np.float64)), (4, info[:, ::2])):
+        with pytest.raises(ValueError):
+            _fast.dict_outputs(names, rows, spec[:k] + (bad_buf,) + spec[k + 1:])
+    with pytest.raises(TypeError):
+        _fast.dict_outputs(names, rows, spec[:7])
 
 
 @pytest.mark.parametrize("bad,match", [
