@@ -460,39 +460,48 @@ static PyObject *copy_actions(PyObject *module, PyObject *const *args, Py_ssize_
     Py_RETURN_FALSE;
 }
 
+/* fin (a writable (B,) bool array) <- "no agent of instance i is alive"
+ * (alive: a (B, A) bool buffer); returns how many instances have none, or
+ * -1 with a ValueError when fin is not such an array. */
+static Py_ssize_t finished_into(PyArrayObject *alive, PyObject *fin_o, const char *who)
+{
+    const npy_intp B = PyArray_DIM(alive, 0), A = PyArray_DIM(alive, 1);
+    PyArrayObject *fin = (PyArrayObject *)fin_o;
+    if (!PyArray_Check(fin_o) || PyArray_NDIM(fin) != 1 || PyArray_DIM(fin, 0) != B ||
+        PyArray_TYPE(fin) != NPY_BOOL || !PyArray_ISCARRAY(fin)) {
+        PyErr_Format(PyExc_ValueError, "%s: the finished mask is not a writable (B,) bool "
+                     "array", who);
+        return -1;
+    }
+    const npy_bool *a = PyArray_DATA(alive);
+    npy_bool *f = PyArray_DATA(fin);
+    Py_ssize_t count = 0;
+    for (npy_intp i = 0; i < B; i++) {
+        npy_bool any = 0;
+        for (npy_intp j = 0; j < A; j++)
+            any |= a[i * A + j];
+        f[i] = !any;
+        count += !any;
+    }
+    return count;
+}
+
 PyDoc_STRVAR(finished_doc,
 "finished(alive, out) -> int\n\n"
 "out[i] = no agent of instance i is alive (alive: bool (B, A), out: bool (B,));\n"
 "returns how many instances finished.");
 
-static PyObject *finished(PyObject *module, PyObject *args)
+static PyObject *finished(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)module;
-    Py_buffer alive, out;
-    if (!PyArg_ParseTuple(args, "y*w*", &alive, &out))
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "finished(alive, out) takes 2 arguments");
         return NULL;
-    Py_ssize_t count = 0;
-    const Py_ssize_t B = out.len;
-    if (B <= 0 || alive.len % B != 0) {
-        PyErr_SetString(PyExc_ValueError, "finished: alive is not (B, A)");
-        count = -1;
-    } else {
-        const Py_ssize_t A = alive.len / B;
-        const uint8_t *a = alive.buf;
-        uint8_t *o = out.buf;
-        for (Py_ssize_t i = 0; i < B; i++) {
-            uint8_t any = 0;
-            for (Py_ssize_t j = 0; j < A; j++)
-                any |= a[i * A + j];
-            o[i] = !any;
-            count += !any;
-        }
     }
-    PyBuffer_Release(&alive);
-    PyBuffer_Release(&out);
+    PyArrayObject *alive = buffer_arg(args[0], 2, NPY_BOOL, "finished: alive");
+    const Py_ssize_t count = alive ? finished_into(alive, args[1], "finished") : -1;
     return count < 0 ? NULL : PyLong_FromSsize_t(count);
 }
-
 
 PyDoc_STRVAR(vec_outputs_doc,
 "vec_outputs(bufs, copy, fin) -> ((obs, reward, terminated, truncated, infos), n)\n\n"
@@ -541,19 +550,6 @@ static PyObject *vec_outputs(PyObject *module, PyObject *const *args, Py_ssize_t
         PyErr_SetString(PyExc_ValueError, "vec_outputs: buffers of inconsistent shapes");
         return NULL;
     }
-    PyArrayObject *fin = NULL;
-    if (args[2] != Py_None) {
-        if (!PyArray_Check(args[2]) || PyArray_NDIM((PyArrayObject *)args[2]) != 1 ||
-            PyArray_DIM((PyArrayObject *)args[2], 0) != B ||
-            PyArray_TYPE((PyArrayObject *)args[2]) != NPY_BOOL ||
-            !PyArray_ISCARRAY((PyArrayObject *)args[2])) {
-            PyErr_SetString(PyExc_ValueError, "vec_outputs: fin is not a writable (B,) bool "
-                            "array");
-            return NULL;
-        }
-        fin = (PyArrayObject *)args[2];
-    }
-
     PyObject *out = PyTuple_New(5), *infos = NULL, *x = NULL;
     if (!out)
         return NULL;
@@ -585,18 +581,10 @@ static PyObject *vec_outputs(PyObject *module, PyObject *const *args, Py_ssize_t
             goto fail_x;
         Py_DECREF(x);
     }
-    Py_ssize_t n_fin = 0;
-    if (fin) {
-        const npy_bool *a = PyArray_DATA(alive);
-        npy_bool *f = PyArray_DATA(fin);
-        for (npy_intp i = 0; i < B; i++) {
-            npy_bool any = 0;
-            for (npy_intp j = 0; j < A; j++)
-                any |= a[i * A + j];
-            f[i] = !any;
-            n_fin += !any;
-        }
-    }
+    const Py_ssize_t n_fin =
+        args[2] == Py_None ? 0 : finished_into(alive, args[2], "vec_outputs");
+    if (n_fin < 0)
+        goto fail;
     PyObject *n = PyLong_FromSsize_t(n_fin), *res = n ? PyTuple_New(2) : NULL;
     if (!res) {
         Py_XDECREF(n);
@@ -617,7 +605,7 @@ static PyMethodDef fast_methods[] = {
     {"vec_outputs", (PyCFunction)(void (*)(void))vec_outputs, METH_FASTCALL, vec_outputs_doc},
     {"copy_actions", (PyCFunction)(void (*)(void))copy_actions, METH_FASTCALL,
      copy_actions_doc},
-    {"finished", finished, METH_VARARGS, finished_doc},
+    {"finished", (PyCFunction)(void (*)(void))finished, METH_FASTCALL, finished_doc},
     {"dict_actions", dict_actions, METH_VARARGS, dict_actions_doc},
     {"dict_outputs", (PyCFunction)(void (*)(void))dict_outputs, METH_FASTCALL,
      dict_outputs_doc},

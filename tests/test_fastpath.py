@@ -372,6 +372,13 @@ def test_vec_outputs_refuses_buffers_it_cannot_read() -> None:
     for fin in (np.zeros(3, bool), np.zeros(2, np.uint8), np.zeros(4, bool)[::2]):
         with pytest.raises(ValueError):
             _fast.vec_outputs(venv._bufs, True, fin)
+        with pytest.raises(ValueError):
+            _fast.finished(venv.runtime.alive, fin)
+    alive = np.array([[True, False], [False, False], [False, True]])
+    fin = np.ones(3, bool)
+    assert _fast.finished(alive, fin) == 1 and fin.tolist() == [False, True, False]
+    with pytest.raises(ValueError):
+        _fast.finished(alive.astype(np.uint8), fin)
     venv.close()
 
 
