@@ -66,8 +66,8 @@ _EXCLUSIVE_SRC = """\
 def {name}({params}):
     _x_busy = self._busy
     if not _x_busy.acquire(False):
-        raise _x_busy_error(self, {name!r})
-    try:{check}
+        raise _x_busy_error(self, {name!r}){check}
+    try:
         return _x_method({args})
     except _x_SeerError:
         # the runtime reports the truth itself (nothing changed, or its
@@ -114,8 +114,11 @@ def _exclusive(method: _F) -> _F:
             parts.append(p)
         params = ", ".join(parts)
         args = ", ".join([*pos, *(f"{p}={p}" for p in kwonly)])
+    # outside the try: refusing the call must not clear the mark (only a
+    # reset, or an error the runtime reports itself, does)
     check = "" if name == "reset" else (
-        "\n        if self._interrupted:\n            raise _x_interrupted_error(self)")
+        "\n    if self._interrupted:\n        _x_busy.release()\n"
+        "        raise _x_interrupted_error(self)")
     ns["_x_interrupted_error"] = _interrupted_error
     src = _EXCLUSIVE_SRC.format(name=name, params=params, args=args, check=check)
     filename = f"<seer_env._base._exclusive {method.__qualname__}>"
