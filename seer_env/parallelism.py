@@ -53,6 +53,8 @@ from ._runtime import Runtime, trace_kinds
 from .errors import ConfigError
 
 DEFAULT_THREADS = (1, 2, 4, 16, 64)
+#: Events at one simulated instant of one instance that make it a burst.
+BURST_EVENTS = 64
 
 
 @dataclass
@@ -75,6 +77,15 @@ class ParallelismReport:
             handler time.
         partition_imbalance: on two threads, the mean over windows of the busier
             worker's events over the mean (1.0: balanced), when measured.
+        weighted_imbalance: the same weighted by the windows' events (the busier
+            worker's events summed over windows, over the mean's): the time a
+            two-thread step takes over a perfectly balanced one, from the split.
+        burst_share: the share of events handled at a simulated instant that at
+            least ``BURST_EVENTS`` events of their instance share (timers that
+            every entity sets for the same time, and what they send).  A burst
+            is a point every thread must be through before what it sends can
+            be handled: its imbalance is lost whatever the schedule.
+        bursts_per_step: such instants per step.
     """
 
     steps: int
@@ -89,6 +100,9 @@ class ParallelismReport:
     critical_bound_share: dict[int, float] = field(default_factory=dict)
     hot_entities: list[tuple[int, int, float]] = field(default_factory=list)
     partition_imbalance: float | None = None
+    weighted_imbalance: float | None = None
+    burst_share: float = 0.0
+    bursts_per_step: float = 0.0
     _work: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
     _crit: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
 
@@ -130,7 +144,14 @@ class ParallelismReport:
                          f"{self.barrier_ns / 1e3:.2f} us, assumed to grow like log2(threads)")
         if self.partition_imbalance is not None:
             lines.append(f"partition imbalance on 2 threads (busier worker / mean, mean over "
-                         f"windows): {self.partition_imbalance:.2f}")
+                         f"windows): {self.partition_imbalance:.2f}"
+                         + (f"; weighted by events: {self.weighted_imbalance:.2f}"
+                            if self.weighted_imbalance is not None else ""))
+        if self.burst_share:
+            lines.append(f"events at same-time bursts (>= {BURST_EVENTS} events at one simulated "
+                         f"instant): {self.burst_share:.0%}, {self.bursts_per_step:.1f} bursts "
+                         "per step (each a point every thread must pass before what it sends "
+                         "is handled)")
         if self.hot_entities:
             hot = ", ".join(f"{e}@{i} {s:.1%}" for i, e, s in self.hot_entities[:5])
             lines.append(f"busiest entities (entity@instance, share of handler time): {hot}")
@@ -157,6 +178,8 @@ class ParallelismReport:
             "critical_bound_share": dict(self.critical_bound_share),
             "hot_entities": [list(h) for h in self.hot_entities],
             "partition_imbalance": self.partition_imbalance,
+            "weighted_imbalance": self.weighted_imbalance,
+            "burst_share": self.burst_share, "bursts_per_step": self.bursts_per_step,
         }
 
 
@@ -235,10 +258,12 @@ def analyze(records: Sequence[np.ndarray], steps: int, scale: float = 1.0,
     return rep
 
 
-def imbalance(records: Sequence[np.ndarray]) -> float | None:
+def imbalance(records: Sequence[np.ndarray], weighted: bool = False) -> float | None:
     """Mean over windows of (events of the busiest worker / mean events per
     worker), from the window records of a multi-thread trace (a worker without
-    a record for a window handled none of its events)."""
+    a record for a window handled none of its events).  ``weighted``: the
+    busiest worker's events summed over windows over the mean's (windows count
+    by their events)."""
     kinds = {v: k for k, v in trace_kinds().items()}
     per_worker = [r[r["kind"] == kinds["window"]] for r in records if len(r)]
     per_worker = [w for w in per_worker if len(w)]
@@ -252,7 +277,28 @@ def imbalance(records: Sequence[np.ndarray]) -> float | None:
     ok = mean > 0
     if not ok.any():
         return None
+    if weighted:
+        return float(counts.max(axis=0).sum() / mean.sum())
     return float(np.mean(counts.max(axis=0)[ok] / mean[ok]))
+
+
+def bursts(records: Sequence[np.ndarray], steps: int,
+           min_events: int = BURST_EVENTS) -> tuple[float, float]:
+    """(share of events at a simulated instant that at least ``min_events``
+    events of their instance share, such instants per step), from a trace's
+    event records."""
+    kinds = {v: k for k, v in trace_kinds().items()}
+    ev = [r[r["kind"] == kinds["event"]] for r in records if len(r)]
+    ev = [e for e in ev if len(e)]
+    if not ev:
+        return 0.0, 0.0
+    inst = np.concatenate([e["instance"] for e in ev]).astype(np.float64)
+    t = np.concatenate([e["sim_time"] for e in ev]).astype(np.float64)
+    _, inv, counts = np.unique(np.stack([inst, t]), axis=1, return_inverse=True,
+                               return_counts=True)
+    big = counts >= min_events
+    share = float(big[inv.reshape(-1)].mean())
+    return share, float(big.sum()) / max(1, int(steps))
 
 
 def _timed_steps(rt: Runtime, steps: int, actions: Any) -> float:
@@ -315,10 +361,13 @@ def measure(env: str, config: Mapping[str, Any] | None = None, steps: int = 10,
     rep.step_ns = measured[1]
     rep.measured_ns = measured
     rep.partition_imbalance = imbalance(records)
+    rep.weighted_imbalance = imbalance(records, weighted=True)
+    rep.burst_share, rep.bursts_per_step = bursts(records, steps)
     # the barrier cost: what two threads took beyond the ideal, per window
     ideal2 = rep.predict_ns(2)
     rep.barrier_ns = max(0.0, (measured[2] - ideal2) * steps / max(1, rep.windows))
     return rep
 
 
-__all__ = ["ParallelismReport", "analyze", "imbalance", "measure", "DEFAULT_THREADS"]
+__all__ = ["ParallelismReport", "analyze", "bursts", "imbalance", "measure", "BURST_EVENTS",
+           "DEFAULT_THREADS"]

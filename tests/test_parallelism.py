@@ -39,8 +39,42 @@ def test_exact_on_a_hand_made_trace():
     assert rep.critical_bound_share[2] == 0.5  # window 1: 200 > 200/2
     assert rep.hot_entities[0][:2] == (0, 1) and rep.hot_entities[0][2] == pytest.approx(0.625)
     assert parallelism.imbalance([w0, w1]) == pytest.approx(((2 / 1.5) + 2) / 2 / 1)
+    # weighted by events: (2 + 2) / (1.5 + 1)
+    assert parallelism.imbalance([w0, w1], weighted=True) == pytest.approx(4 / 2.5)
     rep.barrier_ns = 10.0
     assert rep.predict_ns(4) == pytest.approx(max(150, 300) + 200 + 10 + 2 * 10 * 2)
+
+
+def test_bursts_count_events_sharing_a_simulated_instant():
+    # 70 events at t=5 of instance 0 (a burst), 30 at t=5 of instance 1 (not
+    # one: instants are per instance), 10 at distinct times; two steps
+    def ev(t: float, inst: int) -> tuple:
+        return (0, 1, t, K["event"], inst, 0, 0, 1, 0)
+    w0 = np.array([ev(5.0, 0)] * 40 + [ev(5.0, 1)] * 30 + [ev(0.1 * i, 0) for i in range(10)],
+                  dtype=trace_dtype())
+    w1 = np.array([ev(5.0, 0)] * 30, dtype=trace_dtype())
+    share, per_step = parallelism.bursts([w0, w1], steps=2)
+    assert share == pytest.approx(70 / 110) and per_step == 0.5
+    assert parallelism.bursts([w0, w1], steps=2, min_events=71) == (0.0, 0.0)
+    assert parallelism.bursts([], steps=1) == (0.0, 0.0)
+
+
+def test_pcs_load_reports_are_bursts_and_phold_has_none():
+    # every PCS cell's report timer fires at k * report_interval, and the
+    # reports land L later: most of a default step is bursts
+    from seer_env._runtime import Runtime
+    for env, cfg, lo, hi in (("pcs", {"width": 16, "height": 16}, 0.5, 1.0),
+                             ("phold", {"num_entities": 256}, 0.0, 0.0)):
+        rt = Runtime(env, cfg, 1, "parallel", 2, 0)
+        rt.reset([0])
+        rt.actions[:] = 0
+        rt.trace(1 << 20)
+        for _ in range(3):
+            rt.step()
+        share, per_step = parallelism.bursts(rt.trace_records(active_only=True), steps=3)
+        rt.close()
+        assert lo <= share <= hi, (env, share)
+        assert (per_step >= 2) == (env == "pcs"), (env, per_step)
 
 
 def test_measure_on_phold_is_consistent():
@@ -52,6 +86,10 @@ def test_measure_on_phold_is_consistent():
     assert set(rep.measured_ns) == {1, 2}
     text = rep.table()
     assert "threads  predicted" in text and "64" in text
+    assert rep.burst_share == 0.0 and "bursts" not in text
+    # None when one worker took every window (a loaded machine)
+    assert (rep.weighted_imbalance is None) == (rep.partition_imbalance is None)
+    assert rep.weighted_imbalance is None or rep.weighted_imbalance >= 1.0
 
 
 
