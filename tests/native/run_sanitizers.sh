@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Build and run the runtime's stress tests plain, under ThreadSanitizer and
-# under AddressSanitizer + UndefinedBehaviorSanitizer.  Exits non-zero on any
-# failure or sanitizer report.  Usage: tests/native/run_sanitizers.sh [plain|tsan|asan]...
+# under AddressSanitizer + UndefinedBehaviorSanitizer; and (fast) the tests of
+# the Python layer's C extension seer_env._fast with it built under ASan+UBSan.
+# Exits non-zero on any failure or sanitizer report.
+# Usage: tests/native/run_sanitizers.sh [plain|tsan|asan|fast]...
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -21,7 +23,7 @@ for f in $(python3 -c "import ast,sys; t=ast.parse(open(sys.argv[1]).read()); pr
 done
 runtime_src=("$rt"/*.c "$phold/phold.c")
 modes=("$@")
-[ ${#modes[@]} -eq 0 ] && modes=(plain tsan asan)
+[ ${#modes[@]} -eq 0 ] && modes=(plain tsan asan fast)
 # stress_failures: the pass that fails every call from the k-th on runs at
 # every k plain and under ASan, at every 8th under TSan, and the pass that
 # fails the k-th allocation alone at every k, at every 2nd under TSan (which
@@ -30,7 +32,38 @@ declare -A fi_stride=([plain]="1 1" [tsan]="8 2" [asan]="1 1")
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
 export ASAN_OPTIONS="halt_on_error=1 detect_leaks=1"
 export UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1"
+# seer_env._fast (CPython's and NumPy's C APIs) under ASan+UBSan: a copy of the
+# built package whose _fast is the sanitized build, imported by the tests of the
+# batched and dict APIs (the interpreter preloads the sanitizer runtimes; leaks
+# are CPython's own business here)
+run_fast() {
+  local py=${SEER_PYTHON:-$root/.venv/bin/python}
+  [ -x "$py" ] || py=python3
+  local tmp
+  tmp=$(mktemp -d)
+  cp -r "$root/seer_env" "$tmp/"
+  local so
+  so=$("$py" -c "import sysconfig; print('_fast' + sysconfig.get_config_var('EXT_SUFFIX'))")
+  "$CC" -shared -fPIC -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
+    -fno-sanitize-recover=all -Wall -Wextra -Werror \
+    -I"$("$py" -c "import sysconfig; print(sysconfig.get_paths()['include'])")" \
+    -I"$("$py" -c "import numpy; print(numpy.get_include())")" \
+    "$root/seer_env/_fast.c" -o "$tmp/seer_env/$so"
+  local pre
+  pre="$("$CC" -print-file-name=libasan.so):$("$CC" -print-file-name=libubsan.so)"
+  (cd "$tmp" && ASAN_OPTIONS="halt_on_error=1 detect_leaks=0" LD_PRELOAD="$pre" \
+     "$py" -c "import seer_env._fast as f, sys; assert f.__file__.startswith(sys.argv[1]), f.__file__" "$tmp" &&
+   ASAN_OPTIONS="halt_on_error=1 detect_leaks=0" LD_PRELOAD="$pre" \
+     "$py" -m pytest -q -p no:cacheprovider "$root/tests/test_fastpath.py" \
+     "$root/tests/test_vector_api.py" "$root/tests/test_gym_vector.py" "$root/tests/test_pcs_env.py")
+  rm -rf "$tmp"
+}
 for mode in "${modes[@]}"; do
+  if [ "$mode" = fast ]; then
+    echo "== fast (seer_env._fast under ASan+UBSan)"
+    run_fast
+    continue
+  fi
   case "$mode" in
     plain) flags=() ;;
     tsan) flags=(-fsanitize=thread) ;;
