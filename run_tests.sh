@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install seer_env with its test dependencies into ./.venv and run everything:
 # ruff, the documentation site (strict), the pytest suite, the runtime's C stress tests plain and under
-# ThreadSanitizer and AddressSanitizer+UBSan, and the package as a user gets
+# ThreadSanitizer and AddressSanitizer+UBSan (and seer_env._fast under ASan),
+# and the package as a user gets
 # it (sdist and wheel built, the wheel installed in a fresh venv, a model
 # written, built, checked and trained from outside the tree).  Exits non-zero
 # on any failure.
@@ -21,7 +22,7 @@ echo "== docs (mkdocs build --strict)"
 .venv/bin/mkdocs build --strict -q -d "$(mktemp -d)"
 echo "== pytest"
 .venv/bin/python -m pytest -q "$@"
-echo "== C stress tests (plain, TSan, ASan+UBSan)"
+echo "== C stress tests (plain, TSan, ASan+UBSan) and seer_env._fast under ASan+UBSan"
 bash tests/native/run_sanitizers.sh
 echo "== the wheel, installed in a fresh venv"
 bash tests/wheel_smoke.sh .venv/bin/python
