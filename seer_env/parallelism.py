@@ -86,6 +86,10 @@ class ParallelismReport:
             is a point every thread must be through before what it sends can
             be handled: its imbalance is lost whatever the schedule.
         bursts_per_step: such instants per step.
+        worker_ns_per_event: on two threads, each worker's wall time in windows
+            per event it handled there.  Their ratio far from 1 with balanced
+            events means one core ran slower (another tenant, a lower clock):
+            with one partition per thread every window waits for it.
     """
 
     steps: int
@@ -103,6 +107,7 @@ class ParallelismReport:
     weighted_imbalance: float | None = None
     burst_share: float = 0.0
     bursts_per_step: float = 0.0
+    worker_ns_per_event: list[float] = field(default_factory=list)
     _work: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
     _crit: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
 
@@ -147,6 +152,12 @@ class ParallelismReport:
                          f"windows): {self.partition_imbalance:.2f}"
                          + (f"; weighted by events: {self.weighted_imbalance:.2f}"
                             if self.weighted_imbalance is not None else ""))
+        if len(self.worker_ns_per_event) > 1:
+            speeds = ", ".join(f"{x:.0f}" for x in self.worker_ns_per_event)
+            ratio = max(self.worker_ns_per_event) / min(self.worker_ns_per_event)
+            lines.append(f"ns per event in windows by worker on 2 threads: {speeds} (slower / "
+                         f"faster {ratio:.2f}; far from 1 with balanced events: one core ran "
+                         "slower)")
         if self.burst_share:
             lines.append(f"events at same-time bursts (>= {BURST_EVENTS} events at one simulated "
                          f"instant): {self.burst_share:.0%}, {self.bursts_per_step:.1f} bursts "
@@ -180,6 +191,7 @@ class ParallelismReport:
             "partition_imbalance": self.partition_imbalance,
             "weighted_imbalance": self.weighted_imbalance,
             "burst_share": self.burst_share, "bursts_per_step": self.bursts_per_step,
+            "worker_ns_per_event": list(self.worker_ns_per_event),
         }
 
 
@@ -282,6 +294,20 @@ def imbalance(records: Sequence[np.ndarray], weighted: bool = False) -> float | 
     return float(np.mean(counts.max(axis=0)[ok] / mean[ok]))
 
 
+def worker_ns_per_event(records: Sequence[np.ndarray]) -> list[float]:
+    """Each worker's wall time in windows per event it handled there (workers
+    that handled none left out), from the window records of a trace."""
+    kinds = {v: k for k, v in trace_kinds().items()}
+    out = []
+    for r in records:
+        win = r[r["kind"] == kinds["window"]] if len(r) else r
+        n = int(win["count"].sum()) if len(win) else 0
+        if n:
+            span = (win["t1_ns"].astype(np.int64) - win["t0_ns"].astype(np.int64)).sum()
+            out.append(float(span) / n)
+    return out
+
+
 def bursts(records: Sequence[np.ndarray], steps: int,
            min_events: int = BURST_EVENTS) -> tuple[float, float]:
     """(share of events at a simulated instant that at least ``min_events``
@@ -363,11 +389,12 @@ def measure(env: str, config: Mapping[str, Any] | None = None, steps: int = 10,
     rep.partition_imbalance = imbalance(records)
     rep.weighted_imbalance = imbalance(records, weighted=True)
     rep.burst_share, rep.bursts_per_step = bursts(records, steps)
+    rep.worker_ns_per_event = worker_ns_per_event(records)
     # the barrier cost: what two threads took beyond the ideal, per window
     ideal2 = rep.predict_ns(2)
     rep.barrier_ns = max(0.0, (measured[2] - ideal2) * steps / max(1, rep.windows))
     return rep
 
 
-__all__ = ["ParallelismReport", "analyze", "bursts", "imbalance", "measure", "BURST_EVENTS",
-           "DEFAULT_THREADS"]
+__all__ = ["ParallelismReport", "analyze", "bursts", "imbalance", "measure",
+           "worker_ns_per_event", "BURST_EVENTS", "DEFAULT_THREADS"]

@@ -41,6 +41,9 @@ def test_exact_on_a_hand_made_trace():
     assert parallelism.imbalance([w0, w1]) == pytest.approx(((2 / 1.5) + 2) / 2 / 1)
     # weighted by events: (2 + 2) / (1.5 + 1)
     assert parallelism.imbalance([w0, w1], weighted=True) == pytest.approx(4 / 2.5)
+    # window time per event: worker 0 (400 + 200) / 4, worker 1 200 / 1
+    assert parallelism.worker_ns_per_event([w0, w1]) == [150.0, 200.0]
+    assert parallelism.worker_ns_per_event([w0[w0["kind"] == K["act"]], w1]) == [200.0]
     rep.barrier_ns = 10.0
     assert rep.predict_ns(4) == pytest.approx(max(150, 300) + 200 + 10 + 2 * 10 * 2)
 
@@ -87,6 +90,8 @@ def test_measure_on_phold_is_consistent():
     text = rep.table()
     assert "threads  predicted" in text and "64" in text
     assert rep.burst_share == 0.0 and "bursts" not in text
+    assert 1 <= len(rep.worker_ns_per_event) <= 2
+    assert all(x > 0 for x in rep.worker_ns_per_event)
     # None when one worker took every window (a loaded machine)
     assert (rep.weighted_imbalance is None) == (rep.partition_imbalance is None)
     assert rep.weighted_imbalance is None or rep.weighted_imbalance >= 1.0
