@@ -270,15 +270,20 @@ def analyze(records: Sequence[np.ndarray], steps: int, scale: float = 1.0,
     return rep
 
 
+def _of_kind(records: Sequence[np.ndarray], kind: str) -> list[np.ndarray]:
+    """Each worker's records of trace kind ``kind``, in worker order (workers
+    with none left out)."""
+    code = {v: k for k, v in trace_kinds().items()}[kind]
+    return [x for x in (r[r["kind"] == code] for r in records if len(r)) if len(x)]
+
+
 def imbalance(records: Sequence[np.ndarray], weighted: bool = False) -> float | None:
     """Mean over windows of (events of the busiest worker / mean events per
     worker), from the window records of a multi-thread trace (a worker without
     a record for a window handled none of its events).  ``weighted``: the
     busiest worker's events summed over windows over the mean's (windows count
     by their events)."""
-    kinds = {v: k for k, v in trace_kinds().items()}
-    per_worker = [r[r["kind"] == kinds["window"]] for r in records if len(r)]
-    per_worker = [w for w in per_worker if len(w)]
+    per_worker = _of_kind(records, "window")
     if len(per_worker) < 2:
         return None
     keys = np.unique(np.concatenate([w["sim_time"] for w in per_worker]))
@@ -297,11 +302,9 @@ def imbalance(records: Sequence[np.ndarray], weighted: bool = False) -> float | 
 def worker_ns_per_event(records: Sequence[np.ndarray]) -> list[float]:
     """Each worker's wall time in windows per event it handled there (workers
     that handled none left out), from the window records of a trace."""
-    kinds = {v: k for k, v in trace_kinds().items()}
     out = []
-    for r in records:
-        win = r[r["kind"] == kinds["window"]] if len(r) else r
-        n = int(win["count"].sum()) if len(win) else 0
+    for win in _of_kind(records, "window"):
+        n = int(win["count"].sum())
         if n:
             span = (win["t1_ns"].astype(np.int64) - win["t0_ns"].astype(np.int64)).sum()
             out.append(float(span) / n)
@@ -313,9 +316,7 @@ def bursts(records: Sequence[np.ndarray], steps: int,
     """(share of events at a simulated instant that at least ``min_events``
     events of their instance share, such instants per step), from a trace's
     event records."""
-    kinds = {v: k for k, v in trace_kinds().items()}
-    ev = [r[r["kind"] == kinds["event"]] for r in records if len(r)]
-    ev = [e for e in ev if len(e)]
+    ev = _of_kind(records, "event")
     if not ev:
         return 0.0, 0.0
     inst = np.concatenate([e["instance"] for e in ev]).astype(np.float64)
