@@ -257,20 +257,17 @@ int main(void)
     /* zero-delay events to entities below the source: abandoned speculation */
     static const nonmono_config nonmono = {.num_entities = 40, .mean = 0.25, .echo = 0.004,
                                            .step_duration = 1.0};
-    static const struct {
-        const char *name;
-        const seer_model *model;
-        const void *cfg;
-        size_t cfg_size;
-        int steps;
-    } cfgs[] = {
-        {"phold L=1e-6", &seer_model_phold, &tiny_l, sizeof tiny_l, 30},
-        {"phold L=0", &seer_model_phold, &zero_l, sizeof zero_l, 30},
+    /* the models and their steps; the rest of each plan is set per run */
+#define MODEL(n, m, c, s) {.name = n, .model = m, .cfg = c, .cfg_size = sizeof *(c), .steps = s}
+    static const plan cfgs[] = {
+        MODEL("phold L=1e-6", &seer_model_phold, &tiny_l, 30),
+        MODEL("phold L=0", &seer_model_phold, &zero_l, 30),
         /* lockstep chains: rollbacks by the hundred thousand (TSan's time) */
-        {"phold ties", &seer_model_phold, &ties, sizeof ties, 3},
-        {"phold L=0.3", &seer_model_phold, &wide_l, sizeof wide_l, 20},
-        {"nonmono", &nonmono_model, &nonmono, sizeof nonmono, 30},
+        MODEL("phold ties", &seer_model_phold, &ties, 3),
+        MODEL("phold L=0.3", &seer_model_phold, &wide_l, 20),
+        MODEL("nonmono", &nonmono_model, &nonmono, 30),
     };
+#undef MODEL
     seer_stats sum = {0};
     unsigned run = 0;
     for (size_t c = 0; c < sizeof cfgs / sizeof cfgs[0]; c++)
@@ -280,9 +277,13 @@ int main(void)
                 const int traced = run & 1, sw = (run >> 1) & 1;
                 snprintf(name, sizeof name, "optimistic %s B=%u threads=%u%s%s", cfgs[c].name, nb,
                          threads[ti], traced ? " traced" : "", sw ? " switching" : "");
-                const plan pl = {name, cfgs[c].model, cfgs[c].cfg, cfgs[c].cfg_size, nb,
-                                 SEER_EXECUTOR_OPTIMISTIC, threads[ti], traced,
-                                 sw ? SW_ALL : SW_NONE, 0, cfgs[c].steps};
+                plan pl = cfgs[c];
+                pl.name = name;
+                pl.nb = nb;
+                pl.executor = SEER_EXECUTOR_OPTIMISTIC;
+                pl.threads = threads[ti];
+                pl.traced = traced;
+                pl.switches = sw ? SW_ALL : SW_NONE;
                 const int f = run_plan(&pl, &st);
                 fails += f;
                 printf("stress_runtime: %s: %llu events, %llu rollbacks (%llu handlings undone), "
