@@ -837,11 +837,9 @@ class Runtime:
     def step(self, mask: Iterable[bool] | None = None) -> None:
         """Step the selected instances with the actions in :attr:`actions` (GIL released)."""
         st = self.stpa
-        if st is not None:
-            st.countdown -= 1
-            if st.countdown <= 0:  # preflight, or a periodic drift check
-                st.step(self._mask_ptr(mask))
-                return
+        if st is not None and st.countdown <= 1:  # a probe, or a periodic drift check
+            st.step(self._mask_ptr(mask))  # which changes nothing unless the step ran
+            return
         # _call() inlined: the step is the call on every training loop's path
         with self._lock:
             h = self._h  # set in __init__, None once closed
@@ -850,6 +848,8 @@ class Runtime:
             rc = self._native_step(h, self._null if mask is None else self._mask_ptr(mask))
             if rc:
                 self._check(h, rc)
+        if st is not None:  # counted only once the step ran: a refused one is no step
+            st.countdown -= 1
 
     def _instance(self, instance: int) -> int:
         return _positive_int("instance", instance, 0, self.num_instances - 1)

@@ -57,6 +57,7 @@ DEBUG: the evidence).
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import logging
 import math
@@ -67,6 +68,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+from .errors import SeerError
 
 log = logging.getLogger("seer_env.stpa")
 
@@ -517,6 +520,7 @@ class _Probe:
     stage: str = "features"
     t_start: int = 0
     steps: int = 0
+    unreachable: set[Candidate] = field(default_factory=set)  # switching to them failed
 
 
 class Stpa:
@@ -609,7 +613,9 @@ class Stpa:
         self.preflight_ns = 0
         self.probe_steps = 0
         self.probe_ns = 0
-        self.countdown = 0  # Runtime.step calls step() when it reaches 0
+        # Runtime.step calls step() when this is 1 or less, and takes one off
+        # after every other step that ran (a refused step changes nothing)
+        self.countdown = 0
         self._probe: _Probe | None = _Probe("preflight", self.rounds)
         self._k = 2
         self._baseline: Load | None = None
@@ -661,59 +667,126 @@ class Stpa:
     # -- the step hook ---------------------------------------------------------------
 
     def step(self, mask_ptr: Any) -> None:
-        """Run one real step of the runtime (called by ``Runtime.step``)."""
-        if self._probe is None:
+        """Run one real step of the runtime (called by ``Runtime.step``).
+
+        A step the runtime refuses or fails (an invalid action, an error in a
+        handler, an interrupt: any exception) changes nothing here: the visit
+        it was to run stays first in line, no counter moves, and a switch made
+        for it is undone, so the next step runs that visit again.  The
+        bookkeeping happens only once the step has run.
+        """
+        pr = self._probe
+        if pr is not None and not self._settle(pr):  # mended into a decision
+            self._account(pr, self._clock())
+            pr = None
+        if pr is None:
             self._native_step(mask_ptr)
             self._check_drift()
             return
         t_in = self._clock()
-        pr = self._probe
+        if pr.stage == "features":
+            self._features_step(pr, mask_ptr)
+        else:
+            self._visit_step(pr, mask_ptr)
+        # the step ran: from here on only bookkeeping
         if pr.steps == 0:
             pr.t_start = t_in
-        if pr.stage == "features":
-            self._switch(first_candidate(self.rt.sizes.lookahead))
-            ev0, win0 = self._counters()
-            t0 = self._clock()
-            self._native_step(mask_ptr)
-            t1 = self._clock()
-            ev1, win1 = self._counters()
-            self._set_features(ev1 - ev0, win1 - win0)
-            self._t_first = float(t1 - t0)
-            self._k = int(min(8, max(2, math.ceil(self.min_visit_ns / max(1, t1 - t0)))))
-            self._plan_after_features(pr)
-        else:
-            visit = pr.queue.pop(0)
-            self._switch(visit.cand)
-            if visit.traced:
-                # the trace buffers are allocated (and their pages touched)
-                # outside the timed part: only the step itself is compared
-                self._trace_on(visit.cand)
-                try:
-                    t0 = self._clock()
-                    self._native_step(mask_ptr)
-                    t1 = self._clock()
-                    self.trace_summary = summarize_trace(self.rt.trace_records(active_only=True))
-                finally:
-                    self.rt.trace(0)
-                slow = t1 - t0 > self.drop_traced * self._t_first
-                if slow:  # even with tracing's cost counted, hopeless: do not time it
-                    pr.dropped.add(visit.cand)
-                self._plan_timing(pr)
-            else:
-                t0 = self._clock()
-                self._native_step(mask_ptr)
-                t1 = self._clock()
-                if visit.timed:
-                    pr.timings.setdefault(visit.cand, []).append(float(t1 - t0))
-                    if not pr.queue or pr.queue[0].cand != visit.cand:  # visit complete
-                        self._prune_queue(pr)
         pr.steps += 1
-        if pr.stage == "timing" and not pr.queue:
-            self._extend_or_decide(pr)
+        self._settle(pr)
         t_out = self._clock()
         if self._probe is None:  # decided in this call: account the whole probe
             self._account(pr, t_out)
         self.countdown = 0 if self._probe is not None else self.check_every
+
+    def _features_step(self, pr: _Probe, mask_ptr: Any) -> None:
+        """The preflight's first step: it gives events and windows per step."""
+        prev = self._current()
+        self._switch(first_candidate(self.rt.sizes.lookahead))
+        ev0, win0 = self._counters()
+        try:
+            t0 = self._clock()
+            self._native_step(mask_ptr)
+            t1 = self._clock()
+        except BaseException:
+            self._switch_back(prev)
+            raise
+        ev1, win1 = self._counters()
+        self._set_features(ev1 - ev0, win1 - win0)
+        self._t_first = float(t1 - t0)
+        self._k = int(min(8, max(2, math.ceil(self.min_visit_ns / max(1, t1 - t0)))))
+        self._plan_after_features(pr)
+
+    def _visit_step(self, pr: _Probe, mask_ptr: Any) -> None:
+        """The first visit in line: switch to its candidate, step (traced or
+        timed), and only then take the visit off the queue."""
+        visit = pr.queue[0]
+        prev = self._current()
+        try:
+            self._switch(visit.cand)
+        except SeerError as exc:
+            # the runtime cannot run this candidate now (out of memory or
+            # threads): this step runs untimed where the runtime is, and the
+            # candidate is left out of the probe once it has
+            self._native_step(mask_ptr)
+            self._leave_out(pr, visit.cand, exc)
+            return
+        try:
+            if visit.traced:
+                ns, summary = self._traced_step(visit.cand, mask_ptr)
+            else:
+                t0 = self._clock()
+                self._native_step(mask_ptr)
+                ns, summary = float(self._clock() - t0), None
+        except BaseException:
+            self._switch_back(prev)
+            raise
+        pr.queue.pop(0)
+        if visit.traced:
+            if summary is not None:
+                self.trace_summary = summary
+            if ns > self.drop_traced * self._t_first:
+                # even with tracing's cost counted, hopeless: do not time it
+                pr.dropped.add(visit.cand)
+        elif visit.timed:
+            pr.timings.setdefault(visit.cand, []).append(ns)
+            if not pr.queue or pr.queue[0].cand != visit.cand:  # visit complete
+                self._prune_queue(pr)
+
+    def _traced_step(self, cand: Candidate, mask_ptr: Any) -> tuple[float, TraceSummary | None]:
+        """One step traced on ``cand``: its time and the trace's summary (None
+        when the trace buffers could not be had: the probe goes on untraced)."""
+        try:
+            # the trace buffers are allocated (and their pages touched)
+            # outside the timed part: only the step itself is compared
+            self._trace_on(cand)
+        except SeerError as exc:
+            log.warning("%s: no trace for the preflight (%s); timing without one",
+                        self.rt.model, exc)
+            t0 = self._clock()
+            self._native_step(mask_ptr)
+            return float(self._clock() - t0), None
+        try:
+            t0 = self._clock()
+            self._native_step(mask_ptr)
+            t1 = self._clock()
+            summary = summarize_trace(self.rt.trace_records(active_only=True))
+        finally:
+            self.rt.trace(0)
+        return float(t1 - t0), summary
+
+    def _settle(self, pr: _Probe) -> bool:
+        """Bring ``pr`` to where its next step can run: a stage whose visits
+        are done moves on (trace -> timing -> extra rounds or a decision).
+        Every step leaves a probe so; this also mends one whose bookkeeping
+        was cut short (a KeyboardInterrupt between two of its statements).
+        False when the probe decided."""
+        if pr.stage != "features" and self.features is None:
+            pr.stage, pr.queue = "features", []
+        if pr.stage == "trace" and not pr.queue:
+            self._plan_timing(pr)
+        if pr.stage == "timing" and not pr.queue:
+            self._extend_or_decide(pr)
+        return self._probe is pr
 
     # -- internals --------------------------------------------------------------------
 
@@ -727,6 +800,31 @@ class Stpa:
     def _switch(self, c: Candidate) -> None:
         if self.rt.executor != c.executor or self.rt.threads != c.threads:
             self.rt._set_executor(c.executor, c.threads)
+
+    def _switch_back(self, prev: Candidate) -> None:
+        """Undo the switch made for a step that did not run.  Best effort: the
+        step's own error is the one raised; should the switch back fail, the
+        runtime stays where it is, which the retried visit switches to anyway."""
+        with contextlib.suppress(SeerError):
+            if self._current() != prev:
+                self._switch(prev)
+
+    def _switch_after(self, c: Candidate) -> None:
+        """A switch after a step that ran (a decision, a returning regime): a
+        runtime that cannot switch now keeps its configuration (outputs do not
+        depend on it) instead of failing the step that already happened."""
+        try:
+            self._switch(c)
+        except SeerError as exc:
+            log.warning("%s: cannot switch to %s (%s); staying on %s", self.rt.model,
+                        c.label, exc, self._current().label)
+
+    def _leave_out(self, pr: _Probe, c: Candidate, exc: Exception) -> None:
+        log.warning("%s: cannot switch to %s (%s); left out of this probe", self.rt.model,
+                    c.label, exc)
+        pr.unreachable.add(c)
+        pr.dropped.add(c)
+        pr.queue = [v for v in pr.queue if v.cand != c]
 
     def _set_features(self, events: int, windows: int) -> None:
         rt = self.rt
@@ -777,7 +875,8 @@ class Stpa:
     def _plan_timing(self, pr: _Probe) -> None:
         assert self.features is not None
         plan = probe_plan(self.features, self.trace_summary, pr.candidates, self.prune)
-        plan = [c for c in plan if c not in pr.dropped] or plan[:1]
+        plan = ([c for c in plan if c not in pr.dropped]
+                or [c for c in plan if c not in pr.unreachable][:1] or [self._current()])
         pr.candidates = plan
         pr.stage = "timing"
         pr.queue = []
@@ -810,28 +909,37 @@ class Stpa:
             for c in (pair if r % 2 == 0 else pair[::-1]):
                 pr.queue.append(_Visit(c, timed=False))
                 pr.queue.extend(_Visit(c, timed=True) for _ in range(self._k))
-        if pr.queue[0].cand == self._current():
+        if pr.queue and pr.queue[0].cand == self._current():
             pr.queue.pop(0)
+        if not pr.queue:  # no extra rounds (extra_rounds=0)
+            self._decide(pr)
 
     def _current(self) -> Candidate:
         return Candidate(self.rt.executor, self.rt.threads)
 
     def _decide(self, pr: _Probe) -> None:
         assert self.features is not None
-        if len(pr.candidates) == 1 and not pr.timings:
+        timings = {c: v for c, v in pr.timings.items() if c not in pr.unreachable}
+        if len(pr.candidates) == 1 and not timings:
             c = pr.candidates[0]
+            slow = pr.dropped - pr.unreachable
             if pr.dropped:
-                why = (f"{c.label}: the only candidate left ("
-                       + ", ".join(sorted(d.label for d in pr.dropped))
-                       + f" dropped: its traced step took over {self.drop_traced:g}x "
-                       "the first step)")
+                why = f"{c.label}: the only candidate left ("
+                if slow:
+                    why += (", ".join(sorted(d.label for d in slow))
+                            + f" dropped: its traced step took over {self.drop_traced:g}x "
+                            "the first step")
+                if pr.unreachable:
+                    why += ("; " if slow else "") + ", ".join(
+                        sorted(d.label for d in pr.unreachable)) + ": the runtime could not switch"
+                why += ")"
             else:
                 why = (f"{c.label}: the only candidate "
                        f"(lookahead {self.features.lookahead:g}, {self.cores} core(s))")
             dec = Decision(c, why, {}, {}, pr.trigger)
         else:
             confirm = pr.trigger == "confirm" and self.decision is not None
-            dec = select(pr.timings, self.features, self.trace_summary, self.margin,
+            dec = select(timings, self.features, self.trace_summary, self.margin,
                          pr.trigger,
                          incumbent=self.decision.candidate if confirm else None,
                          hysteresis=self.hysteresis if confirm else 0.0)
@@ -842,7 +950,7 @@ class Stpa:
         # pools far off the pace (or dropped after their first step) are left out
         # of confirmation re-probes until the workload drifts
         self._hopeless = (pr.dropped - set(pr.timings)) | eliminated(pr.timings, 3.0)
-        self._switch(dec.candidate)
+        self._switch_after(dec.candidate)
         self._probe = None
         self.state = "monitor"
         self._baseline = Load(self.features.events_per_step, self.features.alive_agents)
@@ -866,11 +974,18 @@ class Stpa:
 
     def notify_reset(self) -> None:
         """The runtime was reset (called by ``Runtime.reset``): the load is likely
-        back to an episode's start, so the next step's load is checked at once."""
+        back to an episode's start, so the next step's load is checked at once.
+        During a probe the next step goes on with it (a probe cut short is
+        mended first: :meth:`_settle`)."""
+        pr = self._probe
+        if pr is not None and not self._settle(pr):
+            self._account(pr, self._clock())
         if self._probe is None:
             s = self.rt.stats()
             self._mark = (s["events"], s["windows"], s["steps"])
             self.countdown = 1
+        else:
+            self.countdown = 0
 
     def _check_drift(self) -> None:
         self.countdown = self.check_every
@@ -888,7 +1003,7 @@ class Stpa:
         if known is not None:
             # a regime seen before: its choice at once, no probe
             if known != self._current():
-                self._switch(known)
+                self._switch_after(known)
                 self.regime_switches += 1
                 log.info("%s: load regime %d again (%s): back to %s", self.rt.model,
                          regime(now), why, known.label)

@@ -3,6 +3,7 @@ executor switch, and that ``threads="auto"`` runs give the serial executor's out
 
 from __future__ import annotations
 
+import copy
 import logging
 import random
 
@@ -336,8 +337,12 @@ class _FakeRuntime:
         self.counts = {"events": 0, "windows": 0, "steps": 0, "pool_events": 100}
         self.switches: list[tuple[str, int]] = []
         self.now = 0
+        self.refuse = False
+        self.fail_switch: set[tuple[str, int]] = set()
 
     def _set_executor(self, executor: str, threads: int) -> None:
+        if (executor, threads) in self.fail_switch:
+            raise errors.SeerError("out of memory switching executors")
         self.executor, self.threads = executor, threads
         self.switches.append((executor, threads))
 
@@ -345,6 +350,8 @@ class _FakeRuntime:
         return self.now
 
     def _step_native(self, mask_ptr) -> None:
+        if self.refuse:  # as the runtime does: refused before anything changes
+            raise errors.InvalidActionError("refused")
         # a simulated cost: 100 ns/event on one thread, 70% of it on two threads
         # plus 2 us of barriers, the serial executor 10% slower than parallel-1
         cost = 100.0 * self.events_per_step
@@ -361,11 +368,11 @@ class _FakeRuntime:
         return dict(self.counts)
 
     def step(self, st: Stpa) -> None:  # what Runtime.step does
-        st.countdown -= 1
-        if st.countdown <= 0:
+        if st.countdown <= 1:
             st.step(None)
         else:
             self._step_native(None)
+            st.countdown -= 1
 
 
 def test_drift_triggers_reprobe_and_backoff():
@@ -509,3 +516,117 @@ def test_lookahead_zero_runs_optimistic_under_auto():
     finally:
         rt.close()
         ref.close()
+
+
+# -- steps that do not run change nothing ------------------------------------------------
+
+
+def stpa_state(st: Stpa) -> dict:
+    """Everything the controller holds, and where its runtime runs."""
+    d = {k: copy.deepcopy(v) for k, v in vars(st).items() if k not in ("rt", "_clock", "caches")}
+    d["running"] = (st.rt.executor, st.rt.threads)
+    return d
+
+
+def _fake_stpa(rt: _FakeRuntime, **opts) -> Stpa:
+    kw = dict(cores=2, rounds=2, reprobe_rounds=1, check_every=4, reprobe_gap=8, trace=False,
+              tie=0.2, extra_rounds=2, min_visit_ns=1.0, clock=rt.clock)
+    kw.update(opts)
+    return Stpa(rt, **kw)
+
+
+def _run_fake(refused: dict[int, int], steps: int = 90) -> tuple[_FakeRuntime, Stpa]:
+    """``steps`` good steps; before good step i, ``refused.get(i, 0)`` refused ones,
+    each checked to leave the controller exactly as it was."""
+    rt = _FakeRuntime()
+    st = _fake_stpa(rt)
+    for i in range(steps):
+        for _ in range(refused.get(i, 0)):
+            before = stpa_state(st)
+            rt.refuse = True
+            with pytest.raises(errors.InvalidActionError):
+                rt.step(st)
+            rt.refuse = False
+            assert stpa_state(st) == before, f"a refused step before step {i} changed STPA"
+        rt.step(st)
+    return rt, st
+
+
+def test_refused_steps_anywhere_change_nothing():
+    """A refused step at any point (features, every timing visit, the extra
+    rounds of a close call, the monitor's countdown, confirmation re-probes)
+    leaves the controller as it was: the run ends in exactly the state of a
+    run without them.  (A refused step used to pop its visit and take one off
+    the countdown: with the last visit of a stage gone, every later step
+    raised IndexError.)"""
+    ref_rt, ref = _run_fake({})
+    assert [d.trigger for d in ref.history] == ["preflight", "confirm"]  # and a re-probe
+    assert ref.history[0].medians_ns.keys() == {"serial", "parallel-1", "parallel-2"}
+    for pos in range(90):
+        for refused in ({pos: 1}, {pos: 2, pos + 1: 1}):
+            rt, st = _run_fake(refused)
+            assert stpa_state(st) == stpa_state(ref), refused
+            assert rt.counts == ref_rt.counts
+
+
+def test_a_mangled_probe_is_mended_by_the_next_step_or_reset():
+    """A probe whose bookkeeping was cut short between two statements (a
+    KeyboardInterrupt) -- a stage with no visit left -- goes on: the next
+    step or reset moves it to its next stage instead of raising IndexError."""
+    for stage_steps in (2, 5, 12):
+        for mend in ("step", "reset"):
+            rt = _FakeRuntime()
+            st = _fake_stpa(rt)
+            for _ in range(stage_steps):
+                rt.step(st)
+            assert st._probe is not None and st._probe.stage == "timing"
+            st._probe.queue.clear()
+            st.countdown = 5
+            if mend == "reset":
+                st.notify_reset()
+                assert st._probe is None or (st._probe.queue and st.countdown == 0)
+            for _ in range(60):
+                rt.step(st)
+            assert st.decision is not None and st.state in ("monitor", "probing")
+
+
+def test_a_close_call_without_extra_rounds_decides():
+    rt = _FakeRuntime()
+    st = _fake_stpa(rt, tie=0.5, extra_rounds=0, confirm=False)
+    for _ in range(40):
+        rt.step(st)  # raised IndexError when the close call queued no visit
+    assert st.state == "monitor"
+    assert st.decision.candidate == P[2]
+
+
+def test_a_candidate_the_runtime_cannot_switch_to_is_left_out(caplog):
+    rt = _FakeRuntime()
+    rt.fail_switch = {("parallel", 2)}
+    st = _fake_stpa(rt, confirm=False)
+    with caplog.at_level(logging.WARNING, logger="seer_env.stpa"):
+        for _ in range(60):
+            rt.step(st)  # every call ran a step
+    assert rt.counts["steps"] == 60
+    assert st.state == "monitor" and st.decision.candidate == P[1]
+    assert set(st.decision.medians_ns) == {"serial", "parallel-1"}
+    assert any("cannot switch to parallel-2" in r.getMessage() for r in caplog.records)
+
+
+def test_a_decision_the_runtime_cannot_switch_to_keeps_the_step(caplog):
+    """The switch to the decision follows a step that ran: failing it must not
+    fail that step; the runtime stays where it is."""
+    rt = _FakeRuntime()
+    st = _fake_stpa(rt, tie=0.0, confirm=False)
+    calls = 0
+    while not (st._probe and st._probe.stage == "timing" and len(st._probe.queue) == 1):
+        rt.step(st)
+        calls += 1
+    last = st._probe.queue[0].cand
+    assert last == SERIAL  # the second round's order ends on the serial executor
+    rt.fail_switch = {("parallel", 1), ("parallel", 2)}
+    with caplog.at_level(logging.WARNING, logger="seer_env.stpa"):
+        rt.step(st)
+    assert st.state == "monitor" and st.decision.candidate == P[2]
+    assert (rt.executor, rt.threads) == ("serial", 1)
+    assert rt.counts["steps"] == calls + 1
+    assert any("cannot switch to parallel-2" in r.getMessage() for r in caplog.records)
