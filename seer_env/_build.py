@@ -325,7 +325,7 @@ def build_module(
                     errors[0].command,
                 )
         out_tmp = tmpd / f"out{ext_suffix()}"
-        link = [*cc, *[str(o) for o in objects], *LDFLAGS, "-o", str(out_tmp), "-lm"]
+        link = [*cc, *[str(o) for o in objects], *LDFLAGS, "-o", str(out_tmp), "-lm", "-ldl"]
         out = _run(link)
         if out:
             warnings.append(out)

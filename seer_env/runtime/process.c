@@ -16,17 +16,28 @@
  * its value at the start of the call every few hundred events and abandon
  * the call (SEER_E_INTERRUPTED) when it changed: the interrupt reaches the
  * user within milliseconds, and the instances are marked as needing a reset.
- * A handler installed later in place of ours simply turns this off.
+ * Every extension module has a copy of the runtime; the copies in a process
+ * share one handler, one count and one chain (the hub, see "SIGINT" below),
+ * so the interpreter's handler runs once per signal and every copy's loops
+ * see it.  Python's signal.signal() puts ours back in front at the next call
+ * (it re-installs the interpreter's handler, the one ours chains to); any
+ * other handler installed later in place of ours simply turns this off.
  *
  * Called by the host (runtime.c: seer_call_begin, create/destroy) but for
  * seer_sigint_count, which the workers poll too (any thread).
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <link.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -55,15 +66,84 @@ unsigned seer_fork_generation(void)
 
 /* ---- SIGINT ------------------------------------------------------------------ */
 
-/* Signals counted since the process started (any thread may take one). */
-static _Atomic uint64_t g_sigint;
+/* Every extension module carries a copy of this file, so a process may hold
+ * many.  They agree on one of them, the hub: the first object in load order
+ * (dl_iterate_phdr) that exports seer_sigint_hub_v1 with this ABI.  Each copy
+ * finds it once (hub()); from then on seer_sigint_watch and seer_sigint_count
+ * are the hub's, so there is one handler, one count and one chain however
+ * many copies are loaded (before, two copies each put their handler in front
+ * of the other's and a signal went round the two for ever).  The choice is
+ * the same from every copy: objects are listed in load order, new ones at
+ * the end, and none is unloaded (the hub's handle is kept open).
+ *
+ * The hub's handler counts the signal, then calls the handler it was put in
+ * front of (g_prev_int: the interpreter's).  It is put back in front at a
+ * call's start when the handler found there is the very one it chains to
+ * (Python's signal.signal() re-installs the interpreter's C handler, the
+ * same function: the new Python handler is still reached, once per signal);
+ * any other handler found in its place (SIG_DFL, SIG_IGN, another library's)
+ * turns the watch off until that one is gone: installing in front of a
+ * handler that may chain to ours could close a loop or drop the
+ * interpreter's handler from the chain.  A signal that re-enters the
+ * handler on its thread anyway (a loop made by others) returns at once.
+ *
+ * The count and that guard live in a page of their own (mmap): the checking
+ * mode write-protects the module's static data while a handler runs, and a
+ * signal may arrive then. */
+
+#define SEER_SIGINT_HUB_ABI 1u
+
+struct seer_sigint_hub {
+    uint32_t abi;              /* SEER_SIGINT_HUB_ABI */
+    uint32_t size;             /* sizeof(struct seer_sigint_hub)      */
+    void (*watch)(void);       /* seer_sigint_watch of the hub        */
+    _Atomic uint64_t *count;   /* signals counted since the process started */
+};
+
+/* The one exported name (the build uses -fvisibility=hidden); never called
+ * from this copy by name, so no interposition can swap it. */
+__attribute__((visibility("default"))) const struct seer_sigint_hub *seer_sigint_hub_v1(void);
+
+struct sigint_state {
+    _Atomic uint64_t count;    /* signals counted (any thread may take one) */
+    _Atomic long handler_tid;  /* thread running on_sigint, 0: none       */
+};
+
+static struct sigint_state g_state_static; /* if the page cannot be mapped */
+static struct sigint_state *g_state;       /* set once by own_init          */
+static struct seer_sigint_hub g_own_hub;   /* this copy's, set by own_init  */
+static pthread_once_t g_own_once = PTHREAD_ONCE_INIT;
+
+/* The hub this copy uses, set once by hub_find (pthread_once orders it). */
+static const struct seer_sigint_hub *g_hub;
+static pthread_once_t g_hub_once = PTHREAD_ONCE_INIT;
+/* g_hub->count, published for seer_sigint_count's fast path. */
+static _Atomic(_Atomic uint64_t *) g_count;
+
+/* Under g_int_lock, hub copy only: the handler ours chains to, and whether
+ * ours was ever installed. */
 static struct sigaction g_prev_int;
+static int g_installed;
 static pthread_mutex_t g_int_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void on_sigint(int sig, siginfo_t *si, void *uctx)
 {
-    /* relaxed: read by the event loops, which only need to see it soon */
-    atomic_fetch_add_explicit(&g_sigint, 1, memory_order_relaxed);
+    int saved_errno = errno;
+    long tid = (long)syscall(SYS_gettid), none = 0;
+    /* relaxed: this thread's own store below is all it must see (program
+     * order); another thread's value only says it is busy there */
+    if (atomic_load_explicit(&g_state->handler_tid, memory_order_relaxed) == tid) {
+        errno = saved_errno;
+        return; /* re-entered through a loop in the chain: counted already */
+    }
+    /* relaxed: a marker of this thread's nesting only (pairs with the
+     * relaxed store that clears it, on this thread) */
+    int owner = atomic_compare_exchange_strong_explicit(&g_state->handler_tid, &none, tid,
+                                                        memory_order_relaxed,
+                                                        memory_order_relaxed);
+    /* relaxed: read by the event loops (seer_sigint_count), which only need
+     * to see it soon; nothing else is published with it */
+    atomic_fetch_add_explicit(&g_state->count, 1, memory_order_relaxed);
     if (g_prev_int.sa_flags & SA_SIGINFO) {
         if (g_prev_int.sa_sigaction)
             g_prev_int.sa_sigaction(sig, si, uctx);
@@ -74,36 +154,148 @@ static void on_sigint(int sig, siginfo_t *si, void *uctx)
     } else if (g_prev_int.sa_handler != SIG_IGN) {
         g_prev_int.sa_handler(sig);
     }
+    if (owner) /* relaxed: pairs with the compare-exchange above (this thread) */
+        atomic_store_explicit(&g_state->handler_tid, 0, memory_order_relaxed);
+    errno = saved_errno;
 }
 
-void seer_sigint_watch(void)
+static int is_ours(const struct sigaction *sa)
+{
+    return (sa->sa_flags & SA_SIGINFO) && sa->sa_sigaction == on_sigint;
+}
+
+static int is_ignored(const struct sigaction *sa)
+{
+    return !(sa->sa_flags & SA_SIGINFO) && sa->sa_handler == SIG_IGN;
+}
+
+static int same_handler(const struct sigaction *a, const struct sigaction *b)
+{
+    if ((a->sa_flags ^ b->sa_flags) & SA_SIGINFO)
+        return 0;
+    return (a->sa_flags & SA_SIGINFO) ? a->sa_sigaction == b->sa_sigaction
+                                      : a->sa_handler == b->sa_handler;
+}
+
+/* seer_sigint_watch of the hub copy (see above for when it installs). */
+static void watch_here(void)
 {
     struct sigaction cur;
-    if (sigaction(SIGINT, NULL, &cur) != 0)
-        return;
-    if ((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == on_sigint)
+    if (sigaction(SIGINT, NULL, &cur) != 0 || is_ours(&cur))
         return; /* ours, still in front */
-    if (!(cur.sa_flags & SA_SIGINFO) && cur.sa_handler == SIG_IGN)
-        return; /* the process ignores SIGINT: so do we */
     pthread_mutex_lock(&g_int_lock);
-    if (sigaction(SIGINT, NULL, &cur) == 0 &&
-        !((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == on_sigint)) {
+    if (sigaction(SIGINT, NULL, &cur) == 0 && !is_ours(&cur) && !is_ignored(&cur) &&
+        (!g_installed || same_handler(&cur, &g_prev_int))) {
         struct sigaction sa;
         memset(&sa, 0, sizeof sa);
         sa.sa_sigaction = on_sigint;
-        sa.sa_flags = SA_SIGINFO | (cur.sa_flags & SA_RESTART);
+        sa.sa_flags = SA_SIGINFO | (cur.sa_flags & (SA_RESTART | SA_ONSTACK));
         sa.sa_mask = cur.sa_mask;
+        /* ours is not installed while this is written: no handler of ours
+         * reads it until the sigaction below (a system call) puts it back */
         g_prev_int = cur;
-        (void)sigaction(SIGINT, &sa, NULL);
+        if (sigaction(SIGINT, &sa, NULL) == 0)
+            g_installed = 1;
     }
     pthread_mutex_unlock(&g_int_lock);
 }
 
+static void own_init(void)
+{
+    void *p = mmap(NULL, sizeof(struct sigint_state), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    struct sigint_state *s = p != MAP_FAILED ? p : &g_state_static;
+    atomic_init(&s->count, 0);
+    atomic_init(&s->handler_tid, 0);
+    g_state = s;
+    g_own_hub.abi = SEER_SIGINT_HUB_ABI;
+    g_own_hub.size = (uint32_t)sizeof g_own_hub;
+    g_own_hub.watch = watch_here;
+    g_own_hub.count = &s->count;
+}
+
+const struct seer_sigint_hub *seer_sigint_hub_v1(void)
+{
+    (void)pthread_once(&g_own_once, own_init);
+    return &g_own_hub;
+}
+
+struct object_names {
+    char **names;
+    size_t n, cap;
+};
+
+static int collect_name(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    struct object_names *o = arg;
+    if (!info->dlpi_name || !info->dlpi_name[0])
+        return 0; /* the executable (or the vDSO): no extension module */
+    if (o->n == o->cap) {
+        size_t cap = o->cap ? 2 * o->cap : 64;
+        char **grown = realloc(o->names, cap * sizeof *grown);
+        if (!grown)
+            return 1;
+        o->names = grown;
+        o->cap = cap;
+    }
+    char *name = strdup(info->dlpi_name);
+    if (!name)
+        return 1;
+    o->names[o->n++] = name;
+    return 0;
+}
+
+typedef const struct seer_sigint_hub *(*hub_fn)(void);
+
+/* The first loaded object's hub (this copy's own when none answers).  The
+ * names are collected first: dlopen is not called inside dl_iterate_phdr. */
+static void hub_find(void)
+{
+    const struct seer_sigint_hub *found = NULL;
+    struct object_names o = {NULL, 0, 0};
+    (void)dl_iterate_phdr(collect_name, &o);
+    for (size_t i = 0; i < o.n; i++) {
+        if (!found) {
+            void *h = dlopen(o.names[i], RTLD_NOLOAD | RTLD_LAZY);
+            if (h) {
+                void *sym = dlsym(h, "seer_sigint_hub_v1");
+                hub_fn fn = NULL;
+                if (sym)
+                    memcpy(&fn, &sym, sizeof fn);
+                const struct seer_sigint_hub *hb = fn ? fn() : NULL;
+                if (hb && hb->abi == SEER_SIGINT_HUB_ABI && hb->size >= sizeof *hb)
+                    found = hb; /* its handle stays open: it is never unloaded */
+                else
+                    (void)dlclose(h);
+            }
+        }
+        free(o.names[i]);
+    }
+    free(o.names);
+    g_hub = found ? found : seer_sigint_hub_v1();
+    /* release: pairs with the acquire load in seer_sigint_count (the hub's
+     * count was initialized before) */
+    atomic_store_explicit(&g_count, g_hub->count, memory_order_release);
+}
+
+static const struct seer_sigint_hub *hub(void)
+{
+    (void)pthread_once(&g_hub_once, hub_find);
+    return g_hub;
+}
+
+void seer_sigint_watch(void) { hub()->watch(); }
+
 uint64_t seer_sigint_count(void)
 {
+    /* acquire: pairs with the release store in hub_find */
+    _Atomic uint64_t *count = atomic_load_explicit(&g_count, memory_order_acquire);
+    if (!count)
+        count = hub()->count;
     /* relaxed: a count compared with an earlier value of itself; nothing
      * else is published with it, and seeing it a little late is fine. */
-    return atomic_load_explicit(&g_sigint, memory_order_relaxed);
+    return atomic_load_explicit(count, memory_order_relaxed);
 }
 
 /* ---- CPUs and memory ------------------------------------------------------- */
