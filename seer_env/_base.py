@@ -16,8 +16,10 @@ keeps.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
+import itertools
 import linecache
 import os
 import threading
@@ -30,7 +32,12 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 from pettingzoo import ParallelEnv
 from pettingzoo.utils.conversions import parallel_to_aec_wrapper
+from pettingzoo.utils.env import AECIterator
 from pettingzoo.utils.wrappers import OrderEnforcingWrapper
+from pettingzoo.utils.wrappers.order_enforcing import (
+    AECOrderEnforcingIterable,
+    AECOrderEnforcingIterator,
+)
 
 from ._runtime import Runtime
 
@@ -46,54 +53,169 @@ if TYPE_CHECKING:  # pragma: no cover
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
+def _model_name(env: Any) -> str:
+    model = getattr(env, "seer_model", None)
+    return getattr(model, "name", type(env).__name__)
+
+
 def _busy_error(env: Any, name: str) -> StateError:
     return StateError(
-        f"{env.seer_model.name}: {name}() was called while another thread is inside a call "
+        f"{_model_name(env)}: {name}() was called while another thread is inside a call "
         "of this env; an env is not thread-safe: give each thread its own env (or serialize "
         "the calls)"
     )
 
 
 def _interrupted_error(env: Any) -> StateError:
-    return StateError(f"{env.seer_model.name}: {env._interrupted}; call reset()")
+    return StateError(f"{_model_name(env)}: {env._interrupted}; call reset()")
 
 
-# The body of an _exclusive wrapper.  It is generated with the method's own
-# parameters: a wrapper taking (*args, **kwargs) costs about 0.5 us more per
-# call (a tuple, a dict and a call with them), where a whole batched step of
-# a small model costs about 4 us.
+def _refused(env: Any, name: str, why: str) -> StateError:
+    """The error of a call the gate refuses (``why``: see ``_fast.Gate.call``)."""
+    if why == "closed":
+        return ClosedError(f"{_model_name(env)}: {name}() on a closed env")
+    if why == "closed during":
+        return ClosedError(
+            f"{_model_name(env)}: the env was closed during {name}() (close() was called on "
+            "the thread inside the call: a signal handler or a callback); the call's results "
+            "are dropped")
+    if why == "busy":
+        return _busy_error(env, name)
+    if why == "reentrant":
+        return StateError(
+            f"{_model_name(env)}: {name}() was called from inside another call of this env on "
+            "the same thread (a signal handler or a callback); an env takes one call at a time")
+    return _interrupted_error(env)
+
+
+def _finish_close(env: Any) -> None:
+    """A close() that came on the thread inside a call, done when the call ended."""
+    env.close()
+
+
+class _PyGate:
+    """``_fast.Gate`` in Python, for a source tree without built extensions: the
+    same rules, but a KeyboardInterrupt between two of its statements can
+    leave it held (the C gate has no such gaps)."""
+
+    _ASIDE = -1
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._owner = 0
+        self._closing = False
+        self.pending = False
+
+    @property
+    def closing(self) -> bool:
+        return self._closing
+
+    @closing.setter
+    def closing(self, value: bool) -> None:
+        self._closing = self._closing or bool(value)
+
+    def _wait(self) -> None:
+        while not self._lock.acquire(timeout=0.02):
+            pass
+
+    def call(self, spec: tuple[Any, ...], env: Any, *args: Any, **kwargs: Any) -> Any:
+        method, name, check, refused, finish_close = spec
+        me = threading.get_ident()
+        if not self._lock.acquire(False):
+            raise refused(env, name, "closed" if self._closing else
+                          "reentrant" if self._owner == me else "busy")
+        if self._closing:
+            self._lock.release()
+            raise refused(env, name, "closed")
+        self._owner = me
+        try:
+            if check and env._interrupted:
+                raise refused(env, name, "interrupted")
+            result = method(env, *args, **kwargs)
+        except BaseException:
+            self._owner = 0
+            self._lock.release()
+            if self.pending:
+                with contextlib.suppress(Exception):  # the call's exception is the one to see
+                    finish_close(env)
+            raise
+        self._owner = 0
+        self._lock.release()
+        if self.pending:
+            finish_close(env)
+            raise refused(env, name, "closed during")
+        return result
+
+    def close(self, fn: Callable[[Any], Any], env: Any) -> bool:
+        self._closing = True
+        if self._owner == threading.get_ident():
+            self.pending = True
+            return False
+        self._wait()
+        self._owner = threading.get_ident()
+        try:
+            fn(env)
+        finally:
+            self.pending = False
+            self._owner = 0
+            self._lock.release()
+        return True
+
+    def owned(self) -> bool:
+        return self._owner == threading.get_ident()
+
+    def locked(self) -> bool:
+        return self._owner != 0
+
+    def acquire(self, blocking: bool = True) -> bool:
+        if not blocking:
+            if not self._lock.acquire(False):
+                return False
+        else:
+            self._wait()
+        self._owner = self._ASIDE
+        return True
+
+    def release(self) -> None:
+        if self._owner != self._ASIDE:
+            raise RuntimeError("Gate.release: not held by acquire()")
+        self._owner = 0
+        self._lock.release()
+
+
+def _new_gate() -> Any:
+    """An env's gate: every call goes through it (:func:`_exclusive`), and close()."""
+    return _fast.Gate() if _fast is not None else _PyGate()
+
+
+# The body of an _exclusive wrapper: the gate runs the call (_fast.Gate.call).
+# It is generated with the method's own parameters: a wrapper taking (*args,
+# **kwargs) costs about 0.5 us more per call (a tuple, a dict and a call with
+# them), where a whole batched step of a small model costs about 4 us.
 _EXCLUSIVE_SRC = """\
 def {name}({params}):
-    _x_busy = self._busy
-    if not _x_busy.acquire(False):
-        raise _x_busy_error(self, {name!r}){check}
-    try:
-        return _x_method({args})
-    except _x_SeerError:
-        # the runtime reports the truth itself (nothing changed, or its
-        # instances need a reset and say so)
-        self._interrupted = ""
-        raise
-    finally:
-        _x_busy.release()
+    return self._busy.call(_x_spec, {args})
 """
 
 
 def _exclusive(method: _F) -> _F:
-    """One call at a time per env: a second thread calling in while another
-    is inside gets a StateError at once (an env is not thread-safe; its
-    Python state and the runtime's must move together).  A call other than
-    ``reset`` after one was cut short (``_interrupted``) raises StateError."""
+    """One call at a time per env, through its gate (``self._busy``, see
+    ``_fast.c``): a second thread calling in while another is inside gets a
+    StateError at once (an env is not thread-safe; its Python state and the
+    runtime's must move together), a call once close() started a ClosedError,
+    and a call other than ``reset`` after one was cut short (``_interrupted``)
+    a StateError.  A close() from a signal handler or callback on the thread
+    inside a call is done when that call ends (see :meth:`SeerParallelEnv.close`)."""
     name = method.__name__
     code = method.__code__
-    ns: dict[str, Any] = {"_x_method": method, "_x_SeerError": SeerError,
-                          "_x_busy_error": _busy_error}
+    # "reset" is always allowed: it is what clears the mark
+    ns: dict[str, Any] = {"_x_spec": (method, name, name != "reset", _refused, _finish_close)}
     n_pos = code.co_argcount
     pos = code.co_varnames[:n_pos]
     kwonly = code.co_varnames[n_pos:n_pos + code.co_kwonlyargcount]
     if (code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS)
             or code.co_posonlyargcount or not pos or pos[0] != "self"):
-        params = args = "self, *args, **kwargs"
+        params, args = "self, *args, **kwargs", "self, *args, **kwargs"
     else:
         if any(p.startswith("_x_") for p in pos + kwonly):  # the wrapper's own names
             raise TypeError(f"_exclusive: {name}() has a parameter named _x_...")
@@ -114,13 +236,7 @@ def _exclusive(method: _F) -> _F:
             parts.append(p)
         params = ", ".join(parts)
         args = ", ".join([*pos, *(f"{p}={p}" for p in kwonly)])
-    # outside the try: refusing the call must not clear the mark (only a
-    # reset, or an error the runtime reports itself, does)
-    check = "" if name == "reset" else (
-        "\n    if self._interrupted:\n        _x_busy.release()\n"
-        "        raise _x_interrupted_error(self)")
-    ns["_x_interrupted_error"] = _interrupted_error
-    src = _EXCLUSIVE_SRC.format(name=name, params=params, args=args, check=check)
+    src = _EXCLUSIVE_SRC.format(name=name, params=params, args=args)
     filename = f"<seer_env._base._exclusive {method.__qualname__}>"
     exec(compile(src, filename, "exec"), ns)
     # tracebacks show the wrapper's lines
@@ -132,22 +248,28 @@ _CUT_SHORT = "the last {}() was interrupted before it finished (KeyboardInterrup
 _CUT_SHORT_STEP = _CUT_SHORT.format("step")
 _CUT_SHORT_RESET = _CUT_SHORT.format("reset")
 
-#: Envs not collected yet (their locks are re-created in a child of fork()).
+#: Envs not collected yet (their gates are re-created in a child of fork()).
 _live_envs: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
 def _after_fork_in_child() -> None:
-    # The thread that held an env's lock at the fork does not exist in the
-    # child: re-create the lock, and if a call was in progress, say so.
+    # The thread that held an env's gate at the fork does not exist in the
+    # child: give the env a fresh gate, and if a call was in progress, say so.
+    # (A gate held by the forking thread itself stays: its call goes on here.)
     for env in list(_live_envs):
-        if env._busy.locked():
+        old = env._busy
+        if old.owned():
+            continue
+        if old.locked():
             env._interrupted = ("the process forked while another thread was inside a call of "
                                 "this env")
-        env._busy = threading.Lock()
+        env._busy = _new_gate()
+        env._busy.closing = old.closing
 
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
+
 
 #: Keys every env accepts besides its model's parameters.
 COMMON_KEYS = ("threads", "executor", "render_mode", "info_keys", "max_cycles",
@@ -162,6 +284,16 @@ def _seed_value(seed: Any) -> int:
     if not 0 <= int(seed) <= _MAX_SEED:
         raise ConfigError(f"seed={seed} must be in [0, 2**64)")
     return int(seed)
+
+
+def _check_options(options: Any) -> None:
+    if options is not None and not isinstance(options, Mapping):
+        raise ConfigError(f"options={options!r} must be a dict (or None)")
+
+
+def _close_now(env: Any) -> None:
+    """What close() does once the gate is held (``_fast.Gate.close``)."""
+    env._close_now()
 
 
 def _fresh_seed() -> int:
@@ -180,7 +312,7 @@ class _SeerEnvCommon:
     runtime: Runtime
 
     def _setup(self, model: Model, num_instances: int, config: Mapping[str, Any]) -> None:
-        self._busy = threading.Lock()
+        self._busy = _new_gate()  # every call passes through it (_exclusive), and close()
         self._interrupted = ""  # why a call was cut short (then only reset() works)
         _live_envs.add(self)
         self.seer_model = model
@@ -230,6 +362,10 @@ class _SeerEnvCommon:
         if self.runtime.closed:
             raise ClosedError(f"{self.seer_model.name}: {what}() on a closed env")
 
+    def _closed(self) -> bool:
+        """close() started (or the runtime was closed)."""
+        return bool(self._busy.closing) or self.runtime.closed
+
     @property
     def stpa(self) -> Any:
         """The :class:`~seer_env.stpa.Stpa` controller choosing executor and pool
@@ -271,7 +407,14 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
     space (the same object ``observation_space(agent)`` returns).  An env is
     used by one thread at a time: a call from a second thread while another
     is inside one raises :class:`~seer_env.errors.StateError`; ``close()`` may
-    come from any thread at any time (it waits for a running call).
+    come from any thread at any time (see :meth:`close`), after which every
+    call raises :class:`~seer_env.errors.ClosedError`.  A call cut short by
+    Ctrl-C (KeyboardInterrupt) after it changed the runtime leaves the env
+    needing ``reset()``: every other call raises StateError until then.
+
+    ``env.agents`` is the env's answer, not its state: the env keeps its own
+    record of the live agents (a user or wrapper changing the list changes
+    nothing inside).
     """
 
     #: PettingZoo's metadata; each model's env class has its own
@@ -293,6 +436,10 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
         self._needs_reset = True
         self._window: Any = None
         self._names = np.array(self.possible_agents, dtype=object)
+        self._all_names = tuple(self.possible_agents)
+        #: the live agents (what self.agents shows): a tuple nothing else holds,
+        #: so user code run by a hostile action key cannot change it under us
+        self._live_names: tuple[str, ...] = ()
         # the runtime's buffers, instance 0 (the arrays live as long as the env)
         rt = self.runtime
         self._act_row = rt.actions[0]
@@ -355,10 +502,18 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
         self, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, np.ndarray], dict[str, dict[str, Any]]]:
         self._check_open("reset")
-        self.runtime.reset(self._seeds(seed, 1))
+        _check_options(options)
+        seeds = self._seeds(seed, 1)
+        cut = self._interrupted
         self._interrupted = _CUT_SHORT_RESET  # until Python has caught up
-        self.agents = list(self.possible_agents)
-        self._live_idx = np.arange(len(self.agents))
+        try:
+            self.runtime.reset(seeds)
+        except SeerError:  # the runtime reports the truth itself (and marks its instances)
+            self._interrupted = cut
+            raise
+        self._live_names = self._all_names
+        self._live_idx = np.arange(len(self._all_names))
+        self.agents = list(self._all_names)
         self._needs_reset = False
         (obs, _, _, _, infos), _ = self._outputs(self._live_idx)
         self._interrupted = ""
@@ -372,33 +527,34 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
         Value checks (range, NaN/inf) happen in C, before any state changes.
         """
         sz = self.sizes
+        names = self._live_names
         # exactly the live agents with plain values: one pass in C
         if _fast is not None and type(actions) is dict and _fast.dict_actions(
-                actions, self.agents, self._live_idx, self._act_row, sz.action_dim,
+                actions, names, self._live_idx, self._act_row, sz.action_dim,
                 sz.action_kind == "discrete"):
             return
         if not isinstance(actions, Mapping):
             raise InvalidActionError(
                 f"actions must be a dict agent -> action, got {type(actions).__name__}"
             )
-        agents = self.agents
         # Fast path: exactly the live agents, homogeneous well-typed values.
-        if len(actions) == len(agents):
+        # (A Mapping's own methods are user code: anything they raise takes
+        # the checked path, which says what was wrong.)
+        try:
+            vals = [actions[a] for a in names] if len(actions) == len(names) else None
+        except Exception:
+            vals = None
+        if vals is not None and self._fast_types(vals):
             try:
-                vals = [actions[a] for a in agents]
-            except KeyError:
-                vals = None
-            if vals is not None and self._fast_types(vals):
-                try:
-                    arr = np.asarray(vals)
-                except ValueError:  # ragged shapes: let the slow path say which
-                    arr = None
-                if arr is not None and self._fast_ok(arr):
-                    if sz.action_kind == "discrete":
-                        self.runtime.actions[0][self._live_idx] = arr.reshape(-1)
-                    else:
-                        self.runtime.actions[0][self._live_idx] = _to_float32(arr)
-                    return
+                arr = np.asarray(vals)
+            except ValueError:  # ragged shapes: let the slow path say which
+                arr = None
+            if arr is not None and self._fast_ok(arr):
+                if sz.action_kind == "discrete":
+                    self.runtime.actions[0][self._live_idx] = arr.reshape(-1)
+                else:
+                    self.runtime.actions[0][self._live_idx] = _to_float32(arr)
+                return
         self._write_actions_checked(actions)
 
     def _fast_types(self, vals: list[Any]) -> bool:
@@ -410,7 +566,7 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
 
     def _fast_ok(self, arr: np.ndarray) -> bool:
         sz = self.sizes
-        n = len(self.agents)
+        n = len(self._live_names)
         if sz.action_kind == "discrete":
             return (
                 arr.dtype.kind in "iu"
@@ -424,7 +580,7 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
         take now (unknown or finished agent, wrong shape or dtype, out of range,
         NaN); the AEC form checks each action as it comes."""
         self._agent_idx(agent)
-        if agent not in self.agents:
+        if agent not in self._live_names:
             raise InvalidActionError(
                 f"{self.seer_model.name}: agent {agent!r} is done or the episode has not "
                 "started, and cannot act")
@@ -443,29 +599,55 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
                     "actions must be finite")
 
     def _write_actions_checked(self, actions: Mapping[str, Any]) -> None:
-        """Agent by agent, with a message naming the first bad agent or value."""
-        live = set(self.agents)
-        for agent in actions:
-            if agent not in self.agent_index:
-                raise InvalidActionError(f"{self.seer_model.name}: unknown agent {agent!r}")
-            if agent not in live:
+        """Agent by agent, with a message naming the first bad agent or value.
+
+        The actions' keys and a Mapping's methods are user code: what they
+        raise (an Exception) becomes an InvalidActionError naming the agent."""
+        model = self.seer_model.name
+        names = self._live_names
+        try:
+            keys = list(actions)
+        except Exception as exc:
+            raise InvalidActionError(f"{model}: the actions' keys cannot be read: {exc!r}") \
+                from exc
+        live = set(names)
+        for agent in keys:
+            try:
+                known, alive = agent in self.agent_index, agent in live
+            except TypeError:  # unhashable
+                known = alive = False
+            except Exception as exc:
                 raise InvalidActionError(
-                    f"{self.seer_model.name}: agent {agent!r} is done (terminated or truncated) "
+                    f"{model}: the action key {agent!r} cannot be compared with the agents' "
+                    f"names: {exc!r}") from exc
+            if not known:
+                raise InvalidActionError(f"{model}: unknown agent {agent!r}")
+            if not alive:
+                raise InvalidActionError(
+                    f"{model}: agent {agent!r} is done (terminated or truncated) "
                     "and cannot act"
                 )
-        missing = [a for a in self.agents if a not in actions]
-        if missing:
-            raise InvalidActionError(
-                f"{self.seer_model.name}: missing actions for live agent(s) {missing[:5]}"
-                + (" ..." if len(missing) > 5 else "")
-            )
         sz = self.sizes
         rows = []
-        for agent in self.agents:
+        missing = []
+        for agent in names:
+            try:
+                value = actions[agent]
+            except KeyError:
+                missing.append(agent)
+                continue
+            except Exception as exc:
+                raise InvalidActionError(
+                    f"{model}: reading the action for {agent!r} failed: {exc!r}") from exc
             if sz.action_kind == "discrete":
-                rows.append(_discrete_value(agent, actions[agent], sz.action_n))
+                rows.append(_discrete_value(agent, value, sz.action_n))
             else:
-                rows.append(_box_value(agent, actions[agent], sz.action_dim))
+                rows.append(_box_value(agent, value, sz.action_dim))
+        if missing:
+            raise InvalidActionError(
+                f"{model}: missing actions for live agent(s) {missing[:5]}"
+                + (" ..." if len(missing) > 5 else "")
+            )
         if rows:
             self.runtime.actions[0][self._live_idx] = np.asarray(rows)
 
@@ -480,35 +662,52 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
         self._check_open("step")
         if self._needs_reset:
             raise StateError(f"{self.seer_model.name}: call reset() before step()")
-        if not self.agents:
-            if isinstance(actions, Mapping) and not actions:
-                # nothing to step: wrappers that step until their own notion of
-                # the end (SuperSuit's black_death) get empty dicts back
-                return {}, {}, {}, {}, {}
-            raise StateError(f"{self.seer_model.name}: the episode is over (every agent "
-                             f"finished); actions for {sorted(actions)[:3]} cannot be "
-                             "applied: call reset()" if isinstance(actions, Mapping) else
-                             f"{self.seer_model.name}: the episode is over; call reset()")
+        if not self._live_names:
+            self._step_after_the_end(actions)
+            return {}, {}, {}, {}, {}
         self._write_actions(actions)
-        self.runtime.step()
-        self._interrupted = _CUT_SHORT_STEP  # until Python has caught up
+        # set before the native step: a KeyboardInterrupt anywhere from here
+        # until Python has caught up leaves the env needing reset()
+        self._interrupted = _CUT_SHORT_STEP
+        try:
+            self.runtime.step()
+        except SeerError:  # the runtime reports the truth itself (nothing changed, or
+            self._interrupted = ""  # its instances need a reset and say so)
+            raise
         live_idx = self._live_idx
         out, ndone = self._outputs(live_idx)
         if ndone:
             _, _, term, trunc, _ = self._out_rows
             done = term[live_idx] | trunc[live_idx]
             self._live_idx = live_idx[~done]
-            self.agents = self._names[self._live_idx].tolist()
+            self._live_names = tuple(self._names[self._live_idx].tolist())
+            self.agents = list(self._live_names)
         self._interrupted = ""
         if self.render_mode == "human":
             self._render()
         return out
 
+    def _step_after_the_end(self, actions: Any) -> None:
+        """A step once every agent finished: empty dicts for empty actions
+        (wrappers that step until their own notion of the end, such as
+        SuperSuit's black_death, get empty dicts back), else StateError."""
+        name = self.seer_model.name
+        if isinstance(actions, Mapping):
+            try:
+                if not actions:
+                    return
+                some = list(itertools.islice(iter(actions), 3))
+            except Exception:
+                some = []
+            raise StateError(f"{name}: the episode is over (every agent finished); actions "
+                             f"for {some} cannot be applied: call reset()")
+        raise StateError(f"{name}: the episode is over; call reset()")
+
     def _outputs(self, live_idx: np.ndarray) -> tuple[tuple[dict, dict, dict, dict, dict], int]:
         """Dicts for the agents ``live_idx`` (alive when the call started: the
-        agents of ``self.agents``, which is only replaced after this call), and
-        how many of them finished."""
-        names = self.agents
+        agents of ``self._live_names``, which is only replaced after this
+        call), and how many of them finished."""
+        names = self._live_names
         if _fast is not None:  # one pass in C, the observations' copy included
             out = _fast.dict_outputs(names, live_idx, self._out_spec)
             return out  # type: ignore[no-any-return]
@@ -545,10 +744,10 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
         return self._render()
 
     def _render(self) -> np.ndarray | None:
+        self._check_open("render")
         if self.render_mode is None:
             gymnasium.logger.warn("render() called with render_mode=None")
             return None
-        self._check_open("render")
         if self._needs_reset:
             raise StateError(f"{self.seer_model.name}: call reset() before render()")
         assert self.seer_model.render is not None
@@ -579,16 +778,26 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
         pygame.display.flip()
 
     def close(self) -> None:
-        """Free the env; safe at any time and from any thread (it waits for a
-        call running on another thread to end)."""
-        with self._busy:
-            if self._window is not None:
-                import pygame  # type: ignore[import-not-found]
+        """Free the env; safe at any time, from any thread; again: nothing.
 
-                pygame.display.quit()
-                self._window = None
-            self.runtime.close()
-            self._needs_reset = True
+        From the moment it is called every other call raises
+        :class:`~seer_env.errors.ClosedError`.  A call running on another
+        thread ends normally first (close() waits for it).  On the thread
+        inside a call -- a signal handler (``signal.signal(SIGINT, ...)``) or a
+        callback, which Python runs between two bytecodes of that call --
+        close() returns at once and the env is closed when the call ends; the
+        call then raises ClosedError (or the exception it was raising, such as
+        a KeyboardInterrupt)."""
+        self._busy.close(_close_now, self)
+
+    def _close_now(self) -> None:
+        if self._window is not None:
+            import pygame  # type: ignore[import-not-found]
+
+            pygame.display.quit()
+            self._window = None
+        self.runtime.close()
+        self._needs_reset = True
 
 
 def env_class(model: Model, base: type[SeerParallelEnv]) -> type[SeerParallelEnv]:
@@ -608,18 +817,187 @@ def env_class(model: Model, base: type[SeerParallelEnv]) -> type[SeerParallelEnv
 class SeerAECEnv(parallel_to_aec_wrapper):
     """The AEC form of a :class:`SeerParallelEnv` (PettingZoo's
     ``parallel_to_aec`` wrapper), checking each action when it is given, so a
-    bad one is refused at once and leaves nothing behind."""
+    bad one is refused at once and leaves nothing behind.
+
+    Its calls follow the ParallelEnv's rules (one at a time, through a gate of
+    its own; ClosedError after ``close()``; StateError before ``reset()``, once
+    the episode is over, or after a call cut short by Ctrl-C until the next
+    ``reset()``).  A finished agent's only action is None (PettingZoo's
+    convention: it removes the agent)."""
+
+    def __init__(self, parallel_env: SeerParallelEnv) -> None:
+        super().__init__(parallel_env)
+        self.seer_model = parallel_env.seer_model
+        self._busy = _new_gate()
+        self._interrupted = ""
+        self._reset_done = False
+        _live_envs.add(self)
+
+    def _check_ready(self, what: str) -> None:
+        if self.env._closed():
+            raise ClosedError(f"{self.seer_model.name}: {what}() on a closed env")
+        if not self._reset_done:
+            raise StateError(f"{self.seer_model.name}: call reset() before {what}()")
+
+    @_exclusive
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
+        if self.env._closed():
+            raise ClosedError(f"{self.seer_model.name}: reset() on a closed env")
+        cut = self._interrupted
+        self._interrupted = _CUT_SHORT_RESET  # until this wrapper has caught up
+        try:
+            super().reset(seed=seed, options=options)
+        except SeerError:  # the ParallelEnv changed nothing of ours
+            self._interrupted = cut
+            raise
+        self._reset_done = True
+        self._interrupted = ""
+
+    @_exclusive
+    def step(self, action: Any) -> None:
+        self._check_ready("step")
+        name = self.seer_model.name
+        if not self.agents:
+            raise StateError(f"{name}: the episode is over (every agent finished); call reset()")
+        agent = self.agent_selection
+        if self.terminations[agent] or self.truncations[agent]:
+            if action is not None:
+                raise InvalidActionError(
+                    f"{name}: agent {agent!r} is done (terminated or truncated): its only "
+                    f"action is None (which removes it), got {action!r}")
+        else:
+            self.env.check_action(agent, action)
+        # set before anything changes: a KeyboardInterrupt from here until this
+        # wrapper has caught up with the ParallelEnv leaves it needing reset()
+        self._interrupted = _CUT_SHORT_STEP
+        try:
+            super().step(action)
+        except SeerError:  # nothing changed, or the ParallelEnv says what needs a reset
+            self._interrupted = ""
+            raise
+        self._interrupted = ""
+
+    def _observe(self, agent: Any) -> Any:
+        self.env._agent_idx(agent)  # unknown: InvalidActionError
+        try:
+            return self._observations[agent]
+        except KeyError:
+            raise StateError(f"{self.seer_model.name}: agent {agent!r} finished and was "
+                             "removed: it has no observation now") from None
+
+    @_exclusive
+    def observe(self, agent: Any) -> Any:
+        self._check_ready("observe")
+        return self._observe(agent)
+
+    @_exclusive
+    def last(self, observe: bool = True) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        self._check_ready("last")
+        agent = self.agent_selection
+        if agent not in self._cumulative_rewards:
+            raise StateError(f"{self.seer_model.name}: the episode is over (every agent "
+                             "finished and was removed); call reset()")
+        return (self._observe(agent) if observe else None, self._cumulative_rewards[agent],
+                self.terminations[agent], self.truncations[agent], self.infos[agent])
+
+    @_exclusive
+    def state(self) -> np.ndarray:
+        self._check_ready("state")
+        return self.env.state()
+
+    @_exclusive
+    def render(self) -> Any:
+        self._check_ready("render")
+        return self.env.render()
+
+    def agent_iter(self, max_iter: int = 2**63) -> Any:
+        self._check_ready("agent_iter")
+        return super().agent_iter(max_iter)
+
+    def close(self) -> None:
+        """Close the ParallelEnv under it; the rules of :meth:`SeerParallelEnv.close`."""
+        self._busy.close(_close_now, self)
+
+    def _close_now(self) -> None:
+        self.env.close()
+
+
+class _NotResetError(StateError, AttributeError):
+    """An AEC env's episode attribute read before reset() (an AttributeError
+    too, so that ``hasattr`` and ``getattr(env, name, default)`` work)."""
+
+
+_AEC_EPISODE_ATTRS = frozenset(
+    {"rewards", "terminations", "truncations", "infos", "agent_selection", "num_agents",
+     "agents"})
+
+
+class _SeerAECIterator(AECOrderEnforcingIterator):  # type: ignore[misc]
+    def __next__(self) -> Any:
+        agent = AECIterator.__next__(self)
+        if not self.env._has_updated:
+            raise StateError(f"{self.env.env.seer_model.name}: call step() (or reset()) for "
+                             "each agent of a loop over agent_iter()")
+        self.env._has_updated = False
+        return agent
+
+
+class _SeerAECIterable(AECOrderEnforcingIterable):  # type: ignore[misc]
+    def __iter__(self) -> Any:
+        return _SeerAECIterator(self.env, self.max_iter)
+
+
+class _SeerOrderEnforcingWrapper(OrderEnforcingWrapper):
+    """PettingZoo's order-enforcing wrapper with seer_env's errors: StateError
+    (not AssertionError or AttributeError) before reset(), and StateError (not
+    a warning and nothing done) for a step once the episode is over."""
+
+    def _name(self) -> str:
+        return str(self.env.seer_model.name)
+
+    def __getattr__(self, name: str) -> Any:
+        if name in _AEC_EPISODE_ATTRS and not self._has_reset:
+            raise _NotResetError(f"{self._name()}: {name} cannot be read before reset()")
+        return super().__getattr__(name)
+
+    def _check_reset(self, what: str) -> None:
+        if not self._has_reset:
+            self.env._check_ready(what)  # ClosedError first, then StateError
 
     def step(self, action: Any) -> None:
-        agent = self.agent_selection
-        if not (self.terminations[agent] or self.truncations[agent]):
-            self.env.check_action(agent, action)
-        super().step(action)
+        self._check_reset("step")
+        self._has_updated = True
+        self.env.step(action)
+
+    def observe(self, agent: Any) -> Any:
+        self._check_reset("observe")
+        return self.env.observe(agent)
+
+    def last(self, observe: bool = True) -> Any:
+        self._check_reset("last")
+        return self.env.last(observe)
+
+    def state(self) -> np.ndarray:
+        self._check_reset("state")
+        return self.env.state()
+
+    def render(self) -> Any:
+        self._check_reset("render")
+        return self.env.render()
+
+    def agent_iter(self, max_iter: int = 2**63) -> Any:
+        self.env._check_ready("agent_iter")
+        return _SeerAECIterable(self, max_iter)
+
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
+        self.env.reset(seed=seed, options=options)  # refused or failed: not reset
+        self._has_reset = True
+        self._has_updated = True
 
 
 def aec_env(par_env: SeerParallelEnv) -> Any:
     """``par_env`` as a PettingZoo AEC env (order-enforcing, actions checked)."""
-    return OrderEnforcingWrapper(SeerAECEnv(par_env))
+    return _SeerOrderEnforcingWrapper(SeerAECEnv(par_env))
 
 
 def _rebuild_parallel_env(name: str, folder: str, config: dict[str, Any]) -> SeerParallelEnv:
@@ -876,17 +1254,22 @@ class SeerVectorEnv(_SeerEnvCommon):
         """
         rt = self.runtime
         self._check_open("reset")
-        if options is not None and not isinstance(options, Mapping):
-            raise ConfigError(f"options={options!r} must be a dict (or None)")
+        _check_options(options)
         mask = None if options is None else options.get("reset_mask")
+        cut = self._interrupted
         if mask is None:
             seeds = self._instance_seeds(seed)
-            rt.reset(seeds)
+            self._interrupted = _CUT_SHORT_RESET  # until Python has caught up
+            try:
+                rt.reset(seeds)
+            except SeerError:  # the runtime reports the truth itself
+                self._interrupted = cut
+                raise
             self._next_seeds = [(s + self.num_envs) & _MAX_SEED for s in seeds]
             self._autoreset[:] = False
             self._any_autoreset = False
             self._needs_reset = False
-            self._interrupted = ""
+            cut = ""  # every instance restarted: nothing is left of an interrupted call
         else:
             mask = np.asarray(mask)
             if mask.dtype != np.bool_ or mask.shape != (self.num_envs,):
@@ -898,19 +1281,27 @@ class SeerVectorEnv(_SeerEnvCommon):
                 raise StateError(
                     f"{self.seer_model.name}: the first reset() must reset every instance"
                 )
-            seeds = (
-                self._take_seeds(mask) if seed is None else self._instance_seeds(seed)
-            )
-            if seed is not None:
+            given = None if seed is None else self._instance_seeds(seed)
+            self._interrupted = _CUT_SHORT_RESET  # until Python has caught up
+            seeds = self._take_seeds(mask) if given is None else given
+            if given is not None:
                 for i in np.flatnonzero(mask):
                     self._next_seeds[i] = (seeds[i] + self.num_envs) & _MAX_SEED
-            rt.reset(seeds, mask)
+            try:
+                rt.reset(seeds, mask)
+            except SeerError:
+                self._interrupted = cut
+                raise
             self._autoreset[mask] = False
             self._any_autoreset = bool(self._autoreset.any())
         if _fast is not None:
-            obs, _, _, _, infos = _fast.vec_outputs(self._bufs, self.copy, None)[0]
-            return obs, infos
-        return self._arr(rt.obs), self._infos()
+            (obs, _, _, _, infos), _ = _fast.vec_outputs(self._bufs, self.copy, None)
+        else:
+            obs, infos = self._arr(rt.obs), self._infos()
+        # a masked reset leaves the mark of an interrupted call (the other
+        # instances' Python state may be behind): only a full reset clears it
+        self._interrupted = cut
+        return obs, infos
 
     def _take_seeds(self, mask: np.ndarray) -> list[int]:
         """Seeds for the instances in ``mask`` (their next seeds), advancing them."""
@@ -965,15 +1356,21 @@ class SeerVectorEnv(_SeerEnvCommon):
                 "reset(options={'reset_mask': mask}) before stepping"
             )
         self._write_actions(actions)
-        self._interrupted = _CUT_SHORT_STEP  # until Python has caught up
-        if mode is AutoresetMode.NEXT_STEP and not self._any_autoreset and _fast is not None:
-            # the common case (_step_and_autoreset's first branch, inlined): every
-            # instance steps; the outputs and the finished instances in one C call
-            rt.step()
-            out, n = _fast.vec_outputs(self._bufs, self.copy, self._autoreset)
-            self._any_autoreset = n > 0
-        else:
-            out = self._step_and_autoreset(rt, mode)
+        # set before the native step: a KeyboardInterrupt anywhere from here
+        # until Python has caught up leaves the env needing reset()
+        self._interrupted = _CUT_SHORT_STEP
+        try:
+            if mode is AutoresetMode.NEXT_STEP and not self._any_autoreset and _fast is not None:
+                # the common case (_step_and_autoreset's first branch, inlined): every
+                # instance steps; the outputs and the finished instances in one C call
+                rt.step()
+                out, n = _fast.vec_outputs(self._bufs, self.copy, self._autoreset)
+                self._any_autoreset = n > 0
+            else:
+                out = self._step_and_autoreset(rt, mode)
+        except SeerError:  # the runtime reports the truth itself (nothing changed, or
+            self._interrupted = ""  # its instances need a reset and say so)
+            raise
         self._interrupted = ""
         return out  # type: ignore[no-any-return]
 
@@ -1038,8 +1435,11 @@ class SeerVectorEnv(_SeerEnvCommon):
         return np.stack([self.runtime.global_state(i) for i in range(self.num_envs)])
 
     def close(self) -> None:
-        """Free the env; safe at any time and from any thread (it waits for a
-        call running on another thread to end)."""
-        with self._busy:
-            self.runtime.close()
-            self._needs_reset = True
+        """Free the env; safe at any time, from any thread; again: nothing (see
+        :meth:`SeerParallelEnv.close`: a call on another thread ends first; on
+        the thread inside a call, the env closes when that call ends)."""
+        self._busy.close(_close_now, self)
+
+    def _close_now(self) -> None:
+        self.runtime.close()
+        self._needs_reset = True

@@ -7,7 +7,10 @@
  * here it is one pass with CPython's C API.  A SeerVectorEnv step copies
  * the runtime's buffers into fresh arrays (NumPy's C API): one call instead
  * of a dozen.  Only seer_env._base calls these functions, from the thread
- * that holds the env (and the GIL) for the call.
+ * that holds the env (and the GIL) for the call.  Gate, the one-call-at-a-
+ * time guard every env call passes through, is here too: what it does
+ * between taking the env and giving it back must not be split by a signal
+ * handler, and in C nothing is.
  *
  * Nothing here validates user input beyond what it needs to stay fast and
  * safe: dict_actions returns False for anything unusual (a missing agent, a
@@ -159,25 +162,51 @@ static int box_value(PyObject *v, Py_ssize_t dim, float *out)
     return ok;
 }
 
+/* `names` as a tuple the caller owns a reference to: the tuple itself, or a
+ * snapshot of a list.  A list read by index while user code runs (a key's
+ * __hash__ or __eq__, which a dict lookup may call) can shrink or drop its
+ * items under the reader; a tuple cannot change. */
+static PyObject *names_tuple(PyObject *names, const char *who)
+{
+    if (PyTuple_CheckExact(names)) {
+        Py_INCREF(names);
+        return names;
+    }
+    if (PyList_CheckExact(names))
+        return PyList_AsTuple(names);
+    PyErr_Format(PyExc_TypeError, "%s: names must be a tuple or a list", who);
+    return NULL;
+}
+
 PyDoc_STRVAR(dict_actions_doc,
 "dict_actions(actions, names, rows, dst, dim, discrete) -> bool\n\n"
 "Write actions[names[i]] into row rows[i] of dst (int32, or float32 x dim)\n"
-"when actions holds exactly the agents of names and every value is a plain\n"
-"int in int32 range (discrete) or a float32/float64 array of shape (dim,)\n"
-"(box); return False (having maybe written some rows) otherwise.");
+"when actions holds exactly the agents of names (a tuple, or a list: read\n"
+"as it is at the call) and every value is a plain int in int32 range\n"
+"(discrete) or a float32/float64 array of shape (dim,) (box); return False\n"
+"(having maybe written some rows) otherwise, and also when a key's\n"
+"__hash__ or __eq__ raised an Exception (the checked path looks the agent up\n"
+"again and names it).");
 
 static PyObject *dict_actions(PyObject *module, PyObject *args)
 {
     (void)module;
-    PyObject *actions, *names;
+    PyObject *actions, *names_arg;
     Py_buffer rows, dst;
     Py_ssize_t dim;
     int discrete;
-    if (!PyArg_ParseTuple(args, "O!O!y*w*np", &PyDict_Type, &actions, &PyList_Type, &names,
-                          &rows, &dst, &dim, &discrete))
+    if (!PyArg_ParseTuple(args, "O!Oy*w*np", &PyDict_Type, &actions, &names_arg, &rows, &dst,
+                          &dim, &discrete))
         return NULL;
     PyObject *result = Py_False;
-    const Py_ssize_t n = PyList_GET_SIZE(names);
+    /* the names are read while user code may run (see names_tuple); each
+     * value is held while it is read */
+    PyObject *names = names_tuple(names_arg, "dict_actions");
+    if (!names) {
+        result = NULL;
+        goto done;
+    }
+    const Py_ssize_t n = PyTuple_GET_SIZE(names);
     const Py_ssize_t *row = rows.buf;
     const Py_ssize_t width = discrete ? 1 : dim;
     const Py_ssize_t nrows =
@@ -188,26 +217,40 @@ static PyObject *dict_actions(PyObject *module, PyObject *args)
     for (Py_ssize_t i = 0; i < n; i++) {
         if (row[i] < 0 || row[i] >= nrows)
             goto done;
-        PyObject *v = PyDict_GetItemWithError(actions, PyList_GET_ITEM(names, i));
+        PyObject *v = PyDict_GetItemWithError(actions, PyTuple_GET_ITEM(names, i));
         if (!v) {
-            if (PyErr_Occurred())
-                result = NULL;
+            /* a key's __hash__/__eq__ failed: the checked path says which
+             * agent; anything else (KeyboardInterrupt, MemoryError) goes up */
+            if (PyErr_Occurred()) {
+                if (PyErr_ExceptionMatches(PyExc_Exception))
+                    PyErr_Clear();
+                else
+                    result = NULL;
+            }
             goto done;
         }
+        Py_INCREF(v); /* a later lookup's user code may drop it from the dict */
+        int ok;
         if (discrete) {
             int32_t x;
-            int r = int32_value(v, &x);
-            if (r < 0)
-                result = NULL;
-            if (r <= 0)
-                goto done;
-            ((int32_t *)dst.buf)[row[i]] = x;
-        } else if (!box_value(v, dim, (float *)dst.buf + row[i] * dim)) {
-            goto done;
+            ok = int32_value(v, &x);
+            if (ok > 0)
+                ((int32_t *)dst.buf)[row[i]] = x;
+        } else {
+            ok = box_value(v, dim, (float *)dst.buf + row[i] * dim);
         }
+        Py_DECREF(v);
+        if (ok < 0)
+            result = NULL;
+        if (ok <= 0)
+            goto done;
     }
-    result = Py_True;
+    /* user code in a lookup may have added or removed keys: then the dict
+     * no longer holds exactly these agents, and the checked path decides */
+    if (PyDict_GET_SIZE(actions) == n)
+        result = Py_True;
 done:
+    Py_XDECREF(names);
     PyBuffer_Release(&rows);
     PyBuffer_Release(&dst);
     Py_XINCREF(result);
@@ -217,7 +260,8 @@ done:
 PyDoc_STRVAR(dict_outputs_doc,
 "dict_outputs(names, rows, bufs) -> ((obs, rewards, terminations, truncations,\n"
 "                                     infos), done)\n\n"
-"The five dicts of a ParallelEnv step for the agents `names`, whose rows in\n"
+"The five dicts of a ParallelEnv step for the agents `names` (a tuple, or a\n"
+"list: read as it is at the call), whose rows in\n"
 "the runtime's buffers bufs = (obs (A, D) float32, reward (A,) float32,\n"
 "terminated (A,) bool, truncated (A,) bool, info (A, info_dim) float64,\n"
 "cols, keys, template) are `rows` (an intp array): obs[i] a row of a fresh\n"
@@ -225,20 +269,34 @@ PyDoc_STRVAR(dict_outputs_doc,
 "per agent (each a copy of `template`, a dict of the keys); `done` counts\n"
 "the agents whose flags are set.");
 
+static PyObject *dict_outputs_of(PyObject *names, PyObject *rows_arg, PyObject **b);
+
 static PyObject *dict_outputs(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)module;
-    if (nargs != 3 || !PyList_CheckExact(args[0]) || !PyTuple_CheckExact(args[2]) ||
-        PyTuple_GET_SIZE(args[2]) != 8) {
-        PyErr_SetString(PyExc_TypeError, "dict_outputs(names, rows, bufs): a list, an array "
-                        "and an 8-tuple");
+    if (nargs != 3 || !(PyList_CheckExact(args[0]) || PyTuple_CheckExact(args[0])) ||
+        !PyTuple_CheckExact(args[2]) || PyTuple_GET_SIZE(args[2]) != 8) {
+        PyErr_SetString(PyExc_TypeError, "dict_outputs(names, rows, bufs): a tuple or a list, "
+                        "an array and an 8-tuple");
         return NULL;
     }
-    PyObject *names = args[0], *b[8];
+    PyObject *b[8];
     for (int k = 0; k < 8; k++)
         b[k] = PyTuple_GET_ITEM(args[2], k);
-    const Py_ssize_t n = PyList_GET_SIZE(names);
-    PyArrayObject *rows = buffer_arg(args[1], 1, NPY_INTP, "dict_outputs: rows");
+    /* inserting a name runs its __hash__: the names must not change meanwhile */
+    PyObject *names = names_tuple(args[0], "dict_outputs");
+    if (!names)
+        return NULL;
+    PyObject *result = dict_outputs_of(names, args[1], b);
+    Py_DECREF(names);
+    return result;
+}
+
+/* dict_outputs with `names` a tuple (owned by the caller) and `b` the 8 buffers. */
+static PyObject *dict_outputs_of(PyObject *names, PyObject *rows_arg, PyObject **b)
+{
+    const Py_ssize_t n = PyTuple_GET_SIZE(names);
+    PyArrayObject *rows = buffer_arg(rows_arg, 1, NPY_INTP, "dict_outputs: rows");
     PyArrayObject *obs = rows ? buffer_arg(b[0], 2, NPY_FLOAT32, "dict_outputs: obs") : NULL;
     PyArrayObject *rew = obs ? buffer_arg(b[1], 1, NPY_FLOAT32, "dict_outputs: reward") : NULL;
     PyArrayObject *term = rew ? buffer_arg(b[2], 1, NPY_BOOL, "dict_outputs: terminated")
@@ -302,7 +360,7 @@ static PyObject *dict_outputs(PyObject *module, PyObject *const *args, Py_ssize_
     Py_ssize_t done_count = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         const npy_intp r = row[i];
-        PyObject *name = PyList_GET_ITEM(names, i);
+        PyObject *name = PyTuple_GET_ITEM(names, i);
         float *o_row = obs_out + i * D;
         if (D)
             memcpy(o_row, obs_in + r * D, (size_t)D * sizeof(float));
@@ -601,6 +659,312 @@ fail:
     return NULL;
 }
 
+/* ---- the gate: one call at a time per env -------------------------------------- */
+
+/* An env's calls pass through its gate (Gate.call, which seer_env._base's
+ * generated wrappers call): one at a time, and none once close() started.
+ * Everything that must not be separated by a signal handler happens here, in
+ * C, under the GIL: taking the gate and recording its owner, running the
+ * call, giving the gate back.  (In Python a KeyboardInterrupt can come
+ * between any two calls: between taking a lock and entering the `try` that
+ * gives it back, for instance, leaving the env locked for good.)
+ *
+ * close() (Gate.close) marks the gate closing at once, so every later call
+ * is refused with ClosedError, then waits for a call running on another
+ * thread to end and closes the env.  Called on the thread that is inside a
+ * call of the env -- from a signal handler or a callback, between two
+ * bytecodes of that call -- it cannot wait for itself, nor free what the
+ * call is still using: it marks the close pending, and the call, when it
+ * ends, closes the env and ends with ClosedError (or with the exception it
+ * was already raising, such as the handler's KeyboardInterrupt).
+ *
+ * The lock is held exactly while `owner` is set; `owner` is only written by
+ * the thread holding it. */
+
+#define GATE_ASIDE (~0UL) /* held by Gate.acquire(): as if another thread were inside */
+
+typedef struct {
+    PyObject_HEAD
+    PyThread_type_lock lock;
+    unsigned long owner;  /* the thread inside a call or a close, GATE_ASIDE, or 0 */
+    char closing;         /* close() started: every call is refused */
+    char pending;         /* close() came on the owner's thread: the call closes */
+} GateObject;
+
+/* Interned strings: the env's mark and the reasons a call is refused. */
+static PyObject *str_interrupted, *why_busy, *why_reentrant, *why_closed, *why_interrupted,
+    *why_closed_during;
+
+static PyObject *gate_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    if (PyTuple_GET_SIZE(args) || (kwds && PyDict_GET_SIZE(kwds))) {
+        PyErr_SetString(PyExc_TypeError, "Gate() takes no arguments");
+        return NULL;
+    }
+    GateObject *g = (GateObject *)type->tp_alloc(type, 0);
+    if (!g)
+        return NULL;
+    if (!(g->lock = PyThread_allocate_lock())) {
+        Py_DECREF(g);
+        return PyErr_NoMemory();
+    }
+    return (PyObject *)g;
+}
+
+static void gate_dealloc(GateObject *g)
+{
+    if (g->lock)
+        PyThread_free_lock(g->lock);
+    Py_TYPE(g)->tp_free((PyObject *)g);
+}
+
+/* Take the lock, waiting with the GIL released: in slices, so that signal
+ * handlers run (on the main thread) while a long call on another thread is
+ * waited for.  -1 with the handler's exception if one raised. */
+static int gate_wait(GateObject *g)
+{
+    if (PyThread_acquire_lock(g->lock, NOWAIT_LOCK))
+        return 0;
+    for (;;) {
+        PyLockStatus r;
+        Py_BEGIN_ALLOW_THREADS
+        r = PyThread_acquire_lock_timed(g->lock, 20000 /* us */, 1);
+        Py_END_ALLOW_THREADS
+        if (r == PY_LOCK_ACQUIRED)
+            return 0;
+        if (Py_MakePendingCalls() < 0)
+            return -1;
+    }
+}
+
+static void gate_leave(GateObject *g)
+{
+    g->owner = 0;
+    PyThread_release_lock(g->lock);
+}
+
+/* Raise what spec's refused(env, name, why) returns; NULL. */
+static PyObject *gate_refuse(PyObject *spec, PyObject *env, PyObject *why)
+{
+    PyObject *exc = PyObject_CallFunctionObjArgs(PyTuple_GET_ITEM(spec, 3), env,
+                                                 PyTuple_GET_ITEM(spec, 1), why, NULL);
+    if (!exc)
+        return NULL;
+    if (PyExceptionInstance_Check(exc))
+        PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
+    else
+        PyErr_SetString(PyExc_TypeError, "Gate.call: refused() did not return an exception");
+    Py_DECREF(exc);
+    return NULL;
+}
+
+/* After a call during which close() came on this thread: close now (the call
+ * no longer uses anything), then end with the call's exception if it raised
+ * one, else with ClosedError.  `res` is the call's result (stolen) or NULL. */
+static PyObject *gate_finish(PyObject *spec, PyObject *env, PyObject *res)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+    PyObject *exc = res ? NULL : PyErr_GetRaisedException();
+#else
+    PyObject *et = NULL, *ev = NULL, *tb = NULL;
+    if (!res)
+        PyErr_Fetch(&et, &ev, &tb);
+#endif
+    PyObject *r = PyObject_CallOneArg(PyTuple_GET_ITEM(spec, 4), env);
+    if (!res) {
+        if (!r) /* the call's exception is the one to see; this one is reported */
+            PyErr_WriteUnraisable(PyTuple_GET_ITEM(spec, 4));
+        Py_XDECREF(r);
+#if PY_VERSION_HEX >= 0x030C0000
+        PyErr_SetRaisedException(exc);
+#else
+        PyErr_Restore(et, ev, tb);
+#endif
+        return NULL;
+    }
+    Py_DECREF(res);
+    if (!r)
+        return NULL;
+    Py_DECREF(r);
+    return gate_refuse(spec, env, why_closed_during);
+}
+
+PyDoc_STRVAR(gate_call_doc,
+"call(spec, env, *args, **kwargs)\n\n"
+"spec = (method, name, check, refused, finish_close): method(env, *args,\n"
+"**kwargs) with the gate held by this thread.  Refused -- raising what\n"
+"refused(env, name, why) returns -- when another call is inside (why\n"
+"'busy'; 'reentrant' from the thread inside it), when close() started\n"
+"('closed'), or when check is True and env._interrupted is set\n"
+"('interrupted').  When close() came on this thread during the call,\n"
+"finish_close(env) runs after it and the call ends with its own exception,\n"
+"or with refused(env, name, 'closed during').");
+
+static PyObject *gate_call(GateObject *g, PyObject *const *args, size_t nargsf,
+                           PyObject *kwnames)
+{
+    const Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs < 2 || !PyTuple_CheckExact(args[0]) || PyTuple_GET_SIZE(args[0]) != 5) {
+        PyErr_SetString(PyExc_TypeError, "Gate.call(spec, env, ...): spec is a 5-tuple");
+        return NULL;
+    }
+    PyObject *spec = args[0], *env = args[1];
+    const unsigned long me = PyThread_get_thread_ident();
+    if (!PyThread_acquire_lock(g->lock, NOWAIT_LOCK))
+        return gate_refuse(spec, env,
+                           g->closing ? why_closed : g->owner == me ? why_reentrant : why_busy);
+    if (g->closing) {
+        PyThread_release_lock(g->lock);
+        return gate_refuse(spec, env, why_closed);
+    }
+    g->owner = me;
+    if (PyTuple_GET_ITEM(spec, 2) == Py_True) {
+        PyObject *mark = PyObject_GetAttr(env, str_interrupted);
+        const int cut = mark ? PyObject_IsTrue(mark) : -1;
+        Py_XDECREF(mark);
+        if (cut) {
+            gate_leave(g);
+            return cut < 0 ? NULL : gate_refuse(spec, env, why_interrupted);
+        }
+    }
+    PyObject *res = PyObject_Vectorcall(PyTuple_GET_ITEM(spec, 0), args + 1,
+                                        (size_t)(nargs - 1), kwnames);
+    gate_leave(g);
+    if (g->pending)
+        return gate_finish(spec, env, res);
+    return res;
+}
+
+PyDoc_STRVAR(gate_close_doc,
+"close(fn, env) -> bool\n\n"
+"Mark the gate closing (every call from now on is refused), wait for a call\n"
+"running on another thread to end, then fn(env) with the gate held; True.\n"
+"On the thread inside a call: mark the close pending (the call runs\n"
+"finish_close when it ends) and return False at once.");
+
+static PyObject *gate_close(GateObject *g, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "Gate.close(fn, env) takes 2 arguments");
+        return NULL;
+    }
+    g->closing = 1;
+    if (g->owner == PyThread_get_thread_ident()) {
+        g->pending = 1;
+        Py_RETURN_FALSE;
+    }
+    if (gate_wait(g) < 0)
+        return NULL;
+    g->owner = PyThread_get_thread_ident();
+    PyObject *r = PyObject_CallOneArg(args[0], args[1]);
+    g->pending = 0;
+    gate_leave(g);
+    if (!r)
+        return NULL;
+    Py_DECREF(r);
+    Py_RETURN_TRUE;
+}
+
+static PyObject *gate_owned(GateObject *g, PyObject *unused)
+{
+    (void)unused;
+    return PyBool_FromLong(g->owner == PyThread_get_thread_ident());
+}
+
+static PyObject *gate_locked(GateObject *g, PyObject *unused)
+{
+    (void)unused;
+    return PyBool_FromLong(g->owner != 0);
+}
+
+PyDoc_STRVAR(gate_acquire_doc,
+"acquire(blocking=True) -> bool\n\n"
+"Hold the gate as if another thread were inside a call (calls are refused\n"
+"as 'busy'; close() waits) until release().  For tests and tools.");
+
+static PyObject *gate_acquire(GateObject *g, PyObject *const *args, Py_ssize_t nargs)
+{
+    int blocking = 1;
+    if (nargs > 1) {
+        PyErr_SetString(PyExc_TypeError, "Gate.acquire(blocking=True)");
+        return NULL;
+    }
+    if (nargs == 1 && (blocking = PyObject_IsTrue(args[0])) < 0)
+        return NULL;
+    if (!blocking) {
+        if (!PyThread_acquire_lock(g->lock, NOWAIT_LOCK))
+            Py_RETURN_FALSE;
+    } else if (gate_wait(g) < 0) {
+        return NULL;
+    }
+    g->owner = GATE_ASIDE;
+    Py_RETURN_TRUE;
+}
+
+static PyObject *gate_release(GateObject *g, PyObject *unused)
+{
+    (void)unused;
+    if (g->owner != GATE_ASIDE) {
+        PyErr_SetString(PyExc_RuntimeError, "Gate.release: not held by acquire()");
+        return NULL;
+    }
+    gate_leave(g);
+    Py_RETURN_NONE;
+}
+
+static PyObject *gate_get_flag(GateObject *g, void *which)
+{
+    return PyBool_FromLong(which ? g->pending : g->closing);
+}
+
+static int gate_set_closing(GateObject *g, PyObject *v, void *unused)
+{
+    (void)unused;
+    const int t = v ? PyObject_IsTrue(v) : -1;
+    if (t < 0) {
+        if (!v)
+            PyErr_SetString(PyExc_AttributeError, "closing cannot be deleted");
+        return -1;
+    }
+    g->closing = (char)(g->closing || t); /* once closing, always closing */
+    return 0;
+}
+
+static PyMethodDef gate_methods[] = {
+    {"call", (PyCFunction)(void (*)(void))gate_call, METH_FASTCALL | METH_KEYWORDS,
+     gate_call_doc},
+    {"close", (PyCFunction)(void (*)(void))gate_close, METH_FASTCALL, gate_close_doc},
+    {"owned", (PyCFunction)gate_owned, METH_NOARGS,
+     "owned() -> bool: this thread is inside a call (or a close)."},
+    {"locked", (PyCFunction)gate_locked, METH_NOARGS,
+     "locked() -> bool: a call, a close or acquire() holds the gate."},
+    {"acquire", (PyCFunction)(void (*)(void))gate_acquire, METH_FASTCALL, gate_acquire_doc},
+    {"release", (PyCFunction)gate_release, METH_NOARGS,
+     "release(): give back what acquire() took."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef gate_getset[] = {
+    {"closing", (getter)gate_get_flag, (setter)gate_set_closing,
+     "close() started (settable to True, e.g. on a gate replacing another after fork())",
+     NULL},
+    {"pending", (getter)gate_get_flag, NULL,
+     "close() came on the thread inside a call, which closes when it ends", (void *)1},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject GateType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "seer_env._fast.Gate",
+    .tp_basicsize = sizeof(GateObject),
+    .tp_dealloc = (destructor)gate_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "One call at a time through an env, and none once it is closing (see _fast.c).",
+    .tp_methods = gate_methods,
+    .tp_getset = gate_getset,
+    .tp_new = gate_new,
+};
+
 static PyMethodDef fast_methods[] = {
     {"vec_outputs", (PyCFunction)(void (*)(void))vec_outputs, METH_FASTCALL, vec_outputs_doc},
     {"copy_actions", (PyCFunction)(void (*)(void))copy_actions, METH_FASTCALL,
@@ -614,7 +978,8 @@ static PyMethodDef fast_methods[] = {
 
 static struct PyModuleDef fast_module = {
     PyModuleDef_HEAD_INIT, "_fast",
-    "The dict and batched APIs' per-step work in C (used by seer_env._base).", -1,
+    "The dict and batched APIs' per-step work in C, and the envs' gate (used by "
+    "seer_env._base).", -1,
     fast_methods, NULL, NULL, NULL, NULL,
 };
 
@@ -622,7 +987,24 @@ PyMODINIT_FUNC PyInit__fast(void)
 {
     import_array();
     if (!(str_alive = PyUnicode_InternFromString("alive")) ||
-        !(str_active = PyUnicode_InternFromString("active")))
+        !(str_active = PyUnicode_InternFromString("active")) ||
+        !(str_interrupted = PyUnicode_InternFromString("_interrupted")) ||
+        !(why_busy = PyUnicode_InternFromString("busy")) ||
+        !(why_reentrant = PyUnicode_InternFromString("reentrant")) ||
+        !(why_closed = PyUnicode_InternFromString("closed")) ||
+        !(why_interrupted = PyUnicode_InternFromString("interrupted")) ||
+        !(why_closed_during = PyUnicode_InternFromString("closed during")))
         return NULL;
-    return PyModule_Create(&fast_module);
+    if (PyType_Ready(&GateType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&fast_module);
+    if (!m)
+        return NULL;
+    Py_INCREF(&GateType);
+    if (PyModule_AddObject(m, "Gate", (PyObject *)&GateType) < 0) {
+        Py_DECREF(&GateType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }

@@ -56,7 +56,7 @@ rewards and flags are read-only views overwritten by the next call.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import gymnasium
@@ -65,7 +65,7 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
 from ._base import SeerVectorEnv
-from .errors import ConfigError, InvalidActionError
+from .errors import ClosedError, ConfigError, InvalidActionError
 
 __all__ = ["AgentVectorEnv", "agent_vector_env"]
 
@@ -143,6 +143,9 @@ class AgentVectorEnv(gymnasium.vector.VectorEnv):
         self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
         """Reset all instances (or the whole instances in ``options["reset_mask"]``)."""
+        self._check_open("reset")
+        if options is not None and not isinstance(options, Mapping):
+            raise ConfigError(f"options={options!r} must be a dict (or None)")
         if options is not None and "reset_mask" in options:
             mask = np.asarray(options["reset_mask"])
             if mask.dtype != np.bool_ or mask.shape != (self.num_envs,):
@@ -166,7 +169,11 @@ class AgentVectorEnv(gymnasium.vector.VectorEnv):
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Step all sub-envs; ``actions`` has shape ``(num_envs,)`` (discrete) or
         ``(num_envs, dim)`` (Box).  Actions of idle sub-envs are ignored."""
-        arr = np.asarray(actions)
+        self._check_open("step")
+        try:
+            arr = np.asarray(actions)
+        except (ValueError, TypeError) as exc:  # ragged nested sequences
+            raise InvalidActionError(f"actions cannot be read as an array: {exc}") from None
         if arr.shape[:1] != (self.num_envs,) or arr.size != int(np.prod(self._act_shape)):
             want = (self.num_envs, *self._act_shape[2:])
             raise InvalidActionError(f"actions must have shape {want}, got {arr.shape}")
@@ -221,6 +228,16 @@ class AgentVectorEnv(gymnasium.vector.VectorEnv):
         infos["final_info"] = final
         infos["_final_info"] = flat_done.copy()
         return obs
+
+    def _check_open(self, what: str) -> None:
+        if self.venv._closed():
+            raise ClosedError(f"{self.metadata['name']}: {what}() on a closed env")
+
+    def render(self) -> None:
+        """Nothing to show (``render_mode`` is None): a warning, as the envs give."""
+        self._check_open("render")
+        gymnasium.logger.warn("render() called with render_mode=None")
+        return None
 
     def close_extras(self, **kwargs: Any) -> None:
         venv = getattr(self, "venv", None)  # absent if __init__ failed

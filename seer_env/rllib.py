@@ -49,6 +49,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from .errors import ConfigError, SeerError, StateError
 from .registry import make
 
 __all__ = ["SeerMultiAgentEnv", "shared_policy", "env_creator"]  # noqa: F822 (lazy)
@@ -91,13 +92,13 @@ def _build_class() -> type:
             super().__init__()
             cfg = dict(config or {})
             if "env" not in cfg:
-                raise ValueError("env_config needs 'env', e.g. {'env': 'pcs_v0', ...}")
+                raise ConfigError("env_config needs 'env', e.g. {'env': 'pcs_v0', ...}")
             name = cfg.pop("env")
+            self._cut_short = False
             self.par_env = make(name, api="parallel", **cfg)
             self.metadata = self.par_env.metadata
             self.render_mode = self.par_env.render_mode
             self.possible_agents = list(self.par_env.possible_agents)
-            self.agents = []
             self._agent_ids = set(self.possible_agents)
             self.observation_spaces = {
                 a: self.par_env.observation_space(a) for a in self.possible_agents
@@ -107,18 +108,43 @@ def _build_class() -> type:
             self.observation_space = gymnasium.spaces.Dict(self.observation_spaces)
             self.action_space = gymnasium.spaces.Dict(self.action_spaces)
 
+        @property  # type: ignore[override]
+        def agents(self) -> list[Any]:
+            """The agents alive now (the ParallelEnv's, so never behind it)."""
+            par_env = self.__dict__.get("par_env")
+            return [] if par_env is None else list(par_env.agents)
+
+        @agents.setter
+        def agents(self, value: Any) -> None:  # MultiAgentEnv.__init__ sets it
+            pass
+
         def reset(
             self, *, seed: int | None = None, options: dict[str, Any] | None = None
         ) -> tuple[dict[str, Any], dict[str, Any]]:
-            obs, infos = self.par_env.reset(seed=seed, options=options)
-            self.agents = list(self.par_env.agents)
+            cut, self._cut_short = self._cut_short, True  # until this call is done (see step)
+            try:
+                obs, infos = self.par_env.reset(seed=seed, options=options)
+            except SeerError:  # refused, or failed and the ParallelEnv says so
+                self._cut_short = cut
+                raise
+            self._cut_short = False
             return obs, _to_python_infos(infos)
 
         def step(self, action_dict: dict[str, Any]) -> tuple[
             dict[str, Any], dict[str, float], dict[str, bool], dict[str, bool], dict[str, Any]
         ]:
-            obs, rew, term, trunc, infos = self.par_env.step(action_dict)
-            self.agents = list(self.par_env.agents)
+            if self._cut_short:
+                raise StateError(f"{self.par_env.seer_model.name}: the last reset() or step() "
+                                 "was interrupted before it finished; call reset()")
+            # set first: a KeyboardInterrupt between the ParallelEnv's step and
+            # the end of this one would lose that step's flags (RLlib would not
+            # end the episode of an agent that finished in it)
+            self._cut_short = True
+            try:
+                obs, rew, term, trunc, infos = self.par_env.step(action_dict)
+            except SeerError:  # refused, or failed and the ParallelEnv says so
+                self._cut_short = False
+                raise
             rewards = {a: float(r) for a, r in rew.items()}
             terminateds = {a: bool(x) for a, x in term.items()}
             truncateds = {a: bool(x) for a, x in trunc.items()}
@@ -126,7 +152,9 @@ def _build_class() -> type:
             any_trunc = any(truncateds.values())
             terminateds["__all__"] = over and not any_trunc
             truncateds["__all__"] = over and any_trunc
-            return obs, rewards, terminateds, truncateds, _to_python_infos(infos)
+            out = obs, rewards, terminateds, truncateds, _to_python_infos(infos)
+            self._cut_short = False
+            return out
 
         def render(self) -> Any:
             return self.par_env.render()

@@ -466,7 +466,7 @@ def test_exclusive_wrappers_keep_the_methods_signatures_and_checks() -> None:
         seer_model = venv.seer_model
 
         def __init__(self) -> None:
-            self._busy, self._interrupted = venv._busy, ""
+            self._busy, self._interrupted = _base._new_gate(), ""  # (venv is closed)
 
         @_base._exclusive
         def kw(self, a, b=2, *, c, d=4):
