@@ -603,6 +603,49 @@ def resolve_threads(threads: int | str, executor: str) -> int:
     return int(threads)
 
 
+def _estimate(model: NativeModel, cfg: Any, opts: Any) -> dict[str, int]:
+    """``seer_runtime_estimate``: the checks of ``seer_runtime_create``, the
+    memory limit's included, without allocating anything; bytes by part."""
+    lib, ffi = model.lib, model.ffi
+    names = []
+    while (name := lib.seer_memory_part_name(len(names))) != ffi.NULL:
+        names.append(ffi.string(name).decode())
+    parts = ffi.new("uint64_t[]", max(1, len(names)))
+    err = ffi.new("char[]", _ERRLEN)
+    rc = lib.seer_runtime_estimate(model.table, cfg, model.config_size, opts, parts,
+                                   len(names), err, _ERRLEN)
+    if rc != lib.SEER_OK:
+        raise error_for(lib, rc, ffi.string(err).decode())
+    return {n: int(parts[k]) for k, n in enumerate(names)}
+
+
+def memory_estimate(model: NativeModel | str, config: Mapping[str, Any] | None = None,
+                    num_instances: int = 1, executor: str = "serial", check: int = 0
+                    ) -> dict[str, int]:
+    """The bytes a :class:`Runtime` of this configuration would take, by part:
+    ``"entity states"``, ``"pending events"`` (an estimate from the model's
+    ``pending_events``), ``"instance data"``, ``"global-state outputs"`` and
+    each host buffer (``"observation buffer"``, ``"action buffer"``, ...).
+    Their sum is what ``memory_limit`` (or the machine's memory) is checked
+    against, before anything is allocated.  Nothing is allocated here::
+
+        parts = memory_estimate("aircraft_v0", {"num_uavs": 1 << 20}, 4)
+        print(sum(parts.values()) / 2**30, max(parts, key=parts.get))
+    """
+    if isinstance(model, str):
+        from .registry import native_model
+
+        model = native_model(model)
+    lib, ffi = model.lib, model.ffi
+    opts = ffi.new("seer_runtime_options *")
+    opts.num_instances = _positive_int("num_instances", num_instances, 1, 1 << 20)
+    opts.executor = _executor_code(lib, executor)
+    opts.threads = 1
+    opts.check = check
+    opts.memory_limit = 2**62  # report, do not refuse
+    return _estimate(model, model.config_struct(config or {}), opts)
+
+
 def _positive_int(name: str, v: Any, lo: int, hi: int) -> int:
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
         raise ConfigError(f"{name}={v!r} must be an int")
@@ -636,8 +679,12 @@ class Runtime:
         check: checking-mode flags (``SEER_CHECK_*``; :mod:`seer_env.check`).
         max_step_events: events one instance may handle in one step before the
             step fails with :class:`~seer_env.errors.BudgetError` (0: 10**8).
-        memory_limit: bytes the runtime may take for states and events (0: the
-            machine's memory); larger configurations are refused up front.
+        memory_limit: bytes the runtime may take (0: the machine's memory):
+            entity states, events and the host buffers (actions, observations,
+            rewards, flags, infos, global states), estimated from the model's
+            sizes before anything is allocated (:func:`memory_estimate`).  A
+            larger configuration raises :class:`~seer_env.errors.ConfigError`
+            naming the total, its biggest part and the limit.
         oversubscribe: let more threads than CPUs take part in calls (by
             default the pool's active threads are capped at the CPU count).
 
@@ -650,6 +697,8 @@ class Runtime:
             filled in).
         stpa: the :class:`seer_env.stpa.Stpa` controller, or None when the pool
             size was given (or set with :meth:`set_threads`).
+        memory: the estimate checked against ``memory_limit``: bytes by part
+            (:func:`memory_estimate`; the total is the sum).
     """
 
     def __init__(
@@ -696,11 +745,15 @@ class Runtime:
         opts.max_step_events = _positive_int("max_step_events", max_step_events, 0, 2**62)
         opts.memory_limit = _positive_int("memory_limit", memory_limit, 0, 2**62)
         opts.flags = lib.SEER_RT_OVERSUBSCRIBE if oversubscribe else 0
+        cfg = model.config_struct(config or {})
+        # every byte the runtime and the host buffers take is checked against
+        # memory_limit (or the machine's memory) before any is allocated
+        self.memory = _estimate(model, cfg, opts)
         self._host_buffers(sz, B, opts)
         out = ffi.new("seer_runtime **")
         err = ffi.new("char[]", _ERRLEN)
-        rc = lib.seer_runtime_create(model.table, model.config_struct(config or {}),
-                                     model.config_size, opts, out, err, _ERRLEN)
+        rc = lib.seer_runtime_create(model.table, cfg, model.config_size, opts, out, err,
+                                     _ERRLEN)
         if rc != lib.SEER_OK:
             raise error_for(lib, rc, ffi.string(err).decode())
         self._h = ffi.gc(out[0], lib.seer_runtime_destroy)

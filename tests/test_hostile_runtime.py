@@ -295,3 +295,106 @@ def test_random_calls_match_the_serial_executor(face: Face, ops: list[tuple[str,
     finally:
         env.close()
         ref.close()
+
+
+# -- memory: the host buffers count, and are counted before they are allocated --------
+
+#: in range, observation-heavy: 5 instances x 500000 UAVs x 1351 floats = 12.6 GiB
+#: of observation buffer alone
+BIG_AIRCRAFT = {"num_uavs": 500_000, "num_rays": 1024, "num_obs_targets": 64,
+                "num_neighbors": 8}
+
+
+def _peak_bytes(call: Callable[[], Any]) -> tuple[Any, int]:
+    """``call``'s outcome and the most memory Python and NumPy held during it
+    (NumPy reports its buffers to tracemalloc)."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        return outcome(call), tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize("face", ["vector", "agents"])
+def test_a_config_over_memory_limit_is_refused_before_its_buffers_exist(face: str) -> None:
+    """The 12.6 GiB of observation buffer used to be asked of NumPy before the
+    runtime checked anything, whatever memory_limit said; now the check comes
+    first, counts the host buffers, and names the total, the biggest part and
+    the limit."""
+    from seer_env._runtime import memory_estimate
+    from seer_env.envs import aircraft_v0
+
+    parts = memory_estimate("aircraft_v0", BIG_AIRCRAFT, 5)
+    total = sum(parts.values())
+    assert max(parts, key=parts.__getitem__) == "observation buffer"
+    assert parts["observation buffer"] == 5 * 500_000 * 1351 * 4  # 12.6 GiB
+    make = aircraft_v0.vector_env if face == "vector" else aircraft_v0.agent_vector_env
+    (kind, err), peak = _peak_bytes(lambda: make(5, memory_limit=1 << 30, **BIG_AIRCRAFT))
+    assert (kind, err) == ("error", errors.ConfigError)
+    assert peak < 64 << 20  # nothing near the buffers' size was allocated
+    with pytest.raises(errors.ConfigError) as info:
+        make(5, memory_limit=1 << 30, **BIG_AIRCRAFT)
+    msg = str(info.value)
+    assert f"needs about {total / 2**30:.1f} GiB ({total} bytes)" in msg
+    assert "more than the 1.0 GiB (1073741824 bytes) allowed (memory_limit)" in msg
+    assert ("the biggest part is the observation buffer: 12.6 GiB (5 instance(s) x 500000 "
+            "agents x 1351 value(s) of 4 byte(s))") in msg
+
+
+def test_a_config_over_the_machine_is_refused_before_its_buffers_exist() -> None:
+    """Without memory_limit the machine's memory is the cap (2**20 instances of
+    the 12.6 GiB configuration's: petabytes)."""
+    from seer_env.envs import aircraft_v0
+
+    (kind, err), peak = _peak_bytes(lambda: aircraft_v0.vector_env(1 << 20, **BIG_AIRCRAFT))
+    assert (kind, err) == ("error", errors.ConfigError)
+    assert peak < 64 << 20
+    with pytest.raises(errors.ConfigError, match=r"allowed \(the machine's memory\); the "
+                       r"biggest part is the observation buffer"):
+        aircraft_v0.vector_env(1 << 20, **BIG_AIRCRAFT)
+
+
+@pytest.mark.parametrize("discrete", [False, True])
+def test_memory_limit_counts_every_host_buffer(discrete: bool) -> None:
+    """The host buffers' bytes come from the sizes the model reports; their
+    sum with the runtime's own parts is the limit's measure to the byte:
+    memory_limit=total passes, total - 1 fails."""
+    from seer_env import registry
+    from seer_env._runtime import memory_estimate
+    from seer_env.envs import aircraft_v0
+
+    cfg = {"num_uavs": 40, "num_rays": 1024, "num_obs_targets": 64, "num_neighbors": 8,
+           "discrete": discrete}
+    n = 3
+    sz = registry.native_model("aircraft_v0").describe(cfg)[1]
+    parts = memory_estimate("aircraft_v0", cfg, n)
+    agents = n * sz.num_agents
+    assert parts["observation buffer"] == agents * sz.obs_dim * 4
+    assert parts["action buffer"] == agents * sz.action_dim * 4
+    assert parts["reward buffer"] == agents * 4
+    assert parts["info buffer"] == agents * sz.info_dim * 8
+    for flags in ("terminated", "truncated", "alive", "active"):
+        assert parts[f"{flags} flags"] == agents
+    assert parts["global-state outputs"] == n * sz.state_dim * 4
+    assert parts["instance data"] == n * sz.instance_size
+    total = sum(parts.values())
+    host = sum(v for k, v in parts.items() if "buffer" in k or "flags" in k)
+    assert host > total // 2  # observation-heavy: the host buffers are most of it
+
+    venv = aircraft_v0.vector_env(n, memory_limit=total, **cfg)  # just fits
+    rt = venv.runtime
+    assert rt.memory == parts
+    assert [a.nbytes for a in (rt.actions, rt.obs, rt.reward, rt.terminated, rt.truncated,
+                               rt.alive, rt.info, rt.active)] == [
+        parts[k] for k in ("action buffer", "observation buffer", "reward buffer",
+                           "terminated flags", "truncated flags", "alive flags",
+                           "info buffer", "active flags")]
+    venv.close()
+    for limit in (total - 1, total - host):  # one byte over; the runtime's parts alone
+        with pytest.raises(errors.ConfigError) as info:
+            aircraft_v0.vector_env(n, memory_limit=limit, **cfg)
+        assert f"({total} bytes), more than the" in str(info.value)
+        assert f"({limit} bytes) allowed (memory_limit)" in str(info.value)
+        assert "the biggest part is the observation buffer" in str(info.value)

@@ -17,10 +17,73 @@
 
 /* ---- creation: validating the options -------------------------------------- */
 
-/* Bytes a runtime of these sizes takes, roughly: states, snapshots and
- * records per entity, outputs per agent, and the pending events with their
- * queue entries (a quarter more for the free lists' slack). */
-static double memory_estimate(const seer_sizes *sz, uint32_t B, uint32_t check)
+/* ---- the memory a runtime takes -------------------------------------------- */
+
+/* The parts of a runtime's memory, as seer_runtime_estimate reports them:
+ * the runtime's own and the eight host buffers (MEM_BUFFERS + SEER_BUF_*),
+ * whoever allocates them (the Python layer allocates them, before it
+ * creates the runtime, once this estimate has passed). */
+enum {
+    MEM_STATES,       /* entity states, snapshot and entity records         */
+    MEM_EVENTS,       /* the pending events and their queue entries        */
+    MEM_INSTANCE,     /* the model's per-instance data                     */
+    MEM_GLOBAL_STATE, /* global-state outputs (state_dim floats each)      */
+    MEM_BUFFERS,      /* + SEER_BUF_*: the host buffers                     */
+    MEM_PARTS = MEM_BUFFERS + 8
+};
+
+static const char *const mem_part_names[MEM_PARTS] = {
+    [MEM_STATES] = "entity states",
+    [MEM_EVENTS] = "pending events",
+    [MEM_INSTANCE] = "instance data",
+    [MEM_GLOBAL_STATE] = "global-state outputs",
+    [MEM_BUFFERS + SEER_BUF_ACTIONS] = "action buffer",
+    [MEM_BUFFERS + SEER_BUF_OBS] = "observation buffer",
+    [MEM_BUFFERS + SEER_BUF_REWARD] = "reward buffer",
+    [MEM_BUFFERS + SEER_BUF_TERMINATED] = "terminated flags",
+    [MEM_BUFFERS + SEER_BUF_TRUNCATED] = "truncated flags",
+    [MEM_BUFFERS + SEER_BUF_ALIVE] = "alive flags",
+    [MEM_BUFFERS + SEER_BUF_INFO] = "info buffer",
+    [MEM_BUFFERS + SEER_BUF_ACTIVE] = "active flags",
+};
+
+const char *seer_memory_part_name(size_t part)
+{
+    return part < MEM_PARTS ? mem_part_names[part] : NULL;
+}
+
+/* Host buffer `which`: values per agent and bytes per value -- the one
+ * layout seer_buffer_bytes (what is allocated) and the estimate share. */
+static void buffer_layout(const seer_sizes *sz, int which, size_t *values, size_t *bytes)
+{
+    switch (which) {
+    case SEER_BUF_ACTIONS: *values = sz->action_dim, *bytes = 4; return; /* int32 / float32 */
+    case SEER_BUF_OBS: *values = sz->obs_dim, *bytes = sizeof(float); return;
+    case SEER_BUF_REWARD: *values = 1, *bytes = sizeof(float); return;
+    case SEER_BUF_INFO: *values = sz->info_dim, *bytes = sizeof(double); return;
+    default: *values = 1, *bytes = 1; return; /* the uint8 flags */
+    }
+}
+
+size_t seer_buffer_bytes(const seer_sizes *sz, uint32_t B, int which)
+{
+    size_t values, bytes;
+    buffer_layout(sz, which, &values, &bytes);
+    return (size_t)B * sz->num_agents * values * bytes;
+}
+
+static uint64_t mem_bytes(double x)
+{
+    return x >= 1.8e19 ? UINT64_MAX : (uint64_t)ceil(x);
+}
+
+/* Bytes a runtime of these sizes takes, by part (in doubles first: absurd
+ * sizes must not wrap around); returns the total (saturated).  The events
+ * are a guess: the model's pending_events, with their queue entries and a
+ * quarter more for the free lists' slack; the rest is exact but for
+ * alignment. */
+static uint64_t memory_estimate(const seer_sizes *sz, uint32_t B, uint32_t check,
+                                uint64_t part[MEM_PARTS])
 {
     const double page = (check & SEER_CHECK_ISOLATE) ? (double)seer_page_size() : 16.0;
     const double ent = (double)seer_round_up(sz->entity_size ? sz->entity_size : 1,
@@ -28,11 +91,63 @@ static double memory_estimate(const seer_sizes *sz, uint32_t B, uint32_t check)
                        (double)seer_round_up(sz->snapshot_size ? sz->snapshot_size : 1,
                                              (size_t)page) +
                        (double)sizeof(seer_entity_rec) + 8.0;
-    const double agent = 4.0 * sz->obs_dim + 8.0 * sz->info_dim + 16.0 + 4.0 * sz->action_dim;
     const double ev = (double)seer_round_up(sizeof(seer_event) + sz->payload_size, 16) + 16.0;
-    return (double)B * ((double)sz->num_entities * ent + (double)sz->num_agents * agent +
-                        1.25 * (double)sz->pending_events * ev + 4.0 * sz->state_dim +
-                        (double)sz->instance_size);
+    part[MEM_STATES] = mem_bytes((double)B * sz->num_entities * ent);
+    part[MEM_EVENTS] = mem_bytes((double)B * 1.25 * (double)sz->pending_events * ev);
+    part[MEM_INSTANCE] = mem_bytes((double)B * sz->instance_size);
+    part[MEM_GLOBAL_STATE] = mem_bytes((double)B * sz->state_dim * sizeof(float));
+    for (int b = 0; b < 8; b++) {
+        size_t values, bytes;
+        buffer_layout(sz, b, &values, &bytes);
+        part[MEM_BUFFERS + b] =
+            mem_bytes((double)B * sz->num_agents * (double)values * (double)bytes);
+    }
+    uint64_t total = 0;
+    for (int k = 0; k < MEM_PARTS; k++)
+        total = part[k] > UINT64_MAX - total ? UINT64_MAX : total + part[k];
+    return total;
+}
+
+/* "13.8 GiB", "12.0 MiB", "512 bytes" */
+static const char *human_bytes(uint64_t n, char *buf, size_t len)
+{
+    if (n >= (1ull << 30))
+        snprintf(buf, len, "%.1f GiB", (double)n / 1073741824.0);
+    else if (n >= (1ull << 20))
+        snprintf(buf, len, "%.1f MiB", (double)n / 1048576.0);
+    else if (n >= (1ull << 10))
+        snprintf(buf, len, "%.1f KiB", (double)n / 1024.0);
+    else
+        snprintf(buf, len, "%llu bytes", (unsigned long long)n);
+    return buf;
+}
+
+/* What part k of the estimate is made of, in words. */
+static void part_detail(const seer_sizes *sz, uint32_t B, int k, char *buf, size_t len)
+{
+    switch (k) {
+    case MEM_STATES:
+        snprintf(buf, len, "%u instance(s) x %u entities of %u bytes, with their snapshot "
+                 "records", B, sz->num_entities, sz->entity_size);
+        return;
+    case MEM_EVENTS:
+        snprintf(buf, len, "%u instance(s) x %llu pending events", B,
+                 (unsigned long long)sz->pending_events);
+        return;
+    case MEM_INSTANCE:
+        snprintf(buf, len, "%u instance(s) x %u bytes", B, sz->instance_size);
+        return;
+    case MEM_GLOBAL_STATE:
+        snprintf(buf, len, "%u instance(s) x %u floats", B, sz->state_dim);
+        return;
+    default: {
+        size_t values, bytes;
+        buffer_layout(sz, k - MEM_BUFFERS, &values, &bytes);
+        snprintf(buf, len, "%u instance(s) x %u agents x %zu value(s) of %zu byte(s)", B,
+                 sz->num_agents, values, bytes);
+        return;
+    }
+    }
 }
 
 /* The options on their own, before the model describes its sizes. */
@@ -71,7 +186,7 @@ static int check_options(const seer_runtime_options *o, char *err, size_t errlen
  * parallel executor's lookahead, the memory limit, the executive list's
  * index space. */
 static int check_fits(const seer_model *model, const seer_runtime_options *o,
-                      const seer_sizes *sz, char *err, size_t errlen)
+                      const seer_sizes *sz, uint64_t part[MEM_PARTS], char *err, size_t errlen)
 {
     if (o->check & SEER_CHECK_ISOLATE) {
         /* a page per entity state and per snapshot record */
@@ -93,18 +208,27 @@ static int check_fits(const seer_model *model, const seer_runtime_options *o,
                              "find independent events; use executor='optimistic' (speculation, "
                              "several threads) or 'serial'",
                              model->name);
+    /* every byte counts, the host buffers included, before any is allocated */
     const uint64_t limit = o->memory_limit ? o->memory_limit : seer_physical_memory();
-    const double need = memory_estimate(sz, o->num_instances, o->check);
-    if (need > (double)limit)
+    const uint64_t need = memory_estimate(sz, o->num_instances, o->check, part);
+    if (need > limit) {
+        int big = 0;
+        for (int k = 1; k < MEM_PARTS; k++)
+            if (part[k] > part[big])
+                big = k;
+        char total[32], allowed[32], biggest[32], detail[160];
+        part_detail(sz, o->num_instances, big, detail, sizeof detail);
         return seer_fail_buf(err, errlen, SEER_E_CONFIG,
-                             "model '%s': this configuration needs about %.1f GiB (%u "
-                             "instance(s) x %u entities of %u bytes, %llu pending events "
-                             "each), more than the %.3f GiB allowed (%s); make it smaller",
-                             model->name, need / 1073741824.0, o->num_instances,
-                             sz->num_entities, sz->entity_size,
-                             (unsigned long long)sz->pending_events,
-                             (double)limit / 1073741824.0,
-                             o->memory_limit ? "memory_limit" : "the machine's memory");
+                             "model '%s': this configuration needs about %s (%llu bytes), "
+                             "more than the %s (%llu bytes) allowed (%s); the biggest part "
+                             "is the %s: %s (%s); make it smaller",
+                             model->name, human_bytes(need, total, sizeof total),
+                             (unsigned long long)need, human_bytes(limit, allowed, sizeof allowed),
+                             (unsigned long long)limit,
+                             o->memory_limit ? "memory_limit" : "the machine's memory",
+                             mem_part_names[big], human_bytes(part[big], biggest, sizeof biggest),
+                             detail);
+    }
     /* The executive list indexes (instance, entity) pairs with 31 bits. */
     if ((uint64_t)o->num_instances * sz->num_entities >= (1ull << 31))
         return seer_fail_buf(err, errlen, SEER_E_ARG,
@@ -116,8 +240,8 @@ static int check_fits(const seer_model *model, const seer_runtime_options *o,
 /* Check the model, the configuration (which describe completes) and the
  * options of seer_runtime_create; *sz gets the model's sizes. */
 static int validate_options(const seer_model *model, void *config, size_t config_size,
-                            const seer_runtime_options *o, seer_sizes *sz, char *err,
-                            size_t errlen)
+                            const seer_runtime_options *o, seer_sizes *sz,
+                            uint64_t part[MEM_PARTS], char *err, size_t errlen)
 {
     int rc = seer_model_check(model, err, errlen);
     if (rc != SEER_OK)
@@ -132,7 +256,27 @@ static int validate_options(const seer_model *model, void *config, size_t config
     rc = seer_model_describe(model, config, sz, err, errlen);
     if (rc != SEER_OK)
         return rc;
-    return check_fits(model, o, sz, err, errlen);
+    return check_fits(model, o, sz, part, err, errlen);
+}
+
+int seer_runtime_estimate(const seer_model *model, const void *config, size_t config_size,
+                          const seer_runtime_options *opts, uint64_t *parts, size_t nparts,
+                          char *err, size_t errlen)
+{
+    if (config_size && !config)
+        return seer_fail_buf(err, errlen, SEER_E_ARG, "config must not be NULL");
+    void *cfg = calloc(1, config_size ? config_size : 1); /* describe completes a copy */
+    if (!cfg)
+        return seer_fail_buf(err, errlen, SEER_E_NOMEM, "out of memory");
+    if (config_size)
+        memcpy(cfg, config, config_size);
+    seer_sizes sz;
+    uint64_t part[MEM_PARTS] = {0};
+    const int rc = validate_options(model, cfg, config_size, opts, &sz, part, err, errlen);
+    free(cfg);
+    for (size_t k = 0; parts && k < nparts; k++)
+        parts[k] = k < MEM_PARTS ? part[k] : 0;
+    return rc;
 }
 
 /* ---- creation: building the runtime ---------------------------------------- */
@@ -313,7 +457,8 @@ int seer_runtime_create(const seer_model *model, const void *config, size_t conf
     if (config_size)
         memcpy(cfg, config, config_size);
     seer_sizes sz;
-    int rc = validate_options(model, cfg, config_size, opts, &sz, err, errlen);
+    uint64_t part[MEM_PARTS];
+    int rc = validate_options(model, cfg, config_size, opts, &sz, part, err, errlen);
     if (rc != SEER_OK) {
         free(cfg);
         return rc;
@@ -396,18 +541,6 @@ uint32_t seer_runtime_threads(const seer_runtime *rt)
 }
 uint32_t seer_runtime_pool_size(const seer_runtime *rt) { return rt->nthreads; }
 int seer_runtime_executor(const seer_runtime *rt) { return rt->executor; }
-
-size_t seer_buffer_bytes(const seer_sizes *sz, uint32_t B, int which)
-{
-    const size_t n = (size_t)B * sz->num_agents;
-    switch (which) {
-    case SEER_BUF_ACTIONS: return n * sz->action_dim * 4u;
-    case SEER_BUF_OBS: return n * sz->obs_dim * sizeof(float);
-    case SEER_BUF_REWARD: return n * sizeof(float);
-    case SEER_BUF_INFO: return n * sz->info_dim * sizeof(double);
-    default: return n; /* the uint8 flags */
-    }
-}
 
 void *seer_runtime_buffer(seer_runtime *rt, int which)
 {

@@ -158,8 +158,8 @@ typedef struct seer_runtime_options {
     uint64_t max_step_events; /* events one instance may handle in one step;
                                a step past it fails with SEER_E_BUDGET
                                (0: SEER_DEFAULT_STEP_EVENTS)                  */
-    uint64_t memory_limit;  /* bytes the runtime may take for states and
-                               events (0: the machine's physical memory)      */
+    uint64_t memory_limit;  /* bytes the runtime may take, host buffers
+                               included (0: the machine's physical memory)    */
     uint32_t flags;         /* SEER_RT_*                                      */
     /* Caller-owned host buffers, by SEER_BUF_* (seer_buffer_bytes bytes
      * each, 16-byte aligned); NULL: the runtime allocates (and frees) it.
@@ -176,6 +176,16 @@ typedef struct seer_runtime_options {
 
 /* Bytes of host buffer `which` (SEER_BUF_*) for B instances of these sizes. */
 size_t seer_buffer_bytes(const seer_sizes *sizes, uint32_t num_instances, int which);
+/* What seer_runtime_create checks, without allocating anything: the model,
+ * the options, the configuration (describe completes a copy) and the memory
+ * the runtime takes -- states, events and the eight host buffers, whoever
+ * allocates them -- against memory_limit.  parts[k] (k < nparts) gets the
+ * bytes of part k, named by seer_memory_part_name(k) (NULL past the last),
+ * even when they do not fit; their sum is what is checked. */
+int seer_runtime_estimate(const seer_model *model, const void *config, size_t config_size,
+                          const seer_runtime_options *options, uint64_t *parts, size_t nparts,
+                          char *err, size_t errlen);
+const char *seer_memory_part_name(size_t part);
 
 #define SEER_DEFAULT_STEP_EVENTS 100000000ull
 enum {
