@@ -337,7 +337,7 @@ class _FakeRuntime:
         self.counts = {"events": 0, "windows": 0, "steps": 0, "pool_events": 100}
         self.switches: list[tuple[str, int]] = []
         self.now = 0
-        self.refuse = False
+        self.refuse: BaseException | None = None
         self.fail_switch: set[tuple[str, int]] = set()
 
     def _set_executor(self, executor: str, threads: int) -> None:
@@ -350,8 +350,8 @@ class _FakeRuntime:
         return self.now
 
     def _step_native(self, mask_ptr) -> None:
-        if self.refuse:  # as the runtime does: refused before anything changes
-            raise errors.InvalidActionError("refused")
+        if self.refuse is not None:  # as the runtime does: refused before anything changes
+            raise self.refuse
         # a simulated cost: 100 ns/event on one thread, 70% of it on two threads
         # plus 2 us of barriers, the serial executor 10% slower than parallel-1
         cost = 100.0 * self.events_per_step
@@ -535,18 +535,21 @@ def _fake_stpa(rt: _FakeRuntime, **opts) -> Stpa:
     return Stpa(rt, **kw)
 
 
-def _run_fake(refused: dict[int, int], steps: int = 90) -> tuple[_FakeRuntime, Stpa]:
-    """``steps`` good steps; before good step i, ``refused.get(i, 0)`` refused ones,
-    each checked to leave the controller exactly as it was."""
+def _run_fake(refused: dict[int, int], steps: int = 90,
+              exc: BaseException | None = None) -> tuple[_FakeRuntime, Stpa]:
+    """``steps`` good steps; before good step i, ``refused.get(i, 0)`` steps that
+    raise ``exc`` (default: an invalid action), each checked to leave the
+    controller exactly as it was."""
+    exc = exc if exc is not None else errors.InvalidActionError("refused")
     rt = _FakeRuntime()
     st = _fake_stpa(rt)
     for i in range(steps):
         for _ in range(refused.get(i, 0)):
             before = stpa_state(st)
-            rt.refuse = True
-            with pytest.raises(errors.InvalidActionError):
+            rt.refuse = exc
+            with pytest.raises(type(exc)):
                 rt.step(st)
-            rt.refuse = False
+            rt.refuse = None
             assert stpa_state(st) == before, f"a refused step before step {i} changed STPA"
         rt.step(st)
     return rt, st
@@ -567,6 +570,18 @@ def test_refused_steps_anywhere_change_nothing():
             rt, st = _run_fake(refused)
             assert stpa_state(st) == stpa_state(ref), refused
             assert rt.counts == ref_rt.counts
+
+
+@pytest.mark.parametrize("exc", [errors.Interrupted("SIGINT"), KeyboardInterrupt(),
+                                 errors.BudgetError("budget"), errors.ContractViolation("x")],
+                         ids=lambda e: type(e).__name__)
+def test_failed_and_interrupted_steps_anywhere_change_nothing(exc):
+    """The same for a step that fails in the runtime or is interrupted."""
+    ref_rt, ref = _run_fake({})
+    for pos in range(0, 90, 3):
+        rt, st = _run_fake({pos: 1, pos + 1: 1}, exc=exc)
+        assert stpa_state(st) == stpa_state(ref), pos
+        assert rt.counts == ref_rt.counts
 
 
 def test_a_mangled_probe_is_mended_by_the_next_step_or_reset():
