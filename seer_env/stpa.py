@@ -34,6 +34,12 @@ The preflight, step by step:
    fastest median wins; a candidate with fewer threads within ``margin`` of
    the fastest is preferred (it leaves cores free for the policy).
 
+A step that does not run (an action the runtime refuses, an error, an
+interrupt) changes nothing here: its visit stays first in line, no counter
+moves, a switch made for it is undone, and the next step runs that visit.
+A candidate the runtime cannot switch to (out of memory or threads) is left
+out of the probe.
+
 After the preflight the controller checks every ``check_every`` steps whether
 the workload drifted (:func:`drift`: events per step changed by ``drift_factor``
 or fewer than ``alive_drop`` of the agents are alive) and then re-probes the
