@@ -1,9 +1,9 @@
 """The contract checker: is a model safe to run on every executor?
 
-:func:`check` runs a model through five passes and reports every breach of
-the event-locality contract it finds, each naming the model, the handler, the
-entity, the event type and the simulated time, the rule broken and how to fix
-it::
+:func:`check` runs a model through the passes of :data:`PASSES` and reports
+every breach of the event-locality contract it finds, each naming the model,
+the handler, the entity, the event type and the simulated time, the rule
+broken and how to fix it::
 
     import seer_env
     report = seer_env.check("path/to/mymodel", config={"num_things": 8})
@@ -36,12 +36,39 @@ The passes:
 Models with lookahead 0 have no windows: pass 3 is skipped for them (and says
 so), and pass 4 runs the optimistic executor (speculation with rollback)
 instead of the parallel one.
+
+The model runs in a child process (one for the whole check, started again
+after it died), never in the caller's: a handler that crashes the process (a
+wild pointer, ``abort()``, ``exit()``) or never returns becomes a ``crash`` or
+``hang`` finding naming the pass, the run and, from a record the checking mode
+keeps in memory shared with the checker, the handler, entity, event type and
+simulated time.  Each run has a time budget (``budget``: seconds per run; by
+default :data:`BUDGET_BASE` seconds plus :data:`BUDGET_PER_ENTITY_STEP`
+seconds per entity-step of the run, steps x instances x entities).  Ctrl-C
+stops the check and its child at once (KeyboardInterrupt).
+
+A pass is one entry of :data:`PASSES` (a :class:`Pass`: the runs it makes
+and the rule an output difference from the serial reference breaks).
 """
 
 from __future__ import annotations
 
+import contextlib
+import math
+import mmap
+import os
+import pickle
 import re
+import select
+import signal
+import socket
 import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,8 +76,9 @@ from typing import Any
 
 import numpy as np
 
+from . import errors
 from ._runtime import NativeModel, Runtime
-from .errors import ModelError, SeerError
+from .errors import BudgetError, ModelError, SeerError
 
 #: How to fix what each rule's breach means.
 FIXES: dict[str, str] = {
@@ -86,6 +114,14 @@ FIXES: dict[str, str] = {
              "memory reachable from several entities)",
     "determinism": "the parallel executor's outputs differ from the serial executor's: "
                    "usually one of the rules above, broken in a way the other passes missed",
+    "crash": "the model killed the process running it: look in the handler named for a wild "
+             "or dangling pointer, an index out of bounds, a failed assert() or a call to "
+             "abort() or exit(); a handler reports a failure by returning an error status "
+             "(seer_fail_step), never by ending the process",
+    "hang": "a handler never returned, or a step never ended, within the run's time budget: "
+            "look in the handler named for a loop without an exit, or for events scheduled "
+            "at one simulated time without end; if the model is only slow, raise the budget "
+            "(--budget SECONDS, check(budget=...))",
 }
 
 
@@ -162,6 +198,8 @@ def classify(exc: BaseException) -> str:
     msg = str(exc)
     if isinstance(exc, ModelError):
         return "handler-error"
+    if isinstance(exc, BudgetError):  # a step that does not end, stopped by the runtime
+        return "hang"
     if "(isolation)" in msg:
         if "static data" in msg:
             return "static-data"
@@ -257,18 +295,33 @@ def _grab(rt: Runtime) -> dict[str, np.ndarray]:
     }
 
 
+#: Where a run is, for :func:`run_model`'s ``progress``: creating its runtime,
+#: resetting (all instances at step 0, the masked ones after step k), stepping,
+#: reading the outputs (global_state runs then).
+CREATE, RESET, STEP, OUTPUTS = 0, 1, 2, 3
+
+
 def run_model(native: NativeModel, config: Mapping[str, Any], *, executor: str, threads: int,
               batch: int, seed: int, steps: int, action_seed: int, check: int = 0,
-              shuffle_seed: int = 0, reset_every: int = 17) -> _Run:
+              shuffle_seed: int = 0, reset_every: int = 17,
+              progress: Callable[[int, int], None] | None = None) -> _Run:
     """One run: reset, ``steps`` random-action steps with masked resets every
-    ``reset_every`` steps and autoresets of finished instances."""
+    ``reset_every`` steps (0: none) and autoresets of finished instances.
+
+    ``progress(k, stage)`` is called before each stage of step ``k`` (0: the
+    first reset): :data:`CREATE`, :data:`RESET`, :data:`STEP`, :data:`OUTPUTS`.
+    """
+    note = progress or (lambda k, stage: None)
     out: list[dict[str, np.ndarray]] = []
+    note(0, CREATE)
     rt = Runtime(native, config, batch, executor, threads, None, check=check,
                  shuffle_seed=shuffle_seed, oversubscribe=True)
     rng = np.random.default_rng(action_seed)
     seeds = [seed + i for i in range(batch)]
     try:
+        note(0, RESET)
         rt.reset(seeds)
+        note(0, OUTPUTS)
         out.append(_grab(rt))
         for k in range(1, steps + 1):
             rt.actions[:] = _actions(rng, rt)
@@ -278,9 +331,12 @@ def run_model(native: NativeModel, config: Mapping[str, Any], *, executor: str, 
                 forced[k // reset_every % batch] = True
             again = finished | forced
             if (~again).any():
+                note(k, STEP)
                 rt.step(~again)
             if again.any():
+                note(k, RESET)
                 rt.reset([s + 7919 * k for s in seeds], again)
+            note(k, OUTPUTS)
             out.append(_grab(rt))
     except SeerError as exc:
         return _Run(out, exc)
@@ -332,6 +388,151 @@ def _state_difference(k: int, u: np.ndarray, v: np.ndarray, native: NativeModel,
 # -- the passes --------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Plan:
+    """What a check runs, as :func:`check` was asked."""
+
+    seeds: tuple[int, ...]
+    threads: tuple[int, ...]
+    batches: tuple[int, ...]
+    steps: int  # steps per run
+    lookahead: float  # the model's, for this configuration
+
+    @property
+    def windows(self) -> bool:
+        """The parallel executor's windows exist (lookahead > 0)."""
+        return self.lookahead > 0.0
+
+
+def _never(plan: Plan) -> str | None:
+    return None
+
+
+@dataclass(frozen=True)
+class Pass:
+    """One pass: the runs it makes and how their outcomes are judged.
+
+    ``runs(plan)``: the runs, as keyword arguments of ``driver`` (executor,
+    threads, batch, seed; optionally check, shuffle_seed, steps,
+    reset_every; the rest defaults).  A run's own error (a breach caught as it
+    happens, a handler error) is a finding under the rule its message names;
+    a crash or a run past its budget is a ``crash`` or ``hang`` finding.
+    ``rule``: the rule an output difference from the serial reference run
+    (same batch, seed, steps and resets) breaks; None: not compared.
+    ``what(kw)``: a run in words, for that difference's message.
+    ``skip(plan)``: why the pass does not run (None: it runs).
+    ``compare_after``: compare this pass's runs only after a run of that pass
+    succeeded (isolation waits for replay: when two identical runs differ,
+    no comparison can say why).
+    ``driver``: runs one run in the checker's child process; a module-level
+    function with :func:`run_model`'s parameters (it is sent by name).
+    """
+
+    name: str
+    runs: Callable[[Plan], list[dict[str, Any]]]
+    rule: str | None = None
+    what: Callable[[dict[str, Any]], str] = lambda kw: "run"
+    skip: Callable[[Plan], str | None] = _never
+    compare_after: str | None = None
+    driver: Callable[..., _Run] = run_model
+
+
+def _isolation_runs(plan: Plan) -> list[dict[str, Any]]:
+    return [dict(executor="serial", threads=1, batch=2, seed=s, check=1) for s in plan.seeds]
+
+
+def _replay_runs(plan: Plan) -> list[dict[str, Any]]:
+    return [dict(executor="serial", threads=1, batch=2, seed=plan.seeds[0])]
+
+
+def _order_runs(plan: Plan) -> list[dict[str, Any]]:
+    return [dict(executor="parallel", threads=t, batch=2, seed=plan.seeds[0], check=2,
+                 shuffle_seed=sh) for t, sh in ((1, 1), (1, 2), (2, 3))]
+
+
+def _order_skip(plan: Plan) -> str | None:
+    return None if plan.windows else "skipped: lookahead 0 (no windows to shuffle)"
+
+
+def _matrix_runs(plan: Plan) -> list[dict[str, Any]]:
+    executor = "parallel" if plan.windows else "optimistic"
+    return [dict(executor=executor, threads=t, batch=b, seed=s)
+            for b in plan.batches for s in plan.seeds for t in plan.threads]
+
+
+def _matrix_what(kw: dict[str, Any]) -> str:
+    return (f"{kw['executor']} threads={kw['threads']} batch={kw['batch']} seed={kw['seed']} "
+            "vs serial")
+
+
+#: The passes, in the order they run.  Isolation first: a model that would
+#: crash a plain run (a NULL pointer) is caught there, and nothing else runs.
+#: Then replay: when two identical runs differ, no later comparison can say
+#: why (the isolation runs are compared with plain runs only after it).
+PASSES: list[Pass] = [
+    Pass("isolation", _isolation_runs, rule="layout",
+         what=lambda kw: "checking mode vs plain serial run", compare_after="replay"),
+    Pass("replay", _replay_runs, rule="hidden-state",
+         what=lambda kw: "second serial run vs the first"),
+    Pass("order", _order_runs, rule="order", skip=_order_skip,
+         what=lambda kw: f"shuffled visiting order (threads={kw['threads']}) vs serial"),
+    Pass("matrix", _matrix_runs, rule="determinism", what=_matrix_what),
+]
+
+#: A run's default time budget: this many seconds ...
+BUDGET_BASE = 30.0
+#: ... plus this many per entity-step (steps x instances x entities): about 16
+#: times what the checking mode, the slowest, takes on today's machines.
+BUDGET_PER_ENTITY_STEP = 1e-3
+#: Seconds the child process may take to start and load the model (at least).
+STARTUP_BUDGET = 120.0
+
+
+def _complete(kw: dict[str, Any], plan: Plan) -> dict[str, Any]:
+    """A run's keyword arguments with every default filled in."""
+    out = dict(threads=1, check=0, shuffle_seed=0, steps=plan.steps, reset_every=17)
+    out.update(kw)
+    out.setdefault("action_seed", out["seed"])
+    return out
+
+
+def _reference_of(kw: dict[str, Any]) -> dict[str, Any]:
+    """The plain serial run a run is compared with."""
+    return dict(executor="serial", threads=1, batch=kw["batch"], seed=kw["seed"],
+                steps=kw["steps"], reset_every=kw["reset_every"], action_seed=kw["action_seed"])
+
+
+def _ref_key(kw: dict[str, Any]) -> tuple[Any, ...]:
+    return (kw["batch"], kw["seed"], kw["steps"], kw["reset_every"], kw["action_seed"])
+
+
+def run_budget(kw: Mapping[str, Any], num_entities: int, budget: float | None = None) -> float:
+    """Seconds a run may take: ``budget`` if given, else :data:`BUDGET_BASE` +
+    :data:`BUDGET_PER_ENTITY_STEP` x steps x batch x entities."""
+    if budget is not None:
+        return float(budget)
+    return BUDGET_BASE + BUDGET_PER_ENTITY_STEP * kw["steps"] * kw["batch"] * max(1, num_entities)
+
+
+def _run_text(pass_name: str, kw: Mapping[str, Any], reference: bool = False) -> str:
+    """A run in words."""
+    if reference:
+        what = f"the serial reference run (batch {kw['batch']}, seed {kw['seed']}"
+    else:
+        ex = (f"{kw['executor']} executor in checking mode" if kw.get("check", 0) & 1 else
+              f"{kw['executor']} executor" + (", shuffled visiting orders"
+                                              if kw.get("check", 0) & 2 else ""))
+        thr = f", threads={kw['threads']}" if kw["executor"] != "serial" else ""
+        a = "an" if pass_name[:1] in "aeiou" else "a"
+        what = f"{a} {pass_name} run ({ex}{thr}, batch {kw['batch']}, seed {kw['seed']}"
+    if kw.get("reset_every"):
+        what += f", one instance reset every {kw['reset_every']} steps"
+    return what + ")"
+
+
+# -- the check ----------------------------------------------------------------------------
+
+
 def check(
     model: Any,
     config: Mapping[str, Any] | None = None,
@@ -340,117 +541,315 @@ def check(
     seeds: Iterable[int] = (0, 1),
     threads: Iterable[int] = (1, 2, 3, 4, 8),
     batches: Iterable[int] = (1, 2, 3),
+    budget: float | None = None,
     progress: bool | None = None,
     log: Callable[[str], None] | None = None,
 ) -> CheckReport:
     """Check a model (a :class:`seer_env.sdk.Model`, a registered name or a
     model folder's path) on ``config``; see the module docstring.
 
+    ``budget``: seconds each run may take (None: :func:`run_budget`'s default).
     ``progress``: show a progress bar (None: when stderr is a terminal).
+    ``log(line)``: called after each run.  Raises the model's
+    :class:`~seer_env.errors.ConfigError` for a bad configuration and
+    KeyboardInterrupt on Ctrl-C (the child process is stopped first).
     """
     from . import sdk
 
     m = sdk.resolve(model)
-    native = m.native
+    native = m.native  # built here (a compiler error raises here), run in the child
     cfg = dict(config or {})
-    buf, sizes = native.describe(cfg)  # a bad config raises ConfigError here
-    names = native.agent_names(buf, sizes.num_agents)
-    report = CheckReport(m.name, native.read_config(buf))
-    seeds = list(seeds)
-    parallel_ok = sizes.lookahead > 0.0
-    # Isolation first: a model that would crash a plain run (a NULL pointer)
-    # is caught there, and nothing else runs.  Then replay: when two
-    # identical runs differ, no later comparison can say why (the isolation
-    # runs are compared with plain runs only after it).
-    plan: list[tuple[str, dict[str, Any]]] = [
-        ("isolation", dict(executor="serial", threads=1, batch=2, seed=s, check=1))
-        for s in seeds]
-    plan.append(("replay", dict(executor="serial", threads=1, batch=2, seed=seeds[0])))
-    if parallel_ok:
-        for t, sh in ((1, 1), (1, 2), (2, 3)):
-            plan.append(("order", dict(executor="parallel", threads=t, batch=2,
-                                       seed=seeds[0], check=2, shuffle_seed=sh)))
-    matrix_executor = "parallel" if parallel_ok else "optimistic"
-    for b in batches:
-        for s in seeds:
-            for t in threads:
-                plan.append(("matrix", dict(executor=matrix_executor, threads=t, batch=b,
-                                            seed=s)))
-    passes = {n: PassResult(n) for n in ("isolation", "replay", "order", "matrix")}
-    report.passes = list(passes.values())
-    if not parallel_ok:
-        passes["order"].status = "skipped: lookahead 0 (no windows to shuffle)"
+    with _Worker(str(m.folder), cfg, native) as worker:
+        return _Check(m, native, cfg, worker, budget, progress, log).run(
+            steps=steps, seeds=tuple(seeds), threads=tuple(threads), batches=tuple(batches))
 
-    refs: dict[tuple[int, int], _Run] = {}
 
-    def reference(batch: int, seed: int) -> _Run:
-        if (batch, seed) not in refs:
-            refs[(batch, seed)] = run_model(native, cfg, executor="serial", threads=1,
-                                            batch=batch, seed=seed, steps=steps,
-                                            action_seed=seed)
-        return refs[(batch, seed)]
+class _Check:
+    """One check: the report it builds and the runs it asks the child for."""
 
-    def add(pass_name: str, rule: str, message: str) -> None:
-        # one finding per rule and pass, and a message reported once
+    def __init__(self, m: Any, native: NativeModel, cfg: dict[str, Any], worker: _Worker,
+                 budget: float | None, progress: bool | None,
+                 log: Callable[[str], None] | None) -> None:
+        self.m, self.native, self.cfg, self.worker = m, native, cfg, worker
+        self.budget, self.progress, self.log = budget, progress, log
+        self.report = CheckReport(m.name, cfg)
+        self.passes: dict[str, PassResult] = {}
+        self.refs: set[tuple[Any, ...]] = set()  # references the child has run
+        self.num_entities = 1
+        self.requests = 0
+
+    # -- findings ---------------------------------------------------------------
+
+    def add(self, pass_name: str, rule: str, message: str) -> None:
+        """A finding; one per rule and pass, and a message reported once."""
+        p = self.passes.get(pass_name)
         if any(f.rule == rule and (f.pass_name == pass_name or f.message == message)
-               for f in report.findings):
-            if passes[pass_name].status == "ok":
-                passes[pass_name].status = "finding"
+               for f in self.report.findings):
+            if p is not None and p.status == "ok":
+                p.status = "finding"
             return
-        report.findings.append(Finding(rule, pass_name, message, FIXES.get(rule, "")))
-        passes[pass_name].status = "finding"
+        self.report.findings.append(Finding(rule, pass_name, message, FIXES.get(rule, "")))
+        if p is not None:
+            p.status = "finding"
 
-    def compare(pass_name: str, kw: dict[str, Any], ref: _Run, got: _Run) -> None:
-        if ref.error is not None:  # the plain serial run fails (a schedule rule)
-            add(pass_name, classify(ref.error), explain(ref.error, native))
-            return
-        if "hidden-state" in report.rules() and pass_name != "replay":
-            if passes[pass_name].status == "ok":
-                passes[pass_name].status = "compared: not reproducible (replay)"
-            return
-        diff = first_difference(ref, got, native, sizes.entity_size, names)
-        if diff is None:
-            return
-        rule = {"isolation": "layout", "replay": "hidden-state",
-                "order": "order"}.get(pass_name, "determinism")
-        what = {"isolation": "checking mode vs plain serial run",
-                "replay": "second serial run vs the first",
-                "order": f"shuffled visiting order (threads={kw['threads']}) vs serial",
-                "matrix": f"{kw['executor']} threads={kw['threads']} batch={kw['batch']} "
-                          f"seed={kw['seed']} vs serial"}[pass_name]
-        add(pass_name, rule, f"model '{native.name}': {what}: first difference at {diff}")
+    def skip_rest(self, why: str) -> None:
+        """Passes that have not run yet will not."""
+        for q in self.passes.values():
+            if q.status == "ok" and q.runs == 0:
+                q.status = f"skipped: {why}"
 
-    isolated: list[tuple[dict[str, Any], _Run]] = []
-    bar = _progress(len(plan), progress, m.name)
-    try:
-        for pass_name, kw in plan:
-            bar.set_postfix_str(pass_name)
-            p = passes[pass_name]
-            if p.status == "finding" or p.status.startswith("skipped"):
-                bar.update(1)
+    # -- talking to the child -----------------------------------------------------
+
+    def request(self, msg: dict[str, Any], budget: float) -> dict[str, Any] | _Stop:
+        self.requests += 1
+        msg["id"] = self.requests
+        return self.worker.call(msg, budget)
+
+    def run_budget(self, kw: Mapping[str, Any]) -> float:
+        return run_budget(kw, self.num_entities, self.budget)
+
+    # -- the check ------------------------------------------------------------------
+
+    def run(self, *, steps: int, seeds: tuple[int, ...], threads: tuple[int, ...],
+            batches: tuple[int, ...]) -> CheckReport:
+        report, native = self.report, self.native
+        desc = self.request({"op": "describe"}, max(STARTUP_BUDGET, self.budget or 0.0))
+        if isinstance(desc, _Stop):
+            self.passes = {p.name: PassResult(p.name) for p in PASSES}
+            report.passes = list(self.passes.values())
+            kind = "crashed" if desc.kind == "crash" else "hung"
+            self.add("describe", desc.kind, self.stop_message(desc, "describe", None, False))
+            self.skip_rest(f"the model {kind} in describe")
+            return report
+        if not desc["ok"]:
+            _raise_packed(desc["exc"], native.name)
+        sizes = desc["sizes"]
+        self.num_entities = max(sizes.num_entities, sizes.num_agents)
+        report.config = desc["config"]
+        plan = Plan(seeds=seeds, threads=threads, batches=batches, steps=steps,
+                    lookahead=sizes.lookahead)
+        self.passes = {p.name: PassResult(p.name) for p in PASSES}
+        report.passes = list(self.passes.values())
+        todo: list[tuple[Pass, dict[str, Any]]] = []
+        for p in PASSES:
+            why = p.skip(plan)
+            if why:
+                self.passes[p.name].status = why
                 continue
-            got = run_model(native, cfg, steps=steps, action_seed=kw["seed"], **kw)
-            p.runs += 1
-            p.steps += steps * kw["batch"]
-            if got.error is not None:  # this pass's own run names the breach best
-                add(pass_name, classify(got.error), explain(got.error, native))
-                if "dereferenced a NULL pointer" in str(got.error):
-                    for q in passes.values():
-                        if q.status == "ok":
-                            q.status = "skipped: a plain run would crash (NULL pointer)"
-            elif pass_name == "isolation":
-                isolated.append((kw, got))  # compared after replay
-            else:
-                compare(pass_name, kw, reference(kw["batch"], kw["seed"]), got)
-                if pass_name == "replay":
-                    for ikw, igot in isolated:
-                        compare("isolation", ikw, reference(ikw["batch"], ikw["seed"]), igot)
-            bar.update(1)
-            if log:
-                log(f"{pass_name}: {kw}")
-    finally:
-        bar.close()
-    return report
+            todo += [(p, _complete(kw, plan)) for kw in p.runs(plan)]
+        deferred: list[tuple[Pass, dict[str, Any], int]] = []
+        bar = _progress(len(todo), self.progress, self.m.name)
+        try:
+            for p, kw in todo:
+                bar.set_postfix_str(p.name)
+                res = self.passes[p.name]
+                if res.status == "finding" or res.status.startswith("skipped"):
+                    bar.update(1)
+                    continue
+                stopped = self.one_run(p, kw, deferred)
+                bar.update(1)
+                if self.log:
+                    self.log(f"{p.name}: {kw}")
+                if stopped:
+                    kind = "crashed" if stopped == "crash" else "hung"
+                    for dp, _, _ in deferred:
+                        if self.passes[dp.name].status == "ok":
+                            self.passes[dp.name].status = f"not compared: the model {kind}"
+                    break
+        finally:
+            bar.close()
+        return report
+
+    def one_run(self, p: Pass, kw: dict[str, Any],
+                deferred: list[tuple[Pass, dict[str, Any], int]]) -> str | None:
+        """Run one of a pass's runs and judge it; "crash" or "hang" when the
+        model crashed or hung (the check ends there), else None."""
+        res = self.passes[p.name]
+        keep = p.rule is not None and p.compare_after is not None
+        ref = _reference_of(kw) if p.rule is not None and not keep else None
+        budget = self.run_budget(kw)
+        if ref is not None and _ref_key(ref) not in self.refs:
+            budget += self.run_budget(ref)
+        reply = self.request({"op": "run", "driver": p.driver, "kw": kw, "ref": ref,
+                              "keep": keep}, budget)
+        res.runs += 1
+        res.steps += kw["steps"] * kw["batch"]
+        if isinstance(reply, _Stop):
+            self.stopped(p, kw, reply)
+            return reply.kind
+        if not reply["ok"]:
+            _raise_packed(reply["exc"], self.native.name)
+        if ref is not None and reply["error"] is None:
+            self.refs.add(_ref_key(ref))
+        if reply["error"] is not None:  # this pass's own run names the breach best
+            err = reply["error"]
+            self.add(p.name, err["rule"], err["message"])
+            if "dereferenced a NULL pointer" in err["message"]:
+                self.skip_rest("a plain run would crash (NULL pointer)")
+            return None
+        if keep:
+            deferred.append((p, kw, reply["id"]))
+        elif ref is not None:
+            self.judge(p, kw, reply)
+        for d in [d for d in deferred if d[0].compare_after == p.name]:
+            deferred.remove(d)
+            dp, dkw, rid = d
+            dref = _reference_of(dkw)
+            budget = 0.0 if _ref_key(dref) in self.refs else self.run_budget(dref)
+            reply = self.request({"op": "compare", "run": rid, "ref": dref},
+                                 budget + BUDGET_BASE)
+            if isinstance(reply, _Stop):
+                self.stopped(dp, dkw, reply)
+                return reply.kind
+            if not reply["ok"]:
+                _raise_packed(reply["exc"], self.native.name)
+            self.refs.add(_ref_key(dref))
+            self.judge(dp, dkw, reply)
+        return None
+
+    def judge(self, p: Pass, kw: dict[str, Any], reply: dict[str, Any]) -> None:
+        """A run compared with its serial reference."""
+        res = self.passes[p.name]
+        if reply["ref_error"] is not None:  # the plain serial run fails (a schedule rule)
+            self.add(p.name, reply["ref_error"]["rule"], reply["ref_error"]["message"])
+            return
+        if "hidden-state" in self.report.rules() and p.name != "replay":
+            if res.status == "ok":
+                res.status = "compared: not reproducible (replay)"
+            return
+        if reply["diff"] is not None and p.rule is not None:
+            self.add(p.name, p.rule, f"model '{self.native.name}': {p.what(kw)}: first "
+                                     f"difference at {reply['diff']}")
+
+    # -- crashes and hangs ------------------------------------------------------------
+
+    def stopped(self, p: Pass, kw: dict[str, Any], stop: _Stop) -> None:
+        """The child died or ran past its budget during one of p's runs."""
+        rec = stop.record
+        checked = bool(kw.get("check", 0) & 1) and rec.get("phase") == 1
+        message = self.stop_message(stop, p.name, kw, checked)
+        breach = None
+        if not checked and rec.get("phase") in (1, 2) and rec.get("stage") != CREATE:
+            text, breach = self.locate(kw, rec, stop.kind, stop.detail)
+            message += text
+        self.add(p.name, stop.kind, message)
+        if breach is not None:  # what the checking mode found on the way there
+            self.add(p.name, breach["rule"], breach["message"])
+        self.skip_rest(f"the model {'crashed' if stop.kind == 'crash' else 'hung'} "
+                       f"({p.name})")
+
+    def locate(self, kw: dict[str, Any], rec: dict[str, Any], kind: str, detail: str
+               ) -> tuple[str, dict[str, Any] | None]:
+        """Rerun a plain run's steps up to where it stopped on the serial
+        executor in checking mode, whose record names the handler: what it
+        says, and the breach it stopped at first (if any)."""
+        again = dict(kw, executor="serial", threads=1, check=1, shuffle_seed=0,
+                     steps=max(1, int(rec.get("step", 0))))
+        reply = self.request({"op": "run", "driver": run_model, "kw": again, "ref": None,
+                              "keep": False}, self.run_budget(again))
+        if isinstance(reply, _Stop):
+            where = self.handler_text(reply.record, reply.record.get("phase") == 1)
+            what = ("did not finish either" if reply.kind == "hang" else
+                    "died the same way" if reply.detail == detail else reply.detail)
+            return (f"; a serial rerun in checking mode {what}" +
+                    (f", in {where}" if where else ""), None)
+        if not reply["ok"]:
+            return "", None
+        if reply["error"] is not None:
+            return (f"; a serial rerun in checking mode stopped before, at a "
+                    f"[{reply['error']['rule']}] breach", reply["error"])
+        verb = "crash" if kind == "crash" else "hang"
+        return (f"; a serial rerun in checking mode of those steps did not {verb}"
+                + (f" (it depends on the {kw['executor']} executor or the threads)"
+                   if kw["executor"] != "serial" else ""), None)
+
+    def handler_text(self, rec: dict[str, Any], checked: bool) -> str | None:
+        """The checked handler call in a record, in words (None: unknown)."""
+        if not checked or not rec.get("calls"):
+            return None
+        hook, inst, ent = rec["hook"], rec["instance"], rec["entity"]
+        t = _fmt_time(rec["now"])
+        name = _HOOKS[hook] if hook < len(_HOOKS) else "?"
+        if name == "handle":
+            ev = self.native.ffi.string(self.native.lib.seer_model_event_name(
+                self.native.table, rec["type"])).decode()
+            return (f"handle for entity {ent} of instance {inst} (event type {rec['type']}, "
+                    f"{ev}, at t={t})")
+        if name in ("boundary", "global_state"):
+            return f"{name} of instance {inst} (t={t})"
+        who = "agent" if name in ("observe", "act") else "entity"
+        return f"{name} for {who} {ent} of instance {inst} (t={t})"
+
+    def stop_message(self, stop: _Stop, pass_name: str, kw: dict[str, Any] | None,
+                     checked: bool) -> str:
+        rec = stop.record
+        model = f"model '{self.native.name}': "
+        if kw is None or rec.get("phase") not in (1, 2):
+            doing = "loading the model and calling describe"
+            if stop.kind == "crash":
+                return f"{model}the process running the model {stop.detail} while {doing}"
+            return (f"{model}{doing} did not finish within {_fmt_s(stop.budget)} s; the process "
+                    "running the model was stopped")
+        run = _run_text(pass_name, kw, reference=rec["phase"] == 2)
+        k, stage = int(rec["step"]), rec["stage"]
+        where = {CREATE: "while creating its runtime",
+                 RESET: "in the reset at the start" if k == 0 else f"in the reset after step {k}",
+                 STEP: f"in step {k}",
+                 OUTPUTS: "reading the outputs at the start" if k == 0
+                 else f"reading the outputs of step {k}"}.get(stage, "")
+        handler = self.handler_text(rec, checked)
+        if stop.kind == "crash":
+            msg = f"{model}the process running the model {stop.detail}"
+            if handler and rec["running"]:
+                return msg + f" in {handler}, {where} of {run}"
+            msg += f" {where} of {run}"
+            if handler:
+                msg += f" (the last handler called, {handler}, had returned)"
+            return msg
+        budget = f"{_fmt_s(stop.budget)} s"
+        if handler and rec["running"] and not rec.get("advancing"):
+            return (f"{model}{handler} did not return within the run's time budget of {budget} "
+                    f"({where} of {run}); the process running it was stopped")
+        msg = f"{model}{run} did not finish within its time budget of {budget}: it was {where}"
+        if handler and rec.get("advancing"):
+            msg += (f", still calling handlers ({rec['calls']} calls, the last {handler}), as "
+                    "when events are scheduled at one simulated time without end")
+        elif handler:
+            msg += f" (the last handler called, {handler}, had returned)"
+        elif rec.get("advancing"):
+            msg += ", still advancing: the model may only be slow"
+        return msg + "; the process running it was stopped"
+
+
+_HOOKS = ("init", "act", "handle", "boundary", "observe", "publish", "global_state")
+
+
+def _fmt_time(v: float) -> str:
+    """A simulated time as the runtime writes it (seer_fmt_double)."""
+    if not math.isfinite(v):
+        return repr(v)
+    if v == int(v) and abs(v) < 1e15:
+        return f"{v:.0f}"
+    for prec in range(6, 18):
+        s = f"{v:.{prec}g}"
+        if float(s) == v:
+            return s
+    return repr(v)
+
+
+def _fmt_s(v: float) -> str:
+    return f"{v:g}"
+
+
+def _raise_packed(exc: dict[str, Any], model_name: str) -> None:
+    """Raise, in the checker, an exception the child process packed."""
+    cls = getattr(errors, exc["type"], None)
+    if isinstance(cls, type) and issubclass(cls, SeerError):
+        msg = exc["message"]
+        if not re.search(rf"(?<![\w]){re.escape(model_name)}(?![\w])", msg):
+            msg = f"model '{model_name}': {msg}"
+        raise cls(msg)
+    raise RuntimeError(f"the contract checker's child process failed:\n{exc['traceback']}")
 
 
 def _progress(total: int, enabled: bool | None, name: str) -> Any:
@@ -473,4 +872,349 @@ class _NoBar:  # pragma: no cover
         pass
 
 
-__all__ = ["check", "CheckReport", "Finding", "PassResult", "FIXES", "classify", "run_model"]
+# -- the child process ------------------------------------------------------------------
+#
+# The checker (parent) and its child talk over a socket pair: length-prefixed
+# pickles, one request, one reply.  The progress record is a small file both
+# map: the child's Python notes which request, run, step and stage it is in
+# (_PY), the runtime's checking mode which handler call it makes (_C_REC at
+# _C_OFFSET: struct progress_rec of runtime/check.c, which maps the file named
+# by SEER_CHECK_PROGRESS).  The checker reads it once the child has died or
+# has been killed for running past its budget.
+
+_PY = struct.Struct("<QqII")  # request id, step, phase (1 run, 2 reference), stage
+_C_REC = struct.Struct("<QQd6I")  # calls, step, now, hook, running, instance, entity, type, -
+_C_FIELDS = ("calls", "instance_step", "now", "hook", "running", "instance", "entity", "type")
+_C_OFFSET = 64
+_REC_SIZE = 4096
+_LEN = struct.Struct("<Q")
+_RESAMPLE = 0.25  # seconds between two looks at a run past its budget
+
+
+def _send(sock: socket.socket, obj: Any) -> None:
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    sock.sendall(_LEN.pack(len(data)) + data)
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytes:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = sock.recv(min(n - len(buf), 1 << 20))
+        if not chunk:
+            raise EOFError("the other process closed the connection")
+        buf += chunk
+    return bytes(buf)
+
+
+def _recv(sock: socket.socket) -> Any:
+    n, = _LEN.unpack(_recv_exact(sock, _LEN.size))
+    return pickle.loads(_recv_exact(sock, n))
+
+
+class _Record:
+    """The progress record: a mapped file."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        with open(path, "r+b") as f:
+            self.mm = mmap.mmap(f.fileno(), _REC_SIZE)
+
+    @classmethod
+    def create(cls) -> _Record:
+        shm = "/dev/shm"
+        fd, path = tempfile.mkstemp(prefix="seer-check-", suffix=".rec",
+                                    dir=shm if os.path.isdir(shm) and os.access(shm, os.W_OK)
+                                    else None)
+        try:
+            os.ftruncate(fd, _REC_SIZE)
+        finally:
+            os.close(fd)
+        return cls(path)
+
+    def note(self, req: int, step: int, phase: int, stage: int) -> None:
+        _PY.pack_into(self.mm, 0, req, step, phase, stage)
+
+    def clear(self, c_part_only: bool = False) -> None:
+        if c_part_only:
+            self.mm[_C_OFFSET:_C_OFFSET + _C_REC.size] = bytes(_C_REC.size)
+        else:
+            self.mm[:] = bytes(_REC_SIZE)
+
+    def read(self) -> dict[str, Any]:
+        req, step, phase, stage = _PY.unpack_from(self.mm, 0)
+        c = dict(zip(_C_FIELDS, _C_REC.unpack_from(self.mm, _C_OFFSET), strict=False))
+        return dict(request=req, step=step, phase=phase, stage=stage, **c)
+
+    def close(self, unlink: bool) -> None:
+        self.mm.close()
+        if unlink:
+            with contextlib.suppress(OSError):
+                os.unlink(self.path)
+
+
+@dataclass
+class _Stop:
+    """The child died ("crash") or was killed past its budget ("hang")."""
+
+    kind: str
+    detail: str  # "died of SIGSEGV (...)", "exited with status 3", "" for a hang
+    record: dict[str, Any]
+    budget: float
+
+
+def _death(code: int) -> str:
+    if code < 0:
+        try:
+            sig = signal.Signals(-code)
+        except ValueError:
+            return f"died of signal {-code}"
+        what = signal.strsignal(sig) or sig.name
+        if sig == signal.SIGABRT:
+            what += ": abort() or a failed assert()"
+        return f"died of {sig.name} ({what})"
+    return f"exited with status {code} (exit() called?)"
+
+
+class _Worker:
+    """The checker's child process: started on first use, again after it
+    died or was killed; stopped (killed if need be) by :meth:`close`."""
+
+    def __init__(self, folder: str, config: dict[str, Any], native: NativeModel) -> None:
+        self.folder, self.config, self.native = folder, config, native
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.sock: socket.socket | None = None
+        self.rec = _Record.create()
+
+    def __enter__(self) -> _Worker:
+        return self
+
+    def __exit__(self, kind: Any, *exc: Any) -> None:
+        if kind is not None:  # an error, Ctrl-C: no goodbyes
+            self.kill()
+        self.close()
+
+    def _start(self) -> None:
+        self.rec.clear()
+        ours, theirs = socket.socketpair()
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, str(Path(__file__).with_name("_check_child.py")),
+                 str(theirs.fileno())],
+                pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
+                env=dict(os.environ, SEER_CHECK_PROGRESS=self.rec.path),
+                start_new_session=True)  # Ctrl-C reaches the checker, which kills it
+        finally:
+            theirs.close()
+        self.sock = ours
+        _send(ours, {"sys_path": list(sys.path), "folder": self.folder, "config": self.config,
+                     "record": self.rec.path, "parent": os.getpid()})
+
+    def call(self, msg: dict[str, Any], budget: float) -> dict[str, Any] | _Stop:
+        """Send a request and wait for its reply at most ``budget`` seconds
+        (plus the child's start when there is none)."""
+        startup = 0.0
+        if self.proc is None:
+            self._start()
+            startup = STARTUP_BUDGET
+        assert self.proc is not None and self.sock is not None
+        try:
+            _send(self.sock, msg)
+        except OSError:
+            return self._died(budget)
+        deadline = time.monotonic() + budget + startup
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                before = self.rec.read()
+                time.sleep(_RESAMPLE)  # do handler calls still start and return?
+                rec = self.rec.read()
+                self.kill()
+                rec["advancing"] = (rec["calls"], rec["step"]) != (before["calls"],
+                                                                   before["step"])
+                return _Stop("hang", "", rec, budget)
+            ready, _, _ = select.select([self.sock], [], [], min(left, 1.0))
+            if ready:
+                try:
+                    reply = _recv(self.sock)
+                except (EOFError, OSError):
+                    return self._died(budget)
+                if reply.get("ready"):  # the child started: the request's budget starts now
+                    deadline = time.monotonic() + budget
+                    continue
+                return reply
+            if self.proc.poll() is not None:
+                return self._died(budget)
+
+    def _died(self, budget: float) -> _Stop:
+        assert self.proc is not None
+        try:
+            code = self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            code = self.proc.wait()
+        rec = self.rec.read()
+        self._forget()
+        return _Stop("crash", _death(code), rec, budget)
+
+    def kill(self) -> None:
+        if self.proc is not None:
+            with contextlib.suppress(OSError):
+                self.proc.kill()
+            self.proc.wait()
+        self._forget()
+
+    def _forget(self) -> None:
+        if self.sock is not None:
+            self.sock.close()
+        self.proc = self.sock = None
+
+    def close(self) -> None:
+        try:
+            if self.proc is not None and self.sock is not None:
+                with contextlib.suppress(OSError):
+                    _send(self.sock, {"op": "stop"})
+                try:
+                    self.proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    pass
+        finally:
+            self.kill()  # also on KeyboardInterrupt during the wait above
+            self.rec.close(unlink=True)
+
+
+class _Child:
+    """What the child process does for the checker."""
+
+    def __init__(self, native: NativeModel, config: dict[str, Any], rec: _Record) -> None:
+        self.native, self.config, self.rec = native, config, rec
+        self.refs: dict[tuple[Any, ...], _Run] = {}
+        self.kept: dict[int, _Run] = {}
+        self.entity_size = 0
+        self.names: list[str] = []
+
+    def handle(self, msg: dict[str, Any]) -> dict[str, Any]:
+        op = msg["op"]
+        self.req = int(msg["id"])
+        self.rec.note(self.req, 0, 0, 0)
+        if op == "describe":
+            native = self.native
+            buf, sizes = native.describe(self.config)
+            self.entity_size = sizes.entity_size
+            self.names = native.agent_names(buf, sizes.num_agents)
+            return {"ok": True, "sizes": sizes, "config": native.read_config(buf)}
+        if op == "run":
+            got = self._run(msg["driver"], msg["kw"], 1)
+            out: dict[str, Any] = {"ok": True, "id": self.req, "error": self._error(got.error),
+                                   "steps": len(got.steps) - 1}
+            if msg["keep"] and got.error is None:
+                self.kept[self.req] = got
+            if msg["ref"] is not None and got.error is None:
+                out.update(self._compare(got, msg["ref"]))
+            return out
+        if op == "compare":
+            return {"ok": True, **self._compare(self.kept.pop(msg["run"]), msg["ref"])}
+        raise ValueError(f"unknown request {op!r}")
+
+    def _run(self, driver: Callable[..., _Run], kw: dict[str, Any], phase: int) -> _Run:
+        req, rec = self.req, self.rec
+        rec.clear(c_part_only=True)
+
+        def note(k: int, stage: int) -> None:
+            rec.note(req, k, phase, stage)
+
+        return driver(self.native, self.config, progress=note, **kw)
+
+    def _compare(self, got: _Run, ref_kw: dict[str, Any]) -> dict[str, Any]:
+        key = _ref_key(ref_kw)
+        if key not in self.refs:
+            self.refs[key] = self._run(run_model, ref_kw, 2)
+        ref = self.refs[key]
+        if ref.error is not None:
+            return {"ref_error": self._error(ref.error), "diff": None}
+        return {"ref_error": None,
+                "diff": first_difference(ref, got, self.native, self.entity_size, self.names)}
+
+    def _error(self, exc: BaseException | None) -> dict[str, Any] | None:
+        if exc is None:
+            return None
+        return {"type": type(exc).__name__, "rule": classify(exc),
+                "message": explain(exc, self.native)}
+
+
+def _pack_exc(exc: BaseException) -> dict[str, Any]:
+    return {"type": type(exc).__name__, "message": str(exc),
+            "traceback": "".join(traceback.format_exception(exc))}
+
+
+def _watch_parent(parent: int) -> None:
+    """End this process when the checker is gone (killed without a chance to
+    stop it): at once on Linux, else within a second."""
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:
+        os._exit(1)
+
+    def watch() -> None:
+        while True:
+            time.sleep(1.0)
+            if os.getppid() != parent:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="seer-check-watch", daemon=True).start()
+
+
+def _exit_now() -> None:
+    """Leave at once (the interpreter's teardown of a loaded model takes a
+    while), with what the model printed flushed."""
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+        sys.stderr.flush()
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL(None).fflush(None)
+    os._exit(0)
+
+
+def _child_main(fd: int) -> None:
+    """The child process (``python -m seer_env._check_child FD``)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the checker handles Ctrl-C
+    sock = socket.socket(fileno=fd)
+    setup = _recv(sock)
+    _watch_parent(setup["parent"])
+    for p in setup["sys_path"]:
+        if p not in sys.path:
+            sys.path.append(p)
+    try:
+        first = _recv(sock)
+    except EOFError:
+        return
+    try:
+        from . import sdk
+
+        native = sdk.load(setup["folder"], build=False).native
+        rec = _Record(setup["record"])
+        child = _Child(native, setup["config"], rec)
+    except BaseException as exc:  # noqa: BLE001 - reported to the checker
+        _send(sock, {"ok": False, "exc": _pack_exc(exc)})
+        return
+    _send(sock, {"ready": True})
+    msg = first
+    while True:
+        if msg["op"] == "stop":
+            _exit_now()
+        try:
+            reply = child.handle(msg)
+        except BaseException as exc:  # noqa: BLE001 - reported to the checker
+            reply = {"ok": False, "exc": _pack_exc(exc)}
+        _send(sock, reply)
+        try:
+            msg = _recv(sock)
+        except EOFError:
+            return
+
+
+__all__ = ["check", "CheckReport", "Finding", "PassResult", "Pass", "PASSES", "Plan", "FIXES",
+           "classify", "run_model", "run_budget"]

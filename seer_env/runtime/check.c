@@ -30,6 +30,14 @@
  *
  * SEER_CHECK_SHUFFLE (parallel executor) is implemented in parallel.c.
  *
+ * Progress: before and after every checked call the host notes what it
+ * runs (handler, instance, entity, event type, time) in a progress record,
+ * if the environment names one: SEER_CHECK_PROGRESS=PATH, a file of at
+ * least 4 KiB mapped shared, the record at byte 64 (struct progress_rec;
+ * seer_env/check.py reads the same layout).  `seer-env check` sets it in
+ * the process running the model, so a handler that kills that process (a
+ * wild pointer, abort(), exit()) or never returns is named all the same.
+ *
  * Threads: the host calls setup/teardown (runtime.c) and begin/end around
  * each call; seer_check_run wraps every handler call on the thread making
  * it, which is the host too (isolation runs on the serial executor).  The
@@ -44,6 +52,7 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <link.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -67,6 +76,43 @@ size_t seer_page_size(void)
 {
     long p = sysconf(_SC_PAGESIZE);
     return p > 0 ? (size_t)p : 4096u;
+}
+
+/* The progress record.  Keep in step with _C_REC in seer_env/check.py. */
+typedef struct progress_rec {
+    uint64_t calls;    /* checked handler calls started                      */
+    uint64_t step;     /* the step index of the call's instance              */
+    double now;        /* the call's simulated time                          */
+    uint32_t hook;     /* enum seer_hook                                     */
+    uint32_t running;  /* 1 from the call's start until it returned          */
+    uint32_t instance;
+    uint32_t entity;   /* the entity (the agent of observe and act)          */
+    uint32_t type;     /* handle: the event type (else UINT32_MAX)           */
+    uint32_t pad_;
+} progress_rec;
+
+#define PROGRESS_OFFSET 64
+#define PROGRESS_BYTES 4096
+
+/* Where checked calls note their progress (NULL: nowhere).  Written once,
+ * under g_progress_once, when the process creates its first checked
+ * runtime; read by the host around checked calls, which it makes after
+ * creating their runtime. */
+static progress_rec *g_progress;
+static pthread_once_t g_progress_once = PTHREAD_ONCE_INIT;
+
+static void progress_map(void)
+{
+    const char *path = getenv("SEER_CHECK_PROGRESS");
+    if (!path || !*path)
+        return;
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    void *p = mmap(NULL, PROGRESS_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (p != MAP_FAILED)
+        g_progress = (progress_rec *)(void *)((unsigned char *)p + PROGRESS_OFFSET);
 }
 
 /* ---- the model's static data ------------------------------------------- */
@@ -230,10 +276,29 @@ void seer_check_end_call(seer_runtime *rt)
 
 /* ---- setting up a checked runtime ------------------------------------------ */
 
+/* A checked handler that calls exit(): the process ends as asked, and the
+ * progress record still names the handler.  Without this, the teardown that
+ * follows (the module's destructors write its static data) would fault in
+ * protected memory and be reported as the handler's breach. */
+static void exit_in_handler(void)
+{
+    seer_check_frame *f = seer_check_current;
+    if (f && f->armed) {
+        f->armed = 0;
+        seer_check_disarm(f->rt);
+    }
+}
+
+static pthread_once_t g_exit_once = PTHREAD_ONCE_INIT;
+
+static void exit_register(void) { (void)atexit(exit_in_handler); }
+
 int seer_check_setup(seer_runtime *rt)
 {
     if (!(rt->check & SEER_CHECK_ISOLATE))
         return SEER_OK;
+    (void)pthread_once(&g_exit_once, exit_register);
+    (void)pthread_once(&g_progress_once, progress_map);
     struct phdr_query q = {.addr = (uintptr_t)rt->model, .page = seer_page_size()};
     dl_iterate_phdr(phdr_cb, &q);
     rt->check_static_lo = q.lo;
@@ -372,35 +437,69 @@ static void doing(const seer_ctx *c, int hook, char *buf, size_t n)
                  c->self, c->inst_idx, seer_fmt_double(t, c->now));
 }
 
+/* Byte `off` of an entity state, in words: its state field, if declared. */
+static void field_text(const seer_model *m, size_t off, char *buf, size_t n)
+{
+    for (uint32_t i = 0; i < m->num_state_fields; i++) {
+        const seer_field *fl = &m->state_fields[i];
+        if (off >= fl->offset && off < (size_t)fl->offset + (size_t)fl->size * fl->count) {
+            snprintf(buf, n, "field '%s', byte %zu", fl->name, off);
+            return;
+        }
+    }
+    snprintf(buf, n, "byte %zu", off);
+}
+
 /* What a handler did to an entity state it must not touch. */
 static void state_fault_text(const seer_ctx *c, int hook, const seer_check_frame *f,
                              const char *verb, char *what, size_t n)
 {
     const seer_runtime *rt = c->rt;
+    const size_t size = rt->sz.entity_size ? rt->sz.entity_size : 1;
     /* states sit at the end of their pages: an address before entity k's
      * state is past the end of entity k-1's */
     const size_t rel = f->addr - (uintptr_t)c->inst->states;
     const uint32_t k = (uint32_t)(rel / rt->entity_stride);
     const size_t off = rel % rt->entity_stride;
-    char where[96];
-    if (off >= rt->entity_pad)
-        snprintf(where, sizeof where, "the live state of entity %u (byte %zu)", k,
-                 off - rt->entity_pad);
-    else
-        snprintf(where, sizeof where,
-                 "memory %zu bytes past the end of entity %u's state (in entity %u's "
-                 "pages)",
-                 off + rt->entity_stride - rt->entity_pad - rt->sz.entity_size, k - 1, k);
-    if (hook == SEER_HOOK_INIT || hook == SEER_HOOK_ACT || hook == SEER_HOOK_HANDLE)
+    const int own = hook == SEER_HOOK_INIT || hook == SEER_HOOK_ACT || hook == SEER_HOOK_HANDLE;
+    char where[128], fld[80];
+    if (off >= rt->entity_pad) {
+        field_text(rt->model, off - rt->entity_pad, fld, sizeof fld);
+        snprintf(where, sizeof where, "the live state of entity %u (%s)", k, fld);
+    } else if (k == 0) {
+        snprintf(where, sizeof where, "memory %zu bytes before entity 0's state",
+                 rt->entity_pad - off);
+    } else {
+        snprintf(where, sizeof where, "memory %zu bytes past the end of entity %u's state",
+                 off + rt->entity_stride - rt->entity_pad - size, k - 1);
+    }
+    /* The entity the code meant: pointer arithmetic on a state (the
+     * handler's own, else the one the address follows) as if the states
+     * were one array, which they are not, in this layout or any other. */
+    const uint32_t base = own ? c->self : (off >= rt->entity_pad || k == 0 ? k : k - 1);
+    const intptr_t delta = (intptr_t)(f->addr - ((uintptr_t)c->inst->states +
+                                                 (size_t)base * rt->entity_stride +
+                                                 rt->entity_pad));
+    const intptr_t q = delta >= 0 ? delta / (intptr_t)size
+                                  : -((-delta + (intptr_t)size - 1) / (intptr_t)size);
+    const intptr_t j = (intptr_t)base + q;
+    char meant[160] = "";
+    if (j >= 0 && j < (intptr_t)rt->sz.num_entities && (off < rt->entity_pad || j != k)) {
+        field_text(rt->model, (size_t)(delta - q * (intptr_t)size), fld, sizeof fld);
+        snprintf(meant, sizeof meant,
+                 ", where entity %ld's state (%s) would be if entity states were one array",
+                 (long)j, fld);
+    }
+    if (own)
         snprintf(what, n,
-                 "%s %s: a handler may touch only its own entity's state; read another "
+                 "%s %s%s: a handler may touch only its own entity's state; read another "
                  "entity's published snapshot (seer_snapshot) or send it an event instead",
-                 verb, where);
+                 verb, where, meant);
     else
         snprintf(what, n,
-                 "wrote %s: at the boundary entity states are read-only (change them in "
+                 "wrote %s%s: at the boundary entity states are read-only (change them in "
                  "act or handle)",
-                 where);
+                 where, meant);
 }
 
 /* What a handler did to the model's static data, located in its module. */
@@ -426,7 +525,7 @@ static void static_fault_text(const seer_check_frame *f, char *what, size_t n)
 static void report_fault(seer_ctx *c, int hook, const seer_check_frame *f)
 {
     seer_runtime *rt = c->rt;
-    char who[256], what[384];
+    char who[256], what[512];
     doing(c, hook, who, sizeof who);
     const char *verb = f->write == 1 ? "wrote" : f->write == 0 ? "read" : "touched";
     switch (f->region) {
@@ -477,6 +576,21 @@ int seer_check_run(seer_ctx *c, int hook, const seer_hook_args *a)
     memset(&f, 0, sizeof f);
     f.rt = rt;
     f.inst = in;
+    /* Plain stores into the shared record: the other process reads it only
+     * once this one has stopped (dead, or killed for exceeding its time
+     * budget), and the handler call below is opaque to the compiler, which
+     * must complete them before it. */
+    progress_rec *const p = g_progress;
+    if (p) {
+        p->hook = (uint32_t)hook;
+        p->instance = c->inst_idx;
+        p->entity = e;
+        p->type = hook == SEER_HOOK_HANDLE ? c->cur_type : UINT32_MAX;
+        p->now = c->now;
+        p->step = in->step;
+        p->calls++;
+        p->running = 1;
+    }
     arm(rt, in, hook, e);
     if (sigsetjmp(f.jb, 1) == 0) {
         f.armed = 1;
@@ -493,6 +607,8 @@ int seer_check_run(seer_ctx *c, int hook, const seer_hook_args *a)
     }
     seer_check_current = NULL;
     f.armed = 0;
+    if (p)
+        p->running = 0;
     if (f.region) {
         report_fault(c, hook, &f);
         return SEER_E_ISOLATION;

@@ -1,0 +1,5 @@
+"""misnamed: a broken test model (see misnamed.c)."""
+
+from seer_env.sdk import declare
+
+MODEL = declare(__name__, warnings_as_errors=True)
