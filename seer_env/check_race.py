@@ -18,15 +18,22 @@ runs the order pass's kind of run in a child process with the compiler's
 ``libtsan`` preloaded (the module leaves the ``__tsan_*`` symbols to the
 preloaded runtime; ``halt_on_error=0``, reports to a log file): the parallel
 executor with one partition per entity, a fresh random visiting order in
-every phase, on two threads (oversubscribed if need be), two instances,
-random actions.  Entities of different partitions handle their events in
-one window concurrently, so any memory two entities' handlers write (or one
-writes and another reads) without the runtime's synchronization between
-them is a data race for TSan, whatever the values; memory that is only read
-after ``describe`` (tables) is not, nor is anything the runtime orders
-(windows, phases).  Each report whose accesses run model code becomes a
-finding naming the hooks and functions (file:line) of both accesses and the
-block with the function that allocated it.  Lookahead-0 models have no
+every phase, on two threads (oversubscribed if need be), random actions.
+Entities of different partitions handle their events in one window
+concurrently, so any memory two entities' handlers write (or one writes and
+another reads) without the runtime's synchronization between them is a data
+race for TSan, whatever the values and whatever the timing; memory that is
+only read after ``describe`` (tables) is not, nor is anything the runtime
+orders (windows, phases).  TSan can only see it when both threads handle
+events in one phase, and a worker that wakes up late finds the phase done
+(no fixed team): so the run takes enough instances for phases of at least
+256 entities (with 6 entities, 2 instances caught a shared buffer in 5 runs
+of 6, 32 instances in 10 of 10), counts the events the other thread handled
+(trace records) and, when it handled none, runs again with 4 times the
+instances (twice at most, then says it could not check).  Each report whose
+accesses run model code becomes a finding naming the hooks and functions
+(file:line) of both accesses and the block with the function that
+allocated it.  Lookahead-0 models have no
 windows: the run uses the optimistic executor (speculation on two threads)
 instead.
 
@@ -37,10 +44,14 @@ which is what TSan does, exactly and with stacks.  The runtime itself is
 TSan-clean (tests/native/run_sanitizers.sh runs its stress tests under
 TSan), cffi's glue and CPython are not instrumented (they never report), and
 only reports with a frame in the model's folder count, so a report is the
-model's.  Cost (2 threads, 40 steps, 2 instances): the TSan build, once per
-content, 3-6 s on the template model (runtime objects reused from the cache
-after the first build); the run about 2.5 s for the template model and
-3-4 s for pcs_v0 16x16, most of it the interpreter's start under TSan.
+model's.  Cost (40 steps, 2 threads, on a 2-CPU host with other work
+running): the TSan build, once per content, about 2-3 s (the runtime's
+objects come from the object cache after the first build with these
+flags); the run 2-3 s for the template model (32 instances of 8 agents)
+and 3-5 s for pcs_v0 16x16 (2 instances of 256), about 1.7 s of it the
+interpreter's start under TSan.  The run is a child process: a crash or a
+hang of the instrumented model cannot take the checker with it, and it is
+killed after ``timeout`` seconds.
 
 Python models (:mod:`seer_env.pymodel`) are skipped: compiled Python cannot
 allocate memory at all.
@@ -75,8 +86,7 @@ FIXES: dict[str, str] = {
 
 #: Entities the run's phases should hold (instances x entities), so that the
 #: second thread wakes up and joins in before the calling thread has done a
-#: phase alone: with 6 entities, 2 instances caught a shared buffer in 5 of 6
-#: runs, 32 instances in 10 of 10.
+#: phase alone (see the module docstring).
 _ITEMS_PER_PHASE = 256
 
 #: Compiler flags of the instrumented build.
@@ -240,7 +250,11 @@ def _run_child(job: dict[str, Any], lib: str, tmp: Path, timeout: float,
     env["LD_PRELOAD"] = lib + (":" + env["LD_PRELOAD"] if env.get("LD_PRELOAD") else "")
     env["TSAN_OPTIONS"] = (f"halt_on_error=0 exitcode=0 report_signal_unsafe=0 "
                            f"detect_deadlocks=0 log_path={tmp / 'tsan'}")
-    cmd = [sys.executable, "-m", "seer_env.check_race", json.dumps(job)]
+    # the package this module belongs to, whatever put it on sys.path here
+    root = str(Path(__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    cmd = [sys.executable, "-c", "import sys; from seer_env.check_race import _main; "
+           "sys.exit(_main(sys.argv[1:]))", json.dumps(job)]
     if no_aslr:
         cmd = ["setarch", os.uname().machine, "-R", *cmd]
     status = ""
