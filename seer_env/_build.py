@@ -22,17 +22,21 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import fcntl
 import hashlib
 import io
 import os
 import re
 import shlex
 import shutil
+import stat
 import subprocess
+import sys
 import sysconfig
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 PKG = Path(__file__).resolve().parent
 INCLUDE = PKG / "include"
@@ -92,6 +96,31 @@ class BuildFailed(Exception):
 
     def __str__(self) -> str:
         return f"{self.args[0]}\n{self.log}" if self.log else str(self.args[0])
+
+
+#: The environment variable naming the build cache (``seer_env._runtime.cache_dir``).
+CACHE_VAR = "SEER_ENV_CACHE"
+
+
+class CacheUnwritable(BuildFailed):
+    """A build could not be written where it belongs (``path``): a read-only
+    cache, a cache path that is a file, no permission, a full disk."""
+
+    def __init__(self, path: Path, error: OSError, cache: Path | None = None,
+                 what: str = "") -> None:
+        self.path = Path(path)
+        self.error = error
+        where = Path(cache) if cache is not None else self.path.parent
+        why = error.strerror or str(error)
+        if error.filename:
+            why += f": {error.filename}"
+        kind = "is a file, not a folder" if where.exists() and not where.is_dir() else \
+            "cannot be written"
+        need = f"; {what} must be built there" if what else ""
+        super().__init__(
+            f"the build cache {where} {kind} ({why}){need}. Set {CACHE_VAR} to a writable "
+            f"folder (e.g. `export {CACHE_VAR}=$HOME/.cache/seer_env`), or build the model "
+            "once where the cache can be written")
 
 
 # -- cdef from the real headers ----------------------------------------------
@@ -254,6 +283,8 @@ def build_module(
     werror: bool = True,
     extra_cflags: Sequence[str] = (),
     object_cache: Path | None = None,
+    refresh_objects: bool = False,
+    stamp: bool = False,
     jobs: int | None = None,
     log: Callable[[str], None] | None = None,
 ) -> str:
@@ -261,9 +292,14 @@ def build_module(
     runtime into the extension ``module`` at ``target``.
 
     ``object_cache`` keeps the runtime's object files between builds (they
-    depend only on the runtime, the flags and the compiler).  Returns the
+    depend only on the runtime, the flags and the compiler); each one is
+    checked against its stamp before use (:func:`read_verified`), and one
+    that does not match is compiled again and replaced.  ``refresh_objects``
+    compiles them all again (and replaces the cached ones).  ``stamp``
+    writes ``target``'s stamp beside it (:func:`publish`).  Returns the
     compiler's warnings (empty when there were none); raises
-    :class:`BuildFailed` with the compiler's output on an error.
+    :class:`BuildFailed` with the compiler's output on an error, and
+    :class:`CacheUnwritable` when ``target`` cannot be written.
     """
     target = Path(target)
     table = find_table(Path(model_dir)) if model_dir is not None else None
@@ -285,9 +321,13 @@ def build_module(
             obj = tmpd / f"rt_{src.stem}.o"
             cached = object_cache / rt_key / obj.name if object_cache else None
             objects.append(obj)
-            if cached is not None and cached.is_file():
-                shutil.copyfile(cached, obj)
-                continue
+            if cached is not None and not refresh_objects:
+                data = read_verified(cached)
+                if data is not None:
+                    obj.write_bytes(data)
+                    continue
+                if log and cached.exists():
+                    log(f"{cached} does not match its stamp: compiling it again")
             jobs_list.append(([*cc, *flags, f"-I{INCLUDE}", "-c", str(src), "-o", str(obj)],
                               obj, cached or obj))
         for src in model_sources(Path(model_dir)) if model_dir is not None else []:
@@ -315,10 +355,11 @@ def build_module(
                 if out:
                     warnings.append(out)
                 if keep != obj:
-                    keep.parent.mkdir(parents=True, exist_ok=True)
-                    part = keep.with_suffix(f".{os.getpid()}.part")
-                    shutil.copyfile(obj, part)
-                    os.replace(part, keep)
+                    try:
+                        publish(obj, keep)
+                    except OSError as exc:  # the object cache only saves time
+                        if log:
+                            log(f"could not keep {keep} in the object cache: {exc}")
             if errors:
                 raise BuildFailed(
                     f"compiling {module} failed", "\n".join(e.log for e in errors),
@@ -329,8 +370,220 @@ def build_module(
         out = _run(link)
         if out:
             warnings.append(out)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        part = target.with_name(target.name + f".{os.getpid()}.part")
-        shutil.copyfile(out_tmp, part)
-        os.replace(part, target)
+        try:
+            publish(out_tmp, target, stamp=stamp)
+        except OSError as exc:
+            raise CacheUnwritable(target, exc) from None
     return "\n".join(warnings)
+
+
+# -- files checked against their stamps ----------------------------------------
+#
+# Every file kept between builds (a model's module in the cache, a runtime
+# object in the object cache) has a stamp beside it, ``<file>.sha256``: the
+# SHA-256 and the size of its bytes.  Both are written by :func:`publish`,
+# each into a temporary file in the same folder that is then renamed over
+# the old one, so a reader sees a whole file, old or new, never a partial
+# one; a file is used only when it matches its stamp.  A file cut short, a
+# zero-length or garbage one, one without a stamp: each is built again
+# instead (a truncated shared object, loaded, would crash the interpreter
+# with SIGBUS).
+
+STAMP_SUFFIX = ".sha256"
+
+
+def stamp_path(path: Path) -> Path:
+    path = Path(path)
+    return path.with_name(path.name + STAMP_SUFFIX)
+
+
+def _stamp_text(data: bytes) -> str:
+    return f"{hashlib.sha256(data).hexdigest()} {len(data)}\n"
+
+
+def _checked(path: Path) -> tuple[bytes | None, str | None]:
+    """``(bytes, None)`` when ``path`` matches its stamp, else ``(None, why not)``."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None, "missing"
+    except OSError as exc:
+        return None, f"unreadable ({exc.strerror or exc})"
+    try:
+        want = stamp_path(path).read_text().split()
+    except (OSError, UnicodeDecodeError):
+        return None, f"no stamp ({stamp_path(path).name}) to check it against"
+    if len(want) != 2 or not want[1].isdigit():
+        return None, f"its stamp {stamp_path(path).name} is malformed"
+    if int(want[1]) != len(data):
+        return None, f"{len(data)} bytes where {want[1]} were written (cut short or replaced)"
+    if hashlib.sha256(data).hexdigest() != want[0]:
+        return None, "its content does not match its stamp (corrupted)"
+    return data, None
+
+
+def read_verified(path: Path) -> bytes | None:
+    """The bytes of ``path`` if it matches its stamp, else None."""
+    return _checked(path)[0]
+
+
+def stamp_problem(path: Path) -> str | None:
+    """None when ``path`` matches its stamp, else why it does not."""
+    return _checked(path)[1]
+
+
+def _write_atomic(dest: Path, data: bytes, mode: int) -> None:
+    fd, part = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())  # whole on disk before it gets the name
+        os.chmod(part, mode)
+        os.replace(part, dest)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(part)
+        raise
+
+
+def publish(src: Path, dest: Path, stamp: bool = True) -> None:
+    """Put a copy of ``src`` at ``dest`` atomically (its mode too) and, with
+    ``stamp``, its stamp beside it, written the same way after it."""
+    src, dest = Path(src), Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    data = src.read_bytes()
+    mode = stat.S_IMODE(os.stat(src).st_mode)
+    _write_atomic(dest, data, mode)
+    if stamp:
+        _write_atomic(stamp_path(dest), _stamp_text(data).encode(), mode & 0o666)
+
+
+# -- the build cache --------------------------------------------------------------
+
+
+def module_stem(model_dir: Path | None) -> str:
+    """The model part of a cached module's name: the folder's name with every
+    character but ASCII letters, digits and ``_`` as ``_`` (an extension's
+    name must be ASCII: its init function is the C symbol ``PyInit_<name>``)."""
+    if model_dir is None:
+        return "core"
+    return re.sub(r"[^A-Za-z0-9_]", "_", Path(model_dir).name) or "model"
+
+
+@contextlib.contextmanager
+def _cache_lock(path: Path) -> Iterator[bool]:
+    """Hold the cache's lock file ``path`` (an exclusive flock); yields False
+    without holding anything where the cache cannot be written (a read-only
+    cache: only valid builds can be used there, and nobody writes them)."""
+    fh = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fh = open(path, "a+")  # noqa: SIM115 - closed below
+    except OSError:
+        fh = None
+    if fh is None:
+        yield False
+        return
+    with fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield True
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def load_cached(
+    cache: Path,
+    model_dir: Path | None,
+    want: str,
+    import_file: Callable[[str, Path], Any],
+    *,
+    werror: bool = True,
+    extra_cflags: Sequence[str] = (),
+    rebuild: bool = False,
+    log: Callable[[str], None] | None = None,
+) -> tuple[Any, str]:
+    """The module of ``model_dir`` (None: the runtime alone) built from the
+    sources whose :func:`source_hash` is ``want``, from the build cache
+    ``cache`` or built into it; returns ``(module, "cache" | "built")``.
+
+    Under the build's lock file, the cached module is imported (with
+    ``import_file(name, path)``, once per process: ``sys.modules``) only if it
+    matches its stamp; one that does not, or that does not import, is built
+    again, once, and the new one imported.  ``rebuild`` builds it (and the
+    runtime's objects) again in any case.  A cache that cannot be written
+    still serves the valid builds it holds.  Raises :class:`BuildFailed` (the
+    message names the model and the file), :class:`CacheUnwritable` when a
+    build is needed and the cache cannot take it.
+    """
+    cache = Path(cache)
+    stem = module_stem(model_dir)
+    key = f"{stem}-{want[:16]}"
+    name = f"_seer_{stem}_{want[:16]}"
+    target = cache / "models" / key / f"{name}{ext_suffix()}"
+    what = str(model_dir) if model_dir is not None else "the runtime"
+
+    def load(again: bool = False) -> Any:
+        mod = sys.modules.get(name)
+        if mod is not None:
+            return mod
+        if not again:
+            mod = import_file(name, target)
+        else:
+            # The file at this path failed to import in this process: the
+            # dynamic loader may keep it loaded under this path's name and
+            # would hand it out again.  The new file is imported through a
+            # name of its own, a hard link removed at once (the mapping stays).
+            alias = target.with_name(f".{name}.{os.getpid()}.again{ext_suffix()}")
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(alias)
+            os.link(target, alias)
+            try:
+                mod = import_file(name, alias)
+            finally:
+                with contextlib.suppress(OSError):
+                    os.unlink(alias)
+            mod.__file__ = str(target)
+        sys.modules[name] = mod
+        return mod
+
+    with _cache_lock(cache / "locks" / f"{key}.lock"):
+        problem = None if rebuild else stamp_problem(target)
+        import_failed = False
+        if not rebuild and problem is None:
+            try:
+                return load(), "cache"
+            except ImportError as exc:
+                problem = f"it does not import: {exc}"
+                import_failed = True
+        damaged = problem is not None and problem != "missing"
+        if log:
+            log(f"the cached build {target} is unusable ({problem}): building it again"
+                if damaged else f"building {what} -> {target}")
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if not os.access(target.parent, os.W_OK):
+                raise PermissionError(13, os.strerror(13), str(target.parent))
+        except OSError as exc:
+            raise CacheUnwritable(target, exc, cache, what) from None
+        try:
+            warnings = build_module(name, target, model_dir, werror=werror,
+                                    extra_cflags=extra_cflags, object_cache=cache / "objects",
+                                    refresh_objects=rebuild, stamp=True, log=log)
+        except CacheUnwritable as exc:
+            raise CacheUnwritable(target, exc.error, cache, what) from None
+        except BuildFailed as exc:
+            if not damaged:
+                raise
+            raise BuildFailed(f"the cached build {target} of {what} was unusable ({problem}) "
+                              f"and building it again failed: {exc.args[0]}",
+                              exc.log, exc.command) from None
+        if warnings and log:
+            log(warnings)
+        try:
+            return load(again=import_failed), "built"
+        except (ImportError, OSError) as exc:
+            raise BuildFailed(f"{target}, just built from {what}, does not import: {exc}"
+                              ) from None

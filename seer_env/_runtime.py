@@ -172,33 +172,15 @@ def load_module(
             if mod is not None and build_id(mod) == want:
                 _modules[key] = mod
                 return mod, "package"
-        stem = "core" if model_dir is None else _safe(Path(model_dir).name)
-        name = f"_seer_{stem}_{want[:16]}"
-        folder = cache_dir() / "models" / f"{stem}-{want[:16]}"
-        target = folder / f"{name}{_build.ext_suffix()}"
-        where = "cache"
-        with _file_lock(cache_dir() / "locks" / f"{stem}-{want[:16]}.lock"):
-            if rebuild or not target.is_file():
-                where = "built"
-                if log:
-                    log(f"building {model_dir or 'the runtime'} -> {target}")
-                try:
-                    build_warnings = _build.build_module(
-                        name, target, model_dir, werror=werror, extra_cflags=extra_cflags,
-                        object_cache=cache_dir() / "objects", log=log,
-                    )
-                except _build.BuildFailed as exc:
-                    raise BuildError(
-                        f"building {model_dir or 'the runtime'} failed: {exc}",
-                        log=exc.log, command=exc.command,
-                    ) from None
-                if build_warnings and log:
-                    log(build_warnings)
-        if name in sys.modules:
-            mod = sys.modules[name]
-        else:
-            mod = _import_file(name, target)
-            sys.modules[name] = mod
+        try:
+            mod, where = _build.load_cached(cache_dir(), model_dir, want, _import_file,
+                                            werror=werror, extra_cflags=extra_cflags,
+                                            rebuild=rebuild, log=log)
+        except _build.BuildFailed as exc:
+            raise BuildError(
+                f"building {model_dir or 'the runtime'} failed: {exc}",
+                log=exc.log, command=exc.command,
+            ) from None
         _modules[key] = mod
         return mod, where
 

@@ -337,7 +337,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "commented, its declaration (__init__.py), a test and a "
                                    "README (--python: the model in Python, compiled with "
                                    "Numba). It builds, passes `check` and runs as written.")
-    n.add_argument("name", help="model name: a Python identifier (folder, C symbols, env)")
+    n.add_argument("name", help="model name: an ASCII identifier, not starting with '_' "
+                                "(folder, C symbols, env)")
     n.add_argument("--dir", default=".", help="parent folder (default: the current one)")
     n.add_argument("--force", action="store_true", help="write into an existing folder")
     n.add_argument("--python", action="store_true",

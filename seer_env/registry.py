@@ -51,6 +51,21 @@ _models: dict[str, Model] = {}
 _lock = threading.RLock()
 
 
+#: The rule every model name follows (:func:`check_name`).
+NAME_RULE = ("an ASCII identifier: letters a-z and A-Z, digits and '_', not starting with a "
+             "digit (it names a Python module and C symbols, which must be ASCII)")
+
+
+def check_name(name: object, where: str = "") -> str:
+    """``name`` if it may name a model, else :class:`ConfigError` stating the
+    rule (:data:`NAME_RULE`; ``where``: where the name came from, for the
+    message).  The one check of every model name: declared, taken from a
+    folder, or given to ``seer-env new``."""
+    if not isinstance(name, str) or not (name.isascii() and name.isidentifier()):
+        raise ConfigError(f"model name {name!r}{where} must be {NAME_RULE}")
+    return name
+
+
 def register(model: Model) -> Model:
     """Add a declared model (called by :func:`seer_env.sdk.declare`).
 

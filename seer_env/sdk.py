@@ -36,8 +36,13 @@ and from Python::
 A model is compiled together with the runtime into one extension module (so
 runtime <-> model calls are direct calls), once per content: editing a source
 rebuilds it on the next load; an unchanged one loads from the cache
-(``seer_env._runtime.cache_dir()``).  A compiler error raises
-:class:`~seer_env.errors.BuildError` with the compiler's output.
+(``seer_env._runtime.cache_dir()``, ``$SEER_ENV_CACHE``).  A cached build is
+used only when it matches the stamp (size, SHA-256) written beside it; a
+damaged one is built again, once (``seer_env._build.load_cached``).  A cache
+that cannot be written still serves the builds it holds.  A compiler error,
+or a build needed where the cache cannot be written, raises
+:class:`~seer_env.errors.BuildError`.  A model's name is an ASCII identifier
+(:func:`seer_env.registry.check_name`).
 """
 
 from __future__ import annotations
@@ -103,9 +108,11 @@ class Model:
         warnings_as_errors: bool = False,
     ) -> None:
         self.folder = Path(folder).resolve()
-        self.name = name or self.folder.name
-        if not self.name.isidentifier():
-            raise ConfigError(f"model name {self.name!r} must be a Python identifier")
+        from .registry import check_name
+
+        where = "" if name else (f" (the name of the folder {self.folder}: rename it, or "
+                                 "give name= in its declaration)")
+        self.name = check_name(name or self.folder.name, where)
         self.module = module
         self.doc = inspect.cleandoc(doc) if doc else None
         self.render = render
@@ -296,7 +303,7 @@ def load(path: str | Path, build: bool = True, log: Callable[[str], None] | None
 
 
 def _ident(s: str) -> str:
-    out = "".join(c if c.isalnum() or c == "_" else "_" for c in s)
+    out = "".join(c if (c.isascii() and c.isalnum()) or c == "_" else "_" for c in s)
     return out if out and not out[0].isdigit() else f"m_{out}"
 
 
@@ -327,9 +334,12 @@ def new(name: str, where: str | Path = ".", force: bool = False, python: bool = 
     README; with ``python=True`` the model written in Python
     (:mod:`seer_env.pymodel`) instead of C.  It builds, passes
     :func:`seer_env.check` and runs as written.  Returns the folder."""
-    if not isinstance(name, str) or not name.isidentifier() or name.startswith("_"):
-        raise ConfigError(f"model name {name!r} must be a Python identifier not starting "
-                          "with '_' (it names the folder, the C symbols and the env)")
+    from .registry import check_name
+
+    check_name(name, " (it names the folder, the C symbols and the env)")
+    if name.startswith("_"):
+        raise ConfigError(f"model name {name!r} must be an identifier not starting with '_' "
+                          "(it names the folder, the C symbols and the env)")
     folder = Path(where).expanduser() / name
     if folder.exists() and any(folder.iterdir()) and not force:
         raise ConfigError(f"{folder} exists and is not empty (force=True / --force overwrites)")
