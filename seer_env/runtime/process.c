@@ -21,7 +21,8 @@
  * so the interpreter's handler runs once per signal and every copy's loops
  * see it.  Python's signal.signal() puts ours back in front at the next call
  * (it re-installs the interpreter's handler, the one ours chains to); any
- * other handler installed later in place of ours simply turns this off.
+ * other handler installed later in place of ours simply turns this off
+ * (until the interpreter's is back in place).
  *
  * Called by the host (runtime.c: seer_call_begin, create/destroy) but for
  * seer_sigint_count, which the workers poll too (any thread).
