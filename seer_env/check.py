@@ -78,7 +78,7 @@ import numpy as np
 
 from . import errors
 from ._runtime import NativeModel, Runtime
-from .errors import BudgetError, ModelError, SeerError
+from .errors import BudgetError, ConfigError, ModelError, SeerError
 
 #: How to fix what each rule's breach means.
 FIXES: dict[str, str] = {
@@ -122,6 +122,9 @@ FIXES: dict[str, str] = {
             "look in the handler named for a loop without an exit, or for events scheduled "
             "at one simulated time without end; if the model is only slow, raise the budget "
             "(--budget SECONDS, check(budget=...))",
+    "name": "give the model one name: set .name in its seer_model table to the declared name "
+            "(the folder's, or declare(__name__, name=...)); a shipped env NAME_vN may keep "
+            "NAME",
 }
 
 
@@ -347,7 +350,8 @@ def run_model(native: NativeModel, config: Mapping[str, Any], *, executor: str, 
 
 def first_difference(a: _Run, b: _Run, native: NativeModel, entity_size: int,
                      names: Sequence[str]) -> str | None:
-    """Where two runs first differ (bit for bit), in words; None when identical."""
+    """Where two runs first differ (bit for bit), in words, with the hooks
+    that made the difference where the outputs tell; None when identical."""
     for k, (x, y) in enumerate(zip(a.steps, b.steps, strict=False)):
         for key in ("obs", "reward", "terminated", "truncated", "info", "alive", "active",
                     "global", "state"):
@@ -357,32 +361,48 @@ def first_difference(a: _Run, b: _Run, native: NativeModel, entity_size: int,
             if np.array_equal(ub, vb):
                 continue
             if key == "state":
-                return _state_difference(k, u, v, native, entity_size)
+                inst = int(np.argwhere((u != v).any(axis=1))[0][0])
+                return (f"step {k}, instance {inst}: "
+                        f"{_state_difference(k, u[inst], v[inst], native, entity_size)}")
             idx = tuple(int(i) for i in np.argwhere(
                 (u.view(np.uint32 if u.dtype.itemsize == 4 else np.uint64) if u.dtype.kind == "f"
                  else u) != (v.view(np.uint32 if v.dtype.itemsize == 4 else np.uint64)
                              if v.dtype.kind == "f" else v))[0])
-            agent = names[idx[1]] if len(idx) > 1 and idx[1] < len(names) else "-"
-            where = (f"step {k}, instance {idx[0]}" + (f", agent {agent}" if key != "global"
-                                                       else ""))
-            elem = list(idx[2:]) if len(idx) > 2 else ""
-            return f"{where}, {key}{elem}: {u[idx].item()!r} vs {v[idx].item()!r}"
+            inst = idx[0]
+            if key == "global":
+                text = f"step {k}, instance {inst}, global[{idx[1]}]"
+            else:
+                agent = names[idx[1]] if len(idx) > 1 and idx[1] < len(names) else "-"
+                elem = list(idx[2:]) if len(idx) > 2 else ""
+                text = f"step {k}, instance {inst}, agent {agent}, {key}{elem}"
+            text += f": {u[idx].item()!r} vs {v[idx].item()!r}"
+            su, sv = x["state"][inst], y["state"][inst]
+            if not np.array_equal(su, sv):
+                return (f"{text}; {_state_difference(k, su, sv, native, entity_size, 'too')}")
+            hook = ("global_state" if key == "global" else
+                    "observe (or the boundary hook, whose instance data it may read)")
+            return (f"{text}; the entity states are equal: {hook} computed it from something "
+                    "else")
     if len(a.steps) != len(b.steps):
         return f"one run stopped after {min(len(a.steps), len(b.steps)) - 1} steps"
     return None
 
 
 def _state_difference(k: int, u: np.ndarray, v: np.ndarray, native: NativeModel,
-                      entity_size: int) -> str:
-    inst = int(np.argwhere((u != v).any(axis=1))[0][0])
+                      entity_size: int, too: str = "") -> str:
+    """Which entity's state differs first between two instances' state bytes,
+    which fields, and which hooks wrote it."""
     dt = native.state_dtype(entity_size)
-    su = np.frombuffer(u[inst].tobytes(), dtype=dt)
-    sv = np.frombuffer(v[inst].tobytes(), dtype=dt)
+    su = np.frombuffer(u.tobytes(), dtype=dt)
+    sv = np.frombuffer(v.tobytes(), dtype=dt)
     e = int(np.argwhere(su.view(np.uint8).reshape(len(su), -1) !=
                         sv.view(np.uint8).reshape(len(sv), -1))[0][0])
     fields = [n for n in (dt.names or ()) if su[e][n].tobytes() != sv[e][n].tobytes()]
     what = f" (fields {', '.join(fields)})" if fields else ""
-    return f"step {k}, instance {inst}: the state of entity {e} differs{what}"
+    hooks = ("its init call (the reset) wrote" if k == 0 else
+             f"its handlers in step {k} (act, handle; init after a reset) wrote")
+    return (f"the state of entity {e} differs{' ' + too if too else ''}{what}: {hooks} "
+            "other values")
 
 
 # -- the passes --------------------------------------------------------------------------
@@ -395,7 +415,8 @@ class Plan:
     seeds: tuple[int, ...]
     threads: tuple[int, ...]
     batches: tuple[int, ...]
-    steps: int  # steps per run
+    steps: int  # steps of a main run: its instances live that long (unless they finish)
+    episode: int  # the model's episode: max_cycles, at most EPISODE_CAP
     lookahead: float  # the model's, for this configuration
 
     @property
@@ -426,15 +447,49 @@ class Pass:
     no comparison can say why).
     ``driver``: runs one run in the checker's child process; a module-level
     function with :func:`run_model`'s parameters (it is sent by name).
+    ``inspect(native, config, run)``: more findings from each run that
+    succeeded, ``(rule, message)`` pairs; runs in the child, after the run.
+    ``job(ctx)``: a pass that is one function instead of runs (``runs`` is
+    then not called): it runs in the child (a :class:`JobContext`) and
+    returns a :class:`JobOutcome`; its time budget is ``job_runs`` runs of
+    the plan's length on two instances.
+    ``inspect`` and ``job`` are module-level functions too (sent by name).
+    ``fixes``: the fix of each rule the pass adds to :data:`FIXES`.
     """
 
     name: str
-    runs: Callable[[Plan], list[dict[str, Any]]]
+    runs: Callable[[Plan], list[dict[str, Any]]] = lambda plan: []
     rule: str | None = None
     what: Callable[[dict[str, Any]], str] = lambda kw: "run"
     skip: Callable[[Plan], str | None] = _never
     compare_after: str | None = None
     driver: Callable[..., _Run] = run_model
+    inspect: Callable[[NativeModel, Mapping[str, Any], _Run],
+                      Iterable[tuple[str, str]]] | None = None
+    job: Callable[[JobContext], JobOutcome] | None = None
+    job_runs: int = 4
+    fixes: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class JobContext:
+    """What a pass's ``job`` gets, in the child process."""
+
+    native: NativeModel
+    config: dict[str, Any]
+    plan: Plan
+    names: list[str]
+    sizes: Any
+
+
+@dataclass
+class JobOutcome:
+    """What a pass's ``job`` found: ``(rule, message)`` pairs, and the runs
+    and steps it made (for the report's pass line)."""
+
+    findings: list[tuple[str, str]] = field(default_factory=list)
+    runs: int = 1
+    steps: int = 0
 
 
 def _isolation_runs(plan: Plan) -> list[dict[str, Any]]:
@@ -442,7 +497,10 @@ def _isolation_runs(plan: Plan) -> list[dict[str, Any]]:
 
 
 def _replay_runs(plan: Plan) -> list[dict[str, Any]]:
-    return [dict(executor="serial", threads=1, batch=2, seed=plan.seeds[0])]
+    # at least a whole episode: one serial run sees every step of the first
+    # episode (a handler error late in it) whatever steps says
+    return [dict(executor="serial", threads=1, batch=2, seed=plan.seeds[0],
+                 steps=max(plan.steps, plan.episode))]
 
 
 def _order_runs(plan: Plan) -> list[dict[str, Any]]:
@@ -456,13 +514,22 @@ def _order_skip(plan: Plan) -> str | None:
 
 def _matrix_runs(plan: Plan) -> list[dict[str, Any]]:
     executor = "parallel" if plan.windows else "optimistic"
-    return [dict(executor=executor, threads=t, batch=b, seed=s)
+    runs = [dict(executor=executor, threads=t, batch=b, seed=s)
             for b in plan.batches for s in plan.seeds for t in plan.threads]
+    # reset runs: masked resets mid-episode, long enough to reset each
+    # instance twice, on the fewest and the most threads
+    for b in plan.batches:
+        for t in dict.fromkeys((plan.threads[0], plan.threads[-1])):
+            runs.append(dict(executor=executor, threads=t, batch=b, seed=plan.seeds[0],
+                             reset_every=RESET_EVERY,
+                             steps=max(plan.steps, 2 * RESET_EVERY * b)))
+    return runs
 
 
 def _matrix_what(kw: dict[str, Any]) -> str:
-    return (f"{kw['executor']} threads={kw['threads']} batch={kw['batch']} seed={kw['seed']} "
-            "vs serial")
+    resets = f" (one instance reset every {kw['reset_every']} steps)" if kw["reset_every"] else ""
+    return (f"{kw['executor']} threads={kw['threads']} batch={kw['batch']} seed={kw['seed']}"
+            f"{resets} vs serial")
 
 
 #: The passes, in the order they run.  Isolation first: a model that would
@@ -479,6 +546,16 @@ PASSES: list[Pass] = [
     Pass("matrix", _matrix_runs, rule="determinism", what=_matrix_what),
 ]
 
+#: The default ``steps``: the model's episode (its max_cycles; 0, no limit,
+#: counts as this), at most this many steps.
+EPISODE_CAP = 200
+#: ``quick=True``: steps per main run (at most; the replay pass still runs a
+#: whole episode), seeds, threads and batches.
+QUICK_STEPS = 40
+QUICK = dict(seeds=(0,), threads=(1, 2, 8), batches=(1, 3))
+#: Reset runs reset one instance (in turn) every this many steps.
+RESET_EVERY = 17
+
 #: A run's default time budget: this many seconds ...
 BUDGET_BASE = 30.0
 #: ... plus this many per entity-step (steps x instances x entities): about 16
@@ -490,7 +567,7 @@ STARTUP_BUDGET = 120.0
 
 def _complete(kw: dict[str, Any], plan: Plan) -> dict[str, Any]:
     """A run's keyword arguments with every default filled in."""
-    out = dict(threads=1, check=0, shuffle_seed=0, steps=plan.steps, reset_every=17)
+    out = dict(threads=1, check=0, shuffle_seed=0, steps=plan.steps, reset_every=0)
     out.update(kw)
     out.setdefault("action_seed", out["seed"])
     return out
@@ -537,10 +614,11 @@ def check(
     model: Any,
     config: Mapping[str, Any] | None = None,
     *,
-    steps: int = 40,
-    seeds: Iterable[int] = (0, 1),
-    threads: Iterable[int] = (1, 2, 3, 4, 8),
-    batches: Iterable[int] = (1, 2, 3),
+    steps: int | None = None,
+    seeds: Iterable[int] | None = None,
+    threads: Iterable[int] | None = None,
+    batches: Iterable[int] | None = None,
+    quick: bool = False,
     budget: float | None = None,
     progress: bool | None = None,
     log: Callable[[str], None] | None = None,
@@ -548,6 +626,14 @@ def check(
     """Check a model (a :class:`seer_env.sdk.Model`, a registered name or a
     model folder's path) on ``config``; see the module docstring.
 
+    ``steps``: how long the instances of a main run live (None: the model's
+    episode, its max_cycles, at most :data:`EPISODE_CAP`; with ``quick``, at
+    most :data:`QUICK_STEPS`).  Main runs reset no instance that has not
+    finished; reset runs (in the matrix) reset one every
+    :data:`RESET_EVERY` steps; the replay pass runs at least a whole episode.
+    ``seeds``, ``threads``, ``batches``: the runs' seeds, thread counts and
+    instances per run (None: (0, 1), (1, 2, 3, 4, 8), (1, 2, 3); ``quick``:
+    :data:`QUICK`).
     ``budget``: seconds each run may take (None: :func:`run_budget`'s default).
     ``progress``: show a progress bar (None: when stderr is a terminal).
     ``log(line)``: called after each run.  Raises the model's
@@ -559,9 +645,19 @@ def check(
     m = sdk.resolve(model)
     native = m.native  # built here (a compiler error raises here), run in the child
     cfg = dict(config or {})
+    episode = min(native.max_cycles or EPISODE_CAP, EPISODE_CAP)
+    base: dict[str, Any] = dict(QUICK) if quick else dict(seeds=(0, 1), threads=(1, 2, 3, 4, 8),
+                                                        batches=(1, 2, 3))
+    for k, v in (("seeds", seeds), ("threads", threads), ("batches", batches)):
+        if v is not None:
+            base[k] = tuple(v)
+    if steps is None:
+        steps = min(episode, QUICK_STEPS) if quick else episode
+    if not all(base.values()) or int(steps) < 0:
+        raise ConfigError("check: seeds, threads and batches must not be empty, steps >= 0")
     with _Worker(str(m.folder), cfg, native) as worker:
         return _Check(m, native, cfg, worker, budget, progress, log).run(
-            steps=steps, seeds=tuple(seeds), threads=tuple(threads), batches=tuple(batches))
+            steps=int(steps), episode=episode, **base)
 
 
 class _Check:
@@ -577,6 +673,7 @@ class _Check:
         self.refs: set[tuple[Any, ...]] = set()  # references the child has run
         self.num_entities = 1
         self.requests = 0
+        self.plan: Plan | None = None
 
     # -- findings ---------------------------------------------------------------
 
@@ -588,7 +685,8 @@ class _Check:
             if p is not None and p.status == "ok":
                 p.status = "finding"
             return
-        self.report.findings.append(Finding(rule, pass_name, message, FIXES.get(rule, "")))
+        fix = next((q.fixes[rule] for q in PASSES if rule in q.fixes), FIXES.get(rule, ""))
+        self.report.findings.append(Finding(rule, pass_name, message, fix))
         if p is not None:
             p.status = "finding"
 
@@ -610,9 +708,12 @@ class _Check:
 
     # -- the check ------------------------------------------------------------------
 
-    def run(self, *, steps: int, seeds: tuple[int, ...], threads: tuple[int, ...],
-            batches: tuple[int, ...]) -> CheckReport:
+    def run(self, *, steps: int, episode: int, seeds: tuple[int, ...],
+            threads: tuple[int, ...], batches: tuple[int, ...]) -> CheckReport:
         report, native = self.report, self.native
+        misnamed = _name_mismatch(self.m, native)
+        if misnamed:
+            self.add("table", "name", misnamed)
         desc = self.request({"op": "describe"}, max(STARTUP_BUDGET, self.budget or 0.0))
         if isinstance(desc, _Stop):
             self.passes = {p.name: PassResult(p.name) for p in PASSES}
@@ -627,16 +728,20 @@ class _Check:
         self.num_entities = max(sizes.num_entities, sizes.num_agents)
         report.config = desc["config"]
         plan = Plan(seeds=seeds, threads=threads, batches=batches, steps=steps,
-                    lookahead=sizes.lookahead)
+                    episode=episode, lookahead=sizes.lookahead)
         self.passes = {p.name: PassResult(p.name) for p in PASSES}
         report.passes = list(self.passes.values())
-        todo: list[tuple[Pass, dict[str, Any]]] = []
+        self.plan = plan
+        todo: list[tuple[Pass, dict[str, Any] | None]] = []
         for p in PASSES:
             why = p.skip(plan)
             if why:
                 self.passes[p.name].status = why
                 continue
-            todo += [(p, _complete(kw, plan)) for kw in p.runs(plan)]
+            if p.job is not None:
+                todo.append((p, None))
+            else:
+                todo += [(p, _complete(kw, plan)) for kw in p.runs(plan)]
         deferred: list[tuple[Pass, dict[str, Any], int]] = []
         bar = _progress(len(todo), self.progress, self.m.name)
         try:
@@ -646,10 +751,10 @@ class _Check:
                 if res.status == "finding" or res.status.startswith("skipped"):
                     bar.update(1)
                     continue
-                stopped = self.one_run(p, kw, deferred)
+                stopped = self.one_run(p, kw, deferred) if kw else self.one_job(p)
                 bar.update(1)
                 if self.log:
-                    self.log(f"{p.name}: {kw}")
+                    self.log(f"{p.name}: {kw if kw else 'job'}")
                 if stopped:
                     kind = "crashed" if stopped == "crash" else "hung"
                     for dp, _, _ in deferred:
@@ -671,7 +776,7 @@ class _Check:
         if ref is not None and _ref_key(ref) not in self.refs:
             budget += self.run_budget(ref)
         reply = self.request({"op": "run", "driver": p.driver, "kw": kw, "ref": ref,
-                              "keep": keep}, budget)
+                              "keep": keep, "inspect": p.inspect}, budget)
         res.runs += 1
         res.steps += kw["steps"] * kw["batch"]
         if isinstance(reply, _Stop):
@@ -681,6 +786,8 @@ class _Check:
             _raise_packed(reply["exc"], self.native.name)
         if ref is not None and reply["error"] is None:
             self.refs.add(_ref_key(ref))
+        for rule, message in reply.get("found", ()):
+            self.add(p.name, rule, message)
         if reply["error"] is not None:  # this pass's own run names the breach best
             err = reply["error"]
             self.add(p.name, err["rule"], err["message"])
@@ -707,6 +814,26 @@ class _Check:
             self.judge(dp, dkw, reply)
         return None
 
+    def one_job(self, p: Pass) -> str | None:
+        """Run a pass that is one function (``Pass.job``)."""
+        plan = self.plan
+        assert plan is not None
+        budget = p.job_runs * self.run_budget(dict(steps=plan.steps, batch=2))
+        reply = self.request({"op": "job", "job": p.job, "plan": plan}, budget)
+        res = self.passes[p.name]
+        if isinstance(reply, _Stop):
+            res.runs += 1
+            self.stopped(p, None, reply)
+            return reply.kind
+        if not reply["ok"]:
+            _raise_packed(reply["exc"], self.native.name)
+        out: JobOutcome = reply["outcome"]
+        res.runs += out.runs
+        res.steps += out.steps
+        for rule, message in out.findings:
+            self.add(p.name, rule, message)
+        return None
+
     def judge(self, p: Pass, kw: dict[str, Any], reply: dict[str, Any]) -> None:
         """A run compared with its serial reference."""
         res = self.passes[p.name]
@@ -723,13 +850,15 @@ class _Check:
 
     # -- crashes and hangs ------------------------------------------------------------
 
-    def stopped(self, p: Pass, kw: dict[str, Any], stop: _Stop) -> None:
-        """The child died or ran past its budget during one of p's runs."""
+    def stopped(self, p: Pass, kw: dict[str, Any] | None, stop: _Stop) -> None:
+        """The child died or ran past its budget during one of p's runs (or
+        its job, kw None)."""
         rec = stop.record
-        checked = bool(kw.get("check", 0) & 1) and rec.get("phase") == 1
+        checked = kw is not None and bool(kw.get("check", 0) & 1) and rec.get("phase") == 1
         message = self.stop_message(stop, p.name, kw, checked)
         breach = None
-        if not checked and rec.get("phase") in (1, 2) and rec.get("stage") != CREATE:
+        if (kw is not None and not checked and rec.get("phase") in (1, 2)
+                and rec.get("stage") != CREATE):
             text, breach = self.locate(kw, rec, stop.kind, stop.detail)
             message += text
         self.add(p.name, stop.kind, message)
@@ -784,6 +913,11 @@ class _Check:
                      checked: bool) -> str:
         rec = stop.record
         model = f"model '{self.native.name}': "
+        if rec.get("phase") == 3:  # a pass's job
+            if stop.kind == "crash":
+                return f"{model}the process running the model {stop.detail} in the {pass_name} pass"
+            return (f"{model}the {pass_name} pass did not finish within its time budget of "
+                    f"{_fmt_s(stop.budget)} s; the process running it was stopped")
         if kw is None or rec.get("phase") not in (1, 2):
             doing = "loading the model and calling describe"
             if stop.kind == "crash":
@@ -822,6 +956,15 @@ class _Check:
 
 
 _HOOKS = ("init", "act", "handle", "boundary", "observe", "publish", "global_state")
+
+
+def _name_mismatch(m: Any, native: NativeModel) -> str | None:
+    """A finding's message when the C table names the model otherwise than
+    its declaration (a shipped env NAME_vN may keep NAME)."""
+    if native.name == m.name or re.fullmatch(rf"{re.escape(native.name)}_v\d+", m.name):
+        return None
+    return (f"model '{m.name}' ({m.folder}): its C table's .name is '{native.name}', so every "
+            f"runtime message, and every finding below, names model '{native.name}'")
 
 
 def _fmt_time(v: float) -> str:
@@ -1090,6 +1233,7 @@ class _Child:
         self.refs: dict[tuple[Any, ...], _Run] = {}
         self.kept: dict[int, _Run] = {}
         self.entity_size = 0
+        self.sizes: Any = None
         self.names: list[str] = []
 
     def handle(self, msg: dict[str, Any]) -> dict[str, Any]:
@@ -1100,6 +1244,7 @@ class _Child:
             native = self.native
             buf, sizes = native.describe(self.config)
             self.entity_size = sizes.entity_size
+            self.sizes = sizes
             self.names = native.agent_names(buf, sizes.num_agents)
             return {"ok": True, "sizes": sizes, "config": native.read_config(buf)}
         if op == "run":
@@ -1108,11 +1253,19 @@ class _Child:
                                    "steps": len(got.steps) - 1}
             if msg["keep"] and got.error is None:
                 self.kept[self.req] = got
+            if msg.get("inspect") is not None and got.error is None:
+                out["found"] = [(str(r), str(m)) for r, m in
+                                msg["inspect"](self.native, self.config, got)]
             if msg["ref"] is not None and got.error is None:
                 out.update(self._compare(got, msg["ref"]))
             return out
         if op == "compare":
             return {"ok": True, **self._compare(self.kept.pop(msg["run"]), msg["ref"])}
+        if op == "job":
+            self.rec.note(self.req, 0, 3, 0)
+            ctx = JobContext(self.native, dict(self.config), msg["plan"], list(self.names),
+                             self.sizes)
+            return {"ok": True, "outcome": msg["job"](ctx)}
         raise ValueError(f"unknown request {op!r}")
 
     def _run(self, driver: Callable[..., _Run], kw: dict[str, Any], phase: int) -> _Run:
@@ -1217,4 +1370,5 @@ def _child_main(fd: int) -> None:
 
 
 __all__ = ["check", "CheckReport", "Finding", "PassResult", "Pass", "PASSES", "Plan", "FIXES",
-           "classify", "run_model", "run_budget"]
+           "classify", "run_model", "run_budget", "EPISODE_CAP", "QUICK", "QUICK_STEPS",
+           "RESET_EVERY"]

@@ -199,10 +199,14 @@ def cmd_check(a: argparse.Namespace) -> int:
     from .check import check
 
     cfg = _parse_sets(a.set, a.path)
-    kw: dict[str, Any] = {"steps": a.steps}
-    if a.quick:
-        kw.update(seeds=(0,), threads=(1, 2, 8), batches=(1, 3))
-    report = check(a.path, cfg, **kw)
+    if a.budget is not None and not a.budget > 0:
+        raise SystemExit(f"--budget must be a positive number of seconds, got {a.budget}")
+    try:
+        report = check(a.path, cfg, steps=a.steps, quick=a.quick, budget=a.budget)
+    except KeyboardInterrupt:
+        print("seer-env check: interrupted (Ctrl-C): the check and the process running the "
+              "model were stopped; no report", file=sys.stderr)
+        return 130
     print(report)
     return 0 if report.ok else 1
 
@@ -355,13 +359,24 @@ def build_parser() -> argparse.ArgumentParser:
     bu.set_defaults(fn=cmd_build)
 
     c = sub.add_parser("check", help="contract checker and determinism matrix for a model",
-                       description="Run the model through the replay, isolation, order and "
-                                   "matrix passes (see seer_env.check) and print every "
-                                   "finding with the rule it breaks and how to fix it. Exit "
-                                   "status 0 if the model keeps the contract, 1 if not.")
+                       description="Run the model through the isolation, replay, order and "
+                                   "matrix passes (see seer_env.check), in a child process "
+                                   "with a time budget per run, and print every finding with "
+                                   "the rule it breaks and how to fix it (a model that "
+                                   "crashes or hangs that process is a finding too). Exit "
+                                   "status 0 if the model keeps the contract, 1 if not, 2 if "
+                                   "it cannot start, 130 on Ctrl-C.")
     c.add_argument("path", help="model folder or registered model name (e.g. pcs_v0)")
-    c.add_argument("--steps", type=int, default=40, help="steps per run (default 40)")
-    c.add_argument("--quick", action="store_true", help="fewer seeds, threads and batches")
+    c.add_argument("--steps", type=int, default=None,
+                   help="steps per run: the instances of the main runs live that long "
+                        "(default: the model's episode, max_cycles, at most 200; --quick: at "
+                        "most 40)")
+    c.add_argument("--quick", action="store_true",
+                   help="seed 0, threads 1, 2 and 8, batches 1 and 3, runs of at most 40 steps "
+                        "(the replay pass still runs a whole episode)")
+    c.add_argument("--budget", type=float, default=None, metavar="SECONDS",
+                   help="time budget of each run; a run past it is a [hang] finding (default: "
+                        "30 s + 1 ms per entity-step, steps x instances x entities)")
     c.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="config value, e.g. --set num_agents=8 (repeatable)")
     c.set_defaults(fn=cmd_check)

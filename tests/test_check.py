@@ -1,16 +1,29 @@
 """The contract checker: every rule is caught on a model that breaks it, and
-every shipped model passes."""
+every shipped model passes; a model that crashes or hangs the process
+running it is a finding, and Ctrl-C stops the check."""
 
 from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
 import seer_env
 from seer_env import cli
-from seer_env.check import FIXES, check
+from seer_env.check import EPISODE_CAP, FIXES, RESET_EVERY, check, run_budget
+from seer_env.errors import ConfigError
 from tests.models import load as load_test_model
 
+ROOT = Path(__file__).resolve().parent.parent
 ROGUE = load_test_model("rogue")
+WRECK = load_test_model("wreck")  # enum wreck_mode in tests/models/wreck/wreck.c
+LOOP, ABORT, WILD, EXIT, STORM, LATE_READ, FAIL_LATE, SILENT, THIRD = range(1, 10)
 QUICK = dict(steps=14, seeds=(0,), threads=(1, 2, 8), batches=(1, 3), progress=False)
 
 # mode -> (the rule its breach is reported under, fragments of the message)
@@ -36,7 +49,11 @@ ROGUE_MODES = {
 @pytest.mark.parametrize("mode", sorted(ROGUE_MODES))
 def test_each_rule_is_caught(mode: int) -> None:
     rule, fragments = ROGUE_MODES[mode]
-    report = check(ROGUE, {"mode": mode, "at_step": 2}, **QUICK)
+    # mode 10's thread-local counter counts mod 5: a run of 20 steps (the
+    # replay pass runs at least the whole episode, max_cycles 20) leaves it
+    # where it was, and the replay pass sees nothing
+    report = check(ROGUE, {"mode": mode, "at_step": 2}, **{**QUICK, "steps": 14 if mode != 10
+                                                            else 22})
     assert not report.ok and rule in report.rules(), str(report)
     finding = next(f for f in report.findings if f.rule == rule)
     assert "model 'rogue'" in finding.message
@@ -90,3 +107,254 @@ def test_cli_check_exit_status(capsys: pytest.CaptureFixture) -> None:
     assert cli.main(["check", folder, "--quick", "--steps", "10", "--set", "mode=4"]) == 1
     assert "[randomness]" in capsys.readouterr().out
     assert cli.main(["check", folder, "--quick", "--steps", "10"]) == 0
+
+
+def test_the_default_steps_cover_the_episode_and_main_runs_do_not_reset() -> None:
+    lines: list[str] = []
+    report = check(ROGUE, {"mode": 0}, seeds=(0,), threads=(1, 2), batches=(1, 3),
+                   progress=False, log=lines.append)
+    assert report.ok, str(report)
+    steps = {p.name: p.steps for p in report.passes}
+    runs = {p.name: p.runs for p in report.passes}
+    assert steps["isolation"] == 20 * 2  # max_cycles 20, two instances
+    # matrix: 2 batches x 1 seed x 2 thread counts, plus a reset run per batch
+    # and thread count, each resetting every instance twice
+    assert runs["matrix"] == 4 + 4
+    assert steps["matrix"] == 20 * (1 + 1 + 3 + 3) + 2 * (34 * 1 + 102 * 3)
+    matrix = [json_kw(x) for x in lines if x.startswith("matrix:")]
+    assert [kw["reset_every"] for kw in matrix] == [0] * 4 + [RESET_EVERY] * 4
+    assert all(kw["reset_every"] == 0 for x in lines if not x.startswith("matrix:")
+               for kw in [json_kw(x)])
+
+
+def json_kw(line: str) -> dict:
+    import ast
+
+    return ast.literal_eval(line.split(": ", 1)[1])
+
+
+def test_a_breach_from_step_50_on_is_caught_by_runs_as_long_as_the_episode() -> None:
+    late = {"mode": LATE_READ, "at_step": 50}
+    few = dict(seeds=(0,), threads=(1, 2), batches=(1,), progress=False)
+    # wreck's max_cycles is 80: the default runs cover it
+    report = check(WRECK, late, **few)
+    finding = next(f for f in report.findings if f.rule == "entity-state")
+    assert finding.pass_name == "isolation"
+    assert "handle for entity 1 of instance 0 (event type 0, TICK, at t=50." in finding.message
+    assert "read memory 0 bytes past the end of entity 1's state, where entity 2's state " \
+           "(field 'ticks', byte 0) would be if entity states were one array" in finding.message
+    assert check(WRECK, late, steps=60, **few).rules() >= {"entity-state"}
+    # runs shorter than that, and reset runs (every 17 steps), never get there
+    assert check(WRECK, late, steps=40, **few).ok
+    assert EPISODE_CAP == 200
+
+
+@pytest.mark.parametrize("extra", [[], ["--steps", "10"]])
+def test_quick_covers_a_handler_error_late_in_the_first_episode(
+        extra: list[str], capsys: pytest.CaptureFixture) -> None:
+    # fails from t = 31 on; --quick's main runs last 40 steps (or 10), the
+    # replay pass a whole episode (80 steps)
+    folder = str(WRECK.folder)
+    assert cli.main(["check", folder, "--quick", *extra, "--set", f"mode={FAIL_LATE}"]) == 1
+    out = capsys.readouterr().out
+    # with 40-step runs the isolation pass meets it first; with 10, the replay pass
+    who = "(replay)" if extra else "(isolation)"
+    assert f"[handler-error] {who} model 'wreck': handle handler (event type 0, TICK) for " \
+           "entity 1 of instance 0 failed at t=31." in out
+    assert "failing on purpose from fail_time on" in out
+
+
+def test_a_model_table_with_another_name_is_a_finding() -> None:
+    report = check(load_test_model("misnamed"), seeds=(0,), threads=(1,), batches=(1,),
+                   progress=False)
+    assert report.rules() == {"name"}
+    f = report.findings[0]
+    assert f.pass_name == "table" and f.fix == FIXES["name"]
+    assert "model 'misnamed'" in f.message and "its C table's .name is 'someone_else'" in \
+        f.message
+    assert all(p.status == "ok" for p in report.passes)
+    # a shipped env NAME_vN may keep NAME in its table
+    assert "name" not in seer_env.check("phold_v0", {"num_entities": 8}, steps=4, seeds=(0,),
+                                        threads=(1,), batches=(1,), progress=False).rules()
+
+
+def test_a_describe_without_a_reason_names_the_model(capsys: pytest.CaptureFixture) -> None:
+    with pytest.raises(ConfigError, match=r"^model 'wreck': invalid configuration "
+                                          r"\(describe gave no reason\)$"):
+        check(WRECK, {"mode": SILENT}, progress=False)
+    assert cli.main(["check", str(WRECK.folder), "--set", f"mode={SILENT}"]) == 2
+    assert "ConfigError: model 'wreck': invalid configuration" in capsys.readouterr().err
+
+
+def test_differences_name_the_element_and_the_hooks() -> None:
+    # the thread-local counter: entity 1's state differs, so its handlers did it
+    report = check(ROGUE, {"mode": 10}, **{**QUICK, "steps": 22})
+    f = next(f for f in report.findings if f.rule == "hidden-state")
+    assert "; the state of entity 1 differs too (fields value): its handlers in step 1 (act, " \
+           "handle; init after a reset) wrote other values" in f.message
+
+
+def test_global_state_differences_name_their_element() -> None:
+    from seer_env.check import _Run, first_difference
+
+    native = ROGUE.native
+    _, sz = native.describe({})
+    import numpy as np
+
+    step = {k: np.zeros((1, 6), np.float32) for k in ("reward",)}
+    step.update(obs=np.zeros((1, 6, 3), np.float32), terminated=np.zeros((1, 6), bool),
+                truncated=np.zeros((1, 6), bool), info=np.zeros((1, 6, 0)),
+                alive=np.ones((1, 6), bool), active=np.ones((1, 6), bool),
+                state=np.zeros((1, 6 * sz.entity_size), np.uint8),
+                **{"global": np.zeros((1, 4), np.float32)})
+    other = {k: v.copy() for k, v in step.items()}
+    other["global"][0, 2] = 1.0
+    diff = first_difference(_Run([step]), _Run([other]), native, sz.entity_size, ["a"] * 6)
+    assert diff == ("step 0, instance 0, global[2]: 0.0 vs 1.0; the entity states are equal: "
+                    "global_state computed it from something else")
+
+
+def test_the_default_budget_grows_with_the_run() -> None:
+    assert run_budget({"steps": 100, "batch": 2}, 50) == 30.0 + 1e-3 * 100 * 2 * 50
+    assert run_budget({"steps": 100, "batch": 2}, 50, budget=4) == 4.0
+
+
+# -- crashes and hangs: each check runs in a fresh interpreter with a timeout, so a
+# checker that hung would fail the test, not stall the suite
+
+CHECK_IN_SUBPROCESS = """
+import json, sys
+sys.path.insert(0, {root!r})
+from tests.models import load
+from seer_env.check import check
+r = check(load("wreck"), {config!r}, progress=False, **{kw!r})
+print(json.dumps({{"findings": [[f.rule, f.pass_name, f.message, f.fix] for f in r.findings],
+                   "passes": [[p.name, p.status, p.runs] for p in r.passes]}}))
+"""
+
+
+def check_wreck(config: dict, timeout: float = 240, **kw: object) -> dict:
+    code = CHECK_IN_SUBPROCESS.format(root=str(ROOT), config=config, kw=kw)
+    try:
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             timeout=timeout, cwd=ROOT)
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"the check hung (killed after {timeout} s)") from None
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+FEW = dict(steps=14, seeds=[0], threads=[1, 2], batches=[1, 3])
+AT_STEP_2 = "in handle for entity 1 of instance 0 (event type 0, TICK, at t=2."
+ISOLATION_RUN = ("of an isolation run (serial executor in checking mode, batch 2, seed 0)")
+
+
+@pytest.mark.parametrize("mode,detail", [
+    (ABORT, "died of SIGABRT (Aborted: abort() or a failed assert())"),
+    (WILD, "died of SIGSEGV (Segmentation fault)"),
+    (EXIT, "exited with status 3 (exit() called?)"),
+])
+def test_a_handler_that_kills_the_process_is_a_crash(mode: int, detail: str) -> None:
+    got = check_wreck({"mode": mode}, **FEW)
+    [(rule, pass_name, message, fix)] = got["findings"]
+    assert (rule, pass_name, fix) == ("crash", "isolation", FIXES["crash"])
+    assert message.startswith(f"model 'wreck': the process running the model {detail} "
+                              f"{AT_STEP_2}")
+    assert message.endswith(f"in step 3 {ISOLATION_RUN}")
+    assert got["passes"] == [["isolation", "finding", 1]] + [
+        [name, "skipped: the model crashed (isolation)", 0]
+        for name in ("replay", "order", "matrix")]
+
+
+def test_a_handler_that_never_returns_is_a_hang() -> None:
+    got = check_wreck({"mode": LOOP}, budget=2, **FEW)
+    [(rule, pass_name, message, fix)] = got["findings"]
+    assert (rule, pass_name, fix) == ("hang", "isolation", FIXES["hang"])
+    assert message.startswith("model 'wreck': handle for entity 1 of instance 0 (event type 0, "
+                              "TICK, at t=2.")
+    assert (f"did not return within the run's time budget of 2 s (in step 3 {ISOLATION_RUN}); "
+            "the process running it was stopped") in message
+    assert [p[1] for p in got["passes"]][1:] == ["skipped: the model hung (isolation)"] * 3
+
+
+def test_a_step_that_never_ends_is_a_hang_too() -> None:
+    # every handler returns, but each schedules another event at the same time
+    got = check_wreck({"mode": STORM}, budget=2, **FEW)
+    [(rule, pass_name, message, _)] = got["findings"]
+    assert (rule, pass_name) == ("hang", "isolation")
+    assert message.startswith("model 'wreck': an isolation run (serial executor in checking "
+                              "mode, batch 2, seed 0) did not finish within its time budget "
+                              "of 2 s: it was in step 3, still calling handlers (")
+    assert "calls, the last handle for entity 1 of instance 0 (event type 0, TICK, at t=2." \
+        in message
+
+
+def test_a_crash_in_a_plain_run_is_located_by_a_checked_rerun() -> None:
+    # abort() in instance 2 only: the first run of 3 instances (the matrix's)
+    got = check_wreck({"mode": THIRD}, **FEW)
+    [(rule, pass_name, message, _)] = got["findings"]
+    assert (rule, pass_name) == ("crash", "matrix")
+    assert message == (
+        "model 'wreck': the process running the model died of SIGABRT (Aborted: abort() or a "
+        "failed assert()) in step 3 of a matrix run (parallel executor, threads=1, batch 3, "
+        "seed 0); a serial rerun in checking mode died the same way, in handle for entity 1 "
+        "of instance 2 (event type 0, TICK, at t=2.25)")
+    assert [p[1] for p in got["passes"]] == ["ok", "ok", "ok", "finding"]
+
+
+def test_ctrl_c_stops_the_check_and_its_child() -> None:
+    if not Path("/proc/self/status").exists():
+        pytest.skip("needs /proc to find the child process")
+    cmd = [sys.executable, "-m", "seer_env.cli", "check", str(WRECK.folder), "--set",
+           f"mode={LOOP}", "--budget", "600", "--steps", "14"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        child = None
+        deadline = time.monotonic() + 120
+        while child is None and time.monotonic() < deadline and proc.poll() is None:
+            child = next((pid for pid in _children(proc.pid)
+                          if "_check_child.py" in _cmdline(pid)), None)
+            time.sleep(0.2)
+        assert child is not None, "the checker started no child process"
+        time.sleep(1.0)  # let it reach the handler that loops
+        os.kill(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, (out, err)
+    assert "seer-env check: interrupted (Ctrl-C): the check and the process running the " \
+           "model were stopped; no report" in err
+    assert "Traceback" not in err
+    assert not Path(f"/proc/{child}").exists() or "Z" in _state(child)
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                ppid = next(int(line.split()[1]) for line in (d / "status").read_text()
+                            .splitlines() if line.startswith("PPid:"))
+            except (OSError, StopIteration, ValueError):
+                continue
+            if ppid == pid:
+                out.append(int(d.name))
+    return out
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def _state(pid: int) -> str:
+    try:
+        return next(line for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                    if line.startswith("State:"))
+    except (OSError, StopIteration):
+        return ""
