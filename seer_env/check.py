@@ -29,7 +29,7 @@ The passes:
    whose outputs depend on the order in which independent events run.
 4. **matrix** -- the determinism matrix: serial against parallel at threads
    1-4 and oversubscribed (8), batches of 1-3 instances, several seeds,
-   random actions, masked resets mid-episode and autoresets after agents die.
+   random actions; reset runs add masked resets mid-episode.
 5. **lookahead** and the other schedule rules are checked on every
    ``seer_schedule`` call in every pass.
 
@@ -37,18 +37,38 @@ Models with lookahead 0 have no windows: pass 3 is skipped for them (and says
 so), and pass 4 runs the optimistic executor (speculation with rollback)
 instead of the parallel one.
 
+Runs.  Every run resets its instances, then steps them under random actions
+(Box actions also out of range, to exercise clipping).  In the *main runs*
+no instance is reset until all its agents have finished (then it is reset at
+once, an autoreset), so with ``steps=N`` the instances live N steps: a breach
+that starts late in an episode is met.  The default N is the model's episode,
+its ``max_cycles`` (0, no limit, counts as :data:`EPISODE_CAP`), at most
+:data:`EPISODE_CAP` steps.  The matrix adds *reset runs*: one instance reset
+every :data:`RESET_EVERY` steps (in turn), long enough to reset each instance
+twice, on the fewest and the most threads.  The replay pass runs at least a
+whole episode, so one serial run meets every step of the first episode even
+under ``quick=True`` (seed 0, threads 1, 2 and 8, batches 1 and 3, main runs
+of at most :data:`QUICK_STEPS` steps).
+
 The model runs in a child process (one for the whole check, started again
 after it died), never in the caller's: a handler that crashes the process (a
 wild pointer, ``abort()``, ``exit()``) or never returns becomes a ``crash`` or
 ``hang`` finding naming the pass, the run and, from a record the checking mode
-keeps in memory shared with the checker, the handler, entity, event type and
-simulated time.  Each run has a time budget (``budget``: seconds per run; by
-default :data:`BUDGET_BASE` seconds plus :data:`BUDGET_PER_ENTITY_STEP`
-seconds per entity-step of the run, steps x instances x entities).  Ctrl-C
-stops the check and its child at once (KeyboardInterrupt).
+keeps in memory shared with the checker (``SEER_CHECK_PROGRESS``, see
+runtime/check.c), the handler, entity, event type and simulated time; a plain
+run that stops is run again up to that step on the serial executor in checking
+mode to name them.  The passes after it are skipped.  Each run has a time
+budget (``budget``: seconds per run; by default :data:`BUDGET_BASE` seconds
+plus :data:`BUDGET_PER_ENTITY_STEP` seconds per entity-step of the run, steps
+x instances x entities).  Ctrl-C stops the check and its child at once
+(KeyboardInterrupt; ``seer-env check`` exits 130).  Cost: starting the child
+and loading the model in it, about 0.3 s for a C model (1 s for a Python one);
+the runs' outputs are compared in the child, so what comes back is small.
 
-A pass is one entry of :data:`PASSES` (a :class:`Pass`: the runs it makes
-and the rule an output difference from the serial reference breaks).
+A pass is one entry of :data:`PASSES`: a :class:`Pass` says which runs it
+makes and which rule an output difference from the serial reference breaks,
+or is one function run in the child (``Pass.job``); ``Pass.inspect`` adds
+findings from each run's outputs.
 """
 
 from __future__ import annotations
@@ -399,10 +419,11 @@ def _state_difference(k: int, u: np.ndarray, v: np.ndarray, native: NativeModel,
                         sv.view(np.uint8).reshape(len(sv), -1))[0][0])
     fields = [n for n in (dt.names or ()) if su[e][n].tobytes() != sv[e][n].tobytes()]
     what = f" (fields {', '.join(fields)})" if fields else ""
-    hooks = ("its init call (the reset) wrote" if k == 0 else
-             f"its handlers in step {k} (act, handle; init after a reset) wrote")
-    return (f"the state of entity {e} differs{' ' + too if too else ''}{what}: {hooks} "
-            "other values")
+    diff = f"the state of entity {e} differs{' ' + too if too else ''}{what}"
+    if k == 0:
+        return f"{diff} after the reset: its init call wrote other values"
+    return (f"{diff} after step {k}: its act or handle calls in that step wrote other values "
+            "(or another entity's handler wrote there)")
 
 
 # -- the passes --------------------------------------------------------------------------
@@ -942,8 +963,8 @@ class _Check:
             return msg
         budget = f"{_fmt_s(stop.budget)} s"
         if handler and rec["running"] and not rec.get("advancing"):
-            return (f"{model}{handler} did not return within the run's time budget of {budget} "
-                    f"({where} of {run}); the process running it was stopped")
+            return (f"{model}{handler} did not return within the run's time budget of {budget}, "
+                    f"{where} of {run}; the process running it was stopped")
         msg = f"{model}{run} did not finish within its time budget of {budget}: it was {where}"
         if handler and rec.get("advancing"):
             msg += (f", still calling handlers ({rec['calls']} calls, the last {handler}), as "

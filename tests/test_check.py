@@ -190,8 +190,9 @@ def test_differences_name_the_element_and_the_hooks() -> None:
     # the thread-local counter: entity 1's state differs, so its handlers did it
     report = check(ROGUE, {"mode": 10}, **{**QUICK, "steps": 22})
     f = next(f for f in report.findings if f.rule == "hidden-state")
-    assert "; the state of entity 1 differs too (fields value): its handlers in step 1 (act, " \
-           "handle; init after a reset) wrote other values" in f.message
+    assert "; the state of entity 1 differs too (fields value) after step 1: its act or handle " \
+           "calls in that step wrote other values (or another entity's handler wrote there)" \
+           in f.message
 
 
 def test_global_state_differences_name_their_element() -> None:
@@ -272,7 +273,7 @@ def test_a_handler_that_never_returns_is_a_hang() -> None:
     assert (rule, pass_name, fix) == ("hang", "isolation", FIXES["hang"])
     assert message.startswith("model 'wreck': handle for entity 1 of instance 0 (event type 0, "
                               "TICK, at t=2.")
-    assert (f"did not return within the run's time budget of 2 s (in step 3 {ISOLATION_RUN}); "
+    assert (f"did not return within the run's time budget of 2 s, in step 3 {ISOLATION_RUN}; "
             "the process running it was stopped") in message
     assert [p[1] for p in got["passes"]][1:] == ["skipped: the model hung (isolation)"] * 3
 
