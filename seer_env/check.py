@@ -79,7 +79,7 @@ import mmap
 import os
 import pickle
 import re
-import select
+import selectors
 import signal
 import socket
 import struct
@@ -1076,12 +1076,12 @@ def _recv(sock: socket.socket) -> Any:
 
 
 class _Record:
-    """The progress record: a mapped file."""
+    """The progress record: a file of its own, unlinked at once (nothing is
+    left behind, whatever happens to the processes), shared by descriptor."""
 
-    def __init__(self, path: str) -> None:
-        self.path = path
-        with open(path, "r+b") as f:
-            self.mm = mmap.mmap(f.fileno(), _REC_SIZE)
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.mm = mmap.mmap(fd, _REC_SIZE)
 
     @classmethod
     def create(cls) -> _Record:
@@ -1089,11 +1089,13 @@ class _Record:
         fd, path = tempfile.mkstemp(prefix="seer-check-", suffix=".rec",
                                     dir=shm if os.path.isdir(shm) and os.access(shm, os.W_OK)
                                     else None)
+        os.unlink(path)
         try:
             os.ftruncate(fd, _REC_SIZE)
-        finally:
+            return cls(fd)
+        except BaseException:
             os.close(fd)
-        return cls(path)
+            raise
 
     def note(self, req: int, step: int, phase: int, stage: int) -> None:
         _PY.pack_into(self.mm, 0, req, step, phase, stage)
@@ -1109,11 +1111,9 @@ class _Record:
         c = dict(zip(_C_FIELDS, _C_REC.unpack_from(self.mm, _C_OFFSET), strict=False))
         return dict(request=req, step=step, phase=phase, stage=stage, **c)
 
-    def close(self, unlink: bool) -> None:
+    def close(self) -> None:
         self.mm.close()
-        if unlink:
-            with contextlib.suppress(OSError):
-                os.unlink(self.path)
+        os.close(self.fd)
 
 
 @dataclass
@@ -1147,6 +1147,7 @@ class _Worker:
         self.folder, self.config, self.native = folder, config, native
         self.proc: subprocess.Popen[bytes] | None = None
         self.sock: socket.socket | None = None
+        self.sel: selectors.BaseSelector | None = None
         self.rec = _Record.create()
 
     def __enter__(self) -> _Worker:
@@ -1164,14 +1165,16 @@ class _Worker:
             self.proc = subprocess.Popen(
                 [sys.executable, str(Path(__file__).with_name("_check_child.py")),
                  str(theirs.fileno())],
-                pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
-                env=dict(os.environ, SEER_CHECK_PROGRESS=self.rec.path),
+                pass_fds=(theirs.fileno(), self.rec.fd), stdin=subprocess.DEVNULL,
+                env=dict(os.environ, SEER_CHECK_PROGRESS=f"fd:{self.rec.fd}"),
                 start_new_session=True)  # Ctrl-C reaches the checker, which kills it
         finally:
             theirs.close()
         self.sock = ours
+        self.sel = selectors.DefaultSelector()
+        self.sel.register(ours, selectors.EVENT_READ)
         _send(ours, {"sys_path": list(sys.path), "folder": self.folder, "config": self.config,
-                     "record": self.rec.path, "parent": os.getpid()})
+                     "record": self.rec.fd, "parent": os.getpid()})
 
     def call(self, msg: dict[str, Any], budget: float) -> dict[str, Any] | _Stop:
         """Send a request and wait for its reply at most ``budget`` seconds
@@ -1196,8 +1199,8 @@ class _Worker:
                 rec["advancing"] = (rec["calls"], rec["step"]) != (before["calls"],
                                                                    before["step"])
                 return _Stop("hang", "", rec, budget)
-            ready, _, _ = select.select([self.sock], [], [], min(left, 1.0))
-            if ready:
+            assert self.sel is not None
+            if self.sel.select(min(left, 1.0)):
                 try:
                     reply = _recv(self.sock)
                 except (EOFError, OSError):
@@ -1228,9 +1231,11 @@ class _Worker:
         self._forget()
 
     def _forget(self) -> None:
+        if self.sel is not None:
+            self.sel.close()
         if self.sock is not None:
             self.sock.close()
-        self.proc = self.sock = None
+        self.proc = self.sock = self.sel = None
 
     def close(self) -> None:
         try:
@@ -1243,7 +1248,7 @@ class _Worker:
                     pass
         finally:
             self.kill()  # also on KeyboardInterrupt during the wait above
-            self.rec.close(unlink=True)
+            self.rec.close()
 
 
 class _Child:

@@ -23,7 +23,7 @@ from tests.models import load as load_test_model
 ROOT = Path(__file__).resolve().parent.parent
 ROGUE = load_test_model("rogue")
 WRECK = load_test_model("wreck")  # enum wreck_mode in tests/models/wreck/wreck.c
-LOOP, ABORT, WILD, EXIT, STORM, LATE_READ, FAIL_LATE, SILENT, THIRD = range(1, 10)
+LOOP, ABORT, WILD, EXIT, STORM, LATE_READ, FAIL_LATE, SILENT, THIRD, DESCRIBE = range(1, 11)
 QUICK = dict(steps=14, seeds=(0,), threads=(1, 2, 8), batches=(1, 3), progress=False)
 
 # mode -> (the rule its breach is reported under, fragments of the message)
@@ -301,6 +301,15 @@ def test_a_crash_in_a_plain_run_is_located_by_a_checked_rerun() -> None:
         "seed 0); a serial rerun in checking mode died the same way, in handle for entity 1 "
         "of instance 2 (event type 0, TICK, at t=2.25)")
     assert [p[1] for p in got["passes"]] == ["ok", "ok", "ok", "finding"]
+
+
+def test_a_describe_that_kills_the_process_is_a_crash() -> None:
+    got = check_wreck({"mode": DESCRIBE}, **FEW)
+    assert got["findings"] == [[
+        "crash", "describe", "model 'wreck': the process running the model died of SIGABRT "
+        "(Aborted: abort() or a failed assert()) while loading the model and calling describe",
+        FIXES["crash"]]]
+    assert [p[1] for p in got["passes"]] == ["skipped: the model crashed in describe"] * 4
 
 
 def test_ctrl_c_stops_the_check_and_its_child() -> None:

@@ -32,9 +32,9 @@
  *
  * Progress: before and after every checked call the host notes what it
  * runs (handler, instance, entity, event type, time) in a progress record,
- * if the environment names one: SEER_CHECK_PROGRESS=PATH, a file of at
- * least 4 KiB mapped shared, the record at byte 64 (struct progress_rec;
- * seer_env/check.py reads the same layout).  `seer-env check` sets it in
+ * if the environment names one: SEER_CHECK_PROGRESS=PATH, or fd:N for an
+ * open descriptor, a file of at least 4 KiB mapped shared, the record at
+ * byte 64 (struct progress_rec; seer_env/check.py reads the same layout).  `seer-env check` sets it in
  * the process running the model, so a handler that kills that process (a
  * wild pointer, abort(), exit()) or never returns is named all the same.
  *
@@ -53,6 +53,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <link.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -103,14 +104,24 @@ static pthread_once_t g_progress_once = PTHREAD_ONCE_INIT;
 
 static void progress_map(void)
 {
-    const char *path = getenv("SEER_CHECK_PROGRESS");
-    if (!path || !*path)
+    const char *where = getenv("SEER_CHECK_PROGRESS");
+    if (!where || !*where)
         return;
-    int fd = open(path, O_RDWR | O_CLOEXEC);
-    if (fd < 0)
-        return;
+    int fd;
+    if (strncmp(where, "fd:", 3) == 0) {
+        char *end;
+        const long n = strtol(where + 3, &end, 10);
+        if (*end || n < 0 || n > INT_MAX)
+            return;
+        fd = (int)n; /* the caller's: mapped, not closed */
+    } else {
+        fd = open(where, O_RDWR | O_CLOEXEC);
+        if (fd < 0)
+            return;
+    }
     void *p = mmap(NULL, PROGRESS_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
+    if (strncmp(where, "fd:", 3) != 0)
+        close(fd);
     if (p != MAP_FAILED)
         g_progress = (progress_rec *)(void *)((unsigned char *)p + PROGRESS_OFFSET);
 }

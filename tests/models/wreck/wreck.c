@@ -26,7 +26,8 @@ enum wreck_mode {
     WRECK_SILENT = 8,    /* describe fails without saying why                    */
     WRECK_THIRD = 9,     /* handle calls abort() in instance 2 only: only runs
                             of 3 instances (the matrix's) meet it                */
-    WRECK_MODES = 10
+    WRECK_DESCRIBE = 10, /* describe calls abort()                               */
+    WRECK_MODES = 11
 };
 
 typedef struct wreck_config {
@@ -75,6 +76,8 @@ static int wreck_describe(void *config, seer_sizes *out, char *err, size_t errle
     const wreck_config *c = config;
     if (c->mode == WRECK_SILENT)
         return SEER_E_CONFIG; /* and no message */
+    if (c->mode == WRECK_DESCRIBE)
+        abort();
     if (c->culprit + 1 >= c->num_entities) {
         snprintf(err, errlen, "wreck: culprit=%u must be < num_entities - 1 = %u", c->culprit,
                  c->num_entities - 1);
