@@ -772,7 +772,7 @@ class _Check:
                 if res.status == "finding" or res.status.startswith("skipped"):
                     bar.update(1)
                     continue
-                stopped = self.one_run(p, kw, deferred) if kw else self.one_job(p)
+                stopped = self.one_run(p, kw, deferred) if kw is not None else self.one_job(p)
                 bar.update(1)
                 if self.log:
                     self.log(f"{p.name}: {kw if kw else 'job'}")
