@@ -32,11 +32,12 @@
  *
  * Progress: before and after every checked call the host notes what it
  * runs (handler, instance, entity, event type, time) in a progress record,
- * if the environment names one: SEER_CHECK_PROGRESS=PATH, or fd:N for an
- * open descriptor, a file of at least 4 KiB mapped shared, the record at
- * byte 64 (struct progress_rec; seer_env/check.py reads the same layout).  `seer-env check` sets it in
- * the process running the model, so a handler that kills that process (a
- * wild pointer, abort(), exit()) or never returns is named all the same.
+ * if the environment names one: SEER_CHECK_PROGRESS=PATH (or fd:N, an open
+ * descriptor), a file of at least 4 KiB mapped shared, the record at byte
+ * 64 (struct progress_rec; seer_env/check.py reads the same layout).
+ * `seer-env check` sets it in the process running the model, so a handler
+ * that kills that process (a wild pointer, abort(), exit()) or never
+ * returns is named all the same.
  *
  * Threads: the host calls setup/teardown (runtime.c) and begin/end around
  * each call; seer_check_run wraps every handler call on the thread making
@@ -107,20 +108,21 @@ static void progress_map(void)
     const char *where = getenv("SEER_CHECK_PROGRESS");
     if (!where || !*where)
         return;
+    const int given = strncmp(where, "fd:", 3) == 0;
     int fd;
-    if (strncmp(where, "fd:", 3) == 0) {
+    if (given) {
         char *end;
         const long n = strtol(where + 3, &end, 10);
         if (*end || n < 0 || n > INT_MAX)
             return;
-        fd = (int)n; /* the caller's: mapped, not closed */
+        fd = (int)n; /* the caller's: mapped, left open */
     } else {
         fd = open(where, O_RDWR | O_CLOEXEC);
         if (fd < 0)
             return;
     }
     void *p = mmap(NULL, PROGRESS_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (strncmp(where, "fd:", 3) != 0)
+    if (!given)
         close(fd);
     if (p != MAP_FAILED)
         g_progress = (progress_rec *)(void *)((unsigned char *)p + PROGRESS_OFFSET);
@@ -587,10 +589,11 @@ int seer_check_run(seer_ctx *c, int hook, const seer_hook_args *a)
     memset(&f, 0, sizeof f);
     f.rt = rt;
     f.inst = in;
-    /* Plain stores into the shared record: the other process reads it only
-     * once this one has stopped (dead, or killed for exceeding its time
-     * budget), and the handler call below is opaque to the compiler, which
-     * must complete them before it. */
+    /* Plain stores into the shared record: the other process reads what it
+     * reports only once this one has stopped (dead, or killed for exceeding
+     * its time budget); before that it only looks whether `calls` still
+     * moves, where a torn read does no harm.  The handler call below is
+     * opaque to the compiler, which must complete the stores before it. */
     progress_rec *const p = g_progress;
     if (p) {
         p->hook = (uint32_t)hook;
