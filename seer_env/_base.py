@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import gymnasium
 import numpy as np
+import pettingzoo
 from gymnasium.vector import AutoresetMode
 from pettingzoo import ParallelEnv
 from pettingzoo.utils.conversions import parallel_to_aec_wrapper
@@ -88,6 +89,26 @@ def _refused(env: Any, name: str, why: str) -> StateError:
     return _interrupted_error(env)
 
 
+_PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_PZ_DIR = os.path.dirname(os.path.abspath(pettingzoo.__file__)) + os.sep
+
+
+def _raised_by_seer(exc: BaseException, also: str = "") -> bool:
+    """``exc`` came from seer_env's own code (the runtime saying what happened:
+    nothing changed, or its instances need a reset and say so), not from user
+    code that ran during the call -- a signal handler, which Python runs between
+    two bytecodes of the call, or a model written in Python -- after which
+    nothing is known about what the call did.  ``also``: one more folder whose
+    code counts as the env's (PettingZoo's, for the AEC wrapper)."""
+    tb = exc.__traceback__
+    while tb is not None:
+        f = tb.tb_frame.f_code.co_filename
+        if not (f.startswith((_PKG_DIR, "<seer_env.")) or also and f.startswith(also)):
+            return False
+        tb = tb.tb_next
+    return True
+
+
 def _finish_close(env: Any) -> None:
     """A close() that came on the thread inside a call, done when the call ended."""
     env.close()
@@ -132,12 +153,15 @@ class _PyGate:
             if check and env._interrupted:
                 raise refused(env, name, "interrupted")
             result = method(env, *args, **kwargs)
-        except BaseException:
+        except BaseException as exc:
             self._owner = 0
             self._lock.release()
-            if self.pending:
-                with contextlib.suppress(Exception):  # the call's exception is the one to see
-                    finish_close(env)
+            if not self.pending:
+                raise
+            with contextlib.suppress(Exception):  # the call's exception is the one to see
+                finish_close(env)
+            if isinstance(exc, Exception):
+                raise refused(env, name, "closed during") from exc
             raise
         self._owner = 0
         self._lock.release()
@@ -508,8 +532,9 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
         self._interrupted = _CUT_SHORT_RESET  # until Python has caught up
         try:
             self.runtime.reset(seeds)
-        except SeerError:  # the runtime reports the truth itself (and marks its instances)
-            self._interrupted = cut
+        except SeerError as exc:
+            if _raised_by_seer(exc):  # the runtime reports the truth (and marks its instances)
+                self._interrupted = cut
             raise
         self._live_names = self._all_names
         self._live_idx = np.arange(len(self._all_names))
@@ -671,8 +696,9 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
         self._interrupted = _CUT_SHORT_STEP
         try:
             self.runtime.step()
-        except SeerError:  # the runtime reports the truth itself (nothing changed, or
-            self._interrupted = ""  # its instances need a reset and say so)
+        except SeerError as exc:  # the runtime reports the truth itself (nothing changed,
+            if _raised_by_seer(exc):  # or its instances need a reset and say so)
+                self._interrupted = ""
             raise
         live_idx = self._live_idx
         out, ndone = self._outputs(live_idx)
@@ -834,7 +860,7 @@ class SeerAECEnv(parallel_to_aec_wrapper):
         _live_envs.add(self)
 
     def _check_ready(self, what: str) -> None:
-        if self.env._closed():
+        if self._busy.closing or self.env._closed():
             raise ClosedError(f"{self.seer_model.name}: {what}() on a closed env")
         if not self._reset_done:
             raise StateError(f"{self.seer_model.name}: call reset() before {what}()")
@@ -847,8 +873,9 @@ class SeerAECEnv(parallel_to_aec_wrapper):
         self._interrupted = _CUT_SHORT_RESET  # until this wrapper has caught up
         try:
             super().reset(seed=seed, options=options)
-        except SeerError:  # the ParallelEnv changed nothing of ours
-            self._interrupted = cut
+        except SeerError as exc:  # the ParallelEnv changed nothing of ours
+            if _raised_by_seer(exc, _PZ_DIR):
+                self._interrupted = cut
             raise
         self._reset_done = True
         self._interrupted = ""
@@ -872,8 +899,9 @@ class SeerAECEnv(parallel_to_aec_wrapper):
         self._interrupted = _CUT_SHORT_STEP
         try:
             super().step(action)
-        except SeerError:  # nothing changed, or the ParallelEnv says what needs a reset
-            self._interrupted = ""
+        except SeerError as exc:  # nothing changed, or the ParallelEnv says what needs a reset
+            if _raised_by_seer(exc, _PZ_DIR):
+                self._interrupted = ""
             raise
         self._interrupted = ""
 
@@ -1227,7 +1255,8 @@ class SeerVectorEnv(_SeerEnvCommon):
     @property
     def alive(self) -> np.ndarray:
         """``(B, A)`` copy of the agents alive now (those whose next action counts)."""
-        self._check_open("alive")
+        if self._closed():  # closed, or closing (waiting for a call on another thread)
+            raise ClosedError(f"{self.seer_model.name}: alive on a closed env")
         return self.runtime.alive.copy()
 
     # -- reset ---------------------------------------------------------------
@@ -1262,8 +1291,9 @@ class SeerVectorEnv(_SeerEnvCommon):
             self._interrupted = _CUT_SHORT_RESET  # until Python has caught up
             try:
                 rt.reset(seeds)
-            except SeerError:  # the runtime reports the truth itself
-                self._interrupted = cut
+            except SeerError as exc:
+                if _raised_by_seer(exc):  # the runtime reports the truth itself
+                    self._interrupted = cut
                 raise
             self._next_seeds = [(s + self.num_envs) & _MAX_SEED for s in seeds]
             self._autoreset[:] = False
@@ -1289,8 +1319,9 @@ class SeerVectorEnv(_SeerEnvCommon):
                     self._next_seeds[i] = (seeds[i] + self.num_envs) & _MAX_SEED
             try:
                 rt.reset(seeds, mask)
-            except SeerError:
-                self._interrupted = cut
+            except SeerError as exc:
+                if _raised_by_seer(exc):
+                    self._interrupted = cut
                 raise
             self._autoreset[mask] = False
             self._any_autoreset = bool(self._autoreset.any())
@@ -1368,8 +1399,9 @@ class SeerVectorEnv(_SeerEnvCommon):
                 self._any_autoreset = n > 0
             else:
                 out = self._step_and_autoreset(rt, mode)
-        except SeerError:  # the runtime reports the truth itself (nothing changed, or
-            self._interrupted = ""  # its instances need a reset and say so)
+        except SeerError as exc:  # the runtime reports the truth itself (nothing changed,
+            if _raised_by_seer(exc):  # or its instances need a reset and say so)
+                self._interrupted = ""
             raise
         self._interrupted = ""
         return out  # type: ignore[no-any-return]

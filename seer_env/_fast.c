@@ -758,35 +758,72 @@ static PyObject *gate_refuse(PyObject *spec, PyObject *env, PyObject *why)
     return NULL;
 }
 
-/* After a call during which close() came on this thread: close now (the call
- * no longer uses anything), then end with the call's exception if it raised
- * one, else with ClosedError.  `res` is the call's result (stolen) or NULL. */
-static PyObject *gate_finish(PyObject *spec, PyObject *env, PyObject *res)
+/* The exception being raised, taken (normalized, its traceback attached), or
+ * NULL; and back. */
+static PyObject *take_exc(void)
 {
 #if PY_VERSION_HEX >= 0x030C0000
-    PyObject *exc = res ? NULL : PyErr_GetRaisedException();
+    return PyErr_GetRaisedException();
 #else
-    PyObject *et = NULL, *ev = NULL, *tb = NULL;
-    if (!res)
-        PyErr_Fetch(&et, &ev, &tb);
+    PyObject *t, *v, *tb;
+    PyErr_Fetch(&t, &v, &tb);
+    if (!t)
+        return NULL;
+    PyErr_NormalizeException(&t, &v, &tb);
+    if (tb && v)
+        PyException_SetTraceback(v, tb);
+    Py_XDECREF(t);
+    Py_XDECREF(tb);
+    return v;
 #endif
-    PyObject *r = PyObject_CallOneArg(PyTuple_GET_ITEM(spec, 4), env);
-    if (!res) {
-        if (!r) /* the call's exception is the one to see; this one is reported */
-            PyErr_WriteUnraisable(PyTuple_GET_ITEM(spec, 4));
-        Py_XDECREF(r);
+}
+
+static void put_exc(PyObject *v) /* steals v */
+{
 #if PY_VERSION_HEX >= 0x030C0000
-        PyErr_SetRaisedException(exc);
+    PyErr_SetRaisedException(v);
 #else
-        PyErr_Restore(et, ev, tb);
+    PyObject *t = (PyObject *)Py_TYPE(v);
+    Py_INCREF(t);
+    PyErr_Restore(t, v, PyException_GetTraceback(v));
 #endif
+}
+
+/* After a call during which close() came on this thread: close now (the call
+ * no longer uses anything), then end with ClosedError ('closed during') -- its
+ * cause the call's exception if it raised an Exception; a BaseException that
+ * is no Exception (KeyboardInterrupt, SystemExit) goes on as it is.  `res` is
+ * the call's result (stolen) or NULL. */
+static PyObject *gate_finish(PyObject *spec, PyObject *env, PyObject *res)
+{
+    PyObject *exc = res ? NULL : take_exc();
+    PyObject *r = PyObject_CallOneArg(PyTuple_GET_ITEM(spec, 4), env);
+    if (!r) {
+        if (!exc) {
+            Py_DECREF(res);
+            return NULL; /* the close's own error */
+        }
+        PyErr_WriteUnraisable(PyTuple_GET_ITEM(spec, 4)); /* the call's is the one to see */
+    }
+    Py_XDECREF(r);
+    Py_XDECREF(res);
+    if (exc && !PyObject_TypeCheck(exc, (PyTypeObject *)PyExc_Exception)) {
+        put_exc(exc);
         return NULL;
     }
-    Py_DECREF(res);
-    if (!r)
-        return NULL;
-    Py_DECREF(r);
-    return gate_refuse(spec, env, why_closed_during);
+    gate_refuse(spec, env, why_closed_during);
+    if (exc) {
+        PyObject *closed = take_exc();
+        if (!closed) { /* cannot happen: gate_refuse set an error */
+            put_exc(exc);
+            return NULL;
+        }
+        Py_INCREF(exc);
+        PyException_SetContext(closed, exc); /* steals */
+        PyException_SetCause(closed, exc);   /* steals */
+        put_exc(closed);
+    }
+    return NULL;
 }
 
 PyDoc_STRVAR(gate_call_doc,
@@ -797,8 +834,9 @@ PyDoc_STRVAR(gate_call_doc,
 "'busy'; 'reentrant' from the thread inside it), when close() started\n"
 "('closed'), or when check is True and env._interrupted is set\n"
 "('interrupted').  When close() came on this thread during the call,\n"
-"finish_close(env) runs after it and the call ends with its own exception,\n"
-"or with refused(env, name, 'closed during').");
+"finish_close(env) runs after it and the call ends with refused(env, name,\n"
+"'closed during') -- caused by the call's exception if it raised an\n"
+"Exception; a KeyboardInterrupt or SystemExit goes on as it is.");
 
 static PyObject *gate_call(GateObject *g, PyObject *const *args, size_t nargsf,
                            PyObject *kwnames)

@@ -49,6 +49,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ._base import _raised_by_seer
 from .errors import ConfigError, SeerError, StateError
 from .registry import make
 
@@ -124,8 +125,9 @@ def _build_class() -> type:
             cut, self._cut_short = self._cut_short, True  # until this call is done (see step)
             try:
                 obs, infos = self.par_env.reset(seed=seed, options=options)
-            except SeerError:  # refused, or failed and the ParallelEnv says so
-                self._cut_short = cut
+            except SeerError as exc:  # refused, or failed and the ParallelEnv says so
+                if _raised_by_seer(exc):
+                    self._cut_short = cut
                 raise
             self._cut_short = False
             return obs, _to_python_infos(infos)
@@ -142,8 +144,9 @@ def _build_class() -> type:
             self._cut_short = True
             try:
                 obs, rew, term, trunc, infos = self.par_env.step(action_dict)
-            except SeerError:  # refused, or failed and the ParallelEnv says so
-                self._cut_short = False
+            except SeerError as exc:  # refused, or failed and the ParallelEnv says so
+                if _raised_by_seer(exc):
+                    self._cut_short = False
                 raise
             rewards = {a: float(r) for a, r in rew.items()}
             terminateds = {a: bool(x) for a, x in term.items()}
