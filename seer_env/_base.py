@@ -1068,8 +1068,18 @@ def _infos_builder(
     return fn
 
 
+def _as_array(agent: str, a: Any) -> np.ndarray:
+    """``np.asarray(a)``; what it raises (ragged nesting, an ``__array__`` that
+    fails: the value's own code) as an InvalidActionError naming the agent."""
+    try:
+        return np.asarray(a)
+    except Exception as exc:
+        raise InvalidActionError(
+            f"action for {agent!r} cannot be read as an array: {exc!r}") from exc
+
+
 def _discrete_value(agent: str, a: Any, n: int) -> int:
-    arr = np.asarray(a)
+    arr = _as_array(agent, a)
     if arr.shape not in ((), (1,)):
         raise InvalidActionError(
             f"action for {agent!r} must be a scalar int, got shape {arr.shape}"
@@ -1087,7 +1097,7 @@ def _discrete_value(agent: str, a: Any, n: int) -> int:
 
 
 def _box_value(agent: str, a: Any, dim: int) -> np.ndarray:
-    arr = np.asarray(a)
+    arr = _as_array(agent, a)
     if arr.shape != (dim,):
         raise InvalidActionError(
             f"action for {agent!r} must have shape ({dim},), got {arr.shape}"
@@ -1351,8 +1361,8 @@ class SeerVectorEnv(_SeerEnvCommon):
         sz = self.sizes
         try:
             arr = np.asarray(actions)
-        except (ValueError, TypeError) as exc:  # ragged nested sequences
-            raise InvalidActionError(f"actions cannot be read as an array: {exc}") from None
+        except Exception as exc:  # ragged nested sequences, an __array__ that fails
+            raise InvalidActionError(f"actions cannot be read as an array: {exc!r}") from exc
         if sz.action_kind == "discrete":
             want: tuple[int, ...] = (self.num_envs, sz.num_agents)
             if arr.dtype.kind not in "iu":  # not bool, timedelta, complex, object

@@ -172,8 +172,8 @@ class AgentVectorEnv(gymnasium.vector.VectorEnv):
         self._check_open("step")
         try:
             arr = np.asarray(actions)
-        except (ValueError, TypeError) as exc:  # ragged nested sequences
-            raise InvalidActionError(f"actions cannot be read as an array: {exc}") from None
+        except Exception as exc:  # ragged nested sequences, an __array__ that fails
+            raise InvalidActionError(f"actions cannot be read as an array: {exc!r}") from exc
         if arr.shape[:1] != (self.num_envs,) or arr.size != int(np.prod(self._act_shape)):
             want = (self.num_envs, *self._act_shape[2:])
             raise InvalidActionError(f"actions must have shape {want}, got {arr.shape}")

@@ -674,8 +674,10 @@ def test_agent_vector_env_errors_are_seer_errors() -> None:
         _raises(ConfigError, lambda options=options: envs.reset(seed=0, options=options),
                 "options")
     envs.reset(seed=0)
-    for bad in ([[0, 0], [0]], [0] * 11 + [[0, 1]], None, "x", {"a": 1}, np.zeros(13, int)):
+    for bad in ([[0, 0], [0]], [0] * 11 + [[0, 1]], None, "x", {"a": 1}, np.zeros(13, int),
+                _NoArray()):
         _raises(InvalidActionError, lambda bad=bad: envs.step(bad), "actions")
+        _raises(InvalidActionError, lambda bad=bad: envs.venv.step(bad), "actions")
     envs.step(np.zeros(12, np.int64))  # nothing changed: it goes on
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
@@ -728,6 +730,28 @@ def test_rllib_adapter_errors_are_seer_errors() -> None:
     env.close()
     for call in (lambda: env.step({}), lambda: env.reset(seed=0), env.render):
         _raises(ClosedError, call)
+
+
+class _NoArray:
+    def __array__(self, *args: object, **kwargs: object) -> np.ndarray:
+        raise RuntimeError("no array here")
+
+
+@pytest.mark.parametrize("model", ["pcs", "aircraft"])
+def test_values_numpy_cannot_read_are_invalid_action_errors(model: str) -> None:
+    env = (pcs_v0.parallel_env(width=2, height=2, threads=1, max_cycles=0) if model == "pcs"
+           else aircraft_v0.parallel_env(num_uavs=3, threads=1, max_cycles=0))
+    env.reset(seed=0)
+    first = env.agents[0]
+    for bad in ([[1, 2], [3]], _NoArray()):
+        _raises(InvalidActionError, lambda bad=bad: env.step({a: bad for a in env.agents}),
+                f"action for {first!r} cannot be read as an array")
+        _raises(InvalidActionError, lambda bad=bad: env.check_action(first, bad),
+                "cannot be read as an array")
+    good = 0 if model == "pcs" else np.zeros(3, np.float32)
+    env.step({a: good for a in env.agents})
+    assert env.runtime.step_index(0) == 1
+    env.close()
 
 
 def test_hostile_mapping_methods_become_invalid_action_errors() -> None:
