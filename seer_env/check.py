@@ -21,20 +21,38 @@ The passes:
    with a message naming exactly what was touched.  The run is then compared
    with a plain serial run: a model whose outputs change with the memory
    layout reads or writes outside its entity.
-2. **replay** -- two plain serial runs in one process must agree: hidden state
+2. **uninit** -- reads of bytes nobody wrote (:mod:`seer_env.check_bounds`):
+   a C model is built twice more with every local variable starting as zero
+   bytes and as 0xFE bytes; outputs that differ between the two are an
+   ``uninitialised`` finding naming the hook, agent, element and step.  The
+   passes below then do not report the same differences again as layout,
+   order or determinism breaches.
+3. **replay** -- two plain serial runs in one process must agree: hidden state
    that survives a run (static or thread-local variables, a C library
    generator) shows here.
-3. **order** -- the parallel executor with one partition per entity, visited
+4. **order** -- the parallel executor with one partition per entity, visited
    in a fresh random order in every window (and on two threads): a model
    whose outputs depend on the order in which independent events run.
-4. **matrix** -- the determinism matrix: serial against parallel at threads
+5. **race** -- memory shared between entities' handlers
+   (:mod:`seer_env.check_race`): the model built with ThreadSanitizer runs on
+   the parallel executor (two threads, shuffled order; the optimistic executor
+   for lookahead 0) in a child process; a heap block or static several
+   handlers write is a ``shared-heap`` or ``data-race`` finding naming both
+   hooks, functions and lines.  Skipped, with the reason, for Python models
+   and where the compiler has no ThreadSanitizer runtime.
+6. **bounds** -- one serial run of a whole episode, its outputs read against
+   the model's declared bounds: observations and global states outside them,
+   NaN anywhere, infinities where a bound is finite, non-finite rewards and
+   infos (``obs-bounds``, ``state-bounds``, ``non-finite``), each named with
+   step, instance, agent and element.
+7. **matrix** -- the determinism matrix: serial against parallel at threads
    1-4 and oversubscribed (8), batches of 1-3 instances, several seeds,
    random actions; reset runs add masked resets mid-episode.
-5. **lookahead** and the other schedule rules are checked on every
+8. **lookahead** and the other schedule rules are checked on every
    ``seer_schedule`` call in every pass.
 
-Models with lookahead 0 have no windows: pass 3 is skipped for them (and says
-so), and pass 4 runs the optimistic executor (speculation with rollback)
+Models with lookahead 0 have no windows: the order pass is skipped for them
+(and says so), and the matrix runs the optimistic executor (speculation with rollback)
 instead of the parallel one.
 
 Runs.  Every run resets its instances, then steps them under random actions
@@ -96,7 +114,7 @@ from typing import Any
 
 import numpy as np
 
-from . import errors
+from . import check_bounds, check_race, errors
 from ._runtime import NativeModel, Runtime
 from .errors import BudgetError, ConfigError, ModelError, SeerError
 
@@ -511,6 +529,8 @@ class JobOutcome:
     findings: list[tuple[str, str]] = field(default_factory=list)
     runs: int = 1
     steps: int = 0
+    #: the pass's status when it could not run ("skipped: <why>"), else None
+    status: str | None = None
 
 
 def _isolation_runs(plan: Plan) -> list[dict[str, Any]]:
@@ -553,6 +573,37 @@ def _matrix_what(kw: dict[str, Any]) -> str:
             f"{resets} vs serial")
 
 
+def _uninit_job(ctx: JobContext) -> JobOutcome:
+    steps = max(ctx.plan.steps, 1)
+    found = check_bounds.uninit_findings(ctx.native, ctx.config, steps, ctx.names)
+    return JobOutcome(found, runs=2, steps=2 * 2 * steps)
+
+
+def _bounds_runs(plan: Plan) -> list[dict[str, Any]]:
+    # one serial run of at least a whole episode: what an agent sees late too
+    return [dict(executor="serial", threads=1, batch=2, seed=plan.seeds[0],
+                 steps=max(plan.steps, plan.episode))]
+
+
+def _bounds_inspect(native: NativeModel, config: Mapping[str, Any],
+                    run: _Run) -> list[tuple[str, str]]:
+    buf, sizes = native.describe(dict(config))
+    return check_bounds.bounds_findings(native, config, run,
+                                        native.agent_names(buf, sizes.num_agents))
+
+
+def _race_job(ctx: JobContext) -> JobOutcome:
+    steps = max(min(ctx.plan.steps, RACE_STEPS), 1)
+    found = check_race.race_findings(ctx.native, ctx.config, steps)
+    if isinstance(found, str):
+        return JobOutcome(runs=0, status=found)
+    return JobOutcome(found, runs=1, steps=steps)
+
+
+#: Steps of the race pass's run (at most): ThreadSanitizer slows a run 5-15x,
+#: and memory shared between handlers is written in every step that uses it.
+RACE_STEPS = 40
+
 #: The passes, in the order they run.  Isolation first: a model that would
 #: crash a plain run (a NULL pointer) is caught there, and nothing else runs.
 #: Then replay: when two identical runs differ, no later comparison can say
@@ -560,12 +611,18 @@ def _matrix_what(kw: dict[str, Any]) -> str:
 PASSES: list[Pass] = [
     Pass("isolation", _isolation_runs, rule="layout",
          what=lambda kw: "checking mode vs plain serial run", compare_after="replay"),
+    Pass("uninit", job=_uninit_job, fixes={"uninitialised": check_bounds.FIXES["uninitialised"]}),
     Pass("replay", _replay_runs, rule="hidden-state",
          what=lambda kw: "second serial run vs the first"),
     Pass("order", _order_runs, rule="order", skip=_order_skip,
          what=lambda kw: f"shuffled visiting order (threads={kw['threads']}) vs serial"),
+    Pass("race", job=_race_job, job_runs=12, fixes=check_race.FIXES),
+    Pass("bounds", _bounds_runs, inspect=_bounds_inspect,
+         fixes={k: v for k, v in check_bounds.FIXES.items() if k != "uninitialised"}),
     Pass("matrix", _matrix_runs, rule="determinism", what=_matrix_what),
 ]
+for _p in PASSES:  # one table of fixes: the passes' own rules too
+    FIXES.update(_p.fixes)
 
 #: The default ``steps``: the model's episode (its max_cycles; 0, no limit,
 #: counts as this), at most this many steps.
@@ -851,6 +908,8 @@ class _Check:
         out: JobOutcome = reply["outcome"]
         res.runs += out.runs
         res.steps += out.steps
+        if out.status:
+            res.status = out.status
         for rule, message in out.findings:
             self.add(p.name, rule, message)
         return None
@@ -860,6 +919,11 @@ class _Check:
         res = self.passes[p.name]
         if reply["ref_error"] is not None:  # the plain serial run fails (a schedule rule)
             self.add(p.name, reply["ref_error"]["rule"], reply["ref_error"]["message"])
+            return
+        if "uninitialised" in self.report.rules():
+            # outputs made of bytes nobody wrote differ between any two runs
+            if res.status == "ok":
+                res.status = "compared: uninitialised reads (uninit)"
             return
         if "hidden-state" in self.report.rules() and p.name != "replay":
             if res.status == "ok":

@@ -16,14 +16,16 @@ import pytest
 
 import seer_env
 from seer_env import cli
-from seer_env.check import EPISODE_CAP, FIXES, RESET_EVERY, check, run_budget
+from seer_env.check import EPISODE_CAP, FIXES, PASSES, RESET_EVERY, check, run_budget
 from seer_env.errors import ConfigError
 from tests.models import load as load_test_model
 
 ROOT = Path(__file__).resolve().parent.parent
 ROGUE = load_test_model("rogue")
 WRECK = load_test_model("wreck")  # enum wreck_mode in tests/models/wreck/wreck.c
+ROGUE2 = load_test_model("rogue2")  # enum rogue2_mode in tests/models/rogue2/rogue2.c
 LOOP, ABORT, WILD, EXIT, STORM, LATE_READ, FAIL_LATE, SILENT, THIRD, DESCRIBE = range(1, 11)
+PASS_NAMES = [p.name for p in PASSES]
 QUICK = dict(steps=14, seeds=(0,), threads=(1, 2, 8), batches=(1, 3), progress=False)
 
 # mode -> (the rule its breach is reported under, fragments of the message)
@@ -65,15 +67,16 @@ def test_each_rule_is_caught(mode: int) -> None:
 def test_a_null_pointer_stops_the_check_before_a_plain_run() -> None:
     report = check(ROGUE, {"mode": 12}, **QUICK)
     assert [p.status for p in report.passes][1:] == [
-        "skipped: a plain run would crash (NULL pointer)"] * 3
-    assert [p.runs for p in report.passes] == [1, 0, 0, 0]
+        "skipped: a plain run would crash (NULL pointer)"] * (len(PASS_NAMES) - 1)
+    assert [p.runs for p in report.passes] == [1] + [0] * (len(PASS_NAMES) - 1)
 
 
 def test_a_well_behaved_model_passes_every_pass() -> None:
     report = check(ROGUE, {"mode": 0}, **QUICK)
     assert report.ok, str(report)
-    assert [p.name for p in report.passes] == ["isolation", "replay", "order", "matrix"]
-    assert all(p.status == "ok" and p.runs > 0 for p in report.passes)
+    assert [p.name for p in report.passes] == PASS_NAMES == [
+        "isolation", "uninit", "replay", "order", "race", "bounds", "matrix"]
+    assert all(p.status == "ok" and p.runs > 0 for p in report.passes), str(report)
     assert "no finding" in str(report)
 
 
@@ -98,8 +101,9 @@ def test_shipped_models_pass(name: str, config: dict) -> None:
 def test_lookahead_zero_checks_the_optimistic_executor() -> None:
     report = seer_env.check("pcs_v0", {"classic": True, "width": 4, "height": 3}, **QUICK)
     assert report.ok, str(report)
-    assert [p.status for p in report.passes][2:] == [
-        "skipped: lookahead 0 (no windows to shuffle)", "ok"]
+    status = {p.name: p.status for p in report.passes}
+    assert status.pop("order") == "skipped: lookahead 0 (no windows to shuffle)"
+    assert set(status.values()) == {"ok"}
 
 
 def test_cli_check_exit_status(capsys: pytest.CaptureFixture) -> None:
@@ -124,7 +128,7 @@ def test_the_default_steps_cover_the_episode_and_main_runs_do_not_reset() -> Non
     matrix = [_kw_of(x) for x in lines if x.startswith("matrix:")]
     assert [kw["reset_every"] for kw in matrix] == [0] * 4 + [RESET_EVERY] * 4
     assert all(kw["reset_every"] == 0 for x in lines if not x.startswith("matrix:")
-               for kw in [_kw_of(x)])
+               and not x.endswith(": job") for kw in [_kw_of(x)])
 
 
 def _kw_of(line: str) -> dict:
@@ -262,8 +266,7 @@ def test_a_handler_that_kills_the_process_is_a_crash(mode: int, detail: str) -> 
                               f"{AT_STEP_2}")
     assert message.endswith(f"in step 3 {ISOLATION_RUN}")
     assert got["passes"] == [["isolation", "finding", 1]] + [
-        [name, "skipped: the model crashed (isolation)", 0]
-        for name in ("replay", "order", "matrix")]
+        [name, "skipped: the model crashed (isolation)", 0] for name in PASS_NAMES[1:]]
 
 
 def test_a_handler_that_never_returns_is_a_hang() -> None:
@@ -274,7 +277,8 @@ def test_a_handler_that_never_returns_is_a_hang() -> None:
                               "TICK, at t=2.")
     assert (f"did not return within the run's time budget of 2 s, in step 3 {ISOLATION_RUN}; "
             "the process running it was stopped") in message
-    assert [p[1] for p in got["passes"]][1:] == ["skipped: the model hung (isolation)"] * 3
+    assert [p[1] for p in got["passes"]][1:] == [
+        "skipped: the model hung (isolation)"] * (len(PASS_NAMES) - 1)
 
 
 def test_a_step_that_never_ends_is_a_hang_too() -> None:
@@ -299,7 +303,11 @@ def test_a_crash_in_a_plain_run_is_located_by_a_checked_rerun() -> None:
         "failed assert()) in step 3 of a matrix run (parallel executor, threads=1, batch 3, "
         "seed 0); a serial rerun in checking mode died the same way, in handle for entity 1 "
         "of instance 2 (event type 0, TICK, at t=2.25)")
-    assert [p[1] for p in got["passes"]] == ["ok", "ok", "ok", "finding"]
+    status = {name: st for name, st, _ in got["passes"]}
+    # the race pass's instrumented run meets the abort too (its many instances)
+    assert status.pop("race").startswith("skipped: the ThreadSanitizer run failed")
+    assert status == {name: "ok" for name in PASS_NAMES if name != "race"} | {
+        "matrix": "finding"}
 
 
 def test_a_describe_that_kills_the_process_is_a_crash() -> None:
@@ -308,7 +316,8 @@ def test_a_describe_that_kills_the_process_is_a_crash() -> None:
         "crash", "describe", "model 'wreck': the process running the model died of SIGABRT "
         "(Aborted: abort() or a failed assert()) while loading the model and calling describe",
         FIXES["crash"]]]
-    assert [p[1] for p in got["passes"]] == ["skipped: the model crashed in describe"] * 4
+    assert [p[1] for p in got["passes"]] == [
+        "skipped: the model crashed in describe"] * len(PASS_NAMES)
 
 
 def test_ctrl_c_stops_the_check_and_its_child() -> None:
@@ -367,3 +376,20 @@ def _state(pid: int) -> str:
                     if line.startswith("State:"))
     except (OSError, StopIteration):
         return ""
+
+
+
+@pytest.mark.parametrize("mode,rule,pass_name", [
+    (1, "obs-bounds", "bounds"),       # -5.5e25 in [0, 1e6]
+    (3, "non-finite", "bounds"),       # a NaN reward
+    (7, "uninitialised", "uninit"),    # observe copies an uninitialised local
+    (8, "shared-heap", "race"),        # one heap scratch buffer for every handler
+])
+def test_the_default_check_catches_output_and_memory_breaches(
+        mode: int, rule: str, pass_name: str) -> None:
+    report = check(ROGUE2, {"mode": mode}, progress=False)
+    assert [(f.rule, f.pass_name) for f in report.findings] == [(rule, pass_name)], str(report)
+    assert report.findings[0].message.startswith("model 'rogue2': ")
+    if rule == "uninitialised":  # not also reported as a layout or order difference
+        assert {p.name: p.status for p in report.passes}["matrix"] == (
+            "compared: uninitialised reads (uninit)")
