@@ -29,7 +29,6 @@ import fcntl
 import importlib
 import importlib.util
 import os
-import sys
 import tempfile
 import threading
 import warnings
