@@ -1,13 +1,18 @@
 """The benchmark suite: JSON, PNG plots and the README's performance table.
 
-Run it from the command line (plots need the optional ``[bench]`` extra,
-matplotlib)::
+A script of the repository checkout, not part of the package (it needs the
+NumPy ports in ``oracles/``); run it from the checkout (plots need the optional
+``[bench]`` extra, matplotlib)::
 
-    seer-env bench suite -o bench_out            # everything, ~2-4 minutes on 2 cores
-    seer-env bench suite -o bench_out --quick    # fewer rounds and sizes
-    seer-env bench stpa -o bench_out             # only the STPA workloads
-    seer-env bench scaling --max-threads 16 -o scaling_out   # a many-core machine
-    seer-env bench trace-overhead                # tracing compiled out vs never enabled
+    python benchmarks/bench_suite.py suite -o bench_out          # everything, ~2-4 min on 2 cores
+    python benchmarks/bench_suite.py suite -o bench_out --quick  # fewer rounds and sizes
+    python benchmarks/bench_suite.py stpa -o bench_out           # only the STPA workloads
+    python benchmarks/bench_suite.py scaling --max-threads 16 -o scaling_out  # many cores
+    python benchmarks/bench_suite.py trace-overhead     # tracing compiled out vs never enabled
+
+The figures that need only the package (PHOLD, the API's cost, PCS, the
+optimistic executor) are in ``seer_env.bench`` and ``seer-env bench``; this
+suite reuses them.
 
 What it measures (every figure a median over interleaved rounds or a ratio of
 medians measured in the same run; the machine is described in the JSON):
@@ -18,8 +23,7 @@ medians measured in the same run; the machine is described in the JSON):
   preflight); auto / best fixed and auto / serial; the preflight's cost as a
   fraction of a 10,000-step run.  All runtimes of a workload are kept at the
   same simulated step, so each round times the same stretch of the run.
-* **NumPy ports** (``oracles/``, outside the package: used only when the
-  repository checkout is present, said so in the output): one step of the
+* **NumPy ports** (``oracles/``, outside the package): one step of the
   independent ports vs the executors.
 * **The Python layer**: C step alone (``runtime.step``) vs the batched API
   (``vector_env.step``) vs the PettingZoo dict API (``parallel_env.step``).
@@ -29,6 +33,7 @@ medians measured in the same run; the machine is described in the JSON):
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import json
 import os
@@ -41,12 +46,25 @@ from typing import Any
 
 import numpy as np
 
-from ._runtime import Runtime, cpu_count
-from .bench import bench_api, bench_optimistic, bench_pcs, machine
-from .registry import env_module
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:  # the checkout's oracles/ (run as a script)
+    sys.path.insert(0, str(REPO))
+
+import oracles.pcs_numpy  # noqa: E402
+import oracles.phold_py  # noqa: E402
+from seer_env._runtime import Runtime, cpu_count  # noqa: E402
+from seer_env.bench import (  # noqa: E402
+    _pcs_config,
+    bench_api,
+    bench_optimistic,
+    bench_pcs,
+    calibrate_work,
+    machine,
+    phold_config,
+)
+from seer_env.registry import env_module  # noqa: E402
 
 Log = Callable[[str], None]
-REPO = Path(__file__).resolve().parent.parent
 
 #: Workload sizes per env (config overrides of the env's defaults).
 SIZES: dict[str, dict[str, dict[str, Any]]] = {
@@ -299,25 +317,8 @@ def bench_stpa(envs: list[str] | None = None, sizes: tuple[str, ...] = ("small",
 # -- NumPy ports ---------------------------------------------------------------------
 
 
-def _oracles() -> Any:
-    """Import ``oracles`` from the repository checkout, or None (installed package only)."""
-    if not (REPO / "oracles" / "pcs_numpy.py").is_file():
-        return None
-    if str(REPO) not in sys.path:
-        sys.path.insert(0, str(REPO))
-    import oracles.pcs_numpy
-    import oracles.phold_py
-
-    return oracles
-
-
 def bench_ports(rounds: int = 5, log: Log = print) -> dict[str, Any]:
     """Step time of the NumPy/Python ports vs the executors (same config, same seed)."""
-    orc = _oracles()
-    if orc is None:
-        msg = "NumPy ports skipped: oracles/ is not here (installed package, no repo checkout)"
-        log(msg)
-        return {"skipped": msg}
     log(f"NumPy ports: from the repository checkout {REPO / 'oracles'}")
     out: dict[str, Any] = {"source": str(REPO / "oracles")}
     # PCS 16x16 and PHOLD 1024 entities, the C configs the envs build
@@ -336,12 +337,12 @@ def bench_ports(rounds: int = 5, log: Log = print) -> dict[str, Any]:
     n_pcs = pcs_cfg["width"] * pcs_cfg["height"]
 
     def pcs_port() -> Any:
-        o = orc.pcs_numpy.PcsOracle(pcs_cfg)
+        o = oracles.pcs_numpy.PcsOracle(pcs_cfg)
         o.reset(1)
         return o
 
     def phold_port() -> Any:
-        return orc.phold_py.PholdPy(seed=1, **phold_cfg)
+        return oracles.phold_py.PholdPy(seed=1, **phold_cfg)
 
     zeros_pcs = np.zeros(n_pcs, dtype=np.int64)
     zeros_phold = np.zeros(phold_cfg["num_entities"], dtype=np.int64)
@@ -501,8 +502,6 @@ def bench_scaling(max_threads: int = 16, rounds: int = 7, log: Log = print) -> d
     (lookahead 0: optimistic only) and PHOLD with a lookahead too small for
     windows (parallel and optimistic); with the optimistic executor's rollback
     counts."""
-    from .bench import _pcs_config, calibrate_work, phold_config
-
     work = calibrate_work(1000.0)
     tiny = dict(phold_config(4096, work), lookahead=1e-3, step_duration=1.0)
     cases: dict[str, tuple[str, Any, tuple[str, ...]]] = {
@@ -559,9 +558,8 @@ def bench_trace_overhead(rounds: int = 15, steps: int = 3, log: Log = print) -> 
     compiled out; both run in this process, in blocks of ``steps`` steps
     alternated round by round; ns per event, medians; serial and parallel-2.
     """
-    from . import registry
-    from ._runtime import NativeModel, load_module
-    from .bench import phold_config
+    from seer_env import registry
+    from seer_env._runtime import NativeModel, load_module
 
     shipped = registry.get("phold_v0")
     mod, _ = load_module(shipped.folder, None, werror=True, extra_cflags=("-DSEER_NO_TRACE",),
@@ -894,6 +892,32 @@ def run(what: str, outdir: str, quick: bool = False, max_threads: int = 16,
 
 def has_matplotlib() -> bool:
     return importlib.util.find_spec("matplotlib") is not None
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python benchmarks/bench_suite.py WHAT [-o DIR] [--quick] [--max-threads N]``."""
+    p = argparse.ArgumentParser(
+        prog="python benchmarks/bench_suite.py",
+        description="The benchmark suite: JSON, PNG plots and the README's performance "
+        "table.  suite: STPA workloads (PHOLD/PCS/Aircraft x sizes x batch 1/8: fixed "
+        "configurations vs threads='auto'), the NumPy ports, the Python layer, a "
+        "policy+env rollout and the tracing-off cost.  stpa: the STPA workloads only.  "
+        "scaling: threads 1..--max-threads on PHOLD and PCS (for a many-core machine).  "
+        "trace-overhead: this build vs one with the tracing code compiled out.")
+    p.add_argument("what", choices=["suite", "stpa", "scaling", "trace-overhead"],
+                   nargs="?", default="suite", help="which part (default suite)")
+    p.add_argument("-o", "--output", default="bench_out",
+                   help="folder for JSON and PNG (default %(default)s)")
+    p.add_argument("--quick", action="store_true", help="fewer rounds and sizes")
+    p.add_argument("--max-threads", type=int, default=16,
+                   help="largest pool of 'scaling' (default %(default)s)")
+    a = p.parse_args(argv)
+    run(a.what, a.output, quick=a.quick, max_threads=a.max_threads)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
 
 
 __all__ = ["SIZES", "EPISODES", "available_envs", "bench_layers", "bench_stpa_episodes",

@@ -4,7 +4,7 @@
 #   bash benchmarks/scaling.sh [MAX_THREADS=16] [OUT=scaling_out]
 #
 # Installs seer_env with the [bench] extra into ./.venv (if needed), then runs
-# `seer-env bench scaling`: PHOLD 4096 (work ~1 us/event and work=0; and with
+# `python benchmarks/bench_suite.py scaling`: PHOLD 4096 (work ~1 us/event and work=0; and with
 # a lookahead too small for windows), default PCS 64x64 and classic PCS 64x64
 # (lookahead 0): the serial executor, the parallel executor with 1..MAX_THREADS
 # threads and the optimistic one with 2..MAX_THREADS (with its rollback
@@ -23,4 +23,4 @@ CPUS=$(.venv/bin/python -c 'import os; print(len(os.sched_getaffinity(0)))')
 if [ "$CPUS" -lt "$MAX" ]; then
   echo "note: $CPUS usable CPUs < $MAX threads: the larger pools oversubscribe" >&2
 fi
-.venv/bin/seer-env bench scaling --max-threads "$MAX" -o "$OUT"
+.venv/bin/python benchmarks/bench_suite.py scaling --max-threads "$MAX" -o "$OUT"

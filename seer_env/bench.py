@@ -1,6 +1,10 @@
 """Benchmarks of the runtime (not tests): ratios and medians measured in one run.
 
-Run ``seer-env bench phold`` (or ``python -m seer_env.bench``).  Every figure
+Run ``seer-env bench phold`` (or ``python -m seer_env.bench``); also ``api``,
+``pcs`` and ``optimistic``.  These need only the installed package.  The
+benchmark suite (STPA workloads, the NumPy ports of ``oracles/``, plots and the
+README's table) is a script of the repository checkout,
+``benchmarks/bench_suite.py``, which reuses these functions.  Every figure
 compares configurations measured in the same process, interleaved round by
 round, so a noisy shared machine affects them alike; medians over rounds.
 

@@ -22,7 +22,7 @@ one thread track per worker (``worker 0`` is the calling thread), and:
     seer-env trace phold_v0 --steps 5 --threads 2 -o phold.json
 
 Tracing off costs nothing measurable: the event loop checks one
-thread-local pointer per entity visit (``seer-env bench trace-overhead``
+thread-local pointer per entity visit (``python benchmarks/bench_suite.py trace-overhead``
 measures it against a build without the tracing code).
 """
 

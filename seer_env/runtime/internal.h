@@ -713,7 +713,7 @@ int seer_step_serially(seer_runtime *rt, uint32_t i, int act);
 
 /* Is this worker tracing?  Tracing off costs one predictable branch per
  * entity visit / phase; -DSEER_NO_TRACE compiles the checks out (the build
- * `seer-env bench trace-overhead` compares against). */
+ * `python benchmarks/bench_suite.py trace-overhead` compares against). */
 #ifdef SEER_NO_TRACE
 #define SEER_TRACING(w) ((void)(w), 0)
 #else

@@ -1,0 +1,90 @@
+"""Benchmarks live outside the package: the suite in ``benchmarks/``, what runs
+from a wheel in ``seer_env.bench`` and ``seer-env bench``; nothing in
+``seer_env/`` reaches into the checkout (``oracles/``, ``benchmarks/``, ``tests/``)."""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from benchmarks import bench_suite
+from seer_env import cli
+
+ROOT = Path(__file__).resolve().parent.parent
+
+#: Files of seer_env/ allowed to change sys.path, and why: the contract
+#: checker's child processes import the checker's own seer_env (the folder
+#: above the package: site-packages in a wheel) and the parent's sys.path (a
+#: user's model importing its own modules).  Nothing else may.
+SYS_PATH_ALLOWED = {
+    "seer_env/_check_child.py": "the child imports the seer_env it belongs to",
+    "seer_env/check.py": "the child process gets the parent's sys.path",
+}
+CHECKOUT_ONLY = {"oracles", "benchmarks", "tests"}
+
+
+def _package_sources() -> list[str]:
+    out = subprocess.run(["git", "ls-files", "seer_env"], cwd=ROOT, capture_output=True,
+                         text=True, check=True).stdout.split()
+    return [p for p in out if p.endswith(".py")]
+
+
+def _touches_sys_path(tree: ast.AST) -> bool:
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and node.attr == "path"
+                and isinstance(node.value, ast.Name) and node.value.id == "sys"):
+            return True
+    return False
+
+
+def test_the_package_does_not_reach_into_the_checkout():
+    imports, sys_path = [], []
+    for rel in _package_sources():
+        tree = ast.parse((ROOT / rel).read_text(), rel)
+        for node in ast.walk(tree):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom)
+                     and node.level == 0 else [])
+            imports += [f"{rel}: import {n}" for n in names
+                        if n.split(".")[0] in CHECKOUT_ONLY]
+        if _touches_sys_path(tree) and rel not in SYS_PATH_ALLOWED:
+            sys_path.append(rel)
+    assert imports == [], "the package imports modules of the repository checkout"
+    assert sys_path == [], "only SYS_PATH_ALLOWED may touch sys.path"
+    assert not (ROOT / "seer_env" / "benchsuite.py").exists()
+
+
+@pytest.mark.parametrize("what", ["suite", "stpa", "scaling", "trace-overhead"])
+def test_cli_points_to_the_suite_in_the_checkout(what, capsys):
+    assert cli.main(["bench", what, "--quick"]) == 2
+    err = capsys.readouterr().err
+    assert "not part of the installed package" in err
+    assert f"python benchmarks/bench_suite.py {what}" in err
+    script = err.split("\n    ", 1)[1].split()
+    assert (ROOT / script[1]).is_file()
+
+
+def test_suite_script_parses_what_the_cli_prints(capsys):
+    with pytest.raises(SystemExit) as exc:
+        bench_suite.main(["--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    for what in ("suite", "stpa", "scaling", "trace-overhead", "--max-threads", "--quick"):
+        assert what in out
+
+
+def test_suite_readme_table_from_the_committed_results():
+    res = json.loads((ROOT / "benchmarks" / "results" / "bench_suite.json").read_text())
+    table = bench_suite.readme_table(res)
+    assert table.startswith("Machine: ")
+    assert "| env | size | B |" in table
+
+
+def test_suite_ports_from_the_checkout():
+    res = bench_suite.bench_ports(rounds=1, log=lambda s: None)
+    assert Path(res["source"]) == ROOT / "oracles"
+    assert {"pcs 16x16", "phold 1024"} <= set(res)
