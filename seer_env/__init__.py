@@ -19,6 +19,7 @@ Your own model (a folder of C sources and a declaration, see :mod:`seer_env.sdk`
 """
 
 from . import sdk
+from ._paths import get_include
 from .check import CheckReport, check
 from .errors import (
     BuildError,
@@ -40,6 +41,7 @@ register_pettingzoo()
 
 __all__ = [
     "sdk",
+    "get_include",
     "check",
     "CheckReport",
     "BuildError",

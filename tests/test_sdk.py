@@ -234,3 +234,20 @@ def test_build_from_a_fresh_process_uses_the_cache(tokens: sdk.Model) -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, cwd=tokens.folder.parent).stdout
     assert out.strip() == "cache"
+
+
+def test_top_level_get_include_is_the_sdk_folder() -> None:
+    import ast
+
+    import seer_env
+    from seer_env import _paths
+
+    assert seer_env.get_include() == sdk.get_include()
+    assert "get_include" in seer_env.__all__
+    assert (Path(seer_env.get_include()) / "seer.h").is_file()
+    assert Path(seer_env.get_include()).is_absolute()
+    # a low module: the standard library only
+    tree = ast.parse(Path(_paths.__file__).read_text())
+    mods = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    mods |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    assert mods <= {"__future__", "pathlib"}
