@@ -6,24 +6,8 @@
  * files (contexts, event memory, trace records), and the declarations of
  * what each file exports, grouped by file.
  *
- * Where things are:
- *
- *   runtime.c    create/destroy, reset and step entry points, queries
- *   errors.c     error messages: the runtime's, a worker's, a buffer's
- *   rng.c        the per-entity random streams (seer_rng_*)
- *   events.c     event memory: per-worker free lists over a shared reserve
- *   ctx.c        what a handler calls (seer.h): accessors, seer_schedule
- *   phases.c     the per-instance/agent/entity operations of a call
- *   serial.c     the event loop (both executors) and the serial executor
- *   parallel.c   the worker pool and the parallel executor
- *   partition.c  partitions, executor switches, pool resizing
- *   squeue.c     the event queue (a radix heap)
- *   trace.c      trace buffers and their host API
- *   model.c      the model boundary: tables, configurations, describe
- *   check.c      the checking mode (memory protection, wrapped libc calls)
- *   process.c    fork, Ctrl-C, CPUs, physical memory
- *   faults.c     allocation-failure injection (test builds only)
- *   sync.h       the executive list of phases (atomics)
+ * Where things are: docs/architecture.md is the map of every runtime file
+ * (and of the rest of the project); it is not repeated here.
  *
  * Who may call what.  A function that is safe only on particular threads
  * says which in a suffix of its name, in the manner of Concurrency Kit
