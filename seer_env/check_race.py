@@ -59,6 +59,7 @@ allocate memory at all.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -138,7 +139,12 @@ def build_tsan(model_dir: Path, log: Any = None) -> tuple[str, Path]:
     from .errors import BuildError
 
     model_dir = Path(model_dir).resolve()
-    want = _build.source_hash(model_dir, False, TSAN_CFLAGS)
+    # the folder's path counts too: the build's debug information names its
+    # sources by absolute path, and reports are matched against the folder
+    # (a copy elsewhere with the same sources would reuse a build whose
+    # frames name the other folder, and nothing would match)
+    want = hashlib.sha256((_build.source_hash(model_dir, False, TSAN_CFLAGS) + "\0" +
+                           str(model_dir)).encode()).hexdigest()[:32]
     stem = _safe(model_dir.name)
     name = f"_seer_tsan_{stem}_{want[:16]}"
     target = cache_dir() / "tsan" / f"{stem}-{want[:16]}" / f"{name}{_build.ext_suffix()}"

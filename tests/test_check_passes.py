@@ -5,6 +5,7 @@ the test models that keep the contract give no finding."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -158,6 +159,17 @@ def test_a_heap_scratch_buffer_shared_by_entities_is_caught(lookahead: float) ->
     assert f"concurrently on the {executor} executor" in msg
     assert "ThreadSanitizer: " in msg
     assert "shared-heap" in RACE_FIXES
+
+
+@needs_tsan
+def test_a_copy_of_a_model_in_another_folder_is_caught_too(tmp_path: Path) -> None:
+    # the instrumented build of one folder names its sources by path: a copy
+    # with the same sources elsewhere gets a build of its own
+    assert race_findings(ROGUE2, {"mode": 8}, STEPS) != []
+    copy = tmp_path / "rogue2_copy"  # one name per model in a process
+    shutil.copytree(ROGUE2.folder, copy)
+    found = race_findings(str(copy), {"mode": 8}, STEPS)
+    assert isinstance(found, list) and [r for r, _ in found] == ["shared-heap"], found
 
 
 @needs_tsan
