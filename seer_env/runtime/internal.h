@@ -48,37 +48,7 @@
 #include "seer_runtime.h"
 #include "sync.h"
 
-/* Allocation-failure injection (faults.c), for tests/native/stress_failures.c
- * only: the test build defines SEER_FAULT_INJECTION, the normal build never
- * does and compiles to the same code as without this block.  Every
- * allocation of the runtime (malloc, calloc, realloc, aligned_alloc) and
- * every thread it creates (pthread_create) then goes through a wrapper that
- * counts down: seer_fi_arm(kind, n, from_then_on) makes the n-th call of
- * that kind from now fail (NULL, or EAGAIN for a thread), and with
- * from_then_on every call after it too; n = 0 disarms.  The macros come
- * after the standard headers, so they rename only the runtime's own calls
- * (every runtime file includes this header after its system headers);
- * faults.c and the test define SEER_FI_REAL_CALLS to call the real ones. */
-#ifdef SEER_FAULT_INJECTION
-#include <stdlib.h>
-enum { SEER_FI_ALLOC = 0, SEER_FI_THREAD = 1 };
-void seer_fi_arm(int kind, uint64_t n, int from_then_on);
-/* Calls of that kind made to fail since it was last armed. */
-uint64_t seer_fi_failed(int kind);
-void *seer_fi_malloc(size_t size);
-void *seer_fi_calloc(size_t n, size_t size);
-void *seer_fi_realloc(void *p, size_t size);
-void *seer_fi_aligned_alloc(size_t align, size_t size);
-int seer_fi_pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *),
-                           void *arg);
-#ifndef SEER_FI_REAL_CALLS
-#define malloc(size) seer_fi_malloc(size)
-#define calloc(n, size) seer_fi_calloc(n, size)
-#define realloc(p, size) seer_fi_realloc(p, size)
-#define aligned_alloc(align, size) seer_fi_aligned_alloc(align, size)
-#define pthread_create(t, attr, fn, arg) seer_fi_pthread_create(t, attr, fn, arg)
-#endif
-#endif /* SEER_FAULT_INJECTION */
+#include "faults.h"
 
 #define SEER_ERRLEN 512
 
@@ -406,6 +376,32 @@ static inline int seer_uses_parts(int executor)
     return executor == SEER_EXECUTOR_PARALLEL || executor == SEER_EXECUTOR_OPTIMISTIC;
 }
 
+/* ---- the call's abort code (parallel.c, optimistic.c) ---------------------- */
+
+/* Make this worker's error, if any, the call's abort code (the first one
+ * wins): the completer then ends the call after the outboxes are flushed,
+ * and a speculation slot that sees it leaves the phase.  w's thread. */
+static inline void seer_propagate_error_local(seer_worker *w)
+{
+    if (w->err) {
+        int expected = 0;
+        /* relaxed: read by the phase completer after the phase completes
+         * (ordered by the acq_rel completion that follows this store in the
+         * same thread), and by every speculation slot as a hint (a slot that
+         * sees it late only works a little longer) */
+        atomic_compare_exchange_strong_explicit(&w->rt->abort_code, &expected, w->err,
+                                                memory_order_relaxed,
+                                                memory_order_relaxed);
+    }
+}
+
+/* Has the current call been aborted?  Any thread. */
+static inline int seer_aborted_any(const seer_runtime *rt)
+{
+    /* relaxed: see seer_propagate_error_local */
+    return atomic_load_explicit(&rt->abort_code, memory_order_relaxed) != 0;
+}
+
 /* ---- runtime.c ------------------------------------------------------------- */
 
 /* Every call that runs the model or changes the pool starts here (host):
@@ -631,7 +627,7 @@ int seer_parallel_run(seer_runtime *rt, int job);
 void seer_merge_outboxes(seer_worker *w, seer_inst *in, uint32_t inst, uint32_t p,
                          uint32_t bank);
 
-/* ---- optimistic.c: the optimistic executor ----------------------------------- */
+/* ---- optimistic.c, optimistic_sizing.c: the optimistic executor ------------- */
 
 /* Host, before a step with instances split across threads: size the
  * mailboxes, logs and slots for the pool and the selection, and start a new

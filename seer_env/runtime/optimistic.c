@@ -73,8 +73,12 @@
  * retires the message.  The phase is over when `work` reaches 0: then no
  * slot is active and no message in flight, and none can appear again.
  *
- * Threads: seer_opt_prepare and seer_opt_serial_step run on the host
- * between calls; seer_opt_open_completer and seer_opt_finish_completer on
+ * The building blocks are apart: the rings (spsc_ring.h), the arenas
+ * (arena.h), the growable lists (vec.h); the structures (optimistic.h);
+ * sizing and freeing them on the host (optimistic_sizing.c).
+ *
+ * Threads: seer_opt_prepare (optimistic_sizing.c) and seer_opt_serial_step
+ * run on the host between calls; seer_opt_open_completer and seer_opt_finish_completer on
  * the thread completing the phase before and the speculation phase itself;
  * seer_opt_run_slot and everything under it on the worker holding the slot;
  * seer_opt_schedule_local inside a handler that worker runs.
@@ -84,120 +88,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arena.h"
 #include "internal.h"
-
-#define OPT_BATCH 16u                 /* events between looks at the mailboxes  */
-#define OPT_RING_MIN 64u              /* messages a ring holds, at least ...     */
-#define OPT_RING_MAX 1024u            /* ... and at most                         */
-#define OPT_SPINS 256u                /* idle pauses before yielding the CPU     */
-#define OPT_CHUNK_MAX (1u << 20)      /* arena chunk bytes (smaller when the
-                                         limit is small)                          */
-#define OPT_CHUNK_MIN (16u << 10)
-#define OPT_LOG_MIN (64ull << 20)     /* the default log limit, at least         */
-#define OPT_EPOCH_MAX ((1u << (32 - SEER_EV_EPOCH_SHIFT)) - 1u)
-
-/* ---- the structures --------------------------------------------------------- */
-
-/* An event a handling sent, and where to: its target's partition (so that
- * cancelling it never reads the event, which another slot may own). */
-typedef struct opt_sent {
-    seer_event *ev;
-    uint32_t part;
-    uint32_t inst;
-} opt_sent;
-
-/* One handling in an entity's log. */
-typedef struct seer_opt_rec {
-    struct seer_opt_rec *prev; /* the entity's previous handling this step     */
-    seer_event *ev;            /* the event (NULL once undone)                 */
-    opt_sent *sent;            /* the events it sent                           */
-    uint32_t nsent;
-    uint32_t inst;
-    uint32_t handled;          /* handlings it covers: 1 + its cascade (see
-                                  run_cascade)                                  */
-    seer_entity_rec rec;       /* the entity's runtime record before it        */
-    alignas(16) unsigned char state[]; /* the entity's state before it        */
-} seer_opt_rec;
-
-enum { MSG_EVENT = 0, MSG_ANTI = 1 };
-
-typedef struct opt_msg {
-    seer_event *ev;
-    uint32_t inst;
-    uint32_t kind; /* MSG_* */
-} opt_msg;
-
-/* A single-producer single-consumer ring of messages from one slot to
- * another: the producer's index and its copy of the consumer's on one line,
- * the consumer's index and its copy of the producer's on another. */
-typedef struct opt_ring {
-    alignas(SEER_CACHE_LINE) _Atomic uint32_t tail; /* next slot the producer fills */
-    uint32_t head_seen;                             /* producer's copy of head      */
-    alignas(SEER_CACHE_LINE) _Atomic uint32_t head; /* next slot the consumer reads */
-    uint32_t tail_seen;                             /* consumer's copy of tail      */
-    alignas(SEER_CACHE_LINE) opt_msg *buf;          /* set up by the host           */
-    uint32_t mask;
-} opt_ring;
-
-/* Messages a slot could not push yet (its ring to that slot was full). */
-typedef struct opt_backlog {
-    opt_msg *a;
-    uint32_t head, n, cap;
-} opt_backlog;
-
-typedef struct opt_chunk {
-    struct opt_chunk *next;
-    size_t size; /* bytes of mem */
-    size_t fill; /* bytes used this step (set when the arena moves past it) */
-    alignas(16) unsigned char mem[];
-} opt_chunk;
-
-/* A bump allocator over chunks kept from step to step. */
-typedef struct opt_arena {
-    opt_chunk *first, *cur;
-    unsigned char *p, *end;
-    size_t used; /* bytes of the chunks this step has started */
-} opt_arena;
-
-typedef struct seer_opt_worker {
-    uint32_t slot;          /* the slot this worker holds in the current phase */
-    opt_arena recs;         /* log records (one stride each)                   */
-    opt_arena sends;        /* their lists of sent events                      */
-    size_t cap;             /* bytes the two arenas may take in a step         */
-    size_t chunk;           /* bytes of a new chunk                            */
-    opt_sent *sent;         /* the current handler's sends                     */
-    uint32_t nsent, sent_cap;
-    seer_event **cascade;   /* the current handling's zero-delay events for its
-                               own entity below its key (see run_cascade)      */
-    uint32_t ncascade, cascade_cap;
-    opt_sent *cancel;       /* cancellations to carry out                      */
-    uint32_t ncancel, cancel_cap;
-    opt_backlog *backlog;   /* [slots]: by receiving slot                      */
-    uint32_t backlogged;    /* messages in the backlogs                        */
-    int64_t *net;           /* [B]: handlings kept (minus undone) this step    */
-    uint64_t *gross;        /* [B]: handlings this step                        */
-    uint32_t *ncancelled;   /* [B * nparts]: cancelled events pending          */
-    uint32_t B, nparts, slots; /* what the arrays were sized for               */
-    /* statistics of the current call (the completer adds them up) */
-    uint64_t rollbacks, undone, anti;
-    uint64_t tick;          /* events since the last Ctrl-C / budget check     */
-} seer_opt_worker;
-
-struct seer_opt_shared {
-    /* active slots + messages in flight: the phase ends at 0 */
-    alignas(SEER_CACHE_LINE) _Atomic int64_t work;
-    char pad_[SEER_CACHE_LINE - sizeof(int64_t)];
-    uint32_t slots;     /* of the current sizing                        */
-    uint32_t nparts;    /* partitions it was cut for                    */
-    uint32_t ring_cap;  /* messages per ring                            */
-    opt_ring *rings;    /* [slots * slots]: sender * slots + receiver   */
-    opt_msg *ring_mem;
-    uint32_t *first;    /* [slots + 1]: slot s holds [first[s], first[s+1]) */
-    uint32_t *slot_of;  /* [nparts]                                     */
-    uint32_t *scratch;  /* [B]: reordering the selection                */
-    uint32_t B;
-    size_t rec_stride;  /* bytes of one log record                      */
-};
+#include "optimistic.h"
+#include "spsc_ring.h"
+#include "vec.h"
 
 /* ---- small helpers ------------------------------------------------------------- */
 
@@ -232,157 +127,24 @@ static void abandon(seer_inst *in)
     atomic_store_explicit(&in->opt_abandon, 1, memory_order_relaxed);
 }
 
-static int aborted(seer_runtime *rt)
-{
-    /* relaxed: a worker's error is the call's abort code (parallel.c); a
-     * slot that sees it late only works a little longer */
-    return atomic_load_explicit(&rt->abort_code, memory_order_relaxed) != 0;
-}
-
-static void propagate_error_local(seer_worker *w)
-{
-    if (w->err) {
-        int expected = 0;
-        /* relaxed: read by every slot as a hint, and by the completer after
-         * the phase completes (acq_rel completions order it) */
-        atomic_compare_exchange_strong_explicit(&w->rt->abort_code, &expected, w->err,
-                                                memory_order_relaxed, memory_order_relaxed);
-    }
-}
-
-static int grow(void **a, uint32_t *cap, uint32_t need, size_t elem)
-{
-    if (need <= *cap)
-        return SEER_OK;
-    uint64_t c = *cap ? *cap : 64;
-    while (c < need)
-        c *= 2;
-    if (c > UINT32_MAX)
-        return SEER_E_NOMEM;
-    void *p = realloc(*a, (size_t)c * elem);
-    if (!p)
-        return SEER_E_NOMEM;
-    *a = p;
-    *cap = (uint32_t)c;
-    return SEER_OK;
-}
-
-/* ---- arenas --------------------------------------------------------------------- */
-
-static void arena_reset(opt_arena *a)
-{
-    a->cur = a->first;
-    a->p = a->first ? a->first->mem : NULL;
-    a->end = a->first ? a->first->mem + a->first->size : NULL;
-    a->used = a->first ? a->first->size : 0;
-    if (a->first)
-        a->first->fill = 0;
-}
-
-static void arena_free(opt_arena *a)
-{
-    for (opt_chunk *c = a->first, *n; c; c = n) {
-        n = c->next;
-        free(c);
-    }
-    memset(a, 0, sizeof *a);
-}
-
-/* Move to the next chunk holding n bytes (reusing the next one, else a new
- * one after the current), unless the step's bytes would pass `cap` (force:
- * ignore it).  0 on success. */
-static int arena_next(opt_arena *a, size_t n, size_t chunk, size_t cap, int force)
-{
-    opt_chunk *next = a->cur ? a->cur->next : a->first;
-    if (!next || next->size < n) {
-        const size_t size = n > chunk ? n : chunk;
-        if (!force && a->used + size > cap)
-            return -1;
-        opt_chunk *c = malloc(sizeof *c + size);
-        if (!c)
-            return -1;
-        c->size = size;
-        c->next = next;
-        if (a->cur)
-            a->cur->next = c;
-        else
-            a->first = c;
-        next = c;
-    } else if (!force && a->used + next->size > cap) {
-        return -1;
-    }
-    if (a->cur)
-        a->cur->fill = (size_t)(a->p - a->cur->mem);
-    a->cur = next;
-    a->cur->fill = 0;
-    a->p = next->mem;
-    a->end = next->mem + next->size;
-    a->used += next->size;
-    return 0;
-}
-
-static inline void *arena_alloc(opt_arena *a, size_t n, size_t chunk, size_t cap, int force)
-{
-    if (__builtin_expect(!a->p || (size_t)(a->end - a->p) < n, 0) &&
-        arena_next(a, n, chunk, cap, force) != 0)
-        return NULL;
-    void *r = a->p;
-    a->p += n;
-    return r;
-}
-
-/* The records of an arena, in the order they were taken. */
-static void arena_each_rec(opt_arena *a, size_t stride, void (*fn)(void *arg, seer_opt_rec *r),
-                           void *arg)
-{
-    if (!a->cur)
-        return;
-    for (opt_chunk *c = a->first;; c = c->next) {
-        const size_t fill = c == a->cur ? (size_t)(a->p - c->mem) : c->fill;
-        for (size_t off = 0; off + stride <= fill; off += stride)
-            fn(arg, (seer_opt_rec *)(void *)(c->mem + off));
-        if (c == a->cur)
-            break;
-    }
-}
-
 /* ---- mailboxes ------------------------------------------------------------------ */
 
-static inline opt_ring *ring_of(const struct seer_opt_shared *sh, uint32_t from, uint32_t to)
+static inline seer_spsc *ring_of(const struct seer_opt_shared *sh, uint32_t from, uint32_t to)
 {
     return &sh->rings[(size_t)from * sh->slots + to];
 }
 
-/* Producer side: push m unless the ring is full. */
-static inline int ring_push(opt_ring *r, opt_msg m)
+/* Producer side: push m unless the ring is full (spsc_ring.h orders it). */
+static inline int ring_push_producer(seer_spsc *r, opt_msg m)
 {
-    /* relaxed: only this thread (the producer) writes tail */
-    const uint32_t t = atomic_load_explicit(&r->tail, memory_order_relaxed);
-    if (t - r->head_seen > r->mask) {
-        /* acquire: pairs with the consumer's release store of head, so its
-         * reads of the slots it freed happen before we overwrite them */
-        r->head_seen = atomic_load_explicit(&r->head, memory_order_acquire);
-        if (t - r->head_seen > r->mask)
-            return 0;
-    }
-    r->buf[t & r->mask] = m;
-    /* release: publishes the message (and the event it points to, and the
-     * count of it in `work`) to the consumer's acquire load of tail */
-    atomic_store_explicit(&r->tail, t + 1, memory_order_release);
+    uint32_t pos;
+    if (!seer_spsc_reserve_producer(r, &pos))
+        return 0;
+    ((opt_msg *)r->buf)[pos & r->mask] = m;
+    /* publishes the message, the event it points to, and the count of it
+     * in `work` (send_msg) to the receiver */
+    seer_spsc_publish_producer(r, pos);
     return 1;
-}
-
-/* Consumer side: is a message waiting? */
-static inline int ring_ready(opt_ring *r)
-{
-    /* relaxed: only this thread (the consumer) writes head */
-    const uint32_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
-    if (h != r->tail_seen)
-        return 1;
-    /* acquire: pairs with the producer's release store of tail (the
-     * messages up to it, and what they point to, are visible) */
-    r->tail_seen = atomic_load_explicit(&r->tail, memory_order_acquire);
-    return h != r->tail_seen;
 }
 
 /* ---- sending ----------------------------------------------------------------- */
@@ -396,11 +158,11 @@ static void send_msg(seer_worker *w, uint32_t to, opt_msg m)
      * count never drops to 0 while the message is in flight) */
     atomic_fetch_add_explicit(&sh->work, 1, memory_order_relaxed);
     opt_backlog *b = &o->backlog[to];
-    if (b->head == b->n && ring_push(ring_of(sh, o->slot, to), m))
+    if (b->head == b->n && ring_push_producer(ring_of(sh, o->slot, to), m))
         return;
     if (b->head == b->n)
         b->head = b->n = 0;
-    if (grow((void **)&b->a, &b->cap, b->n + 1, sizeof *b->a) != SEER_OK) {
+    if (SEER_VEC_GROW_OWNER(b->a, b->cap, (uint64_t)b->n + 1) != SEER_OK) {
         /* the message is lost: the call fails (and stays counted, which no
          * longer matters: every slot leaves on the abort) */
         if (!w->err)
@@ -421,8 +183,8 @@ static void flush_backlogs(seer_worker *w)
     struct seer_opt_shared *sh = w->rt->opt;
     for (uint32_t to = 0; to < sh->slots && o->backlogged; to++) {
         opt_backlog *b = &o->backlog[to];
-        opt_ring *r = ring_of(sh, o->slot, to);
-        while (b->head < b->n && ring_push(r, b->a[b->head])) {
+        seer_spsc *r = ring_of(sh, o->slot, to);
+        while (b->head < b->n && ring_push_producer(r, b->a[b->head])) {
             b->head++;
             o->backlogged--;
         }
@@ -446,8 +208,8 @@ static void push_pending(seer_worker *w, seer_inst *in, uint32_t part, seer_even
 static void add_cancel(seer_worker *w, opt_sent s)
 {
     seer_opt_worker *o = w->opt;
-    if (__builtin_expect(grow((void **)&o->cancel, &o->cancel_cap, o->ncancel + 1,
-                              sizeof *o->cancel) != SEER_OK, 0)) {
+    if (__builtin_expect(SEER_VEC_GROW_OWNER(o->cancel, o->cancel_cap,
+                                             (uint64_t)o->ncancel + 1) != SEER_OK, 0)) {
         if (!w->err)
             seer_worker_error_local(w, SEER_E_NOMEM,
                                     "out of memory for the optimistic executor's "
@@ -565,14 +327,11 @@ static uint32_t poll_mail(seer_worker *w)
     for (uint32_t from = 0; from < sh->slots; from++) {
         if (from == o->slot)
             continue;
-        opt_ring *r = ring_of(sh, from, o->slot);
-        while (ring_ready(r) && !w->err) {
-            /* relaxed: only this thread writes head */
-            uint32_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
-            const opt_msg m = r->buf[h & r->mask];
-            /* release: our read of the slot happens before the producer
-             * reuses it (its acquire load of head) */
-            atomic_store_explicit(&r->head, h + 1, memory_order_release);
+        seer_spsc *r = ring_of(sh, from, o->slot);
+        while (seer_spsc_ready_consumer(r) && !w->err) {
+            const uint32_t h = seer_spsc_front_consumer(r);
+            const opt_msg m = ((const opt_msg *)r->buf)[h & r->mask];
+            seer_spsc_release_consumer(r, h);
             handle_msg(w, m);
             n++;
         }
@@ -592,7 +351,7 @@ static int mail_waiting(seer_worker *w)
     seer_opt_worker *o = w->opt;
     struct seer_opt_shared *sh = w->rt->opt;
     for (uint32_t from = 0; from < sh->slots; from++)
-        if (from != o->slot && ring_ready(ring_of(sh, from, o->slot)))
+        if (from != o->slot && seer_spsc_ready_consumer(ring_of(sh, from, o->slot)))
             return 1;
     return 0;
 }
@@ -680,9 +439,9 @@ static int handle_next(seer_worker *w, seer_ctx *c, uint32_t inst, uint32_t p)
     seer_opt_worker *o = w->opt;
     const size_t stride = rt->opt->rec_stride;
     /* room for the record first: a full log abandons, before a pop */
-    if (__builtin_expect(!o->recs.p || (size_t)(o->recs.end - o->recs.p) < stride, 0) &&
+    if (__builtin_expect(!seer_arena_room_owner(&o->recs, stride), 0) &&
         (o->sends.used >= o->cap ||
-         arena_next(&o->recs, stride, o->chunk, o->cap - o->sends.used, 0) != 0)) {
+         seer_arena_next_owner(&o->recs, stride, o->chunk, o->cap - o->sends.used, 0) != 0)) {
         abandon(in);
         return 0;
     }
@@ -742,7 +501,7 @@ static int handle_next(seer_worker *w, seer_ctx *c, uint32_t inst, uint32_t p)
     }
     const uint32_t ns = o->nsent;
     if (ns) {
-        opt_sent *sent = arena_alloc(&o->sends, ns * sizeof *sent, o->chunk, 0, 1);
+        opt_sent *sent = seer_arena_alloc_owner(&o->sends, ns * sizeof *sent, o->chunk, 0, 1);
         if (__builtin_expect(!sent, 0)) {
             drop_handling(w, in);
             return 1;
@@ -774,8 +533,7 @@ int seer_opt_schedule_local(seer_ctx *c, seer_event *ev)
          * part of the same handling (run_cascade); for another entity it is
          * an order speculation by (time, key) does not reproduce. */
         if (ev->target == c->self &&
-            grow((void **)&o->cascade, &o->cascade_cap, o->ncascade + 1,
-                 sizeof *o->cascade) == SEER_OK) {
+            SEER_VEC_GROW_OWNER(o->cascade, o->cascade_cap, (uint64_t)o->ncascade + 1) == SEER_OK) {
             o->cascade[o->ncascade++] = ev;
             return SEER_OK;
         }
@@ -783,7 +541,7 @@ int seer_opt_schedule_local(seer_ctx *c, seer_event *ev)
         seer_event_free_local(w, ev);
         return SEER_OK;
     }
-    if (__builtin_expect(grow((void **)&o->sent, &o->sent_cap, o->nsent + 1, sizeof *o->sent) !=
+    if (__builtin_expect(SEER_VEC_GROW_OWNER(o->sent, o->sent_cap, (uint64_t)o->nsent + 1) !=
                              SEER_OK,
                          0)) {
         abandon(c->inst);
@@ -855,7 +613,7 @@ static int idle(seer_worker *w)
     if (atomic_fetch_sub_explicit(&sh->work, 1, memory_order_acq_rel) == 1)
         return 1;
     for (uint32_t spins = 0;; spins++) {
-        if (aborted(rt))
+        if (seer_aborted_any(rt))
             return 1;
         /* acquire: pairs with the release decrements (above, poll_mail) */
         if (atomic_load_explicit(&sh->work, memory_order_acquire) == 0)
@@ -871,7 +629,7 @@ static int idle(seer_worker *w)
                                     "interrupted by SIGINT (Ctrl-C) during a step of %u "
                                     "instance(s): the call was abandoned",
                                     rt->nsel);
-            propagate_error_local(w);
+            seer_propagate_error_local(w);
             return 1;
         }
         if (spins < OPT_SPINS)
@@ -888,8 +646,9 @@ struct commit_arg {
     int all; /* abort: free every record's event, abandoned or not */
 };
 
-static void commit_rec(void *arg, seer_opt_rec *r)
+static void commit_rec(void *arg, void *rec)
 {
+    seer_opt_rec *r = rec;
     struct commit_arg *a = arg;
     if (!r->ev || (!a->all && inst_abandoned(&a->w->rt->inst[r->inst])))
         return;
@@ -914,7 +673,7 @@ static void commit_slot(seer_worker *w, uint32_t p0, uint32_t p1)
     seer_runtime *rt = w->rt;
     seer_opt_worker *o = w->opt;
     struct commit_arg a = {w, 0};
-    arena_each_rec(&o->recs, rt->opt->rec_stride, commit_rec, &a);
+    seer_arena_each_owner(&o->recs, rt->opt->rec_stride, commit_rec, &a);
     for (uint32_t k = 0; k < rt->nsel; k++) {
         const uint32_t inst = rt->sel[k];
         seer_inst *in = &rt->inst[inst];
@@ -942,8 +701,8 @@ void seer_opt_run_slot(seer_worker *w, seer_ctx *c, uint32_t slot, uint32_t bank
     seer_opt_worker *o = w->opt;
     const uint32_t p0 = sh->first[slot], p1 = sh->first[slot + 1];
     o->slot = slot;
-    arena_reset(&o->recs);
-    arena_reset(&o->sends);
+    seer_arena_reset_owner(&o->recs);
+    seer_arena_reset_owner(&o->sends);
     o->nsent = o->ncancel = 0;
     for (uint32_t k = 0; k < rt->nsel; k++) {
         const uint32_t inst = rt->sel[k];
@@ -958,8 +717,8 @@ void seer_opt_run_slot(seer_worker *w, seer_ctx *c, uint32_t slot, uint32_t bank
     int done = 0;
     while (!done) {
         if (w->err)
-            propagate_error_local(w);
-        if (aborted(rt))
+            seer_propagate_error_local(w);
+        if (seer_aborted_any(rt))
             break;
         poll_mail(w);
         if (w->err)
@@ -979,7 +738,7 @@ void seer_opt_run_slot(seer_worker *w, seer_ctx *c, uint32_t slot, uint32_t bank
         done = idle(w);
     }
     c->spec = 0;
-    if (!aborted(rt))
+    if (!seer_aborted_any(rt))
         commit_slot(w, p0, p1);
 }
 
@@ -1010,21 +769,19 @@ uint32_t seer_opt_slots(const seer_runtime *rt) { return rt->opt ? rt->opt->slot
  * The events go to the free list of w, the completer's own: worker 0's
  * belongs to the host thread, which may be restocking it meanwhile (a call
  * whose other workers ran every phase up to here before the host joined). */
+static void drop_msg(void *arg, void *elem)
+{
+    const opt_msg *m = elem;
+    if (m->kind == MSG_EVENT)
+        seer_event_free_local(arg, m->ev);
+}
+
 static void drop_everything_completer(seer_runtime *rt, seer_worker *w)
 {
     struct seer_opt_shared *sh = rt->opt;
     for (uint32_t s = 0; s < sh->slots * sh->slots; s++) {
-        opt_ring *r = &sh->rings[s];
-        /* relaxed: no slot runs (the phase completed: acq_rel completions) */
-        uint32_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
-        const uint32_t t = atomic_load_explicit(&r->tail, memory_order_relaxed);
-        for (; h != t; h++)
-            if (r->buf[h & r->mask].kind == MSG_EVENT)
-                seer_event_free_local(w, r->buf[h & r->mask].ev);
-        /* relaxed: as above */
-        atomic_store_explicit(&r->head, h, memory_order_relaxed);
-        r->tail_seen = h;
-        r->head_seen = h;
+        /* quiescent: no slot runs (the phase completed: acq_rel completions) */
+        seer_spsc_drain_quiescent(&sh->rings[s], drop_msg, sizeof(opt_msg), w);
     }
     for (uint32_t t = 0; t < rt->nthreads; t++) {
         seer_opt_worker *o = rt->workers[t].opt;
@@ -1042,9 +799,9 @@ static void drop_everything_completer(seer_runtime *rt, seer_worker *w)
         o->nsent = 0;
         o->ncascade = 0; /* always empty between handlings */
         struct commit_arg a = {w, 1};
-        arena_each_rec(&o->recs, sh->rec_stride, commit_rec, &a);
-        arena_reset(&o->recs);
-        arena_reset(&o->sends);
+        seer_arena_each_owner(&o->recs, sh->rec_stride, commit_rec, &a);
+        seer_arena_reset_owner(&o->recs);
+        seer_arena_reset_owner(&o->sends);
         memset(o->ncancelled, 0, (size_t)o->B * o->nparts * sizeof *o->ncancelled);
     }
     for (uint32_t k = 0; k < rt->nsel; k++) {
@@ -1157,186 +914,4 @@ void seer_opt_drop(seer_runtime *rt, uint32_t i)
     }
     /* relaxed: the host, between the phases that read it */
     atomic_store_explicit(&in->opt_abandon, 0, memory_order_relaxed);
-}
-
-/* ---- sizing (host) -------------------------------------------------------------- */
-
-static int clear_epoch(void *arg, seer_event *ev)
-{
-    (void)arg;
-    ev->flags &= (1u << SEER_EV_EPOCH_SHIFT) - 1u;
-    return 1;
-}
-
-static void free_worker_opt(seer_opt_worker *o)
-{
-    if (!o)
-        return;
-    arena_free(&o->recs);
-    arena_free(&o->sends);
-    free(o->sent);
-    free(o->cascade);
-    free(o->cancel);
-    for (uint32_t s = 0; o->backlog && s < o->slots; s++)
-        free(o->backlog[s].a);
-    free(o->backlog);
-    free(o->net);
-    free(o->gross);
-    free(o->ncancelled);
-    free(o);
-}
-
-static void free_shared(struct seer_opt_shared *sh)
-{
-    if (!sh)
-        return;
-    free(sh->rings);
-    free(sh->ring_mem);
-    free(sh->first);
-    free(sh->slot_of);
-    free(sh->scratch);
-    free(sh);
-}
-
-void seer_opt_release(seer_runtime *rt)
-{
-    for (uint32_t t = 0; rt->workers && t < rt->nthreads; t++) {
-        free_worker_opt(rt->workers[t].opt);
-        rt->workers[t].opt = NULL;
-    }
-    free_shared(rt->opt);
-    rt->opt = NULL;
-    /* the logs point into the arenas, the rings may hold messages: between
-     * calls both are empty, but a child of fork() may have been cut in the
-     * middle of a call */
-    for (uint32_t i = 0; rt->inst && i < rt->B; i++)
-        if (rt->inst[i].opt_log)
-            memset(rt->inst[i].opt_log, 0, rt->sz.num_entities * sizeof *rt->inst[i].opt_log);
-}
-
-void seer_opt_free(seer_runtime *rt)
-{
-    seer_opt_release(rt);
-    for (uint32_t i = 0; rt->inst && i < rt->B; i++) {
-        free(rt->inst[i].opt_log);
-        rt->inst[i].opt_log = NULL;
-    }
-}
-
-/* Mailboxes and slots for `slots` slots over the current partitions. */
-static struct seer_opt_shared *make_shared(const seer_runtime *rt, uint32_t slots)
-{
-    struct seer_opt_shared *sh = aligned_alloc(SEER_CACHE_LINE,
-                                               seer_round_up(sizeof *sh, SEER_CACHE_LINE));
-    if (!sh)
-        return NULL;
-    memset(sh, 0, sizeof *sh);
-    atomic_init(&sh->work, 0);
-    sh->slots = slots;
-    sh->nparts = rt->nparts;
-    sh->B = rt->B;
-    sh->rec_stride = seer_round_up(sizeof(seer_opt_rec) + rt->sz.entity_size, 16);
-    uint32_t cap = OPT_RING_MAX;
-    while (cap > OPT_RING_MIN && (uint64_t)cap * slots * slots > (1u << 16))
-        cap /= 2;
-    sh->ring_cap = cap;
-    const size_t nr = (size_t)slots * slots;
-    sh->rings = aligned_alloc(SEER_CACHE_LINE, seer_round_up(nr * sizeof(opt_ring),
-                                                             SEER_CACHE_LINE));
-    sh->ring_mem = malloc(nr * cap * sizeof(opt_msg));
-    sh->first = malloc((slots + 1) * sizeof *sh->first);
-    sh->slot_of = malloc(rt->nparts * sizeof *sh->slot_of);
-    sh->scratch = malloc(rt->B * sizeof *sh->scratch);
-    if (!sh->rings || !sh->ring_mem || !sh->first || !sh->slot_of || !sh->scratch) {
-        free_shared(sh);
-        return NULL;
-    }
-    for (size_t k = 0; k < nr; k++) {
-        opt_ring *r = &sh->rings[k];
-        memset(r, 0, sizeof *r);
-        atomic_init(&r->tail, 0);
-        atomic_init(&r->head, 0);
-        r->buf = sh->ring_mem + k * cap;
-        r->mask = cap - 1;
-    }
-    for (uint32_t s = 0; s <= slots; s++)
-        sh->first[s] = (uint32_t)((uint64_t)rt->nparts * s / slots);
-    for (uint32_t s = 0; s < slots; s++)
-        for (uint32_t p = sh->first[s]; p < sh->first[s + 1]; p++)
-            sh->slot_of[p] = s;
-    return sh;
-}
-
-static seer_opt_worker *make_worker_opt(const seer_runtime *rt, uint32_t slots)
-{
-    seer_opt_worker *o = calloc(1, sizeof *o);
-    if (!o)
-        return NULL;
-    o->B = rt->B;
-    o->nparts = rt->nparts;
-    o->slots = slots;
-    o->backlog = calloc(slots, sizeof *o->backlog);
-    o->net = calloc(rt->B, sizeof *o->net);
-    o->gross = calloc(rt->B, sizeof *o->gross);
-    o->ncancelled = calloc((size_t)rt->B * rt->nparts, sizeof *o->ncancelled);
-    if (!o->backlog || !o->net || !o->gross || !o->ncancelled) {
-        free_worker_opt(o);
-        return NULL;
-    }
-    return o;
-}
-
-int seer_opt_prepare(seer_runtime *rt)
-{
-    /* relaxed: the host is the only writer */
-    const uint32_t active = atomic_load_explicit(&rt->pool_active, memory_order_relaxed);
-    const uint32_t slots = active < rt->nparts ? active : rt->nparts;
-    struct seer_opt_shared *sh = rt->opt;
-    if (!sh || sh->slots != slots || sh->nparts != rt->nparts || sh->B != rt->B) {
-        struct seer_opt_shared *n = make_shared(rt, slots);
-        if (!n)
-            goto nomem;
-        free_shared(sh);
-        rt->opt = sh = n;
-    }
-    for (uint32_t i = 0; i < rt->B; i++)
-        if (!rt->inst[i].opt_log) {
-            rt->inst[i].opt_log = calloc(rt->sz.num_entities, sizeof *rt->inst[i].opt_log);
-            if (!rt->inst[i].opt_log)
-                goto nomem;
-        }
-    /* every thread of the pool: a parked one may take a slot late (parallel.c) */
-    const size_t cap = rt->log_limit / slots;
-    size_t chunk = cap / 8;
-    chunk = chunk > OPT_CHUNK_MAX ? OPT_CHUNK_MAX : chunk < OPT_CHUNK_MIN ? OPT_CHUNK_MIN : chunk;
-    for (uint32_t t = 0; t < rt->nthreads; t++) {
-        seer_worker *w = &rt->workers[t];
-        if (w->opt && (w->opt->slots != slots || w->opt->nparts != rt->nparts ||
-                       w->opt->B != rt->B)) {
-            free_worker_opt(w->opt);
-            w->opt = NULL;
-        }
-        if (!w->opt && !(w->opt = make_worker_opt(rt, slots)))
-            goto nomem;
-        w->opt->cap = cap;
-        w->opt->chunk = chunk;
-    }
-    for (uint32_t k = 0; k < rt->nsel; k++)
-        /* relaxed: published to the workers with the call (publish_job) */
-        atomic_store_explicit(&rt->inst[rt->sel[k]].opt_abandon, 0, memory_order_relaxed);
-    /* a new epoch: the events this speculation schedules carry it */
-    if (rt->opt_epoch == OPT_EPOCH_MAX) {
-        /* after 2^30 speculative steps: clear every pending event's epoch
-         * (between calls every event is in a queue) */
-        for (uint32_t i = 0; i < rt->B; i++)
-            for (uint32_t p = 0; p < rt->nparts; p++)
-                seer_squeue_filter_owner(&rt->inst[i].parts[p], clear_epoch, NULL);
-        rt->opt_epoch = 0;
-    }
-    rt->opt_epoch++;
-    rt->opt_abandoned = 0;
-    return SEER_OK;
-nomem:
-    seer_fail(rt, "out of memory preparing the optimistic executor (%u threads)", slots);
-    return SEER_E_NOMEM;
 }

@@ -90,26 +90,6 @@ enum {
 
 /* ---- phase plumbing ---------------------------------------------------------- */
 
-/* Make this worker's error, if any, the call's abort code (the first one
- * wins): the completer then ends the call after the outboxes are flushed. */
-static void propagate_error_local(seer_worker *w)
-{
-    if (w->err) {
-        int expected = 0;
-        /* relaxed: read by the phase completer, ordered by the acq_rel
-         * completion that follows this store in the same thread. */
-        atomic_compare_exchange_strong_explicit(&w->rt->abort_code, &expected, w->err,
-                                                memory_order_relaxed,
-                                                memory_order_relaxed);
-    }
-}
-
-static int aborted(seer_runtime *rt)
-{
-    /* relaxed: read by the phase completer (see propagate_error_local). */
-    return atomic_load_explicit(&rt->abort_code, memory_order_relaxed) != 0;
-}
-
 static uint32_t phase_count(const seer_runtime *rt, uint32_t kind)
 {
     switch (kind) {
@@ -187,7 +167,7 @@ static void reduce_windows_completer(seer_runtime *rt)
     uint64_t events = 0;
     for (uint32_t p = 0; p < rt->nthreads; p++)
         events += rt->workers[p].call_events;
-    if (events > rt->max_step_events * (uint64_t)rt->nsel && !aborted(rt)) {
+    if (events > rt->max_step_events * (uint64_t)rt->nsel && !seer_aborted_any(rt)) {
         char t[32];
         seer_worker *w0 = &rt->workers[0];
         /* the completer owns the call's shared state (no thread holds a
@@ -201,9 +181,9 @@ static void reduce_windows_completer(seer_runtime *rt)
                                 (unsigned long long)rt->inst[rt->sel[0]].step, rt->nsel,
                                 (unsigned long long)rt->max_step_events,
                                 seer_fmt_double(t, first));
-        propagate_error_local(w0);
+        seer_propagate_error_local(w0);
     }
-    if (aborted(rt))
+    if (seer_aborted_any(rt))
         any = 0;
     rt->any_running = any;
     if (any)
@@ -231,7 +211,7 @@ static void advance_phase_completer(seer_runtime *rt, seer_worker *w, uint32_t d
                     rt->workers[t].local_min[rt->sel[k]] = __builtin_inf();
             rt->windows_total++;
             rt->window_t = rt->inst[rt->sel[0]].boundary - rt->sz.step_duration;
-            next = aborted(rt) ? PH_FLUSH : PH_SPEC;
+            next = seer_aborted_any(rt) ? PH_FLUSH : PH_SPEC;
             if (next == PH_SPEC)
                 seer_opt_open_completer(rt);
             break;
@@ -244,12 +224,12 @@ static void advance_phase_completer(seer_runtime *rt, seer_worker *w, uint32_t d
     case PH_SPEC:
         /* the abandoned instances leave the selection (the host steps them
          * serially after the call); after an abort the call ends */
-        seer_opt_finish_completer(rt, w, aborted(rt));
-        next = aborted(rt) || rt->nsel == 0 ? PH_DONE : first_boundary_phase(rt);
+        seer_opt_finish_completer(rt, w, seer_aborted_any(rt));
+        next = seer_aborted_any(rt) || rt->nsel == 0 ? PH_DONE : first_boundary_phase(rt);
         break;
     case PH_FLUSH:
         /* Even after an error: a call leaves no event in an outbox. */
-        next = aborted(rt) ? PH_DONE : first_boundary_phase(rt);
+        next = seer_aborted_any(rt) ? PH_DONE : first_boundary_phase(rt);
         break;
     case PH_BINST:
         next = PH_OBSERVE;
@@ -497,7 +477,7 @@ static void run_phases(seer_worker *w, uint32_t tag)
                                     "interrupted by SIGINT (Ctrl-C) during a call on %u "
                                     "instance(s): the call was abandoned",
                                     rt->nsel);
-        propagate_error_local(w);
+        seer_propagate_error_local(w);
         if (tracing)
             spans_handled_local(w, &spans, w->events - ev0);
         if (seer_phases_complete_any(&rt->ph))

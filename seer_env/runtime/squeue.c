@@ -66,6 +66,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "vec.h"
 
 static inline seer_time bits_time(uint64_t u)
 {
@@ -76,21 +77,7 @@ static inline seer_time bits_time(uint64_t u)
 
 int seer_qvec_reserve_owner(seer_qvec *v, uint64_t cap)
 {
-    if (cap <= v->cap)
-        return SEER_OK;
-    if (cap > UINT32_MAX)
-        return SEER_E_NOMEM;
-    uint64_t c = v->cap ? v->cap : 64;
-    while (c < cap)
-        c *= 2;
-    if (c > UINT32_MAX)
-        c = UINT32_MAX;
-    seer_qentry *a = realloc(v->a, (size_t)c * sizeof *a);
-    if (!a)
-        return SEER_E_NOMEM;
-    v->a = a;
-    v->cap = (uint32_t)c;
-    return SEER_OK;
+    return SEER_VEC_GROW_OWNER(v->a, v->cap, cap);
 }
 
 /* ---- binary heaps on (time bits, key) -------------------------------------

@@ -76,6 +76,12 @@ for mode in "${modes[@]}"; do
   "$CC" "${common[@]}" "${flags[@]}" "$here/test_squeue.c" "$rt/squeue.c" \
     -o "$out/test_squeue-$mode" -lm
   "$out/test_squeue-$mode"
+  # the building blocks of the optimistic executor, alone (spsc_ring.h,
+  # arena.h, vec.h: header-only)
+  for t in stress_spsc test_arena test_vec; do
+    "$CC" "${common[@]}" "${flags[@]}" "$here/$t.c" -o "$out/$t-$mode"
+    "$out/$t-$mode"
+  done
   "$CC" "${common[@]}" "${flags[@]}" "$here/stress_runtime.c" "${runtime_src[@]}" \
     "${wrap[@]}" -o "$out/stress_runtime-$mode" -lm
   "$out/stress_runtime-$mode"
