@@ -197,9 +197,9 @@ static int region_of(const seer_check_frame *f, uintptr_t a)
         return SEER_REGION_SNAPSHOT;
     if (a >= (uintptr_t)in->idata && a < (uintptr_t)in->idata + rt->idata_stride)
         return SEER_REGION_INSTANCE;
-    if (a >= (uintptr_t)rt->config && a < (uintptr_t)rt->config + rt->check_config_len)
+    if (a >= (uintptr_t)rt->config && a < (uintptr_t)rt->config + rt->check.config_len)
         return SEER_REGION_CONFIG;
-    if (a >= rt->check_static_lo && a < rt->check_static_hi)
+    if (a >= rt->check.static_lo && a < rt->check.static_hi)
         return SEER_REGION_STATIC;
     return 0;
 }
@@ -242,15 +242,15 @@ static void on_segv(int sig, siginfo_t *si, void *uctx)
 
 static void arm_static(seer_runtime *rt, int on)
 {
-    if (!rt->check_static_hi)
+    if (!rt->check.static_hi)
         return;
     for (int i = 0; i < MAX_ARMED; i++) {
         if (on && !g_armed[i].hi) {
-            g_armed[i].lo = rt->check_static_lo;
-            g_armed[i].hi = rt->check_static_hi;
+            g_armed[i].lo = rt->check.static_lo;
+            g_armed[i].hi = rt->check.static_hi;
             return;
         }
-        if (!on && g_armed[i].lo == rt->check_static_lo && g_armed[i].hi == rt->check_static_hi) {
+        if (!on && g_armed[i].lo == rt->check.static_lo && g_armed[i].hi == rt->check.static_hi) {
             g_armed[i].lo = g_armed[i].hi = 0;
             return;
         }
@@ -308,24 +308,24 @@ static void exit_register(void) { (void)atexit(exit_in_handler); }
 
 int seer_check_setup(seer_runtime *rt)
 {
-    if (!(rt->check & SEER_CHECK_ISOLATE))
+    if (!(rt->check.mode & SEER_CHECK_ISOLATE))
         return SEER_OK;
     (void)pthread_once(&g_exit_once, exit_register);
     (void)pthread_once(&g_progress_once, progress_map);
     struct phdr_query q = {.addr = (uintptr_t)rt->model, .page = seer_page_size()};
     dl_iterate_phdr(phdr_cb, &q);
-    rt->check_static_lo = q.lo;
-    rt->check_static_hi = q.hi;
+    rt->check.static_lo = q.lo;
+    rt->check.static_hi = q.hi;
     /* the configuration is immutable from here on */
-    if (mprotect(rt->config, rt->check_config_len, PROT_READ) != 0)
+    if (mprotect(rt->config, rt->check.config_len, PROT_READ) != 0)
         return SEER_E_NOMEM;
     return SEER_OK;
 }
 
 void seer_check_teardown(seer_runtime *rt)
 {
-    if ((rt->check & SEER_CHECK_ISOLATE) && rt->config)
-        mprotect(rt->config, rt->check_config_len, PROT_READ | PROT_WRITE);
+    if ((rt->check.mode & SEER_CHECK_ISOLATE) && rt->config)
+        mprotect(rt->config, rt->check.config_len, PROT_READ | PROT_WRITE);
 }
 
 /* ---- one checked handler call ---------------------------------------------- */
@@ -357,7 +357,7 @@ static int class_of(int hook)
  * writes entity states (reset). */
 void seer_check_disarm(seer_runtime *rt)
 {
-    seer_inst *in = rt->check_armed_inst;
+    seer_inst *in = rt->check.armed_inst;
     if (!in)
         return;
     const size_t N = rt->sz.num_entities;
@@ -365,9 +365,9 @@ void seer_check_disarm(seer_runtime *rt)
     protect(in->states, N * rt->entity_stride, RW);
     protect(in->snapshot, N * rt->snapshot_stride, RW);
     protect(in->idata, rt->idata_stride, RW);
-    if (rt->check_static_hi)
-        protect((void *)rt->check_static_lo, rt->check_static_hi - rt->check_static_lo, RW);
-    rt->check_armed_inst = NULL;
+    if (rt->check.static_hi)
+        protect((void *)rt->check.static_lo, rt->check.static_hi - rt->check.static_lo, RW);
+    rt->check.armed_inst = NULL;
 }
 
 /* Protections for handler `hook` of entity e of `in`.  Consecutive handlers
@@ -380,8 +380,8 @@ static void arm(seer_runtime *rt, seer_inst *in, int hook, uint32_t e)
     const int RW = PROT_READ | PROT_WRITE, cls = class_of(hook);
     unsigned char *page = in->states + (size_t)e * rt->entity_stride;
     unsigned char *rec = in->snapshot + (size_t)e * rt->snapshot_stride;
-    if (rt->check_armed_inst == in && rt->check_armed_cls == cls) {
-        const uint32_t old = rt->check_armed_entity;
+    if (rt->check.armed_inst == in && rt->check.armed_cls == cls) {
+        const uint32_t old = rt->check.armed_entity;
         if (cls == CLS_ENTITY && old != e) {
             protect(in->states + (size_t)old * rt->entity_stride, rt->entity_stride, PROT_NONE);
             protect(page, rt->entity_stride, RW);
@@ -390,12 +390,12 @@ static void arm(seer_runtime *rt, seer_inst *in, int hook, uint32_t e)
                     PROT_READ);
             protect(rec, rt->snapshot_stride, RW);
         }
-        rt->check_armed_entity = e;
+        rt->check.armed_entity = e;
         return;
     }
     seer_check_disarm(rt);
-    if (rt->check_static_hi)
-        protect((void *)rt->check_static_lo, rt->check_static_hi - rt->check_static_lo,
+    if (rt->check.static_hi)
+        protect((void *)rt->check.static_lo, rt->check.static_hi - rt->check.static_lo,
                 PROT_READ);
     switch (cls) {
     case CLS_ENTITY:
@@ -420,9 +420,9 @@ static void arm(seer_runtime *rt, seer_inst *in, int hook, uint32_t e)
         protect(in->idata, rt->idata_stride, PROT_READ);
         break;
     }
-    rt->check_armed_inst = in;
-    rt->check_armed_cls = cls;
-    rt->check_armed_entity = e;
+    rt->check.armed_inst = in;
+    rt->check.armed_cls = cls;
+    rt->check.armed_entity = e;
 }
 
 static const char *hook_name(int hook)

@@ -43,7 +43,7 @@ int seer_agent_alive(const seer_ctx *ctx, uint32_t agent)
 {
     if (agent >= ctx->rt->sz.num_agents)
         return 0;
-    return ctx->rt->alive[(size_t)ctx->inst_idx * ctx->rt->sz.num_agents + agent] != 0;
+    return ctx->rt->buf.alive[(size_t)ctx->inst_idx * ctx->rt->sz.num_agents + agent] != 0;
 }
 
 uint64_t seer_entity_events(const seer_ctx *ctx, uint32_t entity)
@@ -176,7 +176,7 @@ int seer_schedule(seer_ctx *c, uint32_t target, seer_time t, uint32_t type,
     } else if (c->spec) {
         /* Optimistic speculation: delivered when the handler returns
          * (optimistic.c); the epoch marks it as this speculation's. */
-        ev->flags = rt->opt_epoch << SEER_EV_EPOCH_SHIFT;
+        ev->flags = rt->opt.epoch << SEER_EV_EPOCH_SHIFT;
         return seer_opt_schedule_local(c, ev);
     } else {
         ev->flags = 0;
@@ -184,12 +184,12 @@ int seer_schedule(seer_ctx *c, uint32_t target, seer_time t, uint32_t type,
          * the whole phase.  Same partition: straight into its queue; other
          * partitions: this thread's outbox, merged by the target
          * partition's visitor in the next phase (parallel.c). */
-        const uint32_t pt = rt->part_of[target];
-        if (pt == rt->part_of[c->self]) {
+        const uint32_t pt = rt->part.of[target];
+        if (pt == rt->part.of[c->self]) {
             rc = seer_squeue_push_owner(&c->inst->parts[pt], ev);
         } else {
             rc = seer_qvec_append_owner(
-                &c->w->out[rt->out_parity][(size_t)c->inst_idx * rt->nparts + pt],
+                &c->w->out[rt->call.out_parity][(size_t)c->inst_idx * rt->part.n + pt],
                 seer_qentry_of(ev));
             seer_note_window_min_local(c->w, c->inst_idx, t);
         }

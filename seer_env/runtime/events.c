@@ -6,7 +6,7 @@
  * loop frees).  A record is freed to the list of the thread that handled it,
  * so records flow from the threads that schedule events to the threads that
  * handle them; the lists are backed by a reserve of chunks shared by all
- * workers, under rt->reserve_lock:
+ * workers, under rt->mem.lock:
  *
  *   seer_event_refill_local        an empty list takes a batch (inside the
  *                                  event loop: counted in w->refills)
@@ -30,48 +30,48 @@
  * rarely, malloc.  SEER_E_BUDGET past the memory limit. */
 static int pool_take(seer_runtime *rt, seer_worker *w, uint64_t want)
 {
-    pthread_mutex_lock(&rt->reserve_lock);
-    if (rt->reserve_n < want) {
+    pthread_mutex_lock(&rt->mem.lock);
+    if (rt->mem.reserve_n < want) {
         uint64_t n = want > POOL_CHUNK ? want : POOL_CHUNK;
-        if ((double)(rt->pool_events + n) * (double)rt->event_stride >
+        if ((double)(rt->mem.pool_events + n) * (double)rt->event_stride >
             (double)rt->memory_limit) {
-            pthread_mutex_unlock(&rt->reserve_lock);
+            pthread_mutex_unlock(&rt->mem.lock);
             return SEER_E_BUDGET;
         }
-        if (rt->nchunks == rt->chunks_cap) {
-            size_t cap = rt->chunks_cap ? rt->chunks_cap * 2 : 16;
-            void **c = realloc(rt->chunks, cap * sizeof *c);
+        if (rt->mem.nchunks == rt->mem.chunks_cap) {
+            size_t cap = rt->mem.chunks_cap ? rt->mem.chunks_cap * 2 : 16;
+            void **c = realloc(rt->mem.chunks, cap * sizeof *c);
             if (!c) {
-                pthread_mutex_unlock(&rt->reserve_lock);
+                pthread_mutex_unlock(&rt->mem.lock);
                 return SEER_E_NOMEM;
             }
-            rt->chunks = c;
-            rt->chunks_cap = cap;
+            rt->mem.chunks = c;
+            rt->mem.chunks_cap = cap;
         }
         unsigned char *mem = aligned_alloc(SEER_CACHE_LINE,
                                            seer_round_up(n * rt->event_stride, SEER_CACHE_LINE));
         if (!mem) {
-            pthread_mutex_unlock(&rt->reserve_lock);
+            pthread_mutex_unlock(&rt->mem.lock);
             return SEER_E_NOMEM;
         }
-        rt->chunks[rt->nchunks++] = mem;
-        rt->pool_events += n;
+        rt->mem.chunks[rt->mem.nchunks++] = mem;
+        rt->mem.pool_events += n;
         for (uint64_t i = 0; i < n; i++) {
             seer_event *ev = (seer_event *)(void *)(mem + i * rt->event_stride);
-            ev->next_free = rt->reserve;
-            rt->reserve = ev;
+            ev->next_free = rt->mem.reserve;
+            rt->mem.reserve = ev;
         }
-        rt->reserve_n += n;
+        rt->mem.reserve_n += n;
     }
     for (uint64_t i = 0; i < want; i++) {
-        seer_event *ev = rt->reserve;
-        rt->reserve = ev->next_free;
+        seer_event *ev = rt->mem.reserve;
+        rt->mem.reserve = ev->next_free;
         ev->next_free = w->pool.free;
         w->pool.free = ev;
     }
-    rt->reserve_n -= want;
+    rt->mem.reserve_n -= want;
     w->pool.nfree += want;
-    pthread_mutex_unlock(&rt->reserve_lock);
+    pthread_mutex_unlock(&rt->mem.lock);
     return SEER_OK;
 }
 
@@ -80,16 +80,16 @@ static void pool_give(seer_runtime *rt, seer_worker *w, uint64_t keep)
 {
     if (w->pool.nfree <= keep)
         return;
-    pthread_mutex_lock(&rt->reserve_lock);
+    pthread_mutex_lock(&rt->mem.lock);
     while (w->pool.nfree > keep) {
         seer_event *ev = w->pool.free;
         w->pool.free = ev->next_free;
-        ev->next_free = rt->reserve;
-        rt->reserve = ev;
-        rt->reserve_n++;
+        ev->next_free = rt->mem.reserve;
+        rt->mem.reserve = ev;
+        rt->mem.reserve_n++;
         w->pool.nfree--;
     }
-    pthread_mutex_unlock(&rt->reserve_lock);
+    pthread_mutex_unlock(&rt->mem.lock);
 }
 
 void seer_event_pool_balance_local(seer_worker *w, uint64_t lo, uint64_t hi)
@@ -110,7 +110,7 @@ int seer_event_refill_local(seer_worker *w)
                                 "limit (%.2f GiB, memory_limit): %llu events of %zu bytes "
                                 "are in use; lower the event rate or raise memory_limit",
                                 (double)w->rt->memory_limit / 1073741824.0,
-                                (unsigned long long)w->rt->pool_events, w->rt->event_stride);
+                                (unsigned long long)w->rt->mem.pool_events, w->rt->event_stride);
     return rc;
 }
 

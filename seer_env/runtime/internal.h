@@ -99,7 +99,7 @@ typedef struct seer_event {
 /* seer_event.flags: the optimistic executor's marks (optimistic.c).  The
  * bits above SEER_EV_EPOCH_SHIFT hold the epoch of the speculation that
  * scheduled the event (0: none), so an event belongs to the current step's
- * speculation when they equal rt->opt_epoch -- nothing has to clear them
+ * speculation when they equal rt->opt.epoch -- nothing has to clear them
  * when a step commits. */
 enum {
     SEER_EV_HANDLED = 1u, /* handled speculatively: held by its target's log  */
@@ -264,35 +264,31 @@ struct seer_ctx {
 
 enum seer_job { JOB_RESET = 1, JOB_STEP };
 
-struct seer_runtime {
-    const seer_model *model;
-    seer_sizes sz;
-    void *config;
-    uint32_t B;
-    int executor;
-    uint64_t max_cycles;
-    uint32_t check;        /* SEER_CHECK_* flags (checking mode)               */
-    uint64_t shuffle_seed; /* SEER_CHECK_SHUFFLE: seed of the visiting orders  */
-    size_t check_config_len;    /* checking: bytes of the (page-aligned) config */
-    uintptr_t check_static_lo;  /* checking: the model's writable static data  */
-    uintptr_t check_static_hi;
-    struct seer_inst *check_armed_inst; /* checking: whose regions are protected  */
-    int check_armed_cls;                /* ... for which class of handler        */
-    uint32_t check_armed_entity;        /* ... and which entity                  */
-    size_t event_stride;
-    size_t entity_stride;
-    size_t snapshot_stride;
-    size_t entity_pad;   /* offset of a state in its stride (checking mode) */
-    size_t snapshot_pad; /* offset of a record in its stride (checking mode) */
-    size_t idata_stride;
-    /* Partitions of the parallel executor: contiguous, equal ranges of
-     * entities, one per thread of the pool (see partition.c). */
-    uint32_t nparts;      /* per instance                                     */
-    uint32_t *part_of;    /* [num_entities]: an entity's partition            */
-    uint32_t *part_start; /* [nparts + 1]: partition p is [start[p], start[p+1]) */
+/* The runtime's state, by concern.  Each group is a named struct so that a
+ * file can say which concern it touches (rt->check.mode, rt->opt.rollbacks). */
 
-    seer_inst *inst;
-    /* host buffers */
+/* The checking mode (check.c). */
+typedef struct seer_rt_check {
+    uint32_t mode;           /* SEER_CHECK_* flags                             */
+    uint64_t shuffle_seed;   /* SEER_CHECK_SHUFFLE: seed of the visiting orders */
+    size_t config_len;       /* bytes of the (page-aligned) config             */
+    uintptr_t static_lo;     /* the model's writable static data               */
+    uintptr_t static_hi;
+    struct seer_inst *armed_inst; /* whose regions are protected               */
+    int armed_cls;                /* ... for which class of handler            */
+    uint32_t armed_entity;        /* ... and which entity                      */
+} seer_rt_check;
+
+/* Partitions of the parallel executor: contiguous, equal ranges of
+ * entities, one per thread of the pool (see partition.c). */
+typedef struct seer_rt_parts {
+    uint32_t n;      /* per instance                                           */
+    uint32_t *of;    /* [num_entities]: an entity's partition                  */
+    uint32_t *start; /* [n + 1]: partition p is [start[p], start[p+1])         */
+} seer_rt_parts;
+
+/* The host buffers (caller's or runtime-owned). */
+typedef struct seer_rt_buffers {
     void *actions;
     float *obs;
     float *reward;
@@ -301,19 +297,23 @@ struct seer_runtime {
     uint8_t *alive;
     uint8_t *active;
     double *info;
-    uint32_t owned_buffers; /* bit SEER_BUF_x: the runtime allocated it */
+    uint32_t owned; /* bit SEER_BUF_x: the runtime allocated it */
+} seer_rt_buffers;
 
-    /* event reserve shared by all workers (mutex: slow path only) */
-    pthread_mutex_t reserve_lock;
+/* The event reserve shared by all workers (events.c; mutex: slow path only). */
+typedef struct seer_rt_reserve {
+    pthread_mutex_t lock;
     seer_event *reserve;
     uint64_t reserve_n;
     void **chunks;
     size_t nchunks, chunks_cap;
     uint64_t pool_events;
+} seer_rt_reserve;
 
-    /* worker pool */
+/* The worker pool (parallel.c). */
+typedef struct seer_rt_pool {
     uint32_t nthreads;        /* workers created, the caller included             */
-    _Atomic uint32_t pool_active; /* workers that take part in calls (<= nthreads);
+    _Atomic uint32_t active;  /* workers that take part in calls (<= nthreads);
                                  the others are parked, asleep: resizing the
                                  pool within nthreads costs no thread creation */
     seer_worker *workers;
@@ -321,11 +321,14 @@ struct seer_runtime {
     pthread_cond_t wake_cond;
     _Atomic uint64_t job_gen;
     _Atomic int shutdown;
-    seer_phases ph;    /* the executive list: phases of the current call */
+    seer_phases ph;    /* the executive list: phases of the current call
+                          (its ticket and counter on lines of their own) */
     uint32_t call_tag; /* tag of the current call's phases (low bits of job_gen) */
+} seer_rt_pool;
 
-    /* current call (written by the host before it, by the completer between
-     * phases) */
+/* The current call (written by the host before it, by the completer between
+ * phases). */
+typedef struct seer_rt_call {
     uint32_t *sel;   /* selected instance indices */
     uint32_t *perm;  /* SEER_CHECK_SHUFFLE: the current phase's visiting order */
     uint32_t nsel;
@@ -334,12 +337,56 @@ struct seer_runtime {
                             phase's, the other parity, are merged) */
     seer_time window_t; /* earliest window start of the running instances */
     _Atomic int abort_code;
+} seer_rt_call;
 
-    /* statistics */
-    uint64_t events_total;
-    uint64_t windows_total;
-    uint64_t steps_total;
-    uint64_t refills_total;
+/* Statistics since creation. */
+typedef struct seer_rt_stats {
+    uint64_t events;
+    uint64_t windows;
+    uint64_t steps;
+    uint64_t refills;
+    uint64_t serial_fallbacks; /* steps run serially: lookahead below the
+                                  resolution of the simulated time */
+} seer_rt_stats;
+
+/* The optimistic executor (optimistic.c, optimistic_sizing.c). */
+typedef struct seer_rt_opt {
+    struct seer_opt_shared *shared; /* mailboxes, slots, termination counter:
+                                       NULL until its first speculative step */
+    uint64_t log_limit;          /* bytes of rollback logs a step may take     */
+    uint32_t epoch;              /* the current speculation's epoch (flags)    */
+    int spec;                    /* this call speculates (else: windows)       */
+    uint32_t abandoned;          /* this call: instances whose speculation was
+                                    abandoned, moved to the end of call.sel    */
+    uint64_t rollbacks;          /* statistics since creation                  */
+    uint64_t rolled_back;
+    uint64_t anti;
+    uint64_t serial_steps;
+    uint64_t log_peak;
+} seer_rt_opt;
+
+struct seer_runtime {
+    const seer_model *model;
+    seer_sizes sz;
+    void *config;
+    uint32_t B;
+    int executor;
+    uint64_t max_cycles;
+    seer_rt_check check;
+    size_t event_stride;
+    size_t entity_stride;
+    size_t snapshot_stride;
+    size_t entity_pad;   /* offset of a state in its stride (checking mode) */
+    size_t snapshot_pad; /* offset of a record in its stride (checking mode) */
+    size_t idata_stride;
+    seer_rt_parts part;
+
+    seer_inst *inst;
+    seer_rt_buffers buf;
+    seer_rt_reserve mem;
+    seer_rt_pool pool;
+    seer_rt_call call;
+    seer_rt_stats stats;
 
     uint64_t trace_cap; /* records per worker; 0 = tracing off */
 
@@ -352,22 +399,8 @@ struct seer_runtime {
     uint64_t max_step_events;   /* per instance and step                        */
     uint64_t memory_limit;      /* bytes                                        */
     uint32_t rt_flags;          /* SEER_RT_*                                    */
-    uint64_t serial_fallbacks;  /* steps run serially: lookahead below the
-                                   resolution of the simulated time             */
 
-    /* optimistic executor (optimistic.c) */
-    struct seer_opt_shared *opt; /* mailboxes, slots, termination counter:
-                                    NULL until its first speculative step     */
-    uint64_t log_limit;          /* bytes of rollback logs a step may take     */
-    uint32_t opt_epoch;          /* the current speculation's epoch (flags)    */
-    int opt_spec;                /* this call speculates (else: windows)       */
-    uint32_t opt_abandoned;      /* this call: instances whose speculation was
-                                    abandoned, moved to the end of sel         */
-    uint64_t opt_rollbacks;      /* statistics since creation                  */
-    uint64_t opt_rolled_back;
-    uint64_t opt_anti;
-    uint64_t opt_serial_steps;
-    uint64_t opt_log_peak;
+    seer_rt_opt opt;
 };
 
 /* Does this executor keep its pending events in the partition queues? */
@@ -389,7 +422,7 @@ static inline void seer_propagate_error_local(seer_worker *w)
          * (ordered by the acq_rel completion that follows this store in the
          * same thread), and by every speculation slot as a hint (a slot that
          * sees it late only works a little longer) */
-        atomic_compare_exchange_strong_explicit(&w->rt->abort_code, &expected, w->err,
+        atomic_compare_exchange_strong_explicit(&w->rt->call.abort_code, &expected, w->err,
                                                 memory_order_relaxed,
                                                 memory_order_relaxed);
     }
@@ -399,7 +432,7 @@ static inline void seer_propagate_error_local(seer_worker *w)
 static inline int seer_aborted_any(const seer_runtime *rt)
 {
     /* relaxed: see seer_propagate_error_local */
-    return atomic_load_explicit(&rt->abort_code, memory_order_relaxed) != 0;
+    return atomic_load_explicit(&rt->call.abort_code, memory_order_relaxed) != 0;
 }
 
 /* ---- runtime.c ------------------------------------------------------------- */
@@ -650,8 +683,8 @@ void seer_opt_open_completer(seer_runtime *rt);
  * phase's outboxes, merged first. */
 void seer_opt_run_slot(seer_worker *w, seer_ctx *c, uint32_t slot, uint32_t bank);
 /* The completer (worker w), after the speculation phase: statistics;
- * abandoned instances go to the end of the selection (rt->opt_abandoned of
- * them, out of rt->nsel); after an abort, every message and log is dropped
+ * abandoned instances go to the end of the selection (rt->opt.abandoned of
+ * them, out of rt->call.nsel); after an abort, every message and log is dropped
  * (their events freed into w's own free list). */
 void seer_opt_finish_completer(seer_runtime *rt, seer_worker *w, int aborted);
 /* Host, after the call: instance i's abandoned speculation undone, its
@@ -681,7 +714,7 @@ uint32_t seer_active_threads(uint32_t flags, uint32_t threads);
  * nothing changed, or instances that could not be restored need a reset
  * (rt->err says which). */
 int seer_set_partitions(seer_runtime *rt, uint32_t threads);
-/* Free an instance's partition queues (rt->nparts of them) and the array. */
+/* Free an instance's partition queues (rt->part.n of them) and the array. */
 void seer_free_part_queues(const seer_runtime *rt, seer_squeue *parts);
 /* Instance i's step on the serial executor, its events moved to the serial
  * queue and back: the serial fallback of a parallel step (act = 1: the
@@ -790,7 +823,7 @@ void seer_check_disarm(struct seer_runtime *rt);
  * handler's status or SEER_E_ISOLATION (the worker's error is set). */
 int seer_check_run(seer_ctx *c, int hook, const seer_hook_args *a);
 /* Is this runtime isolating its handlers? */
-#define SEER_CHECKING(rt) __builtin_expect(((rt)->check & SEER_CHECK_ISOLATE) != 0, 0)
+#define SEER_CHECKING(rt) __builtin_expect(((rt)->check.mode & SEER_CHECK_ISOLATE) != 0, 0)
 
 /* ---- process.c ------------------------------------------------------------- */
 

@@ -49,7 +49,7 @@
  * one record per handling (seer_opt_rec: the event, the entity's state and
  * runtime record before it, the events it sent).  Records come from the
  * slot's arena (chunks kept from step to step, reset when a step starts; no
- * allocation per event once warm), bounded by rt->log_limit split between
+ * allocation per event once warm), bounded by rt->opt.log_limit split between
  * the slots: a slot that runs out abandons the instance it was handling.
  * Commit is free: when the phase ends every log is right, so the slot frees
  * the events its records hold (walking its arena in order) and forgets the
@@ -111,7 +111,7 @@ static inline int before_tk(const seer_event *a, seer_time t, uint64_t k)
 /* Is ev one of the current speculation's events? */
 static inline int ev_spec(const seer_runtime *rt, const seer_event *ev)
 {
-    return (ev->flags >> SEER_EV_EPOCH_SHIFT) == rt->opt_epoch;
+    return (ev->flags >> SEER_EV_EPOCH_SHIFT) == rt->opt.epoch;
 }
 
 static inline int inst_abandoned(seer_inst *in)
@@ -152,7 +152,7 @@ static inline int ring_push_producer(seer_spsc *r, opt_msg m)
 static void send_msg(seer_worker *w, uint32_t to, opt_msg m)
 {
     seer_opt_worker *o = w->opt;
-    struct seer_opt_shared *sh = w->rt->opt;
+    struct seer_opt_shared *sh = w->rt->opt.shared;
     /* relaxed: counted before the message can be seen (the ring's release
      * push orders it before the receiver's acquire and its decrement, so the
      * count never drops to 0 while the message is in flight) */
@@ -180,7 +180,7 @@ static void send_msg(seer_worker *w, uint32_t to, opt_msg m)
 static void flush_backlogs(seer_worker *w)
 {
     seer_opt_worker *o = w->opt;
-    struct seer_opt_shared *sh = w->rt->opt;
+    struct seer_opt_shared *sh = w->rt->opt.shared;
     for (uint32_t to = 0; to < sh->slots && o->backlogged; to++) {
         opt_backlog *b = &o->backlog[to];
         seer_spsc *r = ring_of(sh, o->slot, to);
@@ -228,7 +228,7 @@ static void rollback(seer_worker *w, uint32_t inst, uint32_t e, seer_time t, uin
     seer_inst *in = &rt->inst[inst];
     seer_opt_worker *o = w->opt;
     const uint64_t t0 = SEER_TRACING(w) ? seer_clock_ns() : 0;
-    const uint32_t part = rt->part_of[e];
+    const uint32_t part = rt->part.of[e];
     seer_opt_rec *r = in->opt_log[e], *oldest = NULL;
     uint32_t n = 0;
     while (r && !before_tk(r->ev, t, k)) {
@@ -262,7 +262,7 @@ static void cancel_local(seer_worker *w, uint32_t inst, uint32_t part, seer_even
     if (ev->flags & SEER_EV_HANDLED)
         rollback(w, inst, ev->target, ev->time, ev->key);
     ev->flags |= SEER_EV_CANCEL;
-    w->opt->ncancelled[(size_t)inst * rt->nparts + part]++;
+    w->opt->ncancelled[(size_t)inst * rt->part.n + part]++;
 }
 
 /* Carry out the cancellations rollbacks asked for (which may roll back
@@ -270,7 +270,7 @@ static void cancel_local(seer_worker *w, uint32_t inst, uint32_t part, seer_even
 static void run_cancels(seer_worker *w)
 {
     seer_opt_worker *o = w->opt;
-    const uint32_t *slot_of = w->rt->opt->slot_of;
+    const uint32_t *slot_of = w->rt->opt.shared->slot_of;
     while (o->ncancel && !w->err) {
         const opt_sent s = o->cancel[--o->ncancel];
         if (slot_of[s.part] != o->slot) {
@@ -308,7 +308,7 @@ static void handle_msg(seer_worker *w, opt_msg m)
             seer_event_free_local(w, m.ev);
         return;
     }
-    const uint32_t part = rt->part_of[m.ev->target];
+    const uint32_t part = rt->part.of[m.ev->target];
     if (m.kind == MSG_EVENT) {
         deliver_local(w, m.inst, part, m.ev);
     } else {
@@ -322,7 +322,7 @@ static void handle_msg(seer_worker *w, opt_msg m)
 static uint32_t poll_mail(seer_worker *w)
 {
     seer_opt_worker *o = w->opt;
-    struct seer_opt_shared *sh = w->rt->opt;
+    struct seer_opt_shared *sh = w->rt->opt.shared;
     uint32_t n = 0;
     for (uint32_t from = 0; from < sh->slots; from++) {
         if (from == o->slot)
@@ -349,7 +349,7 @@ static uint32_t poll_mail(seer_worker *w)
 static int mail_waiting(seer_worker *w)
 {
     seer_opt_worker *o = w->opt;
-    struct seer_opt_shared *sh = w->rt->opt;
+    struct seer_opt_shared *sh = w->rt->opt.shared;
     for (uint32_t from = 0; from < sh->slots; from++)
         if (from != o->slot && seer_spsc_ready_consumer(ring_of(sh, from, o->slot)))
             return 1;
@@ -437,7 +437,7 @@ static int handle_next(seer_worker *w, seer_ctx *c, uint32_t inst, uint32_t p)
     seer_runtime *rt = w->rt;
     seer_inst *in = &rt->inst[inst];
     seer_opt_worker *o = w->opt;
-    const size_t stride = rt->opt->rec_stride;
+    const size_t stride = rt->opt.shared->rec_stride;
     /* room for the record first: a full log abandons, before a pop */
     if (__builtin_expect(!seer_arena_room_owner(&o->recs, stride), 0) &&
         (o->sends.used >= o->cap ||
@@ -454,7 +454,7 @@ static int handle_next(seer_worker *w, seer_ctx *c, uint32_t inst, uint32_t p)
         return 0;
     }
     if (ev->flags & SEER_EV_CANCEL) {
-        o->ncancelled[(size_t)inst * rt->nparts + p]--;
+        o->ncancelled[(size_t)inst * rt->part.n + p]--;
         seer_event_free_local(w, ev);
         return 1;
     }
@@ -510,7 +510,7 @@ static int handle_next(seer_worker *w, seer_ctx *c, uint32_t inst, uint32_t p)
         r->sent = sent;
         r->nsent = ns;
         o->nsent = 0;
-        const uint32_t *slot_of = rt->opt->slot_of;
+        const uint32_t *slot_of = rt->opt.shared->slot_of;
         for (uint32_t i = 0; i < ns && !w->err; i++) {
             if (slot_of[sent[i].part] == o->slot)
                 deliver_local(w, inst, sent[i].part, sent[i].ev);
@@ -548,7 +548,7 @@ int seer_opt_schedule_local(seer_ctx *c, seer_event *ev)
         seer_event_free_local(w, ev);
         return SEER_OK;
     }
-    o->sent[o->nsent++] = (opt_sent){ev, c->rt->part_of[ev->target], c->inst_idx};
+    o->sent[o->nsent++] = (opt_sent){ev, c->rt->part.of[ev->target], c->inst_idx};
     return SEER_OK;
 }
 
@@ -575,11 +575,11 @@ static inline uint32_t next_part(const seer_inst *in, uint32_t p0, uint32_t p1)
 static uint32_t run_batch(seer_worker *w, seer_ctx *c, uint32_t p0, uint32_t p1, uint32_t *rr)
 {
     seer_runtime *rt = w->rt;
-    for (uint32_t j = 0; j < rt->nsel; j++) {
+    for (uint32_t j = 0; j < rt->call.nsel; j++) {
         uint32_t k = *rr + j;
-        if (k >= rt->nsel)
-            k -= rt->nsel;
-        const uint32_t inst = rt->sel[k];
+        if (k >= rt->call.nsel)
+            k -= rt->call.nsel;
+        const uint32_t inst = rt->call.sel[k];
         seer_inst *in = &rt->inst[inst];
         if (inst_abandoned(in))
             continue;
@@ -594,7 +594,7 @@ static uint32_t run_batch(seer_worker *w, seer_ctx *c, uint32_t p0, uint32_t p1,
             n++;
         }
         if (n) {
-            *rr = k + 1 < rt->nsel ? k + 1 : 0;
+            *rr = k + 1 < rt->call.nsel ? k + 1 : 0;
             return n;
         }
     }
@@ -607,7 +607,7 @@ static uint32_t run_batch(seer_worker *w, seer_ctx *c, uint32_t p0, uint32_t p1,
 static int idle(seer_worker *w)
 {
     seer_runtime *rt = w->rt;
-    struct seer_opt_shared *sh = rt->opt;
+    struct seer_opt_shared *sh = rt->opt.shared;
     /* acq_rel: release what this slot did (the last decrement is read by the
      * slots leaving the phase); acquire: if we make it 0, everybody else's */
     if (atomic_fetch_sub_explicit(&sh->work, 1, memory_order_acq_rel) == 1)
@@ -628,7 +628,7 @@ static int idle(seer_worker *w)
             seer_worker_error_local(w, SEER_E_INTERRUPTED,
                                     "interrupted by SIGINT (Ctrl-C) during a step of %u "
                                     "instance(s): the call was abandoned",
-                                    rt->nsel);
+                                    rt->call.nsel);
             seer_propagate_error_local(w);
             return 1;
         }
@@ -673,17 +673,17 @@ static void commit_slot(seer_worker *w, uint32_t p0, uint32_t p1)
     seer_runtime *rt = w->rt;
     seer_opt_worker *o = w->opt;
     struct commit_arg a = {w, 0};
-    seer_arena_each_owner(&o->recs, rt->opt->rec_stride, commit_rec, &a);
-    for (uint32_t k = 0; k < rt->nsel; k++) {
-        const uint32_t inst = rt->sel[k];
+    seer_arena_each_owner(&o->recs, rt->opt.shared->rec_stride, commit_rec, &a);
+    for (uint32_t k = 0; k < rt->call.nsel; k++) {
+        const uint32_t inst = rt->call.sel[k];
         seer_inst *in = &rt->inst[inst];
         if (inst_abandoned(in))
             continue;
         w->events += (uint64_t)o->net[inst];
-        const uint32_t e0 = rt->part_start[p0], e1 = rt->part_start[p1];
+        const uint32_t e0 = rt->part.start[p0], e1 = rt->part.start[p1];
         memset(in->opt_log + e0, 0, (size_t)(e1 - e0) * sizeof *in->opt_log);
         for (uint32_t p = p0; p < p1; p++) {
-            uint32_t *nc = &o->ncancelled[(size_t)inst * rt->nparts + p];
+            uint32_t *nc = &o->ncancelled[(size_t)inst * rt->part.n + p];
             if (*nc) {
                 seer_squeue_filter_owner(&in->parts[p], keep_uncancelled, w);
                 *nc = 0;
@@ -697,15 +697,15 @@ static void commit_slot(seer_worker *w, uint32_t p0, uint32_t p1)
 void seer_opt_run_slot(seer_worker *w, seer_ctx *c, uint32_t slot, uint32_t bank)
 {
     seer_runtime *rt = w->rt;
-    struct seer_opt_shared *sh = rt->opt;
+    struct seer_opt_shared *sh = rt->opt.shared;
     seer_opt_worker *o = w->opt;
     const uint32_t p0 = sh->first[slot], p1 = sh->first[slot + 1];
     o->slot = slot;
     seer_arena_reset_owner(&o->recs);
     seer_arena_reset_owner(&o->sends);
     o->nsent = o->ncancel = 0;
-    for (uint32_t k = 0; k < rt->nsel; k++) {
-        const uint32_t inst = rt->sel[k];
+    for (uint32_t k = 0; k < rt->call.nsel; k++) {
+        const uint32_t inst = rt->call.sel[k];
         o->net[inst] = 0;
         o->gross[inst] = 0;
         for (uint32_t p = p0; p < p1; p++)
@@ -746,7 +746,8 @@ void seer_opt_open_completer(seer_runtime *rt)
 {
     /* relaxed: published by the release store of the ticket that opens the
      * phase (every slot claims it with an acquire CAS before touching it) */
-    atomic_store_explicit(&rt->opt->work, (int64_t)rt->opt->slots, memory_order_relaxed);
+    atomic_store_explicit(&rt->opt.shared->work, (int64_t)rt->opt.shared->slots,
+                          memory_order_relaxed);
 }
 
 int seer_opt_speculates(const seer_runtime *rt)
@@ -754,15 +755,18 @@ int seer_opt_speculates(const seer_runtime *rt)
     const seer_time L = rt->sz.lookahead;
     if (!(L > 0.0) || rt->sz.step_duration > (double)SEER_OPT_WINDOWS_MAX * L)
         return 1;
-    for (uint32_t k = 0; k < rt->nsel; k++) {
-        const seer_time b = rt->inst[rt->sel[k]].boundary;
+    for (uint32_t k = 0; k < rt->call.nsel; k++) {
+        const seer_time b = rt->inst[rt->call.sel[k]].boundary;
         if (!(b + L > b))
             return 1;
     }
     return 0;
 }
 
-uint32_t seer_opt_slots(const seer_runtime *rt) { return rt->opt ? rt->opt->slots : 0; }
+uint32_t seer_opt_slots(const seer_runtime *rt)
+{
+    return rt->opt.shared ? rt->opt.shared->slots : 0;
+}
 
 /* After an abort: drop every message in flight and every log (the failed
  * instances' queues are freed by the host, release_failed in runtime.c).
@@ -778,13 +782,13 @@ static void drop_msg(void *arg, void *elem)
 
 static void drop_everything_completer(seer_runtime *rt, seer_worker *w)
 {
-    struct seer_opt_shared *sh = rt->opt;
+    struct seer_opt_shared *sh = rt->opt.shared;
     for (uint32_t s = 0; s < sh->slots * sh->slots; s++) {
         /* quiescent: no slot runs (the phase completed: acq_rel completions) */
         seer_spsc_drain_quiescent(&sh->rings[s], drop_msg, sizeof(opt_msg), w);
     }
-    for (uint32_t t = 0; t < rt->nthreads; t++) {
-        seer_opt_worker *o = rt->workers[t].opt;
+    for (uint32_t t = 0; t < rt->pool.nthreads; t++) {
+        seer_opt_worker *o = rt->pool.workers[t].opt;
         if (!o)
             continue;
         for (uint32_t to = 0; to < o->slots; to++) {
@@ -804,47 +808,47 @@ static void drop_everything_completer(seer_runtime *rt, seer_worker *w)
         seer_arena_reset_owner(&o->sends);
         memset(o->ncancelled, 0, (size_t)o->B * o->nparts * sizeof *o->ncancelled);
     }
-    for (uint32_t k = 0; k < rt->nsel; k++) {
-        seer_inst *in = &rt->inst[rt->sel[k]];
+    for (uint32_t k = 0; k < rt->call.nsel; k++) {
+        seer_inst *in = &rt->inst[rt->call.sel[k]];
         memset(in->opt_log, 0, rt->sz.num_entities * sizeof *in->opt_log);
     }
 }
 
 void seer_opt_finish_completer(seer_runtime *rt, seer_worker *w, int was_aborted)
 {
-    struct seer_opt_shared *sh = rt->opt;
+    struct seer_opt_shared *sh = rt->opt.shared;
     uint64_t peak = 0;
-    for (uint32_t t = 0; t < rt->nthreads; t++) {
-        seer_opt_worker *o = rt->workers[t].opt;
+    for (uint32_t t = 0; t < rt->pool.nthreads; t++) {
+        seer_opt_worker *o = rt->pool.workers[t].opt;
         if (!o)
             continue;
-        rt->opt_rollbacks += o->rollbacks;
-        rt->opt_rolled_back += o->undone;
-        rt->opt_anti += o->anti;
+        rt->opt.rollbacks += o->rollbacks;
+        rt->opt.rolled_back += o->undone;
+        rt->opt.anti += o->anti;
         o->rollbacks = o->undone = o->anti = 0;
         peak += o->recs.used + o->sends.used;
     }
-    if (peak > rt->opt_log_peak)
-        rt->opt_log_peak = peak;
+    if (peak > rt->opt.log_peak)
+        rt->opt.log_peak = peak;
     if (was_aborted) {
         /* every selected instance fails: free what speculation holds */
         drop_everything_completer(rt, w);
-        rt->opt_abandoned = 0;
+        rt->opt.abandoned = 0;
         return;
     }
     /* the abandoned instances to the end of the selection: the boundary
      * phases run the others; the host steps them serially afterwards */
     uint32_t n = 0, nab = 0;
-    for (uint32_t k = 0; k < rt->nsel; k++) {
-        const uint32_t i = rt->sel[k];
+    for (uint32_t k = 0; k < rt->call.nsel; k++) {
+        const uint32_t i = rt->call.sel[k];
         if (inst_abandoned(&rt->inst[i]))
             sh->scratch[nab++] = i;
         else
-            rt->sel[n++] = i;
+            rt->call.sel[n++] = i;
     }
-    memcpy(rt->sel + n, sh->scratch, nab * sizeof *rt->sel);
-    rt->nsel = n;
-    rt->opt_abandoned = nab;
+    memcpy(rt->call.sel + n, sh->scratch, nab * sizeof *rt->call.sel);
+    rt->call.nsel = n;
+    rt->opt.abandoned = nab;
 }
 
 /* ---- an abandoned speculation: undo, then the step serially ----------------------- */
@@ -862,11 +866,11 @@ static int keep_unspeculated(void *arg, seer_event *ev)
 int seer_opt_serial_step(seer_runtime *rt, uint32_t i)
 {
     seer_inst *in = &rt->inst[i];
-    seer_worker *w = &rt->workers[0];
+    seer_worker *w = &rt->pool.workers[0];
     int rc = SEER_OK;
     /* the speculation's events go; the handled events of before it are
      * pending again; every entity as at the step's start (after act) */
-    for (uint32_t p = 0; p < rt->nparts; p++)
+    for (uint32_t p = 0; p < rt->part.n; p++)
         seer_squeue_filter_owner(&in->parts[p], keep_unspeculated, w);
     for (uint32_t e = 0; e < rt->sz.num_entities; e++) {
         seer_opt_rec *r = in->opt_log[e], *oldest = NULL;
@@ -878,7 +882,7 @@ int seer_opt_serial_step(seer_runtime *rt, uint32_t i)
                 continue;
             }
             ev->flags &= ~(uint32_t)(SEER_EV_HANDLED | SEER_EV_CANCEL);
-            if (seer_squeue_push_owner(&in->parts[rt->part_of[e]], ev) != SEER_OK) {
+            if (seer_squeue_push_owner(&in->parts[rt->part.of[e]], ev) != SEER_OK) {
                 seer_event_free_local(w, ev);
                 rc = SEER_E_NOMEM;
             }
@@ -891,7 +895,7 @@ int seer_opt_serial_step(seer_runtime *rt, uint32_t i)
     }
     /* relaxed: the host, between the phases that read it */
     atomic_store_explicit(&in->opt_abandon, 0, memory_order_relaxed);
-    rt->opt_serial_steps++;
+    rt->opt.serial_steps++;
     if (rc != SEER_OK) {
         seer_fail(rt, "out of memory undoing instance %u's speculation", i);
         return rc;
@@ -902,7 +906,7 @@ int seer_opt_serial_step(seer_runtime *rt, uint32_t i)
 void seer_opt_drop(seer_runtime *rt, uint32_t i)
 {
     seer_inst *in = &rt->inst[i];
-    seer_worker *w = &rt->workers[0];
+    seer_worker *w = &rt->pool.workers[0];
     /* an event is in a queue (freed with the failed instance's queues) or
      * held by exactly one record of a log: the handled ones */
     for (uint32_t e = 0; e < rt->sz.num_entities; e++) {

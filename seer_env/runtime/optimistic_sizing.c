@@ -56,12 +56,12 @@ static void free_shared(struct seer_opt_shared *sh)
 
 void seer_opt_release(seer_runtime *rt)
 {
-    for (uint32_t t = 0; rt->workers && t < rt->nthreads; t++) {
-        free_worker_opt(rt->workers[t].opt);
-        rt->workers[t].opt = NULL;
+    for (uint32_t t = 0; rt->pool.workers && t < rt->pool.nthreads; t++) {
+        free_worker_opt(rt->pool.workers[t].opt);
+        rt->pool.workers[t].opt = NULL;
     }
-    free_shared(rt->opt);
-    rt->opt = NULL;
+    free_shared(rt->opt.shared);
+    rt->opt.shared = NULL;
     /* the logs point into the arenas, the rings may hold messages: between
      * calls both are empty, but a child of fork() may have been cut in the
      * middle of a call */
@@ -89,7 +89,7 @@ static struct seer_opt_shared *make_shared(const seer_runtime *rt, uint32_t slot
     memset(sh, 0, sizeof *sh);
     atomic_init(&sh->work, 0);
     sh->slots = slots;
-    sh->nparts = rt->nparts;
+    sh->nparts = rt->part.n;
     sh->B = rt->B;
     sh->rec_stride = seer_round_up(sizeof(seer_opt_rec) + rt->sz.entity_size, 16);
     uint32_t cap = OPT_RING_MAX;
@@ -101,7 +101,7 @@ static struct seer_opt_shared *make_shared(const seer_runtime *rt, uint32_t slot
                                                              SEER_CACHE_LINE));
     sh->ring_mem = malloc(nr * cap * sizeof(opt_msg));
     sh->first = malloc((slots + 1) * sizeof *sh->first);
-    sh->slot_of = malloc(rt->nparts * sizeof *sh->slot_of);
+    sh->slot_of = malloc(rt->part.n * sizeof *sh->slot_of);
     sh->scratch = malloc(rt->B * sizeof *sh->scratch);
     if (!sh->rings || !sh->ring_mem || !sh->first || !sh->slot_of || !sh->scratch) {
         free_shared(sh);
@@ -112,7 +112,7 @@ static struct seer_opt_shared *make_shared(const seer_runtime *rt, uint32_t slot
         seer_spsc_init(&sh->rings[k], sh->ring_mem + k * cap, cap);
     }
     for (uint32_t s = 0; s <= slots; s++)
-        sh->first[s] = (uint32_t)((uint64_t)rt->nparts * s / slots);
+        sh->first[s] = (uint32_t)((uint64_t)rt->part.n * s / slots);
     for (uint32_t s = 0; s < slots; s++)
         for (uint32_t p = sh->first[s]; p < sh->first[s + 1]; p++)
             sh->slot_of[p] = s;
@@ -125,12 +125,12 @@ static seer_opt_worker *make_worker_opt(const seer_runtime *rt, uint32_t slots)
     if (!o)
         return NULL;
     o->B = rt->B;
-    o->nparts = rt->nparts;
+    o->nparts = rt->part.n;
     o->slots = slots;
     o->backlog = calloc(slots, sizeof *o->backlog);
     o->net = calloc(rt->B, sizeof *o->net);
     o->gross = calloc(rt->B, sizeof *o->gross);
-    o->ncancelled = calloc((size_t)rt->B * rt->nparts, sizeof *o->ncancelled);
+    o->ncancelled = calloc((size_t)rt->B * rt->part.n, sizeof *o->ncancelled);
     if (!o->backlog || !o->net || !o->gross || !o->ncancelled) {
         free_worker_opt(o);
         return NULL;
@@ -141,15 +141,15 @@ static seer_opt_worker *make_worker_opt(const seer_runtime *rt, uint32_t slots)
 int seer_opt_prepare(seer_runtime *rt)
 {
     /* relaxed: the host is the only writer */
-    const uint32_t active = atomic_load_explicit(&rt->pool_active, memory_order_relaxed);
-    const uint32_t slots = active < rt->nparts ? active : rt->nparts;
-    struct seer_opt_shared *sh = rt->opt;
-    if (!sh || sh->slots != slots || sh->nparts != rt->nparts || sh->B != rt->B) {
+    const uint32_t active = atomic_load_explicit(&rt->pool.active, memory_order_relaxed);
+    const uint32_t slots = active < rt->part.n ? active : rt->part.n;
+    struct seer_opt_shared *sh = rt->opt.shared;
+    if (!sh || sh->slots != slots || sh->nparts != rt->part.n || sh->B != rt->B) {
         struct seer_opt_shared *n = make_shared(rt, slots);
         if (!n)
             goto nomem;
         free_shared(sh);
-        rt->opt = sh = n;
+        rt->opt.shared = sh = n;
     }
     for (uint32_t i = 0; i < rt->B; i++)
         if (!rt->inst[i].opt_log) {
@@ -158,12 +158,12 @@ int seer_opt_prepare(seer_runtime *rt)
                 goto nomem;
         }
     /* every thread of the pool: a parked one may take a slot late (parallel.c) */
-    const size_t cap = rt->log_limit / slots;
+    const size_t cap = rt->opt.log_limit / slots;
     size_t chunk = cap / 8;
     chunk = chunk > OPT_CHUNK_MAX ? OPT_CHUNK_MAX : chunk < OPT_CHUNK_MIN ? OPT_CHUNK_MIN : chunk;
-    for (uint32_t t = 0; t < rt->nthreads; t++) {
-        seer_worker *w = &rt->workers[t];
-        if (w->opt && (w->opt->slots != slots || w->opt->nparts != rt->nparts ||
+    for (uint32_t t = 0; t < rt->pool.nthreads; t++) {
+        seer_worker *w = &rt->pool.workers[t];
+        if (w->opt && (w->opt->slots != slots || w->opt->nparts != rt->part.n ||
                        w->opt->B != rt->B)) {
             free_worker_opt(w->opt);
             w->opt = NULL;
@@ -173,20 +173,20 @@ int seer_opt_prepare(seer_runtime *rt)
         w->opt->cap = cap;
         w->opt->chunk = chunk;
     }
-    for (uint32_t k = 0; k < rt->nsel; k++)
+    for (uint32_t k = 0; k < rt->call.nsel; k++)
         /* relaxed: published to the workers with the call (publish_job) */
-        atomic_store_explicit(&rt->inst[rt->sel[k]].opt_abandon, 0, memory_order_relaxed);
+        atomic_store_explicit(&rt->inst[rt->call.sel[k]].opt_abandon, 0, memory_order_relaxed);
     /* a new epoch: the events this speculation schedules carry it */
-    if (rt->opt_epoch == OPT_EPOCH_MAX) {
+    if (rt->opt.epoch == OPT_EPOCH_MAX) {
         /* after 2^30 speculative steps: clear every pending event's epoch
          * (between calls every event is in a queue) */
         for (uint32_t i = 0; i < rt->B; i++)
-            for (uint32_t p = 0; p < rt->nparts; p++)
+            for (uint32_t p = 0; p < rt->part.n; p++)
                 seer_squeue_filter_owner(&rt->inst[i].parts[p], clear_epoch, NULL);
-        rt->opt_epoch = 0;
+        rt->opt.epoch = 0;
     }
-    rt->opt_epoch++;
-    rt->opt_abandoned = 0;
+    rt->opt.epoch++;
+    rt->opt.abandoned = 0;
     return SEER_OK;
 nomem:
     seer_fail(rt, "out of memory preparing the optimistic executor (%u threads)", slots);

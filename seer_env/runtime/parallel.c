@@ -94,12 +94,12 @@ static uint32_t phase_count(const seer_runtime *rt, uint32_t kind)
 {
     switch (kind) {
     case PH_BINST:
-    case PH_INSTANCE: return rt->nsel;
-    case PH_OBSERVE: return rt->nsel * rt->sz.num_agents;
-    case PH_PUBLISH: return rt->nsel * rt->sz.num_entities;
+    case PH_INSTANCE: return rt->call.nsel;
+    case PH_OBSERVE: return rt->call.nsel * rt->sz.num_agents;
+    case PH_PUBLISH: return rt->call.nsel * rt->sz.num_entities;
     case PH_DONE: return 0;
     case PH_SPEC: return seer_opt_slots(rt);
-    default: return rt->nsel * rt->nparts; /* partition phases */
+    default: return rt->call.nsel * rt->part.n; /* partition phases */
     }
 }
 
@@ -109,11 +109,11 @@ static uint32_t phase_count(const seer_runtime *rt, uint32_t kind)
  * publishes it to the claimers. */
 static void shuffle_visits_completer(seer_runtime *rt, uint32_t count)
 {
-    uint32_t *p = rt->perm;
+    uint32_t *p = rt->call.perm;
     for (uint32_t i = 0; i < count; i++)
         p[i] = i;
     for (uint32_t i = count; i > 1; i--) {
-        const uint64_t z = seer_splitmix64_next(&rt->shuffle_seed);
+        const uint64_t z = seer_splitmix64_next(&rt->check.shuffle_seed);
         uint32_t j = (uint32_t)((z >> 32) * (uint64_t)i >> 32);
         uint32_t t = p[i - 1];
         p[i - 1] = p[j];
@@ -124,16 +124,16 @@ static void shuffle_visits_completer(seer_runtime *rt, uint32_t count)
 static void open_phase_completer(seer_runtime *rt, uint32_t kind)
 {
     uint32_t count = phase_count(rt, kind);
-    if (rt->perm && count)
+    if (rt->call.perm && count)
         shuffle_visits_completer(rt, count);
     /* relaxed: written by the host between calls. */
-    uint32_t active = atomic_load_explicit(&rt->pool_active, memory_order_relaxed);
+    uint32_t active = atomic_load_explicit(&rt->pool.active, memory_order_relaxed);
     uint32_t chunk = count / (active * 16u);
     if (chunk < 1)
         chunk = 1;
     if (chunk > 256)
         chunk = 256;
-    seer_phases_open_completer(&rt->ph, kind, count, chunk, rt->call_tag);
+    seer_phases_open_completer(&rt->pool.ph, kind, count, chunk, rt->pool.call_tag);
 }
 
 static uint32_t first_boundary_phase(const seer_runtime *rt)
@@ -146,12 +146,12 @@ static void reduce_windows_completer(seer_runtime *rt)
 {
     int any = 0;
     double first = __builtin_inf();
-    for (uint32_t k = 0; k < rt->nsel; k++) {
-        uint32_t i = rt->sel[k];
+    for (uint32_t k = 0; k < rt->call.nsel; k++) {
+        uint32_t i = rt->call.sel[k];
         seer_inst *in = &rt->inst[i];
         double t = __builtin_inf();
-        for (uint32_t p = 0; p < rt->nthreads; p++) {
-            double *m = &rt->workers[p].local_min[i];
+        for (uint32_t p = 0; p < rt->pool.nthreads; p++) {
+            double *m = &rt->pool.workers[p].local_min[i];
             if (*m < t)
                 t = *m;
             *m = __builtin_inf();
@@ -163,13 +163,13 @@ static void reduce_windows_completer(seer_runtime *rt)
         if (in->running && t < first)
             first = t;
     }
-    rt->window_t = first;
+    rt->call.window_t = first;
     uint64_t events = 0;
-    for (uint32_t p = 0; p < rt->nthreads; p++)
-        events += rt->workers[p].call_events;
-    if (events > rt->max_step_events * (uint64_t)rt->nsel && !seer_aborted_any(rt)) {
+    for (uint32_t p = 0; p < rt->pool.nthreads; p++)
+        events += rt->pool.workers[p].call_events;
+    if (events > rt->max_step_events * (uint64_t)rt->call.nsel && !seer_aborted_any(rt)) {
         char t[32];
-        seer_worker *w0 = &rt->workers[0];
+        seer_worker *w0 = &rt->pool.workers[0];
         /* the completer owns the call's shared state (no thread holds a
          * chunk, so none writes its error slot); worker 0's slot is read
          * with the others' after DONE */
@@ -178,16 +178,16 @@ static void reduce_windows_completer(seer_runtime *rt)
                                 "instance (the event budget of a step, max_step_events) by "
                                 "simulated time t=%s: the step duration may be too long for the "
                                 "model's event rate; shorten the step or raise max_step_events",
-                                (unsigned long long)rt->inst[rt->sel[0]].step, rt->nsel,
+                                (unsigned long long)rt->inst[rt->call.sel[0]].step, rt->call.nsel,
                                 (unsigned long long)rt->max_step_events,
                                 seer_fmt_double(t, first));
         seer_propagate_error_local(w0);
     }
     if (seer_aborted_any(rt))
         any = 0;
-    rt->any_running = any;
+    rt->call.any_running = any;
     if (any)
-        rt->windows_total++;
+        rt->stats.windows++;
 }
 
 /* The transition after phase `done`, run by the thread that completed it
@@ -203,14 +203,14 @@ static void advance_phase_completer(seer_runtime *rt, seer_worker *w, uint32_t d
         next = PH_FLUSH;
         break;
     case PH_ACT:
-        if (rt->opt_spec) {
+        if (rt->opt.spec) {
             /* one speculation phase instead of the windows; after an error
              * in act, FLUSH empties the outboxes and the call ends */
-            for (uint32_t t = 0; t < rt->nthreads; t++)
-                for (uint32_t k = 0; k < rt->nsel; k++)
-                    rt->workers[t].local_min[rt->sel[k]] = __builtin_inf();
-            rt->windows_total++;
-            rt->window_t = rt->inst[rt->sel[0]].boundary - rt->sz.step_duration;
+            for (uint32_t t = 0; t < rt->pool.nthreads; t++)
+                for (uint32_t k = 0; k < rt->call.nsel; k++)
+                    rt->pool.workers[t].local_min[rt->call.sel[k]] = __builtin_inf();
+            rt->stats.windows++;
+            rt->call.window_t = rt->inst[rt->call.sel[0]].boundary - rt->sz.step_duration;
             next = seer_aborted_any(rt) ? PH_FLUSH : PH_SPEC;
             if (next == PH_SPEC)
                 seer_opt_open_completer(rt);
@@ -219,13 +219,13 @@ static void advance_phase_completer(seer_runtime *rt, seer_worker *w, uint32_t d
         /* fall through */
     case PH_WINDOW:
         reduce_windows_completer(rt);
-        next = rt->any_running ? PH_WINDOW : PH_FLUSH;
+        next = rt->call.any_running ? PH_WINDOW : PH_FLUSH;
         break;
     case PH_SPEC:
         /* the abandoned instances leave the selection (the host steps them
          * serially after the call); after an abort the call ends */
         seer_opt_finish_completer(rt, w, seer_aborted_any(rt));
-        next = seer_aborted_any(rt) || rt->nsel == 0 ? PH_DONE : first_boundary_phase(rt);
+        next = seer_aborted_any(rt) || rt->call.nsel == 0 ? PH_DONE : first_boundary_phase(rt);
         break;
     case PH_FLUSH:
         /* Even after an error: a call leaves no event in an outbox. */
@@ -238,8 +238,8 @@ static void advance_phase_completer(seer_runtime *rt, seer_worker *w, uint32_t d
         next = PH_PUBLISH;
         break;
     case PH_PUBLISH:
-        for (uint32_t k = 0; k < rt->nsel; k++)
-            seer_finish_instance(rt, rt->sel[k]);
+        for (uint32_t k = 0; k < rt->call.nsel; k++)
+            seer_finish_instance(rt, rt->call.sel[k]);
         next = PH_DONE;
         break;
     case PH_INSTANCE: /* each instance finished by its thread */
@@ -250,7 +250,7 @@ static void advance_phase_completer(seer_runtime *rt, seer_worker *w, uint32_t d
     }
     /* The next phase merges what this one scheduled across partitions and
      * schedules into the other bank. */
-    rt->out_parity ^= 1u;
+    rt->call.out_parity ^= 1u;
     open_phase_completer(rt, next);
 }
 
@@ -276,9 +276,9 @@ void seer_merge_outboxes(seer_worker *w, seer_inst *in, uint32_t inst, uint32_t 
 {
     seer_runtime *rt = w->rt;
     seer_squeue *q = &in->parts[p];
-    const size_t slot = (size_t)inst * rt->nparts + p;
-    for (uint32_t t = 0; t < rt->nthreads; t++) {
-        seer_qvec *o = &rt->workers[t].out[bank][slot];
+    const size_t slot = (size_t)inst * rt->part.n + p;
+    for (uint32_t t = 0; t < rt->pool.nthreads; t++) {
+        seer_qvec *o = &rt->pool.workers[t].out[bank][slot];
         for (uint32_t k = 0; k < o->n; k++) {
             if (__builtin_expect(seer_squeue_push_entry_owner(q, o->a[k]) != SEER_OK, 0)) {
                 /* Out of memory: drop the event and fail the call. */
@@ -299,9 +299,9 @@ static void clear_partition(seer_worker *w, seer_inst *in, uint32_t inst, uint32
 {
     seer_runtime *rt = w->rt;
     seer_event_free_all_local(w, &in->parts[item]);
-    for (uint32_t t = 0; t < rt->nthreads; t++)
+    for (uint32_t t = 0; t < rt->pool.nthreads; t++)
         for (uint32_t j = 0; j < 2; j++) {
-            seer_qvec *o = &rt->workers[t].out[j][(size_t)inst * rt->nparts + item];
+            seer_qvec *o = &rt->pool.workers[t].out[j][(size_t)inst * rt->part.n + item];
             for (uint32_t i = 0; i < o->n; i++)
                 seer_event_free_local(w, o->a[i].ev);
             o->n = 0;
@@ -318,8 +318,8 @@ static void run_chunk(seer_worker *w, seer_ctx *c, uint32_t kind, uint32_t b, ui
     const uint32_t per = kind == PH_BINST || kind == PH_INSTANCE ? 1u
                          : kind == PH_OBSERVE                ? A
                          : kind == PH_PUBLISH                ? N
-                                                             : rt->nparts;
-    const uint32_t bank = rt->out_parity ^ 1u; /* the previous phase's outboxes */
+                                                             : rt->part.n;
+    const uint32_t bank = rt->call.out_parity ^ 1u; /* the previous phase's outboxes */
     if (kind == PH_SPEC) { /* items are slots, each held until the phase ends */
         for (uint32_t x = b; x < e; x++)
             seer_opt_run_slot(w, c, x, bank);
@@ -327,15 +327,15 @@ static void run_chunk(seer_worker *w, seer_ctx *c, uint32_t kind, uint32_t b, ui
     }
     uint32_t k = b / per, item = b % per;
     for (uint32_t x = b; x < e; x++) {
-        if (rt->perm) { /* SEER_CHECK_SHUFFLE: the phase's visiting order */
-            k = rt->perm[x] / per;
-            item = rt->perm[x] % per;
+        if (rt->call.perm) { /* SEER_CHECK_SHUFFLE: the phase's visiting order */
+            k = rt->call.perm[x] / per;
+            item = rt->call.perm[x] % per;
         }
-        const uint32_t inst = rt->sel[k];
+        const uint32_t inst = rt->call.sel[k];
         seer_inst *in = &rt->inst[inst];
         /* partition phases: the partition's entities [e0, e1) */
-        const uint32_t e0 = kind <= PH_FLUSH ? rt->part_start[item] : 0;
-        const uint32_t e1 = kind <= PH_FLUSH ? rt->part_start[item + 1] : 0;
+        const uint32_t e0 = kind <= PH_FLUSH ? rt->part.start[item] : 0;
+        const uint32_t e1 = kind <= PH_FLUSH ? rt->part.start[item + 1] : 0;
         switch (kind) {
         case PH_CLEAR:
             clear_partition(w, in, inst, item, e0, e1);
@@ -418,8 +418,8 @@ static void spans_claimed_local(seer_worker *w, phase_spans *s, uint64_t seq, ui
         seer_trace_add_local(w, SEER_TRACE_BARRIER, s->wait_t0, now, 0.0, 0, 0, 0, 0);
     if (seq != s->seq) {
         double sim = kind == PH_WINDOW || kind == PH_INSTANCE || kind == PH_SPEC
-                         ? rt->window_t
-                                                              : rt->inst[rt->sel[0]].boundary;
+                         ? rt->call.window_t
+                                                              : rt->inst[rt->call.sel[0]].boundary;
         s->seq = seq;
         s->rec = w->trace_n;
         seer_trace_add_local(w, trace_kind(kind), now, now, sim, 0, 0, 0, 0);
@@ -450,7 +450,7 @@ static void run_phases(seer_worker *w, uint32_t tag)
     for (;;) {
         uint64_t seq;
         uint32_t kind, ptag, b, e;
-        int got = seer_phases_claim_any(&rt->ph, (int)(w->id & 1u), &seq, &kind, &ptag, &b,
+        int got = seer_phases_claim_any(&rt->pool.ph, (int)(w->id & 1u), &seq, &kind, &ptag, &b,
                                         &e);
         if (kind == PH_DONE)
             return;
@@ -463,7 +463,7 @@ static void run_phases(seer_worker *w, uint32_t tag)
              * read per wait is noise next to the wait itself. */
             if (!spans.wait_t0)
                 spans.wait_t0 = seer_clock_ns();
-            seer_phases_wait_any(&rt->ph, seq, PHASE_SPINS);
+            seer_phases_wait_any(&rt->pool.ph, seq, PHASE_SPINS);
             continue;
         }
         const int tracing = SEER_TRACING(w);
@@ -476,11 +476,11 @@ static void run_phases(seer_worker *w, uint32_t tag)
             seer_worker_error_local(w, SEER_E_INTERRUPTED,
                                     "interrupted by SIGINT (Ctrl-C) during a call on %u "
                                     "instance(s): the call was abandoned",
-                                    rt->nsel);
+                                    rt->call.nsel);
         seer_propagate_error_local(w);
         if (tracing)
             spans_handled_local(w, &spans, w->events - ev0);
-        if (seer_phases_complete_any(&rt->ph))
+        if (seer_phases_complete_any(&rt->pool.ph))
             advance_phase_completer(rt, w, kind);
         /* A chunk of a later call (claimed while late) is handled like any
          * other -- any worker may take any chunk -- but then we leave. */
@@ -507,66 +507,66 @@ static void *worker_main(void *arg)
         /* relaxed: a hint (a parked worker sleeps at once instead of spinning);
          * the host changes it between calls. */
         const int parked =
-            w->id >= atomic_load_explicit(&rt->pool_active, memory_order_relaxed);
+            w->id >= atomic_load_explicit(&rt->pool.active, memory_order_relaxed);
         /* acquire: pairs with the release fetch_add in publish_job, so the
          * call's description and first phase are visible. */
-        while ((g = atomic_load_explicit(&rt->job_gen, memory_order_acquire)) == seen) {
+        while ((g = atomic_load_explicit(&rt->pool.job_gen, memory_order_acquire)) == seen) {
             if (!parked && spins++ < WAKE_SPINS) {
                 seer_cpu_relax();
                 continue;
             }
-            pthread_mutex_lock(&rt->wake_lock);
+            pthread_mutex_lock(&rt->pool.wake_lock);
             /* acquire (as above); the mutex orders it with the broadcast. */
-            while ((g = atomic_load_explicit(&rt->job_gen, memory_order_acquire)) == seen)
-                pthread_cond_wait(&rt->wake_cond, &rt->wake_lock);
-            pthread_mutex_unlock(&rt->wake_lock);
+            while ((g = atomic_load_explicit(&rt->pool.job_gen, memory_order_acquire)) == seen)
+                pthread_cond_wait(&rt->pool.wake_cond, &rt->pool.wake_lock);
+            pthread_mutex_unlock(&rt->pool.wake_lock);
             break;
         }
         seen = g;
         /* relaxed: stored before the release bump of job_gen we acquired. */
-        if (atomic_load_explicit(&rt->shutdown, memory_order_relaxed))
+        if (atomic_load_explicit(&rt->pool.shutdown, memory_order_relaxed))
             return NULL;
         /* relaxed: stored before the release bump of job_gen we acquired.  A
          * parked worker skips the call (nobody waits for it). */
-        if (w->id >= atomic_load_explicit(&rt->pool_active, memory_order_relaxed))
+        if (w->id >= atomic_load_explicit(&rt->pool.active, memory_order_relaxed))
             continue;
         run_phases(w, (uint32_t)g);
     }
 }
 
 /* All or nothing: on failure everything started or allocated here is
- * stopped and freed again (rt->workers NULL, nthreads and pool_active 0). */
+ * stopped and freed again (rt->pool.workers NULL, nthreads and pool_active 0). */
 int seer_pool_start(seer_runtime *rt, uint32_t threads)
 {
-    rt->nthreads = threads;
+    rt->pool.nthreads = threads;
     /* relaxed: no worker runs yet. */
-    atomic_store_explicit(&rt->pool_active, threads, memory_order_relaxed);
-    rt->workers = aligned_alloc(SEER_CACHE_LINE,
+    atomic_store_explicit(&rt->pool.active, threads, memory_order_relaxed);
+    rt->pool.workers = aligned_alloc(SEER_CACHE_LINE,
                                 seer_round_up(threads * sizeof(seer_worker), SEER_CACHE_LINE));
-    if (!rt->workers) {
-        rt->nthreads = 0;
+    if (!rt->pool.workers) {
+        rt->pool.nthreads = 0;
         /* relaxed: no worker runs (nor will: the pool failed to start). */
-        atomic_store_explicit(&rt->pool_active, 0, memory_order_relaxed);
+        atomic_store_explicit(&rt->pool.active, 0, memory_order_relaxed);
         return SEER_E_NOMEM;
     }
-    memset(rt->workers, 0, threads * sizeof(seer_worker));
+    memset(rt->pool.workers, 0, threads * sizeof(seer_worker));
     for (uint32_t t = 0; t < threads; t++) {
-        rt->workers[t].rt = rt;
-        rt->workers[t].id = t;
-        rt->workers[t].pool_target = POOL_LO;
+        rt->pool.workers[t].rt = rt;
+        rt->pool.workers[t].id = t;
+        rt->pool.workers[t].pool_target = POOL_LO;
     }
     for (uint32_t t = 0; t < threads; t++) {
-        seer_worker *w = &rt->workers[t];
+        seer_worker *w = &rt->pool.workers[t];
         /* own lines: written while the other threads write theirs */
         w->local_min = aligned_alloc(SEER_CACHE_LINE,
                                      seer_round_up(rt->B * sizeof(double), SEER_CACHE_LINE));
         for (int j = 0; j < 2; j++)
-            w->out[j] = calloc((size_t)rt->B * rt->nparts, sizeof(seer_qvec));
+            w->out[j] = calloc((size_t)rt->B * rt->part.n, sizeof(seer_qvec));
         if (!w->local_min || !w->out[0] || !w->out[1] ||
             seer_trace_alloc_worker(rt, w) != SEER_OK) {
             seer_pool_stop(rt);
             /* relaxed: no worker runs (none was started). */
-            atomic_store_explicit(&rt->pool_active, 0, memory_order_relaxed);
+            atomic_store_explicit(&rt->pool.active, 0, memory_order_relaxed);
             return SEER_E_NOMEM;
         }
         for (uint32_t i = 0; i < rt->B; i++)
@@ -574,18 +574,19 @@ int seer_pool_start(seer_runtime *rt, uint32_t threads)
     }
     /* relaxed: no worker runs yet; pthread_create orders this for them.  A
      * restarted pool must not mistake the last call (the exit) for a new one. */
-    atomic_store_explicit(&rt->shutdown, 0, memory_order_relaxed);
+    atomic_store_explicit(&rt->pool.shutdown, 0, memory_order_relaxed);
     /* relaxed: only the host writes job_gen. */
-    uint64_t gen = atomic_load_explicit(&rt->job_gen, memory_order_relaxed);
+    uint64_t gen = atomic_load_explicit(&rt->pool.job_gen, memory_order_relaxed);
     for (uint32_t t = 1; t < threads; t++) {
-        rt->workers[t].gen_seen = gen;
-        if (pthread_create(&rt->workers[t].thread, NULL, worker_main, &rt->workers[t]) != 0) {
+        rt->pool.workers[t].gen_seen = gen;
+        if (pthread_create(&rt->pool.workers[t].thread, NULL, worker_main,
+                           &rt->pool.workers[t]) != 0) {
             seer_pool_stop(rt); /* joins the workers started */
             /* relaxed: no worker runs any more. */
-            atomic_store_explicit(&rt->pool_active, 0, memory_order_relaxed);
+            atomic_store_explicit(&rt->pool.active, 0, memory_order_relaxed);
             return SEER_E_NOMEM;
         }
-        rt->workers[t].started = 1;
+        rt->pool.workers[t].started = 1;
     }
     return SEER_OK;
 }
@@ -596,7 +597,7 @@ int seer_pool_restart(seer_runtime *rt, uint32_t threads, uint32_t active)
     /* relaxed: as in a resize (published by the next call's release bump of
      * job_gen). */
     if (rc == SEER_OK)
-        atomic_store_explicit(&rt->pool_active, active, memory_order_relaxed);
+        atomic_store_explicit(&rt->pool.active, active, memory_order_relaxed);
     return rc;
 }
 
@@ -605,20 +606,20 @@ int seer_pool_restart(seer_runtime *rt, uint32_t threads, uint32_t active)
  * (nothing to join) and free what the pool held. */
 void seer_pool_forget_threads(seer_runtime *rt)
 {
-    pthread_mutex_init(&rt->reserve_lock, NULL);
-    pthread_mutex_init(&rt->wake_lock, NULL);
-    pthread_cond_init(&rt->wake_cond, NULL);
-    seer_phases_init(&rt->ph);
-    for (uint32_t t = 0; rt->workers && t < rt->nthreads; t++)
-        rt->workers[t].started = 0;
+    pthread_mutex_init(&rt->mem.lock, NULL);
+    pthread_mutex_init(&rt->pool.wake_lock, NULL);
+    pthread_cond_init(&rt->pool.wake_cond, NULL);
+    seer_phases_init(&rt->pool.ph);
+    for (uint32_t t = 0; rt->pool.workers && t < rt->pool.nthreads; t++)
+        rt->pool.workers[t].started = 0;
     rt->fork_gen = seer_fork_generation();
 }
 
 int seer_pool_after_fork(seer_runtime *rt)
 {
-    const uint32_t n = rt->nthreads ? rt->nthreads : 1;
+    const uint32_t n = rt->pool.nthreads ? rt->pool.nthreads : 1;
     /* relaxed: the host is the only writer (and the only thread here). */
-    const uint32_t active = atomic_load_explicit(&rt->pool_active, memory_order_relaxed);
+    const uint32_t active = atomic_load_explicit(&rt->pool.active, memory_order_relaxed);
     seer_pool_forget_threads(rt);
     if (rt->in_call) {
         /* another thread of the parent was inside a call at the fork: this
@@ -628,20 +629,20 @@ int seer_pool_after_fork(seer_runtime *rt)
          * event records they held are abandoned in the chunks that destroy
          * frees whole (their vectors' memory is abandoned too: a child that
          * forked inside a call leaks that much, once). */
-        for (uint32_t t = 0; rt->workers && t < rt->nthreads; t++) {
-            seer_worker *w = &rt->workers[t];
+        for (uint32_t t = 0; rt->pool.workers && t < rt->pool.nthreads; t++) {
+            seer_worker *w = &rt->pool.workers[t];
             w->pool.free = NULL;
             w->pool.nfree = 0;
             for (int j = 0; j < 2; j++)
                 if (w->out[j])
-                    memset(w->out[j], 0, (size_t)rt->B * rt->nparts * sizeof(seer_qvec));
+                    memset(w->out[j], 0, (size_t)rt->B * rt->part.n * sizeof(seer_qvec));
         }
-        rt->reserve = NULL;
-        rt->reserve_n = 0;
+        rt->mem.reserve = NULL;
+        rt->mem.reserve_n = 0;
         for (uint32_t i = 0; i < rt->B; i++) {
             seer_inst *in = &rt->inst[i];
             seer_squeue_init(&in->queue);
-            for (uint32_t p = 0; in->parts && p < rt->nparts; p++)
+            for (uint32_t p = 0; in->parts && p < rt->part.n; p++)
                 seer_squeue_init(&in->parts[p]);
             in->ready = 0;
             in->failed = 1;
@@ -660,47 +661,47 @@ static void publish_job(seer_runtime *rt, int wake)
 {
     /* release: publishes the call (first phase, actions, selection) to the
      * workers' acquire loads of job_gen. */
-    atomic_fetch_add_explicit(&rt->job_gen, 1, memory_order_release);
+    atomic_fetch_add_explicit(&rt->pool.job_gen, 1, memory_order_release);
     if (!wake)
         return;
-    pthread_mutex_lock(&rt->wake_lock);
-    pthread_cond_broadcast(&rt->wake_cond);
-    pthread_mutex_unlock(&rt->wake_lock);
+    pthread_mutex_lock(&rt->pool.wake_lock);
+    pthread_cond_broadcast(&rt->pool.wake_cond);
+    pthread_mutex_unlock(&rt->pool.wake_lock);
 }
 
 void seer_pool_stop(seer_runtime *rt)
 {
-    if (!rt->workers)
+    if (!rt->pool.workers)
         return;
     int any = 0;
-    for (uint32_t t = 1; t < rt->nthreads; t++)
-        any |= rt->workers[t].started;
+    for (uint32_t t = 1; t < rt->pool.nthreads; t++)
+        any |= rt->pool.workers[t].started;
     if (any) {
         /* relaxed: published by the release bump in publish_job. */
-        atomic_store_explicit(&rt->shutdown, 1, memory_order_relaxed);
+        atomic_store_explicit(&rt->pool.shutdown, 1, memory_order_relaxed);
         publish_job(rt, 1);
     }
-    for (uint32_t t = 0; t < rt->nthreads; t++) {
-        seer_worker *w = &rt->workers[t];
+    for (uint32_t t = 0; t < rt->pool.nthreads; t++) {
+        seer_worker *w = &rt->pool.workers[t];
         if (t > 0 && w->started)
             pthread_join(w->thread, NULL);
         /* Return free events to the reserve so a new pool can use them. */
         seer_event_pool_balance_local(w, 0, 0);
-        rt->refills_total += w->refills;
+        rt->stats.refills += w->refills;
         free(w->local_min);
         /* Outboxes are empty between calls (FLUSH merges them). */
         for (int j = 0; j < 2; j++) {
             if (w->out[j])
-                for (size_t k = 0; k < (size_t)rt->B * rt->nparts; k++)
+                for (size_t k = 0; k < (size_t)rt->B * rt->part.n; k++)
                     free(w->out[j][k].a);
             free(w->out[j]);
         }
         free(w->trace);
     }
     seer_opt_release(rt); /* made again for the next speculative step */
-    free(rt->workers);
-    rt->workers = NULL;
-    rt->nthreads = 0;
+    free(rt->pool.workers);
+    rt->pool.workers = NULL;
+    rt->pool.nthreads = 0;
 }
 
 int seer_parallel_run(seer_runtime *rt, int job)
@@ -710,36 +711,36 @@ int seer_parallel_run(seer_runtime *rt, int job)
      * the host sets up the call alone.  relaxed: published with the rest of
      * the call by the release open of its first phase and the release bump
      * of job_gen (publish_job). */
-    atomic_store_explicit(&rt->abort_code, 0, memory_order_relaxed);
-    for (uint32_t t = 0; t < rt->nthreads; t++) {
-        rt->workers[t].err = 0;
-        rt->workers[t].msg[0] = '\0';
-        rt->workers[t].call_events = 0;
-        rt->workers[t].call_budget =
-            job == JOB_RESET ? UINT64_MAX : rt->max_step_events * (uint64_t)rt->nsel;
+    atomic_store_explicit(&rt->call.abort_code, 0, memory_order_relaxed);
+    for (uint32_t t = 0; t < rt->pool.nthreads; t++) {
+        rt->pool.workers[t].err = 0;
+        rt->pool.workers[t].msg[0] = '\0';
+        rt->pool.workers[t].call_events = 0;
+        rt->pool.workers[t].call_budget =
+            job == JOB_RESET ? UINT64_MAX : rt->max_step_events * (uint64_t)rt->call.nsel;
     }
-    rt->any_running = 0;
+    rt->call.any_running = 0;
     /* relaxed: only the host writes job_gen. */
-    uint64_t gen = atomic_load_explicit(&rt->job_gen, memory_order_relaxed) + 1;
-    rt->call_tag = (uint32_t)gen;
+    uint64_t gen = atomic_load_explicit(&rt->pool.job_gen, memory_order_relaxed) + 1;
+    rt->pool.call_tag = (uint32_t)gen;
     /* One partition per instance (many instances per thread, see
      * partition_count in partition.c): a step is one item per instance, each taken whole by
      * one thread, without windows.  Otherwise act, windows, boundary. */
-    const int whole = job != JOB_RESET && rt->nparts == 1;
+    const int whole = job != JOB_RESET && rt->part.n == 1;
     if (whole) { /* the whole step is one window */
-        rt->window_t = rt->inst[rt->sel[0]].boundary - rt->sz.step_duration;
-        rt->windows_total++;
+        rt->call.window_t = rt->inst[rt->call.sel[0]].boundary - rt->sz.step_duration;
+        rt->stats.windows++;
     }
     open_phase_completer(rt, job == JOB_RESET ? PH_CLEAR : whole ? PH_INSTANCE : PH_ACT);
     /* relaxed: the host is the only writer of pool_active. */
-    publish_job(rt, atomic_load_explicit(&rt->pool_active, memory_order_relaxed) > 1);
-    run_phases(&rt->workers[0], rt->call_tag);
+    publish_job(rt, atomic_load_explicit(&rt->pool.active, memory_order_relaxed) > 1);
+    run_phases(&rt->pool.workers[0], rt->pool.call_tag);
     /* DONE was opened after the last chunk completed: every worker's writes
      * are visible here (acq_rel completions, release open, acquire claim). */
     int code = SEER_OK;
-    for (uint32_t t = 0; t < rt->nthreads; t++) {
-        seer_worker *w = &rt->workers[t];
-        rt->events_total += w->events;
+    for (uint32_t t = 0; t < rt->pool.nthreads; t++) {
+        seer_worker *w = &rt->pool.workers[t];
+        rt->stats.events += w->events;
         w->events = 0;
         if (w->err && code == SEER_OK) {
             code = w->err;

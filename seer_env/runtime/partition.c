@@ -40,7 +40,7 @@ uint32_t seer_active_threads(uint32_t flags, uint32_t threads)
 void seer_free_part_queues(const seer_runtime *rt, seer_squeue *parts)
 {
     if (parts)
-        for (uint32_t p = 0; p < rt->nparts; p++)
+        for (uint32_t p = 0; p < rt->part.n; p++)
             seer_squeue_free(&parts[p]);
     free(parts);
 }
@@ -68,7 +68,7 @@ static seer_squeue *dest_queue(const struct migrate_ctx *m, const seer_event *ev
         *row = 0;
         return &m->in->queue;
     }
-    uint32_t p = m->rt->part_of[ev->target];
+    uint32_t p = m->rt->part.of[ev->target];
     *row = (size_t)p * MIG_NB;
     return &m->in->parts[p];
 }
@@ -90,8 +90,8 @@ static void move_cb(void *arg, seer_event *ev)
 static int migrate_instance(seer_runtime *rt, seer_inst *in, int to, uint64_t *counts)
 {
     struct migrate_ctx m = {rt, in, counts, to};
-    const uint32_t np = to == SEER_EXECUTOR_SERIAL ? 1 : rt->nparts;
-    const uint32_t nsrc = to == SEER_EXECUTOR_SERIAL ? rt->nparts : 1;
+    const uint32_t np = to == SEER_EXECUTOR_SERIAL ? 1 : rt->part.n;
+    const uint32_t nsrc = to == SEER_EXECUTOR_SERIAL ? rt->part.n : 1;
     seer_squeue *src = to == SEER_EXECUTOR_SERIAL ? in->parts : &in->queue;
     memset(counts, 0, (size_t)np * MIG_NB * sizeof *counts);
     for (uint32_t k = 0; k < nsrc; k++)
@@ -115,7 +115,7 @@ static int migrate_instance(seer_runtime *rt, seer_inst *in, int to, uint64_t *c
 static void abandon_events(seer_runtime *rt, seer_inst *in, const char *why)
 {
     seer_squeue_clear_owner(&in->queue);
-    for (uint32_t p = 0; in->parts && p < rt->nparts; p++)
+    for (uint32_t p = 0; in->parts && p < rt->part.n; p++)
         seer_squeue_clear_owner(&in->parts[p]);
     in->ready = 0;
     in->failed = 1;
@@ -139,7 +139,7 @@ static uint32_t partition_count(const seer_runtime *rt, uint32_t np)
     if (rt->B >= np && (rt->B % np == 0 || rt->B >= 3 * np))
         np = 1;
     /* SEER_CHECK_SHUFFLE: a partition per entity, whatever the pool */
-    if (rt->check & SEER_CHECK_SHUFFLE)
+    if (rt->check.mode & SEER_CHECK_SHUFFLE)
         np = N;
     /* at most SEER_MAX_PARTS: every thread keeps an outbox per partition
      * and a visit reads every thread's, so partitions times threads must
@@ -164,7 +164,7 @@ static int alloc_new_parts(const seer_runtime *rt, struct new_parts *n)
     n->of = malloc(N * sizeof *n->of);
     n->start = malloc((np + 1) * sizeof *n->start);
     n->parts = calloc(rt->B, sizeof *n->parts);
-    const uint32_t rows = np > rt->nparts ? np : rt->nparts;
+    const uint32_t rows = np > rt->part.n ? np : rt->part.n;
     n->counts = malloc((size_t)rows * MIG_NB * sizeof *n->counts);
     int ok = n->of && n->start && n->parts && n->counts;
     for (uint32_t i = 0; ok && i < rt->B; i++) {
@@ -201,7 +201,7 @@ static int park_events(seer_runtime *rt, uint64_t *counts, uint32_t *parked, int
 {
     uint32_t k = 0;
     int ok = 1;
-    if (seer_uses_parts(rt->executor) && rt->nparts)
+    if (seer_uses_parts(rt->executor) && rt->part.n)
         for (; k < rt->B && ok; k++)
             ok = migrate_instance(rt, &rt->inst[k], SEER_EXECUTOR_SERIAL, counts) == SEER_OK;
     *parked = k;
@@ -230,11 +230,11 @@ static void install_partitions(seer_runtime *rt, struct new_parts *n)
     for (uint32_t p = 0; p < np; p++)
         for (uint32_t e = n->start[p]; e < n->start[p + 1]; e++)
             n->of[e] = p;
-    free(rt->part_of);
-    free(rt->part_start);
-    rt->part_of = n->of;
-    rt->part_start = n->start;
-    rt->nparts = np;
+    free(rt->part.of);
+    free(rt->part.start);
+    rt->part.of = n->of;
+    rt->part.start = n->start;
+    rt->part.n = np;
     free(n->parts); /* the queues now belong to the instances */
 }
 
@@ -260,7 +260,7 @@ static int unpark_events(seer_runtime *rt, uint64_t *counts, uint32_t parked)
 int seer_set_partitions(seer_runtime *rt, uint32_t threads)
 {
     struct new_parts n = {.np = partition_count(rt, threads)};
-    if (n.np == rt->nparts)
+    if (n.np == rt->part.n)
         return SEER_OK;
     uint32_t parked = 0;
     int lost = 0;
@@ -287,15 +287,15 @@ int seer_set_partitions(seer_runtime *rt, uint32_t threads)
  * that cannot grow keeps its size. */
 static int resize_pool(seer_runtime *rt, uint32_t threads)
 {
-    if (threads <= rt->nthreads) {
+    if (threads <= rt->pool.nthreads) {
         /* relaxed: published to the workers by the next call's release bump
          * of job_gen; until then a parked worker at most spins a little. */
-        atomic_store_explicit(&rt->pool_active, threads, memory_order_relaxed);
+        atomic_store_explicit(&rt->pool.active, threads, memory_order_relaxed);
         return SEER_OK;
     }
-    const uint32_t old = rt->nthreads;
+    const uint32_t old = rt->pool.nthreads;
     /* relaxed: the host is the only writer. */
-    const uint32_t old_active = atomic_load_explicit(&rt->pool_active, memory_order_relaxed);
+    const uint32_t old_active = atomic_load_explicit(&rt->pool.active, memory_order_relaxed);
     seer_pool_stop(rt);
     int rc = seer_set_partitions(rt, threads);
     if (rc == SEER_OK) {
@@ -358,7 +358,7 @@ static int check_executor_args(seer_runtime *rt, int executor, uint32_t threads)
                   rt->model->name);
         return SEER_E_EXECUTOR;
     }
-    if (rt->check) {
+    if (rt->check.mode) {
         seer_fail(rt, "a runtime in checking mode keeps its executor");
         return SEER_E_ARG;
     }
@@ -372,7 +372,7 @@ static int check_executor_args(seer_runtime *rt, int executor, uint32_t threads)
  * and needs a reset). */
 static int migrate_all(seer_runtime *rt, int executor, int *lost)
 {
-    uint64_t *counts = malloc((size_t)rt->nparts * MIG_NB * sizeof *counts);
+    uint64_t *counts = malloc((size_t)rt->part.n * MIG_NB * sizeof *counts);
     uint32_t done = 0;
     int rc = counts ? SEER_OK : SEER_E_NOMEM;
     for (; counts && done < rt->B && rc == SEER_OK; done++)
@@ -397,7 +397,7 @@ int seer_runtime_set_executor(seer_runtime *rt, int executor, uint32_t threads)
     if (rc != SEER_OK)
         return rc;
     /* relaxed: the host is the only writer. */
-    const uint32_t old_active = atomic_load_explicit(&rt->pool_active, memory_order_relaxed);
+    const uint32_t old_active = atomic_load_explicit(&rt->pool.active, memory_order_relaxed);
     /* The pool first: one that cannot grow keeps its size (resize_pool), and
      * the executor has not changed yet.  Then the events, which on failure
      * go back, and the pool back to its old size (within the pool just
@@ -434,7 +434,7 @@ int seer_runtime_set_executor(seer_runtime *rt, int executor, uint32_t threads)
 int seer_step_serially(seer_runtime *rt, uint32_t i, int act)
 {
     seer_inst *in = &rt->inst[i];
-    uint64_t *counts = malloc((size_t)(rt->nparts > 1 ? rt->nparts : 1) * MIG_NB *
+    uint64_t *counts = malloc((size_t)(rt->part.n > 1 ? rt->part.n : 1) * MIG_NB *
                               sizeof *counts);
     if (!counts || migrate_instance(rt, in, SEER_EXECUTOR_SERIAL, counts) != SEER_OK) {
         free(counts);
@@ -452,6 +452,6 @@ int seer_step_serially(seer_runtime *rt, uint32_t i, int act)
     }
     free(counts);
     if (act)
-        rt->serial_fallbacks++;
+        rt->stats.serial_fallbacks++;
     return rc;
 }

@@ -60,13 +60,13 @@ int seer_act_agent(seer_worker *w, uint32_t inst, uint32_t a)
 {
     seer_runtime *rt = w->rt;
     size_t A = rt->sz.num_agents;
-    if (!rt->alive[inst * A + a] || !rt->model->act)
+    if (!rt->buf.alive[inst * A + a] || !rt->model->act)
         return SEER_OK;
     seer_ctx c;
     seer_ctx_setup(&c, rt, w, inst, PHASE_ACT);
     seer_ctx_enter_entity(&c, a);
     c.now = (seer_time)c.inst->step * rt->sz.step_duration;
-    const unsigned char *act = (const unsigned char *)rt->actions +
+    const unsigned char *act = (const unsigned char *)rt->buf.actions +
                                ((size_t)inst * A + a) * rt->sz.action_dim * 4u;
     void *st = seer_inst_state(rt, c.inst, a);
     int rc = SEER_CHECKING(rt)
@@ -95,19 +95,19 @@ void seer_observe_agent(seer_worker *w, uint32_t inst, uint32_t a)
     const seer_sizes *sz = &rt->sz;
     size_t i = (size_t)inst * sz->num_agents + a;
     seer_output out = {
-        .obs = rt->obs + i * sz->obs_dim,
-        .reward = rt->reward + i,
-        .terminated = rt->terminated + i,
-        .truncated = rt->truncated + i,
-        .info = rt->info + i * sz->info_dim,
+        .obs = rt->buf.obs + i * sz->obs_dim,
+        .reward = rt->buf.reward + i,
+        .terminated = rt->buf.terminated + i,
+        .truncated = rt->buf.truncated + i,
+        .info = rt->buf.info + i * sz->info_dim,
     };
     memset(out.obs, 0, sz->obs_dim * sizeof(float));
     memset(out.info, 0, sz->info_dim * sizeof(double));
     *out.reward = 0.0f;
     *out.terminated = 0;
     *out.truncated = 0;
-    if (!rt->alive[i]) {
-        rt->active[i] = 0;
+    if (!rt->buf.alive[i]) {
+        rt->buf.active[i] = 0;
         return;
     }
     seer_ctx c;
@@ -127,7 +127,7 @@ void seer_observe_agent(seer_worker *w, uint32_t inst, uint32_t a)
     } else if (rt->max_cycles && c.inst->step + 1 >= rt->max_cycles) {
         *out.truncated = 1;
     }
-    rt->active[i] = 1;
+    rt->buf.active[i] = 1;
 }
 
 void seer_publish_entity(seer_worker *w, uint32_t inst, uint32_t e)
@@ -148,8 +148,8 @@ void seer_publish_entity(seer_worker *w, uint32_t inst, uint32_t e)
     }
     if (e < rt->sz.num_agents) {
         size_t i = (size_t)inst * rt->sz.num_agents + e;
-        if (rt->terminated[i] || rt->truncated[i])
-            rt->alive[i] = 0;
+        if (rt->buf.terminated[i] || rt->buf.truncated[i])
+            rt->buf.alive[i] = 0;
     }
 }
 

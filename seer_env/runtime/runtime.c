@@ -293,7 +293,7 @@ static void *xcalloc(size_t n, size_t size, int *ok)
  * gives each (and the configuration) pages of their own (check.c). */
 static size_t region_align(const seer_runtime *rt)
 {
-    return (rt->check & SEER_CHECK_ISOLATE) ? seer_page_size() : 16;
+    return (rt->check.mode & SEER_CHECK_ISOLATE) ? seer_page_size() : 16;
 }
 
 static void apply_options(seer_runtime *rt, const seer_model *model, const seer_sizes *sz,
@@ -305,19 +305,19 @@ static void apply_options(seer_runtime *rt, const seer_model *model, const seer_
     rt->executor = o->executor;
     rt->max_cycles = o->max_cycles;
     rt->config = config;
-    rt->check = o->check;
-    rt->shuffle_seed = o->shuffle_seed;
+    rt->check.mode = o->check;
+    rt->check.shuffle_seed = o->shuffle_seed;
     rt->rt_flags = o->flags;
     rt->max_step_events = o->max_step_events ? o->max_step_events : SEER_DEFAULT_STEP_EVENTS;
     rt->memory_limit = o->memory_limit ? o->memory_limit : seer_physical_memory();
-    rt->log_limit = o->log_limit;
+    rt->opt.log_limit = o->log_limit;
     const char *env = getenv("SEER_LOG_LIMIT");
-    if (!rt->log_limit && env && *env)
-        rt->log_limit = strtoull(env, NULL, 10);
-    if (!rt->log_limit) {
-        rt->log_limit = rt->memory_limit / 8;
-        if (rt->log_limit < (64ull << 20))
-            rt->log_limit = 64ull << 20;
+    if (!rt->opt.log_limit && env && *env)
+        rt->opt.log_limit = strtoull(env, NULL, 10);
+    if (!rt->opt.log_limit) {
+        rt->opt.log_limit = rt->memory_limit / 8;
+        if (rt->opt.log_limit < (64ull << 20))
+            rt->opt.log_limit = 64ull << 20;
     }
     rt->fork_gen = seer_fork_generation();
 }
@@ -325,13 +325,13 @@ static void apply_options(seer_runtime *rt, const seer_model *model, const seer_
 /* Locks and atomics: before anything that can fail (destroy needs them). */
 static void init_sync(seer_runtime *rt)
 {
-    pthread_mutex_init(&rt->reserve_lock, NULL);
-    pthread_mutex_init(&rt->wake_lock, NULL);
-    pthread_cond_init(&rt->wake_cond, NULL);
-    atomic_init(&rt->job_gen, 0);
-    atomic_init(&rt->shutdown, 0);
-    seer_phases_init(&rt->ph);
-    atomic_init(&rt->abort_code, 0);
+    pthread_mutex_init(&rt->mem.lock, NULL);
+    pthread_mutex_init(&rt->pool.wake_lock, NULL);
+    pthread_cond_init(&rt->pool.wake_cond, NULL);
+    atomic_init(&rt->pool.job_gen, 0);
+    atomic_init(&rt->pool.shutdown, 0);
+    seer_phases_init(&rt->pool.ph);
+    atomic_init(&rt->call.abort_code, 0);
 }
 
 /* The strides of event records, states, snapshot records, instance data. */
@@ -347,7 +347,7 @@ static void set_strides(seer_runtime *rt)
     rt->snapshot_stride = seer_round_up(sz->snapshot_size ? sz->snapshot_size : 1, align);
     /* checking mode: flush with the page's end (sizeof a struct is a
      * multiple of its alignment, so the state stays aligned) */
-    const size_t fit = (rt->check & SEER_CHECK_ISOLATE) ? 1 : 16;
+    const size_t fit = (rt->check.mode & SEER_CHECK_ISOLATE) ? 1 : 16;
     rt->entity_pad = rt->entity_stride - seer_round_up(sz->entity_size ? sz->entity_size : 1, fit);
     rt->snapshot_pad =
         rt->snapshot_stride - seer_round_up(sz->snapshot_size ? sz->snapshot_size : 1, fit);
@@ -358,14 +358,14 @@ static void set_strides(seer_runtime *rt)
  * read-only by seer_check_setup). */
 static int isolate_config(seer_runtime *rt, size_t config_size)
 {
-    if (!(rt->check & SEER_CHECK_ISOLATE))
+    if (!(rt->check.mode & SEER_CHECK_ISOLATE))
         return SEER_OK;
     void *cfg = rt->config;
     const size_t align = region_align(rt);
-    rt->check_config_len = seer_round_up(config_size ? config_size : 1, align);
-    rt->config = aligned_alloc(align, rt->check_config_len);
+    rt->check.config_len = seer_round_up(config_size ? config_size : 1, align);
+    rt->config = aligned_alloc(align, rt->check.config_len);
     if (rt->config) {
-        memset(rt->config, 0, rt->check_config_len);
+        memset(rt->config, 0, rt->check.config_len);
         memcpy(rt->config, cfg, config_size);
     }
     free(cfg);
@@ -383,20 +383,20 @@ static int alloc_buffers(seer_runtime *rt, const seer_runtime_options *o)
         bufs[b] = o->buffers[b];
         if (!bufs[b]) {
             bufs[b] = xcalloc(seer_buffer_bytes(&rt->sz, rt->B, b), 1, &ok);
-            rt->owned_buffers |= 1u << b;
+            rt->buf.owned |= 1u << b;
         }
     }
-    rt->actions = bufs[SEER_BUF_ACTIONS];
-    rt->obs = bufs[SEER_BUF_OBS];
-    rt->reward = bufs[SEER_BUF_REWARD];
-    rt->terminated = bufs[SEER_BUF_TERMINATED];
-    rt->truncated = bufs[SEER_BUF_TRUNCATED];
-    rt->alive = bufs[SEER_BUF_ALIVE];
-    rt->active = bufs[SEER_BUF_ACTIVE];
-    rt->info = bufs[SEER_BUF_INFO];
-    rt->sel = xcalloc(B, sizeof *rt->sel, &ok);
-    if (rt->check & SEER_CHECK_SHUFFLE) /* visiting orders: at most B x N items a phase */
-        rt->perm = xcalloc(B * N, sizeof *rt->perm, &ok);
+    rt->buf.actions = bufs[SEER_BUF_ACTIONS];
+    rt->buf.obs = bufs[SEER_BUF_OBS];
+    rt->buf.reward = bufs[SEER_BUF_REWARD];
+    rt->buf.terminated = bufs[SEER_BUF_TERMINATED];
+    rt->buf.truncated = bufs[SEER_BUF_TRUNCATED];
+    rt->buf.alive = bufs[SEER_BUF_ALIVE];
+    rt->buf.active = bufs[SEER_BUF_ACTIVE];
+    rt->buf.info = bufs[SEER_BUF_INFO];
+    rt->call.sel = xcalloc(B, sizeof *rt->call.sel, &ok);
+    if (rt->check.mode & SEER_CHECK_SHUFFLE) /* visiting orders: at most B x N items a phase */
+        rt->call.perm = xcalloc(B * N, sizeof *rt->call.perm, &ok);
     return ok ? SEER_OK : SEER_E_NOMEM;
 }
 
@@ -505,24 +505,24 @@ void seer_runtime_destroy(seer_runtime *rt)
             free(in->recs);
         }
     }
-    for (size_t k = 0; k < rt->nchunks; k++)
-        free(rt->chunks[k]);
-    free(rt->chunks);
+    for (size_t k = 0; k < rt->mem.nchunks; k++)
+        free(rt->mem.chunks[k]);
+    free(rt->mem.chunks);
     free(rt->inst);
-    free(rt->part_of);
-    free(rt->part_start);
-    void *bufs[8] = {rt->actions, rt->obs, rt->reward, rt->terminated, rt->truncated,
-                     rt->alive, rt->info, rt->active};
+    free(rt->part.of);
+    free(rt->part.start);
+    void *bufs[8] = {rt->buf.actions,   rt->buf.obs,   rt->buf.reward, rt->buf.terminated,
+                     rt->buf.truncated, rt->buf.alive, rt->buf.info,   rt->buf.active};
     for (int b = 0; b < 8; b++)
-        if (rt->owned_buffers & (1u << b))
+        if (rt->buf.owned & (1u << b))
             free(bufs[b]);
-    free(rt->sel);
-    free(rt->perm);
+    free(rt->call.sel);
+    free(rt->call.perm);
     seer_check_teardown(rt);
     free(rt->config);
-    pthread_mutex_destroy(&rt->reserve_lock);
-    pthread_mutex_destroy(&rt->wake_lock);
-    pthread_cond_destroy(&rt->wake_cond);
+    pthread_mutex_destroy(&rt->mem.lock);
+    pthread_mutex_destroy(&rt->pool.wake_lock);
+    pthread_cond_destroy(&rt->pool.wake_cond);
     free(rt);
 }
 
@@ -537,22 +537,22 @@ uint32_t seer_runtime_num_instances(const seer_runtime *rt) { return rt->B; }
 uint32_t seer_runtime_threads(const seer_runtime *rt)
 {
     /* relaxed: the host is the only writer. */
-    return atomic_load_explicit(&rt->pool_active, memory_order_relaxed);
+    return atomic_load_explicit(&rt->pool.active, memory_order_relaxed);
 }
-uint32_t seer_runtime_pool_size(const seer_runtime *rt) { return rt->nthreads; }
+uint32_t seer_runtime_pool_size(const seer_runtime *rt) { return rt->pool.nthreads; }
 int seer_runtime_executor(const seer_runtime *rt) { return rt->executor; }
 
 void *seer_runtime_buffer(seer_runtime *rt, int which)
 {
     switch (which) {
-    case SEER_BUF_ACTIONS: return rt->actions;
-    case SEER_BUF_OBS: return rt->obs;
-    case SEER_BUF_REWARD: return rt->reward;
-    case SEER_BUF_TERMINATED: return rt->terminated;
-    case SEER_BUF_TRUNCATED: return rt->truncated;
-    case SEER_BUF_ALIVE: return rt->alive;
-    case SEER_BUF_INFO: return rt->info;
-    case SEER_BUF_ACTIVE: return rt->active;
+    case SEER_BUF_ACTIONS: return rt->buf.actions;
+    case SEER_BUF_OBS: return rt->buf.obs;
+    case SEER_BUF_REWARD: return rt->buf.reward;
+    case SEER_BUF_TERMINATED: return rt->buf.terminated;
+    case SEER_BUF_TRUNCATED: return rt->buf.truncated;
+    case SEER_BUF_ALIVE: return rt->buf.alive;
+    case SEER_BUF_INFO: return rt->buf.info;
+    case SEER_BUF_ACTIVE: return rt->buf.active;
     default: return NULL;
     }
 }
@@ -582,8 +582,8 @@ static uint32_t select_instances(seer_runtime *rt, const uint8_t *mask)
     uint32_t n = 0;
     for (uint32_t i = 0; i < rt->B; i++)
         if (!mask || mask[i])
-            rt->sel[n++] = i;
-    rt->nsel = n;
+            rt->call.sel[n++] = i;
+    rt->call.nsel = n;
     return n;
 }
 
@@ -594,40 +594,40 @@ static uint32_t select_instances(seer_runtime *rt, const uint8_t *mask)
  * stopped (joined) and started again. */
 static void release_failed(seer_runtime *rt)
 {
-    if (!rt->workers)
+    if (!rt->pool.workers)
         return;
-    seer_worker *w = &rt->workers[0];
+    seer_worker *w = &rt->pool.workers[0];
     int holding = 0;
     for (uint32_t i = 0; i < rt->B; i++) {
         seer_inst *in = &rt->inst[i];
         if (in->failed) {
             seer_event_free_all_local(w, &in->queue);
-            for (uint32_t p = 0; in->parts && p < rt->nparts; p++)
+            for (uint32_t p = 0; in->parts && p < rt->part.n; p++)
                 seer_event_free_all_local(w, &in->parts[p]);
         }
         holding |= in->queue.n != 0;
-        for (uint32_t p = 0; in->parts && p < rt->nparts; p++)
+        for (uint32_t p = 0; in->parts && p < rt->part.n; p++)
             holding |= in->parts[p].n != 0;
     }
     if (holding)
         return;
     /* Under the reserve's lock: a worker that woke late may still be taking
      * its stock of free events (restock_local, parallel.c), a chunk perhaps. */
-    pthread_mutex_lock(&rt->reserve_lock);
-    const size_t nchunks = rt->nchunks;
-    pthread_mutex_unlock(&rt->reserve_lock);
+    pthread_mutex_lock(&rt->mem.lock);
+    const size_t nchunks = rt->mem.nchunks;
+    pthread_mutex_unlock(&rt->mem.lock);
     if (!nchunks)
         return;
-    const uint32_t n = rt->nthreads;
+    const uint32_t n = rt->pool.nthreads;
     /* relaxed: the host is the only writer. */
-    const uint32_t active = atomic_load_explicit(&rt->pool_active, memory_order_relaxed);
+    const uint32_t active = atomic_load_explicit(&rt->pool.active, memory_order_relaxed);
     seer_pool_stop(rt); /* gives every worker's free events back to the reserve */
-    for (size_t k = 0; k < rt->nchunks; k++)
-        free(rt->chunks[k]);
-    rt->nchunks = 0;
-    rt->reserve = NULL;
-    rt->reserve_n = 0;
-    rt->pool_events = 0;
+    for (size_t k = 0; k < rt->mem.nchunks; k++)
+        free(rt->mem.chunks[k]);
+    rt->mem.nchunks = 0;
+    rt->mem.reserve = NULL;
+    rt->mem.reserve_n = 0;
+    rt->mem.pool_events = 0;
     if (seer_pool_restart(rt, n, active) != SEER_OK)
         rt->broken = 1;
 }
@@ -637,9 +637,9 @@ static void release_failed(seer_runtime *rt)
  * failure is kept to say so on later calls. */
 static void fail_selected(seer_runtime *rt)
 {
-    for (uint32_t k = 0; k < rt->nsel; k++) {
-        rt->inst[rt->sel[k]].ready = 0;
-        rt->inst[rt->sel[k]].failed = 1;
+    for (uint32_t k = 0; k < rt->call.nsel; k++) {
+        rt->inst[rt->call.sel[k]].ready = 0;
+        rt->inst[rt->call.sel[k]].failed = 1;
     }
     memcpy(rt->fail_msg, rt->err, sizeof rt->fail_msg);
     release_failed(rt);
@@ -657,8 +657,8 @@ int seer_runtime_reset(seer_runtime *rt, const uint64_t *seeds, const uint8_t *m
     if (select_instances(rt, mask) == 0)
         return SEER_OK;
     size_t A = rt->sz.num_agents;
-    for (uint32_t k = 0; k < rt->nsel; k++) {
-        uint32_t i = rt->sel[k];
+    for (uint32_t k = 0; k < rt->call.nsel; k++) {
+        uint32_t i = rt->call.sel[k];
         seer_inst *in = &rt->inst[i];
         in->seed = seeds[i];
         in->step = 0;
@@ -667,7 +667,7 @@ int seer_runtime_reset(seer_runtime *rt, const uint64_t *seeds, const uint8_t *m
         in->resetting = 1;
         in->boundary = 0.0;
         memset(in->idata, 0, rt->idata_stride);
-        memset(rt->alive + i * A, 1, A);
+        memset(rt->buf.alive + i * A, 1, A);
     }
     rt->in_call = 1;
     rc = rt->executor == SEER_EXECUTOR_SERIAL ? seer_serial_run(rt, JOB_RESET)
@@ -700,13 +700,13 @@ static int validate_actions(seer_runtime *rt)
     char who[2 * SEER_NAME_LEN];
     const seer_sizes *sz = &rt->sz;
     size_t A = sz->num_agents, D = sz->action_dim;
-    for (uint32_t k = 0; k < rt->nsel; k++) {
-        uint32_t i = rt->sel[k];
+    for (uint32_t k = 0; k < rt->call.nsel; k++) {
+        uint32_t i = rt->call.sel[k];
         for (size_t a = 0; a < A; a++) {
-            if (!rt->alive[i * A + a])
+            if (!rt->buf.alive[i * A + a])
                 continue;
             if (sz->action_kind == SEER_ACTION_DISCRETE) {
-                int32_t v = ((const int32_t *)rt->actions)[i * A + a];
+                int32_t v = ((const int32_t *)rt->buf.actions)[i * A + a];
                 if (v < 0 || v >= sz->action_n) {
                     seer_fail(rt, "invalid action for %s: %d is outside [0, %d)",
                               agent_label(rt, i, (uint32_t)a, who, sizeof who), (int)v,
@@ -714,7 +714,7 @@ static int validate_actions(seer_runtime *rt)
                     return SEER_E_ACTION;
                 }
             } else {
-                const float *v = (const float *)rt->actions + (i * A + a) * D;
+                const float *v = (const float *)rt->buf.actions + (i * A + a) * D;
                 for (size_t d = 0; d < D; d++) {
                     if (!isfinite(v[d])) {
                         seer_fail(rt, "invalid action for %s: element %zu is %g (actions must "
@@ -728,8 +728,8 @@ static int validate_actions(seer_runtime *rt)
         }
     }
     if (sz->action_kind == SEER_ACTION_BOX) {
-        for (uint32_t k = 0; k < rt->nsel; k++) {
-            float *v = (float *)rt->actions + (size_t)rt->sel[k] * A * D;
+        for (uint32_t k = 0; k < rt->call.nsel; k++) {
+            float *v = (float *)rt->buf.actions + (size_t)rt->call.sel[k] * A * D;
             for (size_t j = 0; j < A * D; j++) {
                 if (v[j] < sz->action_low)
                     v[j] = sz->action_low;
@@ -746,8 +746,8 @@ static int validate_actions(seer_runtime *rt)
 static int check_steppable(seer_runtime *rt)
 {
     size_t A = rt->sz.num_agents;
-    for (uint32_t k = 0; k < rt->nsel; k++) {
-        uint32_t i = rt->sel[k];
+    for (uint32_t k = 0; k < rt->call.nsel; k++) {
+        uint32_t i = rt->call.sel[k];
         if (!rt->inst[i].ready) {
             if (rt->inst[i].failed)
                 seer_fail(rt, "instance %u needs a reset: its last call failed: %s", i,
@@ -758,7 +758,7 @@ static int check_steppable(seer_runtime *rt)
         }
         int any = 0;
         for (size_t a = 0; a < A && !any; a++)
-            any = rt->alive[i * A + a];
+            any = rt->buf.alive[i * A + a];
         if (!any) {
             seer_fail(rt, "instance %u has no live agent left (episode over); reset it first", i);
             return SEER_E_ORDER;
@@ -772,15 +772,15 @@ static int check_steppable(seer_runtime *rt)
  * partition.c); returns how many come first, for the parallel call. */
 static uint32_t set_boundaries(seer_runtime *rt)
 {
-    uint32_t par = rt->nsel;
+    uint32_t par = rt->call.nsel;
     for (uint32_t k = 0; k < par;) {
-        seer_inst *in = &rt->inst[rt->sel[k]];
+        seer_inst *in = &rt->inst[rt->call.sel[k]];
         in->boundary = (seer_time)(in->step + 1) * rt->sz.step_duration;
-        if (rt->executor == SEER_EXECUTOR_PARALLEL && rt->nparts > 1 &&
+        if (rt->executor == SEER_EXECUTOR_PARALLEL && rt->part.n > 1 &&
             !(in->boundary + rt->sz.lookahead > in->boundary)) {
-            uint32_t t = rt->sel[k];
-            rt->sel[k] = rt->sel[par - 1];
-            rt->sel[par - 1] = t;
+            uint32_t t = rt->call.sel[k];
+            rt->call.sel[k] = rt->call.sel[par - 1];
+            rt->call.sel[par - 1] = t;
             par--;
         } else {
             k++;
@@ -806,42 +806,42 @@ int seer_runtime_step(seer_runtime *rt, const uint8_t *mask)
     /* the optimistic executor speculates, or runs conservative windows where
      * the lookahead makes them wide (seer_opt_speculates); its mailboxes and
      * logs are sized before anything changes */
-    const int spec = rt->executor == SEER_EXECUTOR_OPTIMISTIC && rt->nparts > 1 &&
+    const int spec = rt->executor == SEER_EXECUTOR_OPTIMISTIC && rt->part.n > 1 &&
                      seer_opt_speculates(rt);
-    rt->opt_spec = spec;
+    rt->opt.spec = spec;
     if (spec && (rc = seer_opt_prepare(rt)) != SEER_OK)
         return rc;
-    rt->steps_total++;
+    rt->stats.steps++;
     rt->in_call = 1;
     if (rt->executor == SEER_EXECUTOR_SERIAL) {
         rc = seer_serial_run(rt, JOB_STEP);
     } else if (spec) {
         /* instances whose speculation was abandoned come last in the
          * selection (seer_opt_finish_completer): their steps run serially */
-        const uint32_t all = rt->nsel;
+        const uint32_t all = rt->call.nsel;
         rc = seer_parallel_run(rt, JOB_STEP);
-        rt->nsel = all;
-        uint32_t k = all - rt->opt_abandoned;
+        rt->call.nsel = all;
+        uint32_t k = all - rt->opt.abandoned;
         for (; k < all && rc == SEER_OK; k++)
-            rc = seer_opt_serial_step(rt, rt->sel[k]);
+            rc = seer_opt_serial_step(rt, rt->call.sel[k]);
         /* A failed call (in a boundary phase, or one instance's serial
          * step) leaves the other abandoned speculations as they were: drop
          * them, the instances fail anyway -- their logs point into arenas
          * the next speculative step reuses. */
         for (; k < all; k++)
-            seer_opt_drop(rt, rt->sel[k]);
+            seer_opt_drop(rt, rt->call.sel[k]);
     } else {
-        const uint32_t all = rt->nsel;
+        const uint32_t all = rt->call.nsel;
         if (par) {
-            rt->nsel = par;
+            rt->call.nsel = par;
             rc = seer_parallel_run(rt, JOB_STEP);
-            rt->nsel = all;
+            rt->call.nsel = all;
         }
         for (uint32_t k = par; k < all && rc == SEER_OK; k++)
-            rc = seer_step_serially(rt, rt->sel[k], 1);
+            rc = seer_step_serially(rt, rt->call.sel[k], 1);
     }
     rt->in_call = 0;
-    rt->opt_spec = 0;
+    rt->opt.spec = 0;
     if (rc)
         fail_selected(rt);
     return rc;
@@ -884,7 +884,7 @@ int seer_runtime_pending_events(seer_runtime *rt, uint32_t instance, uint64_t *o
     /* Between calls every pending event is in a queue (outboxes are
      * merged before a call ends). */
     uint64_t n = in->queue.n;
-    for (uint32_t p = 0; p < rt->nparts; p++)
+    for (uint32_t p = 0; p < rt->part.n; p++)
         n += in->parts[p].n;
     *out = n;
     return SEER_OK;
@@ -913,13 +913,13 @@ int seer_runtime_global_state(seer_runtime *rt, uint32_t instance, float *out)
         seer_fail(rt, "instance %u has not been reset", instance);
         return SEER_E_ORDER;
     }
-    if (!rt->workers) { /* broken: the pool, worker 0 included, is gone */
+    if (!rt->pool.workers) { /* broken: the pool, worker 0 included, is gone */
         seer_fail(rt, "this runtime cannot run any more (its worker pool could not be "
                       "restarted: out of memory or threads); close it and create a new one");
         return SEER_E_NOMEM;
     }
     seer_ctx c;
-    seer_ctx_setup(&c, rt, &rt->workers[0], instance, PHASE_BOUNDARY);
+    seer_ctx_setup(&c, rt, &rt->pool.workers[0], instance, PHASE_BOUNDARY);
     c.now = (seer_time)c.inst->step * rt->sz.step_duration;
     if (SEER_CHECKING(rt)) {
         seer_check_begin_call(rt);
@@ -939,26 +939,26 @@ int seer_runtime_global_state(seer_runtime *rt, uint32_t instance, float *out)
 
 void seer_runtime_stats(const seer_runtime *rt, seer_stats *out)
 {
-    out->events = rt->events_total;
-    out->windows = rt->windows_total;
-    out->steps = rt->steps_total;
-    uint64_t refills = rt->refills_total;
-    for (uint32_t t = 0; t < rt->nthreads; t++)
-        refills += rt->workers[t].refills;
+    out->events = rt->stats.events;
+    out->windows = rt->stats.windows;
+    out->steps = rt->stats.steps;
+    uint64_t refills = rt->stats.refills;
+    for (uint32_t t = 0; t < rt->pool.nthreads; t++)
+        refills += rt->pool.workers[t].refills;
     out->pool_refills = refills;
     /* Under the reserve's lock: a worker that woke late may still be taking
      * its stock of free events from the reserve (restock_local) after the call
      * returned.  The runtime itself is never const (seer_runtime_create). */
-    pthread_mutex_t *lock = (pthread_mutex_t *)&rt->reserve_lock;
+    pthread_mutex_t *lock = (pthread_mutex_t *)&rt->mem.lock;
     pthread_mutex_lock(lock);
-    out->pool_events = rt->pool_events;
+    out->pool_events = rt->mem.pool_events;
     pthread_mutex_unlock(lock);
-    out->serial_fallbacks = rt->serial_fallbacks;
-    out->rollbacks = rt->opt_rollbacks;
-    out->events_rolled_back = rt->opt_rolled_back;
-    out->anti_messages = rt->opt_anti;
-    out->serial_steps = rt->opt_serial_steps;
-    out->log_bytes_peak = rt->opt_log_peak;
+    out->serial_fallbacks = rt->stats.serial_fallbacks;
+    out->rollbacks = rt->opt.rollbacks;
+    out->events_rolled_back = rt->opt.rolled_back;
+    out->anti_messages = rt->opt.anti;
+    out->serial_steps = rt->opt.serial_steps;
+    out->log_bytes_peak = rt->opt.log_peak;
 }
 
 const char *seer_runtime_event_name(const seer_runtime *rt, uint32_t type)

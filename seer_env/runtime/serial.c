@@ -155,7 +155,7 @@ static int serial_fail(seer_runtime *rt, seer_worker *w)
 /* Reset instance i: clear and reseed its entities, init, boundary. */
 static int serial_reset(seer_runtime *rt, uint32_t i)
 {
-    seer_worker *w = &rt->workers[0];
+    seer_worker *w = &rt->pool.workers[0];
     w->call_events = 0;
     w->call_budget = UINT64_MAX;
     seer_inst *in = &rt->inst[i];
@@ -173,12 +173,12 @@ static int serial_reset(seer_runtime *rt, uint32_t i)
 
 static int serial_step(seer_runtime *rt, uint32_t i, int act)
 {
-    seer_worker *w = &rt->workers[0];
+    seer_worker *w = &rt->pool.workers[0];
     w->call_events = 0;
     w->call_budget = rt->max_step_events;
     seer_ctx c;
     seer_ctx_setup(&c, rt, w, i, PHASE_EVENT);
-    rt->events_total += step_instance(w, &c, i, &rt->inst[i].queue, 1, act);
+    rt->stats.events += step_instance(w, &c, i, &rt->inst[i].queue, 1, act);
     return w->err ? serial_fail(rt, w) : SEER_OK;
 }
 
@@ -191,8 +191,9 @@ int seer_serial_run(seer_runtime *rt, int job)
     int rc = SEER_OK;
     if (SEER_CHECKING(rt))
         seer_check_begin_call(rt);
-    for (uint32_t k = 0; k < rt->nsel && rc == SEER_OK; k++)
-        rc = job == JOB_RESET ? serial_reset(rt, rt->sel[k]) : seer_serial_step(rt, rt->sel[k]);
+    for (uint32_t k = 0; k < rt->call.nsel && rc == SEER_OK; k++)
+        rc = job == JOB_RESET ? serial_reset(rt, rt->call.sel[k])
+                              : seer_serial_step(rt, rt->call.sel[k]);
     if (SEER_CHECKING(rt))
         seer_check_end_call(rt);
     return rc;

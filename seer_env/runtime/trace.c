@@ -45,11 +45,11 @@ int seer_runtime_trace(seer_runtime *rt, uint64_t capacity)
         return SEER_E_ARG;
     }
     rt->trace_cap = capacity;
-    for (uint32_t t = 0; t < rt->nthreads; t++) {
-        if (seer_trace_alloc_worker(rt, &rt->workers[t]) != SEER_OK) {
+    for (uint32_t t = 0; t < rt->pool.nthreads; t++) {
+        if (seer_trace_alloc_worker(rt, &rt->pool.workers[t]) != SEER_OK) {
             rt->trace_cap = 0;
-            for (uint32_t u = 0; u < rt->nthreads; u++)
-                seer_trace_alloc_worker(rt, &rt->workers[u]);
+            for (uint32_t u = 0; u < rt->pool.nthreads; u++)
+                seer_trace_alloc_worker(rt, &rt->pool.workers[u]);
             seer_fail(rt, "out of memory for %llu trace records per thread",
                       (unsigned long long)capacity);
             return SEER_E_NOMEM;
@@ -60,26 +60,26 @@ int seer_runtime_trace(seer_runtime *rt, uint64_t capacity)
 
 uint64_t seer_runtime_trace_count(const seer_runtime *rt, uint32_t worker)
 {
-    return worker < rt->nthreads ? rt->workers[worker].trace_n : 0;
+    return worker < rt->pool.nthreads ? rt->pool.workers[worker].trace_n : 0;
 }
 
 const seer_trace_rec *seer_runtime_trace_records(const seer_runtime *rt, uint32_t worker)
 {
-    return worker < rt->nthreads ? rt->workers[worker].trace : NULL;
+    return worker < rt->pool.nthreads ? rt->pool.workers[worker].trace : NULL;
 }
 
 uint64_t seer_runtime_trace_dropped(const seer_runtime *rt)
 {
     uint64_t n = 0;
-    for (uint32_t t = 0; t < rt->nthreads; t++)
-        n += rt->workers[t].trace_dropped;
+    for (uint32_t t = 0; t < rt->pool.nthreads; t++)
+        n += rt->pool.workers[t].trace_dropped;
     return n;
 }
 
 void seer_runtime_trace_clear(seer_runtime *rt)
 {
-    for (uint32_t t = 0; t < rt->nthreads; t++) {
-        rt->workers[t].trace_n = 0;
-        rt->workers[t].trace_dropped = 0;
+    for (uint32_t t = 0; t < rt->pool.nthreads; t++) {
+        rt->pool.workers[t].trace_n = 0;
+        rt->pool.workers[t].trace_dropped = 0;
     }
 }
