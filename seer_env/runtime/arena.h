@@ -11,7 +11,7 @@
  *                reset, which a caller bounds (`cap`): the optimistic
  *                executor's log limit.
  *
- * Threads: single owner (_owner, internal.h): the thread that holds the
+ * Threads: single owner (_owner, base.h): the thread that holds the
  * arena -- during a call the worker holding a speculation slot; between
  * phases the completer (which reads every arena after the phase completed:
  * the acq_rel completions order it, sync.h).  No synchronization inside.

@@ -68,7 +68,10 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "base.h"
+#include "check.h"
+#include "errors.h"
+#include "runtime.h"
 
 /* The checked handler running on this thread (NULL: none).  Set and cleared
  * by the thread itself around a handler call; read by its signal handler. */

@@ -2,7 +2,7 @@
  * ctx.c -- what a handler calls (seer.h): the accessors of its context,
  * seer_schedule with the contract's checks, and seer_fail_step.  Every
  * function runs on the thread running the handler, with the context that
- * thread set up (internal.h: seer_ctx_setup); what they write -- the
+ * thread set up (ctx.h: seer_ctx_setup); what they write -- the
  * entity's record, the queue of its partition or instance, the thread's own
  * outboxes, free list and error slot -- belongs to that thread for the
  * phase.  The random draws (seer_rng_*) are in rng.c.
@@ -12,7 +12,15 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
+#include "base.h"
+#include "ctx.h"
+#include "errors.h"
+#include "event.h"
+#include "events.h"
+#include "optimistic.h"
+#include "parallel.h"
+#include "runtime.h"
+#include "squeue.h"
 
 /* ---- accessors ------------------------------------------------------------- */
 

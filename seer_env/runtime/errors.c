@@ -21,7 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "base.h"
+#include "errors.h"
+#include "runtime.h"
 
 void seer_fail(seer_runtime *rt, const char *fmt, ...)
 {

@@ -2,7 +2,7 @@
  * events.c -- event memory.  Every worker keeps a free list of event records
  * (seer_worker.pool) that only its own thread touches, with no
  * synchronization: seer_event_alloc_local and seer_event_free_local, inline
- * in internal.h, are the per-event path (seer_schedule allocates, the event
+ * in events.h, are the per-event path (seer_schedule allocates, the event
  * loop frees).  A record is freed to the list of the thread that handled it,
  * so records flow from the threads that schedule events to the threads that
  * handle them; the lists are backed by a reserve of chunks shared by all
@@ -20,7 +20,13 @@
  */
 #include <stdlib.h>
 
-#include "internal.h"
+#include "base.h"
+#include "errors.h"
+#include "event.h"
+#include "events.h"
+#include "runtime.h"
+#include "squeue.h"
+#include "sync.h"
 
 #define POOL_BATCH 256u  /* events a refill takes                  */
 #define POOL_CHUNK 4096u /* events a new chunk holds, at least     */

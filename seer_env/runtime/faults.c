@@ -1,6 +1,6 @@
 /*
  * faults.c -- allocation-failure injection for the runtime's failure-path
- * tests (tests/native/stress_failures.c; see internal.h).  Compiled only
+ * tests (tests/native/stress_failures.c; see faults.h).  Compiled only
  * with -DSEER_FAULT_INJECTION: the normal build compiles this file to
  * nothing.
  *
@@ -15,10 +15,11 @@
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #define SEER_FI_REAL_CALLS /* this file calls the real functions */
-#include "internal.h"
+#include "faults.h"
 
 /* Every access below is seq_cst (the default order): test-only code, where
  * the simplest argument beats speed.  Arming happens while no runtime

@@ -1,8 +1,9 @@
 /*
  * faults.h -- allocation-failure injection (faults.c), for the runtime's
- * failure-path tests only (private).  Included by internal.h and by every
- * header whose inline functions allocate (vec.h, arena.h), after the system
- * headers, so that the macros rename the runtime's own calls alone.
+ * failure-path tests only (private).  Included by base.h (so by every file
+ * of the runtime) and by every header whose inline functions allocate
+ * (vec.h, arena.h), after the system headers, so that the macros rename the
+ * runtime's own calls alone.
  */
 #ifndef SEER_FAULTS_H
 #define SEER_FAULTS_H

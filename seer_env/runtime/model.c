@@ -14,7 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "base.h"
+#include "errors.h"
 
 static const char *kind_name(seer_kind k)
 {

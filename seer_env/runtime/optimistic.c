@@ -89,9 +89,21 @@
 #include <string.h>
 
 #include "arena.h"
-#include "internal.h"
+#include "base.h"
+#include "ctx.h"
+#include "errors.h"
+#include "event.h"
+#include "events.h"
 #include "optimistic.h"
+#include "optimistic_state.h"
+#include "parallel.h"
+#include "partition.h"
+#include "process.h"
+#include "runtime.h"
 #include "spsc_ring.h"
+#include "squeue.h"
+#include "sync.h"
+#include "trace.h"
 #include "vec.h"
 
 /* ---- small helpers ------------------------------------------------------------- */

@@ -1,104 +1,57 @@
 /*
- * optimistic.h -- the optimistic executor's structures (private to
- * optimistic.c, Time Warp itself, and optimistic_sizing.c, which sizes and
- * frees them on the host).  See optimistic.c for how they are used.
+ * optimistic.h -- what the optimistic executor (optimistic.c,
+ * optimistic_sizing.c) exports to the rest of the runtime (private).  Its
+ * structures are optimistic_state.h.
  */
 #ifndef SEER_OPTIMISTIC_H
 #define SEER_OPTIMISTIC_H
 
-#include <stdalign.h>
-#include <stdatomic.h>
 #include <stdint.h>
 
-#include "arena.h"
-#include "internal.h"
-#include "spsc_ring.h"
+#include "runtime.h"
 
-#define OPT_BATCH 16u                 /* events between looks at the mailboxes  */
-#define OPT_RING_MIN 64u              /* messages a ring holds, at least ...     */
-#define OPT_RING_MAX 1024u            /* ... and at most                         */
-#define OPT_SPINS 256u                /* idle pauses before yielding the CPU     */
-#define OPT_CHUNK_MAX (1u << 20)      /* arena chunk bytes (smaller when the
-                                         limit is small)                          */
-#define OPT_CHUNK_MIN (16u << 10)
-#define OPT_LOG_MIN (64ull << 20)     /* the default log limit, at least         */
-#define OPT_EPOCH_MAX ((1u << (32 - SEER_EV_EPOCH_SHIFT)) - 1u)
+/* ---- optimistic.c, optimistic_sizing.c: the optimistic executor ------------- */
 
-/* ---- the structures --------------------------------------------------------- */
-
-/* An event a handling sent, and where to: its target's partition (so that
- * cancelling it never reads the event, which another slot may own). */
-typedef struct opt_sent {
-    seer_event *ev;
-    uint32_t part;
-    uint32_t inst;
-} opt_sent;
-
-/* One handling in an entity's log. */
-typedef struct seer_opt_rec {
-    struct seer_opt_rec *prev; /* the entity's previous handling this step     */
-    seer_event *ev;            /* the event (NULL once undone)                 */
-    opt_sent *sent;            /* the events it sent                           */
-    uint32_t nsent;
-    uint32_t inst;
-    uint32_t handled;          /* handlings it covers: 1 + its cascade (see
-                                  run_cascade)                                  */
-    seer_entity_rec rec;       /* the entity's runtime record before it        */
-    alignas(16) unsigned char state[]; /* the entity's state before it        */
-} seer_opt_rec;
-
-enum { MSG_EVENT = 0, MSG_ANTI = 1 };
-
-typedef struct opt_msg {
-    seer_event *ev;
-    uint32_t inst;
-    uint32_t kind; /* MSG_* */
-} opt_msg;
-
-/* Messages a slot could not push yet (its ring to that slot was full). */
-typedef struct opt_backlog {
-    opt_msg *a;
-    uint32_t head, n, cap;
-} opt_backlog;
-
-typedef struct seer_opt_worker {
-    uint32_t slot;          /* the slot this worker holds in the current phase */
-    seer_arena recs;        /* log records (one stride each)                   */
-    seer_arena sends;       /* their lists of sent events                      */
-    size_t cap;             /* bytes the two arenas may take in a step         */
-    size_t chunk;           /* bytes of a new chunk                            */
-    opt_sent *sent;         /* the current handler's sends                     */
-    uint32_t nsent, sent_cap;
-    seer_event **cascade;   /* the current handling's zero-delay events for its
-                               own entity below its key (see run_cascade)      */
-    uint32_t ncascade, cascade_cap;
-    opt_sent *cancel;       /* cancellations to carry out                      */
-    uint32_t ncancel, cancel_cap;
-    opt_backlog *backlog;   /* [slots]: by receiving slot                      */
-    uint32_t backlogged;    /* messages in the backlogs                        */
-    int64_t *net;           /* [B]: handlings kept (minus undone) this step    */
-    uint64_t *gross;        /* [B]: handlings this step                        */
-    uint32_t *ncancelled;   /* [B * nparts]: cancelled events pending          */
-    uint32_t B, nparts, slots; /* what the arrays were sized for               */
-    /* statistics of the current call (the completer adds them up) */
-    uint64_t rollbacks, undone, anti;
-    uint64_t tick;          /* events since the last Ctrl-C / budget check     */
-} seer_opt_worker;
-
-struct seer_opt_shared {
-    /* active slots + messages in flight: the phase ends at 0 */
-    alignas(SEER_CACHE_LINE) _Atomic int64_t work;
-    char pad_[SEER_CACHE_LINE - sizeof(int64_t)];
-    uint32_t slots;     /* of the current sizing                        */
-    uint32_t nparts;    /* partitions it was cut for                    */
-    uint32_t ring_cap;  /* messages per ring                            */
-    seer_spsc *rings;   /* [slots * slots]: sender * slots + receiver   */
-    opt_msg *ring_mem;  /* [slots * slots * ring_cap]: the rings' elements */
-    uint32_t *first;    /* [slots + 1]: slot s holds [first[s], first[s+1]) */
-    uint32_t *slot_of;  /* [nparts]                                     */
-    uint32_t *scratch;  /* [B]: reordering the selection                */
-    uint32_t B;
-    size_t rec_stride;  /* bytes of one log record                      */
-};
+/* Host, before a step with instances split across threads: size the
+ * mailboxes, logs and slots for the pool and the selection, and start a new
+ * speculation epoch.  On failure (SEER_E_NOMEM, rt->err set) nothing has
+ * changed. */
+int seer_opt_prepare(seer_runtime *rt);
+/* Host, before a step of the optimistic executor with instances split
+ * across threads: speculate (1), or run the conservative executor's windows
+ * (0: the lookahead is above the resolution of the simulated time for every
+ * selected instance, and a step holds at most SEER_OPT_WINDOWS_MAX windows
+ * of width L, so windows cost little and roll nothing back). */
+int seer_opt_speculates(const seer_runtime *rt);
+/* Slots of the speculation phase (each a set of partitions one worker holds
+ * for the whole phase). */
+uint32_t seer_opt_slots(const seer_runtime *rt);
+/* The completer, opening the speculation phase. */
+void seer_opt_open_completer(seer_runtime *rt);
+/* The speculation phase's item: slot `slot`, run by w until every slot is
+ * idle and no message is in flight (or the call aborts); `bank`: the act
+ * phase's outboxes, merged first. */
+void seer_opt_run_slot(seer_worker *w, seer_ctx *c, uint32_t slot, uint32_t bank);
+/* The completer (worker w), after the speculation phase: statistics;
+ * abandoned instances go to the end of the selection (rt->opt.abandoned of
+ * them, out of rt->call.nsel); after an abort, every message and log is dropped
+ * (their events freed into w's own free list). */
+void seer_opt_finish_completer(seer_runtime *rt, seer_worker *w, int aborted);
+/* Host, after the call: instance i's abandoned speculation undone, its
+ * step run serially (from after its act phase). */
+int seer_opt_serial_step(seer_runtime *rt, uint32_t i);
+/* Host, after a failed call: instance i's abandoned speculation, not rerun,
+ * is dropped (the events its logs hold freed, the logs forgotten); the
+ * instance fails with the call, release_failed frees its queues. */
+void seer_opt_drop(seer_runtime *rt, uint32_t i);
+/* seer_schedule during speculation: ev (filled in) is kept for delivery
+ * after the handler returns.  Always SEER_OK: what goes wrong abandons the
+ * speculation. */
+int seer_opt_schedule_local(seer_ctx *c, seer_event *ev);
+/* Free the workers' optimistic state and the mailboxes, and forget the logs
+ * (the pool stops: they are made again for the next speculative step). */
+void seer_opt_release(seer_runtime *rt);
+/* Free everything (destroy). */
+void seer_opt_free(seer_runtime *rt);
 
 #endif /* SEER_OPTIMISTIC_H */

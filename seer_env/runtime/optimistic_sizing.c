@@ -11,9 +11,15 @@
 #include <string.h>
 
 #include "arena.h"
-#include "internal.h"
+#include "base.h"
+#include "errors.h"
+#include "event.h"
 #include "optimistic.h"
+#include "optimistic_state.h"
+#include "runtime.h"
 #include "spsc_ring.h"
+#include "squeue.h"
+#include "sync.h"
 
 /* ---- sizing (host) -------------------------------------------------------------- */
 

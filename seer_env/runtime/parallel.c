@@ -66,7 +66,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "base.h"
+#include "ctx.h"
+#include "errors.h"
+#include "events.h"
+#include "optimistic.h"
+#include "parallel.h"
+#include "phases.h"
+#include "process.h"
+#include "runtime.h"
+#include "serial.h"
+#include "squeue.h"
+#include "sync.h"
+#include "trace.h"
 
 #define WAKE_SPINS 4000u  /* pauses before a worker sleeps between calls   */
 #define PHASE_SPINS 2000u /* pauses before a waiting worker yields the CPU */

@@ -22,7 +22,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "base.h"
+#include "errors.h"
+#include "event.h"
+#include "parallel.h"
+#include "partition.h"
+#include "process.h"
+#include "runtime.h"
+#include "serial.h"
+#include "squeue.h"
+#include "sync.h"
 
 #define MIG_NB SEER_SQ_COUNTS /* migration counts per destination queue */
 

@@ -12,7 +12,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
+#include "base.h"
+#include "check.h"
+#include "ctx.h"
+#include "errors.h"
+#include "phases.h"
+#include "runtime.h"
 
 /* After every handler: turn a non-zero return into an error. */
 int seer_after_handler(seer_ctx *c, int rc, const char *what)

@@ -41,7 +41,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "base.h"
+#include "process.h"
 
 /* ---- fork -------------------------------------------------------------------- */
 

@@ -8,7 +8,9 @@
  */
 #include <math.h>
 
-#include "internal.h"
+#include "base.h"
+#include "errors.h"
+#include "runtime.h"
 
 void seer_rng_seed_state(uint64_t seed, uint32_t entity, uint64_t s[4])
 {

@@ -13,7 +13,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "base.h"
+#include "check.h"
+#include "ctx.h"
+#include "errors.h"
+#include "event.h"
+#include "events.h"
+#include "optimistic.h"
+#include "parallel.h"
+#include "partition.h"
+#include "process.h"
+#include "runtime.h"
+#include "serial.h"
+#include "squeue.h"
+#include "sync.h"
 
 /* ---- creation: validating the options -------------------------------------- */
 

@@ -17,7 +17,18 @@
 #define _POSIX_C_SOURCE 200809L
 #include <string.h>
 
-#include "internal.h"
+#include "base.h"
+#include "check.h"
+#include "ctx.h"
+#include "errors.h"
+#include "event.h"
+#include "events.h"
+#include "phases.h"
+#include "process.h"
+#include "runtime.h"
+#include "serial.h"
+#include "squeue.h"
+#include "trace.h"
 
 /* ---- the event loop (both executors) ------------------------------------- */
 

@@ -55,7 +55,7 @@
  * queue does not allocate.
  *
  * Threads: single owner, no synchronization (hence the _owner suffix of
- * every operation; internal.h).  The owner is the thread that holds the
+ * every operation; base.h).  The owner is the thread that holds the
  * queue: the host for the serial executor's queues and for every queue
  * between calls (partition.c moves events between queues); during a
  * parallel call, the worker that claimed the partition for the phase.  The
@@ -65,7 +65,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "base.h"
+#include "event.h"
+#include "squeue.h"
 #include "vec.h"
 
 static inline seer_time bits_time(uint64_t u)

@@ -23,8 +23,9 @@
  *  - A claim succeeds only by CAS on the (phase, front, back) ticket, so work is
  *    never taken from a phase other than the one the claimer read.
  *
- * Included through internal.h; the parallel executor (parallel.c) and
- * tests/native/stress_phases.c use it.  Names say who may call (internal.h):
+ * Included by runtime.h (the pool holds the executive list); the parallel
+ * executor (parallel.c) and tests/native/stress_phases.c use it.  Names say
+ * who may call (base.h):
  * _any for every thread, _completer for the thread that completed a phase.
  */
 #ifndef SEER_SYNC_H

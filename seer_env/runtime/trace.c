@@ -4,7 +4,7 @@
  * Perfetto trace.  The host turns tracing on or off and reads the records
  * between calls (seer_runtime_trace*, seer_runtime.h); during a call each
  * worker appends to its own buffer only, while it holds a chunk of a phase
- * (seer_trace_add_local, inline in internal.h: the event loop records every
+ * (seer_trace_add_local, inline in trace.h: the event loop records every
  * event when tracing), so the records happen before the call returns.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -12,7 +12,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "internal.h"
+#include "base.h"
+#include "errors.h"
+#include "runtime.h"
+#include "trace.h"
 
 uint64_t seer_clock_ns(void)
 {

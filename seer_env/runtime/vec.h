@@ -9,7 +9,7 @@
  *                         UINT32_MAX elements); never shrinks, so after
  *                         warm-up a vector does not allocate.
  *
- * Threads: single owner (_owner, internal.h): the thread that holds the
+ * Threads: single owner (_owner, base.h): the thread that holds the
  * vector; no synchronization inside.  Ownership passes only through the
  * phase transitions or between calls, which order the accesses (sync.h).
  * Progress: not applicable (no shared state); one realloc at most per call.

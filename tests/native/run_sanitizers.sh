@@ -86,7 +86,7 @@ for mode in "${modes[@]}"; do
     "${wrap[@]}" -o "$out/stress_runtime-$mode" -lm
   "$out/stress_runtime-$mode"
   # every allocation and thread creation of the runtime failed in turn: the
-  # only build with the failure injection (internal.h, faults.c)
+  # only build with the failure injection (faults.h, faults.c)
   "$CC" "${common[@]}" "${flags[@]}" -DSEER_FAULT_INJECTION "$here/stress_failures.c" \
     "${runtime_src[@]}" "${wrap[@]}" -o "$out/stress_failures-$mode" -lm
   # shellcheck disable=SC2086 # two arguments

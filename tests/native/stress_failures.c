@@ -31,7 +31,9 @@
 #include <time.h>
 
 #define SEER_FI_REAL_CALLS /* the test's own allocations are not counted */
-#include "internal.h"
+#include "base.h"
+#include "faults.h"
+#include "seer_runtime.h"
 #include "phold.h"
 
 #define B 3 /* instances of the reference runs (a scenario runs the first nb) */

@@ -1,0 +1,51 @@
+/*
+ * events.h -- event memory (events.c; private): the per-event allocation
+ * path, inline.
+ */
+#ifndef SEER_EVENTS_H
+#define SEER_EVENTS_H
+
+#include <stdint.h>
+
+#include "runtime.h"
+
+/* ---- events.c: event memory ---------------------------------------------- */
+
+/* Slow path of seer_event_alloc_local: refill w's empty free list from the
+ * shared reserve.  SEER_OK, SEER_E_NOMEM, or SEER_E_BUDGET past the memory
+ * limit (then w's error says so). */
+int seer_event_refill_local(seer_worker *w);
+
+/* A free event record from w's own free list; NULL when no memory is left
+ * for one (see seer_event_refill_local).  The per-event path: inline. */
+static inline seer_event *seer_event_alloc_local(seer_worker *w)
+{
+    if (__builtin_expect(w->pool.free == NULL, 0) && seer_event_refill_local(w) != SEER_OK)
+        return NULL;
+    seer_event *ev = w->pool.free;
+    w->pool.free = ev->next_free;
+    w->pool.nfree--;
+    /* Handlers often schedule several events in a row, and the free list
+     * reaches back to records handled long ago: start loading the next one
+     * (its link is read, its header and payload written, by that alloc). */
+    __builtin_prefetch(w->pool.free, 1);
+    return ev;
+}
+
+/* Give ev back to w's own free list (whoever allocated it: events flow from
+ * the threads that schedule them to the threads that handle them). */
+static inline void seer_event_free_local(seer_worker *w, seer_event *ev)
+{
+    ev->next_free = w->pool.free;
+    w->pool.free = ev;
+    w->pool.nfree++;
+}
+
+/* Outside the event loop: bring w's free list into [lo, hi] (the reserve's
+ * mutex). */
+void seer_event_pool_balance_local(seer_worker *w, uint64_t lo, uint64_t hi);
+/* Free every event q holds into w's free list and empty q (the caller owns
+ * q). */
+void seer_event_free_all_local(seer_worker *w, seer_squeue *q);
+
+#endif /* SEER_EVENTS_H */

@@ -1,0 +1,277 @@
+/*
+ * runtime.h -- the runtime's private structures: the per-entity record,
+ * the instance, the worker, the handler's context and the runtime itself,
+ * grouped by concern; and what runtime.c exports to the other files.
+ */
+#ifndef SEER_RUNTIME_INTERNAL_H
+#define SEER_RUNTIME_INTERNAL_H
+
+#include <pthread.h>
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "base.h"
+#include "event.h"
+#include "seer_runtime.h"
+#include "squeue.h"
+#include "sync.h"
+
+/* Per-entity runtime record.  Written only by the thread handling the
+ * entity's partition. */
+typedef struct seer_entity_rec {
+    uint64_t seq;    /* events this entity has scheduled since reset */
+    uint64_t events; /* events this entity has handled since reset */
+    uint64_t rng[4];
+} seer_entity_rec;
+
+/* One instance.  Line-aligned (and allocated so): the fields the workers
+ * read on every entity visit must not share a line with anything that other
+ * threads write during a call.  A step once ran 3x slower because `recs`
+ * shared its line with the next heap allocation. */
+typedef struct seer_inst {
+    alignas(SEER_CACHE_LINE) uint64_t seed;
+    uint64_t step;       /* steps completed since reset */
+    int ready;           /* reset, and no call failed since */
+    int failed;          /* a call failed since the last reset */
+    seer_time w_end;     /* parallel: current window end */
+    seer_time boundary;  /* end of the step being run */
+    int running;         /* parallel: window loop still active this step */
+    int resetting;       /* the current boundary is a reset's */
+    unsigned char *states;
+    unsigned char *snapshot;
+    unsigned char *idata;
+    seer_entity_rec *recs;
+    seer_squeue *parts; /* parallel executor: one queue per partition
+                           (line-aligned; see parallel.c) */
+    /* optimistic executor: each entity's log of the events it handled in
+     * the current step, newest first ([num_entities]; written only by the
+     * worker holding the entity's partition; NULL between calls) */
+    struct seer_opt_rec **opt_log;
+    alignas(SEER_CACHE_LINE) seer_squeue queue; /* serial executor: all pending
+                                                   events */
+    /* optimistic executor: this step's speculation was abandoned (it runs
+     * serially once every worker has let go of it).  Any worker sets it
+     * during the speculation phase; its own line. */
+    alignas(SEER_CACHE_LINE) _Atomic int opt_abandon;
+} seer_inst;
+
+/* A worker's free list of event records (events.c). */
+typedef struct seer_event_pool {
+    seer_event *free;
+    uint64_t nfree;
+} seer_event_pool;
+
+struct seer_runtime;
+
+/* Per-thread state (the calling thread is worker 0).  Private to its
+ * thread during a call (the _local functions), except `out` (see below) and
+ * what the phase completer reads between phases (local_min, call_events). */
+typedef struct seer_worker {
+    alignas(SEER_CACHE_LINE) struct seer_runtime *rt;
+    uint32_t id;
+    seer_event_pool pool;
+    double *local_min; /* [num_instances] earliest time this thread saw */
+    int err;           /* first error this thread hit in the current call */
+    char msg[SEER_ERRLEN];
+    uint64_t events;
+    uint64_t call_events;  /* events handled in the current call               */
+    uint64_t call_budget;  /* ... at most (SEER_E_BUDGET beyond)               */
+    uint32_t stop_tick;    /* events since the last Ctrl-C / budget check      */
+    uint64_t refills;      /* free list ran dry inside the event loop          */
+    uint64_t refills_seen; /* refills already answered by a larger target      */
+    uint64_t pool_target;  /* free events to hold when a call starts           */
+    uint64_t gen_seen; /* job generation this worker last ran (or started at) */
+    /* Cross-partition events this thread scheduled, by parity of the phase
+     * that scheduled them, then [instance * nparts + partition].  A bank is
+     * owned by this thread in the phases of its parity and by the target
+     * partitions' visitors in the next. */
+    seer_qvec *out[2];
+    seer_trace_rec *trace; /* NULL when tracing is off */
+    uint64_t trace_n;
+    uint64_t trace_dropped;
+    pthread_t thread;
+    int started;
+    struct seer_opt_worker *opt; /* optimistic executor (optimistic.c); NULL
+                                    until its first speculative step */
+} seer_worker;
+
+enum seer_phase {
+    PHASE_NONE = 0,
+    PHASE_INIT,
+    PHASE_ACT,
+    PHASE_EVENT,
+    PHASE_BOUNDARY
+};
+
+/* The context a handler gets (seer.h's opaque seer_ctx): on the stack of
+ * the thread that calls the handler. */
+struct seer_ctx {
+    struct seer_runtime *rt;
+    seer_inst *inst;
+    seer_worker *w;
+    seer_entity_rec *rec;
+    seer_time now;
+    uint32_t inst_idx;
+    uint32_t self;
+    int phase;
+    uint32_t cur_type; /* event type being handled (for messages) */
+    int spec;          /* optimistic executor: handling speculatively */
+    uint64_t cur_key;  /* ... the key of the event being handled */
+};
+
+enum seer_job { JOB_RESET = 1, JOB_STEP };
+
+/* The runtime's state, by concern.  Each group is a named struct so that a
+ * file can say which concern it touches (rt->check.mode, rt->opt.rollbacks). */
+
+/* The checking mode (check.c). */
+typedef struct seer_rt_check {
+    uint32_t mode;           /* SEER_CHECK_* flags                             */
+    uint64_t shuffle_seed;   /* SEER_CHECK_SHUFFLE: seed of the visiting orders */
+    size_t config_len;       /* bytes of the (page-aligned) config             */
+    uintptr_t static_lo;     /* the model's writable static data               */
+    uintptr_t static_hi;
+    struct seer_inst *armed_inst; /* whose regions are protected               */
+    int armed_cls;                /* ... for which class of handler            */
+    uint32_t armed_entity;        /* ... and which entity                      */
+} seer_rt_check;
+
+/* Partitions of the parallel executor: contiguous, equal ranges of
+ * entities, one per thread of the pool (see partition.c). */
+typedef struct seer_rt_parts {
+    uint32_t n;      /* per instance                                           */
+    uint32_t *of;    /* [num_entities]: an entity's partition                  */
+    uint32_t *start; /* [n + 1]: partition p is [start[p], start[p+1])         */
+} seer_rt_parts;
+
+/* The host buffers (caller's or runtime-owned). */
+typedef struct seer_rt_buffers {
+    void *actions;
+    float *obs;
+    float *reward;
+    uint8_t *terminated;
+    uint8_t *truncated;
+    uint8_t *alive;
+    uint8_t *active;
+    double *info;
+    uint32_t owned; /* bit SEER_BUF_x: the runtime allocated it */
+} seer_rt_buffers;
+
+/* The event reserve shared by all workers (events.c; mutex: slow path only). */
+typedef struct seer_rt_reserve {
+    pthread_mutex_t lock;
+    seer_event *reserve;
+    uint64_t reserve_n;
+    void **chunks;
+    size_t nchunks, chunks_cap;
+    uint64_t pool_events;
+} seer_rt_reserve;
+
+/* The worker pool (parallel.c). */
+typedef struct seer_rt_pool {
+    uint32_t nthreads;        /* workers created, the caller included             */
+    _Atomic uint32_t active;  /* workers that take part in calls (<= nthreads);
+                                 the others are parked, asleep: resizing the
+                                 pool within nthreads costs no thread creation */
+    seer_worker *workers;
+    pthread_mutex_t wake_lock;
+    pthread_cond_t wake_cond;
+    _Atomic uint64_t job_gen;
+    _Atomic int shutdown;
+    seer_phases ph;    /* the executive list: phases of the current call
+                          (its ticket and counter on lines of their own) */
+    uint32_t call_tag; /* tag of the current call's phases (low bits of job_gen) */
+} seer_rt_pool;
+
+/* The current call (written by the host before it, by the completer between
+ * phases). */
+typedef struct seer_rt_call {
+    uint32_t *sel;   /* selected instance indices */
+    uint32_t *perm;  /* SEER_CHECK_SHUFFLE: the current phase's visiting order */
+    uint32_t nsel;
+    int any_running;
+    uint32_t out_parity; /* outboxes the current phase writes (the previous
+                            phase's, the other parity, are merged) */
+    seer_time window_t; /* earliest window start of the running instances */
+    _Atomic int abort_code;
+} seer_rt_call;
+
+/* Statistics since creation. */
+typedef struct seer_rt_stats {
+    uint64_t events;
+    uint64_t windows;
+    uint64_t steps;
+    uint64_t refills;
+    uint64_t serial_fallbacks; /* steps run serially: lookahead below the
+                                  resolution of the simulated time */
+} seer_rt_stats;
+
+/* The optimistic executor (optimistic.c, optimistic_sizing.c). */
+typedef struct seer_rt_opt {
+    struct seer_opt_shared *shared; /* mailboxes, slots, termination counter:
+                                       NULL until its first speculative step */
+    uint64_t log_limit;          /* bytes of rollback logs a step may take     */
+    uint32_t epoch;              /* the current speculation's epoch (flags)    */
+    int spec;                    /* this call speculates (else: windows)       */
+    uint32_t abandoned;          /* this call: instances whose speculation was
+                                    abandoned, moved to the end of call.sel    */
+    uint64_t rollbacks;          /* statistics since creation                  */
+    uint64_t rolled_back;
+    uint64_t anti;
+    uint64_t serial_steps;
+    uint64_t log_peak;
+} seer_rt_opt;
+
+struct seer_runtime {
+    const seer_model *model;
+    seer_sizes sz;
+    void *config;
+    uint32_t B;
+    int executor;
+    uint64_t max_cycles;
+    seer_rt_check check;
+    size_t event_stride;
+    size_t entity_stride;
+    size_t snapshot_stride;
+    size_t entity_pad;   /* offset of a state in its stride (checking mode) */
+    size_t snapshot_pad; /* offset of a record in its stride (checking mode) */
+    size_t idata_stride;
+    seer_rt_parts part;
+
+    seer_inst *inst;
+    seer_rt_buffers buf;
+    seer_rt_reserve mem;
+    seer_rt_pool pool;
+    seer_rt_call call;
+    seer_rt_stats stats;
+
+    uint64_t trace_cap; /* records per worker; 0 = tracing off */
+
+    char err[SEER_ERRLEN];
+    char fail_msg[SEER_ERRLEN]; /* the message of the last failed call */
+    int broken;                 /* the pool could not be restarted: every call fails */
+    unsigned fork_gen;          /* seer_fork_generation() when the pool started */
+    int in_call;                /* a reset or step is running (fork detection) */
+    uint64_t sigint_at_call;    /* seer_sigint_count() when the call started   */
+    uint64_t max_step_events;   /* per instance and step                        */
+    uint64_t memory_limit;      /* bytes                                        */
+    uint32_t rt_flags;          /* SEER_RT_*                                    */
+
+    seer_rt_opt opt;
+};
+
+/* Does this executor keep its pending events in the partition queues? */
+static inline int seer_uses_parts(int executor)
+{
+    return executor == SEER_EXECUTOR_PARALLEL || executor == SEER_EXECUTOR_OPTIMISTIC;
+}
+
+/* ---- runtime.c ------------------------------------------------------------- */
+
+/* Every call that runs the model or changes the pool starts here (host):
+ * re-creates the pool in a child of fork(), refuses on a broken runtime,
+ * watches SIGINT from here on. */
+int seer_call_begin(seer_runtime *rt);
+
+#endif /* SEER_RUNTIME_INTERNAL_H */
