@@ -25,6 +25,13 @@
  *   _local      only the thread of the worker `w` it is given: it touches
  *               that worker's private state (free list, error slot, trace
  *               records) unsynchronized
+ *   _producer   only the one producer thread of a single-producer
+ *   _consumer   single-consumer ring, or only its one consumer thread
+ *               (spsc_ring.h); the roles change hands only at a point that
+ *               orders both sides
+ *   _quiescent  only while no other thread uses the structure (after a point
+ *               that orders every earlier use before the caller, e.g. a
+ *               completed phase)
  *
  * Without a suffix: pure functions (they touch only their arguments),
  * lifecycle functions (init/free of a structure no other thread can reach
