@@ -6,7 +6,7 @@
  * Done in Python, that is several bytecode-dispatched operations per agent;
  * here it is one pass with CPython's C API.  A SeerVectorEnv step copies
  * the runtime's buffers into fresh arrays (NumPy's C API): one call instead
- * of a dozen.  Only seer_env._base calls these functions, from the thread
+ * of a dozen.  Only seer_env.env calls these functions, from the thread
  * that holds the env (and the GIL) for the call.  Gate, the one-call-at-a-
  * time guard every env call passes through, is here too: what it does
  * between taking the env and giving it back must not be split by a signal
@@ -661,7 +661,7 @@ fail:
 
 /* ---- the gate: one call at a time per env -------------------------------------- */
 
-/* An env's calls pass through its gate (Gate.call, which seer_env._base's
+/* An env's calls pass through its gate (Gate.call, which seer_env.env's
  * generated wrappers call): one at a time, and none once close() started.
  * Everything that must not be separated by a signal handler happens here, in
  * C, under the GIL: taking the gate and recording its owner, running the
@@ -1017,7 +1017,7 @@ static PyMethodDef fast_methods[] = {
 static struct PyModuleDef fast_module = {
     PyModuleDef_HEAD_INIT, "_fast",
     "The dict and batched APIs' per-step work in C, and the envs' gate (used by "
-    "seer_env._base).", -1,
+    "seer_env.env).", -1,
     fast_methods, NULL, NULL, NULL, NULL,
 };
 

@@ -64,14 +64,14 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
-from ._base import SeerVectorEnv
+from .env import SeerVectorEnv
 from .errors import ClosedError, ConfigError, InvalidActionError
 
 __all__ = ["AgentVectorEnv", "agent_vector_env"]
 
 
 class AgentVectorEnv(gymnasium.vector.VectorEnv):
-    """Every agent of every instance of a :class:`~seer_env._base.SeerVectorEnv` as one
+    """Every agent of every instance of a :class:`~seer_env.env.SeerVectorEnv` as one
     sub-env of a Gymnasium ``VectorEnv`` (see the module docstring).
 
     Args:

@@ -49,7 +49,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ._base import _raised_by_seer
+from .env import _raised_by_seer
 from .errors import ConfigError, SeerError, StateError
 from .registry import make
 

@@ -61,7 +61,7 @@ from ._runtime import NativeModel, Param, load_module
 from .errors import BuildError, ConfigError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ._base import SeerParallelEnv, SeerVectorEnv
+    from .env import SeerParallelEnv, SeerVectorEnv
     from .gym_vector import AgentVectorEnv
 
 
@@ -191,7 +191,7 @@ class Model:
     def parallel_env(self, **config: Any) -> SeerParallelEnv:
         """A PettingZoo ParallelEnv (keys: :attr:`defaults` plus ``threads``,
         ``executor``, ``render_mode``, ``info_keys``)."""
-        from ._base import SeerParallelEnv, env_class
+        from .env import SeerParallelEnv, env_class
 
         if self._env_class is None:
             self._env_class = env_class(self, self.parallel_class or SeerParallelEnv)
@@ -201,7 +201,7 @@ class Model:
     def vector_env(self, num_envs: int, **config: Any) -> SeerVectorEnv:
         """``num_envs`` instances stepped together as arrays (plus ``copy``,
         ``autoreset_mode``)."""
-        from ._base import SeerVectorEnv
+        from .env import SeerVectorEnv
 
         cls = self.vector_class or SeerVectorEnv
         venv: SeerVectorEnv = cls(self, num_envs, **config)
@@ -216,7 +216,7 @@ class Model:
     def aec_env(self, **config: Any) -> Any:
         """A PettingZoo AEC env (PettingZoo's ``parallel_to_aec`` of
         :meth:`parallel_env`, checking each action when it is given)."""
-        from ._base import aec_env
+        from .env import aec_env
 
         return aec_env(self.parallel_env(**config))
 

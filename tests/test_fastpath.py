@@ -9,7 +9,7 @@ from collections import UserDict
 import numpy as np
 import pytest
 
-from seer_env import _base
+from seer_env import env as _base
 from seer_env.envs import aircraft_v0, pcs_v0, phold_v0
 from seer_env.errors import InvalidActionError
 from tests.models import load as load_test_model

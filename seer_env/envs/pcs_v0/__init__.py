@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from ..._base import SeerParallelEnv, SeerVectorEnv
+from ...env import SeerParallelEnv, SeerVectorEnv
 from ...sdk import declare
 
 #: Observation elements (``README.md`` has the formulas); the last two only
