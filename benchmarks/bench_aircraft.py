@@ -32,8 +32,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from oracles.aircraft_numpy import AircraftNumpy  # noqa: E402
-from seer_env._runtime import Runtime  # noqa: E402
 from seer_env.envs import aircraft_v0  # noqa: E402
+from seer_env.registry import Runtime  # noqa: E402
 
 
 def actions_for(rng: np.random.Generator, obs: np.ndarray) -> np.ndarray:

@@ -33,8 +33,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from oracles.pcs_numpy import PcsOracle  # noqa: E402
-from seer_env._runtime import Runtime  # noqa: E402
 from seer_env.envs import pcs_v0  # noqa: E402
+from seer_env.registry import Runtime  # noqa: E402
 
 
 def c_config(w: int, reports: bool, classic: bool = False) -> dict[str, Any]:

@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 
 import seer_env  # noqa: E402
-from seer_env._runtime import Runtime  # noqa: E402
+from seer_env.registry import Runtime  # noqa: E402
 
 
 def stepper(native: Any, cfg: dict, threads: int) -> Any:

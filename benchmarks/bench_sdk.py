@@ -32,7 +32,7 @@ import numpy as np
 
 import seer_env
 from seer_env import registry, sdk
-from seer_env._runtime import Runtime
+from seer_env.registry import Runtime
 
 ROOT = Path(__file__).resolve().parent.parent
 CFG = dict(num_entities=4096, events_per_entity=4, remote=0.5, mean=1.0, lookahead=1.0, work=0,

@@ -52,7 +52,7 @@ if str(REPO) not in sys.path:  # the checkout's oracles/ (run as a script)
 
 import oracles.pcs_numpy  # noqa: E402
 import oracles.phold_py  # noqa: E402
-from seer_env._runtime import Runtime, cpu_count  # noqa: E402
+from seer_env._runtime import cpu_count  # noqa: E402
 from seer_env.bench import (  # noqa: E402
     _pcs_config,
     bench_api,
@@ -62,7 +62,7 @@ from seer_env.bench import (  # noqa: E402
     machine,
     phold_config,
 )
-from seer_env.registry import env_module  # noqa: E402
+from seer_env.registry import Runtime, env_module  # noqa: E402
 
 Log = Callable[[str], None]
 

@@ -20,6 +20,7 @@ Your own model (a folder of C sources and a declaration, see :mod:`seer_env.sdk`
 
 from . import sdk
 from ._paths import get_include
+from ._version import __version__ as __version__
 from .check import CheckReport, check
 from .errors import (
     BuildError,
@@ -34,8 +35,6 @@ from .errors import (
 )
 from .registry import ENVS, available, make, register_pettingzoo
 from .testing import VerifyReport, verify
-
-__version__ = "0.2.0"
 
 register_pettingzoo()
 

@@ -8,7 +8,7 @@ are checked in one place (:func:`error_for`); the runtime's in-place buffers
 are NumPy views::
 
     from seer_env import registry
-    model = registry.native_model("phold_v0")
+    model = registry.native_model("phold_v0")   # a NativeModel (registry: a higher layer)
     rt = Runtime(model, {"num_entities": 64}, num_instances=2, threads=2)
     rt.reset([1, 2])
     rt.actions[:] = 0
@@ -20,6 +20,14 @@ Configurations are filled through the model's parameter table: names,
 types, defaults and ranges come from C, which checks every value.  The
 views are zero-copy and valid until :meth:`Runtime.close`; callers that hand
 arrays to users copy them.
+
+This is the bottom of the package's layers (``[tool.importlinter]`` in
+``pyproject.toml``): it imports only :mod:`seer_env.errors` and
+:mod:`seer_env._build`.  A :class:`Runtime` takes a :class:`NativeModel`, not a
+name (:class:`seer_env.registry.Runtime` resolves names), and knows nothing of
+STPA: with ``threads="auto"`` it starts on one thread and sets
+:attr:`Runtime.auto_threads`, and its owner attaches a step controller
+(:func:`seer_env.stpa.attach`, :meth:`Runtime.attach`).
 """
 
 from __future__ import annotations
@@ -380,6 +388,10 @@ class NativeModel:
             for i in range(t.event_type_count)
         )
 
+    def event_name(self, event_type: int) -> str:
+        """The name the model's table gives event type ``event_type``."""
+        return self.ffi.string(self.lib.seer_model_event_name(self.table, event_type)).decode()
+
     def _default(self, p: Any, kind: str, none_ok: bool) -> Any:
         d = float(getattr(p, "def"))
         n = float(p.none)
@@ -600,7 +612,7 @@ def _estimate(model: NativeModel, cfg: Any, opts: Any) -> dict[str, int]:
     return {n: int(parts[k]) for k, n in enumerate(names)}
 
 
-def memory_estimate(model: NativeModel | str, config: Mapping[str, Any] | None = None,
+def memory_estimate(model: NativeModel, config: Mapping[str, Any] | None = None,
                     num_instances: int = 1, executor: str = "serial", check: int = 0
                     ) -> dict[str, int]:
     """The bytes a :class:`Runtime` of this configuration would take, by part:
@@ -610,13 +622,11 @@ def memory_estimate(model: NativeModel | str, config: Mapping[str, Any] | None =
     Their sum is what ``memory_limit`` (or the machine's memory) is checked
     against, before anything is allocated.  Nothing is allocated here::
 
-        parts = memory_estimate("aircraft_v0", {"num_uavs": 1 << 20}, 4)
+        parts = memory_estimate(native, {"num_uavs": 1 << 20}, 4)
         print(sum(parts.values()) / 2**30, max(parts, key=parts.get))
-    """
-    if isinstance(model, str):
-        from .registry import native_model
 
-        model = native_model(model)
+    :func:`seer_env.registry.memory_estimate` takes a model's name as well.
+    """
     lib, ffi = model.lib, model.ffi
     opts = ffi.new("seer_runtime_options *")
     opts.num_instances = _positive_int("num_instances", num_instances, 1, 1 << 20)
@@ -639,15 +649,19 @@ class Runtime:
     """B instances of one native model on one executor.
 
     Args:
-        model: a :class:`NativeModel`, or the name of a registered model
-            (``"phold_v0"``, or a shipped model's C name such as ``"pcs"``).
+        model: a :class:`NativeModel` (:class:`seer_env.registry.Runtime` also
+            takes the name of a registered model: ``"phold_v0"``, or a shipped
+            model's C name such as ``"pcs"``).
         config: parameter values (the others keep their defaults).
         num_instances: ``B``, the number of independent instances.
         executor: ``"parallel"`` (conservative windows), ``"optimistic"``
             (speculation with rollback inside a step: any lookahead, 0 included)
             or ``"serial"`` (the reference).
         threads: pool size including the calling thread, or ``"auto"``: with the
-            parallel executor, STPA (:mod:`seer_env.stpa`) times the candidate
+            parallel executor, the runtime starts on one thread and
+            :attr:`auto_threads` is True; the owner attaches a controller
+            (:func:`seer_env.stpa.attach`; the envs and
+            :class:`seer_env.registry.Runtime` do), which times the candidate
             configurations (the serial executor, the parallel executor on
             1..cores threads, and the optimistic executor where the lookahead is
             0 or too small for windows) on the first real steps and keeps the
@@ -656,7 +670,6 @@ class Runtime:
             With the optimistic executor, "auto" takes every CPU.
         max_cycles: truncate every agent after that many steps (0, the
             default here: never; None: the model's default, as the envs use).
-        stpa_options: keyword arguments of :class:`seer_env.stpa.Stpa` (``threads="auto"``).
         check: checking-mode flags (``SEER_CHECK_*``; :mod:`seer_env.check`).
         max_step_events: events one instance may handle in one step before the
             step fails with :class:`~seer_env.errors.BudgetError` (0: 10**8).
@@ -676,21 +689,24 @@ class Runtime:
         requested_executor: the executor asked for.
         config: the parameters as the model completed them (derived values
             filled in).
-        stpa: the :class:`seer_env.stpa.Stpa` controller, or None when the pool
-            size was given (or set with :meth:`set_threads`).
+        auto_threads: ``threads="auto"`` with the parallel executor: the
+            configuration is for a controller to choose (:meth:`attach`).
+        stpa: the attached step controller (a :class:`seer_env.stpa.Stpa`), or
+            None: none attached, or the pool size was set (:meth:`set_threads`,
+            :meth:`set_executor`).
         memory: the estimate checked against ``memory_limit``: bytes by part
             (:func:`memory_estimate`; the total is the sum).
     """
 
     def __init__(
         self,
-        model: NativeModel | str,
+        model: NativeModel,
         config: Mapping[str, Any] | None = None,
         num_instances: int = 1,
         executor: str = "parallel",
         threads: int | str = "auto",
         max_cycles: int | None = 0,
-        stpa_options: Mapping[str, Any] | None = None,
+        *,
         check: int = 0,
         shuffle_seed: int = 0,
         max_step_events: int = 0,
@@ -698,10 +714,9 @@ class Runtime:
         oversubscribe: bool = False,
     ) -> None:
         self._lock = threading.Lock()
-        if isinstance(model, str):
-            from .registry import native_model
-
-            model = native_model(model)
+        if not isinstance(model, NativeModel):
+            raise ConfigError(f"model={model!r} must be a NativeModel (a model's name: "
+                              "seer_env.registry.Runtime)")
         self.native = model
         self.model = model.name
         ffi, lib = self.ffi, self.lib = model.ffi, model.lib
@@ -747,10 +762,7 @@ class Runtime:
         self.sizes = model.sizes_of(lib.seer_runtime_sizes(self._h))
         self.info_names = model.info_names(self.sizes.info_dim)
         self._mask = np.zeros(B, dtype=np.uint8)
-        if auto:
-            from .stpa import Stpa
-
-            self.stpa = Stpa(self, **dict(stpa_options or {}))
+        self.auto_threads = auto
 
     def _host_buffers(self, sz: Sizes, B: int, opts: Any) -> None:
         """The host buffers: NumPy arrays the runtime writes in place.  They
@@ -809,6 +821,17 @@ class Runtime:
         return self.ffi.from_buffer("uint8_t[]", self._mask)
 
     # -- API ------------------------------------------------------------------
+
+    def attach(self, controller: Any) -> None:
+        """Attach a step controller (:class:`seer_env.stpa.Stpa`; None detaches).
+
+        The controller has ``countdown`` (an int), ``step(mask)`` and
+        ``notify_reset()``: :meth:`step` hands the step to ``controller.step``
+        when ``countdown`` is 1 or less (the controller runs it with
+        :meth:`step_uncontrolled`) and otherwise runs it and takes one off
+        ``countdown``; :meth:`reset` calls ``notify_reset()`` after a reset.
+        """
+        self.stpa = controller
 
     @property
     def closed(self) -> bool:
@@ -946,7 +969,7 @@ class Runtime:
         another thread), ``serial_steps`` (speculations abandoned and rerun
         serially) and ``log_bytes_peak`` (most rollback-log bytes one step took)::
 
-            rt = Runtime("pcs", {"classic": True}, 1, "optimistic", 2)
+            rt = registry.Runtime("pcs", {"classic": True}, 1, "optimistic", 2)
             rt.reset([0]); rt.step()
             s = rt.stats()
             print(s["events_rolled_back"] / max(1, s["events"]))
@@ -1092,6 +1115,12 @@ def trace_kinds() -> dict[int, str]:
         int(lib.SEER_TRACE_INIT): "init",
         int(lib.SEER_TRACE_ROLLBACK): "rollback",
     }
+
+
+def opt_windows_max() -> int:
+    """``SEER_OPT_WINDOWS_MAX``: the most conservative windows of width L the
+    optimistic executor runs in one step before it speculates instead."""
+    return int(core().lib.SEER_OPT_WINDOWS_MAX)
 
 
 def rng_seed_state(seed: int, entity: int) -> tuple[int, int, int, int]:

@@ -29,7 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from ._runtime import Runtime, cpu_count
+from ._runtime import cpu_count
+from .registry import Runtime
 
 
 def machine() -> dict[str, Any]:

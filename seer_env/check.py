@@ -115,8 +115,9 @@ from typing import Any
 import numpy as np
 
 from . import check_bounds, check_race, errors
-from ._runtime import NativeModel, Runtime
+from ._runtime import NativeModel
 from .errors import BudgetError, ConfigError, ModelError, SeerError
+from .registry import Runtime
 
 #: How to fix what each rule's breach means.
 FIXES: dict[str, str] = {
@@ -985,8 +986,7 @@ class _Check:
         t = _fmt_time(rec["now"])
         name = _HOOKS[hook] if hook < len(_HOOKS) else "?"
         if name == "handle":
-            ev = self.native.ffi.string(self.native.lib.seer_model_event_name(
-                self.native.table, rec["type"])).decode()
+            ev = self.native.event_name(rec["type"])
             return (f"handle for entity {ent} of instance {inst} (event type {rec['type']}, "
                     f"{ev}, at t={t})")
         if name in ("boundary", "global_state"):

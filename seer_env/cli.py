@@ -24,7 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from . import __version__, bench
+from . import bench
+from ._version import __version__
 from .errors import BuildError, SeerError
 from .registry import env_module
 from .testing import verify

@@ -41,6 +41,7 @@ from pettingzoo.utils.wrappers.order_enforcing import (
 )
 
 from ._runtime import Runtime
+from .stpa import attach as attach_stpa
 
 try:  # the dict API's per-step work in C (built with the package)
     from . import _fast
@@ -49,7 +50,7 @@ except ImportError:  # pragma: no cover - a source tree without built extensions
 from .errors import ClosedError, ConfigError, InvalidActionError, SeerError, StateError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .sdk import Model
+    from .model import Model
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -362,6 +363,7 @@ class _SeerEnvCommon:
                                max_step_events=config.get("max_step_events", 0),
                                memory_limit=config.get("memory_limit", 0))
         rt = self.runtime
+        attach_stpa(rt)  # threads="auto" with the parallel executor: STPA chooses
         self.max_cycles = rt.max_cycles
         #: the configuration as the model completed it, plus max_cycles
         self.config = {**rt.config, "max_cycles": rt.max_cycles}
@@ -492,12 +494,13 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
             raise ConfigError(f"info_keys {bad} unknown; available: {list(self.info_names)}")
         return keys
 
-    def __reduce__(self) -> tuple[Any, tuple[str, dict[str, Any]]]:
-        """Pickle as (env name, config): the copy is a fresh env of the same
+    def __reduce__(self) -> tuple[Any, tuple[Any, dict[str, Any]]]:
+        """Pickle as (the model's reference, config): the copy is a fresh env of the same
         configuration (call ``reset`` on it), which is what process-based vector
         wrappers (SuperSuit's ``concat_vec_envs_v1``, Ray) need."""
         m = self.seer_model
-        return (_rebuild_parallel_env, (m.name, str(m.folder), self._init_config))
+        ref = m.reference or functools.partial(type(m), m.folder, m.name)
+        return (_rebuild_parallel_env, (ref, self._init_config))
 
     # -- spaces ---------------------------------------------------------------
 
@@ -1028,14 +1031,10 @@ def aec_env(par_env: SeerParallelEnv) -> Any:
     return _SeerOrderEnforcingWrapper(SeerAECEnv(par_env))
 
 
-def _rebuild_parallel_env(name: str, folder: str, config: dict[str, Any]) -> SeerParallelEnv:
-    from . import registry, sdk
-
-    try:
-        model = registry.get(name)
-    except ConfigError:
-        model = sdk.load(folder, build=False)
-    env: SeerParallelEnv = model.parallel_env(**config)
+def _rebuild_parallel_env(ref: Callable[[], Model], config: dict[str, Any]) -> SeerParallelEnv:
+    """An unpickled env: a fresh one of the same configuration, of the model
+    ``ref()`` (the model's picklable reference, :attr:`Model.reference`)."""
+    env: SeerParallelEnv = ref().parallel_env(**config)
     return env
 
 

@@ -23,16 +23,22 @@ Example::
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import importlib
+import importlib.util
+import sys
 import threading
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from . import _runtime, stpa
+from ._runtime import NativeModel
 from .errors import ConfigError
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ._runtime import NativeModel
-    from .sdk import Model
+from .model import NAME_RULE as NAME_RULE  # the naming rule lives with Model; kept here too
+from .model import Model, _ensure_namespace, _ident
+from .model import check_name as check_name
 
 _ENVS_DIR = Path(__file__).resolve().parent / "envs"
 
@@ -51,21 +57,6 @@ _models: dict[str, Model] = {}
 _lock = threading.RLock()
 
 
-#: The rule every model name follows (:func:`check_name`).
-NAME_RULE = ("an ASCII identifier: letters a-z and A-Z, digits and '_', not starting with a "
-             "digit (it names a Python module and C symbols, which must be ASCII)")
-
-
-def check_name(name: object, where: str = "") -> str:
-    """``name`` if it may name a model, else :class:`ConfigError` stating the
-    rule (:data:`NAME_RULE`; ``where``: where the name came from, for the
-    message).  The one check of every model name: declared, taken from a
-    folder, or given to ``seer-env new``."""
-    if not isinstance(name, str) or not (name.isascii() and name.isidentifier()):
-        raise ConfigError(f"model name {name!r}{where} must be {NAME_RULE}")
-    return name
-
-
 def register(model: Model) -> Model:
     """Add a declared model (called by :func:`seer_env.sdk.declare`).
 
@@ -82,8 +73,19 @@ def register(model: Model) -> Model:
                 "rename one (the folder, or name= in its declaration)"
             )
         _models[model.name] = model
+        # a pickled env of the model finds it again by name, else by folder
+        model.reference = functools.partial(_model_ref, model.name, str(model.folder))
     _register_pettingzoo_model(model)
     return model
+
+
+def _model_ref(name: str, folder: str) -> Model:
+    """The model registered as ``name``, else the one declared in ``folder``
+    (what an env unpickled in another process is made from)."""
+    try:
+        return get(name)
+    except ConfigError:
+        return load(folder, build=False)
 
 
 def by_folder(folder: Path) -> Model | None:
@@ -111,11 +113,61 @@ def get(name: str) -> Model:
         importlib.import_module(f"seer_env.envs.{name}")
         return _models[name]
     if "/" in name or name.startswith(".") or Path(name).is_dir():
-        from .sdk import load
-
         return load(name, build=False)
     raise ConfigError(f"unknown env {name!r}; available: {available()} (or a model folder's "
                       "path)")
+
+
+_loaded: dict[Path, Model] = {}
+_load_lock = threading.Lock()
+
+
+def load(path: str | Path, build: bool = True, log: Callable[[str], None] | None = None
+         ) -> Model:
+    """The model declared in the folder ``path`` (imported once per process).
+
+    With ``build=True`` its extension is compiled now (or taken from the
+    cache), so compiler errors surface here as
+    :class:`~seer_env.errors.BuildError`.  A folder without an
+    ``__init__.py`` is declared with the defaults (its name is the folder's).
+    (:func:`seer_env.sdk.load` is this function.)
+    """
+    folder = Path(path).expanduser().resolve()
+    if not folder.is_dir():
+        raise ConfigError(f"{path}: no such model folder")
+    with _load_lock:
+        model = _loaded.get(folder)
+        if model is None:
+            known = by_folder(folder)
+            if known is not None:
+                model = known
+            elif (folder / "__init__.py").is_file():
+                digest = hashlib.sha256(str(folder).encode()).hexdigest()[:12]
+                modname = f"seer_models.{_ident(folder.name)}_{digest}"
+                _ensure_namespace("seer_models")
+                spec = importlib.util.spec_from_file_location(
+                    modname, folder / "__init__.py", submodule_search_locations=[str(folder)])
+                if spec is None or spec.loader is None:  # pragma: no cover
+                    raise ConfigError(f"{folder}: cannot import its __init__.py")
+                mod = importlib.util.module_from_spec(spec)
+                sys.modules[modname] = mod
+                try:
+                    spec.loader.exec_module(mod)
+                except BaseException:
+                    sys.modules.pop(modname, None)
+                    raise
+                model = getattr(mod, "MODEL", None)
+                if not isinstance(model, Model):
+                    raise ConfigError(
+                        f"{folder}/__init__.py must declare the model: "
+                        "MODEL = seer_env.sdk.declare(__name__)")
+            else:
+                model = register(Model(folder))
+            _loaded[folder] = model
+    if build:
+        model.build(log=log)
+    return model
+
 
 
 def native_model(name: str) -> NativeModel:
@@ -126,6 +178,43 @@ def native_model(name: str) -> NativeModel:
     if not known and name not in ENVS and f"{name}_v0" in ENVS:
         name = f"{name}_v0"
     return get(name).native
+
+
+class Runtime(_runtime.Runtime):
+    """A :class:`seer_env._runtime.Runtime` of a native model or of a registered
+    model's name (``"phold_v0"``, or a shipped model's C name such as ``"pcs"``),
+    with an :class:`seer_env.stpa.Stpa` controller attached when it asks for one
+    (``threads="auto"`` with the parallel executor)::
+
+        rt = Runtime("pcs", {"classic": True}, 1, "optimistic", 2)
+
+    ``stpa_options``: the controller's keyword arguments; the other arguments
+    are the bindings' (:class:`seer_env._runtime.Runtime`).
+    """
+
+    def __init__(self, model: NativeModel | str, config: Mapping[str, Any] | None = None,
+                 num_instances: int = 1, executor: str = "parallel",
+                 threads: int | str = "auto", max_cycles: int | None = 0,
+                 stpa_options: Mapping[str, Any] | None = None, **options: Any) -> None:
+        if isinstance(model, str):
+            model = native_model(model)
+        super().__init__(model, config, num_instances, executor, threads, max_cycles,
+                         **options)
+        stpa.attach(self, **dict(stpa_options or {}))
+
+
+def memory_estimate(model: NativeModel | str, config: Mapping[str, Any] | None = None,
+                    num_instances: int = 1, executor: str = "serial", check: int = 0
+                    ) -> dict[str, int]:
+    """:func:`seer_env._runtime.memory_estimate` of a native model or of a
+    registered model's name::
+
+        parts = memory_estimate("aircraft_v0", {"num_uavs": 1 << 20}, 4)
+        print(sum(parts.values()) / 2**30, max(parts, key=parts.get))
+    """
+    if isinstance(model, str):
+        model = native_model(model)
+    return _runtime.memory_estimate(model, config, num_instances, executor, check)
 
 
 def available() -> list[str]:

@@ -2,9 +2,10 @@
 
 With ``threads="auto"`` (the default) and the parallel executor, a
 :class:`~seer_env._runtime.Runtime` starts on one thread and an :class:`Stpa`
-controller runs its first steps as the *preflight*.  Outputs never depend on the
-executor or the thread count, so the preflight steps are ordinary steps of the
-user's run: nothing is perturbed, nothing is thrown away.
+controller, which the runtime's owner attaches (:func:`attach`: the envs and
+:class:`seer_env.registry.Runtime` do), runs its first steps as the
+*preflight*.  Outputs never depend on the executor or the thread count, so the
+preflight steps are ordinary steps of the user's run: nothing is perturbed, nothing is thrown away.
 
 The preflight, step by step:
 
@@ -75,6 +76,7 @@ from typing import Any
 
 import numpy as np
 
+from ._runtime import Runtime, cpu_count, opt_windows_max
 from .errors import SeerError
 
 log = logging.getLogger("seer_env.stpa")
@@ -251,10 +253,8 @@ def speculates(features: Features) -> bool:
     the conservative executor's windows)?  Lookahead 0, or more than
     ``SEER_OPT_WINDOWS_MAX`` windows of width L per step (the runtime's rule,
     ``seer_runtime.h``)."""
-    from ._runtime import core
-
     L = features.lookahead
-    return not L > 0.0 or features.step_duration > int(core().lib.SEER_OPT_WINDOWS_MAX) * L
+    return not L > 0.0 or features.step_duration > opt_windows_max() * L
 
 
 def candidate_set(features: Features, max_threads: int | None = None) -> list[Candidate]:
@@ -584,8 +584,6 @@ class Stpa:
                  tie: float = 0.10, extra_rounds: int = 6, confirm: bool = True,
                  hysteresis: float = 0.10,
                  clock: Callable[[], int] | None = None) -> None:
-        from ._runtime import cpu_count
-
         self.rt = runtime
         self.rounds = int(rounds)
         self.reprobe_rounds = int(reprobe_rounds)
@@ -1043,7 +1041,19 @@ class Stpa:
             self.countdown = 0
 
 
+def attach(runtime: Runtime, **options: Any) -> Stpa | None:
+    """Attach an :class:`Stpa` controller (``options``: its keyword arguments)
+    to ``runtime`` if it asked for one (``threads="auto"`` with the parallel
+    executor: :attr:`Runtime.auto_threads`); returns it, else None."""
+    if not runtime.auto_threads:
+        return None
+    st = Stpa(runtime, **options)
+    runtime.attach(st)
+    return st
+
+
 __all__ = [
+    "attach",
     "Candidate",
     "Decision",
     "Features",

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from seer_env._runtime import Runtime
+from seer_env.registry import Runtime
 
 
 def c_config(**over: Any) -> dict[str, Any]:

@@ -323,8 +323,8 @@ def test_a_config_over_memory_limit_is_refused_before_its_buffers_exist(face: st
     runtime checked anything, whatever memory_limit said; now the check comes
     first, counts the host buffers, and names the total, the biggest part and
     the limit."""
-    from seer_env._runtime import memory_estimate
     from seer_env.envs import aircraft_v0
+    from seer_env.registry import memory_estimate
 
     parts = memory_estimate("aircraft_v0", BIG_AIRCRAFT, 5)
     total = sum(parts.values())
@@ -362,8 +362,8 @@ def test_memory_limit_counts_every_host_buffer(discrete: bool) -> None:
     sum with the runtime's own parts is the limit's measure to the byte:
     memory_limit=total passes, total - 1 fails."""
     from seer_env import registry
-    from seer_env._runtime import memory_estimate
     from seer_env.envs import aircraft_v0
+    from seer_env.registry import memory_estimate
 
     cfg = {"num_uavs": 40, "num_rays": 1024, "num_obs_targets": 64, "num_neighbors": 8,
            "discrete": discrete}

@@ -27,8 +27,7 @@ import numpy as np
 import pytest
 
 from seer_env import errors
-from seer_env._runtime import Runtime
-from seer_env.registry import native_model
+from seer_env.registry import Runtime, native_model
 from tests.models import load as load_test_model
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -380,7 +379,7 @@ def test_ctrl_c_interrupts_a_long_step() -> None:
     interruption until a reset, and the runtime steps again after it."""
     code = """
     import os, signal, threading
-    from seer_env._runtime import Runtime
+    from seer_env.registry import Runtime
     from seer_env.errors import StateError
     # steps of minutes: 262144 events of about 200 us per instance
     cfg = dict(num_entities=4096, events_per_entity=64, work=200000, mean=1.0,

@@ -65,7 +65,7 @@ def test_bursts_count_events_sharing_a_simulated_instant():
 def test_pcs_load_reports_are_bursts_and_phold_has_none():
     # every PCS cell's report timer fires at k * report_interval, and the
     # reports land L later: most of a default step is bursts
-    from seer_env._runtime import Runtime
+    from seer_env.registry import Runtime
     for env, cfg, lo, hi in (("pcs", {"width": 16, "height": 16}, 0.5, 1.0),
                              ("phold", {"num_entities": 256}, 0.0, 0.0)):
         rt = Runtime(env, cfg, 1, "parallel", 2, 0)

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from pcs_helpers import assert_runs_equal, c_config, run_runtime
 
-from seer_env._runtime import Runtime
 from seer_env.errors import ConfigError, ExecutorError
+from seer_env.registry import Runtime
 
 # the published ROSS-Models PCS counts (seer_env/envs/pcs_v0/README.md, classic mode):
 # base seed, 32x32, run to t = 10000

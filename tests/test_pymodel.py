@@ -16,7 +16,6 @@ pytest.importorskip("numba")
 
 import seer_env  # noqa: E402
 from seer_env import pymodel as seer  # noqa: E402
-from seer_env._runtime import Runtime  # noqa: E402
 from seer_env.check import check  # noqa: E402
 from seer_env.errors import (  # noqa: E402
     BuildError,
@@ -25,6 +24,7 @@ from seer_env.errors import (  # noqa: E402
     MissingExtraError,
     ModelError,
 )
+from seer_env.registry import Runtime  # noqa: E402
 from tests.models import load as load_test_model  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 from seer_env import errors
-from seer_env._runtime import TRACE_DTYPE, Runtime
+from seer_env._runtime import TRACE_DTYPE
 from seer_env.envs import pcs_v0, phold_v0
+from seer_env.registry import Runtime
 from seer_env.stpa import (
     SERIAL,
     Candidate,

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from seer_env import cli
-from seer_env._runtime import Runtime
+from seer_env.registry import Runtime
 from seer_env.trace import chrome_trace, write_trace
 from tests.pcs_helpers import c_config
 from tests.test_runtime import phold_cfg

@@ -109,8 +109,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .. import registry
 from ..errors import ConfigError, MissingExtraError, ModelError, StateError
-from ..sdk import Model
+from ..model import Model, _caller_file
 
 if TYPE_CHECKING:  # pragma: no cover
     from .._runtime import NativeModel
@@ -433,16 +434,12 @@ def declare(module: str, *, name: str | None = None, params: Sequence[Param] = (
         options: the keyword arguments of :class:`seer_env.sdk.Model`
             (``render``, ``dict_info_keys``, ...).
     """
-    from ..sdk import _caller_file
-
     folder = _caller_file(module)
     doc = options.pop("doc", None) or getattr(sys.modules.get(module), "__doc__", None)
     model = PythonModel(folder, name or folder.name, module=module, params=params, state=state,
                         payload=payload, snapshot=snapshot, instance=instance, actions=actions,
                         info_names=info_names, event_names=event_names, max_cycles=max_cycles,
                         jit=jit, doc=doc, **options)
-    from .. import registry
-
     return registry.register(model)  # type: ignore[return-value]
 
 

@@ -35,10 +35,10 @@ from typing import Any
 
 import numpy as np
 
-from .. import __version__ as SEER_VERSION
 from .._runtime import NativeModel, _file_lock, cache_dir, core
+from .._version import __version__ as SEER_VERSION
 from ..errors import BuildError, ConfigError, ModelError
-from ..sdk import _ensure_namespace
+from ..model import _ensure_namespace
 from . import HANDLERS, PythonModel, Sizes
 
 _ERRLEN = 1024
