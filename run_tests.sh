@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install seer_env with its test dependencies into ./.venv and run everything:
-# ruff, the documentation site (strict), the pytest suite, the runtime's C stress tests plain and under
+# ruff, import-linter (the Python layers), the documentation site (strict),
+# the pytest suite, the runtime's C stress tests plain and under
 # ThreadSanitizer and AddressSanitizer+UBSan (and seer_env._fast under ASan),
 # and the package as a user gets
 # it (sdist and wheel built, the wheel installed in a fresh venv, a model
@@ -18,6 +19,8 @@ fi
 .venv/bin/python -m pip install -q -e '.[test,train,rllib,compat,docs,numba]'
 echo "== ruff"
 .venv/bin/ruff check .
+echo "== lint-imports (the Python layer's one-way import order, pyproject.toml)"
+.venv/bin/lint-imports
 echo "== docs (mkdocs build --strict)"
 .venv/bin/mkdocs build --strict -q -d "$(mktemp -d)"
 echo "== pytest"
