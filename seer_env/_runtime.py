@@ -721,7 +721,7 @@ class Runtime:
         self.model = model.name
         ffi, lib = self.ffi, self.lib = model.ffi, model.lib
         self.stpa: Any = None
-        self._trace_cap = 0
+        self._trace_cap = 0  # trace_capacity
         B = _positive_int("num_instances", num_instances, 1, 1 << 20)
         _, sz = model.describe(config or {})
         auto = threads == "auto" and executor == "parallel"
@@ -863,11 +863,12 @@ class Runtime:
             rt.set_executor("serial")          # the reference, one thread
             rt.set_executor("parallel", 2)
         """
-        self._set_executor(executor, threads)
+        self.switch_executor(executor, threads)
         self.stpa = None
 
-    def _set_executor(self, executor: str, threads: int) -> None:
-        """:meth:`set_executor` without turning STPA off (STPA's own switch)."""
+    def switch_executor(self, executor: str, threads: int) -> None:
+        """:meth:`set_executor` keeping the attached controller (:meth:`attach`):
+        the switch a controller such as STPA makes itself."""
         if executor not in EXECUTORS:
             raise ConfigError(f"executor={executor!r} must be one of {list(EXECUTORS)}")
         n = _positive_int("threads", threads, 1, 1024)
@@ -876,7 +877,10 @@ class Runtime:
             self._check(h, self.lib.seer_runtime_set_executor(h, code, n))
         self.executor = executor
 
-    def _step_native(self, mask_ptr: Any) -> None:
+    def step_uncontrolled(self, mask_ptr: Any) -> None:
+        """One step that bypasses the attached controller: how the controller
+        runs the step :meth:`step` hands it (``mask_ptr``: the mask it was
+        handed, opaque)."""
         with self._call() as h:
             self._check(h, self.lib.seer_runtime_step(h, mask_ptr))
 
@@ -992,6 +996,11 @@ class Runtime:
         }
 
     # -- tracing ----------------------------------------------------------------
+
+    @property
+    def trace_capacity(self) -> int:
+        """The trace records per worker thread :meth:`trace` asked for (0: off)."""
+        return self._trace_cap
 
     def trace(self, capacity: int) -> None:
         """Record up to ``capacity`` trace records per worker thread (0: off)."""

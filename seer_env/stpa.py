@@ -795,7 +795,7 @@ class Stpa:
     # -- internals --------------------------------------------------------------------
 
     def _native_step(self, mask_ptr: Any) -> None:
-        self.rt._step_native(mask_ptr)
+        self.rt.step_uncontrolled(mask_ptr)
 
     def _counters(self) -> tuple[int, int]:
         s = self.rt.stats()
@@ -803,7 +803,7 @@ class Stpa:
 
     def _switch(self, c: Candidate) -> None:
         if self.rt.executor != c.executor or self.rt.threads != c.threads:
-            self.rt._set_executor(c.executor, c.threads)
+            self.rt.switch_executor(c.executor, c.threads)
 
     def _switch_back(self, prev: Candidate) -> None:
         """Undo the switch made for a step that did not run.  Best effort: the
@@ -861,7 +861,7 @@ class Stpa:
         cands = pr.candidates or self._candidates()
         pr.candidates = cands
         big = max(c.threads for c in cands)
-        if self.trace_enabled and big > 1 and self.rt._trace_cap == 0:
+        if self.trace_enabled and big > 1 and self.rt.trace_capacity == 0:
             pr.stage = "trace"
             # the parallel executor's windows say most about the pools to time;
             # for lookahead 0 the optimistic executor is the only pool

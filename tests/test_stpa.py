@@ -334,14 +334,14 @@ class _FakeRuntime:
         self.executor, self.threads = "parallel", 1
         self.alive = np.ones((1, 8), dtype=bool)
         self.events_per_step = 100
-        self._trace_cap = 0
+        self.trace_capacity = 0
         self.counts = {"events": 0, "windows": 0, "steps": 0, "pool_events": 100}
         self.switches: list[tuple[str, int]] = []
         self.now = 0
         self.refuse: BaseException | None = None
         self.fail_switch: set[tuple[str, int]] = set()
 
-    def _set_executor(self, executor: str, threads: int) -> None:
+    def switch_executor(self, executor: str, threads: int) -> None:
         if (executor, threads) in self.fail_switch:
             raise errors.SeerError("out of memory switching executors")
         self.executor, self.threads = executor, threads
@@ -350,7 +350,7 @@ class _FakeRuntime:
     def clock(self) -> int:
         return self.now
 
-    def _step_native(self, mask_ptr) -> None:
+    def step_uncontrolled(self, mask_ptr) -> None:
         if self.refuse is not None:  # as the runtime does: refused before anything changes
             raise self.refuse
         # a simulated cost: 100 ns/event on one thread, 70% of it on two threads
@@ -372,7 +372,7 @@ class _FakeRuntime:
         if st.countdown <= 1:
             st.step(None)
         else:
-            self._step_native(None)
+            self.step_uncontrolled(None)
             st.countdown -= 1
 
 
