@@ -262,7 +262,7 @@ def _exclusive(method: _F) -> _F:
         params = ", ".join(parts)
         args = ", ".join([*pos, *(f"{p}={p}" for p in kwonly)])
     src = _EXCLUSIVE_SRC.format(name=name, params=params, args=args)
-    filename = f"<seer_env._base._exclusive {method.__qualname__}>"
+    filename = f"<seer_env.env._exclusive {method.__qualname__}>"
     exec(compile(src, filename, "exec"), ns)
     # tracebacks show the wrapper's lines
     linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
