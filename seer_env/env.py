@@ -638,23 +638,21 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
         except Exception as exc:
             raise InvalidActionError(f"{model}: the actions' keys cannot be read: {exc!r}") \
                 from exc
-        live = set(names)
+        # Keys of agents no longer live (finished earlier in the episode or in
+        # the last step) are ignored, values and all, as PettingZoo's own envs
+        # do: loops that act on every observation they got work.  Unknown
+        # names are refused.
         for agent in keys:
             try:
-                known, alive = agent in self.agent_index, agent in live
+                known = agent in self.agent_index
             except TypeError:  # unhashable
-                known = alive = False
+                known = False
             except Exception as exc:
                 raise InvalidActionError(
                     f"{model}: the action key {agent!r} cannot be compared with the agents' "
                     f"names: {exc!r}") from exc
             if not known:
                 raise InvalidActionError(f"{model}: unknown agent {agent!r}")
-            if not alive:
-                raise InvalidActionError(
-                    f"{model}: agent {agent!r} is done (terminated or truncated) "
-                    "and cannot act"
-                )
         sz = self.sizes
         rows = []
         missing = []
@@ -687,6 +685,24 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
         dict[str, bool],
         dict[str, dict[str, Any]],
     ]:
+        """Apply one action per live agent and run the step's events; returns
+        ``(observations, rewards, terminations, truncations, infos)`` for the
+        agents live when the call started (those that finish in it report their
+        flags, then leave :attr:`agents`).
+
+        ``actions`` must name every live agent.  Actions for agents that are
+        no longer live (finished earlier in the episode, or in the last step)
+        are ignored, values and all, as PettingZoo's own envs do, so a loop
+        keyed by the last observations works::
+
+            obs, infos = env.reset(seed=0)
+            while env.agents:
+                actions = {a: env.action_space(a).sample() for a in obs}
+                obs, rewards, terminations, truncations, infos = env.step(actions)
+
+        Unknown agent names, a missing live agent, wrong shapes or dtypes,
+        out-of-range values and NaN raise :class:`InvalidActionError` before
+        anything changes."""
         self._check_open("step")
         if self._needs_reset:
             raise StateError(f"{self.seer_model.name}: call reset() before step()")
