@@ -316,16 +316,6 @@ class _Run:
     error: BaseException | None = None
 
 
-def _actions(rng: np.random.Generator, rt: Runtime) -> np.ndarray:
-    sz = rt.sizes
-    if sz.action_kind == "discrete":
-        return rng.integers(0, sz.action_n, size=rt.actions.shape).astype(np.int32)
-    span = sz.action_high - sz.action_low
-    a = rng.uniform(sz.action_low - 0.25 * span, sz.action_high + 0.25 * span,
-                    size=rt.actions.shape)  # out-of-range values are clipped, exercised too
-    return a.astype(np.float32)
-
-
 def _grab(rt: Runtime) -> dict[str, np.ndarray]:
     B = rt.num_instances
     return {
@@ -366,7 +356,8 @@ def run_model(native: NativeModel, config: Mapping[str, Any], *, executor: str, 
         note(0, OUTPUTS)
         out.append(_grab(rt))
         for k in range(1, steps + 1):
-            rt.actions[:] = _actions(rng, rt)
+            # Box values spill past the bounds: the runtime's clipping is exercised too
+            rt.actions[:] = check_bounds.random_actions(rng, rt, spill=0.25)
             finished = ~rt.alive.any(axis=1)
             forced = np.zeros(batch, bool)
             if reset_every and k % reset_every == 0:

@@ -73,6 +73,20 @@ _PATTERN_FLAGS = (("zero", ("-O0", "-ftrivial-auto-var-init=zero")),
                   ("pattern", ("-O0", "-ftrivial-auto-var-init=pattern")))
 
 
+def random_actions(rng: np.random.Generator, rt: Any, spill: float = 0.0) -> np.ndarray:
+    """Random actions for every agent of ``rt`` (a runtime), the checker's
+    runs' actions: uniform over ``Discrete(n)``, or uniform over the Box widened
+    by ``spill`` times its span on each side (out-of-range values are clipped
+    by the runtime: a spill exercises that).  In ``rt.actions``' dtype."""
+    sz = rt.sizes
+    if sz.action_kind == "discrete":
+        return rng.integers(0, sz.action_n, size=rt.actions.shape).astype(rt.actions.dtype)
+    span = sz.action_high - sz.action_low
+    a = rng.uniform(sz.action_low - spill * span, sz.action_high + spill * span,
+                    size=rt.actions.shape)
+    return a.astype(rt.actions.dtype)
+
+
 def _f(x: Any) -> str:
     """A float32 or float64 value, short."""
     v = float(x)
@@ -288,7 +302,6 @@ def _watched_run(watch: _Watch, config: Mapping[str, Any], steps: int, batch: in
     rng = np.random.default_rng(seed)
     seeds = [seed + i for i in range(batch)]
     out: list[dict[str, Any]] = []
-    sz = rt.sizes
 
     def grab() -> None:
         B = rt.num_instances
@@ -308,11 +321,7 @@ def _watched_run(watch: _Watch, config: Mapping[str, Any], steps: int, batch: in
         grab()
         for k in range(1, steps + 1):
             watch.step = k
-            if sz.action_kind == "discrete":
-                rt.actions[:] = rng.integers(0, sz.action_n, size=rt.actions.shape)
-            else:
-                rt.actions[:] = rng.uniform(sz.action_low, sz.action_high,
-                                            size=rt.actions.shape)
+            rt.actions[:] = random_actions(rng, rt)
             again = ~rt.alive.any(axis=1)
             if k % 17 == 0:
                 again[k // 17 % batch] = True

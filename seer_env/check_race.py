@@ -417,6 +417,7 @@ def _child(job: dict[str, Any]) -> None:
     import numpy as np
 
     from ._runtime import NativeModel, Runtime, _import_file
+    from .check_bounds import random_actions
 
     mod = _import_file(job["module"], Path(job["path"]))
     native = NativeModel(mod, job["source"])
@@ -426,18 +427,13 @@ def _child(job: dict[str, Any]) -> None:
                  oversubscribe=True)
     rng = np.random.default_rng(int(job["seed"]))
     seeds = [int(job["seed"]) + i for i in range(B)]
-    sz = rt.sizes
     rt.trace(1024)  # which threads handled events (the first 1024 records each)
     event_kind = int(mod.lib.SEER_TRACE_EVENT)
     helpers = 0
     try:
         rt.reset(seeds)
         for k in range(1, int(job["steps"]) + 1):
-            if sz.action_kind == "discrete":
-                rt.actions[:] = rng.integers(0, sz.action_n, size=rt.actions.shape)
-            else:
-                rt.actions[:] = rng.uniform(sz.action_low, sz.action_high,
-                                            size=rt.actions.shape)
+            rt.actions[:] = random_actions(rng, rt)
             done = ~rt.alive.any(axis=1)
             if (~done).any():
                 rt.step(~done)
