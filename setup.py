@@ -1,11 +1,17 @@
 """Build the package's extensions with seer_env/_build.py (the model SDK's builder).
 
 ``seer_env._core`` is the runtime alone; every shipped model folder
-(``seer_env/envs/<name>/`` with C sources) becomes ``seer_env.envs.<name>._model``,
+(``envs/<name>/`` with C sources) becomes ``seer_env.envs.<name>._model``,
 the runtime and that model in one module -- built exactly as ``seer-env build``
 builds a user's model.  ``seer_env._fast`` (the dict and batched APIs' per-step
 work) is an ordinary CPython extension using NumPy's C API (NumPy >= 2 is a build
 requirement; the module targets NumPy 1.24's API and runs on any NumPy >= 1.24).
+
+The source tree shows the layers: ``native/`` (the runtime, ``seer.h``, the C of
+``seer_env._fast``) and ``envs/`` (the shipped models) sit beside ``seer_env/``;
+``package_dir`` maps them into the package, so a wheel holds them as
+``seer_env/native/`` and ``seer_env/envs/`` (the model SDK compiles users' models
+against the runtime's sources there), and an editable install reads them in place.
 """
 
 import importlib.util
@@ -19,8 +25,21 @@ _spec = importlib.util.spec_from_file_location("_seer_build", ROOT / "seer_env" 
 _build = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_build)
 
-MODELS = sorted(d for d in (ROOT / "seer_env" / "envs").iterdir()
+MODELS = sorted(d for d in (ROOT / "envs").iterdir()
                 if d.is_dir() and any(d.glob("*.c")))
+
+#: Package folders outside ``seer_env/`` (``seer_env._paths`` follows the same map).
+PACKAGE_DIR = {"seer_env": "seer_env", "seer_env.native": "native", "seer_env.envs": "envs"}
+PACKAGES = ["seer_env", "seer_env.pymodel", "seer_env.native", "seer_env.envs",
+            *(f"seer_env.envs.{d.name}" for d in MODELS)]
+# the runtime's sources and the public header ship with the package: the model
+# SDK compiles users' models against them; each model folder's C and README ship
+# with it (the model is rebuilt from them when its prebuilt module is stale)
+PACKAGE_DATA = {
+    "seer_env": ["templates/**/*", "py.typed"],
+    "seer_env.native": ["runtime/*.c", "runtime/*.h", "include/*.h", "fast/*.c"],
+    **{f"seer_env.envs.{d.name}": ["*.c", "*.h", "README.md"] for d in MODELS},
+}
 
 
 class BuildSeer(build_ext):
@@ -56,11 +75,14 @@ def _ext(name, model_dir=None):
 
 # The dict and batched APIs' per-step work (CPython's and NumPy's C APIs; no cffi,
 # no runtime).
-FAST = Extension("seer_env._fast", sources=["seer_env/_fast.c"],
+FAST = Extension("seer_env._fast", sources=["native/fast/_fast.c"],
                  extra_compile_args=["-O2", "-Wall", "-Wextra", "-Werror"])
 
 
 setup(
+    package_dir=PACKAGE_DIR,
+    packages=PACKAGES,
+    package_data=PACKAGE_DATA,
     ext_modules=[_ext("seer_env._core"), FAST]
     + [_ext(f"seer_env.envs.{d.name}._model", d) for d in MODELS],
     cmdclass={"build_ext": BuildSeer},

@@ -1,7 +1,7 @@
 """Compile seer model extensions: the runtime and one model in one cffi module.
 
 Every model reaches Python the same way, shipped or not: its folder's C
-sources are compiled together with the runtime (``seer_env/runtime``) and a
+sources are compiled together with the runtime (``native/runtime``) and a
 generated cffi glue into one extension module whose functions are the
 runtime's host API (``seer_runtime.h``) plus ``seer_model_table()``, which
 returns the model's table.  Calls between the runtime and the model are
@@ -39,8 +39,17 @@ from pathlib import Path
 from typing import Any
 
 PKG = Path(__file__).resolve().parent
-INCLUDE = PKG / "include"
-RUNTIME = PKG / "runtime"
+
+
+def _mapped(name: str) -> Path:
+    # the same rule as seer_env._paths (this file is loaded alone by setup.py):
+    # an installed wheel holds native/ inside the package, the source tree beside it
+    inside = PKG / name
+    return inside if inside.is_dir() else PKG.parent / name
+
+
+INCLUDE = _mapped("native") / "include"
+RUNTIME = _mapped("native") / "runtime"
 
 #: Flags of every object: C11, no fused multiply-adds (every executor must
 #: round alike), every warning.  ``-fvisibility=hidden``: only the module's
@@ -59,7 +68,7 @@ CFLAGS = (
 
 #: Sources of nondeterminism a model must not use (the contract allows only
 #: seer_rng_*).  Calls to them from the module are linked to checking
-#: wrappers (runtime/check.c) that report them in checking mode and forward
+#: wrappers (native/runtime/check.c) that report them in checking mode and forward
 #: them otherwise.
 WRAPPED = (
     "rand", "rand_r", "random", "srand", "srandom", "drand48", "erand48", "lrand48",

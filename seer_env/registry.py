@@ -1,6 +1,6 @@
 """Every model a process knows, by name, and :func:`make`.
 
-Shipped models are the folders of ``seer_env/envs`` (found, not listed);
+Shipped models are the folders of ``envs/`` (``seer_env.envs``) (found, not listed);
 users' models join when their declaration runs (:func:`seer_env.sdk.load`
 or importing the folder).  A name belongs to one folder.
 
@@ -33,14 +33,14 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from . import _runtime, stpa
+from . import _paths, _runtime, stpa
 from ._runtime import NativeModel
 from .errors import ConfigError
 from .model import NAME_RULE as NAME_RULE  # the naming rule lives with Model; kept here too
 from .model import Model, _ensure_namespace, _ident
 from .model import check_name as check_name
 
-_ENVS_DIR = Path(__file__).resolve().parent / "envs"
+_ENVS_DIR = _paths.ENVS
 
 
 def _shipped() -> tuple[str, ...]:
@@ -50,7 +50,7 @@ def _shipped() -> tuple[str, ...]:
     ))
 
 
-#: The shipped envs (the model folders of ``seer_env/envs``).
+#: The shipped envs (the model folders of ``envs/``, the package ``seer_env.envs``).
 ENVS = _shipped()
 
 _models: dict[str, Model] = {}

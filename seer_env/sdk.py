@@ -17,7 +17,7 @@ rendering, docs)::
 
 Sizes, configuration parameters (types, defaults, ranges, docs), agent names
 and space bounds come from the model's C table; nothing is repeated in Python.
-The shipped environments (``seer_env/envs/<name>/``) are folders of exactly
+The shipped environments (``envs/<name>/``) are folders of exactly
 this kind.  From the command line::
 
     seer-env new mymodel          # a working model folder to start from

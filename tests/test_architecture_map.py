@@ -1,11 +1,11 @@
 """``docs/architecture.md`` is the one map of the sources: it names every
 source file of the package by its path, and names nothing that is not there.
 
-What counts as a source file (explicitly): every file ``git ls-files seer_env``
+What counts as a source file (explicitly): every file ``git ls-files seer_env native envs``
 lists whose name ends in ``.py``, ``.c``, ``.h`` or ``.tmpl`` -- every
 ``__init__.py`` included (a model folder's is its declaration).  READMEs, data
 and ``py.typed`` are not sources.  A file is *named* when its path from the
-repository root appears in backquotes, e.g. ```seer_env/runtime/serial.c```.
+repository root appears in backquotes, e.g. ```native/runtime/serial.c```.
 Every backquoted path of a file (with one of those suffixes) or of a top-level
 folder (```tests/```) must exist, and every top-level folder tracked in git
 must be named.
@@ -46,7 +46,8 @@ def _named() -> set[str]:
 
 def test_every_source_file_of_the_package_is_on_the_map():
     named = _named()
-    sources = [p for p in _tracked() if p.startswith("seer_env/") and p.endswith(SUFFIXES)]
+    sources = [p for p in _tracked()
+               if p.startswith(("seer_env/", "native/", "envs/")) and p.endswith(SUFFIXES)]
     assert len(sources) > 50
     missing = sorted(p for p in sources if p not in named)
     assert missing == [], (
@@ -75,5 +76,5 @@ def test_the_map_names_every_top_level_folder():
 def test_the_map_covers_both_model_languages_every_executor_and_stpa():
     text = MAP.read_text()
     for word in ("Two model languages", "serial", "parallel", "optimistic", "STPA",
-                 "seer_env/pymodel/", "seer_env/include/seer.h"):
+                 "seer_env/pymodel/", "native/include/seer.h"):
         assert word in text, word

@@ -190,11 +190,11 @@ WARNING: ThreadSanitizer: data race (pid=1)
   Write of size 8 at 0x7b5000001c00 by thread T2:
     #0 helper {d}/m.c:19 (m.so+0x22392)
     #1 m_handle {d}/m.c:39 (m.so+0x22392)
-    #2 seer_run_queue /x/seer_env/runtime/serial.c:76 (m.so+0x1e0c0)
+    #2 seer_run_queue /x/native/runtime/serial.c:76 (m.so+0x1e0c0)
 
   Previous read of size 8 at 0x7b5000001c00 by main thread:
     #0 m_observe {d}/m.c:60:5 (m.so+0x22392)
-    #1 seer_observe_agent /x/seer_env/runtime/phases.c:120 (m.so+0x1e0c0)
+    #1 seer_observe_agent /x/native/runtime/phases.c:120 (m.so+0x1e0c0)
 
   Location is heap block of size 64 at 0x7b5000001c00 allocated by main thread:
     #0 calloc ../../../../src/libsanitizer/tsan/tsan_interceptors_posix.cpp:667 (libtsan.so+0x3)
@@ -205,25 +205,25 @@ SUMMARY: ThreadSanitizer: data race {d}/m.c:19 in helper
 ==================
 WARNING: ThreadSanitizer: data race (pid=1)
   Write of size 4 at 0x7b5000002000 by thread T1:
-    #0 seer_squeue_push_owner /x/seer_env/runtime/squeue.c:10 (m.so+0x1)
+    #0 seer_squeue_push_owner /x/native/runtime/squeue.c:10 (m.so+0x1)
 
   Previous write of size 4 at 0x7b5000002000 by main thread:
-    #0 seer_squeue_push_owner /x/seer_env/runtime/squeue.c:10 (m.so+0x1)
+    #0 seer_squeue_push_owner /x/native/runtime/squeue.c:10 (m.so+0x1)
 
   Location is heap block of size 16 at 0x7b5000002000 allocated by main thread:
     #0 malloc ../../../../src/libsanitizer/tsan/tsan_interceptors_posix.cpp:647 (libtsan.so+0x3)
 
-SUMMARY: ThreadSanitizer: data race /x/seer_env/runtime/squeue.c:10 in seer_squeue_push_owner
+SUMMARY: ThreadSanitizer: data race /x/native/runtime/squeue.c:10 in seer_squeue_push_owner
 ==================
 ==================
 WARNING: ThreadSanitizer: data race (pid=1)
   Write of size 8 at 0x7f0000000040 by thread T1:
     #0 m_handle {d}/m.c:41 (m.so+0x22392)
-    #1 handle_next /x/seer_env/runtime/optimistic.c:724 (m.so+0x1e0c0)
+    #1 handle_next /x/native/runtime/optimistic.c:724 (m.so+0x1e0c0)
 
   Previous write of size 8 at 0x7f0000000040 by main thread:
     #0 m_handle {d}/m.c:41 (m.so+0x22392)
-    #1 run_cascade /x/seer_env/runtime/optimistic.c:659 (m.so+0x1e0c0)
+    #1 run_cascade /x/native/runtime/optimistic.c:659 (m.so+0x1e0c0)
 
   Location is global 'm_counter' of size 8 at 0x7f0000000040 (m.so+0x0000000a3040)
 

@@ -3,7 +3,7 @@ with several copies of the runtime in one process.
 
 Every extension module (each shipped env's ``_model``, each user model,
 ``seer_env._core``) carries its own copy of the runtime and of its SIGINT
-chaining (``seer_env/runtime/process.c``).  Each test runs in a fresh
+chaining (``native/runtime/process.c``).  Each test runs in a fresh
 interpreter with a timeout: a signal loop there (the bug these pin: after
 two models were used, Ctrl-C spun for ever in the handler) fails the test
 instead of hanging the suite.

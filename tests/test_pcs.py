@@ -10,7 +10,7 @@ from pcs_helpers import assert_runs_equal, c_config, run_runtime
 from seer_env.errors import ConfigError, ExecutorError
 from seer_env.registry import Runtime
 
-# the published ROSS-Models PCS counts (seer_env/envs/pcs_v0/README.md, classic mode):
+# the published ROSS-Models PCS counts (envs/pcs_v0/README.md, classic mode):
 # base seed, 32x32, run to t = 10000
 CLASSIC_REF = {"events": 627_203, "call_attempts": 457_193, "channel_blocks": 5_158,
                "busy_lines": 150_081, "handoff_blocks": 215}

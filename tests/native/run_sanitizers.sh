@@ -7,9 +7,9 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-rt="$root/seer_env/runtime"
-inc="$root/seer_env/include"
-phold="$root/seer_env/envs/phold_v0"
+rt="$root/native/runtime"
+inc="$root/native/include"
+phold="$root/envs/phold_v0"
 out="$here/bin"
 mkdir -p "$out"
 CC=${CC:-gcc}
@@ -41,14 +41,14 @@ run_fast() {
   [ -x "$py" ] || py=python3
   local tmp
   tmp=$(mktemp -d)
-  cp -r "$root/seer_env" "$tmp/"
+  cp -r "$root/seer_env" "$root/native" "$root/envs" "$tmp/"
   local so
   so=$("$py" -c "import sysconfig; print('_fast' + sysconfig.get_config_var('EXT_SUFFIX'))")
   "$CC" -shared -fPIC -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
     -fno-sanitize-recover=all -Wall -Wextra -Werror \
     -I"$("$py" -c "import sysconfig; print(sysconfig.get_paths()['include'])")" \
     -I"$("$py" -c "import numpy; print(numpy.get_include())")" \
-    "$root/seer_env/_fast.c" -o "$tmp/seer_env/$so"
+    "$root/native/fast/_fast.c" -o "$tmp/seer_env/$so"
   local pre
   pre="$("$CC" -print-file-name=libasan.so):$("$CC" -print-file-name=libubsan.so)"
   (cd "$tmp" && ASAN_OPTIONS="halt_on_error=1 detect_leaks=0" LD_PRELOAD="$pre" \

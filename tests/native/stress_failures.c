@@ -1,7 +1,7 @@
 /*
  * Stress test of the runtime's failure paths: every allocation and every
  * thread creation the runtime makes is made to fail in turn, through the
- * allocation-failure injection of seer_env/runtime/faults.c (this test and
+ * allocation-failure injection of native/runtime/faults.c (this test and
  * the runtime are built with -DSEER_FAULT_INJECTION by run_sanitizers.sh).
  *
  * For k = 1, 2, 3, ... the k-th allocation (then, separately, the k-th
