@@ -559,7 +559,8 @@ def bench_trace_overhead(rounds: int = 15, steps: int = 3, log: Log = print) -> 
     alternated round by round; ns per event, medians; serial and parallel-2.
     """
     from seer_env import registry
-    from seer_env._runtime import NativeModel, load_module
+    from seer_env._loader import load_module
+    from seer_env._native import NativeModel
 
     shipped = registry.get("phold_v0")
     mod, _ = load_module(shipped.folder, None, werror=True, extra_cflags=("-DSEER_NO_TRACE",),

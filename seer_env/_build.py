@@ -107,7 +107,7 @@ class BuildFailed(Exception):
         return f"{self.args[0]}\n{self.log}" if self.log else str(self.args[0])
 
 
-#: The environment variable naming the build cache (``seer_env._runtime.cache_dir``).
+#: The environment variable naming the build cache (``seer_env._loader.cache_dir``).
 CACHE_VAR = "SEER_ENV_CACHE"
 
 

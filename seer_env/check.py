@@ -115,7 +115,7 @@ from typing import Any
 import numpy as np
 
 from . import check_bounds, check_race, errors
-from ._runtime import NativeModel
+from ._native import NativeModel
 from .errors import BudgetError, ConfigError, ModelError, SeerError
 from .registry import Runtime
 

@@ -219,7 +219,7 @@ class _Watch:
     errors: list[BaseException] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        from ._runtime import NativeModel
+        from ._native import NativeModel
 
         nat = self.native
         ffi, lib = nat.ffi, nat.lib
@@ -343,7 +343,8 @@ def _painted(native: Any) -> list[tuple[str, Any]] | None:
     """The model built with its locals zeroed and painted (None: not a C model
     folder, or the compiler has no -ftrivial-auto-var-init)."""
     from . import _build
-    from ._runtime import NativeModel, load_module
+    from ._loader import load_module
+    from ._native import NativeModel
     from .errors import BuildError
 
     src = Path(native.source)

@@ -135,7 +135,7 @@ def build_tsan(model_dir: Path, log: Any = None) -> tuple[str, Path]:
     be imported only by a process that preloads libtsan.  Raises
     :class:`seer_env.errors.BuildError`."""
     from . import _build
-    from ._runtime import _file_lock, _safe, cache_dir
+    from ._loader import cache_dir, file_lock, safe_name
     from .errors import BuildError
 
     model_dir = Path(model_dir).resolve()
@@ -145,10 +145,10 @@ def build_tsan(model_dir: Path, log: Any = None) -> tuple[str, Path]:
     # frames name the other folder, and nothing would match)
     want = hashlib.sha256((_build.source_hash(model_dir, False, TSAN_CFLAGS) + "\0" +
                            str(model_dir)).encode()).hexdigest()[:32]
-    stem = _safe(model_dir.name)
+    stem = safe_name(model_dir.name)
     name = f"_seer_tsan_{stem}_{want[:16]}"
     target = cache_dir() / "tsan" / f"{stem}-{want[:16]}" / f"{name}{_build.ext_suffix()}"
-    with _file_lock(cache_dir() / "locks" / f"tsan-{stem}-{want[:16]}.lock"):
+    with file_lock(cache_dir() / "locks" / f"tsan-{stem}-{want[:16]}.lock"):
         if not target.is_file():
             try:
                 _build.build_module(name, target, model_dir, werror=False,
@@ -162,7 +162,7 @@ def build_tsan(model_dir: Path, log: Any = None) -> tuple[str, Path]:
 
 def _model_of(model: Any) -> tuple[Any, Path | None, str]:
     """(native model, model folder or None, why there is no folder)."""
-    from ._runtime import NativeModel
+    from ._native import NativeModel
 
     if isinstance(model, NativeModel):
         native = model
@@ -192,7 +192,7 @@ def race_findings(model_dir_or_native: Any, config: Mapping[str, Any] | None = N
     entities' handlers (see the module docstring).
 
     ``model_dir_or_native``: a model folder, a registered name, a
-    :class:`seer_env.sdk.Model` or a :class:`seer_env._runtime.NativeModel`.
+    :class:`seer_env.sdk.Model` or a :class:`seer_env._native.NativeModel`.
     Returns the findings, ``(rule, message)`` with rule ``"shared-heap"``
     (a heap block) or ``"data-race"`` (other memory), at most one per rule
     (the first report, with how many there were); or a string starting with
@@ -416,10 +416,12 @@ def _child(job: dict[str, Any]) -> None:
     """One run of the instrumented model (in a process that preloads libtsan)."""
     import numpy as np
 
-    from ._runtime import NativeModel, Runtime, _import_file
+    from ._loader import import_file
+    from ._native import NativeModel
+    from ._runtime import Runtime
     from .check_bounds import random_actions
 
-    mod = _import_file(job["module"], Path(job["path"]))
+    mod = import_file(job["module"], Path(job["path"]))
     native = NativeModel(mod, job["source"])
     B = int(job["batch"])
     rt = Runtime(native, job["config"], B, job["executor"], int(job["threads"]), None,

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from . import _build, gym_vector
 from . import env as _env
-from ._runtime import NativeModel, Param, load_module
+from ._loader import load_module
+from ._native import NativeModel, Param
 from .errors import BuildError, ConfigError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -147,7 +148,7 @@ class Model:
 
     @property
     def params(self) -> dict[str, Param]:
-        """The configuration parameters (name -> :class:`~seer_env._runtime.Param`)."""
+        """The configuration parameters (name -> :class:`~seer_env._native.Param`)."""
         return self.native.params
 
     @property

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from . import _paths, _runtime, stpa
-from ._runtime import NativeModel
+from ._native import NativeModel
 from .errors import ConfigError
 from .model import NAME_RULE as NAME_RULE  # the naming rule lives with Model; kept here too
 from .model import Model, _ensure_namespace, _ident

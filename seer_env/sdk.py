@@ -36,7 +36,7 @@ and from Python::
 A model is compiled together with the runtime into one extension module (so
 runtime <-> model calls are direct calls), once per content: editing a source
 rebuilds it on the next load; an unchanged one loads from the cache
-(``seer_env._runtime.cache_dir()``, ``$SEER_ENV_CACHE``).  A cached build is
+(``seer_env._loader.cache_dir()``, ``$SEER_ENV_CACHE``).  A cached build is
 used only when it matches the stamp (size, SHA-256) written beside it; a
 damaged one is built again, once (``seer_env._build.load_cached``).  A cache
 that cannot be written still serves the builds it holds.  A compiler error,

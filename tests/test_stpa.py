@@ -327,7 +327,7 @@ class _FakeRuntime:
     model = "fake"
 
     def __init__(self) -> None:
-        from seer_env._runtime import Sizes
+        from seer_env._native import Sizes
 
         self.sizes = Sizes(64, 8, 1, 1, "discrete", 2, 0.0, 1.0, 0, 0, 16, 1.0, 1.0)
         self.num_instances = 1

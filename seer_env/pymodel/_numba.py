@@ -25,7 +25,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic, models, overload, register_model
 
 from .. import pymodel as api
-from .._runtime import core
+from .._loader import core
 from ._table import sizes_dtype
 
 SYMBOL_PREFIX = "seerpy_"

@@ -35,7 +35,8 @@ from typing import Any
 
 import numpy as np
 
-from .._runtime import NativeModel, _file_lock, cache_dir, core
+from .._loader import cache_dir, core, file_lock
+from .._native import NativeModel
 from .._version import __version__ as SEER_VERSION
 from ..errors import BuildError, ConfigError, ModelError
 from ..model import _ensure_namespace
@@ -391,7 +392,7 @@ def _compile(model: PythonModel, rebuild: bool, log: Callable[[str], None] | Non
     folder = cache_dir() / "pymodels" / f"{model.name}-{key}"
     src = folder / "handlers.py"
     ok = folder / "ok"
-    with _build_lock, _file_lock(cache_dir() / "pymodels" / f".{model.name}.lock"):
+    with _build_lock, file_lock(cache_dir() / "pymodels" / f".{model.name}.lock"):
         if rebuild and folder.exists():
             shutil.rmtree(folder, ignore_errors=True)
         fresh = not ok.is_file()

@@ -1,0 +1,407 @@
+"""A model's table in a loaded extension module, marshalled to and from Python.
+
+:class:`NativeModel` wraps one model table (``seer_model`` of ``seer.h``) of
+an extension module (:mod:`seer_env._loader`): its parameters
+(:class:`Param`) and state fields (:class:`Field`) as the C tables declare
+them, configurations filled and checked through the parameter table, the
+sizes ``describe`` gives (:class:`Sizes`), agent names, bounds, and the NumPy
+layouts of configurations and entity states.  Status codes become exceptions
+in one place (:func:`error_for`)::
+
+    native = NativeModel(module, "a folder")        # the module's own table
+    cfg, sizes = native.describe({"num_entities": 64})
+    print(native.defaults, sizes.obs_dim)
+
+One of the bindings (``[tool.importlinter]`` in ``pyproject.toml``): it
+imports only :mod:`seer_env.errors`; :mod:`seer_env._runtime` runs a
+:class:`NativeModel`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from .errors import (
+    BudgetError,
+    ConfigError,
+    ContractViolation,
+    ExecutorError,
+    Interrupted,
+    InvalidActionError,
+    ModelError,
+    SeerError,
+    StateError,
+)
+
+# Status codes of seer.h (the constants are read from each module's lib; these
+# names only map them to exceptions).
+_STATUS_NAMES: dict[str, type[SeerError]] = {
+    "SEER_E_PAST": ContractViolation,
+    "SEER_E_LOOKAHEAD": ContractViolation,
+    "SEER_E_TARGET": ContractViolation,
+    "SEER_E_PAYLOAD": ContractViolation,
+    "SEER_E_TIME": ContractViolation,
+    "SEER_E_PHASE": ContractViolation,
+    "SEER_E_ISOLATION": ContractViolation,
+    "SEER_E_MODEL": ModelError,
+    "SEER_E_ACTION": InvalidActionError,
+    "SEER_E_CONFIG": ConfigError,
+    "SEER_E_NOMEM": SeerError,
+    "SEER_E_ORDER": StateError,
+    "SEER_E_ARG": ConfigError,
+    "SEER_E_EXECUTOR": ExecutorError,
+    "SEER_E_VERSION": ModelError,
+    "SEER_E_INTERRUPTED": Interrupted,
+    "SEER_E_BUDGET": BudgetError,
+}
+
+_ERRLEN = 1024
+
+
+def error_for(lib: Any, code: int, message: str) -> SeerError:
+    """The exception for a native status code."""
+    for name, cls in _STATUS_NAMES.items():
+        if getattr(lib, name) == code:
+            return cls(message)
+    return SeerError(message)
+
+
+_KIND_CHAR = {1: "b", 2: "i", 3: "u", 4: "f"}
+
+
+@dataclass(frozen=True)
+class Param:
+    """One configuration parameter, as the model's C table declares it."""
+
+    name: str
+    kind: str  # "bool", "int", "uint", "float"
+    size: int
+    offset: int
+    count: int
+    inner: int
+    default: Any
+    low: float | None
+    high: float | None
+    low_exclusive: bool
+    inf_ok: bool
+    none_ok: bool
+    doc: str
+
+    def describe_range(self) -> str:
+        """The accepted values in words, e.g. ``(0, 1e+300] or inf or None``."""
+        if self.kind == "bool":
+            text = "bool"
+        elif self.low is None and self.kind == "float":
+            text = "any finite number"
+        else:
+            lo, hi = (self.low, self.high) if self.low is not None else _type_range(
+                self.kind, self.size)
+            text = f"{'(' if self.low_exclusive else '['}{_num(lo)}, {_num(hi)}]"
+        if self.inf_ok:
+            text += " or inf"
+        if self.count > 1:
+            text = f"{self.count} values, each {text}"
+            if self.none_ok:
+                text += "; one number: the first, the others derived"
+        if self.none_ok:
+            text += " or None"
+        return text
+
+    @property
+    def dtype(self) -> np.dtype:
+        return _member_dtype(self.kind, self.size, self.count, self.inner)
+
+
+def _type_range(kind: str, size: int) -> tuple[int, int]:
+    bits = 8 * size
+    return (0, 2**bits - 1) if kind == "uint" else (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
+
+
+def _num(x: float) -> str:
+    """A bound as a user would write it: 1048576, 0.5, 1e+300."""
+    return str(int(x)) if x == int(x) and abs(x) < 1e16 else repr(x)
+
+
+def _member_dtype(kind: str, size: int, count: int, inner: int) -> np.dtype:
+    base = np.dtype("?" if kind == "bool" else f"{_KIND_CHAR[_KINDS_R[kind]]}{size}")
+    if count == 1:
+        return base
+    shape = (count // inner, inner) if inner else (count,)
+    return np.dtype((base, shape))
+
+
+_KINDS = {1: "bool", 2: "int", 3: "uint", 4: "float"}
+_KINDS_R = {v: k for k, v in _KINDS.items()}
+
+
+def _struct_dtype(fields: Sequence[Any], itemsize: int) -> np.dtype:
+    names, formats, offsets = [], [], []
+    for f in fields:
+        names.append(f.name)
+        formats.append(f.dtype)
+        offsets.append(f.offset)
+    return np.dtype({"names": names, "formats": formats, "offsets": offsets,
+                     "itemsize": max(itemsize, 1)})
+
+
+@dataclass(frozen=True)
+class Field:
+    """One member of the entity state, as the model's C table declares it."""
+
+    name: str
+    kind: str
+    size: int
+    offset: int
+    count: int
+    inner: int
+
+    @property
+    def dtype(self) -> np.dtype:
+        return _member_dtype(self.kind, self.size, self.count, self.inner)
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """The model's sizes for one configuration (from its ``describe``)."""
+
+    num_entities: int
+    num_agents: int
+    obs_dim: int
+    action_dim: int
+    action_kind: str  # "discrete" or "box"
+    action_n: int
+    action_low: float
+    action_high: float
+    info_dim: int
+    state_dim: int
+    entity_size: int
+    lookahead: float
+    step_duration: float
+    payload_size: int = 0
+    snapshot_size: int = 0
+    instance_size: int = 0
+
+
+class NativeModel:
+    """A model table in a loaded extension module: its parameters, state
+    layout and the host calls on its configuration.
+
+    ``source`` says where the table came from (a folder, or a description).
+    Raises :class:`~seer_env.errors.ModelError` when the table fails the
+    runtime's check (API version, missing handlers, bad tables).
+    """
+
+    def __init__(self, module: ModuleType, source: str, table: Any = None,
+                 keepalive: Any = None) -> None:
+        self.module = module
+        self.ffi = module.ffi
+        self.lib = module.lib
+        self.source = source
+        self._keepalive = keepalive  # objects a run-time table points into
+        self.table = table if table is not None else self.lib.seer_model_table()
+        if self.table == self.ffi.NULL:
+            raise ModelError(f"{source}: the module holds no model table")
+        err = self.ffi.new("char[]", _ERRLEN)
+        rc = self.lib.seer_model_check(self.table, err, _ERRLEN)
+        if rc != self.lib.SEER_OK:
+            raise error_for(self.lib, rc, f"{self.ffi.string(err).decode()} ({source})")
+        t = self.table
+        self.name: str = self.ffi.string(t.name).decode()
+        self.config_size = int(t.config_size)
+        self.max_cycles = int(t.max_cycles)
+        self.params: dict[str, Param] = {}
+        for i in range(t.num_params):
+            p = t.params[i]
+            declared = not (p.lo == 0.0 and p.hi == 0.0)
+            kind = _KINDS[int(p.kind)]
+            none_ok = bool(p.flags & self.lib.SEER_P_NONE)
+            default = self._default(p, kind, none_ok)
+            self.params[self.ffi.string(p.name).decode()] = Param(
+                name=self.ffi.string(p.name).decode(), kind=kind, size=int(p.size),
+                offset=int(p.offset), count=int(p.count), inner=int(p.inner),
+                default=default, low=float(p.lo) if declared else None,
+                high=float(p.hi) if declared else None,
+                low_exclusive=bool(p.flags & self.lib.SEER_P_GT),
+                inf_ok=bool(p.flags & self.lib.SEER_P_INF), none_ok=none_ok,
+                doc=self.ffi.string(p.doc).decode() if p.doc != self.ffi.NULL else "",
+            )
+        self.state_fields = [
+            Field(self.ffi.string(f.name).decode(), _KINDS[int(f.kind)], int(f.size),
+                  int(f.offset), int(f.count), int(f.inner))
+            for f in (t.state_fields[i] for i in range(t.num_state_fields))
+        ]
+        self.config_dtype = _struct_dtype(list(self.params.values()), self.config_size)
+        self.event_names = tuple(
+            self.ffi.string(self.lib.seer_model_event_name(t, i)).decode()
+            for i in range(t.event_type_count)
+        )
+
+    def event_name(self, event_type: int) -> str:
+        """The name the model's table gives event type ``event_type``."""
+        return self.ffi.string(self.lib.seer_model_event_name(self.table, event_type)).decode()
+
+    def _default(self, p: Any, kind: str, none_ok: bool) -> Any:
+        d = float(getattr(p, "def"))
+        n = float(p.none)
+        if none_ok and (d == n or (d != d and n != n)):
+            return None
+        if kind == "bool":
+            return bool(d)
+        if kind in ("int", "uint"):
+            return int(d)
+        return d
+
+    def __repr__(self) -> str:
+        return f"NativeModel({self.name!r} from {self.source})"
+
+    # -- configuration -----------------------------------------------------------
+
+    @property
+    def defaults(self) -> dict[str, Any]:
+        """Every parameter with its default (None: derived by the model)."""
+        return {n: p.default for n, p in self.params.items()}
+
+    def config_struct(self, values: Mapping[str, Any]) -> Any:
+        """A configuration struct: the defaults, overridden by ``values`` (each
+        checked by the runtime against the parameter's type and range)."""
+        buf = self.ffi.new("char[]", max(self.config_size, 1))
+        self.lib.seer_config_defaults(self.table, buf)
+        for key, value in values.items():
+            p = self.params.get(key) if isinstance(key, str) else None
+            if p is None:
+                raise ConfigError(
+                    f"{self.name}: unknown config key {key!r}; valid keys: {sorted(self.params)}"
+                )
+            self._set(buf, p, value)
+        return buf
+
+    def _set(self, buf: Any, p: Param, value: Any) -> None:
+        if p.count == 1:
+            self._set_one(buf, p, 0, value)
+            return
+        if value is None or _is_scalar(value):
+            if value is not None and not p.none_ok:
+                raise ConfigError(
+                    f"{self.name}: {p.name}={value!r} must be {p.count} values (a sequence), "
+                    f"each {p.describe_range().split('each ', 1)[-1]}"
+                )
+            self._set_one(buf, p, 0, value)
+            for i in range(1, p.count):
+                self._set_one(buf, p, i, None)
+            return
+        try:
+            items = list(np.asarray(value, dtype=object).reshape(-1))
+        except (TypeError, ValueError):
+            items = []
+        if len(items) != p.count:
+            raise ConfigError(
+                f"{self.name}: {p.name}={value!r} must be {p.count} values"
+                + (", one number" if p.none_ok else "") + (" or None" if p.none_ok else "")
+            )
+        for i, v in enumerate(items):
+            self._set_one(buf, p, i, v)
+
+    def _set_one(self, buf: Any, p: Param, i: int, v: Any) -> None:
+        lib, ffi = self.lib, self.ffi
+        err = ffi.new("char[]", _ERRLEN)
+        name = p.name.encode()
+        if v is None:
+            rc = lib.seer_config_set_none(self.table, buf, name, i, err, _ERRLEN)
+        elif isinstance(v, (bool, np.bool_)):
+            if p.kind != "bool":
+                raise ConfigError(f"{self.name}: {p.name}={v!r} must be a number, not a bool")
+            rc = lib.seer_config_set_i64(self.table, buf, name, i, int(v), err, _ERRLEN)
+        elif isinstance(v, (int, np.integer)):
+            iv = int(v)
+            if p.kind == "bool" and iv not in (0, 1):
+                raise ConfigError(f"{self.name}: {p.name}={v!r} must be a bool")
+            if not -(2**63) <= iv < 2**64:
+                raise ConfigError(f"{self.name}: {p.name}={v!r} is out of range "
+                                  f"({p.describe_range()})")
+            if iv >= 2**63:
+                rc = lib.seer_config_set_u64(self.table, buf, name, i, iv, err, _ERRLEN)
+            else:
+                rc = lib.seer_config_set_i64(self.table, buf, name, i, iv, err, _ERRLEN)
+        elif isinstance(v, (float, np.floating)):
+            if p.kind == "bool":
+                raise ConfigError(f"{self.name}: {p.name}={v!r} must be a bool")
+            rc = lib.seer_config_set_f64(self.table, buf, name, i, float(v), err, _ERRLEN)
+        else:
+            want = "a bool" if p.kind == "bool" else "a number"
+            raise ConfigError(f"{self.name}: {p.name}={v!r} must be {want} "
+                              f"({p.describe_range()})")
+        if rc != lib.SEER_OK:
+            raise error_for(lib, rc, ffi.string(err).decode())
+
+    def read_config(self, buf: Any) -> dict[str, Any]:
+        """The parameters' values in a configuration struct."""
+        raw = np.frombuffer(self.ffi.buffer(buf, max(self.config_size, 1)),
+                            dtype=self.config_dtype, count=1)[0]
+        out: dict[str, Any] = {}
+        for n, p in self.params.items():
+            v = raw[n]
+            out[n] = tuple(np.asarray(v).reshape(-1).tolist()) if p.count > 1 else v.item()
+        return out
+
+    def describe(self, values: Mapping[str, Any]) -> tuple[Any, Sizes]:
+        """Fill, complete (derived values) and size a configuration."""
+        buf = self.config_struct(values)
+        out = self.ffi.new("seer_sizes *")
+        err = self.ffi.new("char[]", _ERRLEN)
+        rc = self.lib.seer_model_describe(self.table, buf, out, err, _ERRLEN)
+        if rc != self.lib.SEER_OK:
+            raise error_for(self.lib, rc, self.ffi.string(err).decode())
+        return buf, self.sizes_of(out)
+
+    def sizes_of(self, s: Any) -> Sizes:
+        kind = "discrete" if int(s.action_kind) == self.lib.SEER_ACTION_DISCRETE else "box"
+        return Sizes(
+            num_entities=s.num_entities, num_agents=s.num_agents, obs_dim=s.obs_dim,
+            action_dim=s.action_dim, action_kind=kind, action_n=s.action_n,
+            action_low=float(s.action_low), action_high=float(s.action_high),
+            info_dim=s.info_dim, state_dim=s.state_dim, entity_size=s.entity_size,
+            lookahead=float(s.lookahead), step_duration=float(s.step_duration),
+            payload_size=s.payload_size, snapshot_size=s.snapshot_size,
+            instance_size=s.instance_size,
+        )
+
+    def agent_names(self, buf: Any, n: int) -> list[str]:
+        out = self.ffi.new("char[]", max(n, 1) * self.lib.SEER_NAME_LEN)
+        err = self.ffi.new("char[]", _ERRLEN)
+        rc = self.lib.seer_model_agent_names(self.table, buf, n, out, err, _ERRLEN)
+        if rc != self.lib.SEER_OK:
+            raise error_for(self.lib, rc, self.ffi.string(err).decode())
+        raw = np.frombuffer(self.ffi.buffer(out, n * self.lib.SEER_NAME_LEN),
+                            dtype=f"S{self.lib.SEER_NAME_LEN}")
+        return [b.decode() for b in raw.tolist()]
+
+    def bounds(self, buf: Any, sz: Sizes) -> tuple[np.ndarray, ...]:
+        """Observation (low, high) and state (low, high) bounds, float32."""
+        arrs = [np.zeros(max(sz.obs_dim, 1), np.float32) for _ in range(2)]
+        arrs += [np.zeros(max(sz.state_dim, 1), np.float32) for _ in range(2)]
+        ptrs = [self.ffi.from_buffer("float[]", a) for a in arrs]
+        s = self.ffi.new("seer_sizes *")
+        s.obs_dim, s.state_dim = sz.obs_dim, sz.state_dim
+        self.lib.seer_model_bounds(self.table, buf, s, *ptrs)
+        return (arrs[0][: sz.obs_dim], arrs[1][: sz.obs_dim], arrs[2][: sz.state_dim],
+                arrs[3][: sz.state_dim])
+
+    def info_names(self, n: int) -> tuple[str, ...]:
+        return tuple(self.ffi.string(self.lib.seer_model_info_name(self.table, i)).decode()
+                     for i in range(n))
+
+    def state_dtype(self, entity_size: int) -> np.dtype:
+        """NumPy layout of one entity state (the model's state fields; raw
+        bytes ``V<entity_size>`` when it declares none)."""
+        if not self.state_fields:
+            return np.dtype((np.void, max(entity_size, 1)))
+        return _struct_dtype(self.state_fields, entity_size)
+
+
+def _is_scalar(v: Any) -> bool:
+    return isinstance(v, (int, float, bool, np.integer, np.floating, np.bool_, str))
