@@ -12,20 +12,26 @@ in one place (:func:`error_for`)::
     cfg, sizes = native.describe({"num_entities": 64})
     print(native.defaults, sizes.obs_dim)
 
+A hook written in Python (the checker's wrapped observe and global_state,
+:meth:`NativeModel.with_hooks`; a ``jit=False`` Python model's handlers) sees
+its ``seer_ctx *`` as a :class:`HandlerContext`: the accessors of ``seer.h``
+as methods, records and arrays as NumPy views of native memory.
+
 One of the bindings (``[tool.importlinter]`` in ``pyproject.toml``): it
-imports only :mod:`seer_env.errors`; :mod:`seer_env._runtime` runs a
-:class:`NativeModel`.
+imports only :mod:`seer_env._loader` and :mod:`seer_env.errors`;
+:mod:`seer_env._runtime` runs a :class:`NativeModel`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
 import numpy as np
 
+from ._loader import core
 from .errors import (
     BudgetError,
     ConfigError,
@@ -187,6 +193,144 @@ class Sizes:
     instance_size: int = 0
 
 
+class HandlerContext:
+    """A hook's context (``seer_ctx *``) seen from Python: the accessors of
+    ``seer.h`` as methods (``seer_now`` is :meth:`now`, ``seer_self``
+    :meth:`entity`, ...), each valid in the hooks where it is valid in C.
+
+    Records and arrays come back as NumPy views of the native memory (a
+    record: one element of its dtype), writable, valid during the hook call
+    only.  ``ptr`` is the ``seer_ctx *`` of the call and ``module`` the
+    extension module whose runtime runs it (default: ``seer_env._core``, where
+    models made at run time run).
+    """
+
+    __slots__ = ("ptr", "_ffi", "_lib")
+
+    def __init__(self, ptr: Any, module: ModuleType | None = None) -> None:
+        m = module if module is not None else core()
+        self.ptr = ptr
+        self._ffi = m.ffi
+        self._lib = m.lib
+
+    # -- what the call is -------------------------------------------------------
+
+    def now(self) -> float:
+        """The simulated time of the event (or phase) being handled (``seer_now``)."""
+        return float(self._lib.seer_now(self.ptr))
+
+    def entity(self) -> int:
+        """The entity (or agent) the hook runs for (``seer_self``)."""
+        return int(self._lib.seer_self(self.ptr))
+
+    def instance(self) -> int:
+        """The instance's index in the batch (``seer_instance``)."""
+        return int(self._lib.seer_instance(self.ptr))
+
+    def step_index(self) -> int:
+        """k of the current (or last) step (``seer_step_index``)."""
+        return int(self._lib.seer_step_index(self.ptr))
+
+    def seed(self) -> int:
+        """The instance's reset seed (``seer_seed``)."""
+        return int(self._lib.seer_seed(self.ptr))
+
+    # -- records ----------------------------------------------------------------
+
+    def at(self, ptr: Any, dtype: Any) -> np.ndarray:
+        """One record of ``dtype`` at ``ptr`` (a pointer the hook was given)."""
+        dt = np.dtype(dtype)
+        return np.frombuffer(self._ffi.buffer(ptr, dt.itemsize), dtype=dt)
+
+    def array(self, ptr: Any, n: int, dtype: Any) -> np.ndarray:
+        """``n`` elements of ``dtype`` at ``ptr`` (a fresh empty array for 0)."""
+        dt = np.dtype(dtype)
+        if n == 0:
+            return np.zeros(0, dt)
+        return np.frombuffer(self._ffi.buffer(ptr, n * dt.itemsize), dtype=dt)
+
+    def output(self, out: Any, obs_dim: int, info_dim: int
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """observe's ``out`` (a ``seer_output *``) as its five arrays: obs
+        (float32 x ``obs_dim``), reward (float32 x 1), terminated and truncated
+        (uint8 x 1), info (float64 x ``info_dim``)."""
+        return (self.array(out.obs, obs_dim, np.float32), self.array(out.reward, 1, np.float32),
+                self.array(out.terminated, 1, np.uint8), self.array(out.truncated, 1, np.uint8),
+                self.array(out.info, info_dim, np.float64))
+
+    def config(self, dtype: Any) -> np.ndarray:
+        """The configuration record (read only; ``seer_config``)."""
+        return self.at(self._lib.seer_config(self.ptr), dtype)
+
+    def model_sizes(self, dtype: Any) -> np.ndarray:
+        """The instance's ``seer_sizes`` (``seer_model_sizes``), laid out by ``dtype``."""
+        return self.at(self._lib.seer_model_sizes(self.ptr), dtype)
+
+    def snapshot(self, entity: int, dtype: Any) -> np.ndarray | None:
+        """Entity ``entity``'s published snapshot record (``seer_snapshot``;
+        None where C gives NULL: an entity out of range)."""
+        p = self._lib.seer_snapshot(self.ptr, entity)
+        return None if p == self._ffi.NULL else self.at(p, dtype)
+
+    def instance_data(self, dtype: Any) -> np.ndarray:
+        """The per-instance record ``boundary`` writes (``seer_instance_data``)."""
+        return self.at(self._lib.seer_instance_data(self.ptr), dtype)
+
+    def entity_state(self, entity: int, dtype: Any) -> np.ndarray | None:
+        """Any entity's state record, at the boundary (``seer_entity_state``; None
+        where C gives NULL: elsewhere, or an entity out of range)."""
+        p = self._lib.seer_entity_state(self.ptr, entity)
+        return None if p == self._ffi.NULL else self.at(p, dtype)
+
+    # -- what a handler does ------------------------------------------------------
+
+    def schedule(self, target: int, t: float, event_type: int,
+                 payload: np.ndarray | None = None, size: int = 0) -> int:
+        """``seer_schedule``: an event for ``target`` at ``t`` carrying the first
+        ``size`` bytes of ``payload`` (None: no payload).  Returns 0 or the
+        violation's status code."""
+        if payload is None:
+            return int(self._lib.seer_schedule(self.ptr, target, t, event_type,
+                                               self._ffi.NULL, 0))
+        return int(self._lib.seer_schedule(self.ptr, target, t, event_type,
+                                           self._ffi.from_buffer(payload), size))
+
+    def rng_u64(self) -> int:
+        """64 random bits from the entity's stream (``seer_rng_u64``)."""
+        return int(self._lib.seer_rng_u64(self.ptr))
+
+    def rng_uniform(self) -> float:
+        """Uniform in (0, 1) from the entity's stream (``seer_rng_uniform``)."""
+        return float(self._lib.seer_rng_uniform(self.ptr))
+
+    def rng_exponential(self, mean: float) -> float:
+        """Exponential with ``mean`` from the entity's stream (``seer_rng_exponential``)."""
+        return float(self._lib.seer_rng_exponential(self.ptr, mean))
+
+    def rng_below(self, n: int) -> int:
+        """Uniform in [0, n) from the entity's stream (``seer_rng_below``)."""
+        return int(self._lib.seer_rng_below(self.ptr, n))
+
+    def agent_alive(self, agent: int) -> bool:
+        """Whether ``agent`` was alive at the start of this step (``seer_agent_alive``)."""
+        return bool(self._lib.seer_agent_alive(self.ptr, agent))
+
+    def entity_events(self, entity: int) -> int:
+        """Events ``entity`` handled since reset (``seer_entity_events``)."""
+        return int(self._lib.seer_entity_events(self.ptr, entity))
+
+    def fail_step(self, why: str) -> int:
+        """``seer_fail_step``: fail the step with the message ``why``; returns
+        the non-zero status a handler returns."""
+        return int(self._lib.seer_fail_step(self.ptr, why.encode("utf-8", "replace")))
+
+
+#: ``observe`` of :meth:`NativeModel.with_hooks`: (ctx, agent, obs row, the model's observe)
+ObserveHook = Callable[[HandlerContext, int, np.ndarray, Callable[[], None]], None]
+#: ``global_state`` of :meth:`NativeModel.with_hooks`: (ctx, state row, the model's hook)
+GlobalStateHook = Callable[[HandlerContext, np.ndarray, Callable[[], None]], None]
+
+
 class NativeModel:
     """A model table in a loaded extension module: its parameters, state
     layout and the host calls on its configuration.
@@ -255,6 +399,62 @@ class NativeModel:
         if kind in ("int", "uint"):
             return int(d)
         return d
+
+    def with_hooks(self, *, observe: ObserveHook | None = None,
+                   global_state: GlobalStateHook | None = None,
+                   on_error: Callable[[BaseException], None] | None = None) -> NativeModel:
+        """A copy of this model's table (a new :class:`NativeModel` of the same
+        module) whose ``observe`` and ``global_state`` are Python functions
+        around the model's own::
+
+            def observe(ctx, agent, obs, model_observe):
+                obs[:] = np.nan       # the row before the model writes it
+                model_observe()       # the model's observe, on the same arguments
+                ...                   # the row it wrote
+
+        ``observe(ctx, agent, obs, model_observe)``: ``ctx`` a
+        :class:`HandlerContext`, ``obs`` the agent's observation row (a writable
+        float32 view of ``obs_dim`` elements), ``model_observe()`` runs the
+        model's observe.  ``global_state(ctx, state, model_global_state)``
+        likewise with the instance's state row (``state_dim`` elements); a model
+        without a global_state keeps none.  An exception a function raises is
+        handed to ``on_error`` (without one, cffi prints it) and the hook
+        returns as if the model's had.  None leaves a hook as it is.
+        """
+        ffi, lib, module = self.ffi, self.lib, self.module
+        table = ffi.new("seer_model *", self.table[0])
+        keep: list[Any] = [table, self]
+        model_obs, model_gs = self.table.observe, self.table.global_state
+
+        errors: Callable[[Any, BaseException, Any], None] | None = None
+        if on_error is not None:
+            report = on_error
+
+            def errors(exc_type: Any, exc: BaseException, tb: Any) -> None:
+                report(exc)
+
+        if observe is not None:
+            def observe_cb(ctx: Any, agent: int, out: Any) -> None:
+                n = int(lib.seer_model_sizes(ctx).obs_dim)
+                row = (np.frombuffer(ffi.buffer(out.obs, 4 * n), np.float32) if n
+                       else np.zeros(0, np.float32))
+                observe(HandlerContext(ctx, module), agent, row,
+                        lambda: model_obs(ctx, agent, out))
+
+            cb = ffi.callback(ffi.typeof(model_obs), observe_cb, onerror=errors)
+            table.observe = cb
+            keep.append(cb)
+        if global_state is not None and model_gs != ffi.NULL:
+            def global_state_cb(ctx: Any, out: Any) -> None:
+                n = int(lib.seer_model_sizes(ctx).state_dim)
+                row = (np.frombuffer(ffi.buffer(out, 4 * n), np.float32) if n
+                       else np.zeros(0, np.float32))
+                global_state(HandlerContext(ctx, module), row, lambda: model_gs(ctx, out))
+
+            cb = ffi.callback(ffi.typeof(model_gs), global_state_cb, onerror=errors)
+            table.global_state = cb
+            keep.append(cb)
+        return NativeModel(module, self.source, table=table, keepalive=keep)
 
     def __repr__(self) -> str:
         return f"NativeModel({self.name!r} from {self.source})"

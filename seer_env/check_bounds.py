@@ -44,7 +44,7 @@ observe, so the element is always 0: no two runs differ).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -219,29 +219,10 @@ class _Watch:
     errors: list[BaseException] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        from ._native import NativeModel
-
-        nat = self.native
-        ffi, lib = nat.ffi, nat.lib
         self.sizes: Any = None  # set by configure() before the first call
-        table = ffi.new("seer_model *", nat.table[0])
-        self._orig_obs = nat.table.observe
-        self._orig_gs = nat.table.global_state
-        keep: list[Any] = [table, nat]
-
-        def on_error(exc_type: Any, exc: BaseException, tb: Any) -> None:
-            self.errors.append(exc)
-
-        obs_cb = ffi.callback(ffi.typeof(self._orig_obs), self._observe, onerror=on_error)
-        table.observe = obs_cb
-        keep.append(obs_cb)
-        if self._orig_gs != ffi.NULL:
-            gs_cb = ffi.callback(ffi.typeof(self._orig_gs), self._global_state,
-                                 onerror=on_error)
-            table.global_state = gs_cb
-            keep.append(gs_cb)
-        self.wrapped = NativeModel(nat.module, nat.source, table=table, keepalive=keep)
-        self._ffi, self._lib = ffi, lib
+        self.wrapped = self.native.with_hooks(observe=self._observe,
+                                              global_state=self._global_state,
+                                              on_error=self.errors.append)
 
     def configure(self, sizes: Any) -> None:
         """Size the notes for a configuration's sizes."""
@@ -249,21 +230,21 @@ class _Watch:
         self.obs_written = np.zeros(sizes.obs_dim, bool)
         self.gs_written = np.zeros(sizes.state_dim, bool)
 
-    def _observe(self, ctx: Any, agent: int, out: Any) -> None:
-        ffi, lib, sz = self._ffi, self._lib, self.sizes
-        inst = int(lib.seer_instance(ctx))
+    def _observe(self, ctx: Any, agent: int, obs: np.ndarray,
+                 model_observe: Callable[[], None]) -> None:
+        sz = self.sizes
+        inst = ctx.instance()
         if self.capture and inst not in self.seen:
             N, S, idsz = sz.num_entities, sz.snapshot_size, sz.instance_size
-            snaps = b"".join(ffi.buffer(lib.seer_snapshot(ctx, e), S)[:] for e in range(N)) \
+            snaps = b"".join(ctx.snapshot(e, (np.void, S)).tobytes() for e in range(N)) \
                 if S else b""
-            idata = ffi.buffer(lib.seer_instance_data(ctx), idsz)[:] if idsz else b""
-            self.seen[inst] = (snaps, idata, int(lib.seer_step_index(ctx)) == 0 and
-                               float(lib.seer_now(ctx)) == 0.0)
+            idata = ctx.instance_data((np.void, idsz)).tobytes() if idsz else b""
+            self.seen[inst] = (snaps, idata, ctx.step_index() == 0 and ctx.now() == 0.0)
         n = sz.obs_dim
-        row = np.frombuffer(ffi.buffer(out.obs, 4 * n), np.uint32) if n else None
+        row = obs.view(np.uint32) if n else None
         if row is not None:
             row[:] = POISON32
-        self._orig_obs(ctx, agent, out)
+        model_observe()
         self.obs_calls += 1
         if row is not None:
             left = row == POISON32
@@ -273,18 +254,19 @@ class _Watch:
                     self.obs_first.setdefault(int(j), (self.step, inst, int(agent)))
                 row[left] = 0
 
-    def _global_state(self, ctx: Any, out: Any) -> None:
+    def _global_state(self, ctx: Any, state: np.ndarray,
+                      model_global_state: Callable[[], None]) -> None:
         n = self.sizes.state_dim
-        row = np.frombuffer(self._ffi.buffer(out, 4 * n), np.uint32) if n else None
+        row = state.view(np.uint32) if n else None
         if row is not None:
             row[:] = POISON32
-        self._orig_gs(ctx, out)
+        model_global_state()
         self.gs_calls += 1
         if row is not None:
             left = row == POISON32
             self.gs_written |= ~left
             if left.any():
-                inst = int(self._lib.seer_instance(ctx))
+                inst = ctx.instance()
                 for j in np.flatnonzero(left & ~self.gs_written):
                     self.gs_first.setdefault(int(j), (self.step, inst))
                 row[left] = 0
