@@ -525,6 +525,36 @@ class Runtime:
                 out.append(np.frombuffer(buf, dtype=dt).copy())
         return out
 
+    @property
+    def pool_size(self) -> int:
+        """Threads of the worker pool, the calling one and parked ones included
+        (:attr:`threads` of them take part in calls)."""
+        with self._call() as h:
+            return int(self.lib.seer_runtime_pool_size(h))
+
+    def worker_trace_records(self, worker: int) -> np.ndarray:
+        """A copy of worker ``worker``'s records (0: the calling thread's), laid
+        out by this runtime's own module: unlike :meth:`trace_records` it never
+        loads ``seer_env._core`` (the race pass's child process, whose model
+        is built with ThreadSanitizer, reads its records here).  Its kinds:
+        :meth:`trace_kinds`."""
+        w = _positive_int("worker", worker, 0, 1023)
+        dt = _trace_dtype_of(self.ffi)
+        with self._call() as h:
+            pool = int(self.lib.seer_runtime_pool_size(h))
+            if w >= pool:
+                raise ConfigError(f"worker={worker} must be in [0, {pool - 1}]")
+            n = int(self.lib.seer_runtime_trace_count(h, w))
+            if n == 0:
+                return np.zeros(0, dtype=dt)
+            buf = self.ffi.buffer(self.lib.seer_runtime_trace_records(h, w), n * dt.itemsize)
+            return np.frombuffer(buf, dtype=dt).copy()
+
+    def trace_kinds(self) -> dict[int, str]:
+        """Trace record kind -> name, from this runtime's own module (what the
+        module function :func:`trace_kinds` reads from ``seer_env._core``)."""
+        return _trace_kinds_of(self.lib)
+
     def trace_dropped(self) -> int:
         with self._call() as h:
             return int(self.lib.seer_runtime_trace_dropped(h))
@@ -590,24 +620,30 @@ _CTYPE_NP = {"uint64_t": "<u8", "int64_t": "<i8", "uint32_t": "<u4", "int32_t": 
              "double": "<f8", "float": "<f4", "uint8_t": "u1"}
 
 
+def _trace_dtype_of(ffi: Any) -> np.dtype:
+    t = ffi.typeof("seer_trace_rec")
+    return np.dtype({
+        "names": [name for name, _ in t.fields],
+        "formats": [_CTYPE_NP[f.type.cname] for _, f in t.fields],
+        "offsets": [f.offset for _, f in t.fields],
+        "itemsize": ffi.sizeof(t),
+    })
+
+
 def trace_dtype() -> np.dtype:
     """NumPy layout of ``seer_trace_rec``, read from the header's declaration."""
     global _trace_dtype
     if _trace_dtype is None:
-        ffi = core().ffi
-        t = ffi.typeof("seer_trace_rec")
-        _trace_dtype = np.dtype({
-            "names": [name for name, _ in t.fields],
-            "formats": [_CTYPE_NP[f.type.cname] for _, f in t.fields],
-            "offsets": [f.offset for _, f in t.fields],
-            "itemsize": ffi.sizeof(t),
-        })
+        _trace_dtype = _trace_dtype_of(core().ffi)
     return _trace_dtype
 
 
 def trace_kinds() -> dict[int, str]:
     """Trace record kind -> name."""
-    lib = core().lib
+    return _trace_kinds_of(core().lib)
+
+
+def _trace_kinds_of(lib: Any) -> dict[int, str]:
     return {
         int(lib.SEER_TRACE_EVENT): "event",
         int(lib.SEER_TRACE_ACT): "act",

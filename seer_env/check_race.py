@@ -430,7 +430,7 @@ def _child(job: dict[str, Any]) -> None:
     rng = np.random.default_rng(int(job["seed"]))
     seeds = [int(job["seed"]) + i for i in range(B)]
     rt.trace(1024)  # which threads handled events (the first 1024 records each)
-    event_kind = int(mod.lib.SEER_TRACE_EVENT)
+    event_kind = {name: kind for kind, name in rt.trace_kinds().items()}["event"]
     helpers = 0
     try:
         rt.reset(seeds)
@@ -454,21 +454,9 @@ def _child(job: dict[str, Any]) -> None:
 def _helper_events(rt: Any, event_kind: int) -> int:
     """Event records of the pool's threads but the calling one (read through
     the run's own module: Runtime.trace_records would load seer_env._core)."""
-    import numpy as np
-
-    ffi, lib = rt.ffi, rt.lib
-    t = ffi.typeof("seer_trace_rec")
-    kind_off = dict(t.fields)["kind"].offset
-    size = ffi.sizeof(t)
     n_events = 0
-    with rt._call() as h:
-        for w in range(1, int(lib.seer_runtime_pool_size(h))):
-            n = int(lib.seer_runtime_trace_count(h, w))
-            if n:
-                raw = np.frombuffer(ffi.buffer(lib.seer_runtime_trace_records(h, w), n * size),
-                                    np.uint8).reshape(n, size)
-                kinds = raw[:, kind_off:kind_off + 4].copy().view(np.uint32).ravel()
-                n_events += int((kinds == event_kind).sum())
+    for w in range(1, rt.pool_size):
+        n_events += int((rt.worker_trace_records(w)["kind"] == event_kind).sum())
     return n_events
 
 

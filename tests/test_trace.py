@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from seer_env import cli
+from seer_env import cli, errors
 from seer_env.registry import Runtime
 from seer_env.trace import chrome_trace, write_trace
 from tests.pcs_helpers import c_config
@@ -188,5 +188,31 @@ def test_rollbacks_are_traced() -> None:
         st = rt.stats()
         assert recs == st["rollbacks"] and undone == st["events_rolled_back"]
         assert spans == recs
+    finally:
+        rt.close()
+
+
+def test_each_workers_records_read_through_the_runtimes_own_module() -> None:
+    """Runtime.worker_trace_records(w) (what the race pass's child reads, without
+    seer_env._core) is trace_records()[w], and Runtime.trace_kinds() the module's."""
+    from seer_env._runtime import trace_kinds
+
+    rt = Runtime("phold", phold_cfg(num_entities=32, remote=0.5), 1, "parallel", 3,
+                 oversubscribe=True)
+    try:
+        rt.trace(1 << 12)
+        rt.reset([4])
+        rt.actions[:] = 0
+        for _ in range(3):
+            rt.step()
+        assert rt.trace_kinds() == trace_kinds()
+        recs = rt.trace_records()
+        assert rt.pool_size == len(recs) == 3
+        for w in range(rt.pool_size):
+            own = rt.worker_trace_records(w)
+            assert own.dtype == recs[w].dtype and np.array_equal(own, recs[w])
+        assert sum(len(r) for r in recs) > 0
+        with pytest.raises(errors.ConfigError, match="worker=3"):
+            rt.worker_trace_records(3)
     finally:
         rt.close()
