@@ -447,56 +447,56 @@ def declare(module: str, *, name: str | None = None, params: Sequence[Param] = (
 #
 # In compiled handlers these are Numba overloads (_numba.py) that call the
 # runtime's C functions directly; the bodies below serve jit=False models,
-# whose ctx is a _pure.Ctx.
+# whose ctx is a _pure.Ctx (the bindings' HandlerContext, with the model's dtypes).
 
 
 def now(ctx: Any) -> float:
     """The simulated time of the event (or phase) being handled (``seer_now``)."""
-    return float(ctx.lib.seer_now(ctx.ptr))
+    return ctx.now()
 
 
 def self(ctx: Any) -> int:  # noqa: A001 - the C name (seer_self)
     """The entity (or agent) the handler runs for (``seer_self``)."""
-    return int(ctx.lib.seer_self(ctx.ptr))
+    return ctx.entity()
 
 
 def instance(ctx: Any) -> int:
     """The instance's index in the batch (``seer_instance``)."""
-    return int(ctx.lib.seer_instance(ctx.ptr))
+    return ctx.instance()
 
 
 def step_index(ctx: Any) -> int:
     """k of the current (or last) step (``seer_step_index``)."""
-    return int(ctx.lib.seer_step_index(ctx.ptr))
+    return ctx.step_index()
 
 
 def seed(ctx: Any) -> int:
     """The instance's reset seed (``seer_seed``)."""
-    return int(ctx.lib.seer_seed(ctx.ptr))
+    return ctx.seed()
 
 
 def config(ctx: Any) -> Any:
     """The configuration record (read only; ``seer_config``)."""
-    return ctx.view(ctx.lib.seer_config(ctx.ptr), ctx.spec.config)
+    return ctx.record(ctx.config(ctx.spec.config))
 
 
 def model_sizes(ctx: Any) -> Any:
     """The instance's sizes (a record with the fields of :class:`Sizes`)."""
-    return ctx.view(ctx.lib.seer_model_sizes(ctx.ptr), ctx.sizes_dtype)
+    return ctx.sizes()
 
 
 def snapshot(ctx: Any, entity: int) -> Any:
     """Entity ``entity``'s published snapshot record (read only; ``seer_snapshot``)."""
-    p = ctx.lib.seer_snapshot(ctx.ptr, entity)
-    if p == ctx.ffi.NULL:
+    rec = ctx.snapshot(entity, ctx.spec.snapshot)
+    if rec is None:
         ctx.fail("snapshot(): entity out of range")
         raise IndexError(f"snapshot({entity}): entity out of range")
-    return ctx.view(p, ctx.spec.snapshot)
+    return ctx.record(rec)
 
 
 def instance_data(ctx: Any) -> Any:
     """The per-instance record written by ``boundary`` (read only elsewhere)."""
-    return ctx.view(ctx.lib.seer_instance_data(ctx.ptr), ctx.spec.instance)
+    return ctx.record(ctx.instance_data(ctx.spec.instance))
 
 
 def schedule(ctx: Any, target: int, t: float, event_type: int, payload: Any = None) -> int:
@@ -512,43 +512,43 @@ def schedule(ctx: Any, target: int, t: float, event_type: int, payload: Any = No
 
 def rng_u64(ctx: Any) -> int:
     """64 random bits from the entity's stream (``seer_rng_u64``)."""
-    return int(ctx.lib.seer_rng_u64(ctx.ptr))
+    return ctx.rng_u64()
 
 
 def rng_uniform(ctx: Any) -> float:
     """Uniform in (0, 1) from the entity's stream (``seer_rng_uniform``)."""
-    return float(ctx.lib.seer_rng_uniform(ctx.ptr))
+    return ctx.rng_uniform()
 
 
 def rng_exponential(ctx: Any, mean: float) -> float:
     """Exponential with ``mean`` from the entity's stream (``seer_rng_exponential``)."""
-    return float(ctx.lib.seer_rng_exponential(ctx.ptr, mean))
+    return ctx.rng_exponential(mean)
 
 
 def rng_below(ctx: Any, n: int) -> int:
     """Uniform in [0, n) from the entity's stream (``seer_rng_below``)."""
-    return int(ctx.lib.seer_rng_below(ctx.ptr, n))
+    return ctx.rng_below(n)
 
 
 def entity_state(ctx: Any, entity: int) -> Any:
     """Any entity's state record, at the boundary only (boundary, observe,
     global_state; ``seer_entity_state``).  Elsewhere the step fails."""
-    p = ctx.lib.seer_entity_state(ctx.ptr, entity)
-    if p == ctx.ffi.NULL:
+    rec = ctx.entity_state(entity, ctx.spec.state)
+    if rec is None:
         ctx.fail("entity_state(): only at the boundary (boundary, observe, global_state) "
                  "and for an entity in range")
         raise IndexError(f"entity_state({entity}) outside the boundary or out of range")
-    return ctx.view(p, ctx.spec.state)
+    return ctx.record(rec)
 
 
 def agent_alive(ctx: Any, agent: int) -> bool:
     """Whether ``agent`` was alive at the start of this step (boundary only)."""
-    return bool(ctx.lib.seer_agent_alive(ctx.ptr, agent))
+    return ctx.agent_alive(agent)
 
 
 def entity_events(ctx: Any, entity: int) -> int:
     """Events ``entity`` handled since reset (boundary only)."""
-    return int(ctx.lib.seer_entity_events(ctx.ptr, entity))
+    return ctx.entity_events(entity)
 
 
 def fail(ctx: Any, why: str) -> int:

@@ -3,7 +3,8 @@ compiled as direct calls into the runtime's C functions, and the views
 handlers get (records, arrays, ``out``).
 
 The runtime's C functions live in ``seer_env._core`` (the runtime without a
-model).  Their addresses are given to LLVM's symbol table under
+model).  Their addresses (:func:`seer_env._pytable.function_address`) are
+given to LLVM's symbol table under
 ``seerpy_<name>`` (``llvmlite.binding.add_symbol``) before anything compiles,
 and compiled code refers to them by name: machine code cached on disk stays
 valid in the next process, where the same names resolve to that process's
@@ -25,8 +26,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic, models, overload, register_model
 
 from .. import pymodel as api
-from .._loader import core
-from ._table import sizes_dtype
+from .._pytable import function_address, output_offsets, sizes_dtype
 
 SYMBOL_PREFIX = "seerpy_"
 
@@ -55,10 +55,8 @@ EXTERNS: dict[str, tuple[Any, tuple[Any, ...]]] = {
 
 
 def _register_symbols() -> None:
-    c = core()
     for name in EXTERNS:
-        fp = c.ffi.addressof(c.lib, name)
-        llb.add_symbol(SYMBOL_PREFIX + name, int(c.ffi.cast("uintptr_t", fp)))
+        llb.add_symbol(SYMBOL_PREFIX + name, function_address(name))
 
 
 _register_symbols()
@@ -372,7 +370,7 @@ def _ov_config(ctx):
     return None
 
 
-SIZES = sizes_dtype(core().ffi)
+SIZES = sizes_dtype()
 
 
 @overload(api.model_sizes)
@@ -521,13 +519,7 @@ def _ov_fail(ctx, why):
 # -- the views the wrappers hand to handlers ---------------------------------------------
 
 
-def _output_offsets() -> tuple[int, int, int, int, int]:
-    ffi = core().ffi
-    return tuple(ffi.offsetof("seer_output", n)  # type: ignore[return-value]
-                 for n in ("obs", "reward", "terminated", "truncated", "info"))
-
-
-O_OBS, O_REWARD, O_TERM, O_TRUNC, O_INFO = _output_offsets()
+O_OBS, O_REWARD, O_TERM, O_TRUNC, O_INFO = output_offsets()
 
 
 @numba.njit(inline="always")

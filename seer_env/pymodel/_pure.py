@@ -1,4 +1,4 @@
-"""``jit=False``: a Python model's handlers as plain Python (cffi callbacks).
+"""``jit=False``: a Python model's handlers as plain Python (callbacks the bindings make).
 
 The same functions a compiled model runs, called through cffi with NumPy
 record views: slow (every call takes the GIL) but debuggable with prints,
@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from .._native import HandlerContext
+from .._pytable import handler_hook, sizes_dtype
 from . import HANDLERS, Output, PythonModel
 
 
@@ -47,38 +49,36 @@ class Record:
         return f"Record({self._a[0]!r})"
 
 
-class Ctx:
-    """The ``ctx`` a plain-Python handler receives (``seer_ctx *`` and the
-    model's dtypes); the functions of :mod:`seer_env.pymodel` take it."""
+class Ctx(HandlerContext):
+    """The ``ctx`` a plain-Python handler receives: the handler's ``seer_ctx *``
+    (a :class:`~seer_env._native.HandlerContext`) and the model's dtypes; the
+    functions of :mod:`seer_env.pymodel` take it."""
 
-    __slots__ = ("ptr", "ffi", "lib", "spec", "sizes_dtype", "model")
+    __slots__ = ("spec", "sizes_dtype", "model")
 
-    def __init__(self, ptr: Any, ffi: Any, lib: Any, model: PythonModel, sizes: np.dtype
-                 ) -> None:
-        self.ptr = ptr
-        self.ffi = ffi
-        self.lib = lib
+    def __init__(self, ptr: Any, model: PythonModel, sizes: np.dtype) -> None:
+        super().__init__(ptr)
         self.model = model
         self.spec = model.spec
         self.sizes_dtype = sizes
 
-    def view(self, p: Any, dt: np.dtype) -> Record:
-        return Record(np.frombuffer(self.ffi.buffer(p, dt.itemsize), dtype=dt))
+    def record(self, arr: np.ndarray) -> Record:
+        """A record view (:class:`Record`) of a one-element array."""
+        return Record(arr)
 
-    def array(self, p: Any, n: int, dt: Any) -> np.ndarray:
-        dt = np.dtype(dt)
-        if n == 0:
-            return np.zeros(0, dt)
-        return np.frombuffer(self.ffi.buffer(p, n * dt.itemsize), dtype=dt)
+    def view(self, p: Any, dt: np.dtype) -> Record:
+        return Record(self.at(p, dt))
 
     def sizes(self) -> Any:
-        return self.view(self.lib.seer_model_sizes(self.ptr), self.sizes_dtype)
+        return Record(self.model_sizes(self.sizes_dtype))
 
-    def schedule(self, target: int, t: float, event_type: int, payload: Any) -> int:
+    def schedule(self, target: int, t: float, event_type: int, payload: Any = None,
+                 size: int = 0) -> int:
+        """:func:`seer_env.pymodel.schedule`: ``payload`` is None, a tuple of the
+        payload dtype's fields or a payload :class:`Record` (``size`` is unused)."""
         spec = self.spec
         if payload is None:
-            return int(self.lib.seer_schedule(self.ptr, target, t, event_type,
-                                              self.ffi.NULL, 0))
+            return HandlerContext.schedule(self, target, t, event_type)
         if not spec.has[1]:
             raise TypeError(f"schedule(): model {spec.name!r} declares no payload dtype")
         buf = np.zeros(1, spec.payload)
@@ -91,11 +91,10 @@ class Ctx:
                                 f"{len(spec.payload.names)} fields")
             for name, v in zip(spec.payload.names, vals, strict=False):
                 buf[name][0] = v
-        return int(self.lib.seer_schedule(self.ptr, target, t, event_type,
-                                          self.ffi.from_buffer(buf), spec.payload.itemsize))
+        return HandlerContext.schedule(self, target, t, event_type, buf, spec.payload.itemsize)
 
     def fail(self, why: str) -> int:
-        return int(self.lib.seer_fail_step(self.ptr, str(why).encode("utf-8", "replace")))
+        return self.fail_step(str(why))
 
 
 def _failure(hook: str, exc: BaseException) -> str:
@@ -104,12 +103,10 @@ def _failure(hook: str, exc: BaseException) -> str:
     return f"{hook} raised {type(exc).__name__}: {exc}{where}"
 
 
-def callbacks(model: PythonModel, ffi: Any, lib: Any, keep: list[Any]) -> dict[str, Any]:
-    """cffi callbacks for the model's handlers, calling the Python functions."""
-    from ._table import sizes_dtype
-
+def callbacks(model: PythonModel, keep: list[Any]) -> dict[str, Any]:
+    """Table entries for the model's handlers, calling the Python functions."""
     spec = model.spec
-    sizes = sizes_dtype(ffi)
+    sizes = sizes_dtype()
     fns = model.functions
     act_dt = spec.action_dtype
     empty = {name: Record(np.zeros(1, dt))
@@ -118,7 +115,7 @@ def callbacks(model: PythonModel, ffi: Any, lib: Any, keep: list[Any]) -> dict[s
 
     def guarded(hook: str, body: Any, status: bool) -> Any:
         def call(ctx: Any, *args: Any) -> Any:
-            c = Ctx(ctx, ffi, lib, model, sizes)
+            c = Ctx(ctx, model, sizes)
             try:
                 # integers wrap silently, as in compiled code
                 with np.errstate(over="ignore"):
@@ -144,10 +141,7 @@ def callbacks(model: PythonModel, ffi: Any, lib: Any, keep: list[Any]) -> dict[s
 
     def observe(c: Ctx, agent: int, o: Any) -> None:
         sz = c.sizes()
-        fns["observe"](c, int(agent), Output(
-            c.array(o.obs, sz.obs_dim, np.float32), c.array(o.reward, 1, np.float32),
-            c.array(o.terminated, 1, np.uint8), c.array(o.truncated, 1, np.uint8),
-            c.array(o.info, sz.info_dim, np.float64)))
+        fns["observe"](c, int(agent), Output(*c.output(o, sz.obs_dim, sz.info_dim)))
 
     def publish(c: Ctx, ent: Any, record: Any) -> None:
         fns["publish"](c, c.view(ent, spec.state), c.view(record, spec.snapshot))
@@ -155,18 +149,13 @@ def callbacks(model: PythonModel, ffi: Any, lib: Any, keep: list[Any]) -> dict[s
     def global_state(c: Ctx, o: Any) -> None:
         fns["global_state"](c, c.array(o, c.sizes().state_dim, np.float32))
 
-    bodies = {"init": (init, "int(*)(seer_ctx *, void *)", True),
-              "act": (act, "int(*)(seer_ctx *, void *, const void *)", True),
-              "handle": (handle, "int(*)(seer_ctx *, void *, uint32_t, const void *, uint32_t)",
-                         True),
-              "boundary": (boundary, "void(*)(seer_ctx *, void *)", False),
-              "observe": (observe, "void(*)(seer_ctx *, uint32_t, const seer_output *)", False),
-              "publish": (publish, "void(*)(seer_ctx *, const void *, void *)", False),
-              "global_state": (global_state, "void(*)(seer_ctx *, float *)", False)}
+    bodies = {"init": (init, True), "act": (act, True), "handle": (handle, True),
+              "boundary": (boundary, False), "observe": (observe, False),
+              "publish": (publish, False), "global_state": (global_state, False)}
     for hook in HANDLERS:
         if hook in fns:
-            body, ctype, status = bodies[hook]
-            cb = ffi.callback(ctype, guarded(hook, body, status))
+            body, status = bodies[hook]
+            cb = handler_hook(hook, guarded(hook, body, status))
             keep.append(cb)
             out[hook] = cb
     return out

@@ -1,10 +1,11 @@
 """Turning a :class:`~seer_env.pymodel.PythonModel` into a model table.
 
-The table is a ``seer_model`` allocated with the cffi of ``seer_env._core``
-(the runtime without a model), filled from the declaration: parameters and
-state fields from the dtypes, the host hooks (describe, agent names, bounds)
-as cffi callbacks, and the handlers as Numba ``cfunc`` addresses -- or, for
-``jit=False``, as cffi callbacks into the plain Python functions.
+The table is a ``seer_model`` in ``seer_env._core`` (the runtime without a
+model), made by the bindings (:mod:`seer_env._pytable`) from the
+declaration: parameters and state fields from the dtypes, the host hooks
+(describe, agent names, bounds) as callbacks into the Python functions, and
+the handlers as Numba ``cfunc`` addresses -- or, for ``jit=False``, as
+callbacks into the plain Python functions (:mod:`seer_env.pymodel._pure`).
 
 Compiled handlers: a small wrapper per handler (``handlers.py``, generated
 into the cache folder ``<cache>/pymodels/<name>-<key>/``) turns the C
@@ -35,14 +36,13 @@ from typing import Any
 
 import numpy as np
 
-from .._loader import cache_dir, core, file_lock
+from .. import _pytable
+from .._loader import cache_dir, file_lock
 from .._native import NativeModel
 from .._version import __version__ as SEER_VERSION
 from ..errors import BuildError, ConfigError, ModelError
 from ..model import _ensure_namespace
 from . import HANDLERS, PythonModel, Sizes
-
-_ERRLEN = 1024
 
 #: C signatures of the handlers (Numba types are made from these names).
 _SIGS = {
@@ -212,6 +212,8 @@ def content_key(model: PythonModel) -> str:
     here = Path(__file__).resolve().parent
     for p in sorted(here.glob("*.py")):
         h.update(p.read_bytes())
+    # the bindings whose layouts (seer_sizes, seer_output) compiled code bakes in
+    h.update(Path(_pytable.__file__).read_bytes())
     s = model.spec
     for dt in (s.config, s.state, s.payload, s.snapshot, s.instance):
         h.update(repr(dt.descr).encode() + str(dt.itemsize).encode())
@@ -453,36 +455,7 @@ def _compile(model: PythonModel, rebuild: bool, log: Callable[[str], None] | Non
     return addrs, keep, "built" if fresh else "cache"
 
 
-def sizes_dtype(ffi: Any) -> np.dtype:
-    """``seer_sizes`` as a NumPy dtype (names and offsets from the C layout)."""
-    kinds = {"uint32_t": np.uint32, "int32_t": np.int32, "float": np.float32,
-             "double": np.float64, "seer_time": np.float64, "uint64_t": np.uint64,
-             "seer_action_kind": np.int32, "enum seer_action_kind": np.int32}
-    names, formats, offsets = [], [], []
-    for name, fld in ffi.typeof("seer_sizes").fields:
-        cname = fld.type.cname
-        if cname not in kinds:  # pragma: no cover - a new field type in seer.h
-            raise TypeError(f"seer_sizes.{name}: no NumPy type for {cname}")
-        names.append(name)
-        formats.append(kinds[cname])
-        offsets.append(ffi.offsetof("seer_sizes", name))
-    return np.dtype({"names": names, "formats": formats, "offsets": offsets,
-                     "itemsize": ffi.sizeof("seer_sizes")})
-
-
-# -- host hooks as cffi callbacks --------------------------------------------------------------
-
-
-def _record(ffi: Any, ptr: Any, dt: np.dtype) -> Any:
-    """A writable record over ``dt.itemsize`` bytes at ``ptr``."""
-    from ._pure import Record
-
-    return Record(np.frombuffer(ffi.buffer(ptr, dt.itemsize), dtype=dt))
-
-
-def _write_err(ffi: Any, err: Any, errlen: int, msg: str) -> None:
-    b = msg.encode("utf-8", "replace")[: max(0, errlen - 1)]
-    ffi.memmove(err, b + b"\0", len(b) + 1)
+# -- host hooks ----------------------------------------------------------------------------
 
 
 def _sizes_of(model: PythonModel, c: Any) -> Sizes:
@@ -498,7 +471,7 @@ def _sizes_of(model: PythonModel, c: Any) -> Sizes:
     return out
 
 
-def _fill_sizes(model: PythonModel, sz: Sizes, out: Any, lib: Any) -> None:
+def _fill_sizes(model: PythonModel, sz: Sizes, out: Any) -> None:
     s = model.spec
     derived = {"entity_size": s.state.itemsize,
                "payload_size": s.payload.itemsize if s.has[1] else 0,
@@ -526,13 +499,13 @@ def _fill_sizes(model: PythonModel, sz: Sizes, out: Any, lib: Any) -> None:
             raise ConfigError(f"action_n={sz.action_n!r} must be an int >= 1 (discrete actions)")
         if sz.action_dim != 1:
             raise ConfigError(f"action_dim={sz.action_dim} must be 1 for discrete actions")
-        out.action_kind = lib.SEER_ACTION_DISCRETE
+        out.action_kind = "discrete"
         out.action_n = int(sz.action_n)
     else:
         lo, hi = float(sz.action_low), float(sz.action_high)
         if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
             raise ConfigError(f"action_low={lo}, action_high={hi}: finite with low < high")
-        out.action_kind = lib.SEER_ACTION_BOX
+        out.action_kind = "box"
         out.action_low, out.action_high = lo, hi
     out.lookahead = float(sz.lookahead)
     out.step_duration = float(sz.step_duration)
@@ -541,51 +514,29 @@ def _fill_sizes(model: PythonModel, sz: Sizes, out: Any, lib: Any) -> None:
     out.pending_events = int(sz.pending_events)
 
 
-def _host_hooks(model: PythonModel, ffi: Any, lib: Any, keep: list[Any]) -> dict[str, Any]:
+def _host_hooks(model: PythonModel, keep: list[Any]) -> dict[str, Any]:
+    from ._pure import Record
+
     spec = model.spec
     fns = model.functions
     cbs: dict[str, Any] = {}
 
-    def describe(cfg: Any, out: Any, err: Any, errlen: int) -> int:
-        try:
-            _fill_sizes(model, _sizes_of(model, _record(ffi, cfg, spec.config)), out, lib)
-            return 0
-        except (ConfigError, ValueError, OverflowError) as exc:
-            _write_err(ffi, err, errlen, f"{model.name}: {exc}")
-            return int(lib.SEER_E_CONFIG)
-        except BaseException as exc:  # a broken describe: say what it raised
-            _write_err(ffi, err, errlen, f"{model.name}: describe raised "
-                                         f"{type(exc).__name__}: {exc}")
-            return int(lib.SEER_E_MODEL)
+    def describe(cfg: np.ndarray, out: Any) -> None:
+        _fill_sizes(model, _sizes_of(model, Record(cfg)), out)
 
-    cbs["describe"] = ffi.callback("int(*)(void *, seer_sizes *, char *, size_t)", describe)
-
-    def copy_config(cfg: Any) -> Any:
-        from ._pure import Record
-
-        buf = bytearray(ffi.buffer(cfg, spec.config.itemsize))
-        return Record(np.frombuffer(buf, dtype=spec.config))
+    cbs["describe"] = _pytable.describe_hook(model.name, spec.config, describe)
 
     if "agent_name" in fns:
-        def agent_name(cfg: Any, agent: int, buf: Any, n: int) -> int:
-            try:
-                name = fns["agent_name"](copy_config(cfg), int(agent))
-                b = str(name).encode()
-                if len(b) >= n:
-                    return 1
-                ffi.memmove(buf, b + b"\0", len(b) + 1)
-                return 0
-            except BaseException:
-                return 1
+        def agent_name(cfg: np.ndarray, agent: int) -> Any:
+            return fns["agent_name"](Record(cfg), agent)
 
-        cbs["agent_name"] = ffi.callback("int(*)(const void *, uint32_t, char *, size_t)",
-                                         agent_name)
+        cbs["agent_name"] = _pytable.agent_name_hook(spec.config, agent_name)
 
     def bounds_cb(hook: str, dim_of: Callable[[Sizes], int]) -> Any:
-        def cb(cfg: Any, low: Any, high: Any) -> None:
-            c = copy_config(cfg)
+        def bounds(cfg: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+            c = Record(cfg)
             try:
-                n = dim_of(_sizes_of(model, copy_config(cfg)))
+                n = dim_of(_sizes_of(model, Record(cfg.copy())))
                 lo, hi = fns[hook](c)
                 lo = np.broadcast_to(np.asarray(lo, np.float32), (n,))
                 hi = np.broadcast_to(np.asarray(hi, np.float32), (n,))
@@ -594,11 +545,10 @@ def _host_hooks(model: PythonModel, ffi: Any, lib: Any, keep: list[Any]) -> dict
 
                 warnings.warn(f"{model.name}.{hook} failed ({type(exc).__name__}: {exc}); "
                               "the bounds are -inf..inf", stacklevel=1)
-                return
-            ffi.memmove(low, lo.tobytes(), 4 * n)
-            ffi.memmove(high, hi.tobytes(), 4 * n)
+                return None
+            return lo, hi
 
-        return ffi.callback("void(*)(const void *, float *, float *)", cb)
+        return _pytable.bounds_hook(spec.config, bounds)
 
     if "obs_bounds" in fns:
         cbs["obs_bounds"] = bounds_cb("obs_bounds", lambda s: int(s.obs_dim))
@@ -608,91 +558,10 @@ def _host_hooks(model: PythonModel, ffi: Any, lib: Any, keep: list[Any]) -> dict
     return cbs
 
 
-# -- the table -----------------------------------------------------------------------------
-
-
-def _cstr(ffi: Any, s: str, keep: list[Any]) -> Any:
-    p = ffi.new("char[]", s.encode())
-    keep.append(p)
-    return p
-
-
-def _names(ffi: Any, names: tuple[str, ...], keep: list[Any]) -> Any:
-    if not names:
-        return ffi.NULL
-    arr = ffi.new("char *[]", [_cstr(ffi, n, keep) for n in names])
-    keep.append(arr)
-    return arr
-
-
-_KINDS = {"b": "SEER_KIND_BOOL", "i": "SEER_KIND_INT", "u": "SEER_KIND_UINT",
-          "f": "SEER_KIND_FLOAT"}
-
-
-def _table(model: PythonModel, handlers: dict[str, Any], keep: list[Any]) -> Any:
-    c = core()
-    ffi, lib = c.ffi, c.lib
-    s = model.spec
-    t = ffi.new("seer_model *")
-    keep.append(t)
-    t.api_version = lib.SEER_API_VERSION
-    t.name = _cstr(ffi, model.name, keep)
-    t.config_size = s.config.itemsize if model.py_params else 0
-    if model.py_params:
-        ps = ffi.new("seer_param[]", len(model.py_params))
-        keep.append(ps)
-        for i, p in enumerate(model.py_params):
-            q = ps[i]
-            q.name = _cstr(ffi, p.name, keep)
-            q.kind = getattr(lib, _KINDS[p.dtype.kind])
-            q.size = p.dtype.itemsize
-            q.offset = s.config.fields[p.name][1]
-            q.count = p.count
-            q.inner = 0
-            q.flags = ((lib.SEER_P_GT if p.gt else 0) | (lib.SEER_P_INF if p.inf else 0)
-                       | (lib.SEER_P_NONE if p.none else 0))
-            setattr(q, "def", p.none_value if p.default is None else float(p.default))
-            q.lo = 0.0 if p.lo is None else float(p.lo)
-            q.hi = 0.0 if p.hi is None else float(p.hi)
-            q.none = p.none_value
-            q.doc = _cstr(ffi, p.doc, keep)
-        t.params = ps
-        t.num_params = len(model.py_params)
-    fields = [n for n in s.state.names if n != "_unused"]
-    if fields:
-        fs = ffi.new("seer_field[]", len(fields))
-        keep.append(fs)
-        for i, n in enumerate(fields):
-            fdt, off = s.state.fields[n][:2]
-            shape = fdt.shape
-            if len(shape) > 2:
-                raise ConfigError(f"{model.name}: state field {n!r} has {len(shape)} "
-                                  "dimensions (at most 2)")
-            f = fs[i]
-            f.name = _cstr(ffi, n, keep)
-            f.kind = getattr(lib, _KINDS[fdt.base.kind])
-            f.size = fdt.base.itemsize
-            f.offset = off
-            f.count = int(np.prod(shape)) if shape else 1
-            f.inner = shape[1] if len(shape) == 2 else 0
-        t.state_fields = fs
-        t.num_state_fields = len(fields)
-    t.info_names = _names(ffi, model.info_names, keep)
-    t.event_names = _names(ffi, model.event_names, keep)
-    t.event_type_count = len(model.event_names)
-    t.max_cycles = model.max_cycles
-    ftypes = dict(ffi.typeof("seer_model").fields)
-    for hook, fn in handlers.items():
-        ctype = ftypes[hook].type
-        setattr(t, hook, fn if isinstance(fn, ffi.CData) else ffi.cast(ctype, fn))
-    return t
-
-
 def build(model: PythonModel, rebuild: bool = False,
           log: Callable[[str], None] | None = None) -> tuple[NativeModel, str, str]:
     """The model's table as a :class:`NativeModel`, where it came from
     (``"built"``, ``"cache"``, ``"python"``) and the build log."""
-    c = core()
     keep: list[Any] = []
     lines: list[str] = []
 
@@ -701,7 +570,7 @@ def build(model: PythonModel, rebuild: bool = False,
         if log:
             log(msg)
 
-    handlers: dict[str, Any] = dict(_host_hooks(model, c.ffi, c.lib, keep))
+    handlers: dict[str, Any] = dict(_host_hooks(model, keep))
     if model.jit:
         from .. import pymodel
 
@@ -712,8 +581,12 @@ def build(model: PythonModel, rebuild: bool = False,
     else:
         from . import _pure
 
-        handlers.update(_pure.callbacks(model, c.ffi, c.lib, keep))
+        handlers.update(_pure.callbacks(model, keep))
         where = "python"
-    table = _table(model, handlers, keep)
-    src = f"Python model {model.folder}"
-    return NativeModel(c, src, table=table, keepalive=keep), where, "\n".join(lines)
+    s = model.spec
+    native = _pytable.model_table(
+        name=model.name, params=model.py_params, config=s.config, state=s.state,
+        info_names=model.info_names, event_names=model.event_names,
+        max_cycles=model.max_cycles, hooks=handlers, source=f"Python model {model.folder}",
+        keep=keep)
+    return native, where, "\n".join(lines)
