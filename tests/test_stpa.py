@@ -14,12 +14,12 @@ from seer_env import errors
 from seer_env._runtime import TRACE_DTYPE
 from seer_env.envs import pcs_v0, phold_v0
 from seer_env.registry import Runtime
-from seer_env.stpa import (
+from seer_env.stpa import Stpa
+from seer_env.stpa_cost import (
     SERIAL,
     Candidate,
     Features,
     Load,
-    Stpa,
     TraceSummary,
     candidate_set,
     drift,
@@ -418,7 +418,7 @@ def test_confirmation_reprobes_back_off():
 
 
 def test_eliminated_and_close_call():
-    from seer_env.stpa import close_call, eliminated
+    from seer_env.stpa_cost import close_call, eliminated
 
     t = {SERIAL: [100.0, 110.0], P[1]: [90.0, 95.0], P[2]: [200.0, 300.0]}
     assert eliminated(t) == {P[2]}
@@ -646,3 +646,15 @@ def test_a_decision_the_runtime_cannot_switch_to_keeps_the_step(caplog):
     assert (rt.executor, rt.threads) == ("serial", 1)
     assert rt.counts["steps"] == calls + 1
     assert any("cannot switch to parallel-2" in r.getMessage() for r in caplog.records)
+
+
+def test_the_cost_model_is_apart_from_the_controller_and_stpa_reexports_it() -> None:
+    """seer_env.stpa_cost holds the cost model (pure functions of the
+    measurements); seer_env.stpa, the controller, re-exports its public names."""
+    from seer_env import stpa, stpa_cost
+
+    for name in stpa.__all__:
+        if name not in ("Stpa", "attach"):
+            assert getattr(stpa, name) is getattr(stpa_cost, name), name
+            assert name in stpa_cost.__all__, name
+    assert not hasattr(stpa_cost, "Stpa") and not hasattr(stpa_cost, "attach")
