@@ -16,16 +16,11 @@ keeps.
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import inspect
 import itertools
-import linecache
 import os
-import threading
-import weakref
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import gymnasium
 import numpy as np
@@ -40,6 +35,8 @@ from pettingzoo.utils.wrappers.order_enforcing import (
     AECOrderEnforcingIterator,
 )
 
+from . import _gate
+from ._gate import close_now, exclusive
 from ._runtime import Runtime
 from .stpa import attach as attach_stpa
 
@@ -51,44 +48,6 @@ from .errors import ClosedError, ConfigError, InvalidActionError, SeerError, Sta
 
 if TYPE_CHECKING:  # pragma: no cover
     from .model import Model
-
-_F = TypeVar("_F", bound=Callable[..., Any])
-
-
-def _model_name(env: Any) -> str:
-    model = getattr(env, "seer_model", None)
-    return getattr(model, "name", type(env).__name__)
-
-
-def _busy_error(env: Any, name: str) -> StateError:
-    return StateError(
-        f"{_model_name(env)}: {name}() was called while another thread is inside a call "
-        "of this env; an env is not thread-safe: give each thread its own env (or serialize "
-        "the calls)"
-    )
-
-
-def _interrupted_error(env: Any) -> StateError:
-    return StateError(f"{_model_name(env)}: {env._interrupted}; call reset()")
-
-
-def _refused(env: Any, name: str, why: str) -> StateError:
-    """The error of a call the gate refuses (``why``: see ``_fast.Gate.call``)."""
-    if why == "closed":
-        return ClosedError(f"{_model_name(env)}: {name}() on a closed env")
-    if why == "closed during":
-        return ClosedError(
-            f"{_model_name(env)}: the env was closed during {name}() (close() was called on "
-            "the thread inside the call: a signal handler or a callback); the call's results "
-            "are dropped")
-    if why == "busy":
-        return _busy_error(env, name)
-    if why == "reentrant":
-        return StateError(
-            f"{_model_name(env)}: {name}() was called from inside another call of this env on "
-            "the same thread (a signal handler or a callback); an env takes one call at a time")
-    return _interrupted_error(env)
-
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _PZ_DIR = os.path.dirname(os.path.abspath(pettingzoo.__file__)) + os.sep
@@ -110,191 +69,9 @@ def _raised_by_seer(exc: BaseException, also: str = "") -> bool:
     return True
 
 
-def _finish_close(env: Any) -> None:
-    """A close() that came on the thread inside a call, done when the call ended."""
-    env.close()
-
-
-class _PyGate:
-    """``_fast.Gate`` in Python, for a source tree without built extensions: the
-    same rules, but a KeyboardInterrupt between two of its statements can
-    leave it held (the C gate has no such gaps)."""
-
-    _ASIDE = -1
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._owner = 0
-        self._closing = False
-        self.pending = False
-
-    @property
-    def closing(self) -> bool:
-        return self._closing
-
-    @closing.setter
-    def closing(self, value: bool) -> None:
-        self._closing = self._closing or bool(value)
-
-    def _wait(self) -> None:
-        while not self._lock.acquire(timeout=0.02):
-            pass
-
-    def call(self, spec: tuple[Any, ...], env: Any, *args: Any, **kwargs: Any) -> Any:
-        method, name, check, refused, finish_close = spec
-        me = threading.get_ident()
-        if not self._lock.acquire(False):
-            raise refused(env, name, "closed" if self._closing else
-                          "reentrant" if self._owner == me else "busy")
-        if self._closing:
-            self._lock.release()
-            raise refused(env, name, "closed")
-        self._owner = me
-        try:
-            if check and env._interrupted:
-                raise refused(env, name, "interrupted")
-            result = method(env, *args, **kwargs)
-        except BaseException as exc:
-            self._owner = 0
-            self._lock.release()
-            if not self.pending:
-                raise
-            with contextlib.suppress(Exception):  # the call's exception is the one to see
-                finish_close(env)
-            if isinstance(exc, Exception):
-                raise refused(env, name, "closed during") from exc
-            raise
-        self._owner = 0
-        self._lock.release()
-        if self.pending:
-            finish_close(env)
-            raise refused(env, name, "closed during")
-        return result
-
-    def close(self, fn: Callable[[Any], Any], env: Any) -> bool:
-        self._closing = True
-        if self._owner == threading.get_ident():
-            self.pending = True
-            return False
-        self._wait()
-        self._owner = threading.get_ident()
-        try:
-            fn(env)
-        finally:
-            self.pending = False
-            self._owner = 0
-            self._lock.release()
-        return True
-
-    def owned(self) -> bool:
-        return self._owner == threading.get_ident()
-
-    def locked(self) -> bool:
-        return self._owner != 0
-
-    def acquire(self, blocking: bool = True) -> bool:
-        if not blocking:
-            if not self._lock.acquire(False):
-                return False
-        else:
-            self._wait()
-        self._owner = self._ASIDE
-        return True
-
-    def release(self) -> None:
-        if self._owner != self._ASIDE:
-            raise RuntimeError("Gate.release: not held by acquire()")
-        self._owner = 0
-        self._lock.release()
-
-
-def _new_gate() -> Any:
-    """An env's gate: every call goes through it (:func:`_exclusive`), and close()."""
-    return _fast.Gate() if _fast is not None else _PyGate()
-
-
-# The body of an _exclusive wrapper: the gate runs the call (_fast.Gate.call).
-# It is generated with the method's own parameters: a wrapper taking (*args,
-# **kwargs) costs about 0.5 us more per call (a tuple, a dict and a call with
-# them), where a whole batched step of a small model costs about 4 us.
-_EXCLUSIVE_SRC = """\
-def {name}({params}):
-    return self._busy.call(_x_spec, {args})
-"""
-
-
-def _exclusive(method: _F) -> _F:
-    """One call at a time per env, through its gate (``self._busy``, see
-    ``_fast.c``): a second thread calling in while another is inside gets a
-    StateError at once (an env is not thread-safe; its Python state and the
-    runtime's must move together), a call once close() started a ClosedError,
-    and a call other than ``reset`` after one was cut short (``_interrupted``)
-    a StateError.  A close() from a signal handler or callback on the thread
-    inside a call is done when that call ends (see :meth:`SeerParallelEnv.close`)."""
-    name = method.__name__
-    code = method.__code__
-    # "reset" is always allowed: it is what clears the mark
-    ns: dict[str, Any] = {"_x_spec": (method, name, name != "reset", _refused, _finish_close)}
-    n_pos = code.co_argcount
-    pos = code.co_varnames[:n_pos]
-    kwonly = code.co_varnames[n_pos:n_pos + code.co_kwonlyargcount]
-    if (code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS)
-            or code.co_posonlyargcount or not pos or pos[0] != "self"):
-        params, args = "self, *args, **kwargs", "self, *args, **kwargs"
-    else:
-        if any(p.startswith("_x_") for p in pos + kwonly):  # the wrapper's own names
-            raise TypeError(f"_exclusive: {name}() has a parameter named _x_...")
-        defaults = method.__defaults__ or ()
-        kwdefaults = method.__kwdefaults__ or {}
-        parts = []
-        for i, p in enumerate(pos):
-            if i >= n_pos - len(defaults):  # p=default: the method's own default object
-                ns[f"_x_default_{p}"] = defaults[i - (n_pos - len(defaults))]
-                p = f"{p}=_x_default_{p}"
-            parts.append(p)
-        if kwonly:
-            parts.append("*")
-        for p in kwonly:
-            if p in kwdefaults:
-                ns[f"_x_default_{p}"] = kwdefaults[p]
-                p = f"{p}=_x_default_{p}"
-            parts.append(p)
-        params = ", ".join(parts)
-        args = ", ".join([*pos, *(f"{p}={p}" for p in kwonly)])
-    src = _EXCLUSIVE_SRC.format(name=name, params=params, args=args)
-    filename = f"<seer_env.env._exclusive {method.__qualname__}>"
-    exec(compile(src, filename, "exec"), ns)
-    # tracebacks show the wrapper's lines
-    linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
-    return functools.wraps(method)(ns[name])  # type: ignore[no-any-return]
-
-
 _CUT_SHORT = "the last {}() was interrupted before it finished (KeyboardInterrupt)"
 _CUT_SHORT_STEP = _CUT_SHORT.format("step")
 _CUT_SHORT_RESET = _CUT_SHORT.format("reset")
-
-#: Envs not collected yet (their gates are re-created in a child of fork()).
-_live_envs: weakref.WeakSet[Any] = weakref.WeakSet()
-
-
-def _after_fork_in_child() -> None:
-    # The thread that held an env's gate at the fork does not exist in the
-    # child: give the env a fresh gate, and if a call was in progress, say so.
-    # (A gate held by the forking thread itself stays: its call goes on here.)
-    for env in list(_live_envs):
-        old = env._busy
-        if old.owned():
-            continue
-        if old.locked():
-            env._interrupted = ("the process forked while another thread was inside a call of "
-                                "this env")
-        env._busy = _new_gate()
-        env._busy.closing = old.closing
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
-
 
 #: Keys every env accepts besides its model's parameters.
 COMMON_KEYS = ("threads", "executor", "render_mode", "info_keys", "max_cycles",
@@ -316,11 +93,6 @@ def _check_options(options: Any) -> None:
         raise ConfigError(f"options={options!r} must be a dict (or None)")
 
 
-def _close_now(env: Any) -> None:
-    """What close() does once the gate is held (``_fast.Gate.close``)."""
-    env._close_now()
-
-
 def _fresh_seed() -> int:
     return int.from_bytes(os.urandom(8), "little")
 
@@ -337,9 +109,9 @@ class _SeerEnvCommon:
     runtime: Runtime
 
     def _setup(self, model: Model, num_instances: int, config: Mapping[str, Any]) -> None:
-        self._busy = _new_gate()  # every call passes through it (_exclusive), and close()
+        self._busy = _gate.new_gate()  # every call passes through it (exclusive), and close()
         self._interrupted = ""  # why a call was cut short (then only reset() works)
-        _live_envs.add(self)
+        _gate.track(self)
         self.seer_model = model
         native = model.native
         params = {k: v for k, v in config.items() if k not in COMMON_KEYS}
@@ -524,7 +296,7 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
 
     # -- episode --------------------------------------------------------------
 
-    @_exclusive
+    @exclusive
     def reset(
         self, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, np.ndarray], dict[str, dict[str, Any]]]:
@@ -677,7 +449,7 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
         if rows:
             self.runtime.actions[0][self._live_idx] = np.asarray(rows)
 
-    @_exclusive
+    @exclusive
     def step(self, actions: Mapping[str, Any]) -> tuple[
         dict[str, np.ndarray],
         dict[str, float],
@@ -777,14 +549,14 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
             infos,
         ), int((term | trunc).sum())
 
-    @_exclusive
+    @exclusive
     def state(self) -> np.ndarray:
         self._check_open("state")
         if self._needs_reset:
             raise StateError(f"{self.seer_model.name}: call reset() before state()")
         return self.runtime.global_state(0)
 
-    @_exclusive
+    @exclusive
     def render(self) -> np.ndarray | None:
         return self._render()
 
@@ -833,7 +605,7 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
         close() returns at once and the env is closed when the call ends; the
         call then raises ClosedError (or the exception it was raising, such as
         a KeyboardInterrupt)."""
-        self._busy.close(_close_now, self)
+        self._busy.close(close_now, self)
 
     def _close_now(self) -> None:
         if self._window is not None:
@@ -873,10 +645,10 @@ class SeerAECEnv(parallel_to_aec_wrapper):
     def __init__(self, parallel_env: SeerParallelEnv) -> None:
         super().__init__(parallel_env)
         self.seer_model = parallel_env.seer_model
-        self._busy = _new_gate()
+        self._busy = _gate.new_gate()
         self._interrupted = ""
         self._reset_done = False
-        _live_envs.add(self)
+        _gate.track(self)
 
     def _check_ready(self, what: str) -> None:
         if self._busy.closing or self.env._closed():
@@ -884,7 +656,7 @@ class SeerAECEnv(parallel_to_aec_wrapper):
         if not self._reset_done:
             raise StateError(f"{self.seer_model.name}: call reset() before {what}()")
 
-    @_exclusive
+    @exclusive
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
         if self.env._closed():
             raise ClosedError(f"{self.seer_model.name}: reset() on a closed env")
@@ -899,7 +671,7 @@ class SeerAECEnv(parallel_to_aec_wrapper):
         self._reset_done = True
         self._interrupted = ""
 
-    @_exclusive
+    @exclusive
     def step(self, action: Any) -> None:
         self._check_ready("step")
         name = self.seer_model.name
@@ -932,12 +704,12 @@ class SeerAECEnv(parallel_to_aec_wrapper):
             raise StateError(f"{self.seer_model.name}: agent {agent!r} finished and was "
                              "removed: it has no observation now") from None
 
-    @_exclusive
+    @exclusive
     def observe(self, agent: Any) -> Any:
         self._check_ready("observe")
         return self._observe(agent)
 
-    @_exclusive
+    @exclusive
     def last(self, observe: bool = True) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         self._check_ready("last")
         agent = self.agent_selection
@@ -947,12 +719,12 @@ class SeerAECEnv(parallel_to_aec_wrapper):
         return (self._observe(agent) if observe else None, self._cumulative_rewards[agent],
                 self.terminations[agent], self.truncations[agent], self.infos[agent])
 
-    @_exclusive
+    @exclusive
     def state(self) -> np.ndarray:
         self._check_ready("state")
         return self.env.state()
 
-    @_exclusive
+    @exclusive
     def render(self) -> Any:
         self._check_ready("render")
         return self.env.render()
@@ -963,7 +735,7 @@ class SeerAECEnv(parallel_to_aec_wrapper):
 
     def close(self) -> None:
         """Close the ParallelEnv under it; the rules of :meth:`SeerParallelEnv.close`."""
-        self._busy.close(_close_now, self)
+        self._busy.close(close_now, self)
 
     def _close_now(self) -> None:
         self.env.close()
@@ -1298,7 +1070,7 @@ class SeerVectorEnv(_SeerEnvCommon):
             return [fresh[i] if s is None else _seed_value(s) for i, s in enumerate(seed)]
         raise ConfigError(f"seed={seed!r} must be an int, a list of {self.num_envs} ints or None")
 
-    @_exclusive
+    @exclusive
     def reset(
         self, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
@@ -1394,7 +1166,7 @@ class SeerVectorEnv(_SeerEnvCommon):
             raise InvalidActionError("discrete actions out of int32 range")
         self.runtime.actions[:] = arr if sz.action_kind == "discrete" else _to_float32(arr)
 
-    @_exclusive
+    @exclusive
     def step(
         self, actions: Any
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
@@ -1485,7 +1257,7 @@ class SeerVectorEnv(_SeerEnvCommon):
         np.logical_not(rt.alive.any(axis=1), out=out)
         return int(out.sum())
 
-    @_exclusive
+    @exclusive
     def state(self) -> np.ndarray:
         """Global states, shape (num_envs, state_dim)."""
         self._check_open("state")
@@ -1495,7 +1267,7 @@ class SeerVectorEnv(_SeerEnvCommon):
         """Free the env; safe at any time, from any thread; again: nothing (see
         :meth:`SeerParallelEnv.close`: a call on another thread ends first; on
         the thread inside a call, the env closes when that call ends)."""
-        self._busy.close(_close_now, self)
+        self._busy.close(close_now, self)
 
     def _close_now(self) -> None:
         self.runtime.close()

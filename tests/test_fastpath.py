@@ -9,6 +9,7 @@ from collections import UserDict
 import numpy as np
 import pytest
 
+from seer_env import _gate
 from seer_env import env as _base
 from seer_env.envs import aircraft_v0, pcs_v0, phold_v0
 from seer_env.errors import InvalidActionError
@@ -466,13 +467,13 @@ def test_exclusive_wrappers_keep_the_methods_signatures_and_checks() -> None:
         seer_model = venv.seer_model
 
         def __init__(self) -> None:
-            self._busy, self._interrupted = _base._new_gate(), ""  # (venv is closed)
+            self._busy, self._interrupted = _gate.new_gate(), ""  # (venv is closed)
 
-        @_base._exclusive
+        @_gate.exclusive
         def kw(self, a, b=2, *, c, d=4):
             return (a, b, c, d)
 
-        @_base._exclusive
+        @_gate.exclusive
         def var(self, *args, **kwargs):
             return (args, kwargs)
 

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import seer_env
-from seer_env import env as _base
+from seer_env import _gate
 from seer_env.envs import aircraft_v0, pcs_v0, phold_v0
 from seer_env.errors import (
     ClosedError,
@@ -38,11 +38,11 @@ FACES = ("parallel", "aec", "vector", "agent_vector")
 PRELUDE = '''
 import gc, os, random, signal, sys, threading, time
 import numpy as np
-from seer_env import env as _base
+from seer_env import _gate
 from seer_env.envs import phold_v0
 from seer_env.errors import ClosedError, InvalidActionError, SeerError, StateError
 if os.environ.get("SEER_TEST_PYGATE"):  # the pure-Python gate (no built _fast)
-    _base._new_gate = _base._PyGate
+    _gate.new_gate = _gate.PyGate
 
 CFG = dict(num_entities=4, threads=1, max_cycles=0)
 
@@ -240,7 +240,7 @@ def test_a_handler_calling_into_the_env_during_a_step_is_refused_and_marks_it(
     # the env needing reset() (the refusal is a SeerError, but not the
     # runtime's own report of what happened).
     if pygate:
-        monkeypatch.setattr(_base, "_new_gate", _base._PyGate)
+        monkeypatch.setattr(_gate, "new_gate", _gate.PyGate)
     env = phold_v0.parallel_env(num_entities=4, threads=1, max_cycles=0)
     env.reset(seed=0)
     real = env.runtime.step
