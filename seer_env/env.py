@@ -35,16 +35,11 @@ from pettingzoo.utils.wrappers.order_enforcing import (
     AECOrderEnforcingIterator,
 )
 
-from . import _gate
+from . import _gate, _kernels
 from ._gate import close_now, exclusive
 from ._runtime import Runtime
-from .stpa import attach as attach_stpa
-
-try:  # the dict API's per-step work in C (built with the package)
-    from . import _fast
-except ImportError:  # pragma: no cover - a source tree without built extensions
-    _fast = None  # type: ignore[assignment]
 from .errors import ClosedError, ConfigError, InvalidActionError, SeerError, StateError
+from .stpa import attach as attach_stpa
 
 if TYPE_CHECKING:  # pragma: no cover
     from .model import Model
@@ -230,7 +225,9 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
         self._info_cols = np.array(
             [self.info_names.index(k) for k in self.info_keys], dtype=np.intp
         )
-        self._build_infos = _infos_builder(self.info_keys)
+        for k in self.info_keys:
+            if not isinstance(k, str):
+                raise ConfigError(f"info name {k!r} is not a string")
         self._needs_reset = True
         self._window: Any = None
         self._names = np.array(self.possible_agents, dtype=object)
@@ -243,12 +240,9 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
         self._act_row = rt.actions[0]
         self._out_rows = (rt.obs[0], rt.reward[0], rt.terminated[0], rt.truncated[0],
                           rt.info[0])
-        # _fast.dict_outputs's buffers, columns, keys and per-agent info template
+        # dict_outputs's buffers, columns, keys and per-agent info template
         self._out_spec = (*self._out_rows, tuple(int(c) for c in self._info_cols),
                           tuple(self.info_keys), dict.fromkeys(self.info_keys))
-        # {agent: False} for every agent: copied (a table copy, no hashing)
-        # while every agent is live and no flag is set
-        self._all_false = dict.fromkeys(self.possible_agents, False)
 
     def _choose_info_keys(self, keys: Any) -> tuple[str, ...]:
         if keys is None:
@@ -329,7 +323,7 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
         sz = self.sizes
         names = self._live_names
         # exactly the live agents with plain values: one pass in C
-        if _fast is not None and type(actions) is dict and _fast.dict_actions(
+        if type(actions) is dict and _kernels.dict_actions(
                 actions, names, self._live_idx, self._act_row, sz.action_dim,
                 sz.action_kind == "discrete"):
             return
@@ -524,30 +518,9 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
         """Dicts for the agents ``live_idx`` (alive when the call started: the
         agents of ``self._live_names``, which is only replaced after this
         call), and how many of them finished."""
-        names = self._live_names
-        if _fast is not None:  # one pass in C, the observations' copy included
-            out = _fast.dict_outputs(names, live_idx, self._out_spec)
-            return out  # type: ignore[no-any-return]
-        rt = self.runtime
-        # every agent live (the common case): slices instead of fancy indexing
-        full = len(live_idx) == self.sizes.num_agents
-        sel: Any = slice(None) if full else live_idx
-        obs_arr = self._out_rows[0][sel].copy()  # a copy: safe to keep past the next step
-        infos: dict[str, dict[str, Any]]
-        if self.info_keys:
-            # one list per info key, turned into per-agent dicts by one
-            # generated dict comprehension (no per-agent row or call)
-            infos = self._build_infos(names, rt.info[0][sel][:, self._info_cols].T.tolist())
-        else:
-            infos = {n: {} for n in names}
-        term, trunc = rt.terminated[0][sel], rt.truncated[0][sel]
-        return (
-            dict(zip(names, obs_arr, strict=True)),
-            dict(zip(names, rt.reward[0][sel].tolist(), strict=True)),
-            self._all_false.copy() if full and not term.any() else _flags(names, term),
-            self._all_false.copy() if full and not trunc.any() else _flags(names, trunc),
-            infos,
-        ), int((term | trunc).sum())
+        # one pass (in C where _fast is built), the observations' copy included
+        return _kernels.dict_outputs(  # type: ignore[no-any-return]
+            self._live_names, live_idx, self._out_spec)
 
     @exclusive
     def state(self) -> np.ndarray:
@@ -826,35 +799,6 @@ def _rebuild_parallel_env(ref: Callable[[], Model], config: dict[str, Any]) -> S
     return env
 
 
-def _flags(names: list[str], flags: np.ndarray) -> dict[str, bool]:
-    """{name: bool}; the common all-False case without a per-agent zip."""
-    if not flags.any():
-        return dict.fromkeys(names, False)
-    return dict(zip(names, flags.tolist(), strict=True))
-
-
-def _infos_builder(
-    keys: tuple[str, ...],
-) -> Callable[[list[str], list[list[float]]], dict[str, dict[str, float]]]:
-    """A function ``(names, columns) -> {names[j]: {keys[i]: columns[i][j]}}``:
-    a generated dict comprehension with a dict display per agent (the
-    technique of namedtuple), about twice as fast as ``dict(zip(keys, row))``
-    per agent and without a Python call per agent."""
-    for k in keys:
-        if not isinstance(k, str):
-            raise ConfigError(f"info name {k!r} is not a string")
-    if not keys:
-        return lambda names, cols: {n: {} for n in names}
-    args = ", ".join(f"v{i}" for i in range(len(keys)))
-    body = ", ".join(f"{k!r}: v{i}" for i, k in enumerate(keys))
-    ns: dict[str, Any] = {}
-    src = (f"def build(names, cols):\n"
-           f"    return {{n: {{{body}}} for n, {args} in zip(names, *cols)}}")
-    exec(src, ns)
-    fn: Callable[[list[str], list[list[float]]], dict[str, dict[str, float]]] = ns["build"]
-    return fn
-
-
 def _as_array(agent: str, a: Any) -> np.ndarray:
     """``np.asarray(a)``; what it raises (ragged nesting, an ``__array__`` that
     fails: the value's own code) as an InvalidActionError naming the agent."""
@@ -1011,43 +955,17 @@ class SeerVectorEnv(_SeerEnvCommon):
         self._any_autoreset = False
         rt = self.runtime
         self._act_buf = rt.actions  # (B, A) int32 or (B, A, dim) float32
-        # the buffers a call's outputs come from, for _fast.vec_outputs
+        # the buffers a call's outputs come from, for vec_outputs
         self._bufs = (rt.obs, rt.reward, rt.terminated, rt.truncated, rt.alive, rt.active,
                       rt.info, tuple(self.info_names))
 
     # -- outputs -------------------------------------------------------------
 
     def _arr(self, a: np.ndarray) -> np.ndarray:
-        if self.copy:
-            return a.copy()
-        v = a.view()
-        v.flags.writeable = False
-        return v
-
-    def _outputs(self, rt: Runtime) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
-                                             dict[str, Any]]:
-        """This call's outputs: fresh copies (or read-only views, ``copy=False``)."""
-        if _fast is not None:  # the same arrays, built in one C call
-            return _fast.vec_outputs(self._bufs, self.copy, None)[0]  # type: ignore[no-any-return]
-        if self.copy:
-            return (rt.obs.copy(), rt.reward.copy(), rt.terminated.copy(), rt.truncated.copy(),
-                    self._infos())
-        return (self._arr(rt.obs), self._arr(rt.reward), self._arr(rt.terminated),
-                self._arr(rt.truncated), self._infos())
+        return _kernels.view_or_copy(a, self.copy)
 
     def _infos(self) -> dict[str, Any]:
-        rt = self.runtime
-        if self.copy:
-            infos: dict[str, Any] = {"alive": rt.alive.copy(), "active": rt.active.copy()}
-        else:
-            infos = {"alive": self._arr(rt.alive), "active": self._arr(rt.active)}
-        if self.info_names:
-            # one copy, laid out (n_info, B, A): each value a C-contiguous (B, A)
-            # view of it, as _fast.vec_outputs's arrays are C-contiguous
-            info = np.ascontiguousarray(rt.info.transpose(2, 0, 1))
-            for j, name in enumerate(self.info_names):
-                infos[name] = info[j]
-        return infos
+        return _kernels.batched_infos(self._bufs, self.copy)
 
     @property
     def alive(self) -> np.ndarray:
@@ -1122,10 +1040,7 @@ class SeerVectorEnv(_SeerEnvCommon):
                 raise
             self._autoreset[mask] = False
             self._any_autoreset = bool(self._autoreset.any())
-        if _fast is not None:
-            (obs, _, _, _, infos), _ = _fast.vec_outputs(self._bufs, self.copy, None)
-        else:
-            obs, infos = self._arr(rt.obs), self._infos()
+        (obs, _, _, _, infos), _ = _kernels.vec_outputs(self._bufs, self.copy, None)
         # a masked reset leaves the mark of an interrupted call (the other
         # instances' Python state may be behind): only a full reset clears it
         self._interrupted = cut
@@ -1143,7 +1058,7 @@ class SeerVectorEnv(_SeerEnvCommon):
 
     def _write_actions(self, actions: Any) -> None:
         # the common case, an array of the right shape and kind: one pass in C
-        if _fast is not None and _fast.copy_actions(actions, self._act_buf):
+        if _kernels.copy_actions(actions, self._act_buf):
             return
         sz = self.sizes
         try:
@@ -1188,11 +1103,11 @@ class SeerVectorEnv(_SeerEnvCommon):
         # until Python has caught up leaves the env needing reset()
         self._interrupted = _CUT_SHORT_STEP
         try:
-            if mode is AutoresetMode.NEXT_STEP and not self._any_autoreset and _fast is not None:
+            if mode is AutoresetMode.NEXT_STEP and not self._any_autoreset:
                 # the common case (_step_and_autoreset's first branch, inlined): every
-                # instance steps; the outputs and the finished instances in one C call
+                # instance steps; the outputs and the finished instances in one call
                 rt.step()
-                out, n = _fast.vec_outputs(self._bufs, self.copy, self._autoreset)
+                out, n = _kernels.vec_outputs(self._bufs, self.copy, self._autoreset)
                 self._any_autoreset = n > 0
             else:
                 out = self._step_and_autoreset(rt, mode)
@@ -1214,21 +1129,16 @@ class SeerVectorEnv(_SeerEnvCommon):
                 if stepping.any():
                     rt.step(stepping)
                 rt.reset(self._take_seeds(self._autoreset), self._autoreset)
-            if _fast is not None:  # the outputs and the finished instances in one C call
-                out, n = _fast.vec_outputs(self._bufs, self.copy, self._autoreset)
-                self._any_autoreset = n > 0
-                return out  # type: ignore[no-any-return]
-            self._any_autoreset = self._finished(rt, self._autoreset) > 0
-            return self._outputs(rt)
+            # the outputs and the finished instances in one call
+            out, n = _kernels.vec_outputs(self._bufs, self.copy, self._autoreset)
+            self._any_autoreset = n > 0
+            return out  # type: ignore[no-any-return]
         rt.step()
         finished = self._fin
-        if _fast is not None:
-            out, n = _fast.vec_outputs(
-                self._bufs, self.copy, None if mode is AutoresetMode.DISABLED else finished)
-            if n == 0:
-                return out  # type: ignore[no-any-return]
-        elif mode is AutoresetMode.DISABLED or self._finished(rt, finished) == 0:
-            return self._outputs(rt)
+        out, n = _kernels.vec_outputs(
+            self._bufs, self.copy, None if mode is AutoresetMode.DISABLED else finished)
+        if n == 0:
+            return out  # type: ignore[no-any-return]
         finished = finished.copy()
         # SAME_STEP with finished instances: keep the final step, then reset them.
         rew, term, trunc = self._final
@@ -1252,10 +1162,7 @@ class SeerVectorEnv(_SeerEnvCommon):
     @staticmethod
     def _finished(rt: Runtime, out: np.ndarray) -> int:
         """out[i] = instance i has no live agent; returns how many have none."""
-        if _fast is not None:
-            return int(_fast.finished(rt.alive, out))
-        np.logical_not(rt.alive.any(axis=1), out=out)
-        return int(out.sum())
+        return int(_kernels.finished(rt.alive, out))
 
     @exclusive
     def state(self) -> np.ndarray:

@@ -1,6 +1,7 @@
 """The dict and batched APIs' C fast path (seer_env._fast) against the plain
-Python path it replaces: the same outputs, the same errors, for every kind of
-action a user passes."""
+Python path it replaces (seer_env._kernels' NumPy kernels and the env's
+checked path): the same outputs, the same errors, for every kind of action a
+user passes."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from collections import UserDict
 import numpy as np
 import pytest
 
-from seer_env import _gate
+from seer_env import _gate, _kernels
 from seer_env import env as _base
 from seer_env.envs import aircraft_v0, pcs_v0, phold_v0
 from seer_env.errors import InvalidActionError
@@ -20,6 +21,19 @@ ENVS = {
     "pcs": lambda: pcs_v0.parallel_env(width=3, height=2, threads=1, info_keys="all"),
     "aircraft": lambda: aircraft_v0.parallel_env(num_uavs=6, threads=1, max_cycles=40),
 }
+
+
+def _numpy_kernels(m: pytest.MonkeyPatch) -> None:
+    """Within ``m``'s context the envs run the NumPy kernels (seer_env._kernels
+    without the C extension)."""
+    for name in _kernels.NAMES:
+        m.setattr(_kernels, name, _kernels.NUMPY[name])
+
+
+def _fast_module():
+    from seer_env import _fast
+
+    return _fast
 
 
 def _same(a, b) -> None:
@@ -81,7 +95,7 @@ def test_dict_api_fast_path_equals_the_python_path(name: str, monkeypatch) -> No
         partial += len(fast.agents) < len(fast.possible_agents)
         out_fast = fast.step(acts)
         with monkeypatch.context() as m:
-            m.setattr(_base, "_fast", None)
+            _numpy_kernels(m)
             out_slow = slow.step(acts)
         _same(out_fast, out_slow)
         assert fast.agents == slow.agents
@@ -101,7 +115,7 @@ def test_dict_api_repeated_info_keys_equal_the_python_path(monkeypatch) -> None:
         acts = dict.fromkeys(fast.agents, 1)
         out = fast.step(acts)
         with monkeypatch.context() as m:
-            m.setattr(_base, "_fast", None)
+            _numpy_kernels(m)
             _same(out, slow.step(acts))
         assert list(out[4]["entity_0"]) == ["remote_in", "handled"]
     fast.close()
@@ -192,7 +206,7 @@ def test_batched_fast_path_equals_the_python_path(dtype, monkeypatch) -> None:
         a = rng.integers(0, 3, size=(3, 9)).astype(dtype)
         out = fast.step(a)
         with monkeypatch.context() as m:
-            m.setattr(_base, "_fast", None)
+            _numpy_kernels(m)
             ref = slow.step(a)
         _same(out, ref)
     big = np.full((3, 9), 2**31, np.int64)
@@ -218,7 +232,7 @@ def test_batched_box_fast_path_keeps_huge_values_finite(monkeypatch) -> None:
 
 def _slow_step(env, a, monkeypatch):
     with monkeypatch.context() as m:
-        m.setattr(_base, "_fast", None)
+        _numpy_kernels(m)
         return env.step(a)
 
 
@@ -305,14 +319,14 @@ def _random_actions(venv, rng: np.random.Generator) -> np.ndarray:
 @pytest.mark.parametrize("name", sorted(VECTOR_ENVS))
 def test_batched_outputs_equal_the_python_path(name: str, mode: str, copy: bool,
                                                monkeypatch) -> None:
-    assert _base._fast is not None and hasattr(_base._fast, "vec_outputs")
+    assert _kernels.NATIVE and _kernels.vec_outputs is _fast_module().vec_outputs
     fast = VECTOR_ENVS[name](copy=copy, autoreset_mode=mode)
     slow = VECTOR_ENVS[name](copy=copy, autoreset_mode=mode)
     B = fast.num_envs
 
     def slow_call(method, *args, **kwargs):
         with monkeypatch.context() as m:
-            m.setattr(_base, "_fast", None)
+            _numpy_kernels(m)
             return getattr(slow, method)(*args, **kwargs)
 
     out = fast.reset(seed=11)
