@@ -22,9 +22,10 @@ types, defaults and ranges come from C, which checks every value.  The
 views are zero-copy and valid until :meth:`Runtime.close`; callers that hand
 arrays to users copy them.
 
-The top of the bindings (``[tool.importlinter]`` in ``pyproject.toml``), with
-:mod:`seer_env._native` and :mod:`seer_env._loader` below it: the modules
-that touch ``ffi``/``lib``.  A :class:`Runtime` takes a
+The top of the bindings (``[tool.importlinter]`` in ``pyproject.toml``), beside
+:mod:`seer_env._pytable` (tables made at run time), with :mod:`seer_env._native`
+and :mod:`seer_env._loader` below it: the modules that touch ``ffi``/``lib``
+(``tests/test_layers.py`` checks that no other does).  A :class:`Runtime` takes a
 :class:`~seer_env._native.NativeModel`, not a name
 (:class:`seer_env.registry.Runtime` resolves names), and knows nothing of
 STPA: with ``threads="auto"`` it starts on one thread and sets
