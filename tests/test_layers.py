@@ -82,7 +82,10 @@ def cffi_uses(source: str, filename: str = "<source>") -> list[str]:
 
 
 def _modules() -> list[Path]:
-    return sorted(p for p in PKG.rglob("*.py") if "__pycache__" not in p.parts)
+    """The package's modules: ``seer_env/`` and the shipped models' ``envs/``
+    (the package ``seer_env.envs``, kept beside ``seer_env/`` in the tree)."""
+    return sorted(p for d in (PKG, ROOT / "envs") for p in d.rglob("*.py")
+                  if "__pycache__" not in p.parts)
 
 
 def test_the_exempt_modules_exist() -> None:
@@ -143,3 +146,45 @@ def test_the_rule_catches_each_way_of_reaching_a_cffi_module(code: str) -> None:
 ])
 def test_the_rule_leaves_other_code_alone(code: str) -> None:
     assert cffi_uses(code) == [], code
+
+
+def _layers() -> list[str]:
+    import tomllib
+
+    cfg = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    return next(c["layers"] for c in cfg["contracts"] if c["type"] == "layers")
+
+
+def test_the_shipped_models_import_only_the_layers_below_theirs() -> None:
+    """import-linter reads the package from ``seer_env/`` on disk and cannot see
+    ``seer_env.envs`` (it lives in ``envs/``, mapped in by the build), so the
+    envs' place in the layers is checked here: a model folder's modules import
+    the SDK and what lies below it, never the tools above it nor the package's
+    root (``seer_env/__init__.py``)."""
+    layers = _layers()
+    assert "envs" not in layers  # checked here, not by import-linter
+    above = {m.strip() for layer in layers[:layers.index("sdk | pymodel")]
+             for m in layer.replace(":", "|").split("|")}
+    assert {"cli", "check", "rllib", "check_bounds"} <= above
+    bad = []
+    files = sorted((ROOT / "envs").rglob("*.py"))
+    assert len(files) >= 4
+    for path in files:
+        depth = len(path.relative_to(ROOT / "envs").parts)  # envs/x/__init__.py: 2
+        pkg = ["seer_env", "envs", *path.relative_to(ROOT / "envs").parts[:-1]]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                base = pkg[:len(pkg) - node.level + 1] if node.level else []
+                mod = ".".join([*base, node.module] if node.module else base)
+                names = [mod] if node.module else [f"{mod}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            for name in names:
+                parts = name.split(".")
+                if parts == ["seer_env"] or (parts[0] == "seer_env" and len(parts) > 1
+                                             and parts[1] in above):
+                    bad.append(f"{path.relative_to(ROOT)}:{node.lineno}: {name}")
+        assert depth >= 1
+    assert bad == [], bad
