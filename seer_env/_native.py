@@ -171,9 +171,43 @@ class Field:
         return _member_dtype(self.kind, self.size, self.count, self.inner)
 
 
+#: The action kinds, by the runtime's code (``seer_action_kind``).
+ACTION_KINDS = ("discrete", "box", "multi_discrete")
+
+
+@dataclass(frozen=True)
+class Group:
+    """One agent group of a described configuration: agents ``first`` to
+    ``first + count - 1`` share its observation and action spaces.  A model
+    without groups has one, ``"agents"``, made of its sizes."""
+
+    name: str
+    first: int
+    count: int
+    obs_dim: int
+    action_kind: str  # one of ACTION_KINDS
+    action_dim: int   # 1 (discrete), elements (box), components (multi-discrete)
+    action_n: int     # discrete: number of actions
+    nvec: tuple[int, ...]  # multi-discrete: choices per component
+    action_low: float
+    action_high: float
+    info_dim: int
+    info_names: tuple[str, ...]
+    mask_len: int     # bytes of its mask rows (0: no masks, or box actions)
+
+    @property
+    def agents(self) -> range:
+        """The agent indices of the group."""
+        return range(self.first, self.first + self.count)
+
+
 @dataclass(frozen=True)
 class Sizes:
-    """The model's sizes for one configuration (from its ``describe``)."""
+    """The model's sizes for one configuration (from its ``describe``).
+
+    With several groups, ``obs_dim``, ``action_dim`` and ``info_dim`` are the
+    largest group's (the stride of the host buffers' agent rows) and the
+    action members are group 0's; ``groups`` describes each group."""
 
     num_entities: int
     num_agents: int
@@ -191,6 +225,9 @@ class Sizes:
     payload_size: int = 0
     snapshot_size: int = 0
     instance_size: int = 0
+    num_groups: int = 1
+    mask_dim: int = 0
+    groups: tuple[Group, ...] = ()
 
 
 class HandlerContext:
@@ -556,10 +593,55 @@ class NativeModel:
         rc = self.lib.seer_model_describe(self.table, buf, out, err, _ERRLEN)
         if rc != self.lib.SEER_OK:
             raise error_for(self.lib, rc, self.ffi.string(err).decode())
-        return buf, self.sizes_of(out)
+        return buf, self.sizes_of(out, buf)
 
-    def sizes_of(self, s: Any) -> Sizes:
-        kind = "discrete" if int(s.action_kind) == self.lib.SEER_ACTION_DISCRETE else "box"
+    def groups_of(self, s: Any, buf: Any) -> tuple[Group, ...]:
+        """The groups of described sizes ``s`` (a ``seer_sizes``) of the
+        configuration ``buf``."""
+        ffi, lib = self.ffi, self.lib
+        err = ffi.new("char[]", _ERRLEN)
+        g = ffi.new("seer_group *")
+        nvec = ffi.new("int32_t[]", lib.SEER_MAX_COMPONENTS)
+        total = ffi.new("uint64_t *")
+        out, first = [], 0
+        for i in range(max(int(s.num_groups), 1)):
+            rc = lib.seer_model_group(self.table, buf, s, i, g, err, _ERRLEN)
+            if rc == lib.SEER_OK:
+                rc = lib.seer_model_action_nvec(self.table, buf, s, i, g, nvec, total, err,
+                                                _ERRLEN)
+            if rc != lib.SEER_OK:
+                raise error_for(lib, rc, ffi.string(err).decode())
+            kind = ACTION_KINDS[int(g.action_kind)]
+            names = tuple(ffi.string(g.info_names[k]).decode() for k in range(g.info_dim)) \
+                if g.info_names != ffi.NULL else ()
+            mask_len = 0
+            if int(s.mask_dim):
+                mask_len = int(g.action_n) if kind == "discrete" else \
+                    int(total[0]) if kind == "multi_discrete" else 0
+            out.append(Group(
+                name=ffi.string(g.name).decode(), first=first, count=int(g.count),
+                obs_dim=int(g.obs_dim), action_kind=kind, action_dim=int(g.action_dim),
+                action_n=int(g.action_n),
+                nvec=tuple(int(nvec[k]) for k in range(g.action_dim))
+                if kind == "multi_discrete" else (),
+                action_low=float(g.action_low), action_high=float(g.action_high),
+                info_dim=int(g.info_dim), info_names=names, mask_len=mask_len))
+            first += int(g.count)
+        return tuple(out)
+
+    def group_bounds(self, buf: Any, sizes: Sizes, group: int) -> tuple[np.ndarray, np.ndarray]:
+        """Observation (low, high) bounds of one group's elements, float32."""
+        g = sizes.groups[group]
+        lo, hi = (np.zeros(max(g.obs_dim, 1), np.float32) for _ in range(2))
+        s = self.ffi.new("seer_sizes *")
+        s.num_agents, s.num_groups, s.obs_dim = sizes.num_agents, sizes.num_groups, sizes.obs_dim
+        self.lib.seer_model_group_bounds(self.table, buf, s, group, g.obs_dim,
+                                         self.ffi.from_buffer("float[]", lo),
+                                         self.ffi.from_buffer("float[]", hi))
+        return lo[: g.obs_dim], hi[: g.obs_dim]
+
+    def sizes_of(self, s: Any, buf: Any = None) -> Sizes:
+        kind = ACTION_KINDS[int(s.action_kind)] if 0 <= int(s.action_kind) < 3 else "box"
         return Sizes(
             num_entities=s.num_entities, num_agents=s.num_agents, obs_dim=s.obs_dim,
             action_dim=s.action_dim, action_kind=kind, action_n=s.action_n,
@@ -567,13 +649,19 @@ class NativeModel:
             info_dim=s.info_dim, state_dim=s.state_dim, entity_size=s.entity_size,
             lookahead=float(s.lookahead), step_duration=float(s.step_duration),
             payload_size=s.payload_size, snapshot_size=s.snapshot_size,
-            instance_size=s.instance_size,
+            instance_size=s.instance_size, num_groups=max(int(s.num_groups), 1),
+            mask_dim=int(s.mask_dim),
+            groups=self.groups_of(s, buf) if buf is not None else (),
         )
 
-    def agent_names(self, buf: Any, n: int) -> list[str]:
+    def agent_names(self, buf: Any, n: int, sizes: Sizes | None = None) -> list[str]:
+        """The names of agents ``0..n-1`` of a described configuration."""
         out = self.ffi.new("char[]", max(n, 1) * self.lib.SEER_NAME_LEN)
         err = self.ffi.new("char[]", _ERRLEN)
-        rc = self.lib.seer_model_agent_names(self.table, buf, n, out, err, _ERRLEN)
+        csz = self.ffi.new("seer_sizes *")
+        csz.num_agents = sizes.num_agents if sizes is not None else n
+        csz.num_groups = sizes.num_groups if sizes is not None else 1
+        rc = self.lib.seer_model_agent_names(self.table, buf, csz, n, out, err, _ERRLEN)
         if rc != self.lib.SEER_OK:
             raise error_for(self.lib, rc, self.ffi.string(err).decode())
         raw = np.frombuffer(self.ffi.buffer(out, n * self.lib.SEER_NAME_LEN),

@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 
 from ._loader import core
-from ._native import _ERRLEN, NativeModel, Sizes, error_for
+from ._native import _ERRLEN, Group, NativeModel, Sizes, error_for
 from .errors import ClosedError, ConfigError
 
 # -- runtimes -----------------------------------------------------------------------
@@ -175,6 +175,9 @@ class Runtime:
             naming the total, its biggest part and the limit.
         oversubscribe: let more threads than CPUs take part in calls (by
             default the pool's active threads are capped at the CPU count).
+        enforce_masks: for a model with action masks, refuse the actions they
+            forbid (``InvalidActionError``, before anything changes); False lets
+            them reach the model's ``act`` (a baseline trained without masks).
 
     Attributes:
         executor: the executor running now (STPA may switch ``"parallel"`` to
@@ -206,6 +209,7 @@ class Runtime:
         max_step_events: int = 0,
         memory_limit: int = 0,
         oversubscribe: bool = False,
+        enforce_masks: bool = True,
     ) -> None:
         self._lock = threading.Lock()
         if not isinstance(model, NativeModel):
@@ -234,7 +238,8 @@ class Runtime:
         opts.shuffle_seed = shuffle_seed & 0xFFFFFFFFFFFFFFFF
         opts.max_step_events = _positive_int("max_step_events", max_step_events, 0, 2**62)
         opts.memory_limit = _positive_int("memory_limit", memory_limit, 0, 2**62)
-        opts.flags = lib.SEER_RT_OVERSUBSCRIBE if oversubscribe else 0
+        opts.flags = (lib.SEER_RT_OVERSUBSCRIBE if oversubscribe else 0) | (
+            0 if enforce_masks else lib.SEER_RT_MASK_ADVISORY)
         cfg = model.config_struct(config or {})
         # every byte the runtime and the host buffers take is checked against
         # memory_limit (or the machine's memory) before any is allocated
@@ -253,7 +258,7 @@ class Runtime:
         self.max_cycles = mc
         self._config_ptr = lib.seer_runtime_config(self._h)
         self.config = model.read_config(self._config_ptr)
-        self.sizes = model.sizes_of(lib.seer_runtime_sizes(self._h))
+        self.sizes = model.sizes_of(lib.seer_runtime_sizes(self._h), self._config_ptr)
         self.info_names = model.info_names(self.sizes.info_dim)
         self._mask = np.zeros(B, dtype=np.uint8)
         self.auto_threads = auto
@@ -264,8 +269,13 @@ class Runtime:
         closed or collected first."""
         ffi, lib = self.ffi, self.lib
         A = sz.num_agents
-        act_dtype = np.int32 if sz.action_kind == "discrete" else np.float32
-        act_shape = (B, A) if sz.action_kind == "discrete" else (B, A, sz.action_dim)
+        if sz.num_groups > 1:  # 4-byte words; each group views its own (group_actions)
+            act_dtype, act_shape = np.uint32, (B, A, sz.action_dim)
+        elif sz.action_kind == "discrete":
+            act_dtype, act_shape = np.int32, (B, A)
+        else:
+            act_dtype = np.int32 if sz.action_kind == "multi_discrete" else np.float32
+            act_shape = (B, A, sz.action_dim)
         bufs = {
             "actions": (lib.SEER_BUF_ACTIONS, act_dtype, act_shape),
             "obs": (lib.SEER_BUF_OBS, np.float32, (B, A, sz.obs_dim)),
@@ -275,16 +285,22 @@ class Runtime:
             "alive": (lib.SEER_BUF_ALIVE, np.bool_, (B, A)),
             "active": (lib.SEER_BUF_ACTIVE, np.bool_, (B, A)),
             "info": (lib.SEER_BUF_INFO, np.float64, (B, A, sz.info_dim)),
+            "mask": (lib.SEER_BUF_MASK, np.bool_, (B, A, sz.mask_dim)),
         }
         csz = ffi.new("seer_sizes *")
-        csz.num_agents, csz.obs_dim, csz.action_dim, csz.info_dim = (
-            A, sz.obs_dim, sz.action_dim, sz.info_dim)
+        csz.num_agents, csz.obs_dim, csz.action_dim, csz.info_dim, csz.mask_dim = (
+            A, sz.obs_dim, sz.action_dim, sz.info_dim, sz.mask_dim)
         for name, (which, dtype, shape) in bufs.items():
             arr = _aligned_zeros(shape, dtype)
             assert arr.nbytes == lib.seer_buffer_bytes(csz, B, which), name
             setattr(self, name, arr)
             if arr.nbytes:
                 opts.buffers[which] = ffi.cast("void *", arr.ctypes.data)
+        #: per group: a view of the action buffer in the group's dtype and shape
+        #: ((B, count) int32, (B, count, dim) int32 or float32)
+        self.group_actions: list[np.ndarray] = [
+            _group_action_view(self.actions, g) for g in sz.groups] if sz.num_groups > 1 \
+            else [self.actions]
 
     # -- plumbing -------------------------------------------------------------
 
@@ -586,6 +602,15 @@ class Runtime:
             self.close()
         except Exception:
             pass
+
+
+def _group_action_view(raw: np.ndarray, g: Group) -> np.ndarray:
+    """Group ``g``'s actions in the raw (B, A, D) word buffer of a model with
+    groups, in the group's own dtype: writes through it reach the runtime."""
+    rows = raw[:, g.first:g.first + g.count, :g.action_dim]
+    if g.action_kind == "discrete":
+        return rows[:, :, 0].view(np.int32)
+    return rows.view(np.float32 if g.action_kind == "box" else np.int32)
 
 
 def _aligned_zeros(shape: tuple[int, ...], dtype: Any, align: int = 64) -> np.ndarray:

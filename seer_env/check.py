@@ -581,7 +581,7 @@ def _bounds_inspect(native: NativeModel, config: Mapping[str, Any],
                     run: _Run) -> list[tuple[str, str]]:
     buf, sizes = native.describe(dict(config))
     return check_bounds.bounds_findings(native, config, run,
-                                        native.agent_names(buf, sizes.num_agents))
+                                        native.agent_names(buf, sizes.num_agents, sizes))
 
 
 def _race_job(ctx: JobContext) -> JobOutcome:
@@ -1326,7 +1326,7 @@ class _Child:
             buf, sizes = native.describe(self.config)
             self.entity_size = sizes.entity_size
             self.sizes = sizes
-            self.names = native.agent_names(buf, sizes.num_agents)
+            self.names = native.agent_names(buf, sizes.num_agents, sizes)
             return {"ok": True, "sizes": sizes, "config": native.read_config(buf)}
         if op == "run":
             got = self._run(msg["driver"], msg["kw"], 1)

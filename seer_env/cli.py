@@ -230,7 +230,7 @@ def cmd_info(a: argparse.Namespace) -> int:
     print("configuration (key = default  (accepted)  meaning):")
     for line in model.config_help().splitlines():
         print(f"  {line}")
-    names = nm.agent_names(buf, min(sz.num_agents, 4))
+    names = nm.agent_names(buf, min(sz.num_agents, 4), sz)
     act = (f"Discrete({sz.action_n})" if sz.action_kind == "discrete"
            else f"Box({sz.action_low:g}, {sz.action_high:g}, ({sz.action_dim},))")
     print(f"with this configuration: {sz.num_agents} agents ({', '.join(names)}"

@@ -135,7 +135,7 @@ class _SeerEnvCommon:
         #: the configuration as the model completed it, plus max_cycles
         self.config = {**rt.config, "max_cycles": rt.max_cycles}
         self.sizes = rt.sizes
-        self.possible_agents = native.agent_names(rt._config_ptr, self.sizes.num_agents)
+        self.possible_agents = native.agent_names(rt._config_ptr, self.sizes.num_agents, self.sizes)
         if len(set(self.possible_agents)) != len(self.possible_agents):
             raise ConfigError(f"{model.name}: the model gives two agents one name")
         self.agent_index = {a: i for i, a in enumerate(self.possible_agents)}

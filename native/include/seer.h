@@ -32,9 +32,23 @@
  *                 entity in (time, source entity, source sequence) order;
  *     boundary -- `boundary` once per instance (may write the instance data),
  *                 then `observe` per agent (may read every entity: the
- *                 instance is quiescent), then `publish` per entity.
+ *                 instance is quiescent) and, for a model with masks,
+ *                 `action_mask` per agent that acts next, then `publish` per
+ *                 entity.
  *
  * Agents are the first `num_agents` entities: agent i is entity i.
+ *
+ * Agent groups (optional): agents that see and choose different things
+ * (predators and prey, base stations and users).  `describe` sets
+ * `num_groups` > 1 and the `group` hook describes each group (name, count,
+ * observation size, action kind and size, info names); group 0 takes the
+ * first `count` agents, group 1 the next, and so on.  A model that leaves
+ * num_groups at 0 has one group described by seer_sizes itself, as before.
+ *
+ * Action masks (optional): the `action_mask` hook says, at each boundary,
+ * which discrete choices each agent that acts next may take.  An action the
+ * mask forbids is refused before anything changes (SEER_E_ACTION), unless the
+ * model sets SEER_MODEL_MASK_ADVISORY and treats such actions in `act`.
  *
  * Versioning: SEER_API_VERSION changes whenever this header changes in a way
  * that breaks models built against an older one.  Every model table carries
@@ -51,7 +65,11 @@
 extern "C" {
 #endif
 
-#define SEER_API_VERSION 2
+/* 3: agent groups, multi-discrete actions, action masks (the `group`,
+ *    `group_obs_bounds`, `action_nvec` and `action_mask` hooks, `flags`,
+ *    seer_sizes.num_groups and .mask_dim).  A model written for version 2
+ *    builds unchanged: every new member may be left out. */
+#define SEER_API_VERSION 3
 
 /* Simulated time.  Events are ordered by (time, source entity, source seq). */
 typedef double seer_time;
@@ -82,9 +100,17 @@ typedef enum seer_status {
 
 typedef enum seer_action_kind {
     SEER_ACTION_DISCRETE = 0, /* one int32 per agent in [0, action_n)       */
-    SEER_ACTION_BOX = 1       /* action_dim float32 per agent; finite values
+    SEER_ACTION_BOX = 1,      /* action_dim float32 per agent; finite values
                                  are clipped to [action_low, action_high]   */
+    SEER_ACTION_MULTI_DISCRETE = 2 /* action_dim int32 per agent (the
+                                 components), component j in [0, nvec[j]);
+                                 the model's action_nvec hook gives nvec    */
 } seer_action_kind;
+
+/* Most agent groups one model may declare; most components of one
+ * multi-discrete action. */
+#define SEER_MAX_GROUPS 64
+#define SEER_MAX_COMPONENTS 1024
 
 /* Filled by a model's `describe` from its configuration. */
 typedef struct seer_sizes {
@@ -109,7 +135,35 @@ typedef struct seer_sizes {
                                 (0: unknown); the runtime refuses a
                                 configuration whose states and events cannot
                                 fit in memory                                 */
+    uint32_t num_groups;     /* agent groups: 0 or 1 for one group described
+                                by the members above; > 1: the model's `group`
+                                hook describes each, and the runtime sets
+                                obs_dim, action_dim and info_dim to the
+                                largest group's (the stride of the host
+                                buffers' agent rows) and action_kind, action_n
+                                and the bounds to group 0's                   */
+    uint32_t mask_dim;       /* set by the runtime, not by describe: bytes of
+                                one agent's action mask row (the largest
+                                group's: action_n for discrete, the sum of nvec
+                                for multi-discrete); 0 without action_mask    */
 } seer_sizes;
+
+/* One agent group, as the `group` hook describes it. */
+typedef struct seer_group {
+    const char *name;        /* [A-Za-z_][A-Za-z0-9_]*, unique; agents are
+                                named "<name>_<i>" (i within the group) unless
+                                the model has agent_name; the runtime copies it */
+    uint32_t count;          /* agents in the group (>= 1)                     */
+    uint32_t obs_dim;        /* float32 observation length (>= 1)              */
+    seer_action_kind action_kind;
+    uint32_t action_dim;     /* 1 (discrete), elements (box) or components
+                                (multi-discrete)                               */
+    int32_t action_n;        /* discrete: number of actions                    */
+    float action_low;        /* box: bounds of every element                   */
+    float action_high;
+    uint32_t info_dim;       /* float64 info values per agent                  */
+    const char *const *info_names; /* info_dim names (NULL if info_dim = 0)    */
+} seer_group;
 
 /* ---- Describing structs: configuration parameters and state fields ------ */
 
@@ -165,6 +219,14 @@ typedef struct seer_field {
 
 /* Per-handler context: which instance/entity/time a handler runs for. */
 typedef struct seer_ctx seer_ctx;
+
+/* Flags of a model table (seer_model.flags). */
+enum {
+    /* Masks advise, they do not forbid: an action the mask rules out reaches
+     * `act` like any other (the model treats it there), instead of being
+     * refused with SEER_E_ACTION. */
+    SEER_MODEL_MASK_ADVISORY = 1u
+};
 
 /* Where `observe` writes one agent's boundary outputs. */
 typedef struct seer_output {
@@ -227,6 +289,31 @@ typedef struct seer_model {
     /* Steps after which every agent is truncated unless the host says
      * otherwise (0: never). */
     uint64_t max_cycles;
+
+    /* ---- API version 3: groups, multi-discrete actions, masks ---------- */
+    /* SEER_MODEL_* flags. */
+    uint32_t flags;
+    /* Required when describe sets num_groups > 1: describe group `group`
+     * (0 <= group < num_groups) of this (completed) configuration into `out`
+     * (zeroed).  On error write a message into err and return non-zero. */
+    int (*group)(const void *config, uint32_t group, seer_group *out, char *err,
+                 size_t errlen);
+    /* Optional, groups only (instead of obs_bounds): bounds of group
+     * `group`'s observation elements (its obs_dim each). */
+    void (*group_obs_bounds)(const void *config, uint32_t group, float *low, float *high);
+    /* Required when a group's actions are multi-discrete: the number of
+     * choices of each component (action_dim values >= 1) of group `group`
+     * (0 for a model without groups). */
+    void (*action_nvec)(const void *config, uint32_t group, int32_t *nvec);
+    /* Optional: at the boundary (after observe) for every agent that acts
+     * in the next step, which choices it may take: `mask` holds one byte per
+     * choice (action_n for discrete actions, the components' choices one
+     * after another for multi-discrete ones), all 1 (allowed) on entry;
+     * write 0 where a choice is forbidden.  It may read what observe may
+     * read and write only its own row; a row with no allowed choice (in any
+     * component) fails the call.  Not called for box actions; the rows of
+     * agents that do not act next are all 1. */
+    void (*action_mask)(seer_ctx *ctx, uint32_t agent, uint8_t *mask);
 } seer_model;
 
 /* ---- Accessors available to every handler ------------------------------ */
@@ -257,11 +344,15 @@ double seer_rng_uniform(seer_ctx *ctx);         /* in (0, 1), 53-bit        */
 double seer_rng_exponential(seer_ctx *ctx, double mean); /* -mean*log(u)    */
 uint32_t seer_rng_below(seer_ctx *ctx, uint32_t n); /* uniform in [0, n)     */
 
-/* ---- Boundary only (boundary, observe, global_state) -------------------- */
+/* ---- Boundary only (boundary, observe, action_mask, global_state) ------- */
 /* Read any entity's state of this instance (NULL outside the boundary). */
 const void *seer_entity_state(const seer_ctx *ctx, uint32_t entity);
 /* Whether an agent was alive at the start of this step. */
 int seer_agent_alive(const seer_ctx *ctx, uint32_t agent);
+/* The group of an agent (0 for a model without groups) and the first agent
+ * of a group; UINT32_MAX when out of range.  Any handler. */
+uint32_t seer_agent_group(const seer_ctx *ctx, uint32_t agent);
+uint32_t seer_group_first(const seer_ctx *ctx, uint32_t group);
 /* Events handled so far by an entity since reset. */
 uint64_t seer_entity_events(const seer_ctx *ctx, uint32_t entity);
 

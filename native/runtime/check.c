@@ -430,9 +430,10 @@ static void arm(seer_runtime *rt, seer_inst *in, int hook, uint32_t e)
 
 static const char *hook_name(int hook)
 {
-    static const char *const names[] = {"init", "act", "handle", "boundary", "observe",
-                                        "publish", "global_state"};
-    return hook >= 0 && hook <= SEER_HOOK_STATE ? names[hook] : "?";
+    static const char *const names[] = {"init",    "act",          "handle",     "boundary",
+                                        "observe", "publish",      "global_state",
+                                        "action_mask"};
+    return hook >= 0 && hook <= SEER_HOOK_MASK ? names[hook] : "?";
 }
 
 /* What the handler was doing, for the message. */
@@ -449,7 +450,9 @@ static void doing(const seer_ctx *c, int hook, char *buf, size_t n)
                  seer_fmt_double(t, c->now));
     else
         snprintf(buf, n, "%s for %s %u of instance %u (t=%s)", hook_name(hook),
-                 hook == SEER_HOOK_OBSERVE || hook == SEER_HOOK_ACT ? "agent" : "entity",
+                 hook == SEER_HOOK_OBSERVE || hook == SEER_HOOK_ACT || hook == SEER_HOOK_MASK
+                     ? "agent"
+                     : "entity",
                  c->self, c->inst_idx, seer_fmt_double(t, c->now));
 }
 
@@ -619,6 +622,7 @@ int seer_check_run(seer_ctx *c, int hook, const seer_hook_args *a)
         case SEER_HOOK_BOUNDARY: m->boundary(c, a->entity); break;
         case SEER_HOOK_OBSERVE: m->observe(c, a->type, a->out); break;
         case SEER_HOOK_PUBLISH: m->publish(c, a->cptr, a->entity); break;
+        case SEER_HOOK_MASK: m->action_mask(c, a->type, a->entity); break;
         default: m->global_state(c, a->fout); break;
         }
     }

@@ -20,7 +20,8 @@ enum seer_hook {
     SEER_HOOK_BOUNDARY,
     SEER_HOOK_OBSERVE,
     SEER_HOOK_PUBLISH,
-    SEER_HOOK_STATE
+    SEER_HOOK_STATE,
+    SEER_HOOK_MASK
 };
 enum {
     SEER_REGION_STATE = 1,
@@ -34,9 +35,9 @@ enum {
 /* A handler's arguments, whatever its kind. */
 typedef struct seer_hook_args {
     void *entity;            /* init/act/handle: state; boundary: instance data;
-                                publish: the record                           */
+                                publish: the record; action_mask: the row      */
     const void *cptr;        /* act: action; handle: payload; publish: state   */
-    uint32_t type;           /* handle: event type; observe: agent            */
+    uint32_t type;           /* handle: event type; observe, action_mask: agent */
     uint32_t size;           /* handle: payload bytes                         */
     const seer_output *out;  /* observe                                       */
     float *fout;             /* global_state                                  */

@@ -54,6 +54,20 @@ int seer_agent_alive(const seer_ctx *ctx, uint32_t agent)
     return ctx->rt->buf.alive[(size_t)ctx->inst_idx * ctx->rt->sz.num_agents + agent] != 0;
 }
 
+uint32_t seer_agent_group(const seer_ctx *ctx, uint32_t agent)
+{
+    if (agent >= ctx->rt->sz.num_agents)
+        return UINT32_MAX;
+    return ctx->rt->grp.of_agent[agent];
+}
+
+uint32_t seer_group_first(const seer_ctx *ctx, uint32_t group)
+{
+    if (group >= ctx->rt->grp.n)
+        return UINT32_MAX;
+    return ctx->rt->grp.g[group].first;
+}
+
 uint64_t seer_entity_events(const seer_ctx *ctx, uint32_t entity)
 {
     if (ctx->phase != PHASE_BOUNDARY || entity >= ctx->rt->sz.num_entities)

@@ -449,22 +449,7 @@ static int check_sizes(const seer_model *m, const seer_sizes *s, char *err, size
         return seer_fail_buf(err, errlen, SEER_E_CONFIG,
                              "model '%s': step_duration=%g must be finite and > 0", n,
                              s->step_duration);
-    if (s->action_kind == SEER_ACTION_DISCRETE) {
-        if (s->action_dim != 1 || s->action_n < 1)
-            return seer_fail_buf(err, errlen, SEER_E_CONFIG,
-                                 "model '%s': discrete actions need action_dim=1 and "
-                                 "action_n>=1",
-                                 n);
-    } else if (s->action_kind == SEER_ACTION_BOX) {
-        if (s->action_dim < 1 || s->action_dim > (1u << 16) || !(s->action_low <= s->action_high))
-            return seer_fail_buf(err, errlen, SEER_E_CONFIG,
-                                 "model '%s': box actions need 1 <= action_dim <= 65536 and "
-                                 "low <= high",
-                                 n);
-    } else {
-        return seer_fail_buf(err, errlen, SEER_E_CONFIG, "model '%s': unknown action kind %d",
-                             n, (int)s->action_kind);
-    }
+    /* the actions and info names: checked per group (describe_groups) */
     const struct {
         uint32_t v, max;
         const char *what;
@@ -478,13 +463,6 @@ static int check_sizes(const seer_model *m, const seer_sizes *s, char *err, size
             return seer_fail_buf(err, errlen, SEER_E_CONFIG,
                                  "model '%s': %s=%u is above its limit %u", n, lim[i].what,
                                  lim[i].v, lim[i].max);
-    if (s->info_dim && !m->info_names)
-        return seer_fail_buf(err, errlen, SEER_E_MODEL,
-                             "model '%s': info_dim=%u but info_names is NULL", n, s->info_dim);
-    for (uint32_t i = 0; m->info_names && i < s->info_dim; i++)
-        if (!m->info_names[i] || !valid_name(m->info_names[i]))
-            return seer_fail_buf(err, errlen, SEER_E_MODEL,
-                                 "model '%s': info name %u is missing or invalid", n, i);
     for (uint32_t i = 0; i < m->num_state_fields; i++) {
         const seer_field *f = &m->state_fields[i];
         if ((uint64_t)f->offset + (uint64_t)f->size * f->count > s->entity_size)
@@ -492,6 +470,235 @@ static int check_sizes(const seer_model *m, const seer_sizes *s, char *err, size
                                  "model '%s': state field '%s' lies outside the entity state "
                                  "(entity_size=%u)",
                                  n, f->name, s->entity_size);
+    }
+    return SEER_OK;
+}
+
+/* ---- agent groups ----------------------------------------------------------- */
+
+/* Is the model's group hook what describes its groups? */
+static int hooked_groups(const seer_model *m, const seer_sizes *s)
+{
+    return m->group && s->num_groups >= 1;
+}
+
+static int valid_ident(const char *s)
+{
+    if (!s || !*s || strlen(s) >= SEER_NAME_LEN - 12) /* room for "_<index>" */
+        return 0;
+    if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_'))
+        return 0;
+    for (const char *p = s; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              *p == '_'))
+            return 0;
+    return 1;
+}
+
+int seer_model_group(const seer_model *m, const void *config, const seer_sizes *s, uint32_t g,
+                     seer_group *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    if (!hooked_groups(m, s)) {
+        if (g != 0)
+            return seer_fail_buf(err, errlen, SEER_E_ARG,
+                                 "model '%s' has one group: group %u does not exist", m->name, g);
+        out->name = "agents";
+        out->count = s->num_agents;
+        out->obs_dim = s->obs_dim;
+        out->action_kind = s->action_kind;
+        out->action_dim = s->action_dim;
+        out->action_n = s->action_n;
+        out->action_low = s->action_low;
+        out->action_high = s->action_high;
+        out->info_dim = s->info_dim;
+        out->info_names = m->info_names;
+        return SEER_OK;
+    }
+    if (g >= s->num_groups)
+        return seer_fail_buf(err, errlen, SEER_E_ARG, "model '%s': group %u of %u does not exist",
+                             m->name, g, s->num_groups);
+    char msg[SEER_ERRLEN] = "";
+    if (m->group(config, g, out, msg, sizeof msg) != 0)
+        return seer_fail_buf(err, errlen, SEER_E_CONFIG, "model '%s': group %u: %s", m->name, g,
+                             msg[0] ? msg : "the group hook failed (it gave no reason)");
+    return SEER_OK;
+}
+
+int seer_model_action_nvec(const seer_model *m, const void *config, const seer_sizes *s,
+                           uint32_t g, const seer_group *grp, int32_t *nvec, uint64_t *total,
+                           char *err, size_t errlen)
+{
+    (void)s;
+    *total = 0;
+    if (grp->action_kind != SEER_ACTION_MULTI_DISCRETE)
+        return SEER_OK;
+    if (!m->action_nvec)
+        return seer_fail_buf(err, errlen, SEER_E_MODEL,
+                             "model '%s': group '%s' has multi-discrete actions but the model "
+                             "has no action_nvec hook (add .action_nvec, which gives the number "
+                             "of choices of each of the %u components)",
+                             m->name, grp->name, grp->action_dim);
+    memset(nvec, 0, grp->action_dim * sizeof *nvec);
+    m->action_nvec(config, g, nvec);
+    for (uint32_t j = 0; j < grp->action_dim; j++) {
+        if (nvec[j] < 1)
+            return seer_fail_buf(err, errlen, SEER_E_CONFIG,
+                                 "model '%s': group '%s': action_nvec gave %d choices for "
+                                 "component %u (each component needs >= 1)",
+                                 m->name, grp->name, (int)nvec[j], j);
+        *total += (uint64_t)nvec[j];
+    }
+    return SEER_OK;
+}
+
+/* One group on its own: a name, agents, an observation and an action of a
+ * known kind within the limits, named info values. */
+static int check_group(const seer_model *m, uint32_t g, const seer_group *x, int hooked,
+                       char *err, size_t errlen)
+{
+    /* "model 'm': " or "model 'm': group 'g': " before every message */
+    char pre[2 * SEER_NAME_LEN + 32];
+    if (hooked) {
+        if (!valid_ident(x->name))
+            return seer_fail_buf(err, errlen, SEER_E_CONFIG,
+                                 "model '%s': group %u has %s name%s%s%s: use 1-%d letters, "
+                                 "digits and '_', not starting with a digit",
+                                 m->name, g, x->name ? "an invalid" : "no", x->name ? " '" : "",
+                                 x->name ? x->name : "", x->name ? "'" : "", SEER_NAME_LEN - 13);
+        snprintf(pre, sizeof pre, "model '%s': group '%s': ", m->name, x->name);
+        if (x->count < 1)
+            return seer_fail_buf(err, errlen, SEER_E_CONFIG,
+                                 "%scount=0 (a group needs >= 1 agent)", pre);
+        if (x->obs_dim < 1)
+            return seer_fail_buf(err, errlen, SEER_E_CONFIG,
+                                 "%sobs_dim=0 (a group's observation needs >= 1 element)", pre);
+    } else {
+        snprintf(pre, sizeof pre, "model '%s': ", m->name);
+    }
+    switch (x->action_kind) {
+    case SEER_ACTION_DISCRETE:
+        if (x->action_dim != 1 || x->action_n < 1)
+            return seer_fail_buf(err, errlen, SEER_E_CONFIG,
+                                 "%sdiscrete actions need action_dim=1 and action_n>=1 (got %u "
+                                 "and %d)",
+                                 pre, x->action_dim, (int)x->action_n);
+        break;
+    case SEER_ACTION_BOX:
+        if (x->action_dim < 1 || x->action_dim > (1u << 16) || !(x->action_low <= x->action_high))
+            return seer_fail_buf(err, errlen, SEER_E_CONFIG,
+                                 "%sbox actions need 1 <= action_dim <= 65536 and low <= high",
+                                 pre);
+        break;
+    case SEER_ACTION_MULTI_DISCRETE:
+        if (x->action_dim < 1 || x->action_dim > SEER_MAX_COMPONENTS)
+            return seer_fail_buf(err, errlen, SEER_E_CONFIG,
+                                 "%smulti-discrete actions need 1 <= action_dim (components) "
+                                 "<= %d, got %u",
+                                 pre, SEER_MAX_COMPONENTS, x->action_dim);
+        break;
+    default:
+        return seer_fail_buf(err, errlen, SEER_E_CONFIG, "%sunknown action kind %d", pre,
+                             (int)x->action_kind);
+    }
+    if (x->obs_dim > (1u << 24) || x->info_dim > (1u << 16))
+        return seer_fail_buf(err, errlen, SEER_E_CONFIG,
+                             "%sobs_dim=%u or info_dim=%u is above its limit (%u, %u)", pre,
+                             x->obs_dim, x->info_dim, 1u << 24, 1u << 16);
+    if (x->info_dim && !x->info_names)
+        return seer_fail_buf(err, errlen, SEER_E_MODEL, "%sinfo_dim=%u but info_names is NULL",
+                             pre, x->info_dim);
+    for (uint32_t i = 0; x->info_names && i < x->info_dim; i++)
+        if (!x->info_names[i] || !valid_name(x->info_names[i]))
+            return seer_fail_buf(err, errlen, SEER_E_MODEL, "%sinfo name %u is missing or invalid",
+                                 pre, i);
+    return SEER_OK;
+}
+
+/* Describe every group, check each and all together, and set the sizes the
+ * runtime derives from them: the agent rows' strides (largest group's),
+ * group 0's action in the flat members, the mask row. */
+static int describe_groups(const seer_model *m, const void *config, seer_sizes *s, char *err,
+                           size_t errlen)
+{
+    const char *n = m->name;
+    if (s->num_groups > SEER_MAX_GROUPS)
+        return seer_fail_buf(err, errlen, SEER_E_CONFIG,
+                             "model '%s': num_groups=%u is above its limit %d", n, s->num_groups,
+                             SEER_MAX_GROUPS);
+    if (s->num_groups > 1 && !m->group)
+        return seer_fail_buf(err, errlen, SEER_E_MODEL,
+                             "model '%s': describe set num_groups=%u but the model has no group "
+                             "hook (add .group, which describes each group)",
+                             n, s->num_groups);
+    const int hooked = hooked_groups(m, s);
+    if (!hooked)
+        s->num_groups = 1;
+    if (hooked && m->obs_bounds)
+        return seer_fail_buf(err, errlen, SEER_E_MODEL,
+                             "model '%s': a model with groups gives its observation bounds per "
+                             "group: use .group_obs_bounds instead of .obs_bounds",
+                             n);
+    if (hooked && m->info_names)
+        return seer_fail_buf(err, errlen, SEER_E_MODEL,
+                             "model '%s': a model with groups names its info values per group "
+                             "(seer_group.info_names): leave .info_names out",
+                             n);
+    seer_group x[SEER_MAX_GROUPS];
+    uint64_t agents = 0, mask_dim = 0;
+    uint32_t obs = 0, act = 0, info = 0;
+    int32_t nvec[SEER_MAX_COMPONENTS];
+    for (uint32_t g = 0; g < s->num_groups; g++) {
+        int rc = seer_model_group(m, config, s, g, &x[g], err, errlen);
+        if (rc == SEER_OK)
+            rc = check_group(m, g, &x[g], hooked, err, errlen);
+        uint64_t choices = 0;
+        if (rc == SEER_OK)
+            rc = seer_model_action_nvec(m, config, s, g, &x[g], nvec, &choices, err, errlen);
+        if (rc != SEER_OK)
+            return rc;
+        for (uint32_t h = 0; h < g; h++)
+            if (strcmp(x[h].name, x[g].name) == 0)
+                return seer_fail_buf(err, errlen, SEER_E_CONFIG,
+                                     "model '%s': groups %u and %u are both named '%s' (group "
+                                     "names must be unique)",
+                                     n, h, g, x[g].name);
+        agents += x[g].count;
+        obs = x[g].obs_dim > obs ? x[g].obs_dim : obs;
+        act = x[g].action_dim > act ? x[g].action_dim : act;
+        info = x[g].info_dim > info ? x[g].info_dim : info;
+        const uint64_t len = x[g].action_kind == SEER_ACTION_DISCRETE ? (uint64_t)x[g].action_n
+                             : x[g].action_kind == SEER_ACTION_MULTI_DISCRETE ? choices
+                                                                              : 0;
+        mask_dim = len > mask_dim ? len : mask_dim;
+    }
+    if (hooked) {
+        if (agents != s->num_agents)
+            return seer_fail_buf(err, errlen, SEER_E_CONFIG,
+                                 "model '%s': the groups' counts add up to %llu agents but "
+                                 "describe reports num_agents=%u (they must be equal)",
+                                 n, (unsigned long long)agents, s->num_agents);
+        s->obs_dim = obs;
+        s->action_dim = act;
+        s->info_dim = info;
+        s->action_kind = x[0].action_kind;
+        s->action_n = x[0].action_n;
+        s->action_low = x[0].action_low;
+        s->action_high = x[0].action_high;
+    }
+    s->mask_dim = 0;
+    if (m->action_mask) {
+        if (mask_dim == 0)
+            return seer_fail_buf(err, errlen, SEER_E_MODEL,
+                                 "model '%s' has an action_mask hook but no discrete or "
+                                 "multi-discrete actions to mask (box actions have no mask)",
+                                 n);
+        if (mask_dim > (1u << 20))
+            return seer_fail_buf(err, errlen, SEER_E_CONFIG,
+                                 "model '%s': an action mask of %llu choices is above the limit "
+                                 "%u",
+                                 n, (unsigned long long)mask_dim, 1u << 20);
+        s->mask_dim = (uint32_t)mask_dim;
     }
     return SEER_OK;
 }
@@ -508,12 +715,36 @@ int seer_model_describe(const seer_model *m, void *config, seer_sizes *out, char
     if (rc != SEER_OK)
         return seer_fail_buf(err, errlen, SEER_E_CONFIG, "%s",
                              mmsg[0] ? mmsg : "invalid configuration (describe gave no reason)");
+    /* the agents first (the groups' counts are checked against them) */
+    if (out->num_entities == 0 || out->num_entities > SEER_MAX_ENTITIES || out->num_agents == 0 ||
+        out->num_agents > out->num_entities)
+        return check_sizes(m, out, err, errlen);
+    rc = describe_groups(m, config, out, err, errlen);
+    if (rc != SEER_OK)
+        return rc;
     return check_sizes(m, out, err, errlen);
 }
 
-int seer_model_agent_names(const seer_model *m, const void *config, uint32_t n, char *out,
-                           char *err, size_t errlen)
+int seer_model_agent_names(const seer_model *m, const void *config, const seer_sizes *sz,
+                           uint32_t n, char *out, char *err, size_t errlen)
 {
+    if (!m->agent_name && hooked_groups(m, sz)) { /* "<group>_<index in the group>" */
+        uint32_t i = 0;
+        for (uint32_t g = 0; g < sz->num_groups && i < n; g++) {
+            seer_group grp;
+            int rc = seer_model_group(m, config, sz, g, &grp, err, errlen);
+            if (rc != SEER_OK)
+                return rc;
+            for (uint32_t j = 0; j < grp.count && i < n; j++, i++) {
+                char *slot = out + (size_t)i * SEER_NAME_LEN;
+                memset(slot, 0, SEER_NAME_LEN);
+                snprintf(slot, SEER_NAME_LEN, "%s_%u", grp.name, j);
+            }
+        }
+        for (; i < n; i++)
+            snprintf(out + (size_t)i * SEER_NAME_LEN, SEER_NAME_LEN, "agent_%u", i);
+        return SEER_OK;
+    }
     for (uint32_t i = 0; i < n; i++) {
         char *slot = out + (size_t)i * SEER_NAME_LEN;
         memset(slot, 0, SEER_NAME_LEN);
@@ -544,10 +775,29 @@ void seer_model_bounds(const seer_model *m, const void *config, const seer_sizes
         state_low[i] = -HUGE_VALF;
         state_high[i] = HUGE_VALF;
     }
-    if (m->obs_bounds && sz->obs_dim)
+    if (hooked_groups(m, sz))
+        ; /* per group: seer_model_group_bounds */
+    else if (m->group_obs_bounds && sz->obs_dim)
+        m->group_obs_bounds(config, 0, obs_low, obs_high);
+    else if (m->obs_bounds && sz->obs_dim)
         m->obs_bounds(config, obs_low, obs_high);
     if (m->state_bounds && sz->state_dim)
         m->state_bounds(config, state_low, state_high);
+}
+
+void seer_model_group_bounds(const seer_model *m, const void *config, const seer_sizes *sz,
+                             uint32_t g, uint32_t obs_dim, float *low, float *high)
+{
+    for (uint32_t i = 0; i < obs_dim; i++) {
+        low[i] = -HUGE_VALF;
+        high[i] = HUGE_VALF;
+    }
+    if (!obs_dim)
+        return;
+    if (m->group_obs_bounds)
+        m->group_obs_bounds(config, g, low, high);
+    else if (!hooked_groups(m, sz) && m->obs_bounds)
+        m->obs_bounds(config, low, high);
 }
 
 const char *seer_model_info_name(const seer_model *m, uint32_t i)

@@ -10,6 +10,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base.h"
@@ -94,6 +95,84 @@ void seer_boundary_instance(seer_worker *w, uint32_t inst)
         rt->model->boundary(&c, c.inst->idata);
 }
 
+/* A mask row the hook wrote: 0/1 bytes, and at least one allowed choice in
+ * every component (else the call fails: the agent could not act). */
+static void check_mask_row(seer_ctx *c, const seer_rt_group *g, uint8_t *row, uint32_t a)
+{
+    uint32_t off = 0;
+    const uint32_t parts = g->kind == SEER_ACTION_MULTI_DISCRETE ? g->action_dim : 1;
+    for (uint32_t j = 0; j < parts; j++) {
+        const uint32_t len = g->kind == SEER_ACTION_MULTI_DISCRETE ? (uint32_t)g->nvec[j]
+                                                                   : (uint32_t)g->action_n;
+        uint8_t any = 0;
+        for (uint32_t k = off; k < off + len; k++) {
+            row[k] = row[k] ? 1 : 0;
+            any |= row[k];
+        }
+        if (!any && !c->w->err) {
+            char comp[48] = "";
+            if (g->kind == SEER_ACTION_MULTI_DISCRETE)
+                snprintf(comp, sizeof comp, " in component %u", j);
+            seer_worker_error_local(c->w, SEER_E_MODEL,
+                                    "model '%s': action_mask of agent %u ('%s_%u' of group '%s') "
+                                    "of instance %u allows no choice%s at step %llu: an agent "
+                                    "that acts next needs at least one (end it with terminated "
+                                    "or truncated instead)",
+                                    c->rt->model->name, a, g->name, a - g->first, g->name,
+                                    c->inst_idx, comp, (unsigned long long)c->inst->step);
+        }
+        off += len;
+    }
+}
+
+/* Checking mode: the hook runs with what observe may not touch protected,
+ * and must leave every other agent's row as it was (the mask buffer is the
+ * host's, so the check compares a copy of the whole buffer). */
+static void check_mask_call(seer_ctx *c, uint8_t *row, uint32_t a)
+{
+    seer_runtime *rt = c->rt;
+    const size_t bytes = seer_buffer_bytes(&rt->sz, rt->B, SEER_BUF_MASK);
+    const size_t own = (size_t)(row - rt->buf.mask);
+    uint8_t *before = malloc(bytes); /* checking mode only: not a normal run's path */
+    if (before)
+        memcpy(before, rt->buf.mask, bytes);
+    (void)seer_check_run(c, SEER_HOOK_MASK, &(seer_hook_args){.type = a, .entity = row});
+    for (size_t k = 0; before && k < bytes && !c->w->err; k++) {
+        if (k == own) {
+            k += rt->sz.mask_dim - 1;
+            continue;
+        }
+        if (before[k] != rt->buf.mask[k]) {
+            const size_t r = k / rt->sz.mask_dim;
+            seer_worker_error_local(
+                c->w, SEER_E_ISOLATION,
+                "contract violation (isolation) in model '%s': action_mask for agent %u of "
+                "instance %u wrote byte %zu of agent %zu's mask row (instance %zu): a mask "
+                "hook writes only its own row (mask_dim=%u bytes)",
+                rt->model->name, a, c->inst_idx, k % rt->sz.mask_dim, r % rt->sz.num_agents,
+                r / rt->sz.num_agents, rt->sz.mask_dim);
+        }
+    }
+    free(before);
+}
+
+/* The mask row of agent a (models with masks): all 1, then, for an agent
+ * that acts next, the model's action_mask. */
+static void mask_agent(seer_ctx *c, size_t i, uint32_t a, int acts_next)
+{
+    seer_runtime *rt = c->rt;
+    uint8_t *row = rt->buf.mask + i * rt->sz.mask_dim;
+    memset(row, 1, rt->sz.mask_dim);
+    const seer_rt_group *g = &rt->grp.g[rt->grp.of_agent[a]];
+    if (!acts_next || !g->mask_len)
+        return;
+    if (SEER_CHECKING(rt))
+        check_mask_call(c, row, a);
+    else
+        rt->model->action_mask(c, a, row);
+    check_mask_row(c, g, row, a);
+}
+
 void seer_observe_agent(seer_worker *w, uint32_t inst, uint32_t a)
 {
     seer_runtime *rt = w->rt;
@@ -113,6 +192,8 @@ void seer_observe_agent(seer_worker *w, uint32_t inst, uint32_t a)
     *out.truncated = 0;
     if (!rt->buf.alive[i]) {
         rt->buf.active[i] = 0;
+        if (sz->mask_dim)
+            memset(rt->buf.mask + i * sz->mask_dim, 1, sz->mask_dim);
         return;
     }
     seer_ctx c;
@@ -133,6 +214,8 @@ void seer_observe_agent(seer_worker *w, uint32_t inst, uint32_t a)
         *out.truncated = 1;
     }
     rt->buf.active[i] = 1;
+    if (sz->mask_dim)
+        mask_agent(&c, i, a, !*out.terminated && !*out.truncated);
 }
 
 void seer_publish_entity(seer_worker *w, uint32_t inst, uint32_t e)

@@ -33,7 +33,7 @@
 /* ---- the memory a runtime takes -------------------------------------------- */
 
 /* The parts of a runtime's memory, as seer_runtime_estimate reports them:
- * the runtime's own and the eight host buffers (MEM_BUFFERS + SEER_BUF_*),
+ * the runtime's own and the host buffers (MEM_BUFFERS + SEER_BUF_*),
  * whoever allocates them (the Python layer allocates them, before it
  * creates the runtime, once this estimate has passed). */
 enum {
@@ -42,7 +42,7 @@ enum {
     MEM_INSTANCE,     /* the model's per-instance data                     */
     MEM_GLOBAL_STATE, /* global-state outputs (state_dim floats each)      */
     MEM_BUFFERS,      /* + SEER_BUF_*: the host buffers                     */
-    MEM_PARTS = MEM_BUFFERS + 8
+    MEM_PARTS = MEM_BUFFERS + SEER_BUF_COUNT
 };
 
 static const char *const mem_part_names[MEM_PARTS] = {
@@ -58,6 +58,7 @@ static const char *const mem_part_names[MEM_PARTS] = {
     [MEM_BUFFERS + SEER_BUF_ALIVE] = "alive flags",
     [MEM_BUFFERS + SEER_BUF_INFO] = "info buffer",
     [MEM_BUFFERS + SEER_BUF_ACTIVE] = "active flags",
+    [MEM_BUFFERS + SEER_BUF_MASK] = "action masks",
 };
 
 const char *seer_memory_part_name(size_t part)
@@ -74,6 +75,7 @@ static void buffer_layout(const seer_sizes *sz, int which, size_t *values, size_
     case SEER_BUF_OBS: *values = sz->obs_dim, *bytes = sizeof(float); return;
     case SEER_BUF_REWARD: *values = 1, *bytes = sizeof(float); return;
     case SEER_BUF_INFO: *values = sz->info_dim, *bytes = sizeof(double); return;
+    case SEER_BUF_MASK: *values = sz->mask_dim, *bytes = 1; return;
     default: *values = 1, *bytes = 1; return; /* the uint8 flags */
     }
 }
@@ -109,7 +111,7 @@ static uint64_t memory_estimate(const seer_sizes *sz, uint32_t B, uint32_t check
     part[MEM_EVENTS] = mem_bytes((double)B * 1.25 * (double)sz->pending_events * ev);
     part[MEM_INSTANCE] = mem_bytes((double)B * sz->instance_size);
     part[MEM_GLOBAL_STATE] = mem_bytes((double)B * sz->state_dim * sizeof(float));
-    for (int b = 0; b < 8; b++) {
+    for (int b = 0; b < SEER_BUF_COUNT; b++) {
         size_t values, bytes;
         buffer_layout(sz, b, &values, &bytes);
         part[MEM_BUFFERS + b] =
@@ -391,8 +393,8 @@ static int alloc_buffers(seer_runtime *rt, const seer_runtime_options *o)
 {
     int ok = 1;
     const size_t B = rt->B, N = rt->sz.num_entities;
-    void *bufs[8];
-    for (int b = 0; b < 8; b++) {
+    void *bufs[SEER_BUF_COUNT];
+    for (int b = 0; b < SEER_BUF_COUNT; b++) {
         bufs[b] = o->buffers[b];
         if (!bufs[b]) {
             bufs[b] = xcalloc(seer_buffer_bytes(&rt->sz, rt->B, b), 1, &ok);
@@ -407,10 +409,60 @@ static int alloc_buffers(seer_runtime *rt, const seer_runtime_options *o)
     rt->buf.alive = bufs[SEER_BUF_ALIVE];
     rt->buf.active = bufs[SEER_BUF_ACTIVE];
     rt->buf.info = bufs[SEER_BUF_INFO];
+    rt->buf.mask = bufs[SEER_BUF_MASK];
     rt->call.sel = xcalloc(B, sizeof *rt->call.sel, &ok);
     if (rt->check.mode & SEER_CHECK_SHUFFLE) /* visiting orders: at most B x N items a phase */
         rt->call.perm = xcalloc(B * N, sizeof *rt->call.perm, &ok);
     return ok ? SEER_OK : SEER_E_NOMEM;
+}
+
+/* The agent groups, copied from the model (describe has checked them). */
+static int set_groups(seer_runtime *rt)
+{
+    const seer_sizes *sz = &rt->sz;
+    seer_rt_groups *G = &rt->grp;
+    int ok = 1;
+    G->n = sz->num_groups ? sz->num_groups : 1;
+    G->g = xcalloc(G->n, sizeof *G->g, &ok);
+    G->of_agent = xcalloc(sz->num_agents, 1, &ok);
+    G->nvec = xcalloc((size_t)G->n * SEER_MAX_COMPONENTS, sizeof *G->nvec, &ok);
+    if (!ok)
+        return SEER_E_NOMEM;
+    char err[SEER_ERRLEN];
+    uint32_t first = 0;
+    size_t nv = 0;
+    int multi = 0;
+    for (uint32_t g = 0; g < G->n; g++) {
+        seer_group x;
+        uint64_t total = 0;
+        seer_rt_group *t = &G->g[g];
+        if (seer_model_group(rt->model, rt->config, sz, g, &x, err, sizeof err) != SEER_OK ||
+            seer_model_action_nvec(rt->model, rt->config, sz, g, &x, G->nvec + nv, &total, err,
+                                   sizeof err) != SEER_OK)
+            return SEER_E_MODEL; /* describe accepted them: the model is not deterministic */
+        *t = (seer_rt_group){.first = first, .count = x.count, .obs_dim = x.obs_dim,
+                             .info_dim = x.info_dim, .action_dim = x.action_dim,
+                             .kind = x.action_kind, .action_n = x.action_n,
+                             .low = x.action_low, .high = x.action_high};
+        snprintf(t->name, sizeof t->name, "%s", x.name ? x.name : "agents");
+        if (x.action_kind == SEER_ACTION_MULTI_DISCRETE) {
+            t->nvec = G->nvec + nv;
+            nv += x.action_dim;
+            multi = 1;
+        }
+        t->mask_len = !sz->mask_dim ? 0
+                      : x.action_kind == SEER_ACTION_DISCRETE ? (uint32_t)x.action_n
+                      : x.action_kind == SEER_ACTION_MULTI_DISCRETE ? (uint32_t)total
+                                                                   : 0;
+        if (first + x.count > sz->num_agents)
+            return SEER_E_MODEL;
+        memset(G->of_agent + first, (int)g, x.count);
+        first += x.count;
+    }
+    G->enforce_mask = sz->mask_dim && !(rt->model->flags & SEER_MODEL_MASK_ADVISORY) &&
+                      !(rt->rt_flags & SEER_RT_MASK_ADVISORY);
+    G->simple = G->n == 1 && !multi && !G->enforce_mask;
+    return first == sz->num_agents ? SEER_OK : SEER_E_MODEL;
 }
 
 /* The instances: states, snapshot records, instance data, entity records
@@ -488,6 +540,8 @@ int seer_runtime_create(const seer_model *model, const void *config, size_t conf
     if (rc == SEER_OK)
         rc = alloc_buffers(rt, opts);
     if (rc == SEER_OK)
+        rc = set_groups(rt);
+    if (rc == SEER_OK)
         rc = alloc_instances(rt);
     if (rc == SEER_OK)
         rc = start_pool(rt, opts);
@@ -524,13 +578,17 @@ void seer_runtime_destroy(seer_runtime *rt)
     free(rt->inst);
     free(rt->part.of);
     free(rt->part.start);
-    void *bufs[8] = {rt->buf.actions,   rt->buf.obs,   rt->buf.reward, rt->buf.terminated,
-                     rt->buf.truncated, rt->buf.alive, rt->buf.info,   rt->buf.active};
-    for (int b = 0; b < 8; b++)
+    void *bufs[SEER_BUF_COUNT] = {
+        rt->buf.actions, rt->buf.obs,  rt->buf.reward, rt->buf.terminated, rt->buf.truncated,
+        rt->buf.alive,   rt->buf.info, rt->buf.active, rt->buf.mask};
+    for (int b = 0; b < SEER_BUF_COUNT; b++)
         if (rt->buf.owned & (1u << b))
             free(bufs[b]);
     free(rt->call.sel);
     free(rt->call.perm);
+    free(rt->grp.g);
+    free(rt->grp.nvec);
+    free(rt->grp.of_agent);
     seer_check_teardown(rt);
     free(rt->config);
     pthread_mutex_destroy(&rt->mem.lock);
@@ -566,6 +624,7 @@ void *seer_runtime_buffer(seer_runtime *rt, int which)
     case SEER_BUF_ALIVE: return rt->buf.alive;
     case SEER_BUF_INFO: return rt->buf.info;
     case SEER_BUF_ACTIVE: return rt->buf.active;
+    case SEER_BUF_MASK: return rt->buf.mask;
     default: return NULL;
     }
 }
@@ -696,8 +755,13 @@ static const char *agent_label(const seer_runtime *rt, uint32_t inst, uint32_t a
                                size_t n)
 {
     char name[SEER_NAME_LEN] = "";
-    if (!rt->model->agent_name || rt->model->agent_name(rt->config, a, name, sizeof name) != 0)
-        name[0] = '\0';
+    const seer_rt_group *g = &rt->grp.g[rt->grp.of_agent[a]];
+    if (rt->model->agent_name) {
+        if (rt->model->agent_name(rt->config, a, name, sizeof name) != 0)
+            name[0] = '\0';
+    } else if (rt->model->group && rt->sz.num_groups >= 1) {
+        snprintf(name, sizeof name, "%s_%u", g->name, a - g->first);
+    }
     name[SEER_NAME_LEN - 1] = '\0';
     if (name[0])
         snprintf(buf, n, "'%s' (agent %u of instance %u)", name, a, inst);
@@ -706,9 +770,9 @@ static const char *agent_label(const seer_runtime *rt, uint32_t inst, uint32_t a
     return buf;
 }
 
-/* Validate (and clip) the actions of every live agent of the selected
- * instances.  Touches no state. */
-static int validate_actions(seer_runtime *rt)
+/* The simple case (one group, discrete or box, no mask to enforce): the
+ * checks as they always were, one loop over the agents. */
+static int validate_simple(seer_runtime *rt)
 {
     char who[2 * SEER_NAME_LEN];
     const seer_sizes *sz = &rt->sz;
@@ -750,6 +814,96 @@ static int validate_actions(seer_runtime *rt)
                     v[j] = sz->action_high;
             }
         }
+    }
+    return SEER_OK;
+}
+
+/* One live agent's action of group g: its range, and its mask. */
+static int validate_one(seer_runtime *rt, const seer_rt_group *g, uint32_t i, uint32_t a)
+{
+    char who[2 * SEER_NAME_LEN];
+    const size_t A = rt->sz.num_agents, row = (size_t)i * A + a;
+    const void *act = (const unsigned char *)rt->buf.actions + row * rt->sz.action_dim * 4u;
+    const uint8_t *mask = rt->grp.enforce_mask ? rt->buf.mask + row * rt->sz.mask_dim : NULL;
+    const unsigned long long step = (unsigned long long)rt->inst[i].step;
+    if (g->kind == SEER_ACTION_BOX) {
+        const float *v = act;
+        for (uint32_t d = 0; d < g->action_dim; d++)
+            if (!isfinite(v[d])) {
+                seer_fail(rt, "invalid action for %s: element %u is %g (actions must be finite)",
+                          agent_label(rt, i, a, who, sizeof who), d, (double)v[d]);
+                return SEER_E_ACTION;
+            }
+        return SEER_OK;
+    }
+    const int32_t *v = act;
+    if (g->kind == SEER_ACTION_DISCRETE) {
+        if (v[0] < 0 || v[0] >= g->action_n) {
+            seer_fail(rt, "invalid action for %s: %d is outside [0, %d)",
+                      agent_label(rt, i, a, who, sizeof who), (int)v[0], (int)g->action_n);
+            return SEER_E_ACTION;
+        }
+        if (mask && g->mask_len && !mask[v[0]]) {
+            seer_fail(rt, "invalid action for %s at step %llu: %d is forbidden by its action "
+                      "mask (allowed: the choices whose mask entry is 1)",
+                      agent_label(rt, i, a, who, sizeof who), step, (int)v[0]);
+            return SEER_E_ACTION;
+        }
+        return SEER_OK;
+    }
+    uint32_t off = 0; /* multi-discrete: component j's choices start at off */
+    for (uint32_t j = 0; j < g->action_dim; j++) {
+        if (v[j] < 0 || v[j] >= g->nvec[j]) {
+            seer_fail(rt, "invalid action for %s: component %u is %d, outside [0, %d)",
+                      agent_label(rt, i, a, who, sizeof who), j, (int)v[j], (int)g->nvec[j]);
+            return SEER_E_ACTION;
+        }
+        if (mask && g->mask_len && !mask[off + (uint32_t)v[j]]) {
+            seer_fail(rt, "invalid action for %s at step %llu: component %u is %d, which its "
+                      "action mask forbids",
+                      agent_label(rt, i, a, who, sizeof who), step, j, (int)v[j]);
+            return SEER_E_ACTION;
+        }
+        off += (uint32_t)g->nvec[j];
+    }
+    return SEER_OK;
+}
+
+/* Validate (and clip) the actions of every live agent of the selected
+ * instances.  Touches no state: box actions are clipped only once every
+ * action passed. */
+static int validate_actions(seer_runtime *rt)
+{
+    if (rt->grp.simple)
+        return validate_simple(rt);
+    const size_t A = rt->sz.num_agents, D = rt->sz.action_dim;
+    for (uint32_t k = 0; k < rt->call.nsel; k++) {
+        const uint32_t i = rt->call.sel[k];
+        for (uint32_t gi = 0; gi < rt->grp.n; gi++) {
+            const seer_rt_group *g = &rt->grp.g[gi];
+            for (uint32_t a = g->first; a < g->first + g->count; a++) {
+                if (!rt->buf.alive[i * A + a])
+                    continue;
+                int rc = validate_one(rt, g, i, a);
+                if (rc != SEER_OK)
+                    return rc;
+            }
+        }
+    }
+    for (uint32_t gi = 0; gi < rt->grp.n; gi++) {
+        const seer_rt_group *g = &rt->grp.g[gi];
+        if (g->kind != SEER_ACTION_BOX)
+            continue;
+        for (uint32_t k = 0; k < rt->call.nsel; k++)
+            for (uint32_t a = g->first; a < g->first + g->count; a++) {
+                float *v = (float *)rt->buf.actions + ((size_t)rt->call.sel[k] * A + a) * D;
+                for (uint32_t d = 0; d < g->action_dim; d++) {
+                    if (v[d] < g->low)
+                        v[d] = g->low;
+                    else if (v[d] > g->high)
+                        v[d] = g->high;
+                }
+            }
     }
     return SEER_OK;
 }

@@ -155,8 +155,33 @@ typedef struct seer_rt_buffers {
     uint8_t *alive;
     uint8_t *active;
     double *info;
+    uint8_t *mask;  /* mask_dim bytes per agent (NULL-sized when mask_dim = 0) */
     uint32_t owned; /* bit SEER_BUF_x: the runtime allocated it */
 } seer_rt_buffers;
+
+/* One agent group, as the runtime keeps it (copied at creation). */
+typedef struct seer_rt_group {
+    uint32_t first, count;   /* agents [first, first + count)                  */
+    uint32_t obs_dim, info_dim;
+    uint32_t action_dim;     /* elements (box), components (multi-discrete), 1  */
+    uint32_t mask_len;       /* bytes of its mask rows (0: box actions)        */
+    seer_action_kind kind;
+    int32_t action_n;
+    float low, high;
+    const int32_t *nvec;     /* multi-discrete: choices per component          */
+    char name[SEER_NAME_LEN - 12]; /* room for "_<index>" in an agent's name   */
+} seer_rt_group;
+
+/* The agent groups (one for a model without groups). */
+typedef struct seer_rt_groups {
+    uint32_t n;
+    seer_rt_group *g;        /* n entries                                      */
+    int32_t *nvec;           /* every multi-discrete group's choices, in order */
+    uint8_t *of_agent;       /* group of each agent (num_agents entries)       */
+    int simple;              /* one group whose actions only need the old
+                                checks (no masks to enforce, not multi-discrete) */
+    int enforce_mask;        /* masks refuse what they forbid (not advisory)    */
+} seer_rt_groups;
 
 /* The event reserve shared by all workers (events.c; mutex: slow path only). */
 typedef struct seer_rt_reserve {
@@ -241,6 +266,7 @@ struct seer_runtime {
 
     seer_inst *inst;
     seer_rt_buffers buf;
+    seer_rt_groups grp;
     seer_rt_reserve mem;
     seer_rt_pool pool;
     seer_rt_call call;

@@ -45,8 +45,15 @@ typedef enum seer_buffer {
     SEER_BUF_TRUNCATED = 4,  /* [B][A] uint8                                       */
     SEER_BUF_ALIVE = 5,      /* [B][A] uint8: agent may act in the next step       */
     SEER_BUF_INFO = 6,       /* [B][A][info_dim] float64                           */
-    SEER_BUF_ACTIVE = 7      /* [B][A] uint8: agent had outputs in the last call   */
+    SEER_BUF_ACTIVE = 7,     /* [B][A] uint8: agent had outputs in the last call   */
+    SEER_BUF_MASK = 8        /* [B][A][mask_dim] uint8: 1 where an agent may take
+                                a choice in the next step (models with masks)      */
 } seer_buffer;
+/* The number of host buffers (SEER_BUF_*).  With agent groups every agent
+ * row has the largest group's stride (obs_dim, action_dim, info_dim and
+ * mask_dim of seer_sizes); an agent of a smaller group uses the first
+ * elements of its row and the rest stay 0. */
+#define SEER_BUF_COUNT 9
 
 typedef struct seer_stats {
     uint64_t events;        /* events handled since creation (all instances) */
@@ -119,12 +126,29 @@ int seer_config_set_none(const seer_model *model, void *config, const char *name
  * values) and check the sizes it reports. */
 int seer_model_describe(const seer_model *model, void *config, seer_sizes *out, char *err,
                         size_t errlen);
-/* Names of agents 0..n-1 into n slots of SEER_NAME_LEN bytes each. */
+/* Names of agents 0..n-1 into n slots of SEER_NAME_LEN bytes each (the
+ * model's agent_name, else "<group>_<i>" for a model with groups, else
+ * "agent_<i>"). */
 #define SEER_NAME_LEN 64
-int seer_model_agent_names(const seer_model *model, const void *config, uint32_t n, char *out,
+int seer_model_agent_names(const seer_model *model, const void *config, const seer_sizes *sizes,
+                           uint32_t n, char *out, char *err, size_t errlen);
+/* Group `group` of a described configuration (a model without groups has
+ * one, "agents", made of its sizes); SEER_E_CONFIG with the model's reason
+ * if its group hook fails. */
+int seer_model_group(const seer_model *model, const void *config, const seer_sizes *sizes,
+                     uint32_t group, seer_group *out, char *err, size_t errlen);
+/* A multi-discrete group's choices per component (group->action_dim
+ * entries) and their sum (*total; 0 for other kinds). */
+int seer_model_action_nvec(const seer_model *model, const void *config, const seer_sizes *sizes,
+                           uint32_t group, const seer_group *g, int32_t *nvec, uint64_t *total,
                            char *err, size_t errlen);
-/* Observation bounds (obs_dim each) and state bounds (state_dim each);
- * -inf..+inf where the model declares none. */
+/* Bounds of group `group`'s observation elements (obs_dim each: the
+ * group's); -inf..+inf where the model declares none. */
+void seer_model_group_bounds(const seer_model *model, const void *config, const seer_sizes *sizes,
+                             uint32_t group, uint32_t obs_dim, float *low, float *high);
+/* Observation bounds (obs_dim each; a model with groups: all infinite, see
+ * seer_model_group_bounds) and state bounds (state_dim each); -inf..+inf
+ * where the model declares none. */
 void seer_model_bounds(const seer_model *model, const void *config, const seer_sizes *sizes,
                        float *obs_low, float *obs_high, float *state_low, float *state_high);
 /* The name of an info value / event type ("" / "?" when the model has none). */
@@ -165,7 +189,7 @@ typedef struct seer_runtime_options {
      * each, 16-byte aligned); NULL: the runtime allocates (and frees) it.
      * Buffers the caller owns outlive the runtime: views of them stay
      * valid whatever is freed first. */
-    void *buffers[8];
+    void *buffers[9]; /* SEER_BUF_COUNT */
     uint64_t log_limit;     /* optimistic executor: bytes the rollback logs of
                                one step may take, to a chunk per thread (chunks
                                of 16 KiB-1 MiB: log_limit / threads / 8); a step
@@ -178,7 +202,7 @@ typedef struct seer_runtime_options {
 size_t seer_buffer_bytes(const seer_sizes *sizes, uint32_t num_instances, int which);
 /* What seer_runtime_create checks, without allocating anything: the model,
  * the options, the configuration (describe completes a copy) and the memory
- * the runtime takes -- states, events and the eight host buffers, whoever
+ * the runtime takes -- states, events and the host buffers, whoever
  * allocates them -- against memory_limit.  parts[k] (k < nparts) gets the
  * bytes of part k, named by seer_memory_part_name(k) (NULL past the last),
  * even when they do not fit; their sum is what is checked. */
@@ -192,7 +216,11 @@ enum {
     /* Let more threads take part in calls than the process has CPUs.  By
      * default the pool's active threads are capped at the CPU count: the
      * others would only wait for each other (stress tests set this). */
-    SEER_RT_OVERSUBSCRIBE = 1u
+    SEER_RT_OVERSUBSCRIBE = 1u,
+    /* The masks of a model with masks advise instead of forbidding (as if the
+     * model had SEER_MODEL_MASK_ADVISORY): actions they rule out reach the
+     * model's act, e.g. for a baseline trained without masks. */
+    SEER_RT_MASK_ADVISORY = 2u
 };
 
 /* Create a runtime.  `config` points to the model's configuration struct of
@@ -237,8 +265,9 @@ int seer_runtime_reset(seer_runtime *rt, const uint64_t *seeds, const uint8_t *m
 /* Step the instances whose mask byte is non-zero (mask NULL = all) with the
  * actions in SEER_BUF_ACTIONS.  Actions of agents that are not alive are
  * ignored.  Every action of the stepped instances is validated before any
- * state changes: on SEER_E_ACTION nothing has changed.  Box actions are
- * clipped in place. */
+ * state changes (its range, and for a model with masks the mask of the last
+ * boundary, unless SEER_MODEL_MASK_ADVISORY): on SEER_E_ACTION nothing has
+ * changed.  Box actions are clipped in place. */
 int seer_runtime_step(seer_runtime *rt, const uint8_t *mask);
 
 /* Per-instance queries, valid between calls. */
