@@ -240,6 +240,9 @@ class Runtime:
         opts.memory_limit = _positive_int("memory_limit", memory_limit, 0, 2**62)
         opts.flags = (lib.SEER_RT_OVERSUBSCRIBE if oversubscribe else 0) | (
             0 if enforce_masks else lib.SEER_RT_MASK_ADVISORY)
+        #: actions the masks forbid are refused (the model's flags allowing)
+        self.enforce_masks = bool(enforce_masks) and not (
+            int(model.table.flags) & lib.SEER_MODEL_MASK_ADVISORY)
         cfg = model.config_struct(config or {})
         # every byte the runtime and the host buffers take is checked against
         # memory_limit (or the machine's memory) before any is allocated
@@ -259,7 +262,8 @@ class Runtime:
         self._config_ptr = lib.seer_runtime_config(self._h)
         self.config = model.read_config(self._config_ptr)
         self.sizes = model.sizes_of(lib.seer_runtime_sizes(self._h), self._config_ptr)
-        self.info_names = model.info_names(self.sizes.info_dim)
+        self.info_names = model.info_names(self.sizes.info_dim) if self.sizes.num_groups == 1 \
+            else tuple(dict.fromkeys(n for g in self.sizes.groups for n in g.info_names))
         self._mask = np.zeros(B, dtype=np.uint8)
         self.auto_threads = auto
 

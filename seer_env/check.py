@@ -321,7 +321,7 @@ def _grab(rt: Runtime) -> dict[str, np.ndarray]:
     return {
         "obs": rt.obs.copy(), "reward": rt.reward.copy(), "terminated": rt.terminated.copy(),
         "truncated": rt.truncated.copy(), "info": rt.info.copy(), "alive": rt.alive.copy(),
-        "active": rt.active.copy(),
+        "active": rt.active.copy(), "mask": rt.mask.copy(),
         "state": np.stack([np.frombuffer(rt.entity_states(i), np.uint8) for i in range(B)]),
         "global": np.stack([rt.global_state(i) for i in range(B)]),
     }
@@ -384,7 +384,7 @@ def first_difference(a: _Run, b: _Run, native: NativeModel, entity_size: int,
     that made the difference where the outputs tell; None when identical."""
     for k, (x, y) in enumerate(zip(a.steps, b.steps, strict=False)):
         for key in ("obs", "reward", "terminated", "truncated", "info", "alive", "active",
-                    "global", "state"):
+                    "mask", "global", "state"):
             u, v = x[key], y[key]
             ub = u.view(np.uint8) if u.dtype.kind == "f" else u
             vb = v.view(np.uint8) if v.dtype.kind == "f" else v

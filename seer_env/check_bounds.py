@@ -51,6 +51,9 @@ from typing import Any
 
 import numpy as np
 
+from ._runtime import _group_action_view
+from .gym_vector import random_actions as random_group_actions
+
 #: How to fix what each rule's breach means (merged into seer_env.check.FIXES).
 FIXES: dict[str, str] = {
     "obs-bounds": "keep every observation element inside the bounds obs_bounds declares "
@@ -77,14 +80,29 @@ def random_actions(rng: np.random.Generator, rt: Any, spill: float = 0.0) -> np.
     """Random actions for every agent of ``rt`` (a runtime), the checker's
     runs' actions: uniform over ``Discrete(n)``, or uniform over the Box widened
     by ``spill`` times its span on each side (out-of-range values are clipped
-    by the runtime: a spill exercises that).  In ``rt.actions``' dtype."""
+    by the runtime: a spill exercises that).  In ``rt.actions``' dtype.  A model
+    with groups, masks or multi-discrete actions gets each group's kind, within
+    the masks of the last boundary (forbidden choices would be refused)."""
     sz = rt.sizes
-    if sz.action_kind == "discrete":
-        return rng.integers(0, sz.action_n, size=rt.actions.shape).astype(rt.actions.dtype)
-    span = sz.action_high - sz.action_low
-    a = rng.uniform(sz.action_low - spill * span, sz.action_high + spill * span,
-                    size=rt.actions.shape)
-    return a.astype(rt.actions.dtype)
+    if sz.num_groups == 1 and not sz.mask_dim and sz.action_kind != "multi_discrete":
+        if sz.action_kind == "discrete":
+            return rng.integers(0, sz.action_n, size=rt.actions.shape).astype(rt.actions.dtype)
+        span = sz.action_high - sz.action_low
+        a = rng.uniform(sz.action_low - spill * span, sz.action_high + spill * span,
+                        size=rt.actions.shape)
+        return a.astype(rt.actions.dtype)
+    out = rt.actions.copy()
+    views = [out] if sz.num_groups == 1 else [_group_action_view(out, g) for g in sz.groups]
+    B = rt.num_instances
+    for g, view in zip(sz.groups, views, strict=True):
+        if g.action_kind == "box":
+            span = g.action_high - g.action_low
+            view[...] = rng.uniform(g.action_low - spill * span, g.action_high + spill * span,
+                                    size=view.shape).astype(np.float32)
+            continue
+        mask = rt.mask[:, g.first:g.first + g.count, :g.mask_len] if g.mask_len else None
+        view[...] = random_group_actions(g, mask, B, rng).reshape(view.shape)
+    return out
 
 
 def _f(x: Any) -> str:

@@ -70,7 +70,7 @@ _CUT_SHORT_RESET = _CUT_SHORT.format("reset")
 
 #: Keys every env accepts besides its model's parameters.
 COMMON_KEYS = ("threads", "executor", "render_mode", "info_keys", "max_cycles",
-               "max_step_events", "memory_limit")
+               "max_step_events", "memory_limit", "enforce_masks")
 
 _MAX_SEED = 2**64 - 1
 
@@ -128,7 +128,8 @@ class _SeerEnvCommon:
         self.runtime = Runtime(native, params, num_instances, self.executor, self.threads,
                                config.get("max_cycles", native.max_cycles),
                                max_step_events=config.get("max_step_events", 0),
-                               memory_limit=config.get("memory_limit", 0))
+                               memory_limit=config.get("memory_limit", 0),
+                               enforce_masks=bool(config.get("enforce_masks", True)))
         rt = self.runtime
         attach_stpa(rt)  # threads="auto" with the parallel executor: STPA chooses
         self.max_cycles = rt.max_cycles
@@ -145,11 +146,35 @@ class _SeerEnvCommon:
         sz = self.sizes
         if sz.action_kind == "discrete":
             self._act_space: gymnasium.Space = gymnasium.spaces.Discrete(sz.action_n)
-        else:
+        elif sz.action_kind == "box":
             self._act_space = gymnasium.spaces.Box(
                 sz.action_low, sz.action_high, shape=(sz.action_dim,), dtype=np.float32
             )
         self.info_names = rt.info_names
+        #: agent groups, masks or multi-discrete actions: each agent's spaces
+        #: are its group's (the one-group, unmasked models keep the fast paths)
+        self._structured = sz.num_groups > 1 or sz.mask_dim > 0 or any(
+            g.action_kind == "multi_discrete" for g in sz.groups)
+        #: the agent groups (one, "agents", for a model without groups)
+        self.groups = sz.groups
+        self._group_of = np.repeat(np.arange(len(sz.groups)), [g.count for g in sz.groups])
+        self._group_obs_spaces = [self._group_obs_space(native, g) for g in sz.groups]
+        self._group_act_spaces = [_group_action_space(g) for g in sz.groups]
+        if self._structured:
+            self._obs_space = self._group_obs_spaces[0]
+            self._act_space = self._group_act_spaces[0]
+
+    def _group_obs_space(self, native: Any, g: Any) -> gymnasium.Space:
+        """A group's observation space: its Box, in PettingZoo's dict with the
+        action mask when the group's actions are masked."""
+        i = self.sizes.groups.index(g)
+        box = _box(*native.group_bounds(self.runtime._config_ptr, self.sizes, i))
+        if not g.mask_len:
+            return box
+        return gymnasium.spaces.Dict({
+            "observation": box,
+            "action_mask": gymnasium.spaces.Box(0, 1, shape=(g.mask_len,), dtype=np.int8),
+        })
 
     def _check_open(self, what: str) -> None:
         if self.runtime.closed:
@@ -219,8 +244,14 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
         self._init_config = dict(config)
         self._setup(model, 1, config)
         self.agents: list[str] = []
-        self.observation_spaces = dict.fromkeys(self.possible_agents, self._obs_space)
-        self.action_spaces = dict.fromkeys(self.possible_agents, self._act_space)
+        if self._structured:
+            self.observation_spaces = {a: self._group_obs_spaces[self._group_of[i]]
+                                       for i, a in enumerate(self.possible_agents)}
+            self.action_spaces = {a: self._group_act_spaces[self._group_of[i]]
+                                  for i, a in enumerate(self.possible_agents)}
+        else:
+            self.observation_spaces = dict.fromkeys(self.possible_agents, self._obs_space)
+            self.action_spaces = dict.fromkeys(self.possible_agents, self._act_space)
         self.info_keys = self._choose_info_keys(config.get("info_keys"))
         self._info_cols = np.array(
             [self.info_names.index(k) for k in self.info_keys], dtype=np.intp
@@ -271,12 +302,16 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
     # -- spaces ---------------------------------------------------------------
 
     def observation_space(self, agent: str) -> gymnasium.Space:
-        self._agent_idx(agent)
-        return self._obs_space
+        i = self._agent_idx(agent)
+        return self._group_obs_spaces[self._group_of[i]] if self._structured else self._obs_space
 
     def action_space(self, agent: str) -> gymnasium.Space:
-        self._agent_idx(agent)
-        return self._act_space
+        i = self._agent_idx(agent)
+        return self._group_act_spaces[self._group_of[i]] if self._structured else self._act_space
+
+    def group_of(self, agent: str) -> str:
+        """The name of ``agent``'s group (``"agents"`` for a model without groups)."""
+        return self.groups[self._group_of[self._agent_idx(agent)]].name
 
     @property
     def state_space(self) -> gymnasium.Space:
@@ -322,6 +357,9 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
         """
         sz = self.sizes
         names = self._live_names
+        if self._structured:  # each agent's group's kind: agent by agent
+            self._write_actions_checked(actions)
+            return
         # exactly the live agents with plain values: one pass in C
         if type(actions) is dict and _kernels.dict_actions(
                 actions, names, self._live_idx, self._act_row, sz.action_dim,
@@ -379,6 +417,9 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
                 f"{self.seer_model.name}: agent {agent!r} is done or the episode has not "
                 "started, and cannot act")
         sz = self.sizes
+        if self._structured:
+            self._check_group_action(agent, action)
+            return
         if sz.action_kind == "discrete":
             v = _discrete_value(agent, action, sz.action_n)
             if not 0 <= v < sz.action_n:
@@ -391,6 +432,33 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
                 raise InvalidActionError(
                     f"{self.seer_model.name}: action for {agent!r} is {arr.tolist()}: "
                     "actions must be finite")
+
+    def _check_group_action(self, agent: str, action: Any) -> None:
+        """check_action for an agent of a structured model: its group's kind,
+        range and (unless ``enforce_masks=False``) its current mask."""
+        i = self._agent_idx(agent)
+        g = self.groups[self._group_of[i]]
+        model = self.seer_model.name
+        v = _group_value(agent, action, g)
+        if g.action_kind == "box":
+            if not np.isfinite(v).all():
+                raise InvalidActionError(
+                    f"{model}: action for {agent!r} is {v.tolist()}: actions must be finite")
+            return
+        parts = [int(v)] if g.action_kind == "discrete" else [int(x) for x in v]
+        sizes = [g.action_n] if g.action_kind == "discrete" else list(g.nvec)
+        mask = self.runtime.mask[0, i] if g.mask_len and self.runtime.enforce_masks else None
+        off = 0
+        for j, (x, n) in enumerate(zip(parts, sizes, strict=True)):
+            what = "" if g.action_kind == "discrete" else f" component {j}"
+            if not 0 <= x < n:
+                raise InvalidActionError(
+                    f"{model}: action for {agent!r}{what} is {x}, outside [0, {n})")
+            if mask is not None and not mask[off + x]:
+                raise InvalidActionError(
+                    f"{model}: action for {agent!r}{what} is {x}, which its action mask "
+                    f"forbids at step {self.runtime.step_index(0)}")
+            off += n
 
     def _write_actions_checked(self, actions: Mapping[str, Any]) -> None:
         """Agent by agent, with a message naming the first bad agent or value.
@@ -431,7 +499,10 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
             except Exception as exc:
                 raise InvalidActionError(
                     f"{model}: reading the action for {agent!r} failed: {exc!r}") from exc
-            if sz.action_kind == "discrete":
+            if self._structured:
+                rows.append(_group_value(agent, value, self.groups[self._group_of[
+                    self.agent_index[agent]]]))
+            elif sz.action_kind == "discrete":
                 rows.append(_discrete_value(agent, value, sz.action_n))
             else:
                 rows.append(_box_value(agent, value, sz.action_dim))
@@ -440,7 +511,12 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
                 f"{model}: missing actions for live agent(s) {missing[:5]}"
                 + (" ..." if len(missing) > 5 else "")
             )
-        if rows:
+        if self._structured:  # each into its group's view of the buffer
+            views = self.runtime.group_actions
+            for a, row in zip(self._live_idx.tolist(), rows, strict=True):
+                g = self.groups[self._group_of[a]]
+                views[self._group_of[a]][0, a - g.first] = row
+        elif rows:
             self.runtime.actions[0][self._live_idx] = np.asarray(rows)
 
     @exclusive
@@ -518,9 +594,38 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
         """Dicts for the agents ``live_idx`` (alive when the call started: the
         agents of ``self._live_names``, which is only replaced after this
         call), and how many of them finished."""
+        if self._structured:
+            return self._group_outputs(live_idx)
         # one pass (in C where _fast is built), the observations' copy included
         return _kernels.dict_outputs(  # type: ignore[no-any-return]
             self._live_names, live_idx, self._out_spec)
+
+    def _group_outputs(self, live_idx: np.ndarray) -> tuple[tuple[dict, dict, dict, dict, dict],
+                                                              int]:
+        """_outputs for a structured model: each agent's observation is its
+        group's elements (with its action mask, PettingZoo's observation dict,
+        for a masked group), its infos its group's values."""
+        rt = self.runtime
+        names = self._live_names
+        obs: dict[str, Any] = {}
+        infos: dict[str, dict[str, Any]] = {}
+        keys = set(self.info_keys)
+        rows = live_idx.tolist()
+        ob, mk, info = rt.obs[0], rt.mask[0], rt.info[0]
+        for name, a in zip(names, rows, strict=True):
+            g = self.groups[self._group_of[a]]
+            o = ob[a, :g.obs_dim].copy()
+            obs[name] = {"observation": o, "action_mask": mk[a, :g.mask_len].astype(np.int8)} \
+                if g.mask_len else o
+            infos[name] = {k: float(info[a, j]) for j, k in enumerate(g.info_names) if k in keys}
+        term, trunc = rt.terminated[0][live_idx], rt.truncated[0][live_idx]
+        return (
+            obs,
+            dict(zip(names, rt.reward[0][live_idx].tolist(), strict=True)),
+            _kernels._flags(list(names), term),
+            _kernels._flags(list(names), trunc),
+            infos,
+        ), int((term | trunc).sum())
 
     @exclusive
     def state(self) -> np.ndarray:
@@ -827,6 +932,56 @@ def _discrete_value(agent: str, a: Any, n: int) -> int:
     return v
 
 
+class MultiDiscreteMasked(gymnasium.spaces.MultiDiscrete):
+    """A ``MultiDiscrete`` whose :meth:`sample` also takes the mask as the
+    agents' observations carry it: one flat ``int8`` array, every component's
+    choices one after another (the layout MaskablePPO and RLlib's action
+    masking read).  Gymnasium's own form, a tuple of one mask per component,
+    works as well; everything else is a plain ``MultiDiscrete``::
+
+        space = env.action_space("runner_0")      # MultiDiscreteMasked([3 2])
+        space.sample(mask=obs["runner_0"]["action_mask"])   # 5 bytes: 3 + 2
+    """
+
+    def sample(self, mask: Any = None, *args: Any, **kwargs: Any) -> np.ndarray:
+        nvec = self.nvec
+        if isinstance(mask, np.ndarray) and nvec.ndim == 1 and mask.shape == (int(nvec.sum()),):
+            mask = tuple(np.split(mask.astype(np.int8), np.cumsum(nvec)[:-1].tolist()))
+        return super().sample(mask, *args, **kwargs)
+
+
+def _group_action_space(g: Any) -> gymnasium.Space:
+    """The action space of a group (``seer_env._runtime.Group``)."""
+    if g.action_kind == "discrete":
+        return gymnasium.spaces.Discrete(g.action_n)
+    if g.action_kind == "multi_discrete":
+        space = np.array(g.nvec, dtype=np.int64)
+        return MultiDiscreteMasked(space) if g.mask_len else gymnasium.spaces.MultiDiscrete(space)
+    return gymnasium.spaces.Box(g.action_low, g.action_high, shape=(g.action_dim,),
+                                dtype=np.float32)
+
+
+def _group_value(agent: str, a: Any, g: Any) -> Any:
+    """One agent's action as its group's buffer row takes it (ranges and masks
+    are checked by the runtime, before anything changes)."""
+    if g.action_kind == "discrete":
+        return _discrete_value(agent, a, g.action_n)
+    if g.action_kind == "box":
+        return _box_value(agent, a, g.action_dim)
+    arr = _as_array(agent, a)
+    if arr.shape != (g.action_dim,):
+        raise InvalidActionError(
+            f"action for {agent!r} must have shape ({g.action_dim},) (one choice per "
+            f"component of MultiDiscrete{list(g.nvec)}), got {arr.shape}")
+    if arr.dtype.kind not in "iu":
+        raise InvalidActionError(
+            f"action for {agent!r} must be integers, got dtype {arr.dtype} ({a!r})")
+    if arr.size and (int(arr.min()) < -(2**31) or int(arr.max()) >= 2**31):
+        raise InvalidActionError(f"action for {agent!r} is {arr.tolist()}, outside "
+                                 f"MultiDiscrete{list(g.nvec)}")
+    return arr.astype(np.int32)
+
+
 def _box_value(agent: str, a: Any, dim: int) -> np.ndarray:
     arr = _as_array(agent, a)
     if arr.shape != (dim,):
@@ -933,6 +1088,12 @@ class SeerVectorEnv(_SeerEnvCommon):
             raise ConfigError(f"num_envs={num_envs} must be >= 1")
         self.autoreset_mode = autoreset_mode_of(autoreset_mode)
         self._setup(model, int(num_envs), config)
+        self._grouped = len(self.groups) > 1
+        if self._grouped and self.autoreset_mode is AutoresetMode.SAME_STEP:
+            self.runtime.close()
+            raise ConfigError(
+                f"{model.name}: autoreset_mode=SAME_STEP is not supported for a model with "
+                "agent groups yet; use NEXT_STEP (the default) or DISABLED")
         self.num_envs = int(num_envs)
         self.num_agents = self.sizes.num_agents
         self.copy = bool(copy)
@@ -942,6 +1103,15 @@ class SeerVectorEnv(_SeerEnvCommon):
         }
         self.single_observation_space = self._obs_space
         self.single_action_space = self._act_space
+        #: per group (a dict keyed by group name, as TorchRL and BenchMARL group
+        #: agents): one agent's observation Box and action space
+        self.single_observation_spaces = {
+            g.name: sp["observation"] if isinstance(sp, gymnasium.spaces.Dict) else sp
+            for g, sp in zip(self.groups, self._group_obs_spaces, strict=True)}
+        self.single_action_spaces = {g.name: sp for g, sp in
+                                     zip(self.groups, self._group_act_spaces, strict=True)}
+        if self._structured:  # a masked group's observation is the Box alone here
+            self.single_observation_space = self.single_observation_spaces[self.groups[0].name]
         self._needs_reset = True
         self._autoreset = np.zeros(self.num_envs, dtype=bool)
         self._next_seeds: list[int] = [0] * self.num_envs
@@ -956,8 +1126,10 @@ class SeerVectorEnv(_SeerEnvCommon):
         rt = self.runtime
         self._act_buf = rt.actions  # (B, A) int32 or (B, A, dim) float32
         # the buffers a call's outputs come from, for vec_outputs
+        # (a model with groups: its infos are per group, added by _structure)
         self._bufs = (rt.obs, rt.reward, rt.terminated, rt.truncated, rt.alive, rt.active,
-                      rt.info, tuple(self.info_names))
+                      np.zeros((B, A, 0)) if self._grouped else rt.info,
+                      () if self._grouped else tuple(self.info_names))
 
     # -- outputs -------------------------------------------------------------
 
@@ -1044,6 +1216,8 @@ class SeerVectorEnv(_SeerEnvCommon):
         # a masked reset leaves the mark of an interrupted call (the other
         # instances' Python state may be behind): only a full reset clears it
         self._interrupted = cut
+        if self._structured:
+            obs, _, _, _, infos = self._structure((obs, None, None, None, infos))
         return obs, infos
 
     def _take_seeds(self, mask: np.ndarray) -> list[int]:
@@ -1056,7 +1230,57 @@ class SeerVectorEnv(_SeerEnvCommon):
 
     # -- step ----------------------------------------------------------------
 
+    def _write_group_actions(self, actions: Any) -> None:
+        """Actions of a structured model: one array per group (a dict keyed by
+        group name; a model with one group also takes the array itself),
+        ``(B, count)`` ints (discrete), ``(B, count, components)`` ints
+        (multi-discrete) or ``(B, count, dim)`` floats (box).  Every array is
+        checked before any is written."""
+        names = [g.name for g in self.groups]
+        if not self._grouped and not isinstance(actions, Mapping):
+            actions = {names[0]: actions}
+        if not isinstance(actions, Mapping):
+            raise InvalidActionError(
+                f"{self.seer_model.name}: actions must be a dict group -> array with the "
+                f"groups {names}, got {type(actions).__name__}")
+        try:
+            keys = list(actions)
+        except Exception as exc:
+            raise InvalidActionError(f"the actions' keys cannot be read: {exc!r}") from exc
+        if sorted(map(str, keys)) != sorted(names) or len(keys) != len(names):
+            raise InvalidActionError(
+                f"{self.seer_model.name}: actions must have one array per group {names}, got "
+                f"keys {keys}")
+        staged = []
+        for g in self.groups:
+            try:
+                arr = np.asarray(actions[g.name])
+            except Exception as exc:
+                raise InvalidActionError(
+                    f"actions of group {g.name!r} cannot be read as an array: {exc!r}") from exc
+            B = self.num_envs
+            want = (B, g.count) if g.action_kind == "discrete" else (B, g.count, g.action_dim)
+            if g.action_kind == "box":
+                if arr.dtype.kind not in "fiu":
+                    raise InvalidActionError(
+                        f"actions of group {g.name!r} must be real numbers, got {arr.dtype}")
+            elif arr.dtype.kind not in "iu":
+                raise InvalidActionError(
+                    f"actions of group {g.name!r} must be integers, got dtype {arr.dtype}")
+            if arr.shape != want:
+                raise InvalidActionError(
+                    f"actions of group {g.name!r} must have shape {want}, got {arr.shape}")
+            if g.action_kind != "box" and arr.size and (
+                    arr.min() < -(2**31) or arr.max() >= 2**31):
+                raise InvalidActionError(f"actions of group {g.name!r} out of int32 range")
+            staged.append(_to_float32(arr) if g.action_kind == "box" else arr)
+        for view, arr in zip(self.runtime.group_actions, staged, strict=True):
+            view[...] = arr
+
     def _write_actions(self, actions: Any) -> None:
+        if self._structured:
+            self._write_group_actions(actions)
+            return
         # the common case, an array of the right shape and kind: one pass in C
         if _kernels.copy_actions(actions, self._act_buf):
             return
@@ -1116,7 +1340,39 @@ class SeerVectorEnv(_SeerEnvCommon):
                 self._interrupted = ""
             raise
         self._interrupted = ""
+        if self._structured:
+            return self._structure(out)
         return out  # type: ignore[no-any-return]
+
+    def _structure(self, out: tuple[Any, ...]) -> tuple[Any, ...]:
+        """A structured model's outputs: the action masks in ``infos`` and, for a
+        model with groups, every array split by group (dicts keyed by group
+        name; each group's own observation and info elements)."""
+        obs, rew, term, trunc, infos = out
+        rt = self.runtime
+        sz = self.sizes
+        if not self._grouped:
+            if sz.mask_dim:
+                infos["action_mask"] = self._arr(rt.mask)
+            return obs, rew, term, trunc, infos
+
+        def split(a: Any, dim: int | None = None) -> dict[str, Any] | None:
+            if a is None:
+                return None
+            return {g.name: a[:, g.first:g.first + g.count] if dim is None else
+                    a[:, g.first:g.first + g.count, :getattr(g, dim)] for g in self.groups}
+
+        grouped: dict[str, Any] = {"alive": split(infos["alive"]),
+                                   "active": split(infos["active"])}
+        if sz.mask_dim:
+            mask = self._arr(rt.mask)
+            grouped["action_mask"] = {g.name: mask[:, g.first:g.first + g.count, :g.mask_len]
+                                      for g in self.groups if g.mask_len}
+        info = rt.info.copy() if self.copy else self._arr(rt.info)
+        for g in self.groups:
+            grouped[g.name] = {k: info[:, g.first:g.first + g.count, j]
+                               for j, k in enumerate(g.info_names)}
+        return split(obs, "obs_dim"), split(rew), split(term), split(trunc), grouped
 
     def _step_and_autoreset(
         self, rt: Runtime, mode: AutoresetMode

@@ -52,6 +52,23 @@ instances: all ``A`` sub-envs of an instance or none.
 
 Returned arrays are fresh copies unless ``copy=False``; then observations,
 rewards and flags are read-only views overwritten by the next call.
+
+**Action masks** (models that declare them) come in ``infos["action_mask"]``,
+``(num_envs, n)`` int8, 1 where a choice is allowed (a multi-discrete action's
+components one after another), as Gymnasium's own masked envs put them in
+``info``; the idle sub-envs' rows are all 1.
+
+**Agent groups.**  For a model with several groups (agents that see and choose
+different things), ``agent_vector_env(num_envs, group="predator")`` is the
+VectorEnv of one group: its sub-envs are that group's agents of every instance,
+its spaces the group's.  The other groups act by ``others(obs, infos)`` (given
+the batched env's outputs, keyed by group; it returns one action array per other
+group), by default uniformly random actions their masks allow, drawn from a
+generator seeded by ``reset(seed=...)``::
+
+    envs = hunt_v0.agent_vector_env(8, group="predator")
+    obs, infos = envs.reset(seed=0)     # obs: (8 * predators, obs_dim)
+    logits[~infos["action_mask"].astype(bool)] = -inf   # masked sampling
 """
 
 from __future__ import annotations
@@ -67,7 +84,7 @@ from gymnasium.vector.utils import batch_space
 from .env import SeerVectorEnv
 from .errors import ClosedError, ConfigError, InvalidActionError
 
-__all__ = ["AgentVectorEnv", "agent_vector_env"]
+__all__ = ["AgentVectorEnv", "agent_vector_env", "random_actions"]
 
 
 class AgentVectorEnv(gymnasium.vector.VectorEnv):
@@ -85,16 +102,32 @@ class AgentVectorEnv(gymnasium.vector.VectorEnv):
         agent_names: the agent name of each sub-env.
     """
 
-    def __init__(self, venv: SeerVectorEnv, copy: bool = True) -> None:
+    def __init__(self, venv: SeerVectorEnv, copy: bool = True, group: str | None = None,
+                 others: Callable[[Any, Any], Mapping[str, Any]] | None = None) -> None:
         if venv.copy:
             raise ConfigError("AgentVectorEnv needs a vector env made with copy=False")
         self.venv = venv
         self.copy = bool(copy)
         self.num_instances = venv.num_envs
-        self.num_agents = venv.num_agents
+        names = [g.name for g in venv.groups]
+        if group is None and venv._grouped:
+            raise ConfigError(
+                f"{venv.seer_model.name} has agent groups {names}: choose one with "
+                "agent_vector_env(num_envs, group=...), one VectorEnv per group")
+        if group is not None and group not in names:
+            raise ConfigError(f"{venv.seer_model.name}: group={group!r} is not one of {names}")
+        if others is not None and not callable(others):
+            raise ConfigError(f"others={others!r} must be a callable (obs, infos) -> actions")
+        #: the group this VectorEnv steps (None: a model without groups)
+        self.group = group if venv._grouped else None
+        self._g = next(g for g in venv.groups if g.name == (group or names[0]))
+        self._others = others
+        self._rng = np.random.default_rng()
+        self._last: tuple[Any, Any] | None = None
+        self.num_agents = self._g.count
         self.num_envs = self.num_instances * self.num_agents
-        self.single_observation_space = venv.single_observation_space
-        self.single_action_space = venv.single_action_space
+        self.single_observation_space = venv.single_observation_spaces[self._g.name]
+        self.single_action_space = venv.single_action_spaces[self._g.name]
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
         self.autoreset_mode = venv.autoreset_mode
@@ -104,14 +137,43 @@ class AgentVectorEnv(gymnasium.vector.VectorEnv):
             "render_modes": [],
         }
         self.render_mode = None
-        self.agent_names = [a for _ in range(self.num_instances) for a in venv.possible_agents]
-        self.info_names = tuple(venv.info_names)
-        sz = venv.sizes
-        if sz.action_kind == "discrete":
+        mine = venv.possible_agents[self._g.first:self._g.first + self._g.count]
+        self.agent_names = [a for _ in range(self.num_instances) for a in mine]
+        self.info_names = tuple(self._g.info_names) if self.group else tuple(venv.info_names)
+        g = self._g
+        if g.action_kind == "discrete":
             self._act_shape: tuple[int, ...] = (self.num_instances, self.num_agents)
         else:
-            self._act_shape = (self.num_instances, self.num_agents, sz.action_dim)
+            self._act_shape = (self.num_instances, self.num_agents, g.action_dim)
         self._all = np.ones(self.num_envs, dtype=bool)
+
+    # -- groups -------------------------------------------------------------------
+
+    def _mine(self, out: tuple[Any, ...]) -> tuple[Any, ...]:
+        """The batched env's outputs of this VectorEnv's group (a model with
+        groups), its infos flattened to what a one-group model's look like."""
+        if self.group is None:
+            return out
+        self._last = (out[0], out[-1])
+        g = self.group
+        vinfos = out[-1]
+        infos = {"alive": vinfos["alive"][g], "active": vinfos["active"][g], **vinfos[g]}
+        if g in vinfos.get("action_mask", {}):
+            infos["action_mask"] = vinfos["action_mask"][g]
+        picked = tuple(None if a is None else a[g] for a in out[:-1])
+        return (*picked, infos)
+
+    def _other_actions(self) -> dict[str, Any]:
+        """Actions of the other groups: ``others(obs, infos)``, or random legal ones."""
+        assert self._last is not None
+        obs, infos = self._last
+        if self._others is not None:
+            acts = dict(self._others(obs, infos))
+        else:
+            acts = {g.name: random_actions(g, infos.get("action_mask", {}).get(g.name),
+                                           self.num_instances, self._rng)
+                    for g in self.venv.groups if g.name != self.group}
+        return acts
 
     # -- conversion -------------------------------------------------------------
 
@@ -135,6 +197,10 @@ class AgentVectorEnv(gymnasium.vector.VectorEnv):
         for name in self.info_names:
             infos[name] = vinfos[name].reshape(n)
             infos[f"_{name}"] = active
+        if "action_mask" in vinfos:  # int8, as the dict faces' masks
+            mask = np.asarray(vinfos["action_mask"])
+            infos["action_mask"] = mask.reshape((n, mask.shape[-1])).astype(np.int8)
+            infos["_action_mask"] = self._all.copy()
         return infos
 
     # -- API ----------------------------------------------------------------------
@@ -161,7 +227,10 @@ class AgentVectorEnv(gymnasium.vector.VectorEnv):
                     "sub-env restarts only with its instance"
                 )
             options = {**options, "reset_mask": per[:, 0].copy()}
-        obs, vinfos = self.venv.reset(seed=seed, options=options)
+        if self.group is not None and seed is not None:
+            self._rng = np.random.default_rng(
+                seed if not isinstance(seed, (list, tuple)) else [s or 0 for s in seed])
+        obs, vinfos = self._mine(self.venv.reset(seed=seed, options=options))
         return self._flat(obs), self._infos(vinfos)
 
     def step(
@@ -177,7 +246,10 @@ class AgentVectorEnv(gymnasium.vector.VectorEnv):
         if arr.shape[:1] != (self.num_envs,) or arr.size != int(np.prod(self._act_shape)):
             want = (self.num_envs, *self._act_shape[2:])
             raise InvalidActionError(f"actions must have shape {want}, got {arr.shape}")
-        obs, rew, term, trunc, vinfos = self.venv.step(arr.reshape(self._act_shape))
+        act = arr.reshape(self._act_shape)
+        if self.group is not None:
+            act = {**self._other_actions(), self.group: act}
+        obs, rew, term, trunc, vinfos = self._mine(self.venv.step(act))
         infos = self._infos(vinfos)
         if self.autoreset_mode is AutoresetMode.SAME_STEP:
             obs = self._same_step_infos(obs, term, trunc, vinfos, infos)
@@ -249,6 +321,29 @@ class AgentVectorEnv(gymnasium.vector.VectorEnv):
                 f"{self.num_agents} agents = {self.num_envs} sub-envs)")
 
 
+def random_actions(g: Any, mask: np.ndarray | None, B: int,
+                   rng: np.random.Generator) -> np.ndarray:
+    """Uniformly random actions of group ``g`` for ``B`` instances that its
+    ``(B, count, mask_len)`` masks allow (every choice without a mask)."""
+    n = g.count
+    if g.action_kind == "box":
+        return rng.uniform(g.action_low, g.action_high, (B, n, g.action_dim)).astype(np.float32)
+    sizes = [g.action_n] if g.action_kind == "discrete" else list(g.nvec)
+    out = np.zeros((B, n, len(sizes)), np.int64)
+    off = 0
+    for j, k in enumerate(sizes):
+        if mask is None:
+            out[:, :, j] = rng.integers(0, k, (B, n))
+        else:
+            # the r-th allowed choice, r uniform among the allowed ones
+            m = np.asarray(mask[:, :, off:off + k], bool)
+            counts = m.sum(axis=2)
+            r = (rng.random((B, n)) * np.maximum(counts, 1)).astype(np.int64)
+            out[:, :, j] = (np.cumsum(m, axis=2) > r[:, :, None]).argmax(axis=2)
+        off += k
+    return out[:, :, 0] if g.action_kind == "discrete" else out
+
+
 def agent_vector_env(
     vector_env: Callable[..., SeerVectorEnv], num_envs: int, **config: Any
 ) -> AgentVectorEnv:
@@ -259,4 +354,7 @@ def agent_vector_env(
     ``agent_vector_env(vector_env, num_envs, **config)``.
     """
     copy = config.pop("copy", True)
-    return AgentVectorEnv(vector_env(num_envs, copy=False, **config), copy=copy)
+    group = config.pop("group", None)
+    others = config.pop("others", None)
+    return AgentVectorEnv(vector_env(num_envs, copy=False, **config), copy=copy, group=group,
+                          others=others)

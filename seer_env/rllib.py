@@ -42,6 +42,19 @@ What this adapter does that RLlib's ``ParallelPettingZooEnv`` does not:
 
 RLlib's own checker (``check_multiagent_environments``) runs on it when
 RLlib builds the env runners (leave ``disable_env_checking`` False).
+
+**Agent groups and masks.**  A model with groups gives each agent its group's
+spaces; :func:`group_policies` maps each group to a policy of its own (a
+policy per group, as RLlib's multi-agent examples do with predators and prey).
+A masked group's observation is a dict with ``"action_mask"`` (1 = allowed; a
+multi-discrete action's components one after another) beside the
+observation, under ``"observation"`` as PettingZoo has it, or under the key
+``env_config["observation_key"]`` names: ``"observations"`` is what RLlib's
+action-masking RLModule (its ``action_masking`` example) reads::
+
+    config.environment(SeerMultiAgentEnv, env_config={"env": "hunt_v0",
+                                                      "observation_key": "observations"})
+    config.multi_agent(**group_policies({"env": "hunt_v0"}))
 """
 
 from __future__ import annotations
@@ -53,7 +66,7 @@ from .env import _raised_by_seer
 from .errors import ConfigError, SeerError, StateError
 from .registry import make
 
-__all__ = ["SeerMultiAgentEnv", "shared_policy", "env_creator"]  # noqa: F822 (lazy)
+__all__ = ["SeerMultiAgentEnv", "shared_policy", "group_policies", "env_creator"]  # noqa: F822
 
 
 def shared_policy(policy_id: str = "shared") -> dict[str, Any]:
@@ -66,6 +79,43 @@ def shared_policy(policy_id: str = "shared") -> dict[str, Any]:
         return policy_id
 
     return {"policies": {policy_id}, "policy_mapping_fn": mapping}
+
+
+def group_policies(env_config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Arguments for ``AlgorithmConfig.multi_agent``: one policy per agent group,
+    named ``prefix + group``; every agent maps to its group's.
+
+    ``env_config`` is the env's (``{"env": name, **config}``: the groups and
+    their sizes may depend on the configuration).  A model without groups gives
+    one policy, ``prefix + "agents"``.  Example::
+
+        config.multi_agent(**group_policies({"env": "hunt_v0", "num_prey": 4}))
+    """
+    cfg = dict(env_config)
+    if "env" not in cfg:
+        raise ConfigError("env_config needs 'env', e.g. {'env': 'hunt_v0', ...}")
+    name = cfg.pop("env")
+    cfg.pop("observation_key", None)
+    env = make(name, api="parallel", **{**cfg, "threads": 1})
+    try:
+        of = {a: prefix + env.group_of(a) for a in env.possible_agents}
+        groups = [prefix + g.name for g in env.groups]
+    finally:
+        env.close()
+
+    def mapping(agent_id: Any, episode: Any = None, **kwargs: Any) -> str:
+        try:
+            return of[agent_id]
+        except KeyError:
+            raise ConfigError(f"{name}: no agent {agent_id!r}") from None
+
+    return {"policies": set(groups), "policy_mapping_fn": mapping}
+
+
+def _rename_obs(obs: dict[str, Any], key: str) -> dict[str, Any]:
+    """Masked agents' observation dicts with the observation under ``key``."""
+    return {a: {key: o["observation"], "action_mask": o["action_mask"]}
+            if isinstance(o, dict) else o for a, o in obs.items()}
 
 
 def env_creator(env_config: Mapping[str, Any]) -> Any:
@@ -95,6 +145,7 @@ def _build_class() -> type:
             if "env" not in cfg:
                 raise ConfigError("env_config needs 'env', e.g. {'env': 'pcs_v0', ...}")
             name = cfg.pop("env")
+            self._obs_key = str(cfg.pop("observation_key", "observation"))
             self._cut_short = False
             self.par_env = make(name, api="parallel", **cfg)
             self.metadata = self.par_env.metadata
@@ -102,12 +153,21 @@ def _build_class() -> type:
             self.possible_agents = list(self.par_env.possible_agents)
             self._agent_ids = set(self.possible_agents)
             self.observation_spaces = {
-                a: self.par_env.observation_space(a) for a in self.possible_agents
+                a: self._space(self.par_env.observation_space(a)) for a in self.possible_agents
             }
             self.action_spaces = {a: self.par_env.action_space(a) for a in self.possible_agents}
             # the old API stack reads these; RLlib's checker needs them present
             self.observation_space = gymnasium.spaces.Dict(self.observation_spaces)
             self.action_space = gymnasium.spaces.Dict(self.action_spaces)
+
+        def _space(self, space: Any) -> Any:
+            if self._obs_key == "observation" or not isinstance(space, gymnasium.spaces.Dict):
+                return space
+            return gymnasium.spaces.Dict({self._obs_key: space["observation"],
+                                          "action_mask": space["action_mask"]})
+
+        def _obs(self, obs: dict[str, Any]) -> dict[str, Any]:
+            return obs if self._obs_key == "observation" else _rename_obs(obs, self._obs_key)
 
         @property  # type: ignore[override]
         def agents(self) -> list[Any]:
@@ -130,7 +190,7 @@ def _build_class() -> type:
                     self._cut_short = cut
                 raise
             self._cut_short = False
-            return obs, _to_python_infos(infos)
+            return self._obs(obs), _to_python_infos(infos)
 
         def step(self, action_dict: dict[str, Any]) -> tuple[
             dict[str, Any], dict[str, float], dict[str, bool], dict[str, bool], dict[str, Any]
@@ -155,7 +215,7 @@ def _build_class() -> type:
             any_trunc = any(truncateds.values())
             terminateds["__all__"] = over and not any_trunc
             truncateds["__all__"] = over and any_trunc
-            out = obs, rewards, terminateds, truncateds, _to_python_infos(infos)
+            out = self._obs(obs), rewards, terminateds, truncateds, _to_python_infos(infos)
             self._cut_short = False
             return out
 

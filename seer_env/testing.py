@@ -19,9 +19,10 @@ from typing import Any
 import numpy as np
 
 from .errors import ConfigError, ExecutorError
+from .gym_vector import random_actions
 from .registry import env_module
 
-FIELDS = ("obs", "reward", "terminated", "truncated", "info", "alive")
+FIELDS = ("obs", "reward", "terminated", "truncated", "info", "alive", "mask")
 
 
 @dataclass(frozen=True)
@@ -79,8 +80,10 @@ def _first_diff(step: int, names: list[str], field: str, a: np.ndarray, b: np.nd
     idx = tuple(int(x) for x in np.argwhere(neq)[0])
     inst, agent = idx[0], idx[1]
     label = field
-    if field == "info" and len(idx) > 2:
+    if field == "info" and len(idx) > 2 and idx[2] < len(info_names):
         label = f"info[{info_names[idx[2]]!r}]"
+    elif field == "info" and len(idx) > 2:
+        label = f"info[{idx[2]}]"
     elif len(idx) > 2:
         label = f"{field}[{idx[2]}]"
     return Divergence(step, inst, names[agent], label, a[idx].item(), b[idx].item())
@@ -132,22 +135,28 @@ def verify(
     try:
         o1, i1 = serial.reset(seed=seed)
         o2, i2 = parallel.reset(seed=seed)
-        div = _compare(0, names, serial, (o1, i1), (o2, i2), reset=True)
+        div = _compare(0, names, serial, (o1, i1), (o2, i2), reset=True, other=parallel)
         done = 0
         while div is None and done < steps:
             acts = _random_actions(rng, serial)
             r1 = serial.step(acts)
             r2 = parallel.step(acts)
             done += 1
-            div = _compare(done, names, serial, r1, r2, reset=False)
+            div = _compare(done, names, serial, r1, r2, reset=False, other=parallel)
         return VerifyReport(env, done, threads, num_envs, div, executor)
     finally:
         serial.close()
         parallel.close()
 
 
-def _random_actions(rng: np.random.Generator, venv: Any) -> np.ndarray:
+def _random_actions(rng: np.random.Generator, venv: Any) -> Any:
     sz = venv.sizes
+    if venv._structured:  # each group's kind, within the masks (a dict for groups)
+        rt = venv.runtime
+        acts = {g.name: random_actions(
+            g, rt.mask[:, g.first:g.first + g.count, :g.mask_len] if g.mask_len else None,
+            venv.num_envs, rng) for g in venv.groups}
+        return acts if len(venv.groups) > 1 else acts[venv.groups[0].name]
     if sz.action_kind == "discrete":
         return rng.integers(0, sz.action_n, size=(venv.num_envs, sz.num_agents))
     return rng.uniform(
@@ -155,8 +164,23 @@ def _random_actions(rng: np.random.Generator, venv: Any) -> np.ndarray:
     ).astype(np.float32)
 
 
+def _compare_buffers(step: int, names: list[str], a: Any, b: Any,
+                     reset: bool) -> Divergence | None:
+    """_compare for a structured model: the two runtimes' buffers (every group
+    in its rows), the action masks included."""
+    fields = ("obs", "mask", "alive", "info") if reset else (
+        "obs", "reward", "terminated", "truncated", "mask", "alive", "info")
+    for field in fields:
+        d = _first_diff(step, names, field, getattr(a, field), getattr(b, field), ())
+        if d is not None:
+            return d
+    return None
+
+
 def _compare(step: int, names: list[str], venv: Any, r1: tuple, r2: tuple,
-             reset: bool) -> Divergence | None:
+             reset: bool, other: Any = None) -> Divergence | None:
+    if venv._structured and other is not None:
+        return _compare_buffers(step, names, venv.runtime, other.runtime, reset)
     info_names = venv.info_names
     if reset:
         pairs = [("obs", r1[0], r2[0])]

@@ -123,7 +123,7 @@ def test_rebuilds_when_a_source_changes(tmp_path: Path,
     ({"static int pass_on(": "static int pass_on(int oops"}, BuildError,
      r"(?s)compiling .* failed.*error"),
     ({".api_version = SEER_API_VERSION,": ".api_version = 1,"}, ModelError,
-     "built against seer model API version 1, but this runtime implements version 2"),
+     "built against seer model API version 1, but this runtime implements version 3"),
     ({".api_version = SEER_API_VERSION,": ""}, ModelError,
      "add `.api_version = SEER_API_VERSION`"),
     ({".handle = broken_handle,": ".handle = NULL,"}, ModelError,
@@ -223,7 +223,7 @@ def test_cli_parses_booleans_of_bool_parameters() -> None:
 def test_get_include_holds_the_public_header() -> None:
     inc = Path(sdk.get_include())
     text = (inc / "seer.h").read_text()
-    assert "#define SEER_API_VERSION 2" in text and (inc / "seer.h").is_file()
+    assert "#define SEER_API_VERSION 3" in text and (inc / "seer.h").is_file()
     # a model sees this folder and its own only: the runtime's headers are elsewhere
     assert sorted(p.name for p in inc.iterdir() if p.suffix == ".h") == ["seer.h"]
 

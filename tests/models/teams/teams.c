@@ -14,6 +14,7 @@
  * infos are the group's own (hunter: "steps"; runner: "steps", "c0"; scout:
  * none).  Every agent terminates after `life` steps.  Each act pings the next
  * agent one lookahead later (events across entities, for the executors).
+ * `solo` keeps the hunters alone (one group, still named by the hook).
  * `bad` breaks one rule on purpose (1: hunter masks allow nothing at step 2,
  * 2: the mask hook writes the next agent's row, 3: the groups' counts do not
  * add up, 4: two groups with one name, 5: a group with obs_dim 0).
@@ -30,6 +31,7 @@ typedef struct teams_config {
     uint32_t life;
     uint32_t strict;
     uint32_t bad;
+    uint32_t solo;
 } teams_config;
 
 typedef struct teams_agent {
@@ -50,6 +52,8 @@ static const seer_param teams_params[] = {
      .doc = "masks forbid more (hunter choice 4, runner component 1)"},
     {SEER_MEMBER(teams_config, bad), .def = 0, .lo = 0, .hi = 5,
      .doc = "break one rule on purpose (tests)"},
+    {SEER_MEMBER(teams_config, solo), .def = 0, .lo = 0, .hi = 1,
+     .doc = "hunters only: one group (named by the group hook), masked"},
 };
 
 static const seer_field teams_fields[] = {
@@ -61,7 +65,7 @@ static const seer_field teams_fields[] = {
 
 static uint32_t num_agents(const teams_config *c)
 {
-    return c->num_hunters + c->num_runners + c->num_scouts;
+    return c->solo ? c->num_hunters : c->num_hunters + c->num_runners + c->num_scouts;
 }
 
 static int teams_describe(void *config, seer_sizes *out, char *err, size_t errlen)
@@ -71,7 +75,7 @@ static int teams_describe(void *config, seer_sizes *out, char *err, size_t errle
     const teams_config *c = config;
     out->num_agents = num_agents(c) + (c->bad == 3 ? 1u : 0u);
     out->num_entities = out->num_agents;
-    out->num_groups = c->num_scouts ? 3 : 2;
+    out->num_groups = c->solo ? 1 : c->num_scouts ? 3 : 2;
     out->state_dim = 2;
     out->entity_size = sizeof(teams_agent);
     out->lookahead = 0.5;
