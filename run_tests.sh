@@ -16,7 +16,7 @@ fi
 .venv/bin/python -m pip install -q --upgrade pip
 # torch pinned first: the [train] extra's range then resolves to this CPU build
 .venv/bin/python -m pip install -q torch==2.13.0
-.venv/bin/python -m pip install -q -e '.[test,train,rllib,compat,docs,numba]'
+.venv/bin/python -m pip install -q -e '.[test,train,rllib,compat,docs,numba,torchrl]'
 echo "== ruff"
 .venv/bin/ruff check .
 echo "== lint-imports (the Python layer's one-way import order, pyproject.toml)"

@@ -1,0 +1,127 @@
+"""Real clients on a model with agent groups, action masks and multi-discrete
+actions (the ``teams`` test model): TorchRL's ``PettingZooWrapper`` with a
+``group_map`` (its spec checks, masked random rollouts) and RLlib (its env
+checker; one PPO iteration with a policy per group, the masked groups on
+RLlib's action-masking module).  Skipped where the client is not installed;
+``run_tests.sh`` installs both."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from seer_env.errors import InvalidActionError
+from tests.models import load as load_test_model
+
+TEAMS = load_test_model("teams")
+GROUPS = {"hunter": ["hunter_0", "hunter_1"], "runner": ["runner_0", "runner_1", "runner_2"],
+          "scout": ["scout_0"]}
+
+
+def test_torchrl_pettingzoo_wrapper_with_the_models_groups_and_masks() -> None:
+    pytest.importorskip("torchrl")
+    import torch
+    from torchrl.envs.libs.pettingzoo import PettingZooWrapper
+    from torchrl.envs.utils import check_env_specs
+
+    env = PettingZooWrapper(TEAMS.parallel_env(threads=1, life=40), group_map=GROUPS,
+                            use_mask=True, categorical_actions=True)
+    assert env.group_map == GROUPS
+    check_env_specs(env)
+    spec = env.full_action_spec
+    assert spec["hunter", "action"].shape == (2,) and spec["runner", "action"].shape == (3, 2)
+    assert spec["scout", "action"].shape == (1, 2)
+    torch.manual_seed(0)
+    td = env.rollout(30)  # random actions within the masks: a forbidden one would raise
+    assert td.batch_size == (30,)
+    hm, ha = td["hunter", "action_mask"], td["hunter", "action"]
+    assert hm.shape == (30, 2, 5) and hm.dtype == torch.bool
+    assert bool(hm.gather(-1, ha.unsqueeze(-1)).all())  # every action its mask allowed
+    rm, ra = td["runner", "action_mask"], td["runner", "action"]
+    assert bool(rm[..., :3].gather(-1, ra[..., :1]).all())
+    assert bool(rm[..., 3:].gather(-1, ra[..., 1:]).all())
+    # the observations are the model's, group by group
+    assert td["hunter", "observation", "observation"].shape == (30, 2, 3)
+    assert td["scout", "observation"].shape == (30, 1, 4)
+    env.close()
+
+
+ray = pytest.importorskip("ray")
+
+
+def test_rllib_env_checker_and_one_policy_per_group() -> None:
+    from ray.rllib.utils.pre_checks.env import check_multiagent_environments
+
+    from seer_env import rllib
+
+    # RLlib's checker steps actions drawn without the masks: with masks enforced
+    # the env refuses them (as it should); with enforce_masks=False they reach
+    # the model, which takes any in-range action
+    cfg = {"env": "teams", "threads": 1, "observation_key": "observations"}
+    strict = rllib.SeerMultiAgentEnv(cfg)
+    with pytest.raises(ValueError) as info:  # RLlib rewords what step() raised
+        check_multiagent_environments(strict)
+    cause = info.value.__cause__ or info.value.__context__
+    assert isinstance(cause, InvalidActionError) and "forbidden by its action mask" in str(cause)
+    strict.close()
+    env = rllib.SeerMultiAgentEnv({**cfg, "enforce_masks": False})
+    check_multiagent_environments(env)
+    obs, _ = env.reset(seed=1)
+    assert set(obs["hunter_0"]) == {"observations", "action_mask"}
+    assert obs["scout_0"].shape == (4,)
+    pol = rllib.group_policies(cfg)
+    assert pol["policies"] == {"hunter", "runner", "scout"}
+    assert [pol["policy_mapping_fn"](a) for a in env.possible_agents] == [
+        "hunter", "hunter", "runner", "runner", "runner", "scout"]
+    env.close()
+
+
+@pytest.fixture(scope="module")
+def ray_session() -> Any:
+    ray.init(num_cpus=2, include_dashboard=False, object_store_memory=150 * 1024**2,
+             log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+def test_rllib_ppo_iteration_with_a_policy_per_group_and_masks(ray_session: Any) -> None:
+    from ray.rllib.algorithms.ppo import PPOConfig
+    from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
+    from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+    from ray.rllib.examples.rl_modules.classes.action_masking_rlm import (
+        ActionMaskingTorchRLModule,
+    )
+
+    from seer_env import rllib
+
+    # masks enforced: a single action of RLlib's that a mask forbids would fail
+    # the iteration, so it also shows the masking module honours every mask
+    # (RLlib's own env checker draws without masks: it is off here, see above)
+    cfg = {"env": "teams", "threads": 1, "life": 20, "observation_key": "observations"}
+    small = {"fcnet_hiddens": [16]}
+    config = (
+        PPOConfig()
+        .environment(rllib.SeerMultiAgentEnv, env_config=cfg, disable_env_checking=True)
+        .env_runners(num_env_runners=0, rollout_fragment_length=40)
+        .multi_agent(**rllib.group_policies(cfg))
+        .rl_module(rl_module_spec=MultiRLModuleSpec(rl_module_specs={
+            "hunter": RLModuleSpec(module_class=ActionMaskingTorchRLModule, model_config=small),
+            "runner": RLModuleSpec(module_class=ActionMaskingTorchRLModule, model_config=small),
+            "scout": RLModuleSpec(model_config=small)}))
+        .training(train_batch_size_per_learner=200, minibatch_size=100, num_epochs=1)
+    )
+    algo = config.build_algo()
+    try:
+        res = algo.train()
+    finally:
+        algo.stop()
+    er = res["env_runners"]
+    steps = er["num_module_steps_sampled"]
+    # every agent acts every step (nobody dies before life=20): 2, 3 and 1 per env step
+    assert steps["hunter"] == 2 * er["num_env_steps_sampled"]
+    assert steps["runner"] == 3 * er["num_env_steps_sampled"]
+    assert steps["scout"] == er["num_env_steps_sampled"]
+    assert set(res["learners"]) >= {"hunter", "runner", "scout"}
+    assert np.isfinite(er["episode_return_mean"])
