@@ -675,6 +675,7 @@ class NativeModel:
         ptrs = [self.ffi.from_buffer("float[]", a) for a in arrs]
         s = self.ffi.new("seer_sizes *")
         s.obs_dim, s.state_dim = sz.obs_dim, sz.state_dim
+        s.num_agents, s.num_groups = sz.num_agents, sz.num_groups
         self.lib.seer_model_bounds(self.table, buf, s, *ptrs)
         return (arrs[0][: sz.obs_dim], arrs[1][: sz.obs_dim], arrs[2][: sz.state_dim],
                 arrs[3][: sz.state_dim])

@@ -139,7 +139,18 @@ def bounds_findings(native: Any, config: Mapping[str, Any], run: Any,
     instance, agent, field and element, value and bound) and how many values
     broke the rule in the run."""
     buf, sizes = native.describe(dict(config))
-    obs_lo, obs_hi, st_lo, st_hi = native.bounds(buf, sizes)
+    lo1, hi1, st_lo, st_hi = native.bounds(buf, sizes)
+    # per agent (A, obs_dim): a model with groups has each group's bounds in
+    # its agents' rows, and [0, 0] past the group's own elements (the runtime
+    # zeroes them; a nonzero value there is observe writing past its row)
+    obs_lo = np.broadcast_to(lo1, (sizes.num_agents, sizes.obs_dim)).copy()
+    obs_hi = np.broadcast_to(hi1, (sizes.num_agents, sizes.obs_dim)).copy()
+    if sizes.num_groups > 1:
+        obs_lo[:], obs_hi[:] = 0.0, 0.0
+        for gi, g in enumerate(sizes.groups):
+            glo, ghi = native.group_bounds(buf, sizes, gi)
+            obs_lo[g.first:g.first + g.count, :g.obs_dim] = glo
+            obs_hi[g.first:g.first + g.count, :g.obs_dim] = ghi
     name = native.name
     first = {r: _First() for r in ("non-finite", "obs-bounds", "state-bounds")}
     order = ("obs-bounds", "state-bounds", "non-finite")
@@ -161,17 +172,18 @@ def bounds_findings(native: Any, config: Mapping[str, Any], run: Any,
                 i, a, j = (int(x) for x in np.argwhere(bad)[0])
                 first["non-finite"].add(int(bad.sum()), (
                     f"step {k}, instance {i}, agent {agent(a)}, obs[{j}] = {_f(obs[i, a, j])}"
-                    f" (declared bounds {_bound_text(obs_lo[j], obs_hi[j])})"))
+                    f" (declared bounds {_bound_text(obs_lo[a, j], obs_hi[a, j])})"))
             fin = np.isfinite(rows)
             out = fin & ((rows < obs_lo) | (rows > obs_hi))
             if out.any():
                 i, a, j = (int(x) for x in np.argwhere(out)[0])
                 v = obs[i, a, j]
-                side = (f"below the declared low bound {_f(obs_lo[j])}" if v < obs_lo[j]
-                        else f"above the declared high bound {_f(obs_hi[j])}")
+                side = (f"below the declared low bound {_f(obs_lo[a, j])}"
+                        if v < obs_lo[a, j]
+                        else f"above the declared high bound {_f(obs_hi[a, j])}")
                 first["obs-bounds"].add(int(out.sum()), (
                     f"step {k}, instance {i}, agent {agent(a)}, obs[{j}] = {_f(v)} is {side} "
-                    f"(declared {_bound_text(obs_lo[j], obs_hi[j])})"))
+                    f"(declared {_bound_text(obs_lo[a, j], obs_hi[a, j])})"))
         # rewards and infos of the observed agents
         for key in ("reward", "info"):
             arr = np.asarray(step[key])

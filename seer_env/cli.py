@@ -231,14 +231,19 @@ def cmd_info(a: argparse.Namespace) -> int:
     for line in model.config_help().splitlines():
         print(f"  {line}")
     names = nm.agent_names(buf, min(sz.num_agents, 4), sz)
-    act = (f"Discrete({sz.action_n})" if sz.action_kind == "discrete"
-           else f"Box({sz.action_low:g}, {sz.action_high:g}, ({sz.action_dim},))")
     print(f"with this configuration: {sz.num_agents} agents ({', '.join(names)}"
           f"{', ...' if sz.num_agents > 4 else ''}), {sz.num_entities} entities, "
-          f"observation ({sz.obs_dim},), action {act}, state ({sz.state_dim},), "
-          f"lookahead {sz.lookahead:g}, step duration {sz.step_duration:g}")
-    print(f"info values: {', '.join(nm.info_names(sz.info_dim)) or '(none)'}; "
-          f"event types: {', '.join(nm.event_names) or '(unnamed)'}")
+          f"state ({sz.state_dim},), lookahead {sz.lookahead:g}, "
+          f"step duration {sz.step_duration:g}")
+    for g in sz.groups:
+        act = (f"Discrete({g.action_n})" if g.action_kind == "discrete"
+               else f"MultiDiscrete({list(g.nvec)})" if g.action_kind == "multi_discrete"
+               else f"Box({g.action_low:g}, {g.action_high:g}, ({g.action_dim},))")
+        mask = f", action mask ({g.mask_len},)" if g.mask_len else ""
+        who = f"group '{g.name}': {g.count} agents, " if sz.num_groups > 1 else ""
+        print(f"  {who}observation ({g.obs_dim},), action {act}{mask}; info values: "
+              f"{', '.join(g.info_names) or '(none)'}")
+    print(f"event types: {', '.join(nm.event_names) or '(unnamed)'}")
     return 0
 
 

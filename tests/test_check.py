@@ -209,6 +209,7 @@ def test_global_state_differences_name_their_element() -> None:
     step.update(obs=np.zeros((1, 6, 3), np.float32), terminated=np.zeros((1, 6), bool),
                 truncated=np.zeros((1, 6), bool), info=np.zeros((1, 6, 0)),
                 alive=np.ones((1, 6), bool), active=np.ones((1, 6), bool),
+                mask=np.zeros((1, 6, 0), bool),
                 state=np.zeros((1, 6 * sz.entity_size), np.uint8),
                 **{"global": np.zeros((1, 4), np.float32)})
     other = {k: v.copy() for k, v in step.items()}

@@ -125,3 +125,27 @@ def test_rllib_ppo_iteration_with_a_policy_per_group_and_masks(ray_session: Any)
     assert steps["scout"] == er["num_env_steps_sampled"]
     assert set(res["learners"]) >= {"hunter", "runner", "scout"}
     assert np.isfinite(er["episode_return_mean"])
+
+
+def test_the_shipped_hunt_env_under_pettingzoos_tests_and_torchrl() -> None:
+    from pettingzoo.test import api_test, parallel_api_test
+
+    from seer_env.envs import hunt_v0
+
+    parallel_api_test(hunt_v0.parallel_env(threads=1, max_cycles=30), num_cycles=60)
+    api_test(hunt_v0.env(threads=1, max_cycles=30), num_cycles=60)
+    par = hunt_v0.parallel_env(threads=1)
+    assert {par.group_of(a) for a in par.possible_agents} == {"predator", "prey"}
+    assert par.action_space("predator_0").nvec.tolist() == [5, 2]
+    pytest.importorskip("torchrl")
+    from torchrl.envs.libs.pettingzoo import PettingZooWrapper
+    from torchrl.envs.utils import check_env_specs
+
+    groups = {g: [a for a in par.possible_agents if par.group_of(a) == g]
+              for g in ("predator", "prey")}
+    env = PettingZooWrapper(par, group_map=groups, use_mask=True, categorical_actions=True)
+    check_env_specs(env)
+    td = env.rollout(40, break_when_any_done=False)
+    assert td["predator", "action_mask"].shape[-1] == 7 and td["prey", "action_mask"].shape[
+        -1] == 5
+    env.close()
