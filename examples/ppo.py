@@ -178,17 +178,24 @@ def evaluate(policy: Callable[[np.ndarray], np.ndarray], make_envs: Callable[[in
 # --- training ------------------------------------------------------------------------------
 
 
-def train(envs: Any, args: Args, log: Callable[[str], None] = print
-          ) -> tuple[Agent, list[tuple[int, float]]]:
+def train(envs: Any, args: Args, log: Callable[[str], None] = print, agent: Any = None,
+          masked: bool = False) -> tuple[Any, list[tuple[int, float]]]:
     """PPO on ``envs`` (a Gymnasium VectorEnv with ``infos["active"]``); returns the
-    agent and the learning curve (agent steps, mean raw reward per valid sample)."""
+    agent and the learning curve (agent steps, mean raw reward per valid sample).
+
+    ``agent``: the actor-critic to train (default: an :class:`Agent` for the env's
+    spaces; another needs ``discrete``, ``get_value`` and ``get_action_and_value``).
+    ``masked``: the rollout keeps ``infos["action_mask"]`` (as bool) and passes each
+    sample's row as ``get_action_and_value(x, action, mask)`` when acting and in the
+    update (an agent that masks its logits: ``examples/ppo_hunt.py``)."""
     torch.manual_seed(args.seed)
     torch.set_num_threads(args.torch_threads)
     t_start = time.time()
     n = envs.num_envs
     obs_dim = envs.single_observation_space.shape[0]
-    agent = Agent(obs_dim, envs.single_action_space)
-    act_shape = () if agent.discrete else envs.single_action_space.shape
+    if agent is None:
+        agent = Agent(obs_dim, envs.single_action_space)
+    act_shape = envs.single_action_space.shape  # () for Discrete
     optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
     batch_size = n * args.num_steps
     minibatch_size = max(1, batch_size // args.num_minibatches)
@@ -207,6 +214,10 @@ def train(envs: Any, args: Args, log: Callable[[str], None] = print
     next_obs = torch.as_tensor(next_obs_np)
     next_done = torch.zeros(n)
     next_valid = torch.as_tensor(infos["active"])
+    if masked:
+        masks = torch.ones((args.num_steps, n, infos["action_mask"].shape[1]), dtype=torch.bool)
+        next_mask = torch.as_tensor(infos["action_mask"] != 0)
+    mask_kw: dict[str, Any] = {}
     curve: list[tuple[int, float]] = []
     global_step = 0
 
@@ -218,8 +229,10 @@ def train(envs: Any, args: Args, log: Callable[[str], None] = print
         for step in range(args.num_steps):
             global_step += n
             obs[step], dones[step], valid[step] = next_obs, next_done, next_valid
+            if masked:
+                masks[step] = mask_kw["mask"] = next_mask
             with torch.no_grad():
-                action, logprob, _, value = agent.get_action_and_value(next_obs)
+                action, logprob, _, value = agent.get_action_and_value(next_obs, **mask_kw)
             values[step] = value.flatten()
             actions[step], logprobs[step] = action, logprob
             next_obs_np, reward, term, trunc, infos = envs.step(action.numpy())
@@ -229,6 +242,8 @@ def train(envs: Any, args: Args, log: Callable[[str], None] = print
             next_obs = torch.as_tensor(next_obs_np)
             next_done = torch.as_tensor(term | trunc, dtype=torch.float32)
             next_valid = torch.as_tensor(infos["active"])
+            if masked:
+                next_mask = torch.as_tensor(infos["action_mask"] != 0)
         curve.append((global_step, raw_reward_sum / max(raw_count, 1)))
 
         # GAE (CleanRL): dones[t] marks obs[t] as the first of an episode
@@ -254,6 +269,8 @@ def train(envs: Any, args: Args, log: Callable[[str], None] = print
         b_advantages = advantages.reshape(-1)[keep]
         b_returns = returns.reshape(-1)[keep]
         b_values = values.reshape(-1)[keep]
+        if masked:
+            b_masks = masks.reshape((-1, masks.shape[2]))[keep]
         m = len(b_obs)
 
         clipfracs = []
@@ -261,8 +278,10 @@ def train(envs: Any, args: Args, log: Callable[[str], None] = print
             b_inds = torch.randperm(m)
             for start in range(0, m, minibatch_size):
                 mb = b_inds[start:start + minibatch_size]
+                if masked:
+                    mask_kw["mask"] = b_masks[mb]
                 _, newlogprob, entropy, newvalue = agent.get_action_and_value(
-                    b_obs[mb], b_actions[mb])
+                    b_obs[mb], b_actions[mb], **mask_kw)
                 logratio = newlogprob - b_logprobs[mb]
                 ratio = logratio.exp()
                 with torch.no_grad():

@@ -65,3 +65,30 @@ def test_generic_ppo_smoke(env: str, sets: list[str]) -> None:
     assert "update   3" in out
     m = re.search(r"random policy (-?[\d.]+), PPO policy \(greedy\) (-?[\d.]+)", out)
     assert m and all(np.isfinite(float(x)) for x in m.groups())
+
+
+@pytest.mark.parametrize("mode", ["--masks", "--no-masks"])
+def test_ppo_hunt_smoke(mode: str, tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    js = tmp_path / "result.json"
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "ppo_hunt.py"), "--smoke", mode,
+         "--json-out", str(js), "--torch-threads", "1"],
+        capture_output=True, text=True, timeout=600, check=True,
+    ).stdout
+    updates = re.findall(r"^update +(\d+) .*mean reward (-?[\d.]+) .*forbidden ([\d.]+)$", out,
+                         re.M)
+    assert [int(u) for u, _, _ in updates] == [1, 2, 3]  # smoke mode: 3 updates
+    m = re.search(r"random-within-masks policy (-?[\d.]+), PPO policy \(greedy\) (-?[\d.]+); "
+                  r"forbidden moves attempted ([\d.]+) \(masks (on|off)\)", out)
+    assert m and m.group(4) == ("on" if mode == "--masks" else "off")
+    numbers = [float(x) for _, r, f in updates for x in (r, f)] + [float(x) for x in m.groups()[:3]]
+    assert all(np.isfinite(x) for x in numbers)
+    res = json.loads(js.read_text())
+    assert len(res["curve"]) == 3 and np.isfinite(res["trained"]) and np.isfinite(res["random"])
+    assert res["random_forbidden"] == 0.0  # the random baseline draws within the masks
+    if mode == "--masks":
+        # masked logits never pick a forbidden move (the env would have refused it)
+        assert res["forbidden"] == 0.0 and all(float(f) == 0.0 for _, _, f in updates)
+    else:
+        assert 0.0 <= res["forbidden"] <= 1.0 and np.isfinite(res["trained_masked_eval"])
