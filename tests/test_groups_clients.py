@@ -143,6 +143,12 @@ def test_the_shipped_hunt_env_under_pettingzoos_tests_and_torchrl() -> None:
 
     groups = {g: [a for a in par.possible_agents if par.group_of(a) == g]
               for g in ("predator", "prey")}
+    # agents are named <group>_<i>: TorchRL's own grouping (by name prefix) finds the
+    # model's groups without a group_map
+    default = PettingZooWrapper(hunt_v0.parallel_env(threads=1), use_mask=True,
+                                categorical_actions=True)
+    assert default.group_map == groups
+    default.close()
     env = PettingZooWrapper(par, group_map=groups, use_mask=True, categorical_actions=True)
     check_env_specs(env)
     td = env.rollout(40, break_when_any_done=False)
