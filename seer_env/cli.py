@@ -59,6 +59,44 @@ def _threads(v: str) -> int | str:
     return v if v == "auto" else int(v)
 
 
+def _policy_actions(venv: Any, infos: dict[str, Any], policy: str,
+                    rng: np.random.Generator) -> Any:
+    """One step's actions for ``seer-env run``: random ones (uniform over each
+    group's space, within its action masks), or constant ones (choice 0 -- the
+    first allowed one where a mask forbids 0 -- or the zero vector).  One
+    array for a model with one group, a dict group -> array otherwise."""
+    from .gym_vector import random_actions
+
+    B = venv.num_envs
+    grouped = len(venv.groups) > 1
+    masks = infos.get("action_mask")
+    out = {}
+    for g in venv.groups:
+        mask = (masks.get(g.name) if grouped else masks) if masks is not None else None
+        if policy == "random":
+            acts = random_actions(g, mask, B, rng)
+        elif g.action_kind == "box":
+            acts = np.zeros((B, g.count, g.action_dim), np.float32)
+        else:
+            shape = (B, g.count) if g.action_kind == "discrete" else (B, g.count, g.action_dim)
+            acts = np.zeros(shape, np.int64)
+            if mask is not None:  # the first allowed choice of each component
+                sizes = [g.action_n] if g.action_kind == "discrete" else list(g.nvec)
+                ends = np.cumsum(sizes)
+                first = [np.asarray(mask[:, :, e - k:e], bool).argmax(axis=2)
+                         for k, e in zip(sizes, ends, strict=True)]
+                acts = first[0] if g.action_kind == "discrete" else np.stack(first, axis=2)
+        out[g.name] = acts
+    return out if grouped else out[venv.groups[0].name]
+
+
+def _active_rewards(rew: Any, infos: dict[str, Any]) -> float:
+    """The sum of the rewards of the agents that acted (per group for groups)."""
+    if isinstance(rew, dict):
+        return sum(float(r[infos["active"][g]].sum()) for g, r in rew.items())
+    return float(rew[infos["active"]].sum())
+
+
 def cmd_run(a: argparse.Namespace) -> int:
     cfg = _parse_sets(a.set, a.env)
     mod = env_module(a.env)
@@ -70,11 +108,7 @@ def cmd_run(a: argparse.Namespace) -> int:
            else f"executor={rt.executor}, threads={rt.threads}")
     print(f"{a.env}: {a.num_envs} instance(s) x {sz.num_agents} agents, {how}, "
           f"policy={a.policy}")
-    venv.reset(seed=a.seed)
-    if sz.action_kind == "discrete":
-        const = np.zeros((a.num_envs, sz.num_agents), dtype=np.int64)
-    else:
-        const = np.zeros((a.num_envs, sz.num_agents, sz.action_dim), dtype=np.float32)
+    _, infos = venv.reset(seed=a.seed)
     from tqdm.auto import tqdm
 
     # a progress bar on a terminal only (tqdm's disable=None)
@@ -83,15 +117,8 @@ def cmd_run(a: argparse.Namespace) -> int:
     rewards = 0.0
     t0 = time.perf_counter()
     for _ in range(a.steps):
-        if a.policy == "random":
-            if sz.action_kind == "discrete":
-                acts = rng.integers(0, sz.action_n, size=const.shape)
-            else:
-                acts = rng.uniform(sz.action_low, sz.action_high, size=const.shape)
-        else:
-            acts = const
-        _, rew, _, _, infos = venv.step(acts)
-        rewards += float(rew[infos["active"]].sum())
+        _, rew, _, _, infos = venv.step(_policy_actions(venv, infos, a.policy, rng))
+        rewards += _active_rewards(rew, infos)
         bar.update(1)
     dt = time.perf_counter() - t0
     bar.close()
@@ -284,7 +311,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "rollback, any lookahead) or 'serial' (the reference); outputs are "
                         "identical")
     r.add_argument("--policy", choices=["random", "constant"], default="random",
-                   help="random actions, or action 0 / zero vector (default random)")
+                   help="random actions within the action masks, or action 0 (the first "
+                        "allowed one where masked) / zero vector (default random)")
     r.add_argument("--quiet", action="store_true",
                    help="no progress bar (it is drawn on stderr only when that is a terminal)")
     r.set_defaults(fn=cmd_run)
