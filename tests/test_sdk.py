@@ -55,11 +55,15 @@ def test_every_api_of_a_shipped_env(tokens: sdk.Model) -> None:
     env = tokens.parallel_env(num_agents=6, max_cycles=25)
     parallel_api_test(env, num_cycles=30)
     assert env.possible_agents == [f"agent_{i}" for i in range(6)]
-    assert env.observation_space("agent_0").high.tolist() == [np.inf, 1, 1, 1]
+    # the template's mask hook: PettingZoo's dict observation
+    assert env.observation_space("agent_0")["observation"].high.tolist() == [np.inf, 1, 1, 1]
+    assert env.observation_space("agent_0")["action_mask"].shape == (3,)
     assert env.state_space.shape == (6,)
     venv = tokens.vector_env(3, num_agents=6, threads=2)
     obs, infos = venv.reset(seed=1)
-    assert obs.shape == (3, 6, 4) and set(infos) == {"alive", "active", "received"}
+    assert obs.shape == (3, 6, 4) and set(infos) == {"alive", "active", "received",
+                                                     "action_mask"}
+    assert infos["action_mask"].shape == (3, 6, 3)
     venv.close()
     envs = tokens.agent_vector_env(2, num_agents=6)
     assert envs.num_envs == 12
@@ -206,7 +210,10 @@ def test_cli_new_build_info_check_run(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "goal = 40  ([1, 1000000])" in out and "5 agents (agent_0" in out
     assert cli.main(["check", folder, "--quick", "--steps", "20", "--set", "num_agents=5"]) == 0
     assert "no finding" in capsys.readouterr().out
-    assert cli.main(["run", folder, "--steps", "20", "--quiet", "--threads", "2"]) == 0
+    # random actions within the template's masks (a forbidden one would fail the run)
+    for policy in ("random", "constant"):
+        assert cli.main(["run", folder, "--steps", "60", "--quiet", "--threads", "2",
+                         "--policy", policy, "--set", "goal=8"]) == 0
     c = tmp_path / "clim" / "clim.c"
     c.write_text(c.read_text() + "\nint broken = ;\n")
     assert cli.main(["build", folder, "--quiet"]) == 1

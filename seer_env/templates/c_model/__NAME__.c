@@ -5,7 +5,9 @@
  * is one event chain: when an agent handles a token it counts it and sends
  * it on -- to itself, or to a ring neighbour one lookahead later -- as its
  * last action says.  An agent that has received `goal` tokens is done
- * (terminated) and keeps every token that reaches it.
+ * (terminated) and keeps every token that reaches it.  Passing towards a
+ * neighbour that is done would only keep the token, so the action mask
+ * (__NAME___action_mask) forbids it.
  *
  * Every hook a model can have is here, commented.  The rules every handler
  * keeps (the event-locality contract; `seer-env check` tests them):
@@ -116,7 +118,8 @@ static int __NAME___describe(void *config, seer_sizes *out, char *err, size_t er
 }
 
 /* Send a token on as `route` says; a neighbour that was done at the last
- * boundary (its published record says so) takes no tokens: keep it then. */
+ * boundary (its published record says so) takes no tokens: keep it then.
+ * (The mask forbids such a route; this still holds with enforce_masks=False.) */
 static int pass_on(seer_ctx *ctx, const __NAME___config *c, uint32_t route, uint64_t hops)
 {
     const uint32_t self = seer_self(ctx), n = c->num_agents;
@@ -150,7 +153,8 @@ static int __NAME___act(seer_ctx *ctx, void *entity, const void *action)
 {
     (void)ctx;
     __NAME___agent *st = entity;
-    st->route = (uint32_t)*(const int32_t *)action; /* validated: in [0, action_n) */
+    /* validated: in [0, action_n) and allowed by the agent's mask */
+    st->route = (uint32_t)*(const int32_t *)action;
     st->step_received = 0;
     return SEER_OK;
 }
@@ -198,6 +202,30 @@ static void __NAME___observe(seer_ctx *ctx, uint32_t agent, const seer_output *o
     *out->reward = (float)st->step_received / (float)c->tokens_per_agent;
     *out->terminated = st->done;
     out->info[0] = (double)st->received;
+}
+
+/* ---- action_mask: the choices each agent may take in the next step ---------
+ * Optional (drop the function and `.action_mask` from the table to have no
+ * masks; the observations are then plain arrays).  It runs after observe for
+ * every agent that acts next; `mask` holds one byte per choice (action_n
+ * here), all 1 on entry: write 0 where a choice is forbidden, and write only
+ * this row.  It may read what observe reads.  Keep one choice allowed (a row
+ * with none fails the step): here 0, keep, always is.  The host shows the row
+ * as obs[agent]["action_mask"] (ParallelEnv, AEC) or infos["action_mask"]
+ * (vector_env, agent_vector_env) and refuses a forbidden action with
+ * InvalidActionError before anything changes.  To let such actions reach
+ * `act` instead, set `.flags = SEER_MODEL_MASK_ADVISORY` (the env keyword
+ * enforce_masks=False does it for one env). */
+static void __NAME___action_mask(seer_ctx *ctx, uint32_t agent, uint8_t *mask)
+{
+    const __NAME___config *c = seer_config(ctx);
+    const uint32_t n = c->num_agents;
+    const __NAME___agent *right = seer_entity_state(ctx, (agent + 1) % n);
+    const __NAME___agent *left = seer_entity_state(ctx, (agent + n - 1) % n);
+    if (right->done)
+        mask[1] = 0; /* pass right: the neighbour takes no tokens */
+    if (left->done)
+        mask[2] = 0; /* pass left */
 }
 
 /* ---- publish: each entity's record for the next step ---------------------- */
@@ -270,4 +298,5 @@ const seer_model __NAME___model = {
     .state_fields = __NAME___fields,
     .num_state_fields = SEER_COUNT(__NAME___fields),
     .max_cycles = 200,
+    .action_mask = __NAME___action_mask, /* optional: leave out for no masks */
 };
