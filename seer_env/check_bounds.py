@@ -163,7 +163,7 @@ def bounds_findings(native: Any, config: Mapping[str, Any], run: Any,
         obs = np.asarray(step["obs"])
         # observations: rows of the agents this call observed
         if obs.size:
-            rows = np.where(active[..., None] & valid, obs, np.float32(0))
+            rows = np.where(active[..., None], obs, np.float32(0))
             nan = np.isnan(rows)
             inf_bad = (np.isposinf(rows) & np.isfinite(obs_hi)) | (np.isneginf(rows) &
                                                                   np.isfinite(obs_lo))

@@ -3,6 +3,7 @@
 Examples::
 
     seer-env new mymodel                            # a working model folder to start from
+    seer-env new mymodel --groups                   # two agent groups, masks, multi-discrete
     seer-env build mymodel                          # compile it (cached by content)
     seer-env check mymodel --set num_agents=6       # contract checker + determinism matrix
     seer-env info pcs_v0                            # configuration keys, defaults, ranges
@@ -196,7 +197,7 @@ def cmd_trace(a: argparse.Namespace) -> int:
 def cmd_new(a: argparse.Namespace) -> int:
     from . import sdk
 
-    folder = sdk.new(a.name, a.dir, force=a.force, python=a.python)
+    folder = sdk.new(a.name, a.dir, force=a.force, python=a.python, groups=a.groups)
     print(f"wrote {folder}/: {', '.join(sorted(p.name for p in folder.iterdir()))}")
     print("next:")
     print(f"  seer-env build {folder}      # compile")
@@ -258,20 +259,33 @@ def cmd_info(a: argparse.Namespace) -> int:
     for line in model.config_help().splitlines():
         print(f"  {line}")
     names = nm.agent_names(buf, min(sz.num_agents, 4), sz)
+    groups = sz.groups if sz.num_groups > 1 else ()
+    if groups:
+        spaces = f"{len(groups)} groups"
+    else:
+        mask = f", action mask ({sz.mask_dim},)" if sz.mask_dim else ""
+        spaces = f"observation ({sz.obs_dim},), action {_action_text(sz.groups[0])}{mask}"
     print(f"with this configuration: {sz.num_agents} agents ({', '.join(names)}"
           f"{', ...' if sz.num_agents > 4 else ''}), {sz.num_entities} entities, "
-          f"state ({sz.state_dim},), lookahead {sz.lookahead:g}, "
-          f"step duration {sz.step_duration:g}")
-    for g in sz.groups:
-        act = (f"Discrete({g.action_n})" if g.action_kind == "discrete"
-               else f"MultiDiscrete({list(g.nvec)})" if g.action_kind == "multi_discrete"
-               else f"Box({g.action_low:g}, {g.action_high:g}, ({g.action_dim},))")
+          f"{spaces}, state ({sz.state_dim},), "
+          f"lookahead {sz.lookahead:g}, step duration {sz.step_duration:g}")
+    for g in groups:
         mask = f", action mask ({g.mask_len},)" if g.mask_len else ""
-        who = f"group '{g.name}': {g.count} agents, " if sz.num_groups > 1 else ""
-        print(f"  {who}observation ({g.obs_dim},), action {act}{mask}; info values: "
-              f"{', '.join(g.info_names) or '(none)'}")
-    print(f"event types: {', '.join(nm.event_names) or '(unnamed)'}")
+        info = ", ".join(g.info_names) or "(none)"
+        print(f"  group {g.name!r}: {g.count} agent{'' if g.count == 1 else 's'}, observation "
+              f"({g.obs_dim},), action {_action_text(g)}{mask}, info values: {info}")
+    info = "" if groups else f"info values: {', '.join(nm.info_names(sz.info_dim)) or '(none)'}; "
+    print(f"{info}event types: {', '.join(nm.event_names) or '(unnamed)'}")
     return 0
+
+
+def _action_text(g: Any) -> str:
+    """A group's action space, as Gymnasium prints it."""
+    if g.action_kind == "discrete":
+        return f"Discrete({g.action_n})"
+    if g.action_kind == "multi_discrete":
+        return f"MultiDiscrete({list(g.nvec)})"
+    return f"Box({g.action_low:g}, {g.action_high:g}, ({g.action_dim},))"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -382,13 +396,18 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Write DIR/NAME/: a C model with every hook present and "
                                    "commented, its declaration (__init__.py), a test and a "
                                    "README (--python: the model in Python, compiled with "
-                                   "Numba). It builds, passes `check` and runs as written.")
+                                   "Numba; --groups: a C model with two agent groups, "
+                                   "multi-discrete actions and action masks). It builds, "
+                                   "passes `check` and runs as written.")
     n.add_argument("name", help="model name: an ASCII identifier, not starting with '_' "
                                 "(folder, C symbols, env)")
     n.add_argument("--dir", default=".", help="parent folder (default: the current one)")
     n.add_argument("--force", action="store_true", help="write into an existing folder")
     n.add_argument("--python", action="store_true",
                    help='write the model in Python (needs pip install "seer_env[numba]")')
+    n.add_argument("--groups", action="store_true",
+                   help="a C model with two agent groups: scouts (Box actions) and workers "
+                        "(multi-discrete actions with action masks)")
     n.set_defaults(fn=cmd_new)
 
     bu = sub.add_parser("build", help="compile a model folder (cached by content)",
