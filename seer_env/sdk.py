@@ -21,6 +21,7 @@ The shipped environments (``envs/<name>/``) are folders of exactly
 this kind.  From the command line::
 
     seer-env new mymodel          # a working model folder to start from
+    seer-env new mymodel --groups # the same with two agent groups and masks
     seer-env build mymodel        # compile it (cached by content)
     seer-env check mymodel        # contract checker + determinism matrix
     seer-env run mymodel --steps 100
@@ -92,12 +93,21 @@ def build(path: str | Path, rebuild: bool = False, log: Callable[[str], None] | 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
 
-def new(name: str, where: str | Path = ".", force: bool = False, python: bool = False) -> Path:
+def new(name: str, where: str | Path = ".", force: bool = False, python: bool = False,
+        groups: bool = False) -> Path:
     """Write a working model folder ``where/name`` from the template: the C
-    model (every hook present and commented), its declaration, a test and a
-    README; with ``python=True`` the model written in Python
-    (:mod:`seer_env.pymodel`) instead of C.  It builds, passes
-    :func:`seer_env.check` and runs as written.  Returns the folder."""
+    model (every hook present and commented, an action mask included), its
+    declaration, a test and a README; with ``python=True`` the model written
+    in Python (:mod:`seer_env.pymodel`) instead of C; with ``groups=True`` a C
+    model with two agent groups (scouts with Box actions, workers with
+    multi-discrete actions and action masks).  It builds, passes
+    :func:`seer_env.check` and runs as written.  Returns the folder.
+    ``groups=True`` with ``python=True`` raises :class:`ConfigError` (the
+    Python model API has no groups yet)."""
+    if groups and python:
+        raise ConfigError("groups=True (--groups) needs a C model: the Python model API "
+                          "(seer_env.pymodel) has no agent groups yet; leave out python=True "
+                          "(--python)")
     check_name(name, " (it names the folder, the C symbols and the env)")
     if name.startswith("_"):
         raise ConfigError(f"model name {name!r} must be an identifier not starting with '_' "
@@ -107,7 +117,8 @@ def new(name: str, where: str | Path = ".", force: bool = False, python: bool = 
         raise ConfigError(f"{folder} exists and is not empty (force=True / --force overwrites)")
     folder.mkdir(parents=True, exist_ok=True)
     # Python files are stored as .tmpl: the template folder is no package
-    for src in sorted((TEMPLATES / ("py_model" if python else "c_model")).iterdir()):
+    kind = "py_model" if python else "c_groups" if groups else "c_model"
+    for src in sorted((TEMPLATES / kind).iterdir()):
         if src.name.startswith(".") or src.name == "__pycache__":
             continue
         dest = folder / src.name.replace("__NAME__", name).removesuffix(".tmpl")
