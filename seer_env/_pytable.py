@@ -9,7 +9,8 @@ runtime's C functions by address: :func:`function_address`) or callbacks
 made here around Python functions:
 
 * the host hooks, run by the host thread on a configuration
-  (:func:`describe_hook`, :func:`agent_name_hook`, :func:`bounds_hook`): the
+  (:func:`describe_hook`, :func:`agent_name_hook`, :func:`bounds_hook`,
+  :func:`group_hook`, :func:`group_bounds_hook`, :func:`nvec_hook`): the
   configuration arrives as a NumPy record, ``describe`` writes its sizes
   into a :class:`SizesOut`, and what they raise becomes a status code and a
   message here;
@@ -43,12 +44,14 @@ _HANDLER_CTYPES = {
     "observe": "void(*)(seer_ctx *, uint32_t, const seer_output *)",
     "publish": "void(*)(seer_ctx *, const void *, void *)",
     "global_state": "void(*)(seer_ctx *, float *)",
+    "action_mask": "void(*)(seer_ctx *, uint32_t, uint8_t *)",
 }
 
 #: ``seer_param.kind`` / ``seer_field.kind`` by NumPy kind.
 _KINDS = {"b": "SEER_KIND_BOOL", "i": "SEER_KIND_INT", "u": "SEER_KIND_UINT",
           "f": "SEER_KIND_FLOAT"}
-_ACTION_KINDS = {"discrete": "SEER_ACTION_DISCRETE", "box": "SEER_ACTION_BOX"}
+_ACTION_KINDS = {"discrete": "SEER_ACTION_DISCRETE", "box": "SEER_ACTION_BOX",
+                 "multi_discrete": "SEER_ACTION_MULTI_DISCRETE"}
 
 
 # -- layouts ---------------------------------------------------------------------------
@@ -87,14 +90,25 @@ def function_address(name: str) -> int:
     return int(c.ffi.cast("uintptr_t", c.ffi.addressof(c.lib, name)))
 
 
+def agent_group(ctx: Any, agent: int) -> int:
+    """``seer_agent_group(ctx, agent)`` for a handler's ``seer_ctx *``."""
+    return int(core().lib.seer_agent_group(ctx, agent))
+
+
+def group_first(ctx: Any, group: int) -> int:
+    """``seer_group_first(ctx, group)`` for a handler's ``seer_ctx *``."""
+    return int(core().lib.seer_group_first(ctx, group))
+
+
 # -- host hooks ---------------------------------------------------------------------------
 
 
 class SizesOut:
     """``describe``'s output, a ``seer_sizes`` in native memory: set its fields
-    as attributes (``out.obs_dim = 4``; ``out.action_kind = "discrete"`` or
-    ``"box"``).  Values are converted as the C fields' types require: one out
-    of a field's range raises OverflowError, one of another type TypeError."""
+    as attributes (``out.obs_dim = 4``; ``out.action_kind = "discrete"``,
+    ``"box"`` or ``"multi_discrete"``).  Values are converted as the C
+    fields' types require: one out of a field's range raises OverflowError,
+    one of another type TypeError."""
 
     __slots__ = ("_s", "_lib")
 
@@ -187,6 +201,112 @@ def bounds_hook(config_dtype: np.dtype,
     return ffi.callback("void(*)(const void *, float *, float *)", cb)
 
 
+class GroupSpec(Protocol):
+    """What :func:`group_hook` reads of a group (a
+    :class:`seer_env.pymodel.Group`, ``info_dim`` filled in)."""
+
+    name: str
+    count: int
+    obs_dim: int
+    action_kind: str
+    action_dim: int
+    action_n: int
+    action_low: float
+    action_high: float
+    info_dim: int
+    info_names: Sequence[str]
+
+
+def group_hook(config_dtype: np.dtype, group: Callable[[np.ndarray, int], GroupSpec],
+               keep: list[Any]) -> Any:
+    """``group`` as a table entry: ``group(config, g)`` (a copy of the
+    configuration record) returns group ``g`` (:class:`GroupSpec`), written
+    into the runtime's ``seer_group``.  The name and info-name strings are
+    made once per distinct value and kept in ``keep`` (the table's life).
+    What it raises becomes the hook's failure, with its message."""
+    c = core()
+    ffi, lib = c.ffi, c.lib
+    strings: dict[Any, Any] = {}
+
+    def cstr(v: str) -> Any:
+        p = strings.get(v)
+        if p is None:
+            p = strings[v] = _cstr(ffi, v, keep)
+        return p
+
+    def names(vs: tuple[str, ...]) -> Any:
+        key = ("names", vs)
+        p = strings.get(key)
+        if p is None:
+            p = strings[key] = _names(ffi, vs, keep)
+        return p
+
+    def cb(cfg: Any, g: int, out: Any, err: Any, errlen: int) -> int:
+        try:
+            x = group(_config_copy(ffi, cfg, config_dtype), int(g))
+            if x.action_kind not in _ACTION_KINDS:
+                raise ConfigError(f"action_kind={x.action_kind!r} must be one of "
+                                  f"{', '.join(map(repr, _ACTION_KINDS))}")
+            info = tuple(str(n) for n in x.info_names)
+            if info and len(info) != x.info_dim:
+                raise ConfigError(f"info_dim={x.info_dim} but {len(info)} info_names")
+            out.name = cstr(str(x.name))
+            out.count = x.count
+            out.obs_dim = x.obs_dim
+            out.action_kind = getattr(lib, _ACTION_KINDS[x.action_kind])
+            out.action_dim = x.action_dim
+            out.action_n = x.action_n
+            out.action_low = float(x.action_low)
+            out.action_high = float(x.action_high)
+            out.info_dim = x.info_dim
+            out.info_names = names(info)
+            return 0
+        except BaseException as exc:
+            msg = str(exc) if isinstance(exc, (ConfigError, ValueError, OverflowError)) else \
+                f"the group hook raised {type(exc).__name__}: {exc}"
+            _write_err(ffi, err, errlen, msg)
+            return 1
+
+    return ffi.callback("int(*)(const void *, uint32_t, seer_group *, char *, size_t)", cb)
+
+
+def group_bounds_hook(config_dtype: np.dtype,
+                      bounds: Callable[[np.ndarray, int],
+                                       tuple[np.ndarray, np.ndarray] | None]) -> Any:
+    """``group_obs_bounds`` as a table entry: ``bounds(config, g)`` returns the
+    (low, high) float32 arrays of group ``g``'s observation, or None to leave
+    them as they are (-inf..inf)."""
+    c = core()
+    ffi = c.ffi
+
+    def cb(cfg: Any, g: int, low: Any, high: Any) -> None:
+        out = bounds(_config_copy(ffi, cfg, config_dtype), int(g))
+        if out is None:
+            return
+        lo, hi = out
+        ffi.memmove(low, lo.tobytes(), lo.nbytes)
+        ffi.memmove(high, hi.tobytes(), hi.nbytes)
+
+    return ffi.callback("void(*)(const void *, uint32_t, float *, float *)", cb)
+
+
+def nvec_hook(config_dtype: np.dtype,
+              nvec: Callable[[np.ndarray, int], np.ndarray | None]) -> Any:
+    """``action_nvec`` as a table entry: ``nvec(config, g)`` returns group
+    ``g``'s choices per component (int32, its action_dim of them), or None
+    to leave them 0 (which the runtime refuses, naming the component)."""
+    c = core()
+    ffi = c.ffi
+
+    def cb(cfg: Any, g: int, out: Any) -> None:
+        v = nvec(_config_copy(ffi, cfg, config_dtype), int(g))
+        if v is None:
+            return
+        ffi.memmove(out, v.tobytes(), v.nbytes)
+
+    return ffi.callback("void(*)(const void *, uint32_t, int32_t *)", cb)
+
+
 def handler_hook(hook: str, handler: Callable[..., Any]) -> Any:
     """Handler ``hook`` (``"init"``, ``"handle"``, ...) as a table entry calling
     ``handler`` with the C arguments as they come (``seer_ctx *`` first:
@@ -231,7 +351,8 @@ def _names(ffi: Any, names: Sequence[str], keep: list[Any]) -> Any:
 
 def model_table(*, name: str, params: Sequence[ParamSpec], config: np.dtype, state: np.dtype,
                 info_names: Sequence[str], event_names: Sequence[str], max_cycles: int,
-                hooks: Mapping[str, Any], source: str, keep: list[Any]) -> NativeModel:
+                hooks: Mapping[str, Any], source: str, keep: list[Any],
+                mask_advisory: bool = False) -> NativeModel:
     """A ``seer_model`` table in ``seer_env._core`` made from these values, as a
     :class:`~seer_env._native.NativeModel` (checked by the runtime).
 
@@ -241,6 +362,7 @@ def model_table(*, name: str, params: Sequence[ParamSpec], config: np.dtype, sta
     ConfigError).  ``hooks`` maps each present hook to a machine-code address
     (an int) or a callback made here; ``keep`` holds everything the table
     points into and is kept alive with it (the callbacks included).
+    ``mask_advisory`` sets ``SEER_MODEL_MASK_ADVISORY`` in the table's flags.
     """
     c = core()
     ffi, lib = c.ffi, c.lib
@@ -292,6 +414,7 @@ def model_table(*, name: str, params: Sequence[ParamSpec], config: np.dtype, sta
     t.event_names = _names(ffi, event_names, keep)
     t.event_type_count = len(event_names)
     t.max_cycles = max_cycles
+    t.flags = lib.SEER_MODEL_MASK_ADVISORY if mask_advisory else 0
     ftypes = dict(ffi.typeof("seer_model").fields)
     for hook, fn in hooks.items():
         ctype = ftypes[hook].type

@@ -121,12 +121,19 @@ __all__ = [
     "now", "self", "instance", "step_index", "seed", "config", "model_sizes", "snapshot",
     "instance_data", "schedule", "rng_u64", "rng_uniform", "rng_exponential", "rng_below",
     "entity_state", "agent_alive", "entity_events", "fail", "ConfigError",
+    "Group", "agent_group", "group_first",
 ]
 
 #: The handlers a Python model may define (the order of ``seer_model``).
-HANDLERS = ("init", "act", "handle", "boundary", "observe", "publish", "global_state")
+HANDLERS = ("init", "act", "handle", "boundary", "observe", "publish", "global_state",
+            "action_mask")
 #: Host-side hooks: plain Python, run by the host thread.
-HOST_HOOKS = ("describe", "agent_name", "obs_bounds", "state_bounds")
+HOST_HOOKS = ("describe", "agent_name", "obs_bounds", "state_bounds", "group",
+              "group_obs_bounds", "action_nvec")
+#: What ``actions=`` of :func:`declare` accepts (the type of ``act``'s ``action``).
+ACTIONS = ("discrete", "box", "multi_discrete", "mixed")
+#: What :class:`Group`'s ``action_kind`` accepts.
+ACTION_KINDS = ("discrete", "box", "multi_discrete")
 REQUIRED = ("describe", "handle", "observe")
 
 #: ``out`` of observe: arrays of obs_dim, 1, 1, 1 and info_dim elements.
@@ -232,7 +239,14 @@ class Sizes:
     ``entity_size``, ``payload_size``, ``snapshot_size`` and ``instance_size``
     come from the declared dtypes (given here, they must agree); ``info_dim``
     defaults to the number of ``info_names``; a discrete model gives
-    ``action_n``, a box model ``action_dim``, ``action_low``, ``action_high``.
+    ``action_n``, a box model ``action_dim``, ``action_low``, ``action_high``,
+    a multi-discrete one ``action_dim`` (the components; ``action_nvec``
+    gives their choices).
+
+    A model with agent groups (a ``group`` hook) sets ``num_groups`` (>= 1;
+    0: no groups, as before) and leaves the observation, action and info
+    sizes out (``obs_dim=0``): each :class:`Group` gives its own, and the
+    runtime sets these members to the largest group's.
     """
 
     num_entities: int
@@ -251,6 +265,31 @@ class Sizes:
     payload_size: int | None = None
     snapshot_size: int | None = None
     instance_size: int | None = None
+    num_groups: int = 0
+
+
+@dataclass(frozen=True)
+class Group:
+    """What the ``group`` hook returns for group ``g``: the fields of C's
+    ``seer_group``.  Group 0 takes the first ``count`` agents, group 1 the
+    next, and so on; agents are named ``<name>_<i>``.
+
+    ``action_kind`` is ``"discrete"`` (give ``action_n``), ``"box"``
+    (``action_dim``, ``action_low``, ``action_high``) or
+    ``"multi_discrete"`` (``action_dim`` components; ``action_nvec`` gives
+    their choices).  ``info_dim`` defaults to the number of ``info_names``.
+    """
+
+    name: str
+    count: int
+    obs_dim: int
+    action_kind: str = "discrete"
+    action_dim: int = 1
+    action_n: int = 0
+    action_low: float = 0.0
+    action_high: float = 0.0
+    info_names: Sequence[str] = ()
+    info_dim: int | None = None
 
 
 @dataclass(frozen=True)
@@ -269,7 +308,9 @@ class Spec:
 
     @property
     def action_dtype(self) -> np.dtype:
-        return np.dtype(np.int32 if self.actions == "discrete" else np.float32)
+        """``act``'s ``action``: float32 for box actions, int32 otherwise
+        (``"mixed"``: a box group reads ``action.view(np.float32)``)."""
+        return np.dtype(np.float32 if self.actions == "box" else np.int32)
 
 
 def _struct(what: str, dt: Any, model: str) -> np.dtype:
@@ -333,10 +374,11 @@ class PythonModel(Model):
                  state: Any, payload: Any = None, snapshot: Any = None, instance: Any = None,
                  actions: str = "discrete", info_names: Sequence[str] = (),
                  event_names: Sequence[str] = (), max_cycles: int = 0, jit: bool = True,
-                 **options: Any) -> None:
+                 mask_advisory: bool = False, **options: Any) -> None:
         super().__init__(folder, name, module=module, **options)
-        if actions not in ("discrete", "box"):
-            raise ConfigError(f"{name}: actions={actions!r} must be 'discrete' or 'box'")
+        if actions not in ACTIONS:
+            raise ConfigError(f"{name}: actions={actions!r} must be one of "
+                              f"{', '.join(map(repr, ACTIONS))}")
         params = list(params)
         for p in params:
             if not isinstance(p, Param):
@@ -356,6 +398,8 @@ class PythonModel(Model):
         if not isinstance(max_cycles, int) or max_cycles < 0:
             raise ConfigError(f"{name}: max_cycles={max_cycles!r} must be an int >= 0")
         self.max_cycles = max_cycles
+        #: SEER_MODEL_MASK_ADVISORY: masks advise, ``act`` treats forbidden actions
+        self.mask_advisory = bool(mask_advisory)
         # SEER_ENV_JIT=0 runs every Python model interpreted (debugging)
         self.jit = bool(jit) and os.environ.get("SEER_ENV_JIT", "1").strip().lower() not in (
             "0", "false", "no", "off")
@@ -413,7 +457,7 @@ def declare(module: str, *, name: str | None = None, params: Sequence[Param] = (
             state: Any, payload: Any = None, snapshot: Any = None, instance: Any = None,
             actions: str = "discrete", info_names: Sequence[str] = (),
             event_names: Sequence[str] = (), max_cycles: int = 0, jit: bool = True,
-            **options: Any) -> PythonModel:
+            mask_advisory: bool = False, **options: Any) -> PythonModel:
     """Declare a Python model in its folder's ``__init__.py`` (or any module)::
 
         MODEL = seer.declare(__name__, params=[...], state=STATE, payload=PAYLOAD)
@@ -426,11 +470,18 @@ def declare(module: str, *, name: str | None = None, params: Sequence[Param] = (
         payload: the event payload's dtype (None: events carry none).
         snapshot: the published record's dtype (None: no snapshot).
         instance: the per-instance boundary data's dtype (None: none).
-        actions: ``"discrete"`` or ``"box"`` (describe gives the sizes).
-        info_names: names of the per-agent info values.
+        actions: ``"discrete"``, ``"box"`` or ``"multi_discrete"`` (describe
+            gives the sizes); with groups, the kind of every group's actions,
+            or ``"mixed"`` for groups of different kinds (``act``'s action
+            is then int32: a box group reads ``action.view(np.float32)``).
+        info_names: names of the per-agent info values (a model with groups
+            names them per group: :class:`Group`'s ``info_names``).
         event_names: names of the event types, for messages and traces.
         max_cycles: steps before every agent is truncated (0: never).
         jit: False runs the handlers as plain Python (debugging).
+        mask_advisory: the action masks advise and do not forbid: an action
+            a mask rules out reaches ``act`` like any other
+            (``SEER_MODEL_MASK_ADVISORY``) instead of being refused.
         options: the keyword arguments of :class:`seer_env.sdk.Model`
             (``render``, ``dict_info_keys``, ...).
     """
@@ -439,7 +490,7 @@ def declare(module: str, *, name: str | None = None, params: Sequence[Param] = (
     model = PythonModel(folder, name or folder.name, module=module, params=params, state=state,
                         payload=payload, snapshot=snapshot, instance=instance, actions=actions,
                         info_names=info_names, event_names=event_names, max_cycles=max_cycles,
-                        jit=jit, doc=doc, **options)
+                        jit=jit, mask_advisory=mask_advisory, doc=doc, **options)
     return registry.register(model)  # type: ignore[return-value]
 
 
@@ -544,6 +595,18 @@ def entity_state(ctx: Any, entity: int) -> Any:
 def agent_alive(ctx: Any, agent: int) -> bool:
     """Whether ``agent`` was alive at the start of this step (boundary only)."""
     return ctx.agent_alive(agent)
+
+
+def agent_group(ctx: Any, agent: int) -> int:
+    """The group of ``agent`` (0 for a model without groups; 2**32 - 1 out of
+    range; ``seer_agent_group``).  Any handler."""
+    return ctx.agent_group(agent)
+
+
+def group_first(ctx: Any, group: int) -> int:
+    """The first agent of ``group`` (2**32 - 1 out of range;
+    ``seer_group_first``).  Any handler."""
+    return ctx.group_first(group)
 
 
 def entity_events(ctx: Any, entity: int) -> int:

@@ -50,6 +50,8 @@ EXTERNS: dict[str, tuple[Any, tuple[Any, ...]]] = {
     "seer_entity_state": (types.voidptr, (types.voidptr, types.uint32)),
     "seer_agent_alive": (types.int32, (types.voidptr, types.uint32)),
     "seer_entity_events": (types.uint64, (types.voidptr, types.uint32)),
+    "seer_agent_group": (types.uint32, (types.voidptr, types.uint32)),
+    "seer_group_first": (types.uint32, (types.voidptr, types.uint32)),
     "seer_fail_step": (types.int32, (types.voidptr, types.voidptr)),
 }
 
@@ -208,6 +210,16 @@ def c_agent_alive(typingctx: Any, ctx: Any, a: Any) -> Any:
 @intrinsic
 def c_entity_events(typingctx: Any, ctx: Any, e: Any) -> Any:
     return _typed("seer_entity_events", (ctx, e))
+
+
+@intrinsic
+def c_agent_group(typingctx: Any, ctx: Any, a: Any) -> Any:
+    return _typed("seer_agent_group", (ctx, a))
+
+
+@intrinsic
+def c_group_first(typingctx: Any, ctx: Any, g: Any) -> Any:
+    return _typed("seer_group_first", (ctx, g))
 
 
 @intrinsic
@@ -506,6 +518,20 @@ def _ov_entity_events(ctx, entity):
     return None
 
 
+@overload(api.agent_group, inline="always")
+def _ov_agent_group(ctx, agent):
+    if _is_ctx(ctx):
+        return lambda ctx, agent: c_agent_group(ctx, agent)
+    return None
+
+
+@overload(api.group_first, inline="always")
+def _ov_group_first(ctx, group):
+    if _is_ctx(ctx):
+        return lambda ctx, group: c_group_first(ctx, group)
+    return None
+
+
 @overload(api.fail, prefer_literal=True)
 def _ov_fail(ctx, why):
     if not _is_ctx(ctx):
@@ -537,6 +563,14 @@ def output(ctx: Any, out: Any) -> Any:
 def action_view(ctx: Any, action: Any, dt: Any) -> Any:
     sz = carray(c_model_sizes(ctx), 1, SIZES)[0]
     return carray(action, sz.action_dim, dt)
+
+
+@numba.njit(inline="always")
+def mask_view(ctx: Any, mask: Any) -> Any:
+    """action_mask's ``mask``: the agent's row of mask_dim bytes (its group's
+    choices first)."""
+    sz = carray(c_model_sizes(ctx), 1, SIZES)[0]
+    return carray(mask, sz.mask_dim, np.uint8)
 
 
 @numba.njit(inline="always")

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from .._native import HandlerContext
-from .._pytable import handler_hook, sizes_dtype
+from .._pytable import agent_group, group_first, handler_hook, sizes_dtype
 from . import HANDLERS, Output, PythonModel
 
 
@@ -96,6 +96,12 @@ class Ctx(HandlerContext):
     def fail(self, why: str) -> int:
         return self.fail_step(str(why))
 
+    def agent_group(self, agent: int) -> int:
+        return agent_group(self.ptr, agent)
+
+    def group_first(self, group: int) -> int:
+        return group_first(self.ptr, group)
+
 
 def _failure(hook: str, exc: BaseException) -> str:
     tb = traceback.extract_tb(exc.__traceback__)
@@ -149,9 +155,13 @@ def callbacks(model: PythonModel, keep: list[Any]) -> dict[str, Any]:
     def global_state(c: Ctx, o: Any) -> None:
         fns["global_state"](c, c.array(o, c.sizes().state_dim, np.float32))
 
+    def action_mask(c: Ctx, agent: int, m: Any) -> None:
+        fns["action_mask"](c, int(agent), c.array(m, c.sizes().mask_dim, np.uint8))
+
     bodies = {"init": (init, True), "act": (act, True), "handle": (handle, True),
               "boundary": (boundary, False), "observe": (observe, False),
-              "publish": (publish, False), "global_state": (global_state, False)}
+              "publish": (publish, False), "global_state": (global_state, False),
+              "action_mask": (action_mask, False)}
     for hook in HANDLERS:
         if hook in fns:
             body, status = bodies[hook]
