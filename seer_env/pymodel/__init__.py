@@ -62,7 +62,10 @@ Handlers and what they receive (the C hooks of ``seer.h``, one for one):
 ==================  =========================================================
 ``init``            ``(ctx, state)``: entity init at reset (state zeroed)
 ``act``             ``(ctx, state, action)``: ``action`` is an int32 array of
-                    one element (discrete) or a float32 array of action_dim
+                    one element (discrete), an int32 array of action_dim
+                    (multi-discrete: the components) or a float32 array of
+                    action_dim (box; ``actions="mixed"``: int32, a box group
+                    reads ``action.view(np.float32)``)
 ``handle``          ``(ctx, state, event_type, payload)`` (required)
 ``boundary``        ``(ctx, data)``: once per instance, ``data`` is the
                     instance record (writable)
@@ -72,7 +75,19 @@ Handlers and what they receive (the C hooks of ``seer.h``, one for one):
                     element)
 ``publish``         ``(ctx, state, record)``: write the snapshot record
 ``global_state``    ``(ctx, out)``: float32 array of state_dim
+``action_mask``     ``(ctx, agent, mask)``: for each agent that acts next, at
+                    the boundary; ``mask`` is the agent's uint8 row of
+                    mask_dim bytes (its group's choices first), all 1 on
+                    entry: write 0 where a choice is forbidden
 ==================  =========================================================
+
+Host hooks (plain Python, like ``describe``): ``agent_name(c, i)``,
+``obs_bounds(c)`` and ``state_bounds(c)`` (``(low, high)``); for agent groups
+(``Sizes(num_groups=...)``) ``group(c, g)`` returning a :class:`Group` and
+``group_obs_bounds(c, g)``; for multi-discrete actions ``action_nvec(c, g)``
+(the choices of each component).  :func:`agent_group` and
+:func:`group_first` give an agent's group and a group's first agent in any
+handler; ``declare(..., mask_advisory=True)`` makes the masks advisory.
 
 Handlers return nothing.  A handler fails the step with :func:`fail`
 (``seer.fail(ctx, "why")``) or by raising; either way the step raises
