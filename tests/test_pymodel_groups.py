@@ -18,6 +18,7 @@ from pettingzoo.test import api_test, parallel_api_test
 import seer_env
 from seer_env import pymodel as seer
 from seer_env._runtime import Runtime
+from seer_env.check import check
 from seer_env.errors import ConfigError, ContractViolation, InvalidActionError, ModelError
 from tests.models import load as load_test_model
 
@@ -157,6 +158,13 @@ def test_an_advisory_mask_lets_a_forbidden_action_reach_act() -> None:
     assert rt.reward[1, 1] == np.float32(1.0 + 1 / 8)
     assert not rt.mask[1, 1, 1 % 5 + 1]  # still computed: (k + a) % 5 at k = 1
     rt.close()
+
+
+@needs_numba
+def test_the_contract_checker_finds_nothing_in_the_twin() -> None:
+    report = check("teams_py", steps=8, seeds=(0,), threads=(1, 2), batches=(1,),
+                   progress=False)
+    assert report.ok, report.findings
 
 
 # -- PettingZoo ----------------------------------------------------------------------------
