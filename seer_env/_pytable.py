@@ -92,12 +92,12 @@ def function_address(name: str) -> int:
 
 def agent_group(ctx: Any, agent: int) -> int:
     """``seer_agent_group(ctx, agent)`` for a handler's ``seer_ctx *``."""
-    return int(core().lib.seer_agent_group(ctx, agent))
+    return int(core().lib.seer_agent_group(ctx, int(agent)))
 
 
 def group_first(ctx: Any, group: int) -> int:
     """``seer_group_first(ctx, group)`` for a handler's ``seer_ctx *``."""
-    return int(core().lib.seer_group_first(ctx, group))
+    return int(core().lib.seer_group_first(ctx, int(group)))
 
 
 # -- host hooks ---------------------------------------------------------------------------
