@@ -133,16 +133,19 @@ class Agent(nn.Module):
     def get_value(self, x: torch.Tensor) -> torch.Tensor:
         return self.critic(x)
 
-    def dist(self, x: torch.Tensor) -> Any:
+    def dist(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> Any:
         out = self.actor(x)
         if self.discrete:
+            if mask is not None:  # forbidden choices (mask False) get no probability
+                out = torch.where(mask, out, torch.full_like(out, -1e8))
             return Categorical(logits=out)
         return Normal(out, self.logstd.expand_as(out).exp())
 
     def get_action_and_value(
-        self, x: torch.Tensor, action: torch.Tensor | None = None
+        self, x: torch.Tensor, action: torch.Tensor | None = None,
+        mask: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        d = self.dist(x)
+        d = self.dist(x, mask)
         if action is None:
             action = d.sample()
         logprob, entropy = d.log_prob(action), d.entropy()
@@ -150,24 +153,28 @@ class Agent(nn.Module):
             logprob, entropy = logprob.sum(1), entropy.sum(1)
         return action, logprob, entropy, self.critic(x)
 
-    def greedy(self, obs: np.ndarray) -> np.ndarray:
+    def greedy(self, obs: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
         with torch.no_grad():
             out = self.actor(torch.as_tensor(obs))
+            if self.discrete and mask is not None:
+                out = torch.where(torch.as_tensor(mask != 0), out, torch.full_like(out, -1e8))
         return out.argmax(dim=1).numpy() if self.discrete else out.numpy()
 
 
 # --- evaluation ----------------------------------------------------------------------------
 
 
-def evaluate(policy: Callable[[np.ndarray], np.ndarray], make_envs: Callable[[int], Any],
+def evaluate(policy: Callable[..., np.ndarray], make_envs: Callable[[int], Any],
              instances: int, steps: int, seed: int = 10_000) -> float:
     """Mean reward per agent-step of ``policy(obs) -> actions`` over held-out seeds
-    (samples of idle sub-envs, ``infos["active"]`` False, left out)."""
+    (samples of idle sub-envs, ``infos["active"]`` False, left out).  For a model
+    with action masks the policy is called ``policy(obs, infos["action_mask"])``."""
     envs = make_envs(instances)
     obs, infos = envs.reset(seed=seed)
     total, count = 0.0, 0
     for _ in range(steps):
-        obs, reward, term, trunc, infos = envs.step(policy(obs))
+        acts = policy(obs, infos["action_mask"]) if "action_mask" in infos else policy(obs)
+        obs, reward, term, trunc, infos = envs.step(acts)
         active = infos["active"]
         total += float(reward[active].sum())
         count += int(active.sum())
@@ -324,12 +331,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     rng = np.random.default_rng(args.seed)
     space = envs.single_action_space
 
-    def random_policy(o: np.ndarray) -> np.ndarray:
+    def random_policy(o: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
         if isinstance(space, gymnasium.spaces.Discrete):
+            if mask is not None:  # uniform over the allowed choices
+                return np.array([rng.choice(np.flatnonzero(m)) for m in mask])
             return rng.integers(0, int(space.n), size=len(o))
         return rng.uniform(space.low, space.high, size=(len(o), *space.shape)).astype(np.float32)
 
-    agent, curve = train(envs, args, log=lambda s: print(s, flush=True))
+    # a model with action masks: the policy's logits are masked (a forbidden
+    # action would be refused)
+    _, first = envs.reset(seed=args.seed)
+    masked = "action_mask" in first
+    agent, curve = train(envs, args, log=lambda s: print(s, flush=True), masked=masked)
     envs.close()
     rand = evaluate(random_policy, make_envs, args.eval_instances, args.eval_steps)
     trained = evaluate(agent.greedy, make_envs, args.eval_instances, args.eval_steps)

@@ -52,11 +52,16 @@ def test_ppo_pcs_smoke(tmp_path: Path) -> None:
 @pytest.mark.parametrize("env,sets", [
     ("aircraft_v0", ["num_uavs=4", "max_cycles=30"]),  # Box actions, agents that die
     ("dying", ["num_agents=6"]),                        # a model folder by path
+    ("template", []),  # seer-env new's model: action masks (the logits are masked)
 ])
-def test_generic_ppo_smoke(env: str, sets: list[str]) -> None:
+def test_generic_ppo_smoke(env: str, sets: list[str], tmp_path: Path) -> None:
     pytest.importorskip("torch")
     if env == "dying":
         env = str(ROOT / "tests" / "models" / "dying")
+    if env == "template":
+        from seer_env import sdk
+
+        env = str(sdk.new("tplmodel", tmp_path))
     cmd = [sys.executable, str(ROOT / "examples" / "ppo.py"), "--env", env, "--smoke",
            "--torch-threads", "1"]
     for s in sets:
