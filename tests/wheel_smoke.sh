@@ -2,7 +2,8 @@
 # The package as a user gets it: build the sdist and the wheel (python -m build:
 # the wheel is built from the sdist), install the wheel into a fresh venv and,
 # from outside the source tree, write, build, check and train a model with
-# the SDK (in C and in Python), and check and train the example model.  Usage:
+# the SDK (in C and in Python; a C model with agent groups and masks too), and
+# check and train the example model.  Usage:
 #   tests/wheel_smoke.sh [PYTHON]        (default: the repository's .venv python)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -36,6 +37,12 @@ echo "== seer-env new / build / check / run / its tests, outside the tree"
 "$v/seer-env" check mymodel --quick
 "$v/seer-env" run mymodel --steps 50 --quiet
 "$v/python" -m pytest -q -p no:cacheprovider mymodel
+echo "== a model with two agent groups, masks and multi-discrete actions: new --groups"
+"$v/seer-env" new mygroups --groups
+"$v/seer-env" build mygroups
+"$v/seer-env" check mygroups --quick
+"$v/seer-env" run mygroups --steps 30 --quiet
+"$v/python" -m pytest -q -p no:cacheprovider mygroups
 echo "== the example model: check, PettingZoo's parallel_api_test, PPO updates"
 "$v/seer-env" check "$root/examples/traffic" --quick
 "$v/python" - "$root/examples/traffic" <<'PY'
