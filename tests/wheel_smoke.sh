@@ -60,4 +60,6 @@ echo "== a model written in Python: new --python / build / check / its tests / P
 "$v/seer-env" check mypymodel --quick
 "$v/python" -m pytest -q -p no:cacheprovider mypymodel
 "$v/python" "$root/examples/ppo.py" --env mypymodel --smoke
+echo "== seer-env bench from the installed wheel (no repository needed)"
+"$v/seer-env" bench phold --quick
 echo "wheel smoke test: all passed"
