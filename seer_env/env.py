@@ -1140,6 +1140,19 @@ class SeerVectorEnv(_SeerEnvCommon):
         return _kernels.batched_infos(self._bufs, self.copy)
 
     @property
+    def state_space(self) -> gymnasium.Space:
+        """The global state's space, one instance's (``state()`` has one row per
+        instance)."""
+        return self._state_space
+
+    @property
+    def structured(self) -> bool:
+        """Whether the model has agent groups, action masks or multi-discrete
+        actions (then actions and outputs follow the groups; see the class
+        docstring)."""
+        return self._structured
+
+    @property
     def alive(self) -> np.ndarray:
         """``(B, A)`` copy of the agents alive now (those whose next action counts)."""
         if self._closed():  # closed, or closing (waiting for a call on another thread)

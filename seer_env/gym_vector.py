@@ -110,7 +110,7 @@ class AgentVectorEnv(gymnasium.vector.VectorEnv):
         self.copy = bool(copy)
         self.num_instances = venv.num_envs
         names = [g.name for g in venv.groups]
-        if group is None and venv._grouped:
+        if group is None and (len(venv.groups) > 1):
             raise ConfigError(
                 f"{venv.seer_model.name} has agent groups {names}: choose one with "
                 "agent_vector_env(num_envs, group=...), one VectorEnv per group")
@@ -119,7 +119,7 @@ class AgentVectorEnv(gymnasium.vector.VectorEnv):
         if others is not None and not callable(others):
             raise ConfigError(f"others={others!r} must be a callable (obs, infos) -> actions")
         #: the group this VectorEnv steps (None: a model without groups)
-        self.group = group if venv._grouped else None
+        self.group = group if (len(venv.groups) > 1) else None
         self._g = next(g for g in venv.groups if g.name == (group or names[0]))
         self._others = others
         self._rng = np.random.default_rng()

@@ -151,7 +151,7 @@ def verify(
 
 def _random_actions(rng: np.random.Generator, venv: Any) -> Any:
     sz = venv.sizes
-    if venv._structured:  # each group's kind, within the masks (a dict for groups)
+    if venv.structured:  # each group's kind, within the masks (a dict for groups)
         rt = venv.runtime
         acts = {g.name: random_actions(
             g, rt.mask[:, g.first:g.first + g.count, :g.mask_len] if g.mask_len else None,
@@ -179,7 +179,7 @@ def _compare_buffers(step: int, names: list[str], a: Any, b: Any,
 
 def _compare(step: int, names: list[str], venv: Any, r1: tuple, r2: tuple,
              reset: bool, other: Any = None) -> Divergence | None:
-    if venv._structured and other is not None:
+    if venv.structured and other is not None:
         return _compare_buffers(step, names, venv.runtime, other.runtime, reset)
     info_names = venv.info_names
     if reset:

@@ -230,7 +230,7 @@ def _make_class() -> type:  # noqa: C901 - one class, built where torch is at ha
             keys = group_names([g.name for g in groups],
                                agents, [g.count for g in groups])
             self._grouped = len(groups) > 1
-            self._structured = bool(venv._structured)
+            self._structured = bool(venv.structured)
             self.group_map = {k: agents[g.first:g.first + g.count]
                               for k, g in zip(keys, groups, strict=True)}
             self.agent_names = agents
@@ -269,7 +269,7 @@ def _make_class() -> type:  # noqa: C901 - one class, built where torch is at ha
                                            shape=(n,), device=dev)
             if self.return_state:
                 obs_spec["state"] = _gym_to_torchrl_spec_transform(
-                    venv._state_space, remap_state_to_observation=False, device=dev)
+                    venv.state_space, remap_state_to_observation=False, device=dev)
             self.full_action_spec_unbatched = act_spec
             self.full_observation_spec_unbatched = obs_spec
             self.full_reward_spec_unbatched = rew_spec
