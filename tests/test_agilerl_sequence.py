@@ -1,0 +1,212 @@
+"""AgileRL's multi-agent on-policy loop on Aircraft, without importing AgileRL.
+
+AgileRL pins ``pettingzoo<1.27`` (and much else), so it cannot live in our
+venv; these helpers copy, line for line, what its vectorised PettingZoo
+training does with a ``ParallelEnv`` (AgileRL 2.x:
+``agilerl.vector.pz_async_vec_env._async_worker`` / ``process_transition`` /
+``get_placeholder_value``, ``agilerl.vector.pz_vec_env.PettingZooVecEnv.step``
+and ``agilerl.training.train_multi_agent_on_policy``):
+
+* for every ``possible_agent`` missing from a returned dict (an agent that
+  finished at an earlier step, as PettingZoo's convention wants) the worker
+  writes a placeholder: an all-NaN observation, NaN reward, NaN
+  termination and truncation, ``{}`` info;
+* IPPO builds its networks with ``placeholder_value=None``, so those NaN rows
+  go through the actor and critic as they are (NaN actions, log-probs,
+  values), and ``IPPO.learn`` neither masks nor drops them: GAE, the
+  minibatch advantage normalisation and the losses turn NaN, and after the
+  first ``learn`` every weight is NaN;
+* ``PettingZooVecEnv.step`` drops an all-NaN action before it reaches the env,
+  so once the weights are NaN no live agent gets an action (our env then
+  refuses: "missing actions for live agent(s)"; a plain PettingZoo env raises
+  KeyError).
+
+So the NaN is AgileRL's, and our outputs are finite (checked below under that
+exact sequence). The working setting is SuperSuit's ``black_death_v3`` inside
+the env factory (dead agents keep a zero observation and a zero reward until
+every agent is done), checked below to give the learner only finite values
+through deaths, the last step of an episode and AgileRL's autoreset.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from gymnasium import spaces
+
+from seer_env.envs import aircraft_v0
+
+
+def _make(black_death: bool) -> Any:
+    env = aircraft_v0.parallel_env(num_uavs=8, max_cycles=200, threads=1)
+    if black_death:
+        ss = pytest.importorskip("supersuit")
+        env = ss.black_death_v3(env)
+    return env
+
+
+def _placeholder(name: str, space: spaces.Box) -> Any:
+    """``get_placeholder_value`` for a Box observation space."""
+    if name == "info":
+        return {}
+    if name == "observation":
+        return np.full(space.shape or (), np.nan)
+    return np.nan  # reward, terminated, truncated
+
+
+def _process_transition(transition: tuple[dict, ...], names: list[str],
+                        agents: list[str], obs_spaces: dict) -> list[dict]:
+    """``process_transition``: a value for every possible agent."""
+    return [{a: (t[a] if a in t else _placeholder(n, obs_spaces[a])) for a in agents}
+            for t, n in zip(transition, names, strict=True)]
+
+
+class _Worker:
+    """``_async_worker`` for one sub-env: step, autoreset, placeholders; the
+    observation is written into a float32 buffer as the shared memory does."""
+
+    def __init__(self, env: Any, agents: list[str]) -> None:
+        self.env, self.agents = env, agents
+        self.obs_spaces = {a: env.observation_space(a) for a in agents}
+        self.raw: tuple[dict, ...] = ()  # what our env returned, for the checks
+
+    def _write(self, observation: dict) -> dict:
+        return {a: np.asarray(observation[a], dtype=self.obs_spaces[a].dtype).reshape(
+            self.obs_spaces[a].shape) for a in self.agents}
+
+    def reset(self, seed: int) -> tuple[dict, dict]:
+        obs, info = self.env.reset(seed=seed)
+        self.raw = (obs, {}, {}, {}, info)
+        observation, info = _process_transition((obs, info), ["observation", "info"],
+                                                self.agents, self.obs_spaces)
+        return self._write(observation), info
+
+    def step(self, data: dict) -> tuple[dict, ...]:
+        data = {a: (np.array(data[a]).squeeze() if not isinstance(data[a], int) else data[a])
+                for a in data}
+        observation, reward, terminated, truncated, info = self.env.step(data)
+        self.raw = (observation, reward, terminated, truncated, info)
+        reset = all(te | tr for te, tr in zip(terminated.values(), truncated.values(),
+                                              strict=False))
+        if reset:
+            observation, info = self.env.reset()
+        out = _process_transition(
+            (observation, reward, terminated, truncated, info),
+            ["observation", "reward", "terminated", "truncated", "info"],
+            self.agents, self.obs_spaces)
+        out[0] = self._write(out[0])
+        return (*out, reset)
+
+
+class _VecEnv:
+    """``AsyncPettingZooVecEnv`` (``PettingZooVecEnv.step``, ``step_wait``) over
+    workers run in this process: the same values, no subprocesses."""
+
+    def __init__(self, envs: list[Any]) -> None:
+        self.agents = list(envs[0].possible_agents)
+        self.workers = [_Worker(e, self.agents) for e in envs]
+        self.resets = 0
+
+    def _stack_obs(self, per_env: list[dict]) -> dict:
+        return {a: np.stack([o[a] for o in per_env]) for a in self.agents}
+
+    def reset(self, seed: int) -> tuple[dict, list]:
+        res = [w.reset(seed + i) for i, w in enumerate(self.workers)]
+        return self._stack_obs([r[0] for r in res]), [r[1] for r in res]
+
+    def step(self, actions: dict[str, np.ndarray]) -> tuple[dict, ...]:
+        passed = []
+        for i in range(len(next(iter(actions.values())))):
+            env_actions = {}
+            for agent_id, action in actions.items():
+                a = action[i]
+                if np.isnan(a).all():  # "Skip if the action is NaN"
+                    continue
+                env_actions[agent_id] = int(a) if np.isscalar(a) else a
+            passed.append(env_actions)
+        res = [w.step(d) for w, d in zip(self.workers, passed, strict=True)]
+        self.resets += sum(r[5] for r in res)
+        rewards = {a: np.array([r[1][a] for r in res]) for a in self.agents}
+        terms = {a: np.array([r[2][a] for r in res]) for a in self.agents}
+        truncs = {a: np.array([r[3][a] for r in res]) for a in self.agents}
+        return self._stack_obs([r[0] for r in res]), rewards, terms, truncs, [r[4] for r in res]
+
+
+def _policy(obs: dict[str, np.ndarray], w: np.ndarray, rng: np.random.Generator) -> dict:
+    """A stand-in for IPPO's Gaussian actor on raw observations (no placeholder
+    replacement): NaN in, NaN out, then the loop's ``np.clip`` to the Box."""
+    out = {}
+    for a, o in obs.items():
+        mean = np.tanh(o.astype(np.float64) @ w)
+        out[a] = np.clip(mean + 0.6 * rng.standard_normal(mean.shape), -1.0, 1.0)
+    return out
+
+
+def _run(black_death: bool, steps: int = 300) -> dict[str, Any]:
+    """The collection loop of ``train_multi_agent_on_policy`` (two sub-envs);
+    returns what the learner would get and what our env returned."""
+    vec = _VecEnv([_make(black_death) for _ in range(2)])
+    rng = np.random.default_rng(0)
+    n_obs = vec.workers[0].obs_spaces[vec.agents[0]].shape[0]
+    w = rng.standard_normal((n_obs, 3)) / np.sqrt(n_obs)
+    obs, _info = vec.reset(seed=0)
+    seen = {"obs": [], "reward": [], "done": [], "placeholders": 0, "terminated": 0}
+    ours_finite = True
+    for _ in range(steps):
+        action = _policy(obs, w, rng)
+        seen["obs"].append(np.stack([obs[a] for a in vec.agents]))
+        next_obs, reward, termination, truncation, _info = vec.step(action)
+        for wk in vec.workers:
+            raw_obs, raw_rew, raw_term, raw_trunc, raw_info = wk.raw
+            base = getattr(wk.env, "unwrapped", wk.env)
+            for a in raw_obs:
+                ours_finite &= bool(np.isfinite(raw_obs[a]).all())
+                ours_finite &= bool(base.observation_space(a).contains(
+                    np.asarray(raw_obs[a], np.float32)))
+            ours_finite &= all(np.isfinite(float(r)) for r in raw_rew.values())
+            ours_finite &= all(np.isfinite(np.asarray(v, float)).all()
+                               for i in raw_info.values() for v in i.values())
+            seen["terminated"] += sum(bool(t) for t in raw_term.values())
+            seen["placeholders"] += len(vec.agents) - len(raw_obs)
+        seen["reward"].append(np.stack([reward[a] for a in vec.agents]))
+        for agent_id in termination:  # the loop's next_done
+            te, tr = termination[agent_id], truncation[agent_id]
+            mask = ~(np.isnan(te) | np.isnan(tr))
+            result = np.full_like(mask, np.nan, dtype=float)
+            result[mask] = np.logical_or(te[mask], tr[mask])
+            seen["done"].append(result)
+        obs = next_obs
+    seen["resets"] = vec.resets
+    seen["ours_finite"] = ours_finite
+    for k in ("obs", "reward", "done"):
+        seen[k] = np.stack(seen[k])
+    return seen
+
+
+def test_the_nan_is_agilerls_placeholder_not_our_output() -> None:
+    seen = _run(black_death=False)
+    # agents died and episodes restarted through AgileRL's autoreset
+    assert seen["terminated"] > 0 and seen["resets"] > 0
+    # everything our env returned under that sequence is finite and in bounds
+    assert seen["ours_finite"]
+    # ... and yet the learner gets NaN: exactly AgileRL's placeholders for the
+    # agents our step (PettingZoo's convention) no longer lists
+    nan_rows = int(np.isnan(seen["obs"]).all(axis=-1).sum())
+    assert nan_rows > 0
+    assert np.isnan(seen["obs"]).any(axis=-1).sum() == nan_rows  # whole rows only
+    assert int(np.isnan(seen["reward"]).sum()) == seen["placeholders"]
+
+
+def test_black_death_gives_agilerl_only_finite_values() -> None:
+    seen = _run(black_death=True)
+    assert seen["terminated"] > 0 and seen["resets"] > 0
+    assert seen["ours_finite"]
+    assert np.isfinite(seen["obs"]).all()
+    assert np.isfinite(seen["reward"]).all()
+    assert np.isfinite(seen["done"]).all()
+    # dead agents were exercised: black_death's zero observation rows
+    assert (seen["obs"] == 0).all(axis=-1).any()
+    low = aircraft_v0.parallel_env(num_uavs=8, threads=1).observation_space("uav_0")
+    assert ((seen["obs"] >= low.low) & (seen["obs"] <= low.high)).all()
