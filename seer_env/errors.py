@@ -5,7 +5,7 @@ caused by bad input also derive from the built-in class a Python user would
 catch (``ValueError`` for bad values, ``RuntimeError`` for bad call order)::
 
     try:
-        env.step({"cell_0_0": 99})
+        env.step({"cell_0": 99})
     except seer_env.InvalidActionError as exc:   # also a ValueError
         print(exc)
 """

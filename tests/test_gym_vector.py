@@ -32,8 +32,8 @@ def test_spaces_metadata_and_layout() -> None:
     assert isinstance(envs, gymnasium.vector.VectorEnv)
     assert envs.num_envs == 12 and envs.num_instances == 2 and envs.num_agents == 6
     par = pcs_v0.parallel_env(**PCS)
-    assert envs.single_observation_space == par.observation_space("cell_0_0")
-    assert envs.single_action_space == par.action_space("cell_0_0")
+    assert envs.single_observation_space == par.observation_space("cell_0")
+    assert envs.single_action_space == par.action_space("cell_0")
     assert envs.observation_space == gymnasium.vector.utils.batch_space(
         envs.single_observation_space, 12)
     assert envs.action_space == gymnasium.spaces.MultiDiscrete([5] * 12)

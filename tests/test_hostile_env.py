@@ -588,7 +588,7 @@ def test_parallel_env_errors_are_seer_errors() -> None:
     while env.agents:
         env.step({a: 0 for a in env.agents})
     assert env.step({}) == ({}, {}, {}, {}, {})  # after the end: empty dicts for empty actions
-    for actions in ({"cell_0_0": 1, 3: 0}, {object(): 0, object(): 1}, {(1, 2): 0}):
+    for actions in ({"cell_0": 1, 3: 0}, {object(): 0, object(): 1}, {(1, 2): 0}):
         _raises(StateError, lambda actions=actions: env.step(actions), "episode is over")
     env.reset(seed=0)
     _raises(InvalidActionError, lambda: env.step({**{a: 0 for a in env.agents}, 3: 0}),
@@ -604,7 +604,7 @@ def test_parallel_env_errors_are_seer_errors() -> None:
 def test_aec_errors_are_seer_errors_and_leave_the_env_as_it_was() -> None:
     aec = pcs_v0.env(width=3, height=2, max_cycles=2, threads=1)
     # before reset: StateError (AssertionError and AttributeError before)
-    for call in (lambda: aec.step(0), lambda: aec.step(None), lambda: aec.observe("cell_0_0"),
+    for call in (lambda: aec.step(0), lambda: aec.step(None), lambda: aec.observe("cell_0"),
                  aec.last, aec.state, aec.render, aec.agent_iter):
         _raises(StateError, call, r"before reset\(\)|reset\(\) before")
     for attr in ("agents", "agent_selection", "rewards", "num_agents", "terminations"):
@@ -634,7 +634,7 @@ def test_aec_errors_are_seer_errors_and_leave_the_env_as_it_was() -> None:
     aec.reset(seed=1)
     aec.step(0)
     aec.close()
-    for call in (lambda: aec.step(0), lambda: aec.observe("cell_0_0"), aec.last, aec.state,
+    for call in (lambda: aec.step(0), lambda: aec.observe("cell_0"), aec.last, aec.state,
                  aec.render, aec.agent_iter, lambda: aec.reset(seed=0)):
         _raises(ClosedError, call)
     aec.close()
@@ -712,7 +712,7 @@ def test_rllib_adapter_errors_are_seer_errors() -> None:
     _raises(InvalidActionError, lambda: env.step({**{a: 0 for a in env.agents}, 3: 0}))
     while env.agents:
         _, _, term, _, _ = env.step({a: 0 for a in env.agents})
-    _raises(StateError, lambda: env.step({"cell_0_0": 0, 3: 0}), "episode is over")
+    _raises(StateError, lambda: env.step({"cell_0": 0, 3: 0}), "episode is over")
     env.reset(seed=0)
     real = env.par_env.runtime.step
 
@@ -763,7 +763,7 @@ def test_hostile_mapping_methods_become_invalid_action_errors() -> None:
             self.d = d
 
         def __getitem__(self, k: object) -> object:
-            if k == "cell_0_1":
+            if k == "cell_1":
                 raise KeyError(k)
             return self.d[k]
 
@@ -777,7 +777,7 @@ def test_hostile_mapping_methods_become_invalid_action_errors() -> None:
             return k in self.d
 
     _raises(InvalidActionError, lambda: env.step(Lying({a: 0 for a in env.agents})),
-            r"missing actions for live agent\(s\) \['cell_0_1'\]")
+            r"missing actions for live agent\(s\) \['cell_1'\]")
     env.step({a: 0 for a in env.agents})
     assert env.runtime.step_index(0) == 1
     env.close()

@@ -52,13 +52,13 @@ def test_state() -> None:
 
 def test_agents_and_spaces() -> None:
     env = pcs_v0.parallel_env(width=3, height=2, max_guard=2)
-    assert env.possible_agents == ["cell_0_0", "cell_0_1", "cell_0_2",
-                                   "cell_1_0", "cell_1_1", "cell_1_2"]
-    assert env.action_space("cell_1_2").n == 3
-    assert env.observation_space("cell_0_0").shape == (14,)
-    assert env.observation_space("cell_0_0") is env.observation_space("cell_1_1")
+    assert env.possible_agents == ["cell_0", "cell_1", "cell_2",
+                                   "cell_3", "cell_4", "cell_5"]
+    assert env.action_space("cell_5").n == 3
+    assert env.observation_space("cell_0").shape == (14,)
+    assert env.observation_space("cell_0") is env.observation_space("cell_4")
     prof = pcs_v0.parallel_env(width=3, height=2, profile_amplitude=0.5)
-    assert prof.observation_space("cell_0_0").shape == (16,)
+    assert prof.observation_space("cell_0").shape == (16,)
     assert env.state_space.shape == (6 * 6 + 2,)
     env.close()
     prof.close()
@@ -108,14 +108,14 @@ def test_returned_observations_are_not_overwritten() -> None:
 
 
 BAD_ACTIONS = [
-    ("unknown cell", lambda ok: {**ok, "cell_9_9": 0}),
-    ("missing cell", lambda ok: {k: v for k, v in ok.items() if k != "cell_1_2"}),
-    ("out of range", lambda ok: {**ok, "cell_0_1": 4}),
-    ("negative", lambda ok: {**ok, "cell_0_1": -1}),
-    ("float dtype", lambda ok: {**ok, "cell_0_1": 1.0}),
-    ("bool dtype", lambda ok: {**ok, "cell_0_1": True}),
-    ("string", lambda ok: {**ok, "cell_0_1": "1"}),
-    ("array shape", lambda ok: {**ok, "cell_0_1": np.array([1, 2])}),
+    ("unknown cell", lambda ok: {**ok, "cell_99": 0}),
+    ("missing cell", lambda ok: {k: v for k, v in ok.items() if k != "cell_5"}),
+    ("out of range", lambda ok: {**ok, "cell_1": 4}),
+    ("negative", lambda ok: {**ok, "cell_1": -1}),
+    ("float dtype", lambda ok: {**ok, "cell_1": 1.0}),
+    ("bool dtype", lambda ok: {**ok, "cell_1": True}),
+    ("string", lambda ok: {**ok, "cell_1": "1"}),
+    ("array shape", lambda ok: {**ok, "cell_1": np.array([1, 2])}),
     ("not a dict", lambda ok: list(ok.values())),
 ]
 

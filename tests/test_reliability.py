@@ -391,15 +391,15 @@ def test_range_errors_name_the_agent() -> None:
     env = pcs_v0.parallel_env(width=3, height=2)
     env.reset(seed=0)
     acts = {a: 0 for a in env.agents}
-    acts["cell_1_2"] = 99
-    with pytest.raises(errors.InvalidActionError, match=r"'cell_1_2'"):
+    acts["cell_5"] = 99
+    with pytest.raises(errors.InvalidActionError, match=r"'cell_5'"):
         env.step(acts)
     venv = pcs_v0.vector_env(1, width=3, height=2)
     venv.reset(seed=0)
     bad = np.zeros((1, 6), int)
     bad[0, 4] = -1
     with pytest.raises(errors.InvalidActionError,
-                       match=r"'cell_1_1' \(agent 4 of instance 0\): -1 is outside"):
+                       match=r"'cell_4' \(agent 4 of instance 0\): -1 is outside"):
         venv.step(bad)
 
 

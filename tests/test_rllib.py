@@ -43,7 +43,7 @@ from seer_env import rllib  # noqa: E402
 def test_adapter_types_order_and_checker() -> None:
     env = rllib.SeerMultiAgentEnv(SMALL_PCS)
     assert isinstance(env, MultiAgentEnv)
-    names = [f"cell_{r}_{c}" for r in range(3) for c in range(3)]
+    names = [f"cell_{i}" for i in range(9)]
     assert env.possible_agents == names and env.agents == []
     check_multiagent_environments(env)  # RLlib's own checker; raises on any problem
     obs, infos = env.reset(seed=3)

@@ -1,7 +1,8 @@
 """PCS: cellular channel management on a torus of cells (the classic PDES benchmark).
 
-Each cell of a ``width x height`` torus is an agent (``"cell_<row>_<col>"``,
-index ``col + row * width``) with ``channels`` channels.  Portables make calls,
+Each cell of a ``width x height`` torus is an agent (``"cell_<index>"``,
+``index = row * width + col``; ``env.cell_of(agent)`` gives ``(row, col)``,
+``env.agent_at(row, col)`` the name) with ``channels`` channels.  Portables make calls,
 move between neighbouring cells (a move reaches the neighbour after
 ``handoff_latency`` minutes) and hand their calls off; cells exchange load
 reports every ``report_interval`` minutes.  Each step covers ``step_minutes``
@@ -82,8 +83,46 @@ def _render(env: Any) -> np.ndarray:
     return img
 
 
-class PcsParallelEnv(SeerParallelEnv):
-    """The PCS ParallelEnv; adds :meth:`totals` (network-wide counters)."""
+def agent_at(row: int, col: int, width: int) -> str:
+    """The name of the agent of cell ``(row, col)`` on a torus ``width`` cells wide:
+    ``"cell_<row * width + col>"``."""
+    if not (0 <= col < width) or row < 0:
+        raise ValueError(f"no cell ({row}, {col}) on a torus {width} cells wide")
+    return f"cell_{row * width + col}"
+
+
+def cell_of(agent: str, width: int) -> tuple[int, int]:
+    """``(row, col)`` of agent ``"cell_<index>"`` on a torus ``width`` cells wide
+    (``divmod(index, width)``)."""
+    prefix, _, index = str(agent).rpartition("_")
+    if prefix != "cell" or not index.isdigit():
+        raise ValueError(f"{agent!r} is not a PCS agent name ('cell_<index>')")
+    row, col = divmod(int(index), width)
+    return row, col
+
+
+class _Cells:
+    """``cell_of`` / ``agent_at`` with this env's width."""
+
+    config: dict[str, Any]
+    possible_agents: list[str]
+
+    def cell_of(self, agent: str) -> tuple[int, int]:
+        """``(row, col)`` of ``agent`` (``"cell_<row * width + col>"``)."""
+        if agent not in self.possible_agents:
+            raise ValueError(f"pcs_v0: no agent {agent!r}")
+        return cell_of(agent, int(self.config["width"]))
+
+    def agent_at(self, row: int, col: int) -> str:
+        """The name of the agent of cell ``(row, col)``."""
+        if not 0 <= row < int(self.config["height"]):
+            raise ValueError(f"pcs_v0: no row {row} (height {self.config['height']})")
+        return agent_at(row, col, int(self.config["width"]))
+
+
+class PcsParallelEnv(_Cells, SeerParallelEnv):
+    """The PCS ParallelEnv; adds :meth:`totals` (network-wide counters) and
+    :meth:`cell_of` / :meth:`agent_at` (agent name <-> ``(row, col)``)."""
 
     def totals(self) -> dict[str, int]:
         """Cumulative counters summed over all cells (``events``: events processed)."""
@@ -91,8 +130,9 @@ class PcsParallelEnv(SeerParallelEnv):
         return {name: int(v) for name, v in zip(self.info_names, tot, strict=True)}
 
 
-class PcsVectorEnv(SeerVectorEnv):
-    """The batched PCS env; adds :meth:`totals` (per-instance network counters)."""
+class PcsVectorEnv(_Cells, SeerVectorEnv):
+    """The batched PCS env; adds :meth:`totals` (per-instance network counters) and
+    :meth:`cell_of` / :meth:`agent_at`."""
 
     def totals(self) -> dict[str, np.ndarray]:
         """Cumulative counters summed over cells, each of shape ``(num_envs,)``."""

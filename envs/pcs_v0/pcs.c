@@ -276,11 +276,13 @@ static int pcs_describe(void *config, seer_sizes *out, char *err, size_t errlen)
     return SEER_OK;
 }
 
-/* "cell_<row>_<col>" */
+/* "cell_<index>", index = row * width + col (the entity index): one name
+ * prefix for every cell, so clients that group agents by the name before the
+ * last "_<int>" (TorchRL, BenchMARL, AgileRL) put all cells in one group. */
 static int pcs_agent_name(const void *config, uint32_t agent, char *buf, size_t len)
 {
-    const seer_pcs_config *c = config;
-    snprintf(buf, len, "cell_%u_%u", agent / c->width, agent % c->width);
+    (void)config;
+    snprintf(buf, len, "cell_%u", agent);
     return 0;
 }
 

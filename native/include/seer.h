@@ -277,7 +277,10 @@ typedef struct seer_model {
     const char *const *event_names;
     uint32_t event_type_count;
     /* Optional: the name of agent `agent` (at most 63 bytes), e.g.
-     * "cell_3_4"; default "agent_<i>".  Return 0, or non-zero on error. */
+     * "cell_34"; default "agent_<i>" ("<group>_<i>" in a model with groups).
+     * Keep the form "<prefix>_<int>" with one prefix per group: TorchRL,
+     * BenchMARL and AgileRL group agents by the name before the last "_<int>".
+     * Return 0, or non-zero on error. */
     int (*agent_name)(const void *config, uint32_t agent, char *buf, size_t len);
     /* Optional: bounds of every observation element (obs_dim each) and of
      * the global state (state_dim each); default -inf..+inf. */
