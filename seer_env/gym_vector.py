@@ -53,6 +53,25 @@ instances: all ``A`` sub-envs of an instance or none.
 Returned arrays are fresh copies unless ``copy=False``; then observations,
 rewards and flags are read-only views overwritten by the next call.
 
+**Global state** (a centralised critic's input, as in MAPPO).  ``envs.state()``
+is every instance's global state, ``(num_instances, state_dim)`` float32 (the
+batched env's ``state()``; ``envs.state_space`` is one instance's).  With
+``global_state_in_infos=True``, ``reset`` and ``step`` also put it in
+``infos["state"]``, ``(num_envs, state_dim)``: row ``j`` is the state of sub-env
+``j``'s instance (``j // A``), so a critic reads it beside each agent's
+observation without indexing (idle sub-envs get their instance's state too;
+``infos["_state"]`` is all True).  It is off by default because it costs a
+native call per instance and ``num_envs * state_dim`` floats per step (PCS:
+``6 * W * H + 2`` floats for each of its ``W * H`` cells).  In the step where an
+instance finishes, ``NEXT_STEP`` (the default) gives its final state beside its
+final observations; with ``SAME_STEP`` the rows of a restarted instance hold
+the state after its reset (the one that goes with ``obs``), and the final state
+is not kept::
+
+    envs = pcs_v0.agent_vector_env(4, global_state_in_infos=True)
+    obs, infos = envs.reset(seed=0)
+    critic_in = np.concatenate([obs, infos["state"]], axis=1)   # (num_envs, obs + state)
+
 **Action masks** (models that declare them) come in ``infos["action_mask"]``,
 ``(num_envs, n)`` int8, 1 where a choice is allowed (a multi-discrete action's
 components one after another), as Gymnasium's own masked envs put them in
@@ -95,15 +114,22 @@ class AgentVectorEnv(gymnasium.vector.VectorEnv):
         venv: the batched env; it must have been made with ``copy=False`` (this
             class copies once itself).
         copy: return fresh arrays (default) or read-only views.
+        group: the agent group to step (a model with groups), see the module docstring.
+        others: the other groups' actions (a model with groups).
+        global_state_in_infos: put each sub-env's instance's global state in
+            ``infos["state"]`` (see "Global state" in the module docstring).
 
     Attributes:
         venv: the underlying batched env (``venv.runtime`` is the native runtime).
         num_instances: ``B``; ``num_agents``: ``A``; ``num_envs`` is ``B * A``.
         agent_names: the agent name of each sub-env.
+        state_space: one instance's global state space (``state()`` gives one row
+            per instance).
     """
 
     def __init__(self, venv: SeerVectorEnv, copy: bool = True, group: str | None = None,
-                 others: Callable[[Any, Any], Mapping[str, Any]] | None = None) -> None:
+                 others: Callable[[Any, Any], Mapping[str, Any]] | None = None,
+                 global_state_in_infos: bool = False) -> None:
         if venv.copy:
             raise ConfigError("AgentVectorEnv needs a vector env made with copy=False")
         self.venv = venv
@@ -118,6 +144,12 @@ class AgentVectorEnv(gymnasium.vector.VectorEnv):
             raise ConfigError(f"{venv.seer_model.name}: group={group!r} is not one of {names}")
         if others is not None and not callable(others):
             raise ConfigError(f"others={others!r} must be a callable (obs, infos) -> actions")
+        if not isinstance(global_state_in_infos, (bool, np.bool_)):
+            raise ConfigError(
+                f"global_state_in_infos={global_state_in_infos!r} must be True or False")
+        #: whether reset/step put the global state in infos["state"]
+        self.global_state_in_infos = bool(global_state_in_infos)
+        self.state_space = venv._state_space
         #: the group this VectorEnv steps (None: a model without groups)
         self.group = group if (len(venv.groups) > 1) else None
         self._g = next(g for g in venv.groups if g.name == (group or names[0]))
@@ -201,7 +233,16 @@ class AgentVectorEnv(gymnasium.vector.VectorEnv):
             mask = np.asarray(vinfos["action_mask"])
             infos["action_mask"] = mask.reshape((n, mask.shape[-1])).astype(np.int8)
             infos["_action_mask"] = self._all.copy()
+        if self.global_state_in_infos:  # row j: the state of sub-env j's instance
+            infos["state"] = np.repeat(self.venv.state(), self.num_agents, axis=0)
+            infos["_state"] = self._all.copy()
         return infos
+
+    def state(self) -> np.ndarray:
+        """Every instance's global state, shape ``(num_instances, state_dim)`` (float32):
+        the batched env's ``state()``.  Sub-env ``j``'s is row ``j // num_agents``."""
+        self._check_open("state")
+        return self.venv.state()
 
     # -- API ----------------------------------------------------------------------
 
@@ -349,12 +390,14 @@ def agent_vector_env(
 ) -> AgentVectorEnv:
     """``AgentVectorEnv`` over ``vector_env(num_envs, copy=False, **config)``.
 
-    ``config`` may hold ``copy=`` (for the returned arrays) and
-    ``autoreset_mode=``; the rest goes to the env.  Env modules call it as
+    ``config`` may hold ``copy=`` (for the returned arrays), ``group=``,
+    ``others=``, ``global_state_in_infos=`` and ``autoreset_mode=``; the rest goes to
+    the env.  Env modules call it as
     ``agent_vector_env(vector_env, num_envs, **config)``.
     """
     copy = config.pop("copy", True)
     group = config.pop("group", None)
     others = config.pop("others", None)
+    in_infos = config.pop("global_state_in_infos", False)
     return AgentVectorEnv(vector_env(num_envs, copy=False, **config), copy=copy, group=group,
-                          others=others)
+                          others=others, global_state_in_infos=in_infos)

@@ -43,6 +43,26 @@ What this adapter does that RLlib's ``ParallelPettingZooEnv`` does not:
 RLlib's own checker (``check_multiagent_environments``) runs on it when
 RLlib builds the env runners (leave ``disable_env_checking`` False).
 
+**Global state (centralised critics).**  ``MultiAgentEnv`` has no global-state
+method, and RLlib's centralised-critic examples build the critic's input from
+what the episodes hold: the new API stack's MAPPO example
+(``rllib/examples/algorithms/mappo``, ``pettingzoo_shared_value_function.py``)
+concatenates every agent's observations, which works with this adapter as it
+is; per-agent extras that are not observations travel in the infos, read back
+from the episodes by a learner connector (``sa_episode.get_infos()``, as the
+``RewardsFromInfosConnector`` of RLlib's ``two_agent_cartpole_with_global_observations``
+example does).  That is where this adapter puts the model's own global state:
+with ``env_config["global_state_in_infos"] = True`` every agent's info dict of
+``reset`` and ``step`` holds ``"state"``, the instance's global state (a read-only
+float32 array of ``state_dim``, the same for every agent of that step, equal to
+the ParallelEnv's ``state()``; ``env.state_space`` is its space).  It is off by
+default: it costs a native call per step.  ``env.state()`` returns it at any
+time, as PettingZoo's ``state()`` does::
+
+    env_config = {"env": "pcs_v0", "global_state_in_infos": True}
+    # in a learner connector: for each single-agent episode,
+    #   states = np.stack([info["state"] for info in sa_episode.get_infos()])
+
 **Agent groups and masks.**  A model with groups gives each agent its group's
 spaces; :func:`group_policies` maps each group to a policy of its own (a
 policy per group, as RLlib's multi-agent examples do with predators and prey).
@@ -146,6 +166,12 @@ def _build_class() -> type:
                 raise ConfigError("env_config needs 'env', e.g. {'env': 'pcs_v0', ...}")
             name = cfg.pop("env")
             self._obs_key = str(cfg.pop("observation_key", "observation"))
+            in_infos = cfg.pop("global_state_in_infos", False)
+            if not isinstance(in_infos, bool):
+                raise ConfigError(
+                    f"global_state_in_infos={in_infos!r} must be True or False")
+            #: whether reset/step put the global state in every agent's infos
+            self.global_state_in_infos = in_infos
             self._cut_short = False
             self.par_env = make(name, api="parallel", **cfg)
             self.metadata = self.par_env.metadata
@@ -159,6 +185,8 @@ def _build_class() -> type:
             # the old API stack reads these; RLlib's checker needs them present
             self.observation_space = gymnasium.spaces.Dict(self.observation_spaces)
             self.action_space = gymnasium.spaces.Dict(self.action_spaces)
+            #: the global state's space (``state()``, ``infos[agent]["state"]``)
+            self.state_space = self.par_env.state_space
 
         def _space(self, space: Any) -> Any:
             if self._obs_key == "observation" or not isinstance(space, gymnasium.spaces.Dict):
@@ -168,6 +196,19 @@ def _build_class() -> type:
 
         def _obs(self, obs: dict[str, Any]) -> dict[str, Any]:
             return obs if self._obs_key == "observation" else _rename_obs(obs, self._obs_key)
+
+        def _infos(self, infos: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+            out = _to_python_infos(infos)
+            if self.global_state_in_infos and out:
+                st = self.par_env.state()
+                st.flags.writeable = False  # one array, shared by every agent's infos
+                for d in out.values():
+                    d["state"] = st
+            return out
+
+        def state(self) -> Any:
+            """The global state now (the ParallelEnv's ``state()``, float32)."""
+            return self.par_env.state()
 
         @property  # type: ignore[override]
         def agents(self) -> list[Any]:
@@ -189,8 +230,9 @@ def _build_class() -> type:
                 if _raised_by_seer(exc):
                     self._cut_short = cut
                 raise
+            out = self._obs(obs), self._infos(infos)
             self._cut_short = False
-            return self._obs(obs), _to_python_infos(infos)
+            return out
 
         def step(self, action_dict: dict[str, Any]) -> tuple[
             dict[str, Any], dict[str, float], dict[str, bool], dict[str, bool], dict[str, Any]
@@ -215,7 +257,7 @@ def _build_class() -> type:
             any_trunc = any(truncateds.values())
             terminateds["__all__"] = over and not any_trunc
             truncateds["__all__"] = over and any_trunc
-            out = self._obs(obs), rewards, terminateds, truncateds, _to_python_infos(infos)
+            out = self._obs(obs), rewards, terminateds, truncateds, self._infos(infos)
             self._cut_short = False
             return out
 
