@@ -286,14 +286,27 @@ static int pcs_agent_name(const void *config, uint32_t agent, char *buf, size_t 
     return 0;
 }
 
-/* Fractions lie in [0, 1]; per-step counts over portables_per_cell are
- * unbounded above (portables may gather); the time of day in [-1, 1]. */
+/* Upper bound of a per-step count over P.  The dynamics bound no count: a
+ * portable may make any number of call attempts within one step (each blocked
+ * attempt redraws an exponential gap, which may be shorter than the time's
+ * resolution), and in classic mode any number of zero-latency handoffs.  The
+ * per-step counters are 32-bit (seer_pcs_cell.step_*), so count / P never
+ * exceeds (2^32 - 1) / P, computed as observe computes the count's value
+ * (double division, then float: rounding is monotone, so the bound holds). */
+static float count_high(const seer_pcs_config *c)
+{
+    return (float)((double)UINT32_MAX / (double)c->portables_per_cell);
+}
+
+/* Fractions lie in [0, 1]; per-step counts over portables_per_cell in
+ * [0, count_high]; the time of day in [-1, 1]. */
 static void pcs_obs_bounds(const void *config, float *low, float *high)
 {
     const seer_pcs_config *c = config;
+    const float counts = count_high(c);
     for (int i = 0; i < PCS_OBS_BASE_DIM; i++) {
         low[i] = 0.0f;
-        high[i] = i >= PCS_OBS_ATTEMPTS && i <= PCS_OBS_DROPS ? HUGE_VALF : 1.0f;
+        high[i] = i >= PCS_OBS_ATTEMPTS && i <= PCS_OBS_DROPS ? counts : 1.0f;
     }
     if (!c->classic && c->profile_amplitude > 0.0)
         for (int i = PCS_OBS_DAY_SIN; i <= PCS_OBS_DAY_COS; i++) {
@@ -306,10 +319,11 @@ static void pcs_state_bounds(const void *config, float *low, float *high)
 {
     const seer_pcs_config *c = config;
     const size_t cells = (size_t)c->width * c->height;
+    const float counts = count_high(c);
     for (size_t e = 0; e < cells; e++)
         for (int j = 0; j < PCS_STATE_PER_CELL; j++) {
             low[e * PCS_STATE_PER_CELL + j] = 0.0f;
-            high[e * PCS_STATE_PER_CELL + j] = j < 2 ? 1.0f : HUGE_VALF;
+            high[e * PCS_STATE_PER_CELL + j] = j < 2 ? 1.0f : counts;
         }
     low[cells * PCS_STATE_PER_CELL] = low[cells * PCS_STATE_PER_CELL + 1] = -1.0f;
     high[cells * PCS_STATE_PER_CELL] = high[cells * PCS_STATE_PER_CELL + 1] = 1.0f;

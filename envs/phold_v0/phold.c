@@ -102,15 +102,21 @@ static int phold_agent_name(const void *config, uint32_t agent, char *buf, size_
     return 0;
 }
 
+/* The dynamics bound no count: an entity may handle any number of events in
+ * a step (a lookahead of 0, or one below the resolution of the simulated time,
+ * lets a chain come back at the same time).  The counters are 64-bit, so
+ * handled_step / E <= (2^64 - 1) / E and log1p(handled) <= log1p(2^64 - 1)
+ * (about 44.36), computed as observe computes the values (double, then float:
+ * rounding is monotone, so the bounds hold).  The checksum bits and the
+ * accumulator's fraction lie in [0, 1). */
 static void phold_obs_bounds(const void *config, float *low, float *high)
 {
-    (void)config;
-    /* handled/events_per_entity and log1p(handled) are unbounded above;
-     * the checksum bits and the accumulator's fraction lie in [0, 1) */
-    for (int i = 0; i < 4; i++) {
+    const seer_phold_config *c = config;
+    for (int i = 0; i < 4; i++)
         low[i] = 0.0f;
-        high[i] = i < 2 ? HUGE_VALF : 1.0f;
-    }
+    high[0] = (float)((double)UINT64_MAX / c->events_per_entity);
+    high[1] = (float)log1p((double)UINT64_MAX);
+    high[2] = high[3] = 1.0f;
 }
 
 static void phold_state_bounds(const void *config, float *low, float *high)
@@ -118,8 +124,8 @@ static void phold_state_bounds(const void *config, float *low, float *high)
     const seer_phold_config *c = config;
     for (uint32_t e = 0; e < c->num_entities; e++) {
         low[2 * e] = low[2 * e + 1] = 0.0f;
-        high[2 * e] = HUGE_VALF; /* events handled in the step */
-        high[2 * e + 1] = 1.0f;  /* checksum bits               */
+        high[2 * e] = (float)UINT64_MAX; /* events handled in the step (64-bit) */
+        high[2 * e + 1] = 1.0f;          /* checksum bits                       */
     }
 }
 
