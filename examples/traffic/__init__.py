@@ -1,9 +1,10 @@
 """traffic: traffic-signal control on a grid of intersections (a seer example model).
 
 A ``width x height`` grid of signalised intersections, one agent each
-(``"int_<row>_<col>"``).  Every intersection has four incoming approaches (cars
-from N, E, S, W), each a queue of at most ``queue_capacity`` cars.  Cars enter at
-the grid's edge (a Poisson stream per edge approach), wait for green, leave one
+(``"int_<index>"``, ``index = row * width + col``).  Every intersection has four
+incoming approaches (cars from N, E, S, W), each a queue of at most
+``queue_capacity`` cars.  Cars enter at the grid's edge (a Poisson stream per edge
+approach), wait for green, leave one
 per ``headway`` seconds, go straight or turn, and reach the next intersection
 ``travel_time`` (+ jitter) seconds later, or leave the grid.  A car is held
 back while the link it would take may be full (spillback).

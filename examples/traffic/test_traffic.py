@@ -52,10 +52,10 @@ def test_bad_configurations_are_refused():
 
 def test_spaces_and_names():
     env = model().parallel_env(width=4, height=2)
-    assert env.possible_agents[:5] == ["int_0_0", "int_0_1", "int_0_2", "int_0_3", "int_1_0"]
-    space = env.observation_space("int_1_2")
+    assert env.possible_agents[:5] == ["int_0", "int_1", "int_2", "int_3", "int_4"]
+    space = env.observation_space("int_6")
     assert space.shape == (15,) and (space.low == 0).all() and (space.high == 1).all()
-    assert env.action_space("int_1_2").n == 2
+    assert env.action_space("int_6").n == 2
     assert env.state_space.shape == (5 * 8,)
     env.close()
 

@@ -520,8 +520,11 @@ static void traffic_global_state(seer_ctx *ctx, float *out)
 /* ---- names and bounds -------------------------------------------------------------- */
 static int traffic_agent_name(const void *config, uint32_t agent, char *buf, size_t len)
 {
-    const traffic_config *c = config;
-    snprintf(buf, len, "int_%u_%u", agent / c->width, agent % c->width);
+    /* "int_<row * width + col>": one name prefix for every intersection, so
+     * clients that group agents by the name before the last "_<int>" (TorchRL,
+     * BenchMARL, AgileRL) make one group of them */
+    (void)config;
+    snprintf(buf, len, "int_%u", agent);
     return 0;
 }
 
