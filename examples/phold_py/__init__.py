@@ -86,15 +86,19 @@ def agent_name(c, agent):
     return f"entity_{agent}"
 
 
+#: the counters are 64-bit: the bounds of the C model (its README, "Steps and the RL face")
+_U64 = float(2**64 - 1)
+
+
 @MODEL.obs_bounds
 def obs_bounds(c):
-    return [0, 0, 0, 0], [math.inf, math.inf, 1, 1]
+    return [0, 0, 0, 0], [_U64 / float(c.events_per_entity), math.log1p(_U64), 1, 1]
 
 
 @MODEL.state_bounds
 def state_bounds(c):
     n = int(c.num_entities)
-    return np.zeros(2 * n), np.tile([math.inf, 1.0], n)
+    return np.zeros(2 * n), np.tile([_U64, 1.0], n)
 
 
 @MODEL.init
