@@ -27,9 +27,10 @@ model's agent order):
   parts removed (``cell_3_4`` and ``cell_52`` -> ``cell``, ``uav_7`` ->
   ``uav``, ``entity_0`` -> ``entity``); ``"agents"`` (VMAS's fallback, and the
   model's own name for the group) where the agents have no common prefix.
-  TorchRL's ``PettingZooWrapper`` strips one ``_<int>`` only, so on PCS's
-  ``cell_<row>_<col>`` names it makes one group per row; here a group is
-  always one of the runtime's contiguous blocks of agent rows.
+  TorchRL's ``PettingZooWrapper`` strips one ``_<int>`` only (names like
+  ``cell_<row>_<col>`` would make one group per row there; PCS's agents are
+  ``cell_<index>``, so both rules find one group); here a group is always one
+  of the runtime's contiguous blocks of agent rows.
 
 **Keys** (``n`` = agents of the group ``g``; every entry has the rows of
 all ``B`` instances first):

@@ -192,7 +192,7 @@ def test_group_name_rule() -> None:
 def test_specs_are_those_pettingzoo_wrapper_chooses(name: str, cfg: dict[str, Any]) -> None:
     """Per agent: the action spec's class, shape, dtype and bounds, the observation's
     and the action mask's shape equal those of TorchRL's PettingZooWrapper (group
-    names aside: the wrapper's prefix rule splits PCS's cell_<row>_<col> by row)."""
+    names aside: the wrapper names PCS's one group "cell", the model "agents")."""
     from torchrl.envs.libs.pettingzoo import PettingZooWrapper
 
     env = SeerTorchEnv(name, num_envs=2, **cfg)

@@ -750,7 +750,7 @@ int seer_runtime_reset(seer_runtime *rt, const uint64_t *seeds, const uint8_t *m
     return rc;
 }
 
-/* "'cell_0_3' (agent 3 of instance 0)": the model's name for the agent. */
+/* "'cell_3' (agent 3 of instance 0)": the model's name for the agent. */
 static const char *agent_label(const seer_runtime *rt, uint32_t inst, uint32_t a, char *buf,
                                size_t n)
 {
