@@ -71,3 +71,33 @@ def test_unknown_names_missing_agents_and_bad_live_values_are_still_refused() ->
         assert env.runtime.entity_states(0) == before  # nothing changed
     env.step({gone: 0, **dict.fromkeys(live, 0)})
     env.close()
+
+
+def test_torchrl_wrapper_runs_aircraft_to_natural_episode_ends() -> None:
+    """TorchRL's PettingZooWrapper with done_on_any=False acts on every agent of
+    its last observations, dead ones included: episodes now run past deaths to
+    their natural end (they failed at the first death before); with
+    done_on_any=True TorchRL itself ends an episode at the first death."""
+    pytest.importorskip("torchrl")
+    import warnings
+
+    import torch
+    from torchrl.envs.libs.pettingzoo import PettingZooWrapper
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        env = PettingZooWrapper(aircraft_v0.parallel_env(num_uavs=8, max_cycles=80, threads=1),
+                                use_mask=True, done_on_any=False)
+        torch.manual_seed(0)
+        td = env.rollout(300, break_when_any_done=False)
+    done = td["next", "done"].squeeze(-1)
+    alive = td["next", "uav", "mask"].sum(-1)
+    assert int(done.sum()) >= 2  # whole episodes ended, and were reset by TorchRL
+    # steps where some UAVs are dead and the episode goes on
+    assert bool(((alive < 8) & (alive > 0) & ~done).any())
+    # an episode ends only when every UAV is done, or at max_cycles (80 steps)
+    start = 0
+    for t in torch.nonzero(done).flatten().tolist():
+        assert int(alive[t]) == 0 or t + 1 - start == 80, (t, start, int(alive[t]))
+        start = t + 1
+    env.close()
