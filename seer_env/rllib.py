@@ -27,7 +27,12 @@ config (``threads=1`` suits env runners, which get one CPU each).
 What this adapter does that RLlib's ``ParallelPettingZooEnv`` does not:
 
 * ``agents`` and ``possible_agents`` are lists in the env's order (not built
-  from a set), and ``agents`` tracks the agents alive now;
+  from a set); ``agents`` is the agents the last results speak of: those alive
+  now and those that finished in the last step (whose final observations it
+  returned), as RLlib's env checker requires (every key of a step's results
+  must be in ``agents``; with the alive ones only, a death in the checker's
+  step failed the build of the env runners).  ``agents_alive`` is the live
+  ones alone;
 * ``__all__``: the episode ends when no agent is alive, even when, in the
   last step, one agent terminated and another truncated (``ParallelPettingZooEnv``
   sets ``__all__`` to ``all(...)`` of each dict and then never ends such an
@@ -212,7 +217,20 @@ def _build_class() -> type:
 
         @property  # type: ignore[override]
         def agents(self) -> list[Any]:
-            """The agents alive now (the ParallelEnv's, so never behind it)."""
+            """The agents the last results speak of: alive now (the ParallelEnv's,
+            so never behind it) or finished in the last step."""
+            par_env = self.__dict__.get("par_env")
+            if par_env is None:
+                return []
+            just = self.__dict__.get("_just_finished", ())
+            if not just:
+                return list(par_env.agents)
+            keep = set(par_env.agents) | set(just)
+            return [a for a in self.possible_agents if a in keep]
+
+        @property
+        def agents_alive(self) -> list[Any]:
+            """The agents alive now (those that act in the next step)."""
             par_env = self.__dict__.get("par_env")
             return [] if par_env is None else list(par_env.agents)
 
@@ -231,6 +249,7 @@ def _build_class() -> type:
                     self._cut_short = cut
                 raise
             out = self._obs(obs), self._infos(infos)
+            self._just_finished: tuple[Any, ...] = ()
             self._cut_short = False
             return out
 
@@ -253,7 +272,8 @@ def _build_class() -> type:
             rewards = {a: float(r) for a, r in rew.items()}
             terminateds = {a: bool(x) for a, x in term.items()}
             truncateds = {a: bool(x) for a, x in trunc.items()}
-            over = not self.agents
+            self._just_finished = tuple(a for a in obs if terminateds[a] or truncateds[a])
+            over = not self.agents_alive
             any_trunc = any(truncateds.values())
             terminateds["__all__"] = over and not any_trunc
             truncateds["__all__"] = over and any_trunc

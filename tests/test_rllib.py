@@ -56,7 +56,9 @@ def test_adapter_types_order_and_checker() -> None:
         assert all(type(v) is bool for d in (term, trunc) for v in d.values())
         assert all(type(v) is float for d in infos.values() for v in d.values())
         assert all(o in env.get_observation_space(a) for a, o in obs.items())
-    assert trunc["__all__"] is True and term["__all__"] is False and env.agents == []
+    assert trunc["__all__"] is True and term["__all__"] is False
+    # the last results speak of every cell (truncated together); none is alive
+    assert env.agents == names and env.agents_alive == []
     env.close()
 
 
@@ -73,17 +75,33 @@ def test_all_flags_when_agents_finish_differently(monkeypatch: pytest.MonkeyPatc
                     "__all__": False}
     assert trunc == {"agent_0": False, "agent_1": True, "agent_2": False, "agent_3": False,
                      "__all__": False}
-    assert env.agents == ["agent_2", "agent_3"]
+    # agents 0 and 1 finished in this step: the results speak of them (RLlib's
+    # checker requires their keys in `agents`); 2 and 3 are alive
+    assert env.agents == ["agent_0", "agent_1", "agent_2", "agent_3"]
+    assert env.agents_alive == ["agent_2", "agent_3"]
     obs, rew, term, trunc, infos = env.step({"agent_2": 0, "agent_3": 2})
     assert list(obs) == ["agent_2", "agent_3"] and set(infos) == set(obs)
     assert rew == {"agent_2": 1.0, "agent_3": 3.5}
     assert term == {"agent_2": True, "agent_3": False, "__all__": False}
     assert trunc == {"agent_3": True, "agent_2": False, "__all__": True}
-    assert env.agents == []
+    assert env.agents == ["agent_2", "agent_3"] and env.agents_alive == []
     # RLlib's ParallelPettingZooEnv never ends this episode
     theirs.step(acts)
     *_, t_term, t_trunc, _ = theirs.step({"agent_2": 0, "agent_3": 2})
     assert not t_term["__all__"] and not t_trunc["__all__"]
+    env.close()
+
+
+def test_rllib_checker_passes_when_an_agent_dies_in_its_step() -> None:
+    """RLlib's env checker takes one step after reset and requires every key of
+    its results in env.agents: an agent that dies in that step (its final
+    observation is returned) made it fail while `agents` held the live ones
+    only (hunt_v0's prey, caught at random in the checker's step)."""
+    env = rllib.SeerMultiAgentEnv({"env": str(DYING.folder), "num_agents": 4})
+    env.reset(seed=0)
+    orig = env.reset
+    env.reset = lambda **kw: orig(seed=0)  # agents 0 and 1 finish in the first step
+    check_multiagent_environments(env)
     env.close()
 
 
