@@ -27,12 +27,13 @@ config (``threads=1`` suits env runners, which get one CPU each).
 What this adapter does that RLlib's ``ParallelPettingZooEnv`` does not:
 
 * ``agents`` and ``possible_agents`` are lists in the env's order (not built
-  from a set); ``agents`` is the agents the last results speak of: those alive
-  now and those that finished in the last step (whose final observations it
-  returned), as RLlib's env checker requires (every key of a step's results
-  must be in ``agents``; with the alive ones only, a death in the checker's
-  step failed the build of the env runners).  ``agents_alive`` is the live
-  ones alone;
+  from a set); while the episode goes on, ``agents`` is the agents the last
+  results speak of: those alive now and those that finished in the last step
+  (whose final observations it returned), as RLlib's env checker requires
+  (every key of a step's results must be in ``agents``; with the alive ones
+  only, a death in the checker's step failed the build of the env runners);
+  once no agent is alive it is empty (``while env.agents:`` loops end).
+  ``agents_alive`` is the live ones alone;
 * ``__all__``: the episode ends when no agent is alive, even when, in the
   last step, one agent terminated and another truncated (``ParallelPettingZooEnv``
   sets ``__all__`` to ``all(...)`` of each dict and then never ends such an
@@ -223,7 +224,7 @@ def _build_class() -> type:
             if par_env is None:
                 return []
             just = self.__dict__.get("_just_finished", ())
-            if not just:
+            if not just or not par_env.agents:  # the episode over: none (`while env.agents`)
                 return list(par_env.agents)
             keep = set(par_env.agents) | set(just)
             return [a for a in self.possible_agents if a in keep]

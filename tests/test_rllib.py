@@ -57,8 +57,7 @@ def test_adapter_types_order_and_checker() -> None:
         assert all(type(v) is float for d in infos.values() for v in d.values())
         assert all(o in env.get_observation_space(a) for a, o in obs.items())
     assert trunc["__all__"] is True and term["__all__"] is False
-    # the last results speak of every cell (truncated together); none is alive
-    assert env.agents == names and env.agents_alive == []
+    assert env.agents == [] and env.agents_alive == []  # the episode is over
     env.close()
 
 
@@ -84,7 +83,7 @@ def test_all_flags_when_agents_finish_differently(monkeypatch: pytest.MonkeyPatc
     assert rew == {"agent_2": 1.0, "agent_3": 3.5}
     assert term == {"agent_2": True, "agent_3": False, "__all__": False}
     assert trunc == {"agent_3": True, "agent_2": False, "__all__": True}
-    assert env.agents == ["agent_2", "agent_3"] and env.agents_alive == []
+    assert env.agents == [] and env.agents_alive == []  # the episode is over
     # RLlib's ParallelPettingZooEnv never ends this episode
     theirs.step(acts)
     *_, t_term, t_trunc, _ = theirs.step({"agent_2": 0, "agent_3": 2})
