@@ -614,10 +614,8 @@ class NativeModel:
             kind = ACTION_KINDS[int(g.action_kind)]
             names = tuple(ffi.string(g.info_names[k]).decode() for k in range(g.info_dim)) \
                 if g.info_names != ffi.NULL else ()
-            mask_len = 0
-            if int(s.mask_dim):
-                mask_len = int(g.action_n) if kind == "discrete" else \
-                    int(total[0]) if kind == "multi_discrete" else 0
+            mask_len = int(lib.seer_model_group_choices(g, total[0])) if int(s.mask_dim) \
+                else 0
             out.append(Group(
                 name=ffi.string(g.name).decode(), first=first, count=int(g.count),
                 obs_dim=int(g.obs_dim), action_kind=kind, action_dim=int(g.action_dim),

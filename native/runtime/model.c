@@ -552,6 +552,13 @@ int seer_model_action_nvec(const seer_model *m, const void *config, const seer_s
     return SEER_OK;
 }
 
+uint64_t seer_model_group_choices(const seer_group *g, uint64_t nvec_total)
+{
+    return g->action_kind == SEER_ACTION_DISCRETE         ? (uint64_t)g->action_n
+           : g->action_kind == SEER_ACTION_MULTI_DISCRETE ? nvec_total
+                                                          : 0;
+}
+
 /* One group on its own: a name, agents, an observation and an action of a
  * known kind within the limits, named info values. */
 static int check_group(const seer_model *m, uint32_t g, const seer_group *x, int hooked,
@@ -667,9 +674,7 @@ static int describe_groups(const seer_model *m, const void *config, seer_sizes *
         obs = x[g].obs_dim > obs ? x[g].obs_dim : obs;
         act = x[g].action_dim > act ? x[g].action_dim : act;
         info = x[g].info_dim > info ? x[g].info_dim : info;
-        const uint64_t len = x[g].action_kind == SEER_ACTION_DISCRETE ? (uint64_t)x[g].action_n
-                             : x[g].action_kind == SEER_ACTION_MULTI_DISCRETE ? choices
-                                                                              : 0;
+        const uint64_t len = seer_model_group_choices(&x[g], choices);
         mask_dim = len > mask_dim ? len : mask_dim;
     }
     if (hooked) {

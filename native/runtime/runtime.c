@@ -450,10 +450,7 @@ static int set_groups(seer_runtime *rt)
             nv += x.action_dim;
             multi = 1;
         }
-        t->mask_len = !sz->mask_dim ? 0
-                      : x.action_kind == SEER_ACTION_DISCRETE ? (uint32_t)x.action_n
-                      : x.action_kind == SEER_ACTION_MULTI_DISCRETE ? (uint32_t)total
-                                                                   : 0;
+        t->mask_len = sz->mask_dim ? (uint32_t)seer_model_group_choices(&x, total) : 0;
         if (first + x.count > sz->num_agents)
             return SEER_E_MODEL;
         memset(G->of_agent + first, (int)g, x.count);

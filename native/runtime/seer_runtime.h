@@ -142,6 +142,10 @@ int seer_model_group(const seer_model *model, const void *config, const seer_siz
 int seer_model_action_nvec(const seer_model *model, const void *config, const seer_sizes *sizes,
                            uint32_t group, const seer_group *g, int32_t *nvec, uint64_t *total,
                            char *err, size_t errlen);
+/* The discrete choices of one agent of group g, one mask byte each:
+ * action_n (discrete), nvec_total (multi-discrete, the sum of its nvec), 0
+ * (box).  A model with masks has mask rows of this length per group. */
+uint64_t seer_model_group_choices(const seer_group *g, uint64_t nvec_total);
 /* Bounds of group `group`'s observation elements (obs_dim each: the
  * group's); -inf..+inf where the model declares none. */
 void seer_model_group_bounds(const seer_model *model, const void *config, const seer_sizes *sizes,
