@@ -115,7 +115,7 @@ def infos_builder(keys: tuple[str, ...]
     return fn
 
 
-def _flags(names: Sequence[str], flags: np.ndarray) -> dict[str, bool]:
+def flags(names: Sequence[str], flags: np.ndarray) -> dict[str, bool]:
     """{name: bool}; the common all-False case without a per-agent zip."""
     if not flags.any():
         return dict.fromkeys(names, False)
@@ -147,8 +147,8 @@ def dict_outputs_numpy(names: Sequence[str], rows: np.ndarray, bufs: tuple[Any, 
     return (
         dict(zip(names, obs_arr, strict=True)),
         dict(zip(names, reward[sel].tolist(), strict=True)),
-        _flags(names, term),
-        _flags(names, trunc),
+        flags(names, term),
+        flags(names, trunc),
         infos,
     ), int((term | trunc).sum())
 

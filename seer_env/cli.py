@@ -66,17 +66,17 @@ def _policy_actions(venv: Any, infos: dict[str, Any], policy: str,
     group's space, within its action masks), or constant ones (choice 0 -- the
     first allowed one where a mask forbids 0 -- or the zero vector).  One
     array for a model with one group, a dict group -> array otherwise."""
-    from .gym_vector import random_actions
+    if policy == "random":
+        from .gym_vector import random_batched_actions
 
+        return random_batched_actions(venv, rng)
     B = venv.num_envs
-    grouped = len(venv.groups) > 1
+    grouped = venv.grouped
     masks = infos.get("action_mask")
     out = {}
     for g in venv.groups:
         mask = (masks.get(g.name) if grouped else masks) if masks is not None else None
-        if policy == "random":
-            acts = random_actions(g, mask, B, rng)
-        elif g.action_kind == "box":
+        if g.action_kind == "box":
             acts = np.zeros((B, g.count, g.action_dim), np.float32)
         else:
             shape = (B, g.count) if g.action_kind == "discrete" else (B, g.count, g.action_dim)

@@ -158,16 +158,16 @@ class _SeerEnvCommon:
         #: the agent groups (one, "agents", for a model without groups)
         self.groups = sz.groups
         self._group_of = np.repeat(np.arange(len(sz.groups)), [g.count for g in sz.groups])
-        self._group_obs_spaces = [self._group_obs_space(native, g) for g in sz.groups]
+        self._group_obs_spaces = [self._group_obs_space(native, i, g)
+                                  for i, g in enumerate(sz.groups)]
         self._group_act_spaces = [_group_action_space(g) for g in sz.groups]
         if self._structured:
             self._obs_space = self._group_obs_spaces[0]
             self._act_space = self._group_act_spaces[0]
 
-    def _group_obs_space(self, native: Any, g: Any) -> gymnasium.Space:
+    def _group_obs_space(self, native: Any, i: int, g: Any) -> gymnasium.Space:
         """A group's observation space: its Box, in PettingZoo's dict with the
         action mask when the group's actions are masked."""
-        i = self.sizes.groups.index(g)
         box = _box(*native.group_bounds(self.runtime._config_ptr, self.sizes, i))
         if not g.mask_len:
             return box
@@ -622,8 +622,8 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
         return (
             obs,
             dict(zip(names, rt.reward[0][live_idx].tolist(), strict=True)),
-            _kernels._flags(list(names), term),
-            _kernels._flags(list(names), trunc),
+            _kernels.flags(list(names), term),
+            _kernels.flags(list(names), trunc),
             infos,
         ), int((term | trunc).sum())
 
@@ -1144,6 +1144,12 @@ class SeerVectorEnv(_SeerEnvCommon):
         """The global state's space, one instance's (``state()`` has one row per
         instance)."""
         return self._state_space
+
+    @property
+    def grouped(self) -> bool:
+        """Whether the model has several agent groups (then actions, outputs and
+        infos are dicts keyed by group name)."""
+        return self._grouped
 
     @property
     def structured(self) -> bool:

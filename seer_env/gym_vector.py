@@ -103,7 +103,7 @@ from gymnasium.vector.utils import batch_space
 from .env import SeerVectorEnv
 from .errors import ClosedError, ConfigError, InvalidActionError
 
-__all__ = ["AgentVectorEnv", "agent_vector_env", "random_actions"]
+__all__ = ["AgentVectorEnv", "agent_vector_env", "random_actions", "random_batched_actions"]
 
 
 class AgentVectorEnv(gymnasium.vector.VectorEnv):
@@ -136,7 +136,7 @@ class AgentVectorEnv(gymnasium.vector.VectorEnv):
         self.copy = bool(copy)
         self.num_instances = venv.num_envs
         names = [g.name for g in venv.groups]
-        if group is None and (len(venv.groups) > 1):
+        if group is None and venv.grouped:
             raise ConfigError(
                 f"{venv.seer_model.name} has agent groups {names}: choose one with "
                 "agent_vector_env(num_envs, group=...), one VectorEnv per group")
@@ -151,7 +151,7 @@ class AgentVectorEnv(gymnasium.vector.VectorEnv):
         self.global_state_in_infos = bool(global_state_in_infos)
         self.state_space = venv._state_space
         #: the group this VectorEnv steps (None: a model without groups)
-        self.group = group if (len(venv.groups) > 1) else None
+        self.group = group if venv.grouped else None
         self._g = next(g for g in venv.groups if g.name == (group or names[0]))
         self._others = others
         self._rng = np.random.default_rng()
@@ -383,6 +383,17 @@ def random_actions(g: Any, mask: np.ndarray | None, B: int,
             out[:, :, j] = (np.cumsum(m, axis=2) > r[:, :, None]).argmax(axis=2)
         off += k
     return out[:, :, 0] if g.action_kind == "discrete" else out
+
+
+def random_batched_actions(venv: SeerVectorEnv, rng: np.random.Generator) -> Any:
+    """Uniformly random actions for every agent of a batched env, within the
+    masks of its last outputs (:func:`random_actions` group by group): one
+    array for a model with one group, a dict group -> array otherwise."""
+    rt = venv.runtime
+    acts = {g.name: random_actions(
+        g, rt.mask[:, g.first:g.first + g.count, :g.mask_len] if g.mask_len else None,
+        venv.num_envs, rng) for g in venv.groups}
+    return acts if venv.grouped else acts[venv.groups[0].name]
 
 
 def agent_vector_env(

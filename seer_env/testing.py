@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from .errors import ConfigError, ExecutorError
-from .gym_vector import random_actions
+from .gym_vector import random_batched_actions
 from .registry import env_module
 
 FIELDS = ("obs", "reward", "terminated", "truncated", "info", "alive", "mask")
@@ -152,11 +152,7 @@ def verify(
 def _random_actions(rng: np.random.Generator, venv: Any) -> Any:
     sz = venv.sizes
     if venv.structured:  # each group's kind, within the masks (a dict for groups)
-        rt = venv.runtime
-        acts = {g.name: random_actions(
-            g, rt.mask[:, g.first:g.first + g.count, :g.mask_len] if g.mask_len else None,
-            venv.num_envs, rng) for g in venv.groups}
-        return acts if len(venv.groups) > 1 else acts[venv.groups[0].name]
+        return random_batched_actions(venv, rng)
     if sz.action_kind == "discrete":
         return rng.integers(0, sz.action_n, size=(venv.num_envs, sz.num_agents))
     return rng.uniform(
