@@ -303,7 +303,7 @@ class Runtime:
         #: per group: a view of the action buffer in the group's dtype and shape
         #: ((B, count) int32, (B, count, dim) int32 or float32)
         self.group_actions: list[np.ndarray] = [
-            _group_action_view(self.actions, g) for g in sz.groups] if sz.num_groups > 1 \
+            group_action_view(self.actions, g) for g in sz.groups] if sz.num_groups > 1 \
             else [self.actions]
 
     # -- plumbing -------------------------------------------------------------
@@ -608,7 +608,7 @@ class Runtime:
             pass
 
 
-def _group_action_view(raw: np.ndarray, g: Group) -> np.ndarray:
+def group_action_view(raw: np.ndarray, g: Group) -> np.ndarray:
     """Group ``g``'s actions in the raw (B, A, D) word buffer of a model with
     groups, in the group's own dtype: writes through it reach the runtime."""
     rows = raw[:, g.first:g.first + g.count, :g.action_dim]

@@ -51,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-from ._runtime import _group_action_view
+from ._runtime import group_action_view
 from .gym_vector import random_actions as random_group_actions
 
 #: How to fix what each rule's breach means (merged into seer_env.check.FIXES).
@@ -92,7 +92,7 @@ def random_actions(rng: np.random.Generator, rt: Any, spill: float = 0.0) -> np.
                         size=rt.actions.shape)
         return a.astype(rt.actions.dtype)
     out = rt.actions.copy()
-    views = [out] if sz.num_groups == 1 else [_group_action_view(out, g) for g in sz.groups]
+    views = [out] if sz.num_groups == 1 else [group_action_view(out, g) for g in sz.groups]
     B = rt.num_instances
     for g, view in zip(sz.groups, views, strict=True):
         if g.action_kind == "box":
