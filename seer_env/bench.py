@@ -344,14 +344,17 @@ def bench_pcs(rounds: int = 9, threads: int = 2, widths: tuple[int, ...] = (32, 
 
 
 def bench_optimistic(quick: bool = False, threads: int = 2,
-                     log: Callable[[str], None] = print) -> dict[str, Any]:
+                     log: Callable[[str], None] = print,
+                     step_minutes: tuple[float, ...] = (20.0, 200.0, 2000.0)) -> dict[str, Any]:
     """The optimistic executor against the serial and the parallel executors.
 
-    * classic PCS (lookahead 0, the ROSS-Models dynamics) 32x32 to t = 300000 and
-      64x64 to t = 40000 (a tenth of that with ``quick``): serial vs optimistic on
-      ``threads`` threads, both runs stepped to the end in rotated blocks of steps;
-      the ratio of total times, the median of per-block ratios, and the event and
-      rollback counts (the two runs must handle the same events);
+    * classic PCS (lookahead 0, the ROSS-Models dynamics) 32x32 to t = 120000 and
+      64x64 to t = 30000 (a tenth of that with ``quick``) at each step length of
+      ``step_minutes`` (20, 200 and 2,000 simulated minutes a step): serial vs
+      optimistic on ``threads`` threads, both runs stepped to the end in rotated
+      blocks of steps; the ratio of total times, the median of per-block ratios,
+      the event and rollback counts (the two runs must handle the same events)
+      and the log's peak (it must not grow with the step's length);
     * default PCS (lookahead 1 minute, load reports on) 32x32 and 64x64:
       optimistic vs parallel vs serial, rotated blocks of 20 steps;
     * PHOLD 4096 with a lookahead too small for windows (1e-3 of a 1.0 step):
@@ -361,46 +364,51 @@ def bench_optimistic(quick: bool = False, threads: int = 2,
 
         from seer_env.bench import bench_optimistic
         res = bench_optimistic(quick=True)
-        print(res["classic 32x32"]["speedup_total"])
+        print(res["classic 32x32 step 200"]["speedup_total"])
     """
     out: dict[str, Any] = {"threads": threads, "quick": quick}
     scale = 0.1 if quick else 1.0
-    for w, t_end, block in ((32, 300000.0, 500), (64, 40000.0, 100)):
-        cfg = _pcs_config(w, classic=True)
-        steps = int(round(scale * t_end / cfg["step_minutes"]))
-        block = min(block, max(1, steps // 10))
-        nblocks = max(1, steps // block)
-        rts = {"serial": Runtime("pcs", cfg, 1, "serial", 1),
-               f"optimistic-{threads}": Runtime("pcs", cfg, 1, "optimistic", threads)}
-        for rt in rts.values():
-            rt.reset([0])
-            rt.actions[:] = 0
-        samples = _blocks({k: rt.step for k, rt in rts.items()}, nblocks, block)
-        opt = rts[f"optimistic-{threads}"]
-        ser = rts["serial"]
-        same = (ser.entity_events(0).tobytes() == opt.entity_events(0).tobytes()
-                and ser.obs.tobytes() == opt.obs.tobytes())
-        tot = {k: sum(v) for k, v in samples.items()}
-        per_block = [a / b for a, b in zip(samples["serial"],
-                                           samples[f"optimistic-{threads}"], strict=True)]
-        row = {"t_end": nblocks * block * cfg["step_minutes"], "steps": nblocks * block,
-               "serial_events_per_s": ser.stats()["events"] / tot["serial"],
-               "optimistic_events_per_s": opt.stats()["events"] / tot[f"optimistic-{threads}"],
-               "speedup_total": tot["serial"] / tot[f"optimistic-{threads}"],
-               "speedup_median_block": statistics.median(per_block),
-               "identical": same, **_opt_stats(opt)}
-        for rt in rts.values():
-            rt.close()
-        out[f"classic {w}x{w}"] = row
-        log(f"classic PCS {w}x{w} to t={row['t_end']:.0f} ({row['steps']} steps): optimistic-"
-            f"{threads} {row['speedup_total']:.2f}x serial (median block "
-            f"{row['speedup_median_block']:.2f}x); serial {row['serial_events_per_s'] / 1e6:.2f}"
-            f" M events/s, optimistic {row['optimistic_events_per_s'] / 1e6:.2f} M events/s; "
-            f"{row['events']} events, {row['events_rolled_back']} rolled back "
-            f"({row['rolled_back_per_committed']:.4f} per committed event), "
-            f"{row['anti_messages']} anti-messages, {row['serial_steps']} serial steps, "
-            f"log peak {row['log_bytes_peak'] / 2**20:.1f} MiB; outputs "
-            f"{'identical' if same else 'DIFFER'}")
+    for w, t_end in ((32, 120000.0), (64, 30000.0)):
+        for minutes in step_minutes:
+            cfg = _pcs_config(w, classic=True, step_minutes=minutes)
+            steps = max(1, int(round(scale * t_end / minutes)))
+            nblocks = min(10, steps)
+            block = max(1, steps // nblocks)
+            rts = {"serial": Runtime("pcs", cfg, 1, "serial", 1),
+                   f"optimistic-{threads}": Runtime("pcs", cfg, 1, "optimistic", threads)}
+            for rt in rts.values():
+                rt.reset([0])
+                rt.actions[:] = 0
+            samples = _blocks({k: rt.step for k, rt in rts.items()}, nblocks, block)
+            opt = rts[f"optimistic-{threads}"]
+            ser = rts["serial"]
+            same = (ser.entity_events(0).tobytes() == opt.entity_events(0).tobytes()
+                    and ser.obs.tobytes() == opt.obs.tobytes())
+            tot = {k: sum(v) for k, v in samples.items()}
+            per_block = [a / b for a, b in zip(samples["serial"],
+                                               samples[f"optimistic-{threads}"], strict=True)]
+            row = {"step_minutes": minutes, "t_end": nblocks * block * minutes,
+                   "steps": nblocks * block,
+                   "serial_events_per_s": ser.stats()["events"] / tot["serial"],
+                   "optimistic_events_per_s":
+                       opt.stats()["events"] / tot[f"optimistic-{threads}"],
+                   "speedup_total": tot["serial"] / tot[f"optimistic-{threads}"],
+                   "speedup_median_block": statistics.median(per_block),
+                   "phases_per_step": opt.stats()["windows"] / max(1, opt.stats()["steps"]),
+                   "identical": same, **_opt_stats(opt)}
+            for rt in rts.values():
+                rt.close()
+            out[f"classic {w}x{w} step {minutes:g}"] = row
+            log(f"classic PCS {w}x{w}, {minutes:g}-minute steps to t={row['t_end']:.0f} "
+                f"({row['steps']} steps): optimistic-{threads} {row['speedup_total']:.2f}x "
+                f"serial (median block {row['speedup_median_block']:.2f}x); serial "
+                f"{row['serial_events_per_s'] / 1e6:.2f} M events/s, optimistic "
+                f"{row['optimistic_events_per_s'] / 1e6:.2f} M events/s; {row['events']} "
+                f"events, {row['events_rolled_back']} rolled back "
+                f"({row['rolled_back_per_committed']:.4f} per committed event), "
+                f"{row['phases_per_step']:.1f} phases a step, {row['serial_steps']} serial "
+                f"steps, log peak {row['log_bytes_peak'] / 2**20:.1f} MiB; outputs "
+                f"{'identical' if same else 'DIFFER'}")
     phold = dict(num_entities=4096, events_per_entity=2, remote=0.5, mean=1.0,
                  lookahead=1e-3, work=0, step_duration=1.0)
     cases = [(f"default PCS {w}x{w}", "pcs", _pcs_config(w)) for w in (32, 64)]

@@ -246,6 +246,100 @@ def test_tiny_log_limit_runs_steps_serially(monkeypatch: pytest.MonkeyPatch, cas
     assert stats["serial_steps"] > 0
 
 
+# ---- phases: a step committed piece by piece -------------------------------------------
+#
+# A speculative step runs as phases, each up to a horizon in simulated time and
+# committed at its end (its log freed); the horizons adapt to about
+# SEER_PHASE_EVENTS events per thread a phase.  Any horizon gives the serial
+# executor's handlings, so outputs must not depend on it: tiny targets (many
+# phases a step, down to one event) must still match the serial run exactly.
+
+PHASED = [c for c in CASES if c[4] in ("spec", "nonmono", "cascade")]
+
+
+@pytest.mark.parametrize("phase_events", [1, 37])
+@pytest.mark.parametrize("B,threads", [(1, 2), (1, 3), (3, 5)])
+@pytest.mark.parametrize("case,model,cfg,steps,mode", PHASED, ids=[c[0] for c in PHASED])
+def test_phases_of_any_width_match_serial(monkeypatch: pytest.MonkeyPatch, case: str,
+                                          model: str, cfg: dict[str, Any], steps: int,
+                                          mode: str, B: int, threads: int,
+                                          phase_events: int) -> None:
+    seeds = [17 * i + 3 for i in range(B)]
+    steps = min(steps, 30)
+    ref, ref_stats = reference(case, model, cfg, seeds, steps, 0, False)
+    monkeypatch.setenv("SEER_PHASE_EVENTS", str(phase_events))
+    got, stats = run(model, cfg, seeds, "optimistic", threads, steps, 0)
+    label = f"{case} B={B} threads={threads} phase_events={phase_events}"
+    assert_same_trace(ref, got, label)
+    assert stats["events"] == ref_stats["events"], label
+    if split(B, threads) and phase_events == 1:
+        # several phases a step: windows counts them (one per step before)
+        assert stats["windows"] > 2 * stats["steps"], label
+    if mode == "nonmono" and split(B, threads):
+        assert stats["serial_steps"] > 0, label
+
+
+@pytest.mark.parametrize("case,model,cfg", [
+    ("pcs-classic-16x16", "pcs", pcs(classic=1, width=16, height=16)),
+    ("nonmono", "nonmono", dict(num_entities=12)),
+], ids=lambda v: v if isinstance(v, str) else "")
+def test_abandoned_in_a_later_phase_resumes_serially(monkeypatch: pytest.MonkeyPatch,
+                                                     case: str, model: str,
+                                                     cfg: dict[str, Any]) -> None:
+    """A log limit of a few records abandons speculation in any phase: the
+    instance is undone to the end of its last committed phase and the rest of
+    its step runs serially, from there."""
+    seeds = [11, 12, 13]
+    ref, ref_stats = run(model, cfg, seeds, "serial", 1, 25, 6)
+    monkeypatch.setenv("SEER_PHASE_EVENTS", "16")
+    monkeypatch.setenv("SEER_LOG_LIMIT", "8192")
+    got, stats = run(model, cfg, seeds, "optimistic", 5, 25, 6)
+    assert_same_trace(ref, got, f"{case} phases of 16 events, log limit 8192")
+    assert stats["events"] == ref_stats["events"]
+    assert stats["serial_steps"] > 0
+
+
+def test_budget_counts_the_committed_phases(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The event budget is the step's, not a phase's: a step whose first phases
+    commit and whose budget runs out later fails as on the serial executor."""
+    cfg = dict(num_entities=64, step_duration=1e3, lookahead=1e-9, remote=0.5)
+    msgs = []
+    monkeypatch.setenv("SEER_PHASE_EVENTS", "64")
+    for executor, t in (("serial", 1), ("optimistic", 2)):
+        rt = make("phold", cfg, 1, executor, t, max_step_events=50_000)
+        rt.reset([3])
+        with pytest.raises(errors.BudgetError, match="max_step_events") as info:
+            rt.step()
+        msgs.append(str(info.value))
+        if executor == "optimistic":
+            stats = rt.stats()
+            assert stats["serial_steps"] == 1
+            assert stats["windows"] > 3  # phases committed before the budget ran out
+        rt.close()
+    prefix = "step 0 of instance 0 handled more than 50000 events (the event budget"
+    assert all(m.startswith(prefix) for m in msgs), msgs
+
+
+def test_log_does_not_grow_with_the_step_length() -> None:
+    """The log holds one phase's handlings, whatever the step's length: classic
+    PCS 32x32 with steps 100x longer keeps the same peak (it held every event
+    of a step when the step was the only commit point: 20 MiB at 2,000-minute
+    steps)."""
+    peaks = {}
+    for minutes in (20.0, 2000.0):
+        cfg = pcs(classic=1, width=32, height=32, step_minutes=minutes)
+        rt = make("pcs", cfg, 1, "optimistic", 2)
+        rt.reset([1])
+        rt.actions[:] = 0
+        for _ in range(int(8000 / minutes)):
+            rt.step()
+        stats = rt.stats()
+        peaks[minutes] = stats["log_bytes_peak"]
+        assert stats["events"] > 0
+        rt.close()
+    assert 0 < peaks[2000.0] <= 2 * peaks[20.0], peaks
+
+
 SCHEDULE = [("serial", 1), ("optimistic", 2), ("parallel", 3), ("optimistic", 5),
             ("optimistic", 1), ("parallel", 2), ("optimistic", 3), ("serial", 1),
             ("optimistic", 2)]

@@ -381,7 +381,9 @@ __attribute__((cold, noinline)) static void check_stop_local(seer_worker *w, uin
                                 "interrupted by SIGINT (Ctrl-C) in step %llu of instance %u: "
                                 "the call was abandoned",
                                 (unsigned long long)rt->inst[inst].step, inst);
-    if (o->net[inst] > (int64_t)rt->max_step_events ||
+    /* the step's committed phases count: a step's budget is the serial one's */
+    const uint64_t net = o->net[inst] > 0 ? (uint64_t)o->net[inst] : 0;
+    if (net + rt->inst[inst].opt_done > rt->max_step_events ||
         o->gross[inst] > 4 * rt->max_step_events + 1000000u)
         abandon(&rt->inst[inst]);
 }
@@ -458,7 +460,7 @@ static int handle_next(seer_worker *w, seer_ctx *c, uint32_t inst, uint32_t p)
         return 0;
     }
     int qerr = 0;
-    seer_event *ev = seer_squeue_pop_before_owner(&in->parts[p], in->boundary, &qerr);
+    seer_event *ev = seer_squeue_pop_before_owner(&in->parts[p], in->spec_end, &qerr);
     if (!ev) {
         if (qerr && !w->err)
             seer_worker_error_local(w, qerr, "out of memory for an event queue (model '%s')",
@@ -565,13 +567,13 @@ int seer_opt_schedule_local(seer_ctx *c, seer_event *ev)
 }
 
 /* The partition of this slot, of instance `inst`, with the earliest event
- * below the boundary; UINT32_MAX when none. */
+ * below the phase's horizon; UINT32_MAX when none. */
 static inline uint32_t next_part(const seer_inst *in, uint32_t p0, uint32_t p1)
 {
     if (p1 == p0 + 1)
-        return seer_squeue_min_time_owner(&in->parts[p0]) < in->boundary ? p0 : UINT32_MAX;
+        return seer_squeue_min_time_owner(&in->parts[p0]) < in->spec_end ? p0 : UINT32_MAX;
     uint32_t best = UINT32_MAX;
-    seer_time bt = in->boundary;
+    seer_time bt = in->spec_end;
     for (uint32_t p = p0; p < p1; p++) {
         const seer_time t = seer_squeue_min_time_owner(&in->parts[p]);
         if (t < bt) {
@@ -679,7 +681,8 @@ static int keep_uncancelled(void *arg, seer_event *ev)
 
 /* The phase is over: this slot's handlings are final.  Free their events,
  * forget the logs, drop the cancelled events still pending (at or past the
- * boundary). */
+ * phase's horizon), and note each instance's earliest pending time here
+ * (w->local_min: the completer opens the next phase from it). */
 static void commit_slot(seer_worker *w, uint32_t p0, uint32_t p1)
 {
     seer_runtime *rt = w->rt;
@@ -700,6 +703,7 @@ static void commit_slot(seer_worker *w, uint32_t p0, uint32_t p1)
                 seer_squeue_filter_owner(&in->parts[p], keep_uncancelled, w);
                 *nc = 0;
             }
+            seer_note_window_min_local(w, inst, seer_squeue_min_time_owner(&in->parts[p]));
         }
     }
 }
@@ -716,13 +720,12 @@ void seer_opt_run_slot(seer_worker *w, seer_ctx *c, uint32_t slot, uint32_t bank
     seer_arena_reset_owner(&o->recs);
     seer_arena_reset_owner(&o->sends);
     o->nsent = o->ncancel = 0;
-    for (uint32_t k = 0; k < rt->call.nsel; k++) {
-        const uint32_t inst = rt->call.sel[k];
-        o->net[inst] = 0;
-        o->gross[inst] = 0;
-        for (uint32_t p = p0; p < p1; p++)
-            seer_merge_outboxes(w, &rt->inst[inst], inst, p, bank);
-    }
+    /* net and gross are 0 (the completer zeroes them after each phase);
+     * the act phase's outboxes hold events for the step's first phase */
+    if (rt->opt.phase == 0)
+        for (uint32_t k = 0; k < rt->call.nsel; k++)
+            for (uint32_t p = p0; p < p1; p++)
+                seer_merge_outboxes(w, &rt->inst[rt->call.sel[k]], rt->call.sel[k], p, bank);
     c->phase = PHASE_EVENT;
     c->spec = 1;
     uint32_t rr = 0, stalls = 0;
@@ -826,7 +829,147 @@ static void drop_everything_completer(seer_runtime *rt, seer_worker *w)
     }
 }
 
-void seer_opt_finish_completer(seer_runtime *rt, seer_worker *w, int was_aborted)
+/* ---- phases: where each one ends ------------------------------------------------ */
+
+/* The horizon of instance `in`'s next phase, its earliest pending time
+ * being t: t + the instance's phase width, at most the boundary.  Any
+ * horizon gives the serial executor's handlings -- every event below it
+ * is handled before any at or above it, as in the serial order, and the
+ * handlers never see it -- so the width only trades the phases' fixed cost
+ * against the log's size. */
+static void set_horizon_completer(const seer_runtime *rt, seer_inst *in, seer_time t)
+{
+    const double width = in->opt_width > 0.0 ? in->opt_width
+                                             : rt->sz.step_duration / OPT_FIRST_PHASES;
+    const seer_time end = t + width;
+    in->spec_from = t;
+    in->spec_end = end > t && end < in->boundary ? end : in->boundary;
+}
+
+/* After a phase that handled `events` of instance `in` between its start
+ * and its horizon: the width that would have handled rt->opt.phase_events
+ * per slot at the same rate, changed by at most a factor OPT_WIDTH_STEP. */
+static void adapt_width_completer(const seer_runtime *rt, seer_inst *in, uint64_t events)
+{
+    const double D = rt->sz.step_duration;
+    const double was = in->opt_width > 0.0 ? in->opt_width : D / OPT_FIRST_PHASES;
+    const double target = (double)rt->opt.phase_events * seer_opt_slots(rt);
+    double width = was * OPT_WIDTH_STEP;
+    if (events)
+        width = (in->spec_end - in->spec_from) * target / (double)events;
+    if (width > was * OPT_WIDTH_STEP)
+        width = was * OPT_WIDTH_STEP;
+    if (width < was / OPT_WIDTH_STEP)
+        width = was / OPT_WIDTH_STEP;
+    if (width > D * OPT_WIDTH_STEP)
+        width = D * OPT_WIDTH_STEP;
+    if (width < D * OPT_WIDTH_MIN)
+        width = D * OPT_WIDTH_MIN;
+    in->opt_width = width;
+}
+
+/* Each selected instance's earliest pending time, as the workers noted it
+ * (their local minima, reset for the next phase). */
+static seer_time reduce_min_completer(seer_runtime *rt, uint32_t i)
+{
+    seer_time t = __builtin_inf();
+    for (uint32_t p = 0; p < rt->pool.nthreads; p++) {
+        double *m = &rt->pool.workers[p].local_min[i];
+        if (*m < t)
+            t = *m;
+        *m = __builtin_inf();
+    }
+    return t;
+}
+
+/* A new epoch for the next phase's events; after 2^30 of them, every
+ * pending event's epoch is cleared first (no worker runs: the completer
+ * owns every queue). */
+static int clear_epoch(void *arg, seer_event *ev)
+{
+    (void)arg;
+    ev->flags &= (1u << SEER_EV_EPOCH_SHIFT) - 1u;
+    return 1;
+}
+
+void seer_opt_next_epoch_quiescent(seer_runtime *rt)
+{
+    if (rt->opt.epoch == OPT_EPOCH_MAX) {
+        for (uint32_t i = 0; i < rt->B; i++)
+            for (uint32_t p = 0; p < rt->part.n && rt->inst[i].parts; p++)
+                seer_squeue_filter_owner(&rt->inst[i].parts[p], clear_epoch, NULL);
+        rt->opt.epoch = 0;
+    }
+    rt->opt.epoch++;
+}
+
+void seer_opt_begin_completer(seer_runtime *rt)
+{
+    rt->opt.phase = 0;
+    seer_time first = __builtin_inf();
+    for (uint32_t k = 0; k < rt->call.nsel; k++) {
+        const uint32_t i = rt->call.sel[k];
+        seer_inst *in = &rt->inst[i];
+        in->opt_done = 0;
+        const seer_time t = reduce_min_completer(rt, i);
+        set_horizon_completer(rt, in, t);
+        if (t < first)
+            first = t;
+    }
+    rt->call.window_t = first;
+}
+
+/* ---- an abandoned speculation: undone after its phase ------------------------------ */
+
+static int keep_unspeculated(void *arg, seer_event *ev)
+{
+    seer_worker *w = arg;
+    if (ev_spec(w->rt, ev)) {
+        seer_event_free_local(w, ev);
+        return 0;
+    }
+    return 1;
+}
+
+/* Instance i's speculation in the phase that just ended is undone: the
+ * events it scheduled go, the events it handled are pending again, every
+ * entity is as when the phase opened (the phases before it are committed).
+ * The completer (worker w: the events go to its free list), between
+ * phases.  Out of memory re-queueing an event fails the call. */
+static void undo_completer(seer_runtime *rt, seer_worker *w, uint32_t i)
+{
+    seer_inst *in = &rt->inst[i];
+    for (uint32_t p = 0; p < rt->part.n; p++)
+        seer_squeue_filter_owner(&in->parts[p], keep_unspeculated, w);
+    for (uint32_t e = 0; e < rt->sz.num_entities; e++) {
+        seer_opt_rec *r = in->opt_log[e], *oldest = NULL;
+        for (; r; oldest = r, r = r->prev) {
+            seer_event *ev = r->ev;
+            r->ev = NULL;
+            if (ev_spec(rt, ev)) {
+                seer_event_free_local(w, ev);
+                continue;
+            }
+            ev->flags &= ~(uint32_t)(SEER_EV_HANDLED | SEER_EV_CANCEL);
+            if (seer_squeue_push_owner(&in->parts[rt->part.of[e]], ev) != SEER_OK) {
+                seer_event_free_local(w, ev);
+                if (!w->err)
+                    seer_worker_error_local(w, SEER_E_NOMEM,
+                                            "out of memory undoing instance %u's speculation",
+                                            i);
+            }
+        }
+        if (oldest) {
+            memcpy(seer_inst_state(rt, in, e), oldest->state, rt->sz.entity_size);
+            in->recs[e] = oldest->rec;
+        }
+        in->opt_log[e] = NULL;
+    }
+    if (w->err)
+        seer_propagate_error_local(w);
+}
+
+int seer_opt_finish_completer(seer_runtime *rt, seer_worker *w, int was_aborted)
 {
     struct seer_opt_shared *sh = rt->opt.shared;
     uint64_t peak = 0;
@@ -842,14 +985,20 @@ void seer_opt_finish_completer(seer_runtime *rt, seer_worker *w, int was_aborted
     }
     if (peak > rt->opt.log_peak)
         rt->opt.log_peak = peak;
-    if (was_aborted) {
+    /* the abandoned instances are undone now: the next phase reuses the
+     * arenas their logs are in */
+    for (uint32_t k = 0; k < rt->call.nsel && !was_aborted && !seer_aborted_any(rt); k++)
+        if (inst_abandoned(&rt->inst[rt->call.sel[k]]))
+            undo_completer(rt, w, rt->call.sel[k]);
+    if (was_aborted || seer_aborted_any(rt)) {
         /* every selected instance fails: free what speculation holds */
         drop_everything_completer(rt, w);
         rt->opt.abandoned = 0;
-        return;
+        return 0;
     }
-    /* the abandoned instances to the end of the selection: the boundary
-     * phases run the others; the host steps them serially afterwards */
+    /* the abandoned instances to the end of the selection, before those of
+     * earlier phases: the other phases and the boundary phases run the
+     * others; the host steps them serially afterwards */
     uint32_t n = 0, nab = 0;
     for (uint32_t k = 0; k < rt->call.nsel; k++) {
         const uint32_t i = rt->call.sel[k];
@@ -860,59 +1009,60 @@ void seer_opt_finish_completer(seer_runtime *rt, seer_worker *w, int was_aborted
     }
     memcpy(rt->call.sel + n, sh->scratch, nab * sizeof *rt->call.sel);
     rt->call.nsel = n;
-    rt->opt.abandoned = nab;
-}
-
-/* ---- an abandoned speculation: undo, then the step serially ----------------------- */
-
-static int keep_unspeculated(void *arg, seer_event *ev)
-{
-    seer_worker *w = arg;
-    if (ev_spec(w->rt, ev)) {
-        seer_event_free_local(w, ev);
-        return 0;
+    rt->opt.abandoned += nab;
+    /* the phase's handlings are committed; the next phase's horizons */
+    int more = 0;
+    seer_time first = __builtin_inf();
+    for (uint32_t k = 0; k < n; k++) {
+        const uint32_t i = rt->call.sel[k];
+        seer_inst *in = &rt->inst[i];
+        uint64_t events = 0;
+        for (uint32_t t = 0; t < rt->pool.nthreads; t++) {
+            seer_opt_worker *o = rt->pool.workers[t].opt;
+            if (o) {
+                events += (uint64_t)o->net[i];
+                o->net[i] = 0;
+                o->gross[i] = 0;
+            }
+        }
+        in->opt_done += events;
+        if (in->spec_end < in->boundary || events)
+            adapt_width_completer(rt, in, events);
+        const seer_time t = reduce_min_completer(rt, i);
+        if (t < in->boundary) {
+            set_horizon_completer(rt, in, t);
+            more = 1;
+            if (t < first)
+                first = t;
+        }
     }
+    /* the abandoned instances' counts go too (their handlings were undone) */
+    for (uint32_t k = n; k < n + nab; k++)
+        for (uint32_t t = 0; t < rt->pool.nthreads; t++) {
+            seer_opt_worker *o = rt->pool.workers[t].opt;
+            if (o) {
+                o->net[rt->call.sel[k]] = 0;
+                o->gross[rt->call.sel[k]] = 0;
+            }
+            rt->pool.workers[t].local_min[rt->call.sel[k]] = __builtin_inf();
+        }
+    if (!more)
+        return 0;
+    rt->opt.phase++;
+    rt->call.window_t = first;
+    seer_opt_next_epoch_quiescent(rt);
     return 1;
 }
 
 int seer_opt_serial_step(seer_runtime *rt, uint32_t i)
 {
     seer_inst *in = &rt->inst[i];
-    seer_worker *w = &rt->pool.workers[0];
-    int rc = SEER_OK;
-    /* the speculation's events go; the handled events of before it are
-     * pending again; every entity as at the step's start (after act) */
-    for (uint32_t p = 0; p < rt->part.n; p++)
-        seer_squeue_filter_owner(&in->parts[p], keep_unspeculated, w);
-    for (uint32_t e = 0; e < rt->sz.num_entities; e++) {
-        seer_opt_rec *r = in->opt_log[e], *oldest = NULL;
-        for (; r; oldest = r, r = r->prev) {
-            seer_event *ev = r->ev;
-            r->ev = NULL;
-            if (ev_spec(rt, ev)) {
-                seer_event_free_local(w, ev);
-                continue;
-            }
-            ev->flags &= ~(uint32_t)(SEER_EV_HANDLED | SEER_EV_CANCEL);
-            if (seer_squeue_push_owner(&in->parts[rt->part.of[e]], ev) != SEER_OK) {
-                seer_event_free_local(w, ev);
-                rc = SEER_E_NOMEM;
-            }
-        }
-        if (oldest) {
-            memcpy(seer_inst_state(rt, in, e), oldest->state, rt->sz.entity_size);
-            in->recs[e] = oldest->rec;
-        }
-        in->opt_log[e] = NULL;
-    }
     /* relaxed: the host, between the phases that read it */
     atomic_store_explicit(&in->opt_abandon, 0, memory_order_relaxed);
     rt->opt.serial_steps++;
-    if (rc != SEER_OK) {
-        seer_fail(rt, "out of memory undoing instance %u's speculation", i);
-        return rc;
-    }
-    return seer_step_serially(rt, i, 0);
+    /* undone after its phase (undo_completer): the rest of the step, from
+     * the last committed phase on */
+    return seer_step_serially(rt, i, 0, in->opt_done);
 }
 
 void seer_opt_drop(seer_runtime *rt, uint32_t i)

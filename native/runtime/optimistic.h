@@ -26,19 +26,28 @@ int seer_opt_speculates(const seer_runtime *rt);
 /* Slots of the speculation phase (each a set of partitions one worker holds
  * for the whole phase). */
 uint32_t seer_opt_slots(const seer_runtime *rt);
-/* The completer, opening the speculation phase. */
+/* The completer, after the act phase of a speculative step: each selected
+ * instance's first phase horizon (from the workers' local minima). */
+void seer_opt_begin_completer(seer_runtime *rt);
+/* The completer, opening a speculation phase. */
 void seer_opt_open_completer(seer_runtime *rt);
+/* A new speculation epoch (the host before a call, or the completer between
+ * phases: no worker touches a queue). */
+void seer_opt_next_epoch_quiescent(seer_runtime *rt);
 /* The speculation phase's item: slot `slot`, run by w until every slot is
  * idle and no message is in flight (or the call aborts); `bank`: the act
  * phase's outboxes, merged first. */
 void seer_opt_run_slot(seer_worker *w, seer_ctx *c, uint32_t slot, uint32_t bank);
-/* The completer (worker w), after the speculation phase: statistics;
- * abandoned instances go to the end of the selection (rt->opt.abandoned of
- * them, out of rt->call.nsel); after an abort, every message and log is dropped
- * (their events freed into w's own free list). */
-void seer_opt_finish_completer(seer_runtime *rt, seer_worker *w, int aborted);
-/* Host, after the call: instance i's abandoned speculation undone, its
- * step run serially (from after its act phase). */
+/* The completer (worker w), after a speculation phase: statistics; the
+ * instances abandoned in it are undone (to the end of the phase before) and
+ * go to the end of the selection (rt->opt.abandoned of them in all, out of
+ * rt->call.nsel); the others' next horizons.  Returns 1 when another phase
+ * follows (an instance has events below its boundary), 0 when the step's
+ * events are done.  After an abort, every message and log is dropped
+ * (their events freed into w's own free list) and it returns 0. */
+int seer_opt_finish_completer(seer_runtime *rt, seer_worker *w, int aborted);
+/* Host, after the call: the rest of abandoned instance i's step, serially
+ * (from the end of its last committed phase). */
 int seer_opt_serial_step(seer_runtime *rt, uint32_t i);
 /* Host, after a failed call: instance i's abandoned speculation, not rerun,
  * is dropped (the events its logs hold freed, the logs forgotten); the

@@ -23,13 +23,6 @@
 
 /* ---- sizing (host) -------------------------------------------------------------- */
 
-static int clear_epoch(void *arg, seer_event *ev)
-{
-    (void)arg;
-    ev->flags &= (1u << SEER_EV_EPOCH_SHIFT) - 1u;
-    return 1;
-}
-
 static void free_worker_opt(seer_opt_worker *o)
 {
     if (!o)
@@ -182,17 +175,11 @@ int seer_opt_prepare(seer_runtime *rt)
     for (uint32_t k = 0; k < rt->call.nsel; k++)
         /* relaxed: published to the workers with the call (publish_job) */
         atomic_store_explicit(&rt->inst[rt->call.sel[k]].opt_abandon, 0, memory_order_relaxed);
-    /* a new epoch: the events this speculation schedules carry it */
-    if (rt->opt.epoch == OPT_EPOCH_MAX) {
-        /* after 2^30 speculative steps: clear every pending event's epoch
-         * (between calls every event is in a queue) */
-        for (uint32_t i = 0; i < rt->B; i++)
-            for (uint32_t p = 0; p < rt->part.n; p++)
-                seer_squeue_filter_owner(&rt->inst[i].parts[p], clear_epoch, NULL);
-        rt->opt.epoch = 0;
-    }
-    rt->opt.epoch++;
+    /* a new epoch: the events the step's first phase schedules carry it
+     * (between calls every event is in a queue) */
+    seer_opt_next_epoch_quiescent(rt);
     rt->opt.abandoned = 0;
+    rt->opt.phase = 0;
     return SEER_OK;
 nomem:
     seer_fail(rt, "out of memory preparing the optimistic executor (%u threads)", slots);

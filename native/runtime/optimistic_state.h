@@ -23,6 +23,13 @@
 #define OPT_CHUNK_MIN (16u << 10)
 #define OPT_LOG_MIN (64ull << 20)     /* the default log limit, at least         */
 #define OPT_EPOCH_MAX ((1u << (32 - SEER_EV_EPOCH_SHIFT)) - 1u)
+/* A step runs as phases, each committed at its horizon (optimistic.c):
+ * their width is adapted so that a phase handles about rt->opt.phase_events
+ * events per slot (SEER_OPT_PHASE_EVENTS, runtime.h). */
+#define OPT_FIRST_PHASES 1024.0 /* an instance's first phase: D / 1024 (the
+                                   width then grows 4x a phase at most)      */
+#define OPT_WIDTH_STEP 4.0      /* the width changes by this factor at most   */
+#define OPT_WIDTH_MIN 0x1p-30   /* ... and stays within [D 2^-30, 4 D]        */
 
 /* ---- the structures --------------------------------------------------------- */
 

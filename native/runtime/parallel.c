@@ -216,16 +216,14 @@ static void advance_phase_completer(seer_runtime *rt, seer_worker *w, uint32_t d
         break;
     case PH_ACT:
         if (rt->opt.spec) {
-            /* one speculation phase instead of the windows; after an error
-             * in act, FLUSH empties the outboxes and the call ends */
-            for (uint32_t t = 0; t < rt->pool.nthreads; t++)
-                for (uint32_t k = 0; k < rt->call.nsel; k++)
-                    rt->pool.workers[t].local_min[rt->call.sel[k]] = __builtin_inf();
-            rt->stats.windows++;
-            rt->call.window_t = rt->inst[rt->call.sel[0]].boundary - rt->sz.step_duration;
+            /* speculation phases instead of the windows; after an error in
+             * act, FLUSH empties the outboxes and the call ends */
+            seer_opt_begin_completer(rt);
             next = seer_aborted_any(rt) ? PH_FLUSH : PH_SPEC;
-            if (next == PH_SPEC)
+            if (next == PH_SPEC) {
+                rt->stats.windows++;
                 seer_opt_open_completer(rt);
+            }
             break;
         }
         /* fall through */
@@ -234,10 +232,17 @@ static void advance_phase_completer(seer_runtime *rt, seer_worker *w, uint32_t d
         next = rt->call.any_running ? PH_WINDOW : PH_FLUSH;
         break;
     case PH_SPEC:
-        /* the abandoned instances leave the selection (the host steps them
-         * serially after the call); after an abort the call ends */
-        seer_opt_finish_completer(rt, w, seer_aborted_any(rt));
-        next = seer_aborted_any(rt) || rt->call.nsel == 0 ? PH_DONE : first_boundary_phase(rt);
+        /* committed; the abandoned instances leave the selection (the host
+         * steps them serially after the call); another phase up to the next
+         * horizons, or the boundary; after an abort the call ends */
+        if (seer_opt_finish_completer(rt, w, seer_aborted_any(rt))) {
+            rt->stats.windows++;
+            seer_opt_open_completer(rt);
+            next = PH_SPEC;
+        } else {
+            next = seer_aborted_any(rt) || rt->call.nsel == 0 ? PH_DONE
+                                                              : first_boundary_phase(rt);
+        }
         break;
     case PH_FLUSH:
         /* Even after an error: a call leaves no event in an outbox. */

@@ -440,7 +440,7 @@ int seer_runtime_set_executor(seer_runtime *rt, int executor, uint32_t threads)
  * are the same either way; only speed differs).  The optimistic executor
  * runs the rest of a step whose speculation it abandoned here too (act = 0:
  * the act phase ran). */
-int seer_step_serially(seer_runtime *rt, uint32_t i, int act)
+int seer_step_serially(seer_runtime *rt, uint32_t i, int act, uint64_t done)
 {
     seer_inst *in = &rt->inst[i];
     uint64_t *counts = malloc((size_t)(rt->part.n > 1 ? rt->part.n : 1) * MIG_NB *
@@ -452,7 +452,7 @@ int seer_step_serially(seer_runtime *rt, uint32_t i, int act)
     }
     const int executor = rt->executor;
     rt->executor = SEER_EXECUTOR_SERIAL;
-    int rc = act ? seer_serial_step(rt, i) : seer_serial_step_events(rt, i);
+    int rc = act ? seer_serial_step(rt, i) : seer_serial_step_events(rt, i, done);
     rt->executor = executor;
     if (migrate_instance(rt, in, executor, counts) != SEER_OK && rc == SEER_OK) {
         seer_squeue_clear_owner(&in->queue); /* its records return with the pool's chunks */

@@ -24,7 +24,8 @@ void seer_free_part_queues(const seer_runtime *rt, seer_squeue *parts);
 /* Instance i's step on the serial executor, its events moved to the serial
  * queue and back: the serial fallback of a parallel step (act = 1: the
  * whole step), or the rest of an optimistic step whose speculation was
- * abandoned (act = 0: its act phase ran). */
-int seer_step_serially(seer_runtime *rt, uint32_t i, int act);
+ * abandoned (act = 0: its act phase ran, and `done` events of the step were
+ * handled and committed before: they count towards the step's budget). */
+int seer_step_serially(seer_runtime *rt, uint32_t i, int act, uint64_t done);
 
 #endif /* SEER_PARTITION_H */

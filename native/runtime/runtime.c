@@ -334,6 +334,12 @@ static void apply_options(seer_runtime *rt, const seer_model *model, const seer_
         if (rt->opt.log_limit < (64ull << 20))
             rt->opt.log_limit = 64ull << 20;
     }
+    /* events per thread a speculation phase aims at (optimistic.c); tests
+     * set it small to run many phases a step */
+    const char *pe = getenv("SEER_PHASE_EVENTS");
+    rt->opt.phase_events = pe && *pe ? strtoull(pe, NULL, 10) : 0;
+    if (!rt->opt.phase_events)
+        rt->opt.phase_events = SEER_OPT_PHASE_EVENTS;
     rt->fork_gen = seer_fork_generation();
 }
 
@@ -1002,7 +1008,7 @@ int seer_runtime_step(seer_runtime *rt, const uint8_t *mask)
             rt->call.nsel = all;
         }
         for (uint32_t k = par; k < all && rc == SEER_OK; k++)
-            rc = seer_step_serially(rt, rt->call.sel[k], 1);
+            rc = seer_step_serially(rt, rt->call.sel[k], 1, 0);
     }
     rt->in_call = 0;
     rt->opt.spec = 0;

@@ -38,6 +38,13 @@ typedef struct seer_inst {
     seer_time boundary;  /* end of the step being run */
     int running;         /* parallel: window loop still active this step */
     int resetting;       /* the current boundary is a reset's */
+    /* optimistic executor: a step runs as speculation phases, each up to a
+     * horizon (spec_end) and committed at its end (optimistic.c) */
+    seer_time spec_end;  /* the current phase's horizon (<= boundary)     */
+    seer_time spec_from; /* the earliest pending time when it opened      */
+    double opt_width;    /* simulated time the next phase covers (adapted
+                            from phase to phase; 0: not known yet)        */
+    uint64_t opt_done;   /* events this step's committed phases handled   */
     unsigned char *states;
     unsigned char *snapshot;
     unsigned char *idata;
@@ -232,15 +239,25 @@ typedef struct seer_rt_stats {
                                   resolution of the simulated time */
 } seer_rt_stats;
 
+/* Events per thread a speculation phase of the optimistic executor aims at
+ * (optimistic.c): enough that a phase's fixed cost (a barrier, the commit's
+ * walk of its log) stays small next to its events, few enough that the log
+ * stays in cache and does not grow with the step's length. */
+#define SEER_OPT_PHASE_EVENTS 4096u
+
 /* The optimistic executor (optimistic.c, optimistic_sizing.c). */
 typedef struct seer_rt_opt {
     struct seer_opt_shared *shared; /* mailboxes, slots, termination counter:
                                        NULL until its first speculative step */
     uint64_t log_limit;          /* bytes of rollback logs a step may take     */
+    uint64_t phase_events;       /* events per slot a phase aims at
+                                    (SEER_OPT_PHASE_EVENTS; SEER_PHASE_EVENTS) */
     uint32_t epoch;              /* the current speculation's epoch (flags)    */
     int spec;                    /* this call speculates (else: windows)       */
     uint32_t abandoned;          /* this call: instances whose speculation was
                                     abandoned, moved to the end of call.sel    */
+    uint32_t phase;              /* this call: the speculation phase running
+                                    (0: the step's first)                     */
     uint64_t rollbacks;          /* statistics since creation                  */
     uint64_t rolled_back;
     uint64_t anti;

@@ -182,10 +182,10 @@ static int serial_reset(seer_runtime *rt, uint32_t i)
     return w->err ? serial_fail(rt, w) : SEER_OK;
 }
 
-static int serial_step(seer_runtime *rt, uint32_t i, int act)
+static int serial_step(seer_runtime *rt, uint32_t i, int act, uint64_t done)
 {
     seer_worker *w = &rt->pool.workers[0];
-    w->call_events = 0;
+    w->call_events = done; /* the step's budget counts what ran before */
     w->call_budget = rt->max_step_events;
     seer_ctx c;
     seer_ctx_setup(&c, rt, w, i, PHASE_EVENT);
@@ -193,9 +193,12 @@ static int serial_step(seer_runtime *rt, uint32_t i, int act)
     return w->err ? serial_fail(rt, w) : SEER_OK;
 }
 
-int seer_serial_step(seer_runtime *rt, uint32_t i) { return serial_step(rt, i, 1); }
+int seer_serial_step(seer_runtime *rt, uint32_t i) { return serial_step(rt, i, 1, 0); }
 
-int seer_serial_step_events(seer_runtime *rt, uint32_t i) { return serial_step(rt, i, 0); }
+int seer_serial_step_events(seer_runtime *rt, uint32_t i, uint64_t done)
+{
+    return serial_step(rt, i, 0, done);
+}
 
 int seer_serial_run(seer_runtime *rt, int job)
 {

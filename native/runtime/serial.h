@@ -24,8 +24,9 @@ uint64_t seer_run_queue(seer_worker *w, seer_ctx *c, uint32_t inst, seer_squeue 
 uint64_t seer_step_instance(seer_worker *w, seer_ctx *c, uint32_t inst, seer_squeue *q,
                             int spans);
 /* The rest of a step of instance i on the serial executor whose act phase
- * already ran: its events (in in->queue) and its boundary phases. */
-int seer_serial_step_events(seer_runtime *rt, uint32_t i);
+ * already ran: its events (in in->queue) and its boundary phases; `done`
+ * events of the step ran before (they count towards its budget). */
+int seer_serial_step_events(seer_runtime *rt, uint32_t i, uint64_t done);
 /* The serial executor (host, as worker 0): run `job` (JOB_RESET, JOB_STEP)
  * on the selected instances, one after the other; the first error stops it
  * and is copied to rt->err. */
