@@ -40,6 +40,7 @@ from ._gate import close_now, exclusive
 from ._runtime import Runtime
 from .errors import ClosedError, ConfigError, InvalidActionError, SeerError, StateError
 from .stpa import attach as attach_stpa
+from .stpa import describe as describe_stpa
 
 if TYPE_CHECKING:  # pragma: no cover
     from .model import Model
@@ -186,9 +187,12 @@ class _SeerEnvCommon:
 
     @property
     def stpa(self) -> Any:
-        """The :class:`~seer_env.stpa.Stpa` controller choosing executor and pool
-        (``threads="auto"`` with the parallel executor), else None."""
-        return self.runtime.stpa
+        """What chooses the executor and pool, and why: the
+        :class:`~seer_env.stpa.Stpa` controller (``threads="auto"`` with the
+        parallel executor), else a :class:`~seer_env.stpa.FixedChoice` (the
+        configuration was given).  Both have ``executor``, ``threads``,
+        ``reason``, ``workload`` (the run's figures so far) and ``as_dict()``."""
+        return describe_stpa(self.runtime)
 
     def _seeds(self, seed: int | None, n: int) -> list[int]:
         """Seeds of n instances: ``seed + i`` (mod 2**64), or the spec's default."""

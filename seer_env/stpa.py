@@ -97,6 +97,8 @@ from .stpa_cost import (
     drift,
     eliminated,
     first_candidate,
+    in_words,
+    limiting_factor,
     neighbours,
     predict_step_ns,
     probe_plan,
@@ -131,6 +133,7 @@ class _Probe:
     t_start: int = 0
     steps: int = 0
     unreachable: set[Candidate] = field(default_factory=set)  # switching to them failed
+    pruned: list[Candidate] = field(default_factory=list)  # predicted too slow to time
 
 
 class Stpa:
@@ -247,7 +250,14 @@ class Stpa:
 
     @property
     def reason(self) -> str:
+        """Why the running configuration was chosen (the latest decision's reason,
+        which ends with what limits more threads)."""
         return self.decision.reason if self.decision else "preflight in progress"
+
+    @property
+    def workload(self) -> dict[str, float]:
+        """The run's workload so far (:func:`run_workload`), not the preflight's."""
+        return run_workload(self.rt)
 
     def as_dict(self) -> dict[str, Any]:
         """Everything as plain data (for JSON reports)."""
@@ -266,6 +276,7 @@ class Stpa:
             "probe_ns": self.probe_ns,
             "regimes": {str(k): c.label for k, c in sorted(self.regimes.items())},
             "regime_switches": self.regime_switches,
+            "workload": self.workload,
         }
 
     def __repr__(self) -> str:
@@ -483,6 +494,7 @@ class Stpa:
     def _plan_timing(self, pr: _Probe) -> None:
         assert self.features is not None
         plan = probe_plan(self.features, self.trace_summary, pr.candidates, self.prune)
+        pr.pruned = [c for c in pr.candidates if c not in plan]
         plan = ([c for c in plan if c not in pr.dropped]
                 or [c for c in plan if c not in pr.unreachable][:1] or [self._current()])
         pr.candidates = plan
@@ -541,9 +553,18 @@ class Stpa:
                     why += ("; " if slow else "") + ", ".join(
                         sorted(d.label for d in pr.unreachable)) + ": the runtime could not switch"
                 why += ")"
+            elif pr.pruned:
+                pred = {d.label: predict_step_ns(self.features, self.trace_summary, d)
+                        for d in [c, *pr.pruned]} if self.trace_summary else {}
+                why = (f"{c.label}: the only candidate timed ("
+                       + ", ".join(f"{d.label} predicted {pred[d.label] / pred[c.label]:.2f}x "
+                                   "its step time" if pred else d.label
+                                   for d in pr.pruned)
+                       + f" from the traced step, over the {self.prune:g}x pruning bound)")
             else:
                 why = (f"{c.label}: the only candidate "
                        f"(lookahead {self.features.lookahead:g}, {self.cores} core(s))")
+            why += f". Limit: {limiting_factor(self.features, self.trace_summary, {}, c)}."
             dec = Decision(c, why, {}, {}, pr.trigger)
         else:
             confirm = pr.trigger == "confirm" and self.decision is not None
@@ -645,6 +666,73 @@ class Stpa:
             self.countdown = 0
 
 
+def run_workload(runtime: Any) -> dict[str, float]:
+    """The workload of ``runtime``'s run so far, from its counters: steps,
+    events and windows (speculation phases, for the optimistic executor) per
+    step, events rolled back per event handled, and steps run serially after
+    an abandoned speculation."""
+    s = runtime.stats()
+    steps = max(1, s["steps"])
+    return {"steps": float(s["steps"]), "events_per_step": s["events"] / steps,
+            "windows_per_step": s["windows"] / steps,
+            "rolled_back_per_event": s["events_rolled_back"] / max(1, s["events"]),
+            "serial_steps": float(s["serial_steps"])}
+
+
+class FixedChoice:
+    """What runs when the executor and pool were given (``threads=N``, or an
+    executor STPA does not choose for): ``env.stpa`` is one of these instead of an
+    :class:`Stpa`, with the same read-only face::
+
+        env = pcs_v0.parallel_env(width=32, height=32, threads=2)
+        print(env.stpa.executor, env.stpa.threads, env.stpa.reason)
+        print(env.stpa.workload["events_per_step"])
+    """
+
+    state = "fixed"
+    decision = None
+    history: tuple[Decision, ...] = ()
+
+    def __init__(self, runtime: Any) -> None:
+        self.rt = runtime
+
+    @property
+    def executor(self) -> str:
+        """Executor running now."""
+        return self.rt.executor
+
+    @property
+    def threads(self) -> int:
+        """Pool size running now."""
+        return self.rt.threads
+
+    @property
+    def reason(self) -> str:
+        """Why this configuration runs: it was asked for."""
+        c = Candidate(self.executor, self.threads)
+        return (f"{in_words(c).capitalize()}, as asked: STPA chooses only with "
+                "threads='auto' (and executor='parallel')")
+
+    @property
+    def workload(self) -> dict[str, float]:
+        """The run's workload so far (:func:`run_workload`)."""
+        return run_workload(self.rt)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Everything as plain data (for JSON reports)."""
+        return {"state": self.state, "executor": self.executor, "threads": self.threads,
+                "reason": self.reason, "workload": self.workload}
+
+    def __repr__(self) -> str:
+        return f"FixedChoice({self.executor}, threads={self.threads})"
+
+
+def describe(runtime: Any) -> Stpa | FixedChoice:
+    """What chooses ``runtime``'s executor and pool: its :class:`Stpa` controller
+    (``threads="auto"``), else a :class:`FixedChoice` saying what was asked for."""
+    return runtime.stpa if runtime.stpa is not None else FixedChoice(runtime)
+
+
 def attach(runtime: Runtime, **options: Any) -> Stpa | None:
     """Attach an :class:`Stpa` controller (``options``: its keyword arguments)
     to ``runtime`` if it asked for one (``threads="auto"`` with the parallel
@@ -660,7 +748,9 @@ __all__ = [
     "attach",
     "Candidate",
     "Decision",
+    "describe",
     "Features",
+    "FixedChoice",
     "Load",
     "SERIAL",
     "Stpa",
@@ -668,10 +758,12 @@ __all__ = [
     "cache_sizes",
     "candidate_set",
     "drift",
+    "limiting_factor",
     "neighbours",
     "regime",
     "predict_step_ns",
     "probe_plan",
+    "run_workload",
     "select",
     "summarize_trace",
 ]

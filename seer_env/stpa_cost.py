@@ -348,7 +348,7 @@ def select(timings: Mapping[Candidate, Sequence[float]], features: Features,
         else:
             choice = cands[0] if len(cands) == 1 else first_candidate(features.lookahead)
             why = "the default (nothing was timed or traced)"
-        return Decision(choice, f"{_in_words(choice).capitalize()}: {why}.", {}, predicted,
+        return Decision(choice, f"{in_words(choice).capitalize()}: {why}.", {}, predicted,
                         trigger)
     best_c = min(medians, key=lambda c: (medians[c], _pref(c)))
     best = medians[best_c]
@@ -358,30 +358,79 @@ def select(timings: Mapping[Candidate, Sequence[float]], features: Features,
     if (incumbent is not None and incumbent in medians and choice != incumbent
             and medians[choice] > medians[incumbent] * (1.0 - hysteresis)):
         choice, kept = incumbent, True
-    words = _in_words(choice)
+    words = in_words(choice)
     why = f"{words.capitalize()}: its steps took {choice_ns(medians[choice])} (median)"
     if kept:
         why += f"; kept, as no other choice was faster by more than {hysteresis:.0%}"
     elif choice != best_c:
-        why += (f", within {margin:.0%} of the fastest ({_in_words(best_c)}, "
+        why += (f", within {margin:.0%} of the fastest ({in_words(best_c)}, "
                 f"{choice_ns(best)}) with fewer threads")
     elif len(medians) > 1:
         runner = min((c for c in medians if c != choice), key=lambda c: medians[c])
-        why += f", {medians[runner] / best:.2f}x faster than the next best ({_in_words(runner)})"
+        why += f", {medians[runner] / best:.2f}x faster than the next best ({in_words(runner)})"
     if SERIAL in medians and choice != SERIAL:
         why += f"; {medians[SERIAL] / medians[choice]:.2f}x the serial executor's rate"
-    ev_w = summary.events_per_window if summary else features.events_per_window
     why += (f". The workload: {features.events_per_step:.0f} events per step, "
-            f"{ev_w:.1f} per window")
+            f"{features.events_per_window:.1f} per window")
     if summary is not None and summary.threads > 1:
         why += (f"; on {summary.threads} threads the barriers took "
                 f"{summary.barrier_ns / 1e3:.1f} us per window and the workers were idle "
                 f"{summary.idle_fraction:.0%} of the time")
-    why += "."
+    why += f". Limit: {limiting_factor(features, summary, medians, choice, predicted)}."
     return Decision(choice, why, medians_by_label, predicted, trigger)
 
 
-def _in_words(c: Candidate) -> str:
+def limiting_factor(features: Features, summary: TraceSummary | None,
+                    medians: Mapping[Candidate, float], choice: Candidate,
+                    predicted: Mapping[str, float] | None = None) -> str:
+    """What keeps more threads from paying, in words: the machine's cores, too
+    few events per window for the barriers, idle (unevenly loaded) workers, a
+    pool that ran slower than its trace predicts (a busy or slower core), or
+    speculation rolled back.  A pure function of the probe's evidence; the
+    Decision's reason ends with it (``"... Limit: barriers: a window holds 3.1
+    events ..."``).
+    """
+    p_max = max(c.threads for c in candidate_set(features))
+    if choice.threads >= p_max and p_max == features.cores:
+        return (f"the cores: all {features.cores} usable core(s) run it "
+                "(more would only wait for each other)")
+    if p_max < 2:
+        return ("nothing to run in parallel: one core, one entity or lookahead 0 "
+                "without the optimistic executor")
+    bigger = sorted((c for c in medians if c.threads > choice.threads),
+                    key=lambda c: medians[c])
+    if summary is None:
+        if bigger:
+            return (f"measured: {bigger[0].label} took "
+                    f"{medians[bigger[0]] / medians[choice]:.2f}x as long per step "
+                    "(no trace to say why)")
+        return "the pools with more threads were not timed (no trace to say why)"
+    per_window_ns = summary.handler_ns * summary.events_per_window / max(1, summary.threads)
+    if summary.windows > 1 and summary.barrier_ns >= per_window_ns:
+        return (f"barriers: a window holds {summary.events_per_window:.1f} events "
+                f"({per_window_ns / 1e3:.1f} us of handlers per thread on "
+                f"{summary.threads} threads), less than its synchronisation "
+                f"({summary.barrier_ns / 1e3:.1f} us)")
+    if summary.idle_fraction > 0.3:
+        return (f"idle workers: they waited {summary.idle_fraction:.0%} of the traced step "
+                f"(the busiest had {summary.imbalance:.2f}x the mean's events)")
+    if bigger and predicted and bigger[0].label in predicted:
+        ratio = medians[bigger[0]] / max(1.0, predicted[bigger[0].label])
+        if ratio > 1.5:
+            return (f"a slower or busy core: {bigger[0].label} ran {ratio:.1f}x slower than "
+                    "its trace predicts (another process, or uneven cores)")
+    if bigger and bigger[0].executor == "optimistic":
+        return (f"speculation: {bigger[0].label} took "
+                f"{medians[bigger[0]] / medians[choice]:.2f}x as long per step "
+                "(rollbacks and logging cost more than the second thread gave)")
+    if bigger:
+        return (f"measured: {bigger[0].label} took "
+                f"{medians[bigger[0]] / medians[choice]:.2f}x as long per step")
+    return "the pools with more threads were predicted slower and not timed"
+
+
+def in_words(c: Candidate) -> str:
+    """A candidate in words: "the parallel executor on 2 threads"."""
     if c.executor == "serial":
         return "the serial executor"
     return f"the {c.executor} executor on {c.threads} thread{'s' if c.threads > 1 else ''}"
@@ -467,6 +516,8 @@ __all__ = [
     "drift",
     "eliminated",
     "first_candidate",
+    "in_words",
+    "limiting_factor",
     "neighbours",
     "predict_step_ns",
     "probe_plan",

@@ -14,7 +14,7 @@ from seer_env import errors
 from seer_env._runtime import TRACE_DTYPE
 from seer_env.envs import pcs_v0, phold_v0
 from seer_env.registry import Runtime
-from seer_env.stpa import Stpa
+from seer_env.stpa import FixedChoice, Stpa
 from seer_env.stpa_cost import (
     SERIAL,
     Candidate,
@@ -306,11 +306,39 @@ def test_auto_is_default_on_envs_and_logged(caplog):
     assert any("preflight" in r.getMessage() for r in caplog.records)
     env.close()
     fixed = phold_v0.vector_env(2, num_entities=8, threads=2)
-    assert fixed.stpa is None and fixed.runtime.threads == 2
+    assert fixed.runtime.stpa is None and fixed.runtime.threads == 2
     fixed.close()
     serial = phold_v0.vector_env(2, num_entities=8, executor="serial")
-    assert serial.stpa is None
+    assert serial.runtime.stpa is None
     serial.close()
+
+
+def test_fixed_choice_describes_what_runs():
+    """env.stpa says what runs and why whether threads was "auto" or given (it
+    was None with threads=2, so env.stpa.executor raised AttributeError), and its
+    workload figures are the run's, not the first steps'."""
+    env = phold_v0.vector_env(1, num_entities=16, threads=2, executor="parallel")
+    env.reset(seed=0)
+    for _ in range(7):
+        env.step(np.zeros((1, 16), np.int64))
+    st = env.stpa
+    assert isinstance(st, FixedChoice) and st.state == "fixed"
+    assert (st.executor, st.threads) == ("parallel", env.runtime.threads)
+    assert "as asked" in st.reason and "threads='auto'" in st.reason
+    s = env.runtime.stats()
+    assert st.workload["steps"] == 7 == s["steps"]
+    assert st.workload["events_per_step"] == s["events"] / 7
+    assert st.workload["windows_per_step"] == s["windows"] / 7
+    assert st.as_dict()["executor"] == "parallel"
+    env.close()
+    auto = pcs_v0.parallel_env(width=4, height=4)
+    auto.reset(seed=1)
+    for _ in range(150):
+        auto.step({a: 0 for a in auto.agents})
+    assert auto.stpa is auto.runtime.stpa and auto.stpa.decision is not None
+    assert auto.stpa.workload["steps"] == 150
+    assert "Limit: " in auto.stpa.reason
+    auto.close()
 
 
 def test_explicit_pool_turns_stpa_off():
@@ -653,8 +681,34 @@ def test_the_cost_model_is_apart_from_the_controller_and_stpa_reexports_it() -> 
     measurements); seer_env.stpa, the controller, re-exports its public names."""
     from seer_env import stpa, stpa_cost
 
+    controller = ("Stpa", "attach", "FixedChoice", "describe", "run_workload")
     for name in stpa.__all__:
-        if name not in ("Stpa", "attach"):
+        if name not in controller:
             assert getattr(stpa, name) is getattr(stpa_cost, name), name
             assert name in stpa_cost.__all__, name
-    assert not hasattr(stpa_cost, "Stpa") and not hasattr(stpa_cost, "attach")
+    assert not any(hasattr(stpa_cost, name) for name in controller)
+
+
+def test_the_reason_names_what_limits_more_threads():
+    """Each decision's reason ends with the limiting factor, read from the
+    evidence: barriers (too few events per window), idle workers, a pool
+    slower than its trace predicts, or the cores themselves."""
+    from seer_env.stpa_cost import limiting_factor
+
+    f = feats(cores=4)
+    few = summary(threads=4, events_per_window=8.0, handler_ns=100.0, barrier_ns=5000.0)
+    why = limiting_factor(f, few, {P[1]: 1e5, P[4]: 2e5}, P[1])
+    assert why.startswith("barriers: a window holds 8.0 events (0.2 us of handlers per "
+                          "thread on 4 threads), less than its synchronisation (5.0 us)")
+    idle = TraceSummary(threads=4, windows=8, events=80000, events_per_window=1e4,
+                        handler_ns=100.0, window_ns=1e5, barrier_ns=100.0,
+                        idle_fraction=0.45, imbalance=1.8)
+    assert limiting_factor(f, idle, {P[1]: 1e5, P[4]: 2e5}, P[1]).startswith(
+        "idle workers: they waited 45% of the traced step (the busiest had 1.80x")
+    busy = summary(threads=4, events_per_window=1e4, barrier_ns=100.0)
+    why = limiting_factor(f, busy, {P[1]: 1e5, P[4]: 3e5}, P[1], {"parallel-4": 1e5})
+    assert why.startswith("a slower or busy core: parallel-4 ran 3.0x slower than its trace")
+    assert limiting_factor(f, busy, {P[4]: 1e5}, P[4]).startswith("the cores: all 4 usable")
+    dec = select({P[1]: [1e5] * 3, P[4]: [2e5] * 3}, f, few)
+    assert dec.candidate == P[1] and dec.reason.endswith(
+        f"Limit: {limiting_factor(f, few, {P[1]: 1e5, P[4]: 2e5}, P[1], dec.predicted_ns)}.")
