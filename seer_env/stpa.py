@@ -72,14 +72,22 @@ public names are re-exported here.
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import logging
 import math
+import os
+import platform
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from ._runtime import Runtime, cpu_count
+from ._loader import cache_dir
+from ._runtime import EXECUTORS, Runtime, cpu_count
+from ._version import __version__
 from .errors import SeerError
 
 # The cost model (pure functions of the measurements), re-exported: the
@@ -108,6 +116,126 @@ from .stpa_cost import (
 )
 
 log = logging.getLogger("seer_env.stpa")
+
+
+# -- decisions remembered across processes ---------------------------------------------
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+class DecisionCache:
+    """STPA's decisions kept across processes: one small JSON file beside the
+    built models (``stpa-decisions.json`` in [seer_env._loader.cache_dir][]).
+
+    An entry is keyed by everything a decision depends on: the model, its
+    complete configuration, the number of instances, the pool cap, and the
+    build and the machine it was made on (the model's extension module, the
+    package version, the CPU, the usable cores and the cache sizes), so a
+    rebuilt model, a new version or another machine finds nothing and probes
+    afresh.  A run whose key is found starts on the remembered choice without
+    a preflight; its confirmation re-probes still check the neighbourhood.
+    The file is replaced atomically; a missing, unreadable or corrupted file
+    is an empty cache (it is rewritten on the next decision).  Off with
+    ``SEER_STPA_CACHE=0`` or ``stpa_options={"cache": False}``; elsewhere
+    with ``SEER_STPA_CACHE_FILE``.
+
+    Example:
+
+        cache = DecisionCache()
+        print(cache.path, len(cache.entries()))
+    """
+
+    VERSION = 1
+    MAX_ENTRIES = 256
+
+    def __init__(self, path: Path | None = None) -> None:
+        env = os.environ.get("SEER_STPA_CACHE_FILE")
+        self.path = (Path(path) if path is not None else Path(env) if env
+                     else cache_dir() / "stpa-decisions.json")
+
+    @staticmethod
+    def key(runtime: Any, max_threads: int | None, cores: int, caches: Any) -> str:
+        """The entry's key for ``runtime`` (a hash of what the decision depends on)."""
+        module = getattr(getattr(runtime, "native", None), "module", None)
+        build: list[Any] = [__version__, getattr(runtime.native, "source", "")]
+        path = getattr(module, "__file__", None)
+        if path:
+            with contextlib.suppress(OSError):
+                st = os.stat(path)
+                build += [path, st.st_size, st.st_mtime_ns]
+        what = {"model": runtime.model, "config": runtime.config,
+                "instances": runtime.num_instances, "max_threads": max_threads,
+                "build": build, "machine": [platform.machine(), _cpu_model(), cores,
+                                            caches]}
+        blob = json.dumps(what, sort_keys=True, default=repr).encode()
+        return hashlib.sha256(blob).hexdigest()
+
+    def entries(self) -> dict[str, dict[str, Any]]:
+        """Every valid entry (a corrupted file or entry reads as none)."""
+        try:
+            with open(self.path, encoding="utf-8") as f:
+                data = json.load(f)
+        except (OSError, ValueError):
+            return {}
+        if not isinstance(data, dict) or data.get("version") != self.VERSION:
+            return {}
+        raw = data.get("entries")
+        if not isinstance(raw, dict):
+            return {}
+        return {k: v for k, v in raw.items() if isinstance(k, str) and self._valid(v)}
+
+    @staticmethod
+    def _valid(e: Any) -> bool:
+        return (isinstance(e, dict) and e.get("executor") in EXECUTORS
+                and type(e.get("threads")) is int and 1 <= e["threads"] <= 1024
+                and isinstance(e.get("reason"), str)
+                and isinstance(e.get("events_per_step"), (int, float))
+                and type(e.get("alive_agents")) is int
+                and isinstance(e.get("medians_ns"), dict)
+                and all(isinstance(k, str) and isinstance(v, (int, float))
+                        for k, v in e["medians_ns"].items())
+                and isinstance(e.get("t"), (int, float)))
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        """The entry for ``key``, or None."""
+        return self.entries().get(key)
+
+    def put(self, key: str, entry: dict[str, Any]) -> None:
+        """Store ``entry`` under ``key`` (the oldest entries go past MAX_ENTRIES).
+        Best effort: a cache that cannot be written is left as it is."""
+        entries = self.entries()
+        entries[key] = {**entry, "t": time.time()}
+        if len(entries) > self.MAX_ENTRIES:
+            keep = sorted(entries, key=lambda k: entries[k]["t"])[-self.MAX_ENTRIES:]
+            entries = {k: entries[k] for k in keep}
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".stpa-", suffix=".json")
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as f:
+                    json.dump({"version": self.VERSION, "entries": entries}, f)
+                os.replace(tmp, self.path)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+                raise
+        except OSError as exc:
+            log.debug("STPA decision cache %s not written: %s", self.path, exc)
+
+
+def _cache_wanted(option: bool | None) -> bool:
+    if option is not None:
+        return bool(option)
+    return os.environ.get("SEER_STPA_CACHE", "1") not in ("0", "", "false", "no")
 
 
 # -- the controller ----------------------------------------------------------------
@@ -167,6 +295,10 @@ class Stpa:
             with a candidate faster by more than this fraction.
         clock: a monotonic ns clock (default ``time.perf_counter_ns``; tests
             pass a simulated one).
+        cache: remember the preflight's decision across processes and start
+            from a remembered one ([DecisionCache][seer_env.stpa.DecisionCache]);
+            default on unless ``SEER_STPA_CACHE=0``.
+        cache_path: the cache's file (default: beside the built models).
 
     Attributes:
         decision: the latest :class:`Decision` (None during the first preflight).
@@ -181,6 +313,7 @@ class Stpa:
         preflight_steps, preflight_ns: steps and wall time of the first preflight
             (switches, tracing and Python included).
         probe_steps, probe_ns: the same over every probe so far.
+        from_cache: the run started from a remembered decision (no preflight).
     """
 
     def __init__(self, runtime: Any, rounds: int = 3, reprobe_rounds: int = 2,
@@ -190,7 +323,8 @@ class Stpa:
                  cores: int | None = None, drop: float = 1.5, drop_traced: float = 3.0,
                  tie: float = 0.10, extra_rounds: int = 6, confirm: bool = True,
                  hysteresis: float = 0.10,
-                 clock: Callable[[], int] | None = None) -> None:
+                 clock: Callable[[], int] | None = None,
+                 cache: bool | None = None, cache_path: Path | None = None) -> None:
         self.rt = runtime
         self.rounds = int(rounds)
         self.reprobe_rounds = int(reprobe_rounds)
@@ -235,6 +369,13 @@ class Stpa:
         self._mark = (0, 0, 0)  # (events, windows, steps) at the last check
         self.regimes: dict[int, Candidate] = {}
         self.regime_switches = 0
+        self.cache: DecisionCache | None = None
+        self._cache_key = ""
+        self.from_cache = False
+        if _cache_wanted(cache):
+            self.cache = DecisionCache(cache_path)
+            self._cache_key = DecisionCache.key(runtime, max_threads, self.cores, self.caches)
+            self._start_from_cache()
 
     # -- public views -------------------------------------------------------------
 
@@ -276,6 +417,7 @@ class Stpa:
             "probe_ns": self.probe_ns,
             "regimes": {str(k): c.label for k, c in sorted(self.regimes.items())},
             "regime_switches": self.regime_switches,
+            "from_cache": self.from_cache,
             "workload": self.workload,
         }
 
@@ -406,6 +548,47 @@ class Stpa:
         if pr.stage == "timing" and not pr.queue:
             self._extend_or_decide(pr)
         return self._probe is pr
+
+    # -- the decision cache -------------------------------------------------------------
+
+    def _start_from_cache(self) -> None:
+        """Start on a decision remembered for this model, configuration, batch,
+        build and machine: no preflight (the confirmation re-probes still run)."""
+        assert self.cache is not None
+        e = self.cache.get(self._cache_key)
+        if e is None:
+            return
+        c = Candidate(e["executor"], e["threads"])
+        try:
+            self._switch(c)
+        except SeerError as exc:
+            log.info("%s: remembered choice %s not possible now (%s): preflight",
+                     self.rt.model, c.label, exc)
+            return
+        dec = Decision(c, f"{e['reason']} (remembered from an earlier run of this model "
+                       "and configuration on this machine: no preflight)",
+                       dict(e["medians_ns"]), {}, "cache")
+        self.decision = dec
+        self.history.append(dec)
+        self.timings = {}
+        self.from_cache = True
+        self._probe = None
+        self.state = "monitor"
+        self._baseline = Load(float(e["events_per_step"]), int(e["alive_agents"]))
+        self.regimes[regime(self._baseline)] = c
+        s = self.rt.stats()
+        self._mark = (s["events"], s["windows"], s["steps"])
+        self.countdown = self.check_every
+        log.info("%s (cache): %s", self.rt.model, dec.reason)
+
+    def _remember(self, dec: Decision) -> None:
+        if self.cache is None or self.features is None:
+            return
+        self.cache.put(self._cache_key, {
+            "executor": dec.candidate.executor, "threads": dec.candidate.threads,
+            "reason": dec.reason, "medians_ns": dict(dec.medians_ns),
+            "events_per_step": self.features.events_per_step,
+            "alive_agents": self.features.alive_agents})
 
     # -- internals --------------------------------------------------------------------
 
@@ -589,6 +772,8 @@ class Stpa:
         s = self.rt.stats()
         self._mark = (s["events"], s["windows"], s["steps"])
         self.regimes[regime(self._baseline)] = dec.candidate
+        if pr.trigger == "preflight":
+            self._remember(dec)
         log.info("%s (%s): %s", self.rt.model, pr.trigger, dec.reason)
         log.debug("features %s; trace %s; medians %s", self.features,
                   self.trace_summary, dec.medians_ns)
@@ -748,6 +933,7 @@ __all__ = [
     "attach",
     "Candidate",
     "Decision",
+    "DecisionCache",
     "describe",
     "Features",
     "FixedChoice",

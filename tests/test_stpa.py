@@ -681,7 +681,7 @@ def test_the_cost_model_is_apart_from_the_controller_and_stpa_reexports_it() -> 
     measurements); seer_env.stpa, the controller, re-exports its public names."""
     from seer_env import stpa, stpa_cost
 
-    controller = ("Stpa", "attach", "FixedChoice", "describe", "run_workload")
+    controller = ("Stpa", "attach", "FixedChoice", "describe", "run_workload", "DecisionCache")
     for name in stpa.__all__:
         if name not in controller:
             assert getattr(stpa, name) is getattr(stpa_cost, name), name
@@ -712,3 +712,154 @@ def test_the_reason_names_what_limits_more_threads():
     dec = select({P[1]: [1e5] * 3, P[4]: [2e5] * 3}, f, few)
     assert dec.candidate == P[1] and dec.reason.endswith(
         f"Limit: {limiting_factor(f, few, {P[1]: 1e5, P[4]: 2e5}, P[1], dec.predicted_ns)}.")
+
+
+# -- decisions remembered across runs ------------------------------------------------------
+
+
+def _preflight(path, cfg, batch=1, steps=400, **opts):
+    """A threads="auto" PHOLD runtime with the decision cache at ``path``, stepped
+    until its preflight decided (or ``steps``); returns it open."""
+    o = {**_auto_opts(), "confirm": False, "cache": True, "cache_path": path, **opts}
+    rt = Runtime("phold", cfg, batch, "parallel", "auto", stpa_options=o, oversubscribe=True)
+    rt.reset(list(range(batch)))
+    for _ in range(steps):
+        if rt.stpa.decision is not None:
+            break
+        rt.step()
+    return rt
+
+
+def test_a_remembered_decision_skips_the_preflight(tmp_path):
+    """The preflight's decision is kept beside the model cache; a later run of the
+    same model, configuration, batch, build and machine starts on it at once, with
+    no preflight; another configuration or batch finds nothing."""
+    from seer_env.stpa import DecisionCache
+
+    path = tmp_path / "stpa.json"
+    cfg = phold_cfg(num_entities=30, remote=0.6)
+    first = _preflight(path, cfg)
+    dec = first.stpa.decision
+    assert dec is not None and dec.trigger == "preflight" and not first.stpa.from_cache
+    assert first.stpa.preflight_steps > 0
+    first.close()
+    entries = DecisionCache(path).entries()
+    assert len(entries) == 1
+    (entry,) = entries.values()
+    assert (entry["executor"], entry["threads"]) == (dec.executor, dec.threads)
+    again = Runtime("phold", cfg, 1, "parallel", "auto", oversubscribe=True,
+                    stpa_options={**_auto_opts(), "cache": True, "cache_path": path})
+    st = again.stpa
+    assert st.from_cache and st.state == "monitor" and st.decision.trigger == "cache"
+    assert (again.executor, again.threads) == (dec.executor, dec.threads)
+    assert "remembered from an earlier run" in st.reason
+    ref = run_trace(cfg, [0], "serial", 1, 30)
+    from tests.test_runtime import snapshot
+
+    rng = np.random.default_rng(0)
+    again.reset([0])
+    got = [snapshot(again)]
+    for _ in range(30):
+        again.actions[:] = rng.integers(0, 3, size=again.actions.shape)
+        again.step()
+        got.append(snapshot(again))
+    assert st.preflight_steps == 0 and st.probe_steps == 0
+    again.close()
+    assert_same_trace(ref, got, "from the cache")
+    for other_cfg, batch in ((phold_cfg(num_entities=31, remote=0.6), 1), (cfg, 2)):
+        rt = Runtime("phold", other_cfg, batch, "parallel", "auto", oversubscribe=True,
+                     stpa_options={**_auto_opts(), "cache": True, "cache_path": path})
+        assert not rt.stpa.from_cache and rt.stpa.state == "preflight"
+        rt.close()
+
+
+def test_the_cache_key_follows_the_build_and_the_machine(monkeypatch):
+    from seer_env import stpa as stpa_mod
+    from seer_env.stpa import DecisionCache
+
+    rt = Runtime("phold", phold_cfg(num_entities=30), 1, "parallel", 2)
+    k = DecisionCache.key(rt, None, 2, {"L2": 1 << 20})
+    assert k == DecisionCache.key(rt, None, 2, {"L2": 1 << 20})
+    assert k != DecisionCache.key(rt, None, 4, {"L2": 1 << 20})  # cores
+    assert k != DecisionCache.key(rt, None, 2, {"L2": 1 << 21})  # caches
+    assert k != DecisionCache.key(rt, 1, 2, {"L2": 1 << 20})  # pool cap
+    monkeypatch.setattr(stpa_mod, "__version__", "0.0.0+other")
+    assert k != DecisionCache.key(rt, None, 2, {"L2": 1 << 20})  # the package's build
+    monkeypatch.undo()
+    monkeypatch.setattr(stpa_mod, "_cpu_model", lambda: "another CPU")
+    assert k != DecisionCache.key(rt, None, 2, {"L2": 1 << 20})  # the machine
+    rt.close()
+
+
+@pytest.mark.parametrize("content", [
+    b"\x00\xff not json", b"[]", b'{"version": 99, "entries": {}}',
+    b'{"version": 1, "entries": {"k": {"executor": "warp", "threads": 2}}}',
+    b'{"version": 1, "entries": []}', b"",
+])
+def test_a_corrupted_cache_is_an_empty_one(tmp_path, content):
+    """Garbage, another version or invalid entries: ignored (a preflight runs),
+    and the next decision rewrites the file whole."""
+    from seer_env.stpa import DecisionCache
+
+    path = tmp_path / "stpa.json"
+    path.write_bytes(content)
+    rt = _preflight(path, phold_cfg(num_entities=30, remote=0.6))
+    assert rt.stpa.decision is not None and not rt.stpa.from_cache
+    rt.close()
+    assert len(DecisionCache(path).entries()) == 1
+
+
+def test_a_remembered_choice_the_runtime_cannot_take_is_probed_afresh(tmp_path):
+    """An entry naming a configuration the runtime refuses (the conservative
+    parallel executor for lookahead 0) leaves the run to a normal preflight
+    instead of failing its creation."""
+    from seer_env.stpa import DecisionCache
+
+    path = tmp_path / "stpa.json"
+    cfg = phold_cfg(num_entities=30, remote=0.6, lookahead=0.0)
+    opts = {**_auto_opts(), "cache": True, "cache_path": path}
+    rt = Runtime("phold", cfg, 1, "parallel", "auto", oversubscribe=True, stpa_options=opts)
+    key = rt.stpa._cache_key
+    rt.close()
+    DecisionCache(path).put(key, {"executor": "parallel", "threads": 2, "reason": "x",
+                                  "medians_ns": {}, "events_per_step": 10.0,
+                                  "alive_agents": 30})
+    rt = Runtime("phold", cfg, 1, "parallel", "auto", oversubscribe=True, stpa_options=opts)
+    assert rt.stpa.state == "preflight" and not rt.stpa.from_cache
+    assert rt.executor != "parallel"
+    rt.close()
+
+
+def test_an_unwritable_cache_changes_nothing(tmp_path):
+    path = tmp_path / "dir"
+    path.mkdir()  # a folder where the file should be: neither read nor written
+    rt = _preflight(path, phold_cfg(num_entities=30, remote=0.6))
+    assert rt.stpa.decision is not None
+    rt.close()
+    assert path.is_dir() and not any(path.iterdir())
+
+
+def test_the_cache_works_across_processes(tmp_path):
+    """An env made in a new process starts from the decision an earlier process
+    made for the same configuration (the envs' default, SEER_STPA_CACHE on)."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "from seer_env.envs import pcs_v0\n"
+        "env = pcs_v0.parallel_env(width=4, height=4)\n"
+        "env.reset(seed=1)\n"
+        "for _ in range(150):\n"
+        "    env.step({a: 0 for a in env.agents})\n"
+        "st = env.stpa\n"
+        "print(st.from_cache, st.decision.trigger, st.executor, st.threads, st.preflight_steps)\n"
+    )
+    env = {**os.environ, "SEER_STPA_CACHE": "1",
+           "SEER_STPA_CACHE_FILE": str(tmp_path / "d.json")}
+    outs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           env=env, timeout=300, check=True).stdout.split()
+            for _ in range(2)]
+    assert outs[0][:2] == ["False", "preflight"] and int(outs[0][4]) > 0
+    assert outs[1][:2] == ["True", "cache"] and outs[1][4] == "0"
+    assert outs[1][2:4] == outs[0][2:4]
