@@ -12,7 +12,7 @@ model's parameters (``MODEL.config_help()``).
 
 Actions: ``Box(-1, 1, (3,), float32)`` (commanded acceleration as a fraction of
 ``accel_max``; finite out-of-range values are clipped to [-1, 1], NaN/inf raise
-[`InvalidActionError`][seer_env.errors.InvalidActionError]), or ``Discrete(7)`` with
+`InvalidActionError`), or ``Discrete(7)`` with
 ``discrete=True`` (0 hold, 1 +x, 2 -x, 3 +y, 4 -y, 5 +z, 6 -z).
 
 Example:
