@@ -185,7 +185,7 @@ def native_model(name: str) -> NativeModel:
 
 
 class Runtime(_runtime.Runtime):
-    """A `seer_env._runtime.Runtime` of a native model or of a registered
+    """The runtime (the bindings' `Runtime`) of a native model or of a registered
     model's name (``"phold_v0"``, or a shipped model's C name such as ``"pcs"``),
     with an [`seer_env.stpa.Stpa`][seer_env.stpa.Stpa] controller attached when it asks for one
     (``threads="auto"`` with the parallel executor):
@@ -195,7 +195,7 @@ class Runtime(_runtime.Runtime):
     ```
 
     ``stpa_options``: the controller's keyword arguments; the other arguments
-    are the bindings' ([`seer_env._runtime.Runtime`][seer_env.registry.Runtime]).
+    are the bindings' (`seer_env._runtime.Runtime`).
     """
 
     def __init__(self, model: NativeModel | str, config: Mapping[str, Any] | None = None,
