@@ -306,10 +306,12 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
     # -- spaces ---------------------------------------------------------------
 
     def observation_space(self, agent: str) -> gymnasium.Space:
+        """``agent``'s observation space (its group's; a finished agent keeps it)."""
         i = self._agent_idx(agent)
         return self._group_obs_spaces[self._group_of[i]] if self._structured else self._obs_space
 
     def action_space(self, agent: str) -> gymnasium.Space:
+        """``agent``'s action space (its group's; a finished agent keeps it)."""
         i = self._agent_idx(agent)
         return self._group_act_spaces[self._group_of[i]] if self._structured else self._act_space
 
@@ -319,6 +321,7 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
 
     @property
     def state_space(self) -> gymnasium.Space:
+        """The space of `state()`: a float32 Box of the model's state_dim."""
         return self._state_space
 
     def _agent_idx(self, agent: str) -> int:
@@ -654,6 +657,8 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
 
     @exclusive
     def state(self) -> np.ndarray:
+        """The global state (a fresh float32 array in `state_space`), for a
+        centralised critic; `StateError` before the first `reset()`."""
         self._check_open("state")
         if self._needs_reset:
             raise StateError(f"{self.seer_model.name}: call reset() before state()")
@@ -661,6 +666,9 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
 
     @exclusive
     def render(self) -> np.ndarray | None:
+        """The current frame: an ``(H, W, 3)`` uint8 array with
+        ``render_mode="rgb_array"``; shown in a window with ``"human"`` (returns
+        None); None with a warning without a render mode."""
         return self._render()
 
     def _render(self) -> np.ndarray | None:
