@@ -33,7 +33,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 #: a list item Python-Markdown left inside a paragraph
 _MARKER = re.compile(r"(?:^|\n)[ \t]*(?:[*+-]|\d+\.)[ \t]+\S")
-_ROLE = re.compile(r":(?:class|func|meth|attr|mod|data|exc|obj|ref|doc|py:\w+):`")
+#: a Sphinx role; rendered from Markdown its target is a code span (``:class:<code>X</code>``)
+_ROLE = re.compile(r":(?:class|func|meth|attr|mod|data|exc|obj|ref|doc|py:\w+):")
 _LITERAL = re.compile(r"\S::(?:\s|$)")
 _RULE = re.compile(r"={5,}")
 #: elements whose text is code (never checked for prose markers)
@@ -200,6 +201,7 @@ def test_checker_passes_a_good_page():
     ("<p>- starts with a dash</p>", "list marker inside a paragraph"),
     ("<p>steps:\n1. first\n2. second</p>", "list marker inside a paragraph"),
     ("<p>see :class:`Runtime` there</p>", "a reST role"),
+    ("<p>see :class:<code>Runtime</code> there</p>", "a reST role"),
     ("<div>the <em>:func:`check`</em> function</div>", "a reST role"),
     ("<p>Example::</p>", "'::' marker"),
     ("<p>works like this:: then</p>", "'::' marker"),
