@@ -22,7 +22,7 @@ echo "== ruff"
 echo "== lint-imports (the Python layer's one-way import order, pyproject.toml)"
 .venv/bin/lint-imports
 echo "== docs (mkdocs build --strict)"
-.venv/bin/mkdocs build --strict -q -d "$(mktemp -d)"
+NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict -q -d "$(mktemp -d)"
 echo "== pytest"
 .venv/bin/python -m pytest -q "$@"
 echo "== C stress tests (plain, TSan, ASan+UBSan) and seer_env._fast under ASan+UBSan"

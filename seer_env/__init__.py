@@ -1,21 +1,25 @@
 """seer_env: PettingZoo/Gymnasium multi-agent environments on a parallel event runtime.
 
-Example::
+Example:
 
-    import seer_env
-    env = seer_env.make("phold_v0", num_entities=64, threads=2)
-    obs, infos = env.reset(seed=0)
-    obs, rewards, terms, truncs, infos = env.step({a: 0 for a in env.agents})
-    print(seer_env.verify("phold_v0", steps=20, threads=2))
+```python
+import seer_env
+env = seer_env.make("phold_v0", num_entities=64, threads=2)
+obs, infos = env.reset(seed=0)
+obs, rewards, terms, truncs, infos = env.step({a: 0 for a in env.agents})
+print(seer_env.verify("phold_v0", steps=20, threads=2))
 
-    import pettingzoo                      # the same env through PettingZoo's registry
-    env = pettingzoo.make("parallel", "seer_env/phold_v0", num_entities=64)
+import pettingzoo                      # the same env through PettingZoo's registry
+env = pettingzoo.make("parallel", "seer_env/phold_v0", num_entities=64)
+```
 
-Your own model (a folder of C sources and a declaration, see :mod:`seer_env.sdk`)::
+Your own model (a folder of C sources and a declaration, see [`seer_env.sdk`][seer_env.sdk]):
 
-    model = seer_env.sdk.load("path/to/mymodel")   # compiled on first use, cached
-    env = model.parallel_env()
-    print(seer_env.check(model))                   # the contract checker
+```python
+model = seer_env.sdk.load("path/to/mymodel")   # compiled on first use, cached
+env = model.parallel_env()
+print(seer_env.check(model))                   # the contract checker
+```
 """
 
 from . import sdk

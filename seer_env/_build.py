@@ -10,12 +10,12 @@ into the package.
 
 Two callers use it, in the same way: ``setup.py`` builds the shipped models
 (and ``seer_env._core``, the runtime without a model, for models made at run
-time) when the package is installed, and :mod:`seer_env.sdk` builds users'
+time) when the package is installed, and [`seer_env.sdk`][seer_env.sdk] builds users'
 models into a cache.  Only the standard library and cffi are imported, so
 ``setup.py`` can load this file by path before ``seer_env`` is installed.
 
 Layouts are never copied by hand: the cffi declarations are the public
-headers themselves, with the C-only parts filtered out (:func:`cdef`).
+headers themselves, with the C-only parts filtered out (`cdef`).
 """
 
 from __future__ import annotations
@@ -302,13 +302,13 @@ def build_module(
 
     ``object_cache`` keeps the runtime's object files between builds (they
     depend only on the runtime, the flags and the compiler); each one is
-    checked against its stamp before use (:func:`read_verified`), and one
+    checked against its stamp before use (`read_verified`), and one
     that does not match is compiled again and replaced.  ``refresh_objects``
     compiles them all again (and replaces the cached ones).  ``stamp``
-    writes ``target``'s stamp beside it (:func:`publish`).  Returns the
+    writes ``target``'s stamp beside it (`publish`).  Returns the
     compiler's warnings (empty when there were none); raises
-    :class:`BuildFailed` with the compiler's output on an error, and
-    :class:`CacheUnwritable` when ``target`` cannot be written.
+    `BuildFailed` with the compiler's output on an error, and
+    `CacheUnwritable` when ``target`` cannot be written.
     """
     target = Path(target)
     table = find_table(Path(model_dir)) if model_dir is not None else None
@@ -390,7 +390,7 @@ def build_module(
 #
 # Every file kept between builds (a model's module in the cache, a runtime
 # object in the object cache) has a stamp beside it, ``<file>.sha256``: the
-# SHA-256 and the size of its bytes.  Both are written by :func:`publish`,
+# SHA-256 and the size of its bytes.  Both are written by `publish`,
 # each into a temporary file in the same folder that is then renamed over
 # the old one, so a reader sees a whole file, old or new, never a partial
 # one; a file is used only when it matches its stamp.  A file cut short, a
@@ -515,7 +515,7 @@ def load_cached(
     log: Callable[[str], None] | None = None,
 ) -> tuple[Any, str]:
     """The module of ``model_dir`` (None: the runtime alone) built from the
-    sources whose :func:`source_hash` is ``want``, from the build cache
+    sources whose `source_hash` is ``want``, from the build cache
     ``cache`` or built into it; returns ``(module, "cache" | "built")``.
 
     Under the build's lock file, the cached module is imported (with
@@ -523,8 +523,8 @@ def load_cached(
     matches its stamp; one that does not, or that does not import, is built
     again, once, and the new one imported.  ``rebuild`` builds it (and the
     runtime's objects) again in any case.  A cache that cannot be written
-    still serves the valid builds it holds.  Raises :class:`BuildFailed` (the
-    message names the model and the file), :class:`CacheUnwritable` when a
+    still serves the valid builds it holds.  Raises `BuildFailed` (the
+    message names the model and the file), `CacheUnwritable` when a
     build is needed and the cache cannot take it.
     """
     cache = Path(cache)

@@ -1,18 +1,18 @@
 """The call gate every env call passes through, and what a fork does to it.
 
-An env (:mod:`seer_env.env`) takes one call at a time: each public method is
-wrapped by :func:`exclusive`, whose wrapper hands the call to the env's gate
-(``env._busy``, :func:`new_gate`).  The gate refuses a second thread at once
+An env (`seer_env.env`) takes one call at a time: each public method is
+wrapped by `exclusive`, whose wrapper hands the call to the env's gate
+(``env._busy``, `new_gate`).  The gate refuses a second thread at once
 (StateError), every call once ``close()`` started (ClosedError), a call
 other than ``reset`` after one was cut short by Ctrl-C (StateError) and a
 call from a signal handler or callback on the thread inside a call
 (StateError); a ``close()`` from there is done when the call ends.  The gate
 is the C one of ``seer_env._fast`` (what it does between taking the env and
 giving it back must not be split by a signal handler, and in C nothing is),
-or :class:`PyGate`, the same rules in Python, where the extension is not
+or `PyGate`, the same rules in Python, where the extension is not
 built.
 
-A child of ``fork()`` gets a fresh gate for every env (:func:`track`): a
+A child of ``fork()`` gets a fresh gate for every env (`track`): a
 gate another thread of the parent held stays held in the child, where that
 thread does not exist, and the call it was in is marked cut short.
 """
@@ -174,9 +174,9 @@ class PyGate:
 
 
 def new_gate() -> Any:
-    """An env's gate: every call goes through it (:func:`exclusive`), and close()
-    (:meth:`close`; :func:`close_now` is what close() runs once it holds it).
-    The C gate (``_fast.Gate``) where the extension is built, else :class:`PyGate`."""
+    """An env's gate: every call goes through it (`exclusive`), and close()
+    (`close`; `close_now` is what close() runs once it holds it).
+    The C gate (``_fast.Gate``) where the extension is built, else `PyGate`."""
     return _fast.Gate() if _fast is not None else PyGate()
 
 
@@ -198,8 +198,8 @@ def exclusive(method: _F) -> _F:
     and a call other than ``reset`` after one was cut short (``_interrupted``)
     a StateError.  A close() from a signal handler or callback on the thread
     inside a call is done when that call ends (see
-    :meth:`seer_env.env.SeerParallelEnv.close`).  The env has ``_busy`` (its
-    gate, :func:`new_gate`), ``_interrupted`` (why a call was cut short, or
+    `seer_env.env.SeerParallelEnv.close`).  The env has ``_busy`` (its
+    gate, `new_gate`), ``_interrupted`` (why a call was cut short, or
     "") and ``seer_model`` (its model, for the messages)."""
     name = method.__name__
     code = method.__code__

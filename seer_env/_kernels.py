@@ -4,20 +4,20 @@ A step of the dict API turns a dict of actions into the runtime's action
 buffer and its output buffers into five dicts keyed by agent; a step of the
 batched API copies the buffers into fresh arrays.  ``seer_env._fast`` (a
 plain CPython extension built with the package) does each in one C call.
-This module is the one interface :mod:`seer_env.env` calls, whichever runs:
+This module is the one interface `seer_env.env` calls, whichever runs:
 
-* :func:`vec_outputs` -- a batched call's outputs, and the finished instances;
-* :func:`dict_outputs` -- a ParallelEnv call's five dicts, and how many agents finished;
-* :func:`copy_actions` -- batched actions into the action buffer;
-* :func:`dict_actions` -- a dict of actions into the action buffer;
-* :func:`finished` -- which instances have no live agent.
+* `vec_outputs` -- a batched call's outputs, and the finished instances;
+* `dict_outputs` -- a ParallelEnv call's five dicts, and how many agents finished;
+* `copy_actions` -- batched actions into the action buffer;
+* `dict_actions` -- a dict of actions into the action buffer;
+* `finished` -- which instances have no live agent.
 
 Each is ``_fast``'s function where the extension imports, else the NumPy
-function of the same name here (:data:`NUMPY`), whose results are the same
+function of the same name here (`NUMPY`), whose results are the same
 for every input the env passes.  The two action kernels may decline (return
 False): the C ones decline anything unusual, the NumPy ones everything, and
 the env's own checked path then writes the actions or raises the precise
-error.  Tests run both: they patch this module's names with :data:`NUMPY`'s.
+error.  Tests run both: they patch this module's names with `NUMPY`'s.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def view_or_copy(a: np.ndarray, copy: bool) -> np.ndarray:
 
 def batched_infos(bufs: tuple[Any, ...], copy: bool) -> dict[str, Any]:
     """The infos of a batched call from the runtime's buffers ``bufs`` (as for
-    :func:`vec_outputs`): ``alive`` and ``active`` (copies, or read-only views),
+    `vec_outputs`): ``alive`` and ``active`` (copies, or read-only views),
     then each info value as a C-contiguous ``(B, A)`` view of one fresh
     ``(n_info, B, A)`` copy."""
     _, _, _, _, alive, active, info, names = bufs
@@ -78,7 +78,7 @@ def vec_outputs_numpy(bufs: tuple[Any, ...], copy: bool, fin: np.ndarray | None
     """``((obs, reward, terminated, truncated, infos), n)`` of a batched call
     from ``bufs = (obs, reward, terminated, truncated, alive, active, info,
     info_names)``: copies (``copy`` true) or read-only views of the first
-    four, :func:`batched_infos`; ``fin``, if given, receives the finished
+    four, `batched_infos`; ``fin``, if given, receives the finished
     instances and ``n`` counts them (0 without ``fin``)."""
     obs, reward, terminated, truncated = bufs[:4]
     out = (view_or_copy(obs, copy), view_or_copy(reward, copy),

@@ -1,15 +1,15 @@
-"""Loading the extension modules: one per model, built by :mod:`seer_env._build`.
+"""Loading the extension modules: one per model, built by `seer_env._build`.
 
 Every model lives in an extension module of its own (the runtime compiled
-together with the model); :func:`load_module` gives a model folder's module
+together with the model); `load_module` gives a model folder's module
 (the one built with the package when it matches the sources, else one built
-into :func:`cache_dir`, once per content), :func:`core` the runtime built
+into `cache_dir`, once per content), `core` the runtime built
 without a model (``seer_env._core``: models made at run time, the RNG
-seeding, the trace record layout).  :mod:`seer_env._native` wraps a module's
-model table, :mod:`seer_env._runtime` runs it.
+seeding, the trace record layout).  `seer_env._native` wraps a module's
+model table, `seer_env._runtime` runs it.
 
 The bottom of the bindings (``[tool.importlinter]`` in ``pyproject.toml``):
-it imports only :mod:`seer_env._build` and :mod:`seer_env.errors`.
+it imports only `seer_env._build` and [`seer_env.errors`][seer_env.errors].
 """
 
 from __future__ import annotations
@@ -93,11 +93,11 @@ def load_module(
     ``prebuilt`` names a module built with the package (``seer_env._core``,
     ``seer_env.envs.<name>._model``); it is used when it was built from the
     sources as they are now.  Otherwise the module is built into
-    :func:`cache_dir` (once per content: a changed source gives a new build,
+    `cache_dir` (once per content: a changed source gives a new build,
     an unchanged one is reused) and imported under a name of its own.
     ``extra_cflags`` builds a variant (e.g. ``-DSEER_NO_TRACE``).  Returns
     ``(module, where)``: ``"package"``, ``"cache"``, ``"built"`` or ``"loaded"``
-    (already imported).  Raises :class:`~seer_env.errors.BuildError` with the
+    (already imported).  Raises [`BuildError`][seer_env.errors.BuildError] with the
     compiler's output.
     """
     want = _build.source_hash(model_dir, werror, extra_cflags)

@@ -1,25 +1,27 @@
 """A model's table in a loaded extension module, marshalled to and from Python.
 
-:class:`NativeModel` wraps one model table (``seer_model`` of ``seer.h``) of
-an extension module (:mod:`seer_env._loader`): its parameters
-(:class:`Param`) and state fields (:class:`Field`) as the C tables declare
+`NativeModel` wraps one model table (``seer_model`` of ``seer.h``) of
+an extension module (`seer_env._loader`): its parameters
+([`Param`][seer_env.pymodel.Param]) and state fields (`Field`) as the C tables declare
 them, configurations filled and checked through the parameter table, the
-sizes ``describe`` gives (:class:`Sizes`), agent names, bounds, and the NumPy
+sizes ``describe`` gives ([`Sizes`][seer_env.pymodel.Sizes]), agent names, bounds, and the NumPy
 layouts of configurations and entity states.  Status codes become exceptions
-in one place (:func:`error_for`)::
+in one place (`error_for`):
 
-    native = NativeModel(module, "a folder")        # the module's own table
-    cfg, sizes = native.describe({"num_entities": 64})
-    print(native.defaults, sizes.obs_dim)
+```python
+native = NativeModel(module, "a folder")        # the module's own table
+cfg, sizes = native.describe({"num_entities": 64})
+print(native.defaults, sizes.obs_dim)
+```
 
 A hook written in Python (the checker's wrapped observe and global_state,
-:meth:`NativeModel.with_hooks`; a ``jit=False`` Python model's handlers) sees
-its ``seer_ctx *`` as a :class:`HandlerContext`: the accessors of ``seer.h``
+`NativeModel.with_hooks`; a ``jit=False`` Python model's handlers) sees
+its ``seer_ctx *`` as a `HandlerContext`: the accessors of ``seer.h``
 as methods, records and arrays as NumPy views of native memory.
 
 One of the bindings (``[tool.importlinter]`` in ``pyproject.toml``): it
-imports only :mod:`seer_env._loader` and :mod:`seer_env.errors`;
-:mod:`seer_env._runtime` runs a :class:`NativeModel`.
+imports only `seer_env._loader` and [`seer_env.errors`][seer_env.errors];
+`seer_env._runtime` runs a `NativeModel`.
 """
 
 from __future__ import annotations
@@ -232,8 +234,8 @@ class Sizes:
 
 class HandlerContext:
     """A hook's context (``seer_ctx *``) seen from Python: the accessors of
-    ``seer.h`` as methods (``seer_now`` is :meth:`now`, ``seer_self``
-    :meth:`entity`, ...), each valid in the hooks where it is valid in C.
+    ``seer.h`` as methods (``seer_now`` is [`now`][seer_env.pymodel.now], ``seer_self``
+    `entity`, ...), each valid in the hooks where it is valid in C.
 
     Records and arrays come back as NumPy views of the native memory (a
     record: one element of its dtype), writable, valid during the hook call
@@ -362,9 +364,9 @@ class HandlerContext:
         return int(self._lib.seer_fail_step(self.ptr, why.encode("utf-8", "replace")))
 
 
-#: ``observe`` of :meth:`NativeModel.with_hooks`: (ctx, agent, obs row, the model's observe)
+#: ``observe`` of `NativeModel.with_hooks`: (ctx, agent, obs row, the model's observe)
 ObserveHook = Callable[[HandlerContext, int, np.ndarray, Callable[[], None]], None]
-#: ``global_state`` of :meth:`NativeModel.with_hooks`: (ctx, state row, the model's hook)
+#: ``global_state`` of `NativeModel.with_hooks`: (ctx, state row, the model's hook)
 GlobalStateHook = Callable[[HandlerContext, np.ndarray, Callable[[], None]], None]
 
 
@@ -373,7 +375,7 @@ class NativeModel:
     layout and the host calls on its configuration.
 
     ``source`` says where the table came from (a folder, or a description).
-    Raises :class:`~seer_env.errors.ModelError` when the table fails the
+    Raises [`ModelError`][seer_env.errors.ModelError] when the table fails the
     runtime's check (API version, missing handlers, bad tables).
     """
 
@@ -440,17 +442,19 @@ class NativeModel:
     def with_hooks(self, *, observe: ObserveHook | None = None,
                    global_state: GlobalStateHook | None = None,
                    on_error: Callable[[BaseException], None] | None = None) -> NativeModel:
-        """A copy of this model's table (a new :class:`NativeModel` of the same
+        """A copy of this model's table (a new `NativeModel` of the same
         module) whose ``observe`` and ``global_state`` are Python functions
-        around the model's own::
+        around the model's own:
 
-            def observe(ctx, agent, obs, model_observe):
-                obs[:] = np.nan       # the row before the model writes it
-                model_observe()       # the model's observe, on the same arguments
-                ...                   # the row it wrote
+        ```python
+        def observe(ctx, agent, obs, model_observe):
+            obs[:] = np.nan       # the row before the model writes it
+            model_observe()       # the model's observe, on the same arguments
+            ...                   # the row it wrote
+        ```
 
         ``observe(ctx, agent, obs, model_observe)``: ``ctx`` a
-        :class:`HandlerContext`, ``obs`` the agent's observation row (a writable
+        `HandlerContext`, ``obs`` the agent's observation row (a writable
         float32 view of ``obs_dim`` elements), ``model_observe()`` runs the
         model's observe.  ``global_state(ctx, state, model_global_state)``
         likewise with the instance's state row (``state_dim`` elements); a model

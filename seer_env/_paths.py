@@ -37,16 +37,18 @@ ENVS = _mapped("envs")
 def get_include() -> str:
     """The folder holding ``seer.h``, the one header a model includes.
 
-    The same folder as :func:`seer_env.sdk.get_include`, at the top level as in
+    The same folder as `seer_env.sdk.get_include`, at the top level as in
     NumPy (``numpy.get_include()``) and pybind11, for build systems that compile
-    a model themselves::
+    a model themselves:
 
-        import seer_env
-        print(seer_env.get_include())    # .../site-packages/seer_env/native/include
+    ```python
+    import seer_env
+    print(seer_env.get_include())    # .../site-packages/seer_env/native/include
 
-        # setuptools: Extension("mymodel", ["mymodel.c"],
-        #                       include_dirs=[seer_env.get_include()])
-        # shell:      cc -I"$(python -c 'import seer_env; print(seer_env.get_include())')" ...
+    # setuptools: Extension("mymodel", ["mymodel.c"],
+    #                       include_dirs=[seer_env.get_include()])
+    # shell:      cc -I"$(python -c 'import seer_env; print(seer_env.get_include())')" ...
+    ```
 
     Returns:
         The folder's absolute path.

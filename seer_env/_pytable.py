@@ -1,27 +1,27 @@
 """Model tables made at run time: the bindings of models written in Python.
 
-A Python model (:mod:`seer_env.pymodel`) has no extension module of its own:
+A Python model ([`seer_env.pymodel`][seer_env.pymodel]) has no extension module of its own:
 its ``seer_model`` table is allocated with the cffi of ``seer_env._core``
-(the runtime without a model, :func:`seer_env._loader.core`) and filled
-here from plain Python values (:func:`model_table`).  Its hooks are either
+(the runtime without a model, `seer_env._loader.core`) and filled
+here from plain Python values (`model_table`).  Its hooks are either
 machine-code addresses (handlers compiled with Numba, which call the
-runtime's C functions by address: :func:`function_address`) or callbacks
+runtime's C functions by address: `function_address`) or callbacks
 made here around Python functions:
 
 * the host hooks, run by the host thread on a configuration
-  (:func:`describe_hook`, :func:`agent_name_hook`, :func:`bounds_hook`,
-  :func:`group_hook`, :func:`group_bounds_hook`, :func:`nvec_hook`): the
+  (`describe_hook`, `agent_name_hook`, `bounds_hook`,
+  `group_hook`, `group_bounds_hook`, `nvec_hook`): the
   configuration arrives as a NumPy record, ``describe`` writes its sizes
-  into a :class:`SizesOut`, and what they raise becomes a status code and a
+  into a `SizesOut`, and what they raise becomes a status code and a
   message here;
-* the handlers of a ``jit=False`` model (:func:`handler_hook`): called with
-  the raw arguments, which a :class:`~seer_env._native.HandlerContext`
+* the handlers of a ``jit=False`` model (`handler_hook`): called with
+  the raw arguments, which a `HandlerContext`
   turns into NumPy views.
 
 The layouts compiled handlers bake in come from here too
-(:func:`sizes_dtype`, :func:`output_offsets`).  One of the bindings
+(`sizes_dtype`, `output_offsets`).  One of the bindings
 (``[tool.importlinter]`` in ``pyproject.toml``): it imports only
-:mod:`seer_env._native`, :mod:`seer_env._loader` and :mod:`seer_env.errors`.
+`seer_env._native`, `seer_env._loader` and [`seer_env.errors`][seer_env.errors].
 """
 
 from __future__ import annotations
@@ -136,7 +136,7 @@ def describe_hook(name: str, config_dtype: np.dtype,
                   describe: Callable[[np.ndarray, SizesOut], None]) -> Any:
     """``describe`` as a table entry: ``describe(config, out)`` gets the
     configuration (a writable record of ``config_dtype`` over the runtime's
-    copy) and fills ``out`` (:class:`SizesOut`).  What it raises becomes the
+    copy) and fills ``out`` (`SizesOut`).  What it raises becomes the
     status and the message (``"<name>: ..."``): ConfigError, ValueError and
     OverflowError a configuration error, anything else a model error naming
     the exception."""
@@ -202,8 +202,8 @@ def bounds_hook(config_dtype: np.dtype,
 
 
 class GroupSpec(Protocol):
-    """What :func:`group_hook` reads of a group (a
-    :class:`seer_env.pymodel.Group`, ``info_dim`` filled in)."""
+    """What `group_hook` reads of a group (a
+    [`seer_env.pymodel.Group`][seer_env.pymodel.Group], ``info_dim`` filled in)."""
 
     name: str
     count: int
@@ -220,7 +220,7 @@ class GroupSpec(Protocol):
 def group_hook(config_dtype: np.dtype, group: Callable[[np.ndarray, int], GroupSpec],
                keep: list[Any]) -> Any:
     """``group`` as a table entry: ``group(config, g)`` (a copy of the
-    configuration record) returns group ``g`` (:class:`GroupSpec`), written
+    configuration record) returns group ``g`` (`GroupSpec`), written
     into the runtime's ``seer_group``.  The name and info-name strings are
     made once per distinct value and kept in ``keep`` (the table's life).
     What it raises becomes the hook's failure, with its message."""
@@ -310,7 +310,7 @@ def nvec_hook(config_dtype: np.dtype,
 def handler_hook(hook: str, handler: Callable[..., Any]) -> Any:
     """Handler ``hook`` (``"init"``, ``"handle"``, ...) as a table entry calling
     ``handler`` with the C arguments as they come (``seer_ctx *`` first:
-    :class:`~seer_env._native.HandlerContext` reads them); it returns the
+    `HandlerContext` reads them); it returns the
     status (int hooks) or None."""
     return core().ffi.callback(_HANDLER_CTYPES[hook], handler)
 
@@ -319,8 +319,8 @@ def handler_hook(hook: str, handler: Callable[..., Any]) -> Any:
 
 
 class ParamSpec(Protocol):
-    """What :func:`model_table` reads of a parameter (a
-    :class:`seer_env.pymodel.Param`)."""
+    """What `model_table` reads of a parameter (a
+    [`seer_env.pymodel.Param`][seer_env.pymodel.Param])."""
 
     name: str
     dtype: np.dtype
@@ -354,7 +354,7 @@ def model_table(*, name: str, params: Sequence[ParamSpec], config: np.dtype, sta
                 hooks: Mapping[str, Any], source: str, keep: list[Any],
                 mask_advisory: bool = False) -> NativeModel:
     """A ``seer_model`` table in ``seer_env._core`` made from these values, as a
-    :class:`~seer_env._native.NativeModel` (checked by the runtime).
+    `NativeModel` (checked by the runtime).
 
     ``params`` are laid out in the configuration record ``config``; the state
     fields are ``state``'s (a field named ``_unused``, the placeholder of an

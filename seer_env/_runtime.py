@@ -1,36 +1,38 @@
-"""The thin 1:1 layer over the native runtime: :class:`Runtime`.
+"""The thin 1:1 layer over the native runtime: [`Runtime`][seer_env.registry.Runtime].
 
 Every model lives in an extension module of its own (the runtime compiled
-together with the model, see :mod:`seer_env._build`, loaded by
-:mod:`seer_env._loader`); :class:`~seer_env._native.NativeModel` wraps one
-such module and its model table, and :class:`Runtime` one native runtime
+together with the model, see `seer_env._build`, loaded by
+`seer_env._loader`); `NativeModel` wraps one
+such module and its model table, and [`Runtime`][seer_env.registry.Runtime] one native runtime
 (``B`` instances of that model sharing one executor).  Status codes are
-checked in one place (:func:`~seer_env._native.error_for`); the runtime's
-in-place buffers are NumPy views::
+checked in one place (`error_for`); the runtime's
+in-place buffers are NumPy views:
 
-    from seer_env import registry
-    model = registry.native_model("phold_v0")   # a NativeModel (registry: a higher layer)
-    rt = Runtime(model, {"num_entities": 64}, num_instances=2, threads=2)
-    rt.reset([1, 2])
-    rt.actions[:] = 0
-    rt.step()
-    print(rt.obs.shape)   # (2, 64, 4): overwritten by the next call
-    rt.close()
+```python
+from seer_env import registry
+model = registry.native_model("phold_v0")   # a NativeModel (registry: a higher layer)
+rt = Runtime(model, {"num_entities": 64}, num_instances=2, threads=2)
+rt.reset([1, 2])
+rt.actions[:] = 0
+rt.step()
+print(rt.obs.shape)   # (2, 64, 4): overwritten by the next call
+rt.close()
+```
 
 Configurations are filled through the model's parameter table: names,
 types, defaults and ranges come from C, which checks every value.  The
-views are zero-copy and valid until :meth:`Runtime.close`; callers that hand
+views are zero-copy and valid until `Runtime.close`; callers that hand
 arrays to users copy them.
 
 The top of the bindings (``[tool.importlinter]`` in ``pyproject.toml``), beside
-:mod:`seer_env._pytable` (tables made at run time), with :mod:`seer_env._native`
-and :mod:`seer_env._loader` below it: the modules that touch ``ffi``/``lib``
-(``tests/test_layers.py`` checks that no other does).  A :class:`Runtime` takes a
-:class:`~seer_env._native.NativeModel`, not a name
-(:class:`seer_env.registry.Runtime` resolves names), and knows nothing of
+`seer_env._pytable` (tables made at run time), with `seer_env._native`
+and `seer_env._loader` below it: the modules that touch ``ffi``/``lib``
+(``tests/test_layers.py`` checks that no other does).  A `Runtime` takes a
+`NativeModel`, not a name
+([`seer_env.registry.Runtime`][seer_env.registry.Runtime] resolves names), and knows nothing of
 STPA: with ``threads="auto"`` it starts on one thread and sets
-:attr:`Runtime.auto_threads`, and its owner attaches a step controller
-(:func:`seer_env.stpa.attach`, :meth:`Runtime.attach`).
+`Runtime.auto_threads`, and its owner attaches a step controller
+(`seer_env.stpa.attach`, `Runtime.attach`).
 """
 
 from __future__ import annotations
@@ -72,7 +74,7 @@ def resolve_threads(threads: int | str, executor: str) -> int:
     """Turn ``threads=`` ("auto", 1, N) into the pool size to create ``executor`` with.
 
     ``"auto"`` gives 1: a parallel runtime with ``threads="auto"`` starts on one
-    thread and :mod:`seer_env.stpa` chooses its configuration during the first
+    thread and [`seer_env.stpa`][seer_env.stpa] chooses its configuration during the first
     steps.  The optimistic executor takes every CPU.
     """
     if not isinstance(executor, str) or executor not in EXECUTORS:
@@ -109,17 +111,19 @@ def _estimate(model: NativeModel, cfg: Any, opts: Any) -> dict[str, int]:
 def memory_estimate(model: NativeModel, config: Mapping[str, Any] | None = None,
                     num_instances: int = 1, executor: str = "serial", check: int = 0
                     ) -> dict[str, int]:
-    """The bytes a :class:`Runtime` of this configuration would take, by part:
+    """The bytes a [`Runtime`][seer_env.registry.Runtime] of this configuration would take, by part:
     ``"entity states"``, ``"pending events"`` (an estimate from the model's
     ``pending_events``), ``"instance data"``, ``"global-state outputs"`` and
     each host buffer (``"observation buffer"``, ``"action buffer"``, ...).
     Their sum is what ``memory_limit`` (or the machine's memory) is checked
-    against, before anything is allocated.  Nothing is allocated here::
+    against, before anything is allocated.  Nothing is allocated here:
 
-        parts = memory_estimate(native, {"num_uavs": 1 << 20}, 4)
-        print(sum(parts.values()) / 2**30, max(parts, key=parts.get))
+    ```python
+    parts = memory_estimate(native, {"num_uavs": 1 << 20}, 4)
+    print(sum(parts.values()) / 2**30, max(parts, key=parts.get))
+    ```
 
-    :func:`seer_env.registry.memory_estimate` takes a model's name as well.
+    `seer_env.registry.memory_estimate` takes a model's name as well.
     """
     lib, ffi = model.lib, model.ffi
     opts = ffi.new("seer_runtime_options *")
@@ -143,7 +147,7 @@ class Runtime:
     """B instances of one native model on one executor.
 
     Args:
-        model: a :class:`NativeModel` (:class:`seer_env.registry.Runtime` also
+        model: a `NativeModel` ([`seer_env.registry.Runtime`][seer_env.registry.Runtime] also
             takes the name of a registered model: ``"phold_v0"``, or a shipped
             model's C name such as ``"pcs"``).
         config: parameter values (the others keep their defaults).
@@ -153,25 +157,25 @@ class Runtime:
             or ``"serial"`` (the reference).
         threads: pool size including the calling thread, or ``"auto"``: with the
             parallel executor, the runtime starts on one thread and
-            :attr:`auto_threads` is True; the owner attaches a controller
-            (:func:`seer_env.stpa.attach`; the envs and
-            :class:`seer_env.registry.Runtime` do), which times the candidate
+            `auto_threads` is True; the owner attaches a controller
+            ([`seer_env.stpa.attach`][seer_env.stpa.attach]; the envs and
+            [`seer_env.registry.Runtime`][seer_env.registry.Runtime] do), which times the candidate
             configurations (the serial executor, the parallel executor on
             1..cores threads, and the optimistic executor where the lookahead is
             0 or too small for windows) on the first real steps and keeps the
-            fastest; :attr:`stpa` holds the decision.  A model with lookahead 0
+            fastest; `stpa` holds the decision.  A model with lookahead 0
             starts on the serial executor and may move to the optimistic one.
             With the optimistic executor, "auto" takes every CPU.
         max_cycles: truncate every agent after that many steps (0, the
             default here: never; None: the model's default, as the envs use).
-        check: checking-mode flags (``SEER_CHECK_*``; :mod:`seer_env.check`).
+        check: checking-mode flags (``SEER_CHECK_*``; [`seer_env.check`][seer_env.check]).
         max_step_events: events one instance may handle in one step before the
-            step fails with :class:`~seer_env.errors.BudgetError` (0: 10**8).
+            step fails with [`BudgetError`][seer_env.errors.BudgetError] (0: 10**8).
         memory_limit: bytes the runtime may take (0: the machine's memory):
             entity states, events and the host buffers (actions, observations,
             rewards, flags, infos, global states), estimated from the model's
-            sizes before anything is allocated (:func:`memory_estimate`).  A
-            larger configuration raises :class:`~seer_env.errors.ConfigError`
+            sizes before anything is allocated (`memory_estimate`).  A
+            larger configuration raises [`ConfigError`][seer_env.errors.ConfigError]
             naming the total, its biggest part and the limit.
         oversubscribe: let more threads than CPUs take part in calls (by
             default the pool's active threads are capped at the CPU count).
@@ -187,12 +191,12 @@ class Runtime:
         config: the parameters as the model completed them (derived values
             filled in).
         auto_threads: ``threads="auto"`` with the parallel executor: the
-            configuration is for a controller to choose (:meth:`attach`).
-        stpa: the attached step controller (a :class:`seer_env.stpa.Stpa`), or
-            None: none attached, or the pool size was set (:meth:`set_threads`,
-            :meth:`set_executor`).
+            configuration is for a controller to choose (`attach`).
+        stpa: the attached step controller (a [`seer_env.stpa.Stpa`][seer_env.stpa.Stpa]), or
+            None: none attached, or the pool size was set (`set_threads`,
+            [`set_executor`][seer_env.registry.Runtime.set_executor]).
         memory: the estimate checked against ``memory_limit``: bytes by part
-            (:func:`memory_estimate`; the total is the sum).
+            ([`memory_estimate`][seer_env.registry.memory_estimate]; the total is the sum).
     """
 
     def __init__(
@@ -337,13 +341,13 @@ class Runtime:
     # -- API ------------------------------------------------------------------
 
     def attach(self, controller: Any) -> None:
-        """Attach a step controller (:class:`seer_env.stpa.Stpa`; None detaches).
+        """Attach a step controller ([`seer_env.stpa.Stpa`][seer_env.stpa.Stpa]; None detaches).
 
         The controller has ``countdown`` (an int), ``step(mask)`` and
-        ``notify_reset()``: :meth:`step` hands the step to ``controller.step``
+        ``notify_reset()``: `step` hands the step to ``controller.step``
         when ``countdown`` is 1 or less (the controller runs it with
-        :meth:`step_uncontrolled`) and otherwise runs it and takes one off
-        ``countdown``; :meth:`reset` calls ``notify_reset()`` after a reset.
+        `step_uncontrolled`) and otherwise runs it and takes one off
+        ``countdown``; `reset` calls ``notify_reset()`` after a reset.
         """
         self.stpa = controller
 
@@ -360,7 +364,7 @@ class Runtime:
     def set_threads(self, threads: int) -> None:
         """Resize the worker pool (parallel executor). Outputs do not depend on it.
 
-        An explicit pool size turns STPA off (:attr:`stpa` becomes None).
+        An explicit pool size turns STPA off (`stpa` becomes None).
         """
         n = _positive_int("threads", threads, 1, 1024)
         with self._call() as h:
@@ -372,16 +376,18 @@ class Runtime:
 
         Outputs do not depend on it: both executors hand every entity the same
         events in the same order.  STPA uses it to time the serial executor
-        inside the run; users may call it too::
+        inside the run; users may call it too:
 
-            rt.set_executor("serial")          # the reference, one thread
-            rt.set_executor("parallel", 2)
+        ```python
+        rt.set_executor("serial")          # the reference, one thread
+        rt.set_executor("parallel", 2)
+        ```
         """
         self.switch_executor(executor, threads)
         self.stpa = None
 
     def switch_executor(self, executor: str, threads: int) -> None:
-        """:meth:`set_executor` keeping the attached controller (:meth:`attach`):
+        """`set_executor` keeping the attached controller (`attach`):
         the switch a controller such as STPA makes itself."""
         if executor not in EXECUTORS:
             raise ConfigError(f"executor={executor!r} must be one of {list(EXECUTORS)}")
@@ -393,7 +399,7 @@ class Runtime:
 
     def step_uncontrolled(self, mask_ptr: Any) -> None:
         """One step that bypasses the attached controller: how the controller
-        runs the step :meth:`step` hands it (``mask_ptr``: the mask it was
+        runs the step `step` hands it (``mask_ptr``: the mask it was
         handed, opaque)."""
         with self._call() as h:
             self._check(h, self.lib.seer_runtime_step(h, mask_ptr))
@@ -410,7 +416,7 @@ class Runtime:
             self.stpa.notify_reset()
 
     def step(self, mask: Iterable[bool] | None = None) -> None:
-        """Step the selected instances with the actions in :attr:`actions` (GIL released)."""
+        """Step the selected instances with the actions in `actions` (GIL released)."""
         st = self.stpa
         if st is not None and st.countdown <= 1:  # a probe, or a periodic drift check
             st.step(self._mask_ptr(mask))  # which changes nothing unless the step ran
@@ -485,12 +491,14 @@ class Runtime:
         simulated time); the optimistic executor's ``rollbacks``,
         ``events_rolled_back`` (handlings undone), ``anti_messages`` (sent to
         another thread), ``serial_steps`` (speculations abandoned and rerun
-        serially) and ``log_bytes_peak`` (most rollback-log bytes one step took)::
+        serially) and ``log_bytes_peak`` (most rollback-log bytes one step took):
 
-            rt = registry.Runtime("pcs", {"classic": True}, 1, "optimistic", 2)
-            rt.reset([0]); rt.step()
-            s = rt.stats()
-            print(s["events_rolled_back"] / max(1, s["events"]))
+        ```python
+        rt = registry.Runtime("pcs", {"classic": True}, 1, "optimistic", 2)
+        rt.reset([0]); rt.step()
+        s = rt.stats()
+        print(s["events_rolled_back"] / max(1, s["events"]))
+        ```
         """
         s = self.ffi.new("seer_stats *")
         with self._call() as h:
@@ -513,7 +521,7 @@ class Runtime:
 
     @property
     def trace_capacity(self) -> int:
-        """The trace records per worker thread :meth:`trace` asked for (0: off)."""
+        """The trace records per worker thread `trace` asked for (0: off)."""
         return self._trace_cap
 
     def trace(self, capacity: int) -> None:
@@ -524,10 +532,10 @@ class Runtime:
         self._trace_cap = cap
 
     def trace_records(self, active_only: bool = False) -> list[np.ndarray]:
-        """Copies of each worker's records (structured arrays of :func:`trace_dtype`).
+        """Copies of each worker's records (structured arrays of `trace_dtype`).
 
         One array per thread of the pool, the active ones first
-        (:attr:`threads` of them).  A parked thread has records only if it
+        (`threads` of them).  A parked thread has records only if it
         took a chunk of a call late (at most one per call, right after the
         pool was shrunk); ``active_only=True`` leaves the parked threads out.
         """
@@ -549,16 +557,16 @@ class Runtime:
     @property
     def pool_size(self) -> int:
         """Threads of the worker pool, the calling one and parked ones included
-        (:attr:`threads` of them take part in calls)."""
+        ([`threads`][seer_env.registry.Runtime.threads] of them take part in calls)."""
         with self._call() as h:
             return int(self.lib.seer_runtime_pool_size(h))
 
     def worker_trace_records(self, worker: int) -> np.ndarray:
         """A copy of worker ``worker``'s records (0: the calling thread's), laid
-        out by this runtime's own module: unlike :meth:`trace_records` it never
+        out by this runtime's own module: unlike `trace_records` it never
         loads ``seer_env._core`` (the race pass's child process, whose model
         is built with ThreadSanitizer, reads its records here).  Its kinds:
-        :meth:`trace_kinds`."""
+        [`trace_kinds`][seer_env.registry.Runtime.trace_kinds]."""
         w = _positive_int("worker", worker, 0, 1023)
         dt = _trace_dtype_of(self.ffi)
         with self._call() as h:
@@ -573,7 +581,7 @@ class Runtime:
 
     def trace_kinds(self) -> dict[int, str]:
         """Trace record kind -> name, from this runtime's own module (what the
-        module function :func:`trace_kinds` reads from ``seer_env._core``)."""
+        module function `trace_kinds` reads from ``seer_env._core``)."""
         return _trace_kinds_of(self.lib)
 
     def trace_dropped(self) -> int:
@@ -591,7 +599,7 @@ class Runtime:
 
     def close(self) -> None:
         """Join the workers and free native memory. Idempotent; waits for a call
-        running on another thread.  The host arrays (:attr:`obs` ...) stay
+        running on another thread.  The host arrays (`obs` ...) stay
         readable: they belong to Python."""
         with self._lock:
             h = getattr(self, "_h", None)

@@ -219,7 +219,7 @@ def bench_api(rounds: int = 9, agents: tuple[int, ...] = (16, 64, 256, 1024, 409
               log: Callable[[str], None] = print) -> dict[str, Any]:
     """The fixed cost of a step above the native step (PHOLD, one entity, one
     event, serial executor) through the batched and the dict API, and the dict
-    API's cost per agent against :class:`MinimalDictEnv` at several agent
+    API's cost per agent against `MinimalDictEnv` at several agent
     counts.  Medians of rotated blocks, in one process."""
     from .envs import phold_v0
 
@@ -302,10 +302,12 @@ def bench_pcs(rounds: int = 9, threads: int = 2, widths: tuple[int, ...] = (32, 
     (warm caches), the order rotating; the ratio of the medians of the per-step
     times, and the median of the rounds' ratios (``speedup_paired``).
 
-    Example::
+    Example:
 
-        from seer_env.bench import bench_pcs
-        print(bench_pcs(rounds=3)["64x64"]["speedup"])
+    ```python
+    from seer_env.bench import bench_pcs
+    print(bench_pcs(rounds=3)["64x64"]["speedup"])
+    ```
     """
     from .envs import pcs_v0
 
@@ -360,11 +362,13 @@ def bench_optimistic(quick: bool = False, threads: int = 2,
     * PHOLD 4096 with a lookahead too small for windows (1e-3 of a 1.0 step):
       optimistic vs parallel vs serial.
 
-    Example::
+    Example:
 
-        from seer_env.bench import bench_optimistic
-        res = bench_optimistic(quick=True)
-        print(res["classic 32x32 step 200"]["speedup_total"])
+    ```python
+    from seer_env.bench import bench_optimistic
+    res = bench_optimistic(quick=True)
+    print(res["classic 32x32 step 200"]["speedup_total"])
+    ```
     """
     out: dict[str, Any] = {"threads": threads, "quick": quick}
     scale = 0.1 if quick else 1.0

@@ -1,16 +1,20 @@
 """The contract checker: is a model safe to run on every executor?
 
-:func:`check` runs a model through the passes of :data:`PASSES` and reports
+[`check`][seer_env.check.check] runs a model through the passes of `PASSES` and reports
 every breach of the event-locality contract it finds, each naming the model,
 the handler, the entity, the event type and the simulated time, the rule
-broken and how to fix it::
+broken and how to fix it:
 
-    import seer_env
-    report = seer_env.check("path/to/mymodel", config={"num_things": 8})
-    print(report)            # one line per pass, then the findings
-    assert report.ok
+```python
+import seer_env
+report = seer_env.check("path/to/mymodel", config={"num_things": 8})
+print(report)            # one line per pass, then the findings
+assert report.ok
+```
 
-    $ seer-env check path/to/mymodel --set num_things=8
+```bash
+seer-env check path/to/mymodel --set num_things=8
+```
 
 The passes:
 
@@ -21,7 +25,7 @@ The passes:
    with a message naming exactly what was touched.  The run is then compared
    with a plain serial run: a model whose outputs change with the memory
    layout reads or writes outside its entity.
-2. **uninit** -- reads of bytes nobody wrote (:mod:`seer_env.check_bounds`):
+2. **uninit** -- reads of bytes nobody wrote (`seer_env.check_bounds`):
    a C model is built twice more with every local variable starting as zero
    bytes and as 0xFE bytes; outputs that differ between the two are an
    ``uninitialised`` finding naming the hook, agent, element and step.  The
@@ -34,7 +38,7 @@ The passes:
    in a fresh random order in every window (and on two threads): a model
    whose outputs depend on the order in which independent events run.
 5. **race** -- memory shared between entities' handlers
-   (:mod:`seer_env.check_race`): the model built with ThreadSanitizer runs on
+   (`seer_env.check_race`): the model built with ThreadSanitizer runs on
    the parallel executor (two threads, shuffled order; the optimistic executor
    for lookahead 0) in a child process; a heap block or static several
    handlers write is a ``shared-heap`` or ``data-race`` finding naming both
@@ -60,13 +64,13 @@ Runs.  Every run resets its instances, then steps them under random actions
 no instance is reset until all its agents have finished (then it is reset at
 once, an autoreset), so with ``steps=N`` the instances live N steps: a breach
 that starts late in an episode is met.  The default N is the model's episode,
-its ``max_cycles`` (0, no limit, counts as :data:`EPISODE_CAP`), at most
-:data:`EPISODE_CAP` steps.  The matrix adds *reset runs*: one instance reset
-every :data:`RESET_EVERY` steps (in turn), long enough to reset each instance
+its ``max_cycles`` (0, no limit, counts as `EPISODE_CAP`), at most
+`EPISODE_CAP` steps.  The matrix adds *reset runs*: one instance reset
+every `RESET_EVERY` steps (in turn), long enough to reset each instance
 twice, on the fewest and the most threads.  The replay pass runs at least a
 whole episode, so one serial run meets every step of the first episode even
 under ``quick=True`` (seed 0, threads 1, 2 and 8, batches 1 and 3, main runs
-of at most :data:`QUICK_STEPS` steps).
+of at most `QUICK_STEPS` steps).
 
 The model runs in a child process (one for the whole check, started again
 after it died), never in the caller's: a handler that crashes the process (a
@@ -76,14 +80,14 @@ keeps in memory shared with the checker (``SEER_CHECK_PROGRESS``, see
 runtime/check.c), the handler, entity, event type and simulated time; a plain
 run that stops is run again up to that step on the serial executor in checking
 mode to name them.  The passes after it are skipped.  Each run has a time
-budget (``budget``: seconds per run; by default :data:`BUDGET_BASE` seconds
-plus :data:`BUDGET_PER_ENTITY_STEP` seconds per entity-step of the run, steps
+budget (``budget``: seconds per run; by default `BUDGET_BASE` seconds
+plus `BUDGET_PER_ENTITY_STEP` seconds per entity-step of the run, steps
 x instances x entities).  Ctrl-C stops the check and its child at once
 (KeyboardInterrupt; ``seer-env check`` exits 130).  Cost: starting the child
 and loading the model in it, about 0.3 s for a C model (1 s for a Python one);
 the runs' outputs are compared in the child, so what comes back is small.
 
-A pass is one entry of :data:`PASSES`: a :class:`Pass` says which runs it
+A pass is one entry of `PASSES`: a [`Pass`][seer_env.check.Pass] says which runs it
 makes and which rule an output difference from the serial reference breaks,
 or is one function run in the child (``Pass.job``); ``Pass.inspect`` adds
 findings from each run's outputs.
@@ -169,7 +173,14 @@ FIXES: dict[str, str] = {
 
 @dataclass(frozen=True)
 class Finding:
-    """One breach of the contract."""
+    """One breach of the contract.
+
+    Attributes:
+        rule: the rule broken, a key of `FIXES` (``"locality"``, ``"race"``, ...).
+        pass_name: the pass that found it (``"isolation"``, ``"replay"``, ...).
+        message: what happened: the handler, entity, event type and time.
+        fix: how to fix it (the rule's entry of `FIXES`).
+    """
 
     rule: str
     pass_name: str
@@ -182,7 +193,14 @@ class Finding:
 
 @dataclass
 class PassResult:
-    """What one pass ran and concluded."""
+    """What one pass ran and concluded.
+
+    Attributes:
+        name: the pass (an entry of `PASSES`).
+        runs: the runs it made.
+        steps: the steps of all its runs together.
+        status: ``"ok"``, ``"finding"``, or ``"skipped: <why>"``.
+    """
 
     name: str
     runs: int = 0
@@ -195,7 +213,14 @@ class PassResult:
 
 @dataclass
 class CheckReport:
-    """The outcome of :func:`check`."""
+    """The outcome of [`check`][seer_env.check.check]; ``print(report)`` shows it.
+
+    Attributes:
+        model: the model's name.
+        config: the configuration checked.
+        passes: one [`PassResult`][seer_env.check.PassResult] per pass, in order.
+        findings: every [`Finding`][seer_env.check.Finding]; none when `ok`.
+    """
 
     model: str
     config: dict[str, Any]
@@ -327,7 +352,7 @@ def _grab(rt: Runtime) -> dict[str, np.ndarray]:
     }
 
 
-#: Where a run is, for :func:`run_model`'s ``progress``: creating its runtime,
+#: Where a run is, for `run_model`'s ``progress``: creating its runtime,
 #: resetting (all instances at step 0, the masked ones after step k), stepping,
 #: reading the outputs (global_state runs then).
 CREATE, RESET, STEP, OUTPUTS = 0, 1, 2, 3
@@ -341,7 +366,7 @@ def run_model(native: NativeModel, config: Mapping[str, Any], *, executor: str, 
     ``reset_every`` steps (0: none) and autoresets of finished instances.
 
     ``progress(k, stage)`` is called before each stage of step ``k`` (0: the
-    first reset): :data:`CREATE`, :data:`RESET`, :data:`STEP`, :data:`OUTPUTS`.
+    first reset): `CREATE`, `RESET`, `STEP`, `OUTPUTS`.
     """
     note = progress or (lambda k, stage: None)
     out: list[dict[str, np.ndarray]] = []
@@ -441,7 +466,7 @@ def _state_difference(k: int, u: np.ndarray, v: np.ndarray, native: NativeModel,
 
 @dataclass(frozen=True)
 class Plan:
-    """What a check runs, as :func:`check` was asked."""
+    """What a check runs, as [`check`][seer_env.check.check] was asked."""
 
     seeds: tuple[int, ...]
     threads: tuple[int, ...]
@@ -477,15 +502,15 @@ class Pass:
     succeeded (isolation waits for replay: when two identical runs differ,
     no comparison can say why).
     ``driver``: runs one run in the checker's child process; a module-level
-    function with :func:`run_model`'s parameters (it is sent by name).
+    function with [`run_model`][seer_env.check.run_model]'s parameters (it is sent by name).
     ``inspect(native, config, run)``: more findings from each run that
     succeeded, ``(rule, message)`` pairs; runs in the child, after the run.
     ``job(ctx)``: a pass that is one function instead of runs (``runs`` is
-    then not called): it runs in the child (a :class:`JobContext`) and
-    returns a :class:`JobOutcome`; its time budget is ``job_runs`` runs of
+    then not called): it runs in the child (a [`JobContext`][seer_env.check.JobContext]) and
+    returns a [`JobOutcome`][seer_env.check.JobOutcome]; its time budget is ``job_runs`` runs of
     the plan's length on two instances.
     ``inspect`` and ``job`` are module-level functions too (sent by name).
-    ``fixes``: the fix of each rule the pass adds to :data:`FIXES`.
+    ``fixes``: the fix of each rule the pass adds to `FIXES`.
     """
 
     name: str
@@ -654,8 +679,8 @@ def _ref_key(kw: dict[str, Any]) -> tuple[Any, ...]:
 
 
 def run_budget(kw: Mapping[str, Any], num_entities: int, budget: float | None = None) -> float:
-    """Seconds a run may take: ``budget`` if given, else :data:`BUDGET_BASE` +
-    :data:`BUDGET_PER_ENTITY_STEP` x steps x batch x entities."""
+    """Seconds a run may take: ``budget`` if given, else `BUDGET_BASE` +
+    `BUDGET_PER_ENTITY_STEP` x steps x batch x entities."""
     if budget is not None:
         return float(budget)
     return BUDGET_BASE + BUDGET_PER_ENTITY_STEP * kw["steps"] * kw["batch"] * max(1, num_entities)
@@ -693,21 +718,21 @@ def check(
     progress: bool | None = None,
     log: Callable[[str], None] | None = None,
 ) -> CheckReport:
-    """Check a model (a :class:`seer_env.sdk.Model`, a registered name or a
+    """Check a model (a [`seer_env.sdk.Model`][seer_env.sdk.Model], a registered name or a
     model folder's path) on ``config``; see the module docstring.
 
     ``steps``: how long the instances of a main run live (None: the model's
-    episode, its max_cycles, at most :data:`EPISODE_CAP`; with ``quick``, at
-    most :data:`QUICK_STEPS`).  Main runs reset no instance that has not
+    episode, its max_cycles, at most `EPISODE_CAP`; with ``quick``, at
+    most `QUICK_STEPS`).  Main runs reset no instance that has not
     finished; reset runs (in the matrix) reset one every
-    :data:`RESET_EVERY` steps; the replay pass runs at least a whole episode.
+    `RESET_EVERY` steps; the replay pass runs at least a whole episode.
     ``seeds``, ``threads``, ``batches``: the runs' seeds, thread counts and
     instances per run (None: (0, 1), (1, 2, 3, 4, 8), (1, 2, 3); ``quick``:
-    :data:`QUICK`).
-    ``budget``: seconds each run may take (None: :func:`run_budget`'s default).
+    `QUICK`).
+    ``budget``: seconds each run may take (None: `run_budget`'s default).
     ``progress``: show a progress bar (None: when stderr is a terminal).
     ``log(line)``: called after each run.  Raises the model's
-    :class:`~seer_env.errors.ConfigError` for a bad configuration and
+    [`ConfigError`][seer_env.errors.ConfigError] for a bad configuration and
     KeyboardInterrupt on Ctrl-C (the child process is stopped first).
     """
     from . import sdk
@@ -1196,7 +1221,7 @@ def _death(code: int) -> str:
 
 class _Worker:
     """The checker's child process: started on first use, again after it
-    died or was killed; stopped (killed if need be) by :meth:`close`."""
+    died or was killed; stopped (killed if need be) by `close`."""
 
     def __init__(self, folder: str, config: dict[str, Any], native: NativeModel) -> None:
         self.folder, self.config, self.native = folder, config, native

@@ -1,6 +1,6 @@
 """The contract checker's output passes: bounds and uninitialised bytes.
 
-:func:`bounds_findings` reads one run's outputs (``seer_env.check.run_model``)
+`bounds_findings` reads one run's outputs (``seer_env.check.run_model``)
 against what the model declares: observations outside ``obs_bounds``
 (``observation_space``), global states outside ``state_bounds``
 (``state_space``), and values that are not finite -- NaN anywhere, +-inf
@@ -9,7 +9,7 @@ value.  Only the rows that are outputs count: at each step the agents
 ``active`` marks (observed by that call; the runtime zeroes the others' rows).
 Bounds are exact, as for a Box: no tolerance.
 
-:func:`uninit_findings` runs the model itself to find bytes nobody wrote:
+`uninit_findings` runs the model itself to find bytes nobody wrote:
 
 * **reads of uninitialised locals** (C models): the model is built twice
   more, with ``-ftrivial-auto-var-init=zero`` and with ``=pattern`` (every

@@ -11,7 +11,7 @@ static data), and on the serial executor the buffer is used by one handler
 at a time, so the runs agree.  On the parallel executor two threads use it
 at once and corrupt each other's values, now and then.
 
-How it is caught: ThreadSanitizer.  :func:`race_findings` builds a copy of
+How it is caught: ThreadSanitizer.  `race_findings` builds a copy of
 the model (its sources and the runtime) with ``-fsanitize=thread -g`` into
 the cache (once per content, like every build; ``_build.build_module``), and
 runs the order pass's kind of run in a child process with the compiler's
@@ -53,7 +53,7 @@ interpreter's start under TSan.  The run is a child process: a crash or a
 hang of the instrumented model cannot take the checker with it, and it is
 killed after ``timeout`` seconds.
 
-Python models (:mod:`seer_env.pymodel`) are skipped: compiled Python cannot
+Python models ([`seer_env.pymodel`][seer_env.pymodel]) are skipped: compiled Python cannot
 allocate memory at all.
 """
 
@@ -133,7 +133,7 @@ def build_tsan(model_dir: Path, log: Any = None) -> tuple[str, Path]:
     """Build (or reuse from the cache) the ThreadSanitizer copy of the model
     folder ``model_dir``: returns ``(module name, path of the .so)``.  It can
     be imported only by a process that preloads libtsan.  Raises
-    :class:`seer_env.errors.BuildError`."""
+    [`seer_env.errors.BuildError`][seer_env.errors.BuildError]."""
     from . import _build
     from ._loader import cache_dir, file_lock, safe_name
     from .errors import BuildError
@@ -192,7 +192,7 @@ def race_findings(model_dir_or_native: Any, config: Mapping[str, Any] | None = N
     entities' handlers (see the module docstring).
 
     ``model_dir_or_native``: a model folder, a registered name, a
-    :class:`seer_env.sdk.Model` or a :class:`seer_env._native.NativeModel`.
+    [`seer_env.sdk.Model`][seer_env.sdk.Model] or a `seer_env._native.NativeModel`.
     Returns the findings, ``(rule, message)`` with rule ``"shared-heap"``
     (a heap block) or ``"data-race"`` (other memory), at most one per rule
     (the first report, with how many there were); or a string starting with

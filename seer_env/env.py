@@ -1,15 +1,17 @@
 """Generic PettingZoo / batched environments over a native model.
 
-A model's declaration (:class:`seer_env.sdk.Model`) gets both faces from
-here::
+A model's declaration ([`seer_env.sdk.Model`][seer_env.sdk.Model]) gets both faces from
+here:
 
-    from seer_env.envs import phold_v0
-    env = phold_v0.parallel_env(num_entities=16)     # SeerParallelEnv(MODEL, ...)
-    venv = phold_v0.vector_env(4, num_entities=16)   # SeerVectorEnv(MODEL, 4, ...)
+```python
+from seer_env.envs import phold_v0
+env = phold_v0.parallel_env(num_entities=16)     # SeerParallelEnv(MODEL, ...)
+venv = phold_v0.vector_env(4, num_entities=16)   # SeerVectorEnv(MODEL, 4, ...)
+```
 
 Configuration keys are the model's parameters (names, defaults and ranges
 from its C table, which validates every value) plus the keys in
-:data:`COMMON_KEYS`.  Every step is one native call; Python only validates the
+`COMMON_KEYS`.  Every step is one native call; Python only validates the
 actions' structure (agents, shapes, dtypes) and copies the outputs the user
 keeps.
 """
@@ -188,8 +190,8 @@ class _SeerEnvCommon:
     @property
     def stpa(self) -> Any:
         """What chooses the executor and pool, and why: the
-        :class:`~seer_env.stpa.Stpa` controller (``threads="auto"`` with the
-        parallel executor), else a :class:`~seer_env.stpa.FixedChoice` (the
+        [`Stpa`][seer_env.stpa.Stpa] controller (``threads="auto"`` with the
+        parallel executor), else a [`FixedChoice`][seer_env.stpa.FixedChoice] (the
         configuration was given).  Both have ``executor``, ``threads``,
         ``reason``, ``workload`` (the run's figures so far) and ``as_dict()``."""
         return describe_stpa(self.runtime)
@@ -205,32 +207,34 @@ class _SeerEnvCommon:
 class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
     """A PettingZoo ``ParallelEnv`` whose steps run on the seer runtime.
 
-    Example::
+    Example:
 
-        from seer_env.envs import phold_v0
-        env = phold_v0.parallel_env(num_entities=16, max_cycles=10)
-        obs, infos = env.reset(seed=3)
-        while env.agents:
-            actions = {a: env.action_space(a).sample() for a in env.agents}
-            obs, rewards, terminations, truncations, infos = env.step(actions)
-        env.close()
+    ```python
+    from seer_env.envs import phold_v0
+    env = phold_v0.parallel_env(num_entities=16, max_cycles=10)
+    obs, infos = env.reset(seed=3)
+    while env.agents:
+        actions = {a: env.action_space(a).sample() for a in env.agents}
+        obs, rewards, terminations, truncations, infos = env.step(actions)
+    env.close()
+    ```
 
     Returned observations are fresh arrays (not overwritten by later steps).
-    ``env.runtime`` is the underlying :class:`~seer_env._runtime.Runtime`.
+    ``env.runtime`` is the underlying [`Runtime`][seer_env.registry.Runtime].
 
     Actions are checked before anything changes: an unknown or finished
     agent, a missing live agent, a wrong shape or dtype, a discrete value
     outside ``[0, n)`` or a NaN/inf raises
-    :class:`~seer_env.errors.InvalidActionError` and the env is as before.
+    [`InvalidActionError`][seer_env.errors.InvalidActionError] and the env is as before.
     Box actions: finite values outside the space's bounds are **clipped** to
     them (the action space says ``Box(low, high)``; the runtime clips).
 
     ``observation_spaces`` / ``action_spaces`` map every possible agent to its
     space (the same object ``observation_space(agent)`` returns).  An env is
     used by one thread at a time: a call from a second thread while another
-    is inside one raises :class:`~seer_env.errors.StateError`; ``close()`` may
-    come from any thread at any time (see :meth:`close`), after which every
-    call raises :class:`~seer_env.errors.ClosedError`.  A call cut short by
+    is inside one raises [`StateError`][seer_env.errors.StateError]; ``close()`` may
+    come from any thread at any time (see `close`), after which every
+    call raises [`ClosedError`][seer_env.errors.ClosedError].  A call cut short by
     Ctrl-C (KeyboardInterrupt) after it changed the runtime leaves the env
     needing ``reset()``: every other call raises StateError until then.
 
@@ -240,7 +244,7 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
     """
 
     #: PettingZoo's metadata; each model's env class has its own
-    #: (:func:`env_class`): name, render modes and fps.
+    #: (`env_class`): name, render modes and fps.
     metadata: dict[str, Any] = {"name": "seer", "render_modes": [], "render_fps": 10,
                                 "is_parallelizable": True}
 
@@ -306,10 +310,12 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
     # -- spaces ---------------------------------------------------------------
 
     def observation_space(self, agent: str) -> gymnasium.Space:
+        """``agent``'s observation space (its group's; a finished agent keeps it)."""
         i = self._agent_idx(agent)
         return self._group_obs_spaces[self._group_of[i]] if self._structured else self._obs_space
 
     def action_space(self, agent: str) -> gymnasium.Space:
+        """``agent``'s action space (its group's; a finished agent keeps it)."""
         i = self._agent_idx(agent)
         return self._group_act_spaces[self._group_of[i]] if self._structured else self._act_space
 
@@ -319,6 +325,7 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
 
     @property
     def state_space(self) -> gymnasium.Space:
+        """The space of `state()`: a float32 Box of the model's state_dim."""
         return self._state_space
 
     def _agent_idx(self, agent: str) -> int:
@@ -333,6 +340,25 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
     def reset(
         self, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, np.ndarray], dict[str, dict[str, Any]]]:
+        """Start a new episode: every agent is live again (`agents` is `possible_agents`).
+
+        Args:
+            seed: the episode's seed, an int in ``[0, 2**64)``; the same seed
+                gives the same episode on every executor and thread count.
+                None: the model's default seed where it has one (PCS in
+                classic mode: 0), else a fresh random one.
+            options: accepted for PettingZoo's signature (a dict or None);
+                no key is read.
+
+        Returns:
+            ``(observations, infos)``, dicts keyed by agent name: fresh
+            observation arrays, and each agent's info values.
+
+        Raises:
+            ConfigError: a seed that is not an int in range, options that are
+                not a dict; the env is as before.
+            ClosedError: the env was closed.
+        """
         self._check_open("reset")
         _check_options(options)
         seeds = self._seeds(seed, 1)
@@ -412,7 +438,7 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
         return arr.dtype.kind in "fiu" and arr.shape == (n, sz.action_dim)
 
     def check_action(self, agent: str, action: Any) -> None:
-        """Raise :class:`InvalidActionError` if ``action`` is not one ``agent`` may
+        """Raise `InvalidActionError` if ``action`` is not one ``agent`` may
         take now (unknown or finished agent, wrong shape or dtype, out of range,
         NaN); the AEC form checks each action as it comes."""
         self._agent_idx(agent)
@@ -534,20 +560,22 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
         """Apply one action per live agent and run the step's events; returns
         ``(observations, rewards, terminations, truncations, infos)`` for the
         agents live when the call started (those that finish in it report their
-        flags, then leave :attr:`agents`).
+        flags, then leave [`agents`][seer_env.env.SeerParallelEnv.agents]).
 
         ``actions`` must name every live agent.  Actions for agents that are
         no longer live (finished earlier in the episode, or in the last step)
         are ignored, values and all, as PettingZoo's own envs do, so a loop
-        keyed by the last observations works::
+        keyed by the last observations works:
 
-            obs, infos = env.reset(seed=0)
-            while env.agents:
-                actions = {a: env.action_space(a).sample() for a in obs}
-                obs, rewards, terminations, truncations, infos = env.step(actions)
+        ```python
+        obs, infos = env.reset(seed=0)
+        while env.agents:
+            actions = {a: env.action_space(a).sample() for a in obs}
+            obs, rewards, terminations, truncations, infos = env.step(actions)
+        ```
 
         Unknown agent names, a missing live agent, wrong shapes or dtypes,
-        out-of-range values and NaN raise :class:`InvalidActionError` before
+        out-of-range values and NaN raise `InvalidActionError` before
         anything changes."""
         self._check_open("step")
         if self._needs_reset:
@@ -633,6 +661,8 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
 
     @exclusive
     def state(self) -> np.ndarray:
+        """The global state (a fresh float32 array in `state_space`), for a
+        centralised critic; `StateError` before the first `reset()`."""
         self._check_open("state")
         if self._needs_reset:
             raise StateError(f"{self.seer_model.name}: call reset() before state()")
@@ -640,6 +670,9 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
 
     @exclusive
     def render(self) -> np.ndarray | None:
+        """The current frame: an ``(H, W, 3)`` uint8 array with
+        ``render_mode="rgb_array"``; shown in a window with ``"human"`` (returns
+        None); None with a warning without a render mode."""
         return self._render()
 
     def _render(self) -> np.ndarray | None:
@@ -680,7 +713,7 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
         """Free the env; safe at any time, from any thread; again: nothing.
 
         From the moment it is called every other call raises
-        :class:`~seer_env.errors.ClosedError`.  A call running on another
+        [`ClosedError`][seer_env.errors.ClosedError].  A call running on another
         thread ends normally first (close() waits for it).  On the thread
         inside a call -- a signal handler (``signal.signal(SIGINT, ...)``) or a
         callback, which Python runs between two bytecodes of that call --
@@ -714,7 +747,7 @@ def env_class(model: Model, base: type[SeerParallelEnv]) -> type[SeerParallelEnv
 
 
 class SeerAECEnv(parallel_to_aec_wrapper):
-    """The AEC form of a :class:`SeerParallelEnv` (PettingZoo's
+    """The AEC form of a [`SeerParallelEnv`][seer_env.env.SeerParallelEnv] (PettingZoo's
     ``parallel_to_aec`` wrapper), checking each action when it is given, so a
     bad one is refused at once and leaves nothing behind.
 
@@ -816,7 +849,7 @@ class SeerAECEnv(parallel_to_aec_wrapper):
         return super().agent_iter(max_iter)
 
     def close(self) -> None:
-        """Close the ParallelEnv under it; the rules of :meth:`SeerParallelEnv.close`."""
+        """Close the ParallelEnv under it; the rules of `SeerParallelEnv.close`."""
         self._busy.close(close_now, self)
 
     def _close_now(self) -> None:
@@ -903,7 +936,7 @@ def aec_env(par_env: SeerParallelEnv) -> Any:
 
 def _rebuild_parallel_env(ref: Callable[[], Model], config: dict[str, Any]) -> SeerParallelEnv:
     """An unpickled env: a fresh one of the same configuration, of the model
-    ``ref()`` (the model's picklable reference, :attr:`Model.reference`)."""
+    ``ref()`` (the model's picklable reference, `Model.reference`)."""
     env: SeerParallelEnv = ref().parallel_env(**config)
     return env
 
@@ -937,14 +970,16 @@ def _discrete_value(agent: str, a: Any, n: int) -> int:
 
 
 class MultiDiscreteMasked(gymnasium.spaces.MultiDiscrete):
-    """A ``MultiDiscrete`` whose :meth:`sample` also takes the mask as the
+    """A ``MultiDiscrete`` whose `sample` also takes the mask as the
     agents' observations carry it: one flat ``int8`` array, every component's
     choices one after another (the layout MaskablePPO and RLlib's action
     masking read).  Gymnasium's own form, a tuple of one mask per component,
-    works as well; everything else is a plain ``MultiDiscrete``::
+    works as well; everything else is a plain ``MultiDiscrete``:
 
-        space = env.action_space("runner_0")      # MultiDiscreteMasked([3 2])
-        space.sample(mask=obs["runner_0"]["action_mask"])   # 5 bytes: 3 + 2
+    ```python
+    space = env.action_space("runner_0")      # MultiDiscreteMasked([3 2])
+    space.sample(mask=obs["runner_0"]["action_mask"])   # 5 bytes: 3 + 2
+    ```
     """
 
     def sample(self, mask: Any = None, *args: Any, **kwargs: Any) -> np.ndarray:
@@ -1010,7 +1045,7 @@ def _to_float32(arr: np.ndarray) -> np.ndarray:
 
 
 def autoreset_mode_of(mode: Any) -> AutoresetMode:
-    """Gymnasium's :class:`~gymnasium.vector.AutoresetMode` from the enum itself, its
+    """Gymnasium's `AutoresetMode` from the enum itself, its
     value (``"NextStep"``) or its name in any case (``"same_step"``)."""
     if isinstance(mode, AutoresetMode):
         return mode
@@ -1031,7 +1066,7 @@ class SeerVectorEnv(_SeerEnvCommon):
     rewards, terminations, truncations ``(B, A)``.  Actions: ``(B, A)`` ints or
     ``(B, A, dim)`` floats; entries of agents that are not alive are ignored;
     finite Box values outside the bounds are clipped to them, NaN/inf and
-    out-of-range discrete values raise :class:`~seer_env.errors.InvalidActionError`
+    out-of-range discrete values raise [`InvalidActionError`][seer_env.errors.InvalidActionError]
     before anything changes.
 
     ``infos`` is a dict of arrays: ``infos["alive"]`` ``(B, A)`` says which agents
@@ -1042,7 +1077,7 @@ class SeerVectorEnv(_SeerEnvCommon):
     (``venv.info_names``).  An agent reports ``terminated``/``truncated`` once, in
     the step where it finishes; an instance is *finished* when no agent is alive.
 
-    Autoreset follows Gymnasium's :class:`~gymnasium.vector.AutoresetMode`
+    Autoreset follows Gymnasium's `AutoresetMode`
     (``autoreset_mode=``; ``venv.metadata["autoreset_mode"]`` holds the enum):
 
     * ``NEXT_STEP`` (default): the step after an instance finishes resets it
@@ -1056,21 +1091,23 @@ class SeerVectorEnv(_SeerEnvCommon):
       ``infos["_final_obs"]`` / ``infos["_final_info"]`` marking the instances
       that finished (rows of the others are zeros).
     * ``DISABLED``: nothing resets by itself; stepping a finished instance
-      raises :class:`~seer_env.errors.StateError`.  Reset chosen instances with
+      raises [`StateError`][seer_env.errors.StateError].  Reset chosen instances with
       ``reset(options={"reset_mask": mask})`` (``mask`` a ``(B,)`` bool array).
 
     Seeds: ``reset(seed=s)`` gives instance ``i`` the seed ``s + i``; a list gives
     one seed per instance.  An instance reset later (autoreset, or a masked
     reset without a seed) continues with its previous seed ``+ num_envs``.
 
-    Example::
+    Example:
 
-        import numpy as np
-        from seer_env.envs import phold_v0
-        venv = phold_v0.vector_env(4, num_entities=16, max_cycles=10,
-                                   autoreset_mode="same_step")
-        obs, infos = venv.reset(seed=0)
-        obs, rew, term, trunc, infos = venv.step(np.zeros((4, 16), np.int64))
+    ```python
+    import numpy as np
+    from seer_env.envs import phold_v0
+    venv = phold_v0.vector_env(4, num_entities=16, max_cycles=10,
+                               autoreset_mode="same_step")
+    obs, infos = venv.reset(seed=0)
+    obs, rew, term, trunc, infos = venv.step(np.zeros((4, 16), np.int64))
+    ```
 
     Returned arrays are fresh copies, safe to keep.  With ``copy=False``
     (zero-copy mode) observations, rewards, flags and the ``alive``/``active``
@@ -1451,7 +1488,7 @@ class SeerVectorEnv(_SeerEnvCommon):
 
     def close(self) -> None:
         """Free the env; safe at any time, from any thread; again: nothing (see
-        :meth:`SeerParallelEnv.close`: a call on another thread ends first; on
+        `SeerParallelEnv.close`: a call on another thread ends first; on
         the thread inside a call, the env closes when that call ends)."""
         self._busy.close(close_now, self)
 

@@ -1,13 +1,15 @@
 """The exception hierarchy of seer_env.
 
-Every error the package raises derives from :class:`SeerError`; the ones
+Every error the package raises derives from [`SeerError`][seer_env.errors.SeerError]; the ones
 caused by bad input also derive from the built-in class a Python user would
-catch (``ValueError`` for bad values, ``RuntimeError`` for bad call order)::
+catch (``ValueError`` for bad values, ``RuntimeError`` for bad call order):
 
-    try:
-        env.step({"cell_0": 99})
-    except seer_env.InvalidActionError as exc:   # also a ValueError
-        print(exc)
+```python
+try:
+    env.step({"cell_0": 99})
+except seer_env.InvalidActionError as exc:   # also a ValueError
+    print(exc)
+```
 """
 
 from __future__ import annotations

@@ -2,26 +2,28 @@
 
 Each env module has ``agent_vector_env(num_envs, **config)``: ``num_envs``
 instances of the env stepped together in one runtime, seen as one
-:class:`gymnasium.vector.VectorEnv` whose sub-envs are the agents, so a single
+`gymnasium.vector.VectorEnv` whose sub-envs are the agents, so a single
 policy network acts for all of them (parameter sharing, as in CleanRL-style
-training scripts)::
+training scripts):
 
-    import numpy as np
-    from gymnasium.wrappers.vector import RecordEpisodeStatistics
-    from seer_env.envs import pcs_v0
+```python
+import numpy as np
+from gymnasium.wrappers.vector import RecordEpisodeStatistics
+from seer_env.envs import pcs_v0
 
-    envs = RecordEpisodeStatistics(pcs_v0.agent_vector_env(4, width=8, height=8, threads=2))
-    print(envs.num_envs)                  # 4 instances x 64 cells = 256 sub-envs
-    obs, infos = envs.reset(seed=0)       # obs.shape == (256, 16)
-    for _ in range(10):
-        actions = envs.action_space.sample()          # shape (256,)
-        obs, rewards, terminations, truncations, infos = envs.step(actions)
+envs = RecordEpisodeStatistics(pcs_v0.agent_vector_env(4, width=8, height=8, threads=2))
+print(envs.num_envs)                  # 4 instances x 64 cells = 256 sub-envs
+obs, infos = envs.reset(seed=0)       # obs.shape == (256, 16)
+for _ in range(10):
+    actions = envs.action_space.sample()          # shape (256,)
+    obs, rewards, terminations, truncations, infos = envs.step(actions)
+```
 
 Sub-env ``j`` is agent ``j % A`` of instance ``j // A`` (``A`` agents per
 instance); ``envs.agent_names[j]`` names it.  Spaces: ``single_observation_space``
 and ``single_action_space`` are the env's per-agent spaces, ``observation_space``
 and ``action_space`` their batched forms.  ``metadata["autoreset_mode"]`` is the
-:class:`~gymnasium.vector.AutoresetMode` (``autoreset_mode=`` chooses it:
+`AutoresetMode` (``autoreset_mode=`` chooses it:
 ``NEXT_STEP`` by default, ``SAME_STEP``, ``DISABLED``).
 
 **Dead agents.**  An instance runs until none of its agents is alive.  An agent
@@ -66,11 +68,13 @@ native call per instance and ``num_envs * state_dim`` floats per step (PCS:
 instance finishes, ``NEXT_STEP`` (the default) gives its final state beside its
 final observations; with ``SAME_STEP`` the rows of a restarted instance hold
 the state after its reset (the one that goes with ``obs``), and the final state
-is not kept::
+is not kept:
 
-    envs = pcs_v0.agent_vector_env(4, global_state_in_infos=True)
-    obs, infos = envs.reset(seed=0)
-    critic_in = np.concatenate([obs, infos["state"]], axis=1)   # (num_envs, obs + state)
+```python
+envs = pcs_v0.agent_vector_env(4, global_state_in_infos=True)
+obs, infos = envs.reset(seed=0)
+critic_in = np.concatenate([obs, infos["state"]], axis=1)   # (num_envs, obs + state)
+```
 
 **Action masks** (models that declare them) come in ``infos["action_mask"]``,
 ``(num_envs, n)`` int8, 1 where a choice is allowed (a multi-discrete action's
@@ -83,11 +87,13 @@ VectorEnv of one group: its sub-envs are that group's agents of every instance,
 its spaces the group's.  The other groups act by ``others(obs, infos)`` (given
 the batched env's outputs, keyed by group; it returns one action array per other
 group), by default uniformly random actions their masks allow, drawn from a
-generator seeded by ``reset(seed=...)``::
+generator seeded by ``reset(seed=...)``:
 
-    envs = hunt_v0.agent_vector_env(8, group="predator")
-    obs, infos = envs.reset(seed=0)     # obs: (8 * predators, obs_dim)
-    logits[~infos["action_mask"].astype(bool)] = -inf   # masked sampling
+```python
+envs = hunt_v0.agent_vector_env(8, group="predator")
+obs, infos = envs.reset(seed=0)     # obs: (8 * predators, obs_dim)
+logits[~infos["action_mask"].astype(bool)] = -inf   # masked sampling
+```
 """
 
 from __future__ import annotations
@@ -107,7 +113,7 @@ __all__ = ["AgentVectorEnv", "agent_vector_env", "random_actions", "random_batch
 
 
 class AgentVectorEnv(gymnasium.vector.VectorEnv):
-    """Every agent of every instance of a :class:`~seer_env.env.SeerVectorEnv` as one
+    """Every agent of every instance of a [`SeerVectorEnv`][seer_env.env.SeerVectorEnv] as one
     sub-env of a Gymnasium ``VectorEnv`` (see the module docstring).
 
     Args:
@@ -387,7 +393,7 @@ def random_actions(g: Any, mask: np.ndarray | None, B: int,
 
 def random_batched_actions(venv: SeerVectorEnv, rng: np.random.Generator) -> Any:
     """Uniformly random actions for every agent of a batched env, within the
-    masks of its last outputs (:func:`random_actions` group by group): one
+    masks of its last outputs (`random_actions` group by group): one
     array for a model with one group, a dict group -> array otherwise."""
     rt = venv.runtime
     acts = {g.name: random_actions(

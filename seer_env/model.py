@@ -1,10 +1,10 @@
-"""Model declarations: :class:`Model`, what a model folder's declaration says.
+"""Model declarations: [`Model`][seer_env.sdk.Model], what a model folder's declaration says.
 
-The layer between the env classes (:mod:`seer_env.env`) and the registry
-(:mod:`seer_env.registry`): a :class:`Model` knows its folder, builds its
-native part (:mod:`seer_env._runtime`) and makes its envs; registering it by
-name (:func:`seer_env.sdk.declare`, :func:`seer_env.sdk.load`) is the
-registry's job.  :mod:`seer_env.sdk` re-exports everything here.
+The layer between the env classes (`seer_env.env`) and the registry
+(`seer_env.registry`): a `Model` knows its folder, builds its
+native part (`seer_env._runtime`) and makes its envs; registering it by
+name (`seer_env.sdk.declare`, `seer_env.sdk.load`) is the
+registry's job.  [`seer_env.sdk`][seer_env.sdk] re-exports everything here.
 """
 
 from __future__ import annotations
@@ -27,14 +27,14 @@ if TYPE_CHECKING:  # pragma: no cover
     from .gym_vector import AgentVectorEnv
 
 
-#: The rule every model name follows (:func:`check_name`).
+#: The rule every model name follows (`check_name`).
 NAME_RULE = ("an ASCII identifier: letters a-z and A-Z, digits and '_', not starting with a "
              "digit (it names a Python module and C symbols, which must be ASCII)")
 
 
 def check_name(name: object, where: str = "") -> str:
-    """``name`` if it may name a model, else :class:`ConfigError` stating the
-    rule (:data:`NAME_RULE`; ``where``: where the name came from, for the
+    """``name`` if it may name a model, else `ConfigError` stating the
+    rule (`NAME_RULE`; ``where``: where the name came from, for the
     message).  The one check of every model name: declared, taken from a
     folder, or given to ``seer-env new``."""
     if not isinstance(name, str) or not (name.isascii() and name.isidentifier()):
@@ -51,10 +51,10 @@ def get_include() -> str:
 class Model:
     """A declared model: its folder and what its declaration says about it.
 
-    Create it with :func:`seer_env.sdk.declare` (in the folder's ``__init__.py``)
-    or get it with :func:`seer_env.sdk.load` / :func:`seer_env.registry.get`.  The native part is
+    Create it with [`seer_env.sdk.declare`][seer_env.sdk.declare] (in the folder's ``__init__.py``)
+    or get it with `seer_env.sdk.load` / `seer_env.registry.get`.  The native part is
     built (or taken from the package or the cache) on first use
-    (:attr:`native`).
+    ([`native`][seer_env.sdk.Model.native]).
 
     Attributes:
         name: the env name (unique in a process), e.g. ``"pcs_v0"``.
@@ -66,8 +66,9 @@ class Model:
             ParallelEnv by default (None: all).
         default_seed: optional ``config -> seed`` used by ``reset(seed=None)``
             (None: a fresh random seed).
-        parallel_class, vector_class: the env classes (subclasses of the
-            generic ones may add model-specific methods).
+        parallel_class: the ParallelEnv class (a subclass of the generic
+            one may add model-specific methods).
+        vector_class: the batched env class (the same).
     """
 
     def __init__(
@@ -148,7 +149,7 @@ class Model:
 
     @property
     def params(self) -> dict[str, Param]:
-        """The configuration parameters (name -> :class:`~seer_env._native.Param`)."""
+        """The configuration parameters (name -> `Param`)."""
         return self.native.params
 
     @property
@@ -169,7 +170,7 @@ class Model:
     # -- the envs ------------------------------------------------------------------
 
     def parallel_env(self, **config: Any) -> SeerParallelEnv:
-        """A PettingZoo ParallelEnv (keys: :attr:`defaults` plus ``threads``,
+        """A PettingZoo ParallelEnv (keys: `defaults` plus ``threads``,
         ``executor``, ``render_mode``, ``info_keys``)."""
         if self._env_class is None:
             self._env_class = _env.env_class(self, self.parallel_class or _env.SeerParallelEnv)
@@ -189,7 +190,7 @@ class Model:
 
     def aec_env(self, **config: Any) -> Any:
         """A PettingZoo AEC env (PettingZoo's ``parallel_to_aec`` of
-        :meth:`parallel_env`, checking each action when it is given)."""
+        `parallel_env`, checking each action when it is given)."""
         return _env.aec_env(self.parallel_env(**config))
 
     env = aec_env

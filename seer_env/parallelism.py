@@ -4,31 +4,35 @@ The conservative executor runs a step as a sequence of *windows*; inside a
 window every entity's events are independent of every other entity's, so
 with enough threads a window takes as long as its busiest entity (its
 *critical path*), and with ``T`` threads at least its work divided by ``T``.
-From one traced run on a single thread, :func:`analyze` measures, window by
+From one traced run on a single thread, `analyze` measures, window by
 window, the work (the window's wall time, handlers and the runtime's own
 per-event work together) and the critical path (the busiest entity's handler
 time, scaled by the same per-event overhead), plus the phases around the
-events (act, boundary).  :meth:`ParallelismReport.predict_ns` then estimates a
-step on ``T`` threads::
+events (act, boundary).  `ParallelismReport.predict_ns` then estimates a
+step on ``T`` threads:
 
-    sum over windows of max(work / T, critical path) + phases / T
-    + windows x barrier cost(T)
+```text
+sum over windows of max(work / T, critical path) + phases / T
++ windows x barrier cost(T)
+```
 
 where the barrier cost per window is measured on two threads (the time the
 run took beyond the ideal) and grows like ``log2(T)`` (a tree of arrivals).
-:func:`measure` does it all on one machine: a traced one-thread run, a
-timed two-thread run to check the prediction against, and the report::
+[`measure`][seer_env.parallelism.measure] does it all on one machine: a traced one-thread run, a
+timed two-thread run to check the prediction against, and the report:
 
-    from seer_env import parallelism
-    rep = parallelism.measure("pcs_v0", {"width": 32, "height": 32}, steps=20)
-    print(rep.table())          # predicted speedup at 1, 2, 4, 16, 64 threads
+```python
+from seer_env import parallelism
+rep = parallelism.measure("pcs_v0", {"width": 32, "height": 32}, steps=20)
+print(rep.table())          # predicted speedup at 1, 2, 4, 16, 64 threads
+```
 
 or ``seer-env trace pcs_v0 --parallelism --set width=32 --set height=32``.
 The figure at two threads is checked against the two-thread run measured
 here (``measured_speedup``); the others are what the trace says, on this
 machine's per-event costs, for a machine with that many cores.
 
-A model with lookahead 0 has no windows: :func:`measure` then traces the
+A model with lookahead 0 has no windows: [`measure`][seer_env.parallelism.measure] then traces the
 optimistic executor, whose speculation phase is one "window" per step.  The
 critical path is then the busiest entity's handler time in the step (its
 events are handled one after the other whatever the threads) -- a lower bound

@@ -1,24 +1,28 @@
-"""Every model a process knows, by name, and :func:`make`.
+"""Every model a process knows, by name, and [`make`][seer_env.registry.make].
 
 Shipped models are the folders of ``envs/`` (``seer_env.envs``) (found, not listed);
-users' models join when their declaration runs (:func:`seer_env.sdk.load`
+users' models join when their declaration runs ([`seer_env.sdk.load`][seer_env.sdk.load]
 or importing the folder).  A name belongs to one folder.
 
-Example::
+Example:
 
-    import seer_env
-    env = seer_env.make("phold_v0", num_entities=32)          # ParallelEnv
-    aec = seer_env.make("phold_v0", api="aec")                 # AEC env
-    venv = seer_env.make("phold_v0", api="vector", num_envs=8) # batched arrays
-    gym_venv = seer_env.make("pcs_v0", api="agent_vector", num_envs=4)  # Gymnasium VectorEnv
-    mine = seer_env.make("path/to/mymodel", num_things=4)     # a model folder
+```python
+import seer_env
+env = seer_env.make("phold_v0", num_entities=32)          # ParallelEnv
+aec = seer_env.make("phold_v0", api="aec")                 # AEC env
+venv = seer_env.make("phold_v0", api="vector", num_envs=8) # batched arrays
+gym_venv = seer_env.make("pcs_v0", api="agent_vector", num_envs=4)  # Gymnasium VectorEnv
+mine = seer_env.make("path/to/mymodel", num_things=4)     # a model folder
+```
 
 ``import seer_env`` also registers every shipped env in PettingZoo's registry
 (PettingZoo >= 1.26 has one) as ``seer_env/<name>``, both ``"parallel"`` and
-``"aec"``; a user's model is registered there when it is declared::
+``"aec"``; a user's model is registered there when it is declared:
 
-    import pettingzoo, seer_env
-    env = pettingzoo.make("parallel", "seer_env/pcs_v0", width=4, height=4)
+```python
+import pettingzoo, seer_env
+env = pettingzoo.make("parallel", "seer_env/pcs_v0", width=4, height=4)
+```
 """
 
 from __future__ import annotations
@@ -58,10 +62,10 @@ _lock = threading.RLock()
 
 
 def register(model: Model) -> Model:
-    """Add a declared model (called by :func:`seer_env.sdk.declare`).
+    """Add a declared model (called by [`seer_env.sdk.declare`][seer_env.sdk.declare]).
 
     Declaring the same folder again returns the model already registered;
-    another folder under a taken name raises :class:`ConfigError`.
+    another folder under a taken name raises [`ConfigError`][seer_env.errors.ConfigError].
     """
     with _lock:
         old = _models.get(model.name)
@@ -128,9 +132,9 @@ def load(path: str | Path, build: bool = True, log: Callable[[str], None] | None
 
     With ``build=True`` its extension is compiled now (or taken from the
     cache), so compiler errors surface here as
-    :class:`~seer_env.errors.BuildError`.  A folder without an
+    [`BuildError`][seer_env.errors.BuildError].  A folder without an
     ``__init__.py`` is declared with the defaults (its name is the folder's).
-    (:func:`seer_env.sdk.load` is this function.)
+    ([`seer_env.sdk.load`][seer_env.sdk.load] is this function.)
     """
     folder = Path(path).expanduser().resolve()
     if not folder.is_dir():
@@ -181,15 +185,17 @@ def native_model(name: str) -> NativeModel:
 
 
 class Runtime(_runtime.Runtime):
-    """A :class:`seer_env._runtime.Runtime` of a native model or of a registered
+    """The runtime (the bindings' `Runtime`) of a native model or of a registered
     model's name (``"phold_v0"``, or a shipped model's C name such as ``"pcs"``),
-    with an :class:`seer_env.stpa.Stpa` controller attached when it asks for one
-    (``threads="auto"`` with the parallel executor)::
+    with an [`seer_env.stpa.Stpa`][seer_env.stpa.Stpa] controller attached when it asks for one
+    (``threads="auto"`` with the parallel executor):
 
-        rt = Runtime("pcs", {"classic": True}, 1, "optimistic", 2)
+    ```python
+    rt = Runtime("pcs", {"classic": True}, 1, "optimistic", 2)
+    ```
 
     ``stpa_options``: the controller's keyword arguments; the other arguments
-    are the bindings' (:class:`seer_env._runtime.Runtime`).
+    are the bindings' (`seer_env._runtime.Runtime`).
     """
 
     def __init__(self, model: NativeModel | str, config: Mapping[str, Any] | None = None,
@@ -206,11 +212,13 @@ class Runtime(_runtime.Runtime):
 def memory_estimate(model: NativeModel | str, config: Mapping[str, Any] | None = None,
                     num_instances: int = 1, executor: str = "serial", check: int = 0
                     ) -> dict[str, int]:
-    """:func:`seer_env._runtime.memory_estimate` of a native model or of a
-    registered model's name::
+    """`seer_env._runtime.memory_estimate` of a native model or of a
+    registered model's name:
 
-        parts = memory_estimate("aircraft_v0", {"num_uavs": 1 << 20}, 4)
-        print(sum(parts.values()) / 2**30, max(parts, key=parts.get))
+    ```python
+    parts = memory_estimate("aircraft_v0", {"num_uavs": 1 << 20}, 4)
+    print(sum(parts.values()) / 2**30, max(parts, key=parts.get))
+    ```
     """
     if isinstance(model, str):
         model = native_model(model)
@@ -241,7 +249,7 @@ def make(name: str, api: str = "parallel", num_envs: int = 1, **config: Any) -> 
         api: ``"parallel"`` (PettingZoo ParallelEnv), ``"aec"`` (PettingZoo AEC),
             ``"vector"`` (batched arrays over ``num_envs`` instances) or
             ``"agent_vector"`` (a Gymnasium ``VectorEnv`` with one sub-env per agent
-            of each of ``num_envs`` instances, see :mod:`seer_env.gym_vector`).
+            of each of ``num_envs`` instances, see [`seer_env.gym_vector`][seer_env.gym_vector]).
         **config: the env's config (plus ``threads``, ``executor``, ``render_mode``;
             ``copy`` and ``autoreset_mode`` for the vector APIs).
     """

@@ -1,27 +1,29 @@
 """RLlib adapter: seer_env envs as RLlib ``MultiAgentEnv``s (new API stack).
 
 This module imports without Ray; Ray is imported when
-:class:`SeerMultiAgentEnv` is first used (``pip install 'seer_env[rllib]'``).
+`SeerMultiAgentEnv` is first used (``pip install 'seer_env[rllib]'``).
 
-Example (PPO, one policy shared by every agent, two remote env runners)::
+Example (PPO, one policy shared by every agent, two remote env runners):
 
-    import ray
-    from ray.rllib.algorithms.ppo import PPOConfig
-    from seer_env.rllib import SeerMultiAgentEnv, shared_policy
+```python
+import ray
+from ray.rllib.algorithms.ppo import PPOConfig
+from seer_env.rllib import SeerMultiAgentEnv, shared_policy
 
-    ray.init(num_cpus=3)
-    config = (
-        PPOConfig()
-        .environment(SeerMultiAgentEnv,
-                     env_config={"env": "pcs_v0", "width": 4, "height": 4, "threads": 1})
-        .env_runners(num_env_runners=2)
-        .multi_agent(**shared_policy("shared"))
-        .training(train_batch_size_per_learner=2000, minibatch_size=500, num_epochs=2)
-    )
-    algo = config.build_algo()
-    print(algo.train()["env_runners"]["episode_return_mean"])
+ray.init(num_cpus=3)
+config = (
+    PPOConfig()
+    .environment(SeerMultiAgentEnv,
+                 env_config={"env": "pcs_v0", "width": 4, "height": 4, "threads": 1})
+    .env_runners(num_env_runners=2)
+    .multi_agent(**shared_policy("shared"))
+    .training(train_batch_size_per_learner=2000, minibatch_size=500, num_epochs=2)
+)
+algo = config.build_algo()
+print(algo.train()["env_runners"]["episode_return_mean"])
+```
 
-``env_config`` holds ``"env"`` (a name from :data:`seer_env.ENVS`) and the env's
+``env_config`` holds ``"env"`` (a name from `seer_env.ENVS`) and the env's
 config (``threads=1`` suits env runners, which get one CPU each).
 
 What this adapter does that RLlib's ``ParallelPettingZooEnv`` does not:
@@ -63,24 +65,28 @@ with ``env_config["global_state_in_infos"] = True`` every agent's info dict of
 float32 array of ``state_dim``, the same for every agent of that step, equal to
 the ParallelEnv's ``state()``; ``env.state_space`` is its space).  It is off by
 default: it costs a native call per step.  ``env.state()`` returns it at any
-time, as PettingZoo's ``state()`` does::
+time, as PettingZoo's ``state()`` does:
 
-    env_config = {"env": "pcs_v0", "global_state_in_infos": True}
-    # in a learner connector: for each single-agent episode,
-    #   states = np.stack([info["state"] for info in sa_episode.get_infos()])
+```python
+env_config = {"env": "pcs_v0", "global_state_in_infos": True}
+# in a learner connector: for each single-agent episode,
+#   states = np.stack([info["state"] for info in sa_episode.get_infos()])
+```
 
 **Agent groups and masks.**  A model with groups gives each agent its group's
-spaces; :func:`group_policies` maps each group to a policy of its own (a
+spaces; [`group_policies`][seer_env.rllib.group_policies] maps each group to a policy of its own (a
 policy per group, as RLlib's multi-agent examples do with predators and prey).
 A masked group's observation is a dict with ``"action_mask"`` (1 = allowed; a
 multi-discrete action's components one after another) beside the
 observation, under ``"observation"`` as PettingZoo has it, or under the key
 ``env_config["observation_key"]`` names: ``"observations"`` is what RLlib's
-action-masking RLModule (its ``action_masking`` example) reads::
+action-masking RLModule (its ``action_masking`` example) reads:
 
-    config.environment(SeerMultiAgentEnv, env_config={"env": "hunt_v0",
-                                                      "observation_key": "observations"})
-    config.multi_agent(**group_policies({"env": "hunt_v0"}))
+```python
+config.environment(SeerMultiAgentEnv, env_config={"env": "hunt_v0",
+                                                  "observation_key": "observations"})
+config.multi_agent(**group_policies({"env": "hunt_v0"}))
+```
 """
 
 from __future__ import annotations
@@ -113,9 +119,11 @@ def group_policies(env_config: Mapping[str, Any], prefix: str = "") -> dict[str,
 
     ``env_config`` is the env's (``{"env": name, **config}``: the groups and
     their sizes may depend on the configuration).  A model without groups gives
-    one policy, ``prefix + "agents"``.  Example::
+    one policy, ``prefix + "agents"``.  Example:
 
-        config.multi_agent(**group_policies({"env": "hunt_v0", "num_prey": 4}))
+    ```python
+    config.multi_agent(**group_policies({"env": "hunt_v0", "num_prey": 4}))
+    ```
     """
     cfg = dict(env_config)
     if "env" not in cfg:

@@ -1,38 +1,44 @@
 """The model SDK: bring your own model to the runtime.
 
 A *model folder* holds a model's C sources (``*.c``, ``*.h``, written against
-the one public header, ``seer.h``: :func:`get_include`) and its
+the one public header, ``seer.h``: [`get_include`][seer_env.sdk.get_include]) and its
 *declaration*, an ``__init__.py`` that says what C cannot (the env's name,
-rendering, docs)::
+rendering, docs):
 
-    # mymodel/__init__.py
-    \"\"\"My model: what it simulates, its agents, observations and rewards.\"\"\"
-    from seer_env.sdk import declare
+```text
+# mymodel/__init__.py
+\"\"\"My model: what it simulates, its agents, observations and rewards.\"\"\"
+from seer_env.sdk import declare
 
-    MODEL = declare(__name__)               # name: the folder's ("mymodel")
-    parallel_env = MODEL.parallel_env       # PettingZoo ParallelEnv
-    vector_env = MODEL.vector_env           # batched arrays
-    agent_vector_env = MODEL.agent_vector_env
-    env = MODEL.env                         # PettingZoo AEC
+MODEL = declare(__name__)               # name: the folder's ("mymodel")
+parallel_env = MODEL.parallel_env       # PettingZoo ParallelEnv
+vector_env = MODEL.vector_env           # batched arrays
+agent_vector_env = MODEL.agent_vector_env
+env = MODEL.env                         # PettingZoo AEC
+```
 
 Sizes, configuration parameters (types, defaults, ranges, docs), agent names
 and space bounds come from the model's C table; nothing is repeated in Python.
 The shipped environments (``envs/<name>/``) are folders of exactly
-this kind.  From the command line::
+this kind.  From the command line:
 
-    seer-env new mymodel          # a working model folder to start from
-    seer-env new mymodel --groups # the same with two agent groups and masks
-    seer-env build mymodel        # compile it (cached by content)
-    seer-env check mymodel        # contract checker + determinism matrix
-    seer-env run mymodel --steps 100
+```bash
+seer-env new mymodel          # a working model folder to start from
+seer-env new mymodel --groups # the same with two agent groups and masks
+seer-env build mymodel        # compile it (cached by content)
+seer-env check mymodel        # contract checker + determinism matrix
+seer-env run mymodel --steps 100
+```
 
-and from Python::
+and from Python:
 
-    import seer_env
-    model = seer_env.sdk.load("mymodel")          # builds if needed, registers
-    env = model.parallel_env(num_things=8)
-    env = seer_env.make("mymodel")                # by its declared name, once loaded
-    report = seer_env.sdk.check("mymodel")        # or seer_env.check(...)
+```python
+import seer_env
+model = seer_env.sdk.load("mymodel")          # builds if needed, registers
+env = model.parallel_env(num_things=8)
+env = seer_env.make("mymodel")                # by its declared name, once loaded
+report = seer_env.sdk.check("mymodel")        # or seer_env.check(...)
+```
 
 A model is compiled together with the runtime into one extension module (so
 runtime <-> model calls are direct calls), once per content: editing a source
@@ -42,8 +48,8 @@ used only when it matches the stamp (size, SHA-256) written beside it; a
 damaged one is built again, once (``seer_env._build.load_cached``).  A cache
 that cannot be written still serves the builds it holds.  A compiler error,
 or a build needed where the cache cannot be written, raises
-:class:`~seer_env.errors.BuildError`.  A model's name is an ASCII identifier
-(:func:`seer_env.registry.check_name`).
+[`BuildError`][seer_env.errors.BuildError].  A model's name is an ASCII identifier
+(`seer_env.registry.check_name`).
 """
 
 from __future__ import annotations
@@ -66,12 +72,14 @@ from .registry import load
 
 
 def declare(module: str, name: str | None = None, **options: Any) -> Model:
-    """Declare the model whose folder holds the calling module (its ``__init__.py``)::
+    """Declare the model whose folder holds the calling module (its ``__init__.py``):
 
-        MODEL = declare(__name__, render=my_render)
+    ```python
+    MODEL = declare(__name__, render=my_render)
+    ```
 
     ``name`` defaults to the folder's name.  ``options``: the keyword
-    arguments of :class:`Model`.  The model is registered under its name
+    arguments of [`Model`][seer_env.sdk.Model].  The model is registered under its name
     (``seer_env.make(name)``, PettingZoo's registry as ``seer_env/<name>``);
     two different folders cannot declare one name.
     """
@@ -84,7 +92,7 @@ def declare(module: str, name: str | None = None, **options: Any) -> Model:
 def build(path: str | Path, rebuild: bool = False, log: Callable[[str], None] | None = None
           ) -> Model:
     """Compile the model folder ``path`` into the cache (``rebuild=True``: even if
-    an up-to-date build exists) and return its :class:`Model`."""
+    an up-to-date build exists) and return its [`Model`][seer_env.sdk.Model]."""
     model = load(path, build=False)
     model.build(rebuild=rebuild, log=log)
     return model
@@ -98,11 +106,11 @@ def new(name: str, where: str | Path = ".", force: bool = False, python: bool = 
     """Write a working model folder ``where/name`` from the template: the C
     model (every hook present and commented, an action mask included), its
     declaration, a test and a README; with ``python=True`` the model written
-    in Python (:mod:`seer_env.pymodel`) instead of C; with ``groups=True`` a C
+    in Python ([`seer_env.pymodel`][seer_env.pymodel]) instead of C; with ``groups=True`` a C
     model with two agent groups (scouts with Box actions, workers with
     multi-discrete actions and action masks).  It builds, passes
-    :func:`seer_env.check` and runs as written.  Returns the folder.
-    ``groups=True`` with ``python=True`` raises :class:`ConfigError` (the
+    [`seer_env.check`][seer_env.check] and runs as written.  Returns the folder.
+    ``groups=True`` with ``python=True`` raises [`ConfigError`][seer_env.errors.ConfigError] (the
     Python model API has no groups yet)."""
     if groups and python:
         raise ConfigError("groups=True (--groups) needs a C model: the Python model API "
@@ -127,7 +135,7 @@ def new(name: str, where: str | Path = ".", force: bool = False, python: bool = 
 
 
 def resolve(model: str | Path | Model) -> Model:
-    """A :class:`Model` from a model, a registered name or a folder path."""
+    """A [`Model`][seer_env.sdk.Model] from a model, a registered name or a folder path."""
     if isinstance(model, Model):
         return model
     return registry.get(str(model))

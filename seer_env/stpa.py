@@ -1,9 +1,9 @@
 """STPA: choose the executor and thread pool of a runtime from its first real steps.
 
 With ``threads="auto"`` (the default) and the parallel executor, a
-:class:`~seer_env._runtime.Runtime` starts on one thread and an :class:`Stpa`
-controller, which the runtime's owner attaches (:func:`attach`: the envs and
-:class:`seer_env.registry.Runtime` do), runs its first steps as the
+[`Runtime`][seer_env.registry.Runtime] starts on one thread and an [`Stpa`][seer_env.stpa.Stpa]
+controller, which the runtime's owner attaches ([`attach`][seer_env.stpa.attach]: the envs and
+[`seer_env.registry.Runtime`][seer_env.registry.Runtime] do), runs its first steps as the
 *preflight*.  Outputs never depend on the executor or the thread count, so the
 preflight steps are ordinary steps of the user's run: nothing is perturbed, nothing is thrown away.
 
@@ -12,17 +12,17 @@ The preflight, step by step:
 1. **Features.**  The first step runs on the parallel executor with one thread;
    the runtime's counters give events and windows per step.  Together with the
    static features (entities, agents, instances, lookahead, entity size, cores,
-   cache sizes from sysfs) they form :class:`Features`.
-2. **Candidates** (:func:`candidate_set`): the serial executor and the parallel
+   cache sizes from sysfs) they form [`Features`][seer_env.stpa.Features].
+2. **Candidates** (`candidate_set`): the serial executor and the parallel
    executor with 1..cores threads (never more threads than entities).  The serial
-   executor is a real candidate: :meth:`Runtime.set_executor` moves the pending
+   executor is a real candidate: `Runtime.set_executor` moves the pending
    events between the executors' queues between two steps (both executors order
    an entity's events by the same (time, key), so the switch is invisible in
    the outputs).  A model with lookahead 0 has the serial executor only.
 3. **Trace** (when there is more than one thread to consider): one step runs
-   traced on the largest pool; :func:`summarize_trace` turns it into events per
-   window, handler cost, barrier cost and idle time (:class:`TraceSummary`).
-4. **Plan** (:func:`probe_plan`): :func:`predict_step_ns` estimates each
+   traced on the largest pool; `summarize_trace` turns it into events per
+   window, handler cost, barrier cost and idle time ([`TraceSummary`][seer_env.stpa.TraceSummary]).
+4. **Plan** (`probe_plan`): `predict_step_ns` estimates each
    candidate's step time from the summary and the features; pools predicted to
    be much slower than the best prediction are not timed at all (a tiny env on
    a many-core machine never pays for timing 16 threads).  One-thread
@@ -31,7 +31,7 @@ The preflight, step by step:
    order each round); each visit runs one warm-up step after the switch and
    ``k`` timed steps (``k`` from the first step's length, so a visit lasts long
    enough to time).
-6. **Choice** (:func:`select`, a pure function of the timings and features): the
+6. **Choice** ([`select`][seer_env.stpa.select], a pure function of the timings and features): the
    fastest median wins; a candidate with fewer threads within ``margin`` of
    the fastest is preferred (it leaves cores free for the policy).
 
@@ -42,30 +42,32 @@ A candidate the runtime cannot switch to (out of memory or threads) is left
 out of the probe.
 
 After the preflight the controller checks every ``check_every`` steps whether
-the workload drifted (:func:`drift`: events per step changed by ``drift_factor``
+the workload drifted ([`drift`][seer_env.stpa.drift]: events per step changed by ``drift_factor``
 or fewer than ``alive_drop`` of the agents are alive) and then re-probes the
 chosen configuration and its neighbours.  A re-probe that confirms the choice
 doubles the gap to the next allowed one.
 
-Everything is inspectable::
+Everything is inspectable:
 
-    from seer_env.envs import pcs_v0
-    env = pcs_v0.parallel_env(width=32, height=32)      # threads="auto"
-    env.reset(seed=0)
-    for _ in range(100):
-        env.step({a: 0 for a in env.agents})
-    st = env.runtime.stpa
-    print(st.executor, st.threads, st.reason)
-    print(st.decision.medians_ns, st.features, st.trace_summary)
+```python
+from seer_env.envs import pcs_v0
+env = pcs_v0.parallel_env(width=32, height=32)      # threads="auto"
+env.reset(seed=0)
+for _ in range(100):
+    env.step({a: 0 for a in env.agents})
+st = env.runtime.stpa
+print(st.executor, st.threads, st.reason)
+print(st.decision.medians_ns, st.features, st.trace_summary)
+```
 
-and logged through :mod:`logging` (logger ``seer_env.stpa``, INFO: decisions,
+and logged through `logging` (logger ``seer_env.stpa``, INFO: decisions,
 DEBUG: the evidence).
 
-This module is the controller (:class:`Stpa`, :func:`attach`): it runs the
+This module is the controller (`Stpa`, `attach`): it runs the
 steps, switches and times them.  The cost model it consults -- the value
-types and the pure functions of the measurements (:func:`candidate_set`,
-:func:`summarize_trace`, :func:`predict_step_ns`, :func:`probe_plan`,
-:func:`select`, :func:`drift`, ...) -- is :mod:`seer_env.stpa_cost`, whose
+types and the pure functions of the measurements ([`candidate_set`][seer_env.stpa.candidate_set],
+`summarize_trace`, `predict_step_ns`, `probe_plan`,
+`select`, `drift`, ...) -- is `seer_env.stpa_cost`, whose
 public names are re-exported here.
 """
 
@@ -134,7 +136,7 @@ def _cpu_model() -> str:
 
 class DecisionCache:
     """STPA's decisions kept across processes: one small JSON file beside the
-    built models (``stpa-decisions.json`` in [seer_env._loader.cache_dir][]).
+    built models (``stpa-decisions.json`` in the model cache folder).
 
     An entry is keyed by everything a decision depends on: the model, its
     complete configuration, the number of instances, the pool cap, and the
@@ -150,8 +152,10 @@ class DecisionCache:
 
     Example:
 
-        cache = DecisionCache()
-        print(cache.path, len(cache.entries()))
+    ```python
+    cache = DecisionCache()
+    print(cache.path, len(cache.entries()))
+    ```
     """
 
     VERSION = 1
@@ -275,19 +279,19 @@ class Stpa:
         margin: fewer threads win within this fraction of the fastest median.
         prune: pools predicted slower than ``prune`` x the best are not timed.
         check_every: steps between drift checks once decided.
-        drift_factor: re-probe when events per step move by this factor (:func:`drift`).
-        alive_drop: re-probe when fewer than this fraction of the agents live (:func:`drift`).
+        drift_factor: re-probe when events per step move by this factor (`drift`).
+        alive_drop: re-probe when fewer than this fraction of the agents live (`drift`).
         reprobe_gap: steps after a probe before a re-probe may start; doubles
             each time a re-probe confirms the choice.
         max_threads: cap on pool sizes (default: usable cores).
         trace: run one traced step to summarize (skipped when the user traces).
         cores: cores to assume (default: usable cores; tests pass their own).
         drop: after each visit, candidates slower than ``drop`` x the best median
-            so far are not visited again (:func:`eliminated`).
+            so far are not visited again (`eliminated`).
         drop_traced: a pool whose traced step took more than ``drop_traced`` x the
             first (one-thread) step is not timed (a loaded machine, a hopeless pool).
         tie: when the two fastest medians are within ``tie``, ``extra_rounds``
-            alternating visits of those two follow (:func:`close_call`).
+            alternating visits of those two follow (`close_call`).
         confirm: re-probe the neighbourhood of the choice every ``reprobe_gap``
             steps even without drift (the gap doubles after each confirmation),
             for workloads that change slowly as the simulation warms up.
@@ -301,18 +305,19 @@ class Stpa:
         cache_path: the cache's file (default: beside the built models).
 
     Attributes:
-        decision: the latest :class:`Decision` (None during the first preflight).
+        decision: the latest [`Decision`][seer_env.stpa.Decision] (None during the first preflight).
         history: every Decision, oldest first.
-        features: the latest :class:`Features`.
-        trace_summary: the latest :class:`TraceSummary` (None without a trace).
+        features: the latest [`Features`][seer_env.stpa.Features].
+        trace_summary: the latest `TraceSummary` (None without a trace).
         timings: ns per timed step by candidate label, of the latest probe.
-        regimes: the choice made for each load regime (:func:`regime`), which
+        regimes: the choice made for each load regime ([`regime`][seer_env.stpa.regime]), which
             a returning regime gets back without a probe.
         regime_switches: how often that happened.
         state: ``"preflight"``, ``"probing"`` (drift re-probe) or ``"monitor"``.
-        preflight_steps, preflight_ns: steps and wall time of the first preflight
-            (switches, tracing and Python included).
-        probe_steps, probe_ns: the same over every probe so far.
+        preflight_steps: steps of the first preflight.
+        preflight_ns: its wall time (switches, tracing and Python included).
+        probe_steps: steps of every probe so far.
+        probe_ns: their wall time.
         from_cache: the run started from a remembered decision (no preflight).
     """
 
@@ -397,7 +402,8 @@ class Stpa:
 
     @property
     def workload(self) -> dict[str, float]:
-        """The run's workload so far (:func:`run_workload`), not the preflight's."""
+        """The run's workload so far ([`run_workload`][seer_env.stpa.run_workload]), not
+        the preflight's."""
         return run_workload(self.rt)
 
     def as_dict(self) -> dict[str, Any]:
@@ -790,7 +796,7 @@ class Stpa:
         """The runtime was reset (called by ``Runtime.reset``): the load is likely
         back to an episode's start, so the next step's load is checked at once.
         During a probe the next step goes on with it (a probe cut short is
-        mended first: :meth:`_settle`)."""
+        mended first: `_settle`)."""
         pr = self._probe
         if pr is not None and not self._settle(pr):
             self._account(pr, self._clock())
@@ -867,11 +873,13 @@ def run_workload(runtime: Any) -> dict[str, float]:
 class FixedChoice:
     """What runs when the executor and pool were given (``threads=N``, or an
     executor STPA does not choose for): ``env.stpa`` is one of these instead of an
-    :class:`Stpa`, with the same read-only face::
+    [`Stpa`][seer_env.stpa.Stpa], with the same read-only face:
 
-        env = pcs_v0.parallel_env(width=32, height=32, threads=2)
-        print(env.stpa.executor, env.stpa.threads, env.stpa.reason)
-        print(env.stpa.workload["events_per_step"])
+    ```python
+    env = pcs_v0.parallel_env(width=32, height=32, threads=2)
+    print(env.stpa.executor, env.stpa.threads, env.stpa.reason)
+    print(env.stpa.workload["events_per_step"])
+    ```
     """
 
     state = "fixed"
@@ -900,7 +908,7 @@ class FixedChoice:
 
     @property
     def workload(self) -> dict[str, float]:
-        """The run's workload so far (:func:`run_workload`)."""
+        """The run's workload so far ([`run_workload`][seer_env.stpa.run_workload])."""
         return run_workload(self.rt)
 
     def as_dict(self) -> dict[str, Any]:
@@ -913,15 +921,16 @@ class FixedChoice:
 
 
 def describe(runtime: Any) -> Stpa | FixedChoice:
-    """What chooses ``runtime``'s executor and pool: its :class:`Stpa` controller
-    (``threads="auto"``), else a :class:`FixedChoice` saying what was asked for."""
+    """What chooses ``runtime``'s executor and pool: its [`Stpa`][seer_env.stpa.Stpa]
+    controller (``threads="auto"``), else a [`FixedChoice`][seer_env.stpa.FixedChoice]
+    saying what was asked for."""
     return runtime.stpa if runtime.stpa is not None else FixedChoice(runtime)
 
 
 def attach(runtime: Runtime, **options: Any) -> Stpa | None:
-    """Attach an :class:`Stpa` controller (``options``: its keyword arguments)
+    """Attach an [`Stpa`][seer_env.stpa.Stpa] controller (``options``: its keyword arguments)
     to ``runtime`` if it asked for one (``threads="auto"`` with the parallel
-    executor: :attr:`Runtime.auto_threads`); returns it, else None."""
+    executor: `Runtime.auto_threads`); returns it, else None."""
     if not runtime.auto_threads:
         return None
     st = Stpa(runtime, **options)

@@ -1,20 +1,20 @@
 """STPA's cost model: what a step would cost where, from the preflight's measurements.
 
-Pure and deterministic: the value types (:class:`Candidate`,
-:class:`Features`, :class:`TraceSummary`, :class:`Load`, :class:`Decision`)
+Pure and deterministic: the value types ([`Candidate`][seer_env.stpa.Candidate],
+`Features`, `TraceSummary`, `Load`, `Decision`)
 and the functions that turn measurements into a choice -- which
-configurations are worth considering (:func:`candidate_set`), what one traced
-step says about parallel work (:func:`summarize_trace`), a predicted step time
-per candidate (:func:`predict_step_ns`) and which candidates to time
-(:func:`probe_plan`), the choice from measured step times (:func:`select`),
-and when the workload drifted enough to look again (:func:`regime`,
-:func:`drift`, :func:`eliminated`, :func:`close_call`, :func:`neighbours`).
+configurations are worth considering (`candidate_set`), what one traced
+step says about parallel work (`summarize_trace`), a predicted step time
+per candidate ([`predict_step_ns`][seer_env.stpa.predict_step_ns]) and which candidates to time
+(`probe_plan`), the choice from measured step times (`select`),
+and when the workload drifted enough to look again ([`regime`][seer_env.stpa.regime],
+`drift`, `eliminated`, `close_call`, `neighbours`).
 Nothing here runs a step: the controller attached to a runtime
-(:class:`seer_env.stpa.Stpa`) measures and calls these; tests call them
-directly.  :mod:`seer_env.stpa` re-exports the public names.
+([`seer_env.stpa.Stpa`][seer_env.stpa.Stpa]) measures and calls these; tests call them
+directly.  [`seer_env.stpa`][seer_env.stpa] re-exports the public names.
 
-Below :mod:`seer_env.stpa` in the layers (``[tool.importlinter]`` in
-``pyproject.toml``): it imports only the bindings' :func:`~seer_env._runtime.opt_windows_max`.
+Below [`seer_env.stpa`][seer_env.stpa] in the layers (``[tool.importlinter]`` in
+``pyproject.toml``): it imports only the bindings' `opt_windows_max`.
 """
 
 from __future__ import annotations
@@ -213,7 +213,7 @@ def candidate_set(features: Features, max_threads: int | None = None) -> list[Ca
     number of entities has idle workers by construction; more threads than cores
     oversubscribe).  The serial executor always; with lookahead > 0 the parallel
     executor with 1..P threads; where the optimistic executor would speculate
-    (:func:`speculates`: lookahead 0, or a lookahead so small that windows
+    (`speculates`: lookahead 0, or a lookahead so small that windows
     degenerate), the optimistic executor with 2..P threads.  With B instances on
     p <= B threads the optimistic executor runs whole instances per thread, like
     the parallel one: with lookahead > 0 it is then left out (the same run).

@@ -1,13 +1,15 @@
 """Serial-vs-parallel verification: run both executors side by side.
 
-Example::
+Example:
 
-    import seer_env
-    report = seer_env.verify("phold_v0", steps=50, threads=2, num_envs=2, seed=0)
-    assert report.identical, report
+```python
+import seer_env
+report = seer_env.verify("phold_v0", steps=50, threads=2, num_envs=2, seed=0)
+assert report.identical, report
+```
 
 The parallel executor must return, bit for bit, what the serial reference
-returns.  :func:`verify` drives both with the same seeded random actions and
+returns.  [`verify`][seer_env.testing.verify] drives both with the same seeded random actions and
 reports the first divergence (step, instance, agent, field) or none.
 """
 
@@ -45,7 +47,7 @@ class Divergence:
 
 @dataclass(frozen=True)
 class VerifyReport:
-    """The outcome of :func:`verify`."""
+    """The outcome of [`verify`][seer_env.testing.verify]."""
 
     env: str
     steps: int
@@ -101,10 +103,12 @@ def verify(
 ) -> VerifyReport:
     """Run ``env`` on the serial executor and on ``executor`` with identical random actions.
 
-    Example::
+    Example:
 
-        from seer_env.testing import verify
-        print(verify("pcs_v0", steps=50, classic=True, executor="optimistic"))
+    ```python
+    from seer_env.testing import verify
+    print(verify("pcs_v0", steps=50, classic=True, executor="optimistic"))
+    ```
 
     Args:
         env: registered env name, e.g. ``"pcs_v0"``.

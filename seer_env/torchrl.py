@@ -1,18 +1,20 @@
 """TorchRL face: a native TorchRL ``EnvBase`` over the batched runtime.
 
 ``SeerTorchEnv(env, num_envs=B, device="cpu", **config)`` steps ``B``
-instances of a model in one runtime (:class:`~seer_env.env.SeerVectorEnv`,
+instances of a model in one runtime ([`SeerVectorEnv`][seer_env.env.SeerVectorEnv],
 ``copy=False``, ``autoreset_mode="disabled"``: TorchRL drives the resets) and
 speaks TorchRL's multi-agent conventions (those of its ``PettingZooWrapper``
-and ``VmasWrapper``): batch size ``(B,)``, one entry per agent group::
+and ``VmasWrapper``): batch size ``(B,)``, one entry per agent group:
 
-    from seer_env.torchrl import SeerTorchEnv
-    env = SeerTorchEnv("hunt_v0", num_envs=8, threads=2)
-    td = env.rollout(100, break_when_any_done=False)   # random actions within the masks
-    td["predator", "observation"]       # (8, 100, 3, 83)   float32
-    td["next", "predator", "reward"]    # (8, 100, 3, 1)    float32
-    td["predator", "action_mask"]       # (8, 100, 3, 7)    bool (MultiDiscrete([5, 2]))
-    td["next", "done"]                  # (8, 100, 1)       bool
+```python
+from seer_env.torchrl import SeerTorchEnv
+env = SeerTorchEnv("hunt_v0", num_envs=8, threads=2)
+td = env.rollout(100, break_when_any_done=False)   # random actions within the masks
+td["predator", "observation"]       # (8, 100, 3, 83)   float32
+td["next", "predator", "reward"]    # (8, 100, 3, 1)    float32
+td["predator", "action_mask"]       # (8, 100, 3, 7)    bool (MultiDiscrete([5, 2]))
+td["next", "done"]                  # (8, 100, 1)       bool
+```
 
 torch, tensordict and torchrl are imported when the class is first used
 (``pip install 'seer_env[torchrl]'``): ``import seer_env`` never needs them.
@@ -92,7 +94,7 @@ step path loops over agents.
 **Errors**: a missing group action, an action key of a group that does not
 exist, a wrong shape or dtype, a value out of range, NaN/inf, a forbidden
 masked action, a one-hot action that is not one-hot: ``InvalidActionError``
-(a :class:`~seer_env.errors.SeerError`), raised before anything changes (the
+(a [`SeerError`][seer_env.errors.SeerError]), raised before anything changes (the
 env can go on stepping).  A tensordict of the wrong batch size is refused by
 TorchRL itself (``RuntimeError``).
 """
@@ -175,17 +177,17 @@ def _make_class() -> type:  # noqa: C901 - one class, built where torch is at ha
                     self.mask_shape = (self.mask_len,)
 
     class SeerTorchEnv(EnvBase):
-        """A seer_env model as a batched TorchRL env (see :mod:`seer_env.torchrl`).
+        """A seer_env model as a batched TorchRL env (see [`seer_env.torchrl`][seer_env.torchrl]).
 
         Args:
             env: a model name (``"pcs_v0"``, a declared model, a model folder's
-                path) or a :class:`~seer_env.model.Model`.
+                path) or a `Model`.
             num_envs: instances stepped together: the env's batch size ``(num_envs,)``.
             device: where the tensors go (``"cpu"``).
             categorical_actions: index actions (``Categorical``), else one-hot.
             return_state: add ``"state"`` ``(B, state_dim)``, the model's global
                 state (one native call per instance per step; computed once per
-                step, :meth:`state` returns the same tensor).
+                step, `state` returns the same tensor).
             return_info: add ``(group, "info", name)`` for the model's info values.
             seed: the seed of the first reset (instance ``i`` gets ``seed + i``).
             **config: the model's configuration and the runtime's keys
@@ -463,7 +465,7 @@ def _make_class() -> type:  # noqa: C901 - one class, built where torch is at ha
 
         @property
         def venv(self) -> Any:
-            """The batched env underneath (:class:`~seer_env.env.SeerVectorEnv`)."""
+            """The batched env underneath ([`SeerVectorEnv`][seer_env.env.SeerVectorEnv])."""
             return self._venv
 
         def close(self, *, raise_if_closed: bool = True) -> None:

@@ -1,6 +1,6 @@
 """Chrome / Perfetto traces of what every worker thread did.
 
-:func:`chrome_trace` turns a runtime's trace records (``Runtime.trace_records()``)
+`chrome_trace` turns a runtime's trace records (``Runtime.trace_records()``)
 into the Trace Event Format (JSON object with ``traceEvents``) that
 https://ui.perfetto.dev and ``chrome://tracing`` open.  One process per runtime,
 one thread track per worker (``worker 0`` is the calling thread), and:
@@ -16,10 +16,12 @@ one thread track per worker (``worker 0`` is the calling thread), and:
 * optionally a ``python`` track with one span per ``step`` call, so the
   time between native calls (the Python layer, the policy) shows too.
 
-:func:`trace_env` runs an env and returns such a trace; the command line is::
+`trace_env` runs an env and returns such a trace; the command line is:
 
-    seer-env trace pcs_v0 --steps 20 -o trace.json --set width=16 --set height=16
-    seer-env trace phold_v0 --steps 5 --threads 2 -o phold.json
+```bash
+seer-env trace pcs_v0 --steps 20 -o trace.json --set width=16 --set height=16
+seer-env trace phold_v0 --steps 5 --threads 2 -o phold.json
+```
 
 Tracing off costs nothing measurable: the event loop checks one
 thread-local pointer per entity visit (``python benchmarks/bench_suite.py trace-overhead``

@@ -2,8 +2,9 @@
 # The package as a user gets it: build the sdist and the wheel (python -m build:
 # the wheel is built from the sdist), install the wheel into a fresh venv and,
 # from outside the source tree, write, build, check and train a model with
-# the SDK (in C and in Python; a C model with agent groups and masks too), and
-# check and train the example model.  Usage:
+# the SDK (in C and in Python; a C model with agent groups and masks too),
+# check and train the example model, and build the documentation site against
+# the installed package.  Usage:
 #   tests/wheel_smoke.sh [PYTHON]        (default: the repository's .venv python)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -62,4 +63,20 @@ echo "== a model written in Python: new --python / build / check / its tests / P
 "$v/python" "$root/examples/ppo.py" --env mypymodel --smoke
 echo "== seer-env bench from the installed wheel (no repository needed)"
 "$v/seer-env" bench phold --quick
+echo "== the documentation site from the installed wheel (mkdocs build --strict)"
+# as a user builds it: the wheel's [docs] extra, the pages and mkdocs.yml (with
+# the files they include) copied out of the tree, the API read from site-packages
+"$v/python" -m pip install -q "$whl[docs]"
+site_src="$work/site-src"
+mkdir -p "$site_src/benchmarks"
+cp -r "$root/docs" "$root/mkdocs.yml" "$root/README.md" "$root/CHANGELOG.md" "$site_src/"
+cp -r "$root/benchmarks/results" "$site_src/benchmarks/"
+for d in "$root"/envs/*/; do
+  if [ -f "$d/README.md" ]; then
+    mkdir -p "$site_src/envs/$(basename "$d")" && cp "$d/README.md" "$site_src/envs/$(basename "$d")/"
+  fi
+done
+(cd "$site_src" && [ ! -e seer_env ] \
+  && NO_MKDOCS_2_WARNING=1 "$v/mkdocs" build --strict -q -d "$work/site")
+grep -q 'id="seer_env.env.SeerParallelEnv"' "$work/site/api/envs/index.html"
 echo "wheel smoke test: all passed"

@@ -12,21 +12,23 @@ model's parameters (``MODEL.config_help()``).
 
 Actions: ``Box(-1, 1, (3,), float32)`` (commanded acceleration as a fraction of
 ``accel_max``; finite out-of-range values are clipped to [-1, 1], NaN/inf raise
-:class:`~seer_env.errors.InvalidActionError`), or ``Discrete(7)`` with
+`InvalidActionError`), or ``Discrete(7)`` with
 ``discrete=True`` (0 hold, 1 +x, 2 -x, 3 +y, 4 -y, 5 +z, 6 -z).
 
-Example::
+Example:
 
-    from seer_env.envs import aircraft_v0
-    env = aircraft_v0.parallel_env(num_uavs=32, threads=2, render_mode="rgb_array")
-    obs, infos = env.reset(seed=0)
-    while env.agents:
-        actions = {a: env.action_space(a).sample() for a in env.agents}
-        obs, rewards, terminations, truncations, infos = env.step(actions)
-    frame = env.render()          # (512, 512, 3) uint8, top-down view
-    env.close()
+```python
+from seer_env.envs import aircraft_v0
+env = aircraft_v0.parallel_env(num_uavs=32, threads=2, render_mode="rgb_array")
+obs, infos = env.reset(seed=0)
+while env.agents:
+    actions = {a: env.action_space(a).sample() for a in env.agents}
+    obs, rewards, terminations, truncations, infos = env.step(actions)
+frame = env.render()          # (512, 512, 3) uint8, top-down view
+env.close()
 
-    venv = aircraft_v0.vector_env(4, num_uavs=64)   # batched arrays
+venv = aircraft_v0.vector_env(4, num_uavs=64)   # batched arrays
+```
 """
 
 from __future__ import annotations

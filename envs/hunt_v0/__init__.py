@@ -21,16 +21,18 @@ prey loses it; the predators terminate when no prey is left.  ``README.md``
 configuration keys, defaults and ranges are the model's parameters
 (``MODEL.config_help()``).
 
-On the raw runtime::
+On the raw runtime:
 
-    from seer_env._runtime import Runtime
-    from seer_env.envs import hunt_v0
-    rt = Runtime(hunt_v0.MODEL.native, {"width": 10, "height": 10}, num_instances=4,
-                 executor="parallel", threads=2)
-    rt.reset([1, 2, 3, 4])
-    predators, prey = rt.group_actions      # (B, P, 2) and (B, Q) int32 views
-    predators[:] = 0; prey[:] = 0           # everyone stays (always allowed)
-    rt.step()                               # rt.obs, rt.mask, rt.reward, ...
+```python
+from seer_env._runtime import Runtime
+from seer_env.envs import hunt_v0
+rt = Runtime(hunt_v0.MODEL.native, {"width": 10, "height": 10}, num_instances=4,
+             executor="parallel", threads=2)
+rt.reset([1, 2, 3, 4])
+predators, prey = rt.group_actions      # (B, P, 2) and (B, Q) int32 views
+predators[:] = 0; prey[:] = 0           # everyone stays (always allowed)
+rt.step()                               # rt.obs, rt.mask, rt.reward, ...
+```
 """
 
 from __future__ import annotations

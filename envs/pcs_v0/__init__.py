@@ -18,21 +18,25 @@ parameters (``MODEL.config_help()``).
 ``classic=True`` runs the exact ROSS-Models PCS dynamics (lookahead 0: the
 serial executor, or the optimistic one on several threads, between which
 ``threads="auto"`` chooses by itself; ``reset()`` without a seed uses the
-engine's base seed)::
+engine's base seed):
 
-    from seer_env.envs import pcs_v0
-    env = pcs_v0.parallel_env(classic=True, width=32, height=32)
-    env.reset()
-    while env.agents:                      # 500 steps of 20 minutes = t 10000
-        env.step({a: 0 for a in env.agents})
-    print(env.totals())   # call_attempts 457193, channel_blocks 5158, ...
+```python
+from seer_env.envs import pcs_v0
+env = pcs_v0.parallel_env(classic=True, width=32, height=32)
+env.reset()
+while env.agents:                      # 500 steps of 20 minutes = t 10000
+    env.step({a: 0 for a in env.agents})
+print(env.totals())   # call_attempts 457193, channel_blocks 5158, ...
+```
 
-Default mode on the parallel executor::
+Default mode on the parallel executor:
 
-    env = pcs_v0.parallel_env(width=16, height=16, threads=2)
-    obs, infos = env.reset(seed=1)
-    obs, rew, term, trunc, infos = env.step({a: 1 for a in env.agents})
-    venv = pcs_v0.vector_env(4, width=16, height=16)   # batched arrays
+```python
+env = pcs_v0.parallel_env(width=16, height=16, threads=2)
+obs, infos = env.reset(seed=1)
+obs, rew, term, trunc, infos = env.step({a: 1 for a in env.agents})
+venv = pcs_v0.vector_env(4, width=16, height=16)   # batched arrays
+```
 """
 
 from __future__ import annotations
@@ -121,8 +125,8 @@ class _Cells:
 
 
 class PcsParallelEnv(_Cells, SeerParallelEnv):
-    """The PCS ParallelEnv; adds :meth:`totals` (network-wide counters) and
-    :meth:`cell_of` / :meth:`agent_at` (agent name <-> ``(row, col)``)."""
+    """The PCS ParallelEnv; adds `totals` (network-wide counters) and
+    `cell_of` / `agent_at` (agent name <-> ``(row, col)``)."""
 
     def totals(self) -> dict[str, int]:
         """Cumulative counters summed over all cells (``events``: events processed)."""
@@ -131,8 +135,8 @@ class PcsParallelEnv(_Cells, SeerParallelEnv):
 
 
 class PcsVectorEnv(_Cells, SeerVectorEnv):
-    """The batched PCS env; adds :meth:`totals` (per-instance network counters) and
-    :meth:`cell_of` / :meth:`agent_at`."""
+    """The batched PCS env; adds `totals` (per-instance network counters) and
+    `cell_of` / `agent_at`."""
 
     def totals(self) -> dict[str, np.ndarray]:
         """Cumulative counters summed over cells, each of shape ``(num_envs,)``."""

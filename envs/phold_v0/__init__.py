@@ -11,14 +11,16 @@ configuration keys, defaults and ranges are the model's parameters
 (``MODEL.config_help()``).
 
 ``render_mode="rgb_array"`` (or ``"human"``) draws the events each entity handled
-in the last step as a heat map (:func:`render_frame`).
+in the last step as a heat map (`render_frame`).
 
-Example::
+Example:
 
-    from seer_env.envs import phold_v0
-    env = phold_v0.parallel_env(num_entities=64, remote=0.5, threads=2)
-    obs, infos = env.reset(seed=1)
-    obs, rew, term, trunc, infos = env.step({a: 0 for a in env.agents})
+```python
+from seer_env.envs import phold_v0
+env = phold_v0.parallel_env(num_entities=64, remote=0.5, threads=2)
+obs, infos = env.reset(seed=1)
+obs, rew, term, trunc, infos = env.step({a: 0 for a in env.agents})
+```
 """
 
 from __future__ import annotations

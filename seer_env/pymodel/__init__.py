@@ -2,7 +2,7 @@
 
 A Python model is the same thing as a C model (``seer.h``) written in Python:
 entity state, event payload, snapshot record and per-instance data are NumPy
-structured dtypes; the configuration is a list of :func:`param`; the handlers
+structured dtypes; the configuration is a list of [`param`][seer_env.pymodel.param]; the handlers
 are plain Python functions that seer_env compiles with Numba (``pip install
 "seer_env[numba]"``) into native functions the runtime's worker threads call
 without the GIL.  Every API of a C model works unchanged: the PettingZoo
@@ -10,97 +10,97 @@ envs, the batched and Gymnasium vector envs, verify, ``seer-env check``,
 traces and STPA.
 
 A model folder's ``__init__.py`` (``seer-env new NAME --python`` writes a
-complete one)::
+complete one):
 
-    import numpy as np
-    from seer_env import pymodel as seer
+```python
+import numpy as np
+from seer_env import pymodel as seer
 
-    MODEL = seer.declare(
-        __name__,
-        params=[seer.param("num_entities", np.uint32, 16, lo=1, hi=4096,
-                           doc="entities, each one an agent"),
-                seer.param("rate", np.float64, 1.0, lo=0, hi=1e9, gt=True)],
-        state=np.dtype([("count", np.uint64), ("last", np.float64)]),
-        payload=np.dtype([("hops", np.uint32)]),
-        snapshot=np.dtype([("count", np.uint64)]),
-        info_names=("count",),
-    )
+MODEL = seer.declare(
+    __name__,
+    params=[seer.param("num_entities", np.uint32, 16, lo=1, hi=4096,
+                       doc="entities, each one an agent"),
+            seer.param("rate", np.float64, 1.0, lo=0, hi=1e9, gt=True)],
+    state=np.dtype([("count", np.uint64), ("last", np.float64)]),
+    payload=np.dtype([("hops", np.uint32)]),
+    snapshot=np.dtype([("count", np.uint64)]),
+    info_names=("count",),
+)
 
-    @MODEL.describe
-    def describe(c):                      # plain Python, once per configuration
-        return seer.Sizes(num_entities=c.num_entities, num_agents=c.num_entities,
-                          obs_dim=1, action_n=2, lookahead=0.5, step_duration=1.0)
+@MODEL.describe
+def describe(c):                      # plain Python, once per configuration
+    return seer.Sizes(num_entities=c.num_entities, num_agents=c.num_entities,
+                      obs_dim=1, action_n=2, lookahead=0.5, step_duration=1.0)
 
-    @MODEL.init
-    def init(ctx, st):                    # compiled: runs on the worker threads
-        seer.schedule(ctx, seer.self(ctx), seer.rng_exponential(ctx, 1.0), 0, (0,))
+@MODEL.init
+def init(ctx, st):                    # compiled: runs on the worker threads
+    seer.schedule(ctx, seer.self(ctx), seer.rng_exponential(ctx, 1.0), 0, (0,))
 
-    @MODEL.handle
-    def handle(ctx, st, event_type, payload):
-        st.count += 1
-        st.last = seer.now(ctx)
-        c = seer.config(ctx)
-        target = seer.rng_below(ctx, c.num_entities)
-        seer.schedule(ctx, target, seer.now(ctx) + 0.5 + seer.rng_exponential(ctx, c.rate),
-                      0, (payload.hops + 1,))
+@MODEL.handle
+def handle(ctx, st, event_type, payload):
+    st.count += 1
+    st.last = seer.now(ctx)
+    c = seer.config(ctx)
+    target = seer.rng_below(ctx, c.num_entities)
+    seer.schedule(ctx, target, seer.now(ctx) + 0.5 + seer.rng_exponential(ctx, c.rate),
+                  0, (payload.hops + 1,))
 
-    @MODEL.observe
-    def observe(ctx, agent, out):
-        st = seer.entity_state(ctx, agent)
-        out.obs[0] = st.count
-        out.reward[0] = 1.0
-        out.info[0] = st.count
+@MODEL.observe
+def observe(ctx, agent, out):
+    st = seer.entity_state(ctx, agent)
+    out.obs[0] = st.count
+    out.reward[0] = 1.0
+    out.info[0] = st.count
 
-    @MODEL.publish
-    def publish(ctx, st, record):
-        record.count = st.count
+@MODEL.publish
+def publish(ctx, st, record):
+    record.count = st.count
 
-    parallel_env = MODEL.parallel_env
+parallel_env = MODEL.parallel_env
+```
 
 Handlers and what they receive (the C hooks of ``seer.h``, one for one):
 
-==================  =========================================================
-``init``            ``(ctx, state)``: entity init at reset (state zeroed)
-``act``             ``(ctx, state, action)``: ``action`` is an int32 array of
-                    one element (discrete), an int32 array of action_dim
-                    (multi-discrete: the components) or a float32 array of
-                    action_dim (box; ``actions="mixed"``: int32, a box group
-                    reads ``action.view(np.float32)``)
-``handle``          ``(ctx, state, event_type, payload)`` (required)
-``boundary``        ``(ctx, data)``: once per instance, ``data`` is the
-                    instance record (writable)
-``observe``         ``(ctx, agent, out)`` (required): ``out.obs``,
-                    ``out.reward``, ``out.terminated``, ``out.truncated``,
-                    ``out.info`` are arrays to write (reward and flags: one
-                    element)
-``publish``         ``(ctx, state, record)``: write the snapshot record
-``global_state``    ``(ctx, out)``: float32 array of state_dim
-``action_mask``     ``(ctx, agent, mask)``: for each agent that acts next, at
-                    the boundary; ``mask`` is the agent's uint8 row of
-                    mask_dim bytes (its group's choices first), all 1 on
-                    entry: write 0 where a choice is forbidden
-==================  =========================================================
+| handler | arguments | what it does |
+|---|---|---|
+| `init` | `(ctx, state)` | entity init at reset (state zeroed) |
+| `act` | `(ctx, state, action)` | takes the agent's action (below) |
+| `handle` | `(ctx, state, event_type, payload)` | handles an event (required) |
+| `boundary` | `(ctx, data)` | once per instance; `data` is the instance record (writable) |
+| `observe` | `(ctx, agent, out)` | writes the agent's outputs (required; below) |
+| `publish` | `(ctx, state, record)` | writes the snapshot record |
+| `global_state` | `(ctx, out)` | writes the global state, a float32 array of state_dim |
+| `action_mask` | `(ctx, agent, mask)` | writes the agent's action mask (below) |
+
+``act``'s ``action`` is an int32 array of one element (discrete), an int32
+array of action_dim (multi-discrete: the components) or a float32 array of
+action_dim (box; ``actions="mixed"``: int32, a box group reads
+``action.view(np.float32)``).  ``observe``'s ``out.obs``, ``out.reward``,
+``out.terminated``, ``out.truncated``, ``out.info`` are arrays to write (reward
+and flags: one element).  ``action_mask`` runs for each agent that acts next,
+at the boundary; ``mask`` is the agent's uint8 row of mask_dim bytes (its
+group's choices first), all 1 on entry: write 0 where a choice is forbidden.
 
 Host hooks (plain Python, like ``describe``): ``agent_name(c, i)``,
 ``obs_bounds(c)`` and ``state_bounds(c)`` (``(low, high)``); for agent groups
-(``Sizes(num_groups=...)``) ``group(c, g)`` returning a :class:`Group` and
+(``Sizes(num_groups=...)``) ``group(c, g)`` returning a [`Group`][seer_env.pymodel.Group] and
 ``group_obs_bounds(c, g)``; for multi-discrete actions ``action_nvec(c, g)``
-(the choices of each component).  :func:`agent_group` and
-:func:`group_first` give an agent's group and a group's first agent in any
+(the choices of each component).  [`agent_group`][seer_env.pymodel.agent_group] and
+[`group_first`][seer_env.pymodel.group_first] give an agent's group and a group's first agent in any
 handler; ``declare(..., mask_advisory=True)`` makes the masks advisory.
 
-Handlers return nothing.  A handler fails the step with :func:`fail`
+Handlers return nothing.  A handler fails the step with [`fail`][seer_env.pymodel.fail]
 (``seer.fail(ctx, "why")``) or by raising; either way the step raises
-:class:`~seer_env.errors.ModelError` naming the model, the handler, the
+[`ModelError`][seer_env.errors.ModelError] naming the model, the handler, the
 entity, the instance and the time.  Compiled code keeps no exception message:
 run the model interpreted (``SEER_ENV_JIT=0`` in the environment,
 ``jit=False`` in the declaration or ``MODEL.interpreted()``: plain Python,
 slow, with prints, tracebacks and ``pdb``) to see it.
 
-The runtime calls (:func:`now`, :func:`self`, :func:`schedule`, the RNG, ...)
+The runtime calls (`now`, `self`, `schedule`, the RNG, ...)
 mean exactly what they mean in C and are valid in the same handlers.  Helper
 functions a handler calls must be compiled too: decorate them with
-:func:`jit`.  At build time a handler that allocates (NumPy arrays, lists,
+[`jit`][seer_env.pymodel.jit].  At build time a handler that allocates (NumPy arrays, lists,
 strings), touches Python objects (``print``, object mode) or draws from
 NumPy's or Python's random generators is refused with the handler, file and
 line, and one that Numba cannot compile fails with Numba's message and the
@@ -145,9 +145,9 @@ HANDLERS = ("init", "act", "handle", "boundary", "observe", "publish", "global_s
 #: Host-side hooks: plain Python, run by the host thread.
 HOST_HOOKS = ("describe", "agent_name", "obs_bounds", "state_bounds", "group",
               "group_obs_bounds", "action_nvec")
-#: What ``actions=`` of :func:`declare` accepts (the type of ``act``'s ``action``).
+#: What ``actions=`` of `declare` accepts (the type of ``act``'s ``action``).
 ACTIONS = ("discrete", "box", "multi_discrete", "mixed")
-#: What :class:`Group`'s ``action_kind`` accepts.
+#: What `Group`'s ``action_kind`` accepts.
 ACTION_KINDS = ("discrete", "box", "multi_discrete")
 REQUIRED = ("describe", "handle", "observe")
 
@@ -156,7 +156,7 @@ Output = namedtuple("Output", "obs reward terminated truncated info")
 
 
 def require_numba() -> Any:
-    """Import Numba or raise :class:`~seer_env.errors.MissingExtraError`."""
+    """Import Numba or raise [`MissingExtraError`][seer_env.errors.MissingExtraError]."""
     try:
         import numba
     except ImportError as exc:
@@ -168,11 +168,13 @@ def require_numba() -> Any:
 
 
 def jit(fn: Callable[..., Any] | None = None, **options: Any) -> Any:
-    """Make a helper function callable from compiled handlers::
+    """Make a helper function callable from compiled handlers:
 
-        @seer.jit
-        def mix(z):
-            return z ^ (z >> np.uint64(31))
+    ```python
+    @seer.jit
+    def mix(z):
+        return z ^ (z >> np.uint64(31))
+    ```
 
     Compiled handlers compile it with them (Numba's ``register_jitable``);
     called from Python, interpreted models included, it is the plain
@@ -193,7 +195,7 @@ _KIND_OF = {"b": "bool", "i": "int", "u": "uint", "f": "float"}
 
 @dataclass(frozen=True)
 class Param:
-    """One configuration parameter (see :func:`param`)."""
+    """One configuration parameter (see [`param`][seer_env.pymodel.param])."""
 
     name: str
     dtype: np.dtype
@@ -219,8 +221,9 @@ def param(name: str, dtype: Any, default: float | int | bool | None, *, lo: floa
             to 8 bytes, float32 or float64.
         default: the value of every element (None with ``none=True``: not
             set, for ``describe`` to derive).
-        lo, hi: the accepted range (both None: the type's whole range,
-            finite values for floats).
+        lo: the low end of the accepted range (lo and hi both None: the
+            type's whole range, finite values for floats).
+        hi: the high end of the accepted range.
         gt: the low end is exclusive (``value > lo``).
         inf: floats: +inf is accepted too.
         none: "not set" (Python None) is accepted and stored as
@@ -260,7 +263,7 @@ class Sizes:
 
     A model with agent groups (a ``group`` hook) sets ``num_groups`` (>= 1;
     0: no groups, as before) and leaves the observation, action and info
-    sizes out (``obs_dim=0``): each :class:`Group` gives its own, and the
+    sizes out (``obs_dim=0``): each [`Group`][seer_env.pymodel.Group] gives its own, and the
     runtime sets these members to the largest group's.
     """
 
@@ -373,15 +376,17 @@ def _config_dtype(params: Sequence[Param]) -> np.dtype:
 
 
 class PythonModel(Model):
-    """A model whose handlers are Python functions (create it with :func:`declare`).
+    """A model whose handlers are Python functions (create it with `declare`).
 
-    Register the handlers with the decorators of the same names::
+    Register the handlers with the decorators of the same names:
 
-        @MODEL.handle
-        def handle(ctx, state, event_type, payload): ...
+    ```python
+    @MODEL.handle
+    def handle(ctx, state, event_type, payload): ...
+    ```
 
-    The model compiles on first use (:attr:`native`, any env) or with
-    :meth:`build`.  ``jit=False`` runs the same functions as plain Python
+    The model compiles on first use ([`native`][seer_env.sdk.Model.native], any env) or with
+    `build`.  ``jit=False`` runs the same functions as plain Python
     (slowly, one thread at a time, with tracebacks): the way to debug them.
     """
 
@@ -473,14 +478,16 @@ def declare(module: str, *, name: str | None = None, params: Sequence[Param] = (
             actions: str = "discrete", info_names: Sequence[str] = (),
             event_names: Sequence[str] = (), max_cycles: int = 0, jit: bool = True,
             mask_advisory: bool = False, **options: Any) -> PythonModel:
-    """Declare a Python model in its folder's ``__init__.py`` (or any module)::
+    """Declare a Python model in its folder's ``__init__.py`` (or any module):
 
-        MODEL = seer.declare(__name__, params=[...], state=STATE, payload=PAYLOAD)
+    ```python
+    MODEL = seer.declare(__name__, params=[...], state=STATE, payload=PAYLOAD)
+    ```
 
     Args:
         module: ``__name__`` of the declaring module (its folder is the model's).
         name: the env name (default: the folder's name; unique in a process).
-        params: the configuration (:func:`param`, in order).
+        params: the configuration ([`param`][seer_env.pymodel.param], in order).
         state: the entity state's structured dtype (zeroed at reset).
         payload: the event payload's dtype (None: events carry none).
         snapshot: the published record's dtype (None: no snapshot).
@@ -490,14 +497,14 @@ def declare(module: str, *, name: str | None = None, params: Sequence[Param] = (
             or ``"mixed"`` for groups of different kinds (``act``'s action
             is then int32: a box group reads ``action.view(np.float32)``).
         info_names: names of the per-agent info values (a model with groups
-            names them per group: :class:`Group`'s ``info_names``).
+            names them per group: [`Group`][seer_env.pymodel.Group]'s ``info_names``).
         event_names: names of the event types, for messages and traces.
         max_cycles: steps before every agent is truncated (0: never).
         jit: False runs the handlers as plain Python (debugging).
         mask_advisory: the action masks advise and do not forbid: an action
             a mask rules out reaches ``act`` like any other
             (``SEER_MODEL_MASK_ADVISORY``) instead of being refused.
-        options: the keyword arguments of :class:`seer_env.sdk.Model`
+        options: the keyword arguments of [`seer_env.sdk.Model`][seer_env.sdk.Model]
             (``render``, ``dict_info_keys``, ...).
     """
     folder = _caller_file(module)
@@ -547,7 +554,7 @@ def config(ctx: Any) -> Any:
 
 
 def model_sizes(ctx: Any) -> Any:
-    """The instance's sizes (a record with the fields of :class:`Sizes`)."""
+    """The instance's sizes (a record with the fields of [`Sizes`][seer_env.pymodel.Sizes])."""
     return ctx.sizes()
 
 
@@ -630,7 +637,7 @@ def entity_events(ctx: Any, entity: int) -> int:
 
 
 def fail(ctx: Any, why: str) -> int:
-    """Fail the step: the host raises :class:`~seer_env.errors.ModelError` with
+    """Fail the step: the host raises [`ModelError`][seer_env.errors.ModelError] with
     ``why`` (a string literal in compiled handlers), the handler, entity,
     instance and time.  Returns a non-zero status; the handler should return."""
     return ctx.fail(why)

@@ -3,7 +3,7 @@ compiled as direct calls into the runtime's C functions, and the views
 handlers get (records, arrays, ``out``).
 
 The runtime's C functions live in ``seer_env._core`` (the runtime without a
-model).  Their addresses (:func:`seer_env._pytable.function_address`) are
+model).  Their addresses (`seer_env._pytable.function_address`) are
 given to LLVM's symbol table under
 ``seerpy_<name>`` (``llvmlite.binding.add_symbol``) before anything compiles,
 and compiled code refers to them by name: machine code cached on disk stays
@@ -69,7 +69,7 @@ _register_symbols()
 
 class CtxType(types.Type):
     """``seer_ctx *`` of one Python model: the pointer, typed with the model's
-    :class:`~seer_env.pymodel.Spec` so the runtime calls return its records."""
+    `Spec` so the runtime calls return its records."""
 
     def __init__(self, spec: api.Spec, key: str) -> None:
         self.spec = spec

@@ -51,8 +51,8 @@ class Record:
 
 class Ctx(HandlerContext):
     """The ``ctx`` a plain-Python handler receives: the handler's ``seer_ctx *``
-    (a :class:`~seer_env._native.HandlerContext`) and the model's dtypes; the
-    functions of :mod:`seer_env.pymodel` take it."""
+    (a `HandlerContext`) and the model's dtypes; the
+    functions of [`seer_env.pymodel`][seer_env.pymodel] take it."""
 
     __slots__ = ("spec", "sizes_dtype", "model")
 
@@ -63,7 +63,7 @@ class Ctx(HandlerContext):
         self.sizes_dtype = sizes
 
     def record(self, arr: np.ndarray) -> Record:
-        """A record view (:class:`Record`) of a one-element array."""
+        """A record view (`Record`) of a one-element array."""
         return Record(arr)
 
     def view(self, p: Any, dt: np.dtype) -> Record:
@@ -74,8 +74,8 @@ class Ctx(HandlerContext):
 
     def schedule(self, target: int, t: float, event_type: int, payload: Any = None,
                  size: int = 0) -> int:
-        """:func:`seer_env.pymodel.schedule`: ``payload`` is None, a tuple of the
-        payload dtype's fields or a payload :class:`Record` (``size`` is unused)."""
+        """`seer_env.pymodel.schedule`: ``payload`` is None, a tuple of the
+        payload dtype's fields or a payload `Record` (``size`` is unused)."""
         spec = self.spec
         if payload is None:
             return HandlerContext.schedule(self, target, t, event_type)

@@ -1,12 +1,12 @@
-"""Turning a :class:`~seer_env.pymodel.PythonModel` into a model table.
+"""Turning a [`PythonModel`][seer_env.pymodel.PythonModel] into a model table.
 
 The table is a ``seer_model`` in ``seer_env._core`` (the runtime without a
-model), made by the bindings (:mod:`seer_env._pytable`) from the
+model), made by the bindings (`seer_env._pytable`) from the
 declaration: parameters and state fields from the dtypes, the host hooks
 (describe, agent names, bounds, groups, multi-discrete choices) as callbacks
 into the Python functions, and
 the handlers as Numba ``cfunc`` addresses -- or, for ``jit=False``, as
-callbacks into the plain Python functions (:mod:`seer_env.pymodel._pure`).
+callbacks into the plain Python functions (`seer_env.pymodel._pure`).
 
 Compiled handlers: a small wrapper per handler (``handlers.py``, generated
 into the cache folder ``<cache>/pymodels/<name>-<key>/``) turns the C
@@ -670,7 +670,7 @@ def _host_hooks(model: PythonModel, keep: list[Any]) -> dict[str, Any]:
 
 def build(model: PythonModel, rebuild: bool = False,
           log: Callable[[str], None] | None = None) -> tuple[NativeModel, str, str]:
-    """The model's table as a :class:`NativeModel`, where it came from
+    """The model's table as a `NativeModel`, where it came from
     (``"built"``, ``"cache"``, ``"python"``) and the build log."""
     keep: list[Any] = []
     lines: list[str] = []
