@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import platform
 import threading
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
@@ -68,6 +69,18 @@ def cpu_count() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - non-Linux
         return os.cpu_count() or 1
+
+
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo``), else ``platform.processor()``."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
 
 
 def resolve_threads(threads: int | str, executor: str) -> int:

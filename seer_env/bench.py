@@ -29,23 +29,14 @@ from typing import Any
 
 import numpy as np
 
-from ._runtime import cpu_count
+from ._runtime import cpu_count, cpu_model
 from .registry import Runtime
 
 
 def machine() -> dict[str, Any]:
     """A short description of this machine for benchmark reports."""
-    model = ""
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    model = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
     return {
-        "cpu": model or platform.processor(),
+        "cpu": cpu_model(),
         "cpus_usable": cpu_count(),
         "python": platform.python_version(),
         "platform": platform.platform(),
@@ -444,6 +435,128 @@ def bench_optimistic(quick: bool = False, threads: int = 2,
     return out
 
 
+#: The workloads of [`bench_stpa`][seer_env.bench.bench_stpa]: (name, env, config,
+#: steps per episode), tiny and large, and classic PCS (lookahead 0).
+STPA_RUNS: tuple[tuple[str, str, dict[str, Any], int], ...] = (
+    ("PCS 4x4", "pcs_v0", {"width": 4, "height": 4}, 100),
+    ("Aircraft 8", "aircraft_v0", {"num_uavs": 8}, 150),
+    ("PCS 64x64", "pcs_v0", {"width": 64, "height": 64}, 60),
+    ("Aircraft 1024", "aircraft_v0", {"num_uavs": 1024}, 60),
+    ("classic PCS 32x32", "pcs_v0", {"width": 32, "height": 32, "classic": True}, 100),
+)
+
+
+def _fixed_choices(lookahead: float, step_duration: float, cores: int) -> list[str]:
+    """Every fixed configuration STPA could pick, as labels."""
+    from .stpa_cost import opt_windows_max
+
+    out = ["serial"]
+    if lookahead > 0.0:
+        out += [f"parallel-{p}" for p in range(1, cores + 1)]
+    if not lookahead > 0.0 or step_duration > opt_windows_max() * lookahead:
+        out += [f"optimistic-{p}" for p in range(2, cores + 1)]
+    return out
+
+
+def _run_episode(venv: Any, seed: int) -> int:
+    """One whole episode of ``venv`` (one instance, zero actions): its steps."""
+    rt = venv.runtime
+    rt.reset([seed])
+    rt.actions[:] = 0 if rt.sizes.action_kind == "discrete" else np.clip(
+        0.0, rt.sizes.action_low, rt.sizes.action_high)
+    k = 0
+    while rt.alive.any():
+        rt.step()
+        k += 1
+    return k
+
+
+def bench_stpa(quick: bool = False, episodes: int | None = None,
+               workloads: tuple[tuple[str, str, dict[str, Any], int], ...] = STPA_RUNS,
+               log: Callable[[str], None] = print) -> dict[str, Any]:
+    """STPA over whole runs: each workload's episodes (reset between them, as a
+    training run does) under every fixed configuration and under
+    ``threads="auto"``, twice: a first run (its preflight and re-probes counted)
+    and a run that starts from the decision the first one remembered
+    ([`DecisionCache`][seer_env.stpa.DecisionCache]).  Wall time over all
+    episodes, the configurations taking the same episodes in rotated order;
+    ``auto/best`` is the run's total over the best fixed configuration's.
+
+    ```python
+    from seer_env.bench import bench_stpa
+    res = bench_stpa(quick=True)
+    print(res["PCS 4x4"]["auto_vs_best"])
+    ```
+    """
+    import tempfile
+
+    from .registry import env_module
+
+    episodes = episodes or (3 if quick else 8)
+    cores = cpu_count()
+    out: dict[str, Any] = {"machine": machine(), "episodes": episodes}
+    saved = {k: os.environ.get(k) for k in ("SEER_STPA_CACHE", "SEER_STPA_CACHE_FILE")}
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            for w, (name, env, cfg, length) in enumerate(workloads):
+                mod = env_module(env)
+                c = dict(cfg, max_cycles=length)
+                probe = mod.vector_env(1, executor="serial", threads=1, **c)
+                labels = _fixed_choices(probe.runtime.sizes.lookahead,
+                                        probe.runtime.sizes.step_duration, cores)
+                probe.close()
+                venvs: dict[str, Any] = {}
+                for label in labels:
+                    ex, _, th = label.partition("-")
+                    venvs[label] = mod.vector_env(1, executor=ex, threads=int(th or 1), **c)
+                os.environ["SEER_STPA_CACHE"] = "1"
+                os.environ["SEER_STPA_CACHE_FILE"] = os.path.join(tmp, f"stpa-{w}.json")
+                venvs["auto"] = mod.vector_env(1, threads="auto", **c)
+                # the second run finds the decision a first run of its own made
+                first = mod.vector_env(1, threads="auto", **c)
+                while first.runtime.stpa.decision is None or first.runtime.stpa.state != "monitor":
+                    _run_episode(first, 7)
+                first.close()
+                venvs["auto (remembered)"] = mod.vector_env(1, threads="auto", **c)
+                keys = list(venvs)
+                wall = dict.fromkeys(keys, 0.0)
+                steps = dict.fromkeys(keys, 0)
+                try:
+                    for ep in range(episodes):
+                        for k in keys[ep % len(keys):] + keys[:ep % len(keys)]:
+                            t0 = time.perf_counter()
+                            steps[k] += _run_episode(venvs[k], 100 + ep)
+                            wall[k] += time.perf_counter() - t0
+                    st = venvs["auto"].stpa
+                    st2 = venvs["auto (remembered)"].stpa
+                    best = min(labels, key=lambda k: wall[k])
+                    row = {"config": cfg, "steps": steps["auto"], "wall_s": wall,
+                           "best_fixed": best, "auto_vs_best": wall["auto"] / wall[best],
+                           "remembered_vs_best": wall["auto (remembered)"] / wall[best],
+                           "auto_choice": st.decision.candidate.label if st.decision else None,
+                           "remembered_choice": st2.decision.candidate.label,
+                           "from_cache": st2.from_cache,
+                           "preflight_steps": st.preflight_steps,
+                           "probe_steps": st.probe_steps, "reason": st.reason}
+                finally:
+                    for v in venvs.values():
+                        v.close()
+                out[name] = row
+                log(f"{name}: {episodes} episodes, {steps['auto']} steps: " + ", ".join(
+                    f"{k} {wall[k]:.3f} s" for k in keys) + f" | best fixed {best}; auto/best "
+                    f"{row['auto_vs_best']:.3f} (chose {row['auto_choice']}, "
+                    f"{row['preflight_steps']} preflight and {row['probe_steps']} probe steps); "
+                    f"remembered/best {row['remembered_vs_best']:.3f} "
+                    f"({row['remembered_choice']})")
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
@@ -462,5 +575,5 @@ if __name__ == "__main__":
     raise SystemExit(main())
 
 
-__all__ = ["bench_api", "bench_phold", "calibrate_work", "machine", "run_cases", "Case",
-           "MinimalDictEnv"]
+__all__ = ["bench_api", "bench_optimistic", "bench_pcs", "bench_phold", "bench_stpa",
+           "calibrate_work", "machine", "run_cases", "Case", "MinimalDictEnv", "STPA_RUNS"]

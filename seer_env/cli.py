@@ -158,6 +158,9 @@ def cmd_bench(a: argparse.Namespace) -> int:
     if a.what == "pcs":
         bench.bench_pcs(rounds=3 if a.quick else a.rounds)
         return 0
+    if a.what == "stpa":
+        bench.bench_stpa(quick=a.quick)
+        return 0
     # the suite and its parts live in the repository checkout (benchmarks/): they
     # need the NumPy ports of oracles/, which the package does not ship
     cmd = f"python benchmarks/bench_suite.py {a.what}"
@@ -367,10 +370,14 @@ def build_parser() -> argparse.ArgumentParser:
         "agent against a minimal pure-Python ParallelEnv, 16 to 4096 agents (stdout).  "
         "pcs: default PCS 32x32 and 64x64 (reports on) through the batched API, parallel "
         "on 2 threads vs serial (stdout).  "
-        "optimistic: the optimistic executor vs serial on classic PCS (32x32 to t=300000, "
-        "64x64 to t=40000; --quick: a tenth) and vs the parallel executor on default PCS "
-        "and a tiny-lookahead PHOLD, with the rollback statistics (stdout).  "
-        "suite, stpa, scaling, trace-overhead: the benchmark suite (STPA workloads, the "
+        "optimistic: the optimistic executor vs serial on classic PCS (32x32 to t=120000, "
+        "64x64 to t=30000, at 20-, 200- and 2000-minute steps; --quick: a tenth) with the "
+        "log's peak, and vs the parallel executor on default PCS and a tiny-lookahead "
+        "PHOLD, with the rollback statistics (stdout).  "
+        "stpa: threads='auto' over whole runs (episodes with resets; tiny and large PCS "
+        "and Aircraft, classic PCS) against every fixed configuration, a first run and one "
+        "from the remembered decision: auto/best per workload (stdout).  "
+        "suite, scaling, trace-overhead: the benchmark suite (STPA workloads, the "
         "NumPy ports, the Python layer, a rollout, thread scaling, the tracing-off cost; "
         "JSON, PNG plots and the README's table) is not in the package: it needs the "
         "repository checkout, where it runs as `python benchmarks/bench_suite.py WHAT`; "

@@ -88,7 +88,7 @@ from pathlib import Path
 from typing import Any
 
 from ._loader import cache_dir
-from ._runtime import EXECUTORS, Runtime, cpu_count
+from ._runtime import EXECUTORS, Runtime, cpu_count, cpu_model
 from ._version import __version__
 from .errors import SeerError
 
@@ -121,17 +121,6 @@ log = logging.getLogger("seer_env.stpa")
 
 
 # -- decisions remembered across processes ---------------------------------------------
-
-
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
 
 
 class DecisionCache:
@@ -178,7 +167,7 @@ class DecisionCache:
                 build += [path, st.st_size, st.st_mtime_ns]
         what = {"model": runtime.model, "config": runtime.config,
                 "instances": runtime.num_instances, "max_threads": max_threads,
-                "build": build, "machine": [platform.machine(), _cpu_model(), cores,
+                "build": build, "machine": [platform.machine(), cpu_model(), cores,
                                             caches]}
         blob = json.dumps(what, sort_keys=True, default=repr).encode()
         return hashlib.sha256(blob).hexdigest()

@@ -58,7 +58,7 @@ def test_the_package_does_not_reach_into_the_checkout():
     assert not (ROOT / "seer_env" / "benchsuite.py").exists()
 
 
-@pytest.mark.parametrize("what", ["suite", "stpa", "scaling", "trace-overhead"])
+@pytest.mark.parametrize("what", ["suite", "scaling", "trace-overhead"])
 def test_cli_points_to_the_suite_in_the_checkout(what, capsys):
     assert cli.main(["bench", what, "--quick"]) == 2
     err = capsys.readouterr().err
@@ -88,3 +88,28 @@ def test_suite_ports_from_the_checkout():
     res = bench_suite.bench_ports(rounds=1, log=lambda s: None)
     assert Path(res["source"]) == ROOT / "oracles"
     assert {"pcs 16x16", "phold 1024"} <= set(res)
+
+
+def test_bench_stpa_runs_whole_episodes_and_remembers(monkeypatch):
+    """seer-env bench stpa: every fixed configuration and threads="auto" over the
+    same episodes; the second auto run starts from the decision the first one
+    remembered (no preflight), and the user's cache settings are left as they were."""
+    from seer_env import bench
+
+    monkeypatch.setenv("SEER_STPA_CACHE", "0")
+    lines = []
+    res = bench.bench_stpa(episodes=2, log=lines.append, workloads=(
+        ("PCS 4x4", "pcs_v0", {"width": 4, "height": 4}, 40),
+        ("classic PCS 8x8", "pcs_v0", {"width": 8, "height": 8, "classic": True}, 30)))
+    import os
+
+    assert os.environ["SEER_STPA_CACHE"] == "0" and "SEER_STPA_CACHE_FILE" not in os.environ
+    tiny, classic = res["PCS 4x4"], res["classic PCS 8x8"]
+    assert set(tiny["wall_s"]) >= {"serial", "parallel-1", "auto", "auto (remembered)"}
+    assert "optimistic-2" in classic["wall_s"] or bench.cpu_count() < 2
+    assert not any(k.startswith("parallel") for k in classic["wall_s"])  # lookahead 0
+    for row in (tiny, classic):
+        assert row["steps"] == 2 * (40 if row is tiny else 30)
+        assert row["from_cache"] and row["best_fixed"] in row["wall_s"]
+        assert row["auto_vs_best"] == row["wall_s"]["auto"] / row["wall_s"][row["best_fixed"]]
+    assert lines[0].startswith("PCS 4x4: 2 episodes, 80 steps: serial ")

@@ -787,7 +787,7 @@ def test_the_cache_key_follows_the_build_and_the_machine(monkeypatch):
     monkeypatch.setattr(stpa_mod, "__version__", "0.0.0+other")
     assert k != DecisionCache.key(rt, None, 2, {"L2": 1 << 20})  # the package's build
     monkeypatch.undo()
-    monkeypatch.setattr(stpa_mod, "_cpu_model", lambda: "another CPU")
+    monkeypatch.setattr(stpa_mod, "cpu_model", lambda: "another CPU")
     assert k != DecisionCache.key(rt, None, 2, {"L2": 1 << 20})  # the machine
     rt.close()
 
