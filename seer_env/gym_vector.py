@@ -132,6 +132,10 @@ class AgentVectorEnv(gymnasium.vector.VectorEnv):
                  global_state_in_infos: bool = False) -> None:
         if venv.copy:
             raise ConfigError("AgentVectorEnv needs a vector env made with copy=False")
+        if venv.batch_size != venv.num_envs:
+            raise ConfigError(
+                f"AgentVectorEnv steps every instance together: the vector env's batch_size "
+                f"({venv.batch_size}) must be its num_envs ({venv.num_envs})")
         self.venv = venv
         self.copy = bool(copy)
         self.num_instances = venv.num_envs
@@ -280,6 +284,37 @@ class AgentVectorEnv(gymnasium.vector.VectorEnv):
         """Step all sub-envs; ``actions`` has shape ``(num_envs,)`` (discrete) or
         ``(num_envs, dim)`` (Box).  Actions of idle sub-envs are ignored."""
         self._check_open("step")
+        return self._outputs(self.venv.step(self._venv_actions(actions)))
+
+    def step_async(self, actions: Any) -> None:
+        """Start a step of all sub-envs and return at once (Gymnasium's
+        ``AsyncVectorEnv.step_async``); :meth:`step_wait` returns what
+        :meth:`step` would have.  The instances step on a background thread
+        (the batched env's :meth:`~seer_env.env.SeerVectorEnv.send`), so the
+        caller's Python runs meanwhile.  Bad actions raise here, before
+        anything is sent; a second ``step_async`` before ``step_wait``, or a
+        ``step`` in between, raises :class:`~seer_env.errors.AsyncStateError`::
+
+            envs.step_async(actions)
+            ...                                   # e.g. a learner update
+            obs, rew, term, trunc, infos = envs.step_wait()
+        """
+        self._check_open("step_async")
+        self.venv.send(self._venv_actions(actions))
+
+    def step_wait(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """The outputs of the step :meth:`step_async` started (waiting for it);
+        without one, :class:`~seer_env.errors.AsyncStateError`."""
+        self._check_open("step_wait")
+        out = self.venv.recv()
+        infos = out[-1]
+        ids = infos.pop("env_id")
+        # step_async sent every instance in one send(): they come back in order
+        assert np.array_equal(ids, np.arange(self.num_instances)), ids
+        return self._outputs(out)
+
+    def _venv_actions(self, actions: Any) -> Any:
+        """The batched env's actions from ``(num_envs, ...)`` sub-env actions."""
         try:
             arr = np.asarray(actions)
         except Exception as exc:  # ragged nested sequences, an __array__ that fails
@@ -290,7 +325,12 @@ class AgentVectorEnv(gymnasium.vector.VectorEnv):
         act = arr.reshape(self._act_shape)
         if self.group is not None:
             act = {**self._other_actions(), self.group: act}
-        obs, rew, term, trunc, vinfos = self._mine(self.venv.step(act))
+        return act
+
+    def _outputs(self, out: tuple[Any, ...]
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """The sub-envs' outputs from the batched env's (all instances)."""
+        obs, rew, term, trunc, vinfos = self._mine(out)
         infos = self._infos(vinfos)
         if self.autoreset_mode is AutoresetMode.SAME_STEP:
             obs = self._same_step_infos(obs, term, trunc, vinfos, infos)
