@@ -34,8 +34,11 @@ import numpy as np
 
 from .errors import SeerError
 
-#: How often a waiting recv() looks whether the thread is still there.
-_POLL_S = 0.25
+#: How often a waiting recv() wakes up (to see whether the thread is still
+#: there, and to run a signal handler whose signal another thread took).
+_POLL_S = 0.05
+#: How often an idle thread looks whether its env was collected (abandon()).
+_IDLE_S = 0.25
 
 
 @dataclass
@@ -177,7 +180,7 @@ def _run(st: Stepper) -> None:
     while True:
         with st.cond:
             while not st.jobs and not st.stopping:
-                st.cond.wait(_POLL_S)  # a timeout: abandon() sets stopping unlocked
+                st.cond.wait(_IDLE_S)  # a timeout: abandon() sets stopping unlocked
             if st.stopping:
                 return
             jobs, st.jobs = st.jobs, []

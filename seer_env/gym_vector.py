@@ -284,7 +284,7 @@ class AgentVectorEnv(gymnasium.vector.VectorEnv):
         """Step all sub-envs; ``actions`` has shape ``(num_envs,)`` (discrete) or
         ``(num_envs, dim)`` (Box).  Actions of idle sub-envs are ignored."""
         self._check_open("step")
-        return self._outputs(self.venv.step(self._venv_actions(actions)))
+        return self._outputs(self._unless_refused(self.venv.step, actions))
 
     def step_async(self, actions: Any) -> None:
         """Start a step of all sub-envs and return at once (Gymnasium's
@@ -300,7 +300,17 @@ class AgentVectorEnv(gymnasium.vector.VectorEnv):
             obs, rew, term, trunc, infos = envs.step_wait()
         """
         self._check_open("step_async")
-        self.venv.send(self._venv_actions(actions))
+        self._unless_refused(self.venv.send, actions)
+
+    def _unless_refused(self, call: Callable[[Any], Any], actions: Any) -> Any:
+        """``call`` (the batched env's step or send) with the batched actions;
+        a refused call leaves the other groups' generator as it was."""
+        state = self._rng.bit_generator.state
+        try:
+            return call(self._venv_actions(actions))
+        except BaseException:
+            self._rng.bit_generator.state = state
+            raise
 
     def step_wait(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """The outputs of the step :meth:`step_async` started (waiting for it);
