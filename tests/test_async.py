@@ -41,7 +41,8 @@ PCS = dict(width=3, height=2, max_cycles=4, portables_per_cell=8)
 HUNT = dict(max_cycles=5)
 MODELS = {"pcs": (pcs_v0, PCS), "hunt": (hunt_v0, HUNT)}
 EXECUTORS = {"serial": dict(executor="serial", threads=1),
-             "parallel": dict(executor="parallel", threads=2)}
+             "parallel": dict(executor="parallel", threads=2),
+             "auto": dict(threads="auto")}  # STPA switching executors between steps
 # a PHOLD step of about half a second (a busy loop per event), for the tests
 # that must catch a step in flight
 SLOW = ("phold_v0.vector_env(2, num_entities=64, events_per_entity=4, work=500000, "
