@@ -20,7 +20,9 @@ number of agent-steps, and prints each loop's agent-steps per second (one
 repetitions in one warm process.  The policy's size is chosen so that its
 forward pass over every instance takes about as long as the env's step
 (``--hidden`` sets it instead), the case where overlapping gains most: up to
-2x on 2 cores.
+2x on 2 cores, when the second core is free.  ``--policy wait`` spends the
+forward pass's time waiting instead (as a policy on an accelerator leaves the
+CPU to the env), which needs no second core.
 
 Run (about a minute on 2 cores; the README's figure)::
 
@@ -55,6 +57,9 @@ class Args:
     repeats: int = 5  # runs of each loop, in alternating order
     seed: int = 0
     torch_threads: int = 1  # the policy's threads (the env's: one, the serial executor)
+    # "mlp": the torch MLP on the CPU; "wait": the MLP's time spent waiting instead (a
+    # policy on an accelerator, which leaves the CPU to the env meanwhile)
+    policy: str = "mlp"
     smoke: bool = False
 
 
@@ -71,6 +76,8 @@ def parse() -> Args:
         args.hidden = args.hidden or 16
     if args.num_envs < 2 or args.num_envs % 2:
         p.error("--num-envs must be even (two halves)")
+    if args.policy not in ("mlp", "wait"):
+        p.error("--policy must be 'mlp' or 'wait'")
     return args
 
 
@@ -98,7 +105,20 @@ class Policy(torch.nn.Module):
         return actions.reshape(obs.shape[:2]).numpy()
 
 
-def sync_rollout(venv: SeerVectorEnv, policy: Policy, steps: int, seed: int
+class WaitPolicy:
+    """The MLP's forward time spent waiting (``time.sleep`` leaves the CPU, as a
+    forward pass on an accelerator does); random actions."""
+
+    def __init__(self, n_actions: int, seconds_per_row: float, seed: int) -> None:
+        self.n_actions, self.per_row = n_actions, seconds_per_row
+        self.rng = np.random.default_rng(seed)
+
+    def act(self, obs: np.ndarray) -> np.ndarray:
+        time.sleep(self.per_row * obs.shape[0] * obs.shape[1])
+        return self.rng.integers(0, self.n_actions, obs.shape[:2])
+
+
+def sync_rollout(venv: SeerVectorEnv, policy: Policy | WaitPolicy, steps: int, seed: int
                  ) -> tuple[int, float]:
     """The usual loop: policy, then env, ``steps`` times; (agent-steps, seconds)."""
     t0 = time.perf_counter()
@@ -108,7 +128,7 @@ def sync_rollout(venv: SeerVectorEnv, policy: Policy, steps: int, seed: int
     return steps * venv.num_envs * venv.num_agents, time.perf_counter() - t0
 
 
-def async_rollout(venv: SeerVectorEnv, policy: Policy, steps: int, seed: int
+def async_rollout(venv: SeerVectorEnv, policy: Policy | WaitPolicy, steps: int, seed: int
                   ) -> tuple[int, float]:
     """Double buffering: each half steps while the policy acts for the other;
     as many agent-steps as :func:`sync_rollout`'s; (agent-steps, seconds)."""
@@ -147,7 +167,7 @@ def main() -> None:
     zeros = np.zeros((args.num_envs, sync_env.num_agents), np.int64)
     t_env = per_call(lambda: sync_env.step(zeros), 3 if args.smoke else 20)
     if args.hidden:
-        policy = Policy(obs.shape[-1], n_actions, args.hidden)
+        mlp = Policy(obs.shape[-1], n_actions, args.hidden)
     else:  # the width whose forward pass takes about as long as the env's step
         best = None
         for hidden in (16, 32, 64, 96, 128, 192, 256, 384, 512, 768, 1024):
@@ -158,12 +178,16 @@ def main() -> None:
             if t > 2 * t_env:
                 break
         assert best is not None
-        policy = best[0]
-    t_pol = per_call(lambda: policy.act(obs), 3 if args.smoke else 20)
-    hidden = policy.net[0].out_features
+        mlp = best[0]
+    t_pol = per_call(lambda: mlp.act(obs), 3 if args.smoke else 20)
+    hidden = mlp.net[0].out_features
     print(f"PCS {args.size}x{args.size}, {args.num_envs} instances x {sync_env.num_agents} "
           f"agents: env step {t_env * 1e3:.2f} ms, policy forward (hidden {hidden}) "
           f"{t_pol * 1e3:.2f} ms, over every instance")
+    policy: Policy | WaitPolicy = mlp
+    if args.policy == "wait":
+        policy = WaitPolicy(n_actions, t_pol / obs.shape[0] / obs.shape[1], args.seed)
+        print("the policy waits as long as its forward pass takes (--policy wait)")
     steps = args.steps
     sync_rollout(sync_env, policy, max(1, steps // 10), args.seed)  # warm-up
     async_rollout(async_env, policy, max(1, steps // 10), args.seed)

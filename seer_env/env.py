@@ -1230,6 +1230,10 @@ class SeerVectorEnv(_SeerEnvCommon):
         """Reset every instance, or those in ``options["reset_mask"]`` (a ``(B,)`` bool array).
 
         Returns ``(obs, infos)`` for all instances (rows of the others unchanged).
+        With sends in flight (:meth:`send`) it first waits for the native call
+        that runs; a full reset then drops every send not received yet, a
+        masked one refuses instances in flight
+        (:class:`~seer_env.errors.AsyncStateError`) and leaves the others'.
         """
         rt = self.runtime
         self._check_open("reset")
@@ -1547,11 +1551,11 @@ class SeerVectorEnv(_SeerEnvCommon):
                 f"{self.seer_model.name}: env_ids {bad.tolist()} are not instances "
                 f"(num_envs={self.num_envs}: ids 0..{self.num_envs - 1})")
         ids = ids.astype(np.int32)
-        uniq, counts = np.unique(ids, return_counts=True)
-        if (counts > 1).any():
+        counts = np.bincount(ids, minlength=self.num_envs)
+        if len(ids) != self.num_envs - int((counts == 0).sum()):  # a repeated id
             raise InvalidActionError(
-                f"{self.seer_model.name}: env_ids {uniq[counts > 1].tolist()} appear more than "
-                "once in one send()")
+                f"{self.seer_model.name}: env_ids {np.flatnonzero(counts > 1).tolist()} appear "
+                "more than once in one send()")
         return ids
 
     @exclusive

@@ -77,6 +77,16 @@ is not kept::
 components one after another), as Gymnasium's own masked envs put them in
 ``info``; the idle sub-envs' rows are all 1.
 
+**Asynchronous steps.**  ``step_async(actions)`` starts a step of every sub-env
+and returns at once, ``step_wait()`` returns its outputs (the names of
+Gymnasium's ``AsyncVectorEnv``): the instances step on a background thread
+(the batched env's ``send``/``recv``) while the caller's Python runs, and the
+outputs are those ``step`` would give::
+
+    envs.step_async(actions)
+    ...                                       # e.g. the learner's update
+    obs, rewards, terminations, truncations, infos = envs.step_wait()
+
 **Agent groups.**  For a model with several groups (agents that see and choose
 different things), ``agent_vector_env(num_envs, group="predator")`` is the
 VectorEnv of one group: its sub-envs are that group's agents of every instance,
