@@ -192,16 +192,20 @@ def main() -> None:
     sync_rollout(sync_env, policy, max(1, steps // 10), args.seed)  # warm-up
     async_rollout(async_env, policy, max(1, steps // 10), args.seed)
     sync_fps, async_fps, ratios = [], [], []
+    cores: dict[str, list[float]] = {"sync": [], "async": []}
     for rep in range(args.repeats):
         runs = {}
         order = ("sync", "async") if rep % 2 == 0 else ("async", "sync")
         for which in order:
+            cpu = time.process_time()  # every thread's CPU time: the cores the loop got
             if which == "sync":
                 frames, secs = sync_rollout(sync_env, policy, steps, args.seed + rep)
             else:
                 frames, secs = async_rollout(async_env, policy, steps, args.seed + rep)
             runs[which] = frames / secs
-            print(f"  {which}: {frames} agent-steps in {secs:.3f} s")
+            cores[which].append((time.process_time() - cpu) / secs)
+            print(f"  {which}: {frames} agent-steps in {secs:.3f} s, "
+                  f"{cores[which][-1]:.2f} cores busy")
         sync_fps.append(runs["sync"])
         async_fps.append(runs["async"])
         ratios.append(runs["async"] / runs["sync"])
@@ -210,7 +214,9 @@ def main() -> None:
     s, a = statistics.median(sync_fps), statistics.median(async_fps)
     print(f"median: sync {s:,.0f} frames/s, async {a:,.0f} frames/s: "
           f"{statistics.median(ratios):.2f}x the synchronous loop "
-          f"({args.repeats} repetitions, {steps} steps of {args.num_envs} instances each)")
+          f"({args.repeats} repetitions, {steps} steps of {args.num_envs} instances each); "
+          f"cores busy: sync {statistics.median(cores['sync']):.2f}, async "
+          f"{statistics.median(cores['async']):.2f} (overlapping needs a second core free)")
     sync_env.close()
     async_env.close()
 

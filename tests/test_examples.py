@@ -106,7 +106,7 @@ def test_async_rollout_smoke() -> None:
         capture_output=True, text=True, timeout=600, check=True,
     ).stdout
     # both loops make the same agent-steps (smoke: 6 steps of 4 instances x 16 cells)
-    runs = dict(re.findall(r"^  (sync|async): (\d+) agent-steps in [\d.]+ s$", out, re.M))
+    runs = dict(re.findall(r"^  (sync|async): (\d+) agent-steps in [\d.]+ s, ", out, re.M))
     assert runs == {"sync": str(6 * 4 * 16), "async": str(6 * 4 * 16)}
     m = re.search(r"^median: sync ([\d,]+) frames/s, async ([\d,]+) frames/s: ([\d.]+)x", out,
                   re.M)
