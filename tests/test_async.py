@@ -573,3 +573,55 @@ def test_close_from_another_thread_while_recv_waits() -> None:
     assert venv.runtime.closed
     with pytest.raises(ClosedError):
         venv.recv()
+
+
+def test_ctrl_c_after_the_wait_of_recv_leaves_the_env_needing_reset(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # a KeyboardInterrupt once recv() has taken finished instances from the
+    # stepper but before it returned them: they are lost to the caller, so the
+    # env is marked (only reset() works), as for a cut-short step()
+    venv = pcs_v0.vector_env(2, **PCS, threads=1)
+    venv.reset(seed=0)
+    A = venv.num_agents
+    venv.send(np.zeros((2, A), np.int64))
+
+    def interrupted(*args: Any) -> None:
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as m:
+        m.setattr(venv, "_gather", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            venv.recv()
+    for call in (venv.recv, lambda: venv.send(np.zeros((2, A), np.int64))):
+        with pytest.raises(StateError, match=r"recv\(\) was interrupted.*call reset\(\)"):
+            call()
+    venv.reset(seed=0)
+    venv.send(np.zeros((2, A), np.int64))
+    assert venv.recv()[-1]["env_id"].tolist() == [0, 1]
+    assert [venv.runtime.step_index(i) for i in range(2)] == [1, 1]
+    venv.close()
+
+
+def test_another_thread_calling_in_while_recv_waits_is_refused() -> None:
+    venv = phold_v0.vector_env(2, num_entities=64, events_per_entity=4, work=500000, mean=1.0,
+                               lookahead=1.0, step_duration=2.0, threads=1, max_cycles=0)
+    venv.reset(seed=0)
+    venv.send(np.zeros((1, 64), np.int64), [0])
+    seen: list[BaseException] = []
+
+    def other() -> None:
+        deadline = time.monotonic() + 10
+        while not venv._busy.locked() and time.monotonic() < deadline:  # recv() holds the env
+            time.sleep(0.001)
+        try:
+            venv.send(np.zeros((1, 64), np.int64), [1])
+        except BaseException as exc:
+            seen.append(exc)
+
+    t = threading.Thread(target=other)
+    t.start()
+    venv.recv()
+    t.join(30)
+    assert len(seen) == 1 and isinstance(seen[0], StateError), seen
+    assert "another thread" in str(seen[0])
+    venv.close()
