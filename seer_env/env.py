@@ -1703,11 +1703,22 @@ class SeerVectorEnv(_SeerEnvCommon):
         """:meth:`recv`'s outputs: rows ``ids`` of the runtime's buffers (and,
         SAME_STEP, the final rows of the instances their step finished)."""
         rt = self.runtime
-        obs, rew, term, trunc = rt.obs[ids], rt.reward[ids], rt.terminated[ids], \
-            rt.truncated[ids]
-        infos: dict[str, Any] = {"alive": rt.alive[ids], "active": rt.active[ids]}
+        lo = int(ids[0])
+        if int(ids[-1]) - lo == len(ids) - 1 and (len(ids) < 3 or (np.diff(ids) == 1).all()):
+            sel: Any = slice(lo, lo + len(ids))  # consecutive ids (two halves): block copies
+
+            def take(a: np.ndarray) -> np.ndarray:
+                return a[sel].copy()
+        else:
+            sel = ids
+
+            def take(a: np.ndarray) -> np.ndarray:
+                return a[sel]  # fancy indexing: a copy
+        obs, rew, term, trunc = take(rt.obs), take(rt.reward), take(rt.terminated), \
+            take(rt.truncated)
+        infos: dict[str, Any] = {"alive": take(rt.alive), "active": take(rt.active)}
         if not self._grouped:
-            inf = np.ascontiguousarray(rt.info[ids].transpose(2, 0, 1))
+            inf = rt.info[sel].transpose(2, 0, 1).copy(order="C")  # a copy, always
             for j, name in enumerate(self.info_names):
                 infos[name] = inf[j]
         if finals:

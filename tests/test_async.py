@@ -625,3 +625,18 @@ def test_another_thread_calling_in_while_recv_waits_is_refused() -> None:
     assert len(seen) == 1 and isinstance(seen[0], StateError), seen
     assert "another thread" in str(seen[0])
     venv.close()
+
+
+@pytest.mark.parametrize("model", ["pcs", "hunt"])
+def test_recv_returns_fresh_arrays_even_in_zero_copy_mode(model: str) -> None:
+    mod, cfg = MODELS[model]
+    venv = mod.vector_env(4, **cfg, threads=1, copy=False, batch_size=2)
+    rt = venv.runtime
+    bufs = [rt.obs, rt.reward, rt.terminated, rt.truncated, rt.alive, rt.active, rt.info,
+            rt.mask, rt.actions]
+    venv.async_reset(seed=0)
+    for _ in range(2):  # ids [0, 1] (a block), then [2, 3]
+        out = venv.recv()
+        for arr in _flat(out).values():
+            assert not any(np.shares_memory(arr, b) for b in bufs)
+    venv.close()
