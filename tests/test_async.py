@@ -640,3 +640,17 @@ def test_recv_returns_fresh_arrays_even_in_zero_copy_mode(model: str) -> None:
         for arr in _flat(out).values():
             assert not any(np.shares_memory(arr, b) for b in bufs)
     venv.close()
+
+
+def test_state_waits_for_the_steps_in_flight() -> None:
+    venv = pcs_v0.vector_env(3, **PCS, threads=1)
+    ref = pcs_v0.vector_env(3, **PCS, threads=1)
+    venv.reset(seed=2)
+    ref.reset(seed=2)
+    acts = np.ones((3, venv.num_agents), np.int64)
+    venv.send(acts)
+    ref.step(acts)
+    assert np.array_equal(venv.state(), ref.state())  # after the step, not before
+    assert venv.recv()[-1]["env_id"].tolist() == [0, 1, 2]
+    venv.close()
+    ref.close()
