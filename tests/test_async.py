@@ -437,7 +437,7 @@ def test_ctrl_c_during_recv_reaches_the_user_and_leaves_a_usable_env() -> None:
     from seer_env.errors import Interrupted, StateError
     outcomes = []
     for attempt in range(2):
-        venv = {SLOW.format(extra="")}
+        venv = {SLOW.replace("work=500000", "work=4000000").format(extra="")}  # ~4 s
         venv.reset(seed=0)
         venv.send(np.zeros((2, 64), np.int64))
         threading.Timer(0.15, os.kill, (os.getpid(), signal.SIGINT)).start()
@@ -446,7 +446,7 @@ def test_ctrl_c_during_recv_reaches_the_user_and_leaves_a_usable_env() -> None:
             venv.recv()
         except KeyboardInterrupt:
             waited = time.monotonic() - t0
-            assert waited < 0.45, waited  # promptly, not at the end of the step
+            assert waited < 2.0, waited  # promptly, not at the end of the step
         else:
             raise AssertionError("no KeyboardInterrupt")
         try:  # the step finished in the background, or the runtime abandoned it
@@ -652,5 +652,29 @@ def test_state_waits_for_the_steps_in_flight() -> None:
     ref.step(acts)
     assert np.array_equal(venv.state(), ref.state())  # after the step, not before
     assert venv.recv()[-1]["env_id"].tolist() == [0, 1, 2]
+    venv.close()
+    ref.close()
+
+
+def test_keyboard_interrupt_while_recv_waits_leaves_the_step_going() -> None:
+    # _thread.interrupt_main raises KeyboardInterrupt in the main thread without
+    # a signal (the runtime does not abandon its call): recv() gives up its
+    # wait, nothing changes, and the next recv() returns the whole step
+    import _thread
+
+    cfg = dict(num_entities=64, events_per_entity=4, work=500000, mean=1.0, lookahead=1.0,
+               step_duration=2.0, threads=1, max_cycles=0)
+    venv = phold_v0.vector_env(2, **cfg)
+    ref = phold_v0.vector_env(2, **cfg)
+    venv.reset(seed=0)
+    ref.reset(seed=0)
+    venv.send(np.zeros((2, 64), np.int64))
+    threading.Timer(0.05, _thread.interrupt_main).start()
+    with pytest.raises(KeyboardInterrupt):
+        venv.recv()
+    out = venv.recv()
+    want = ref.step(np.zeros((2, 64), np.int64))
+    for x, y in zip(out[:4], want[:4], strict=True):
+        assert np.array_equal(x, y)
     venv.close()
     ref.close()
