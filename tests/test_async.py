@@ -678,3 +678,31 @@ def test_keyboard_interrupt_while_recv_waits_leaves_the_step_going() -> None:
         assert np.array_equal(x, y)
     venv.close()
     ref.close()
+
+
+def test_a_sigint_handler_closing_the_env_during_recv_closes_it_when_recv_ends() -> None:
+    code = f"""
+    import os, signal, threading
+    import numpy as np
+    from seer_env.envs import phold_v0
+    from seer_env.errors import ClosedError
+    venv = {SLOW.format(extra="")}
+    venv.reset(seed=0)
+    venv.send(np.zeros((2, 64), np.int64))
+    signal.signal(signal.SIGINT, lambda *a: venv.close())
+    threading.Timer(0.1, os.kill, (os.getpid(), signal.SIGINT)).start()
+    try:
+        venv.recv()
+        raise AssertionError("recv() returned on a closed env")
+    except ClosedError as exc:
+        assert "closed during recv()" in str(exc), exc
+    assert venv.runtime.closed
+    try:
+        venv.send(np.zeros((2, 64), np.int64))
+        raise AssertionError("send() on a closed env")
+    except ClosedError:
+        pass
+    print("ok")
+    """
+    r = run_python(code, timeout=120)
+    assert r.returncode == 0 and "ok" in r.stdout, r.stdout + r.stderr[-3000:]
