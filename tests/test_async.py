@@ -435,37 +435,35 @@ def test_ctrl_c_during_recv_reaches_the_user_and_leaves_a_usable_env() -> None:
     import numpy as np
     from seer_env.envs import phold_v0
     from seer_env.errors import Interrupted, StateError
-    outcomes = []
-    for attempt in range(2):
-        venv = {SLOW.replace("work=500000", "work=4000000").format(extra="")}  # ~4 s
-        venv.reset(seed=0)
-        venv.send(np.zeros((2, 64), np.int64))
-        threading.Timer(0.15, os.kill, (os.getpid(), signal.SIGINT)).start()
-        t0 = time.monotonic()
+    venv = {SLOW.replace("work=500000", "work=2000000").format(extra="")}  # ~2 s
+    venv.reset(seed=0)
+    venv.send(np.zeros((2, 64), np.int64))
+    threading.Timer(0.15, os.kill, (os.getpid(), signal.SIGINT)).start()
+    t0 = time.monotonic()
+    try:
+        venv.recv()
+    except KeyboardInterrupt:
+        waited = time.monotonic() - t0
+        assert waited < 1.5, waited  # promptly, not at the end of the step
+    else:
+        raise AssertionError("no KeyboardInterrupt")
+    try:  # the step finished in the background, or the runtime abandoned it
+        out = venv.recv()
+        assert out[-1]["env_id"].tolist() == [0, 1]
+        outcome = "completed"
+    except StateError as exc:
+        assert isinstance(exc, Interrupted) or "reset" in str(exc), exc
+        outcome = "abandoned"
         try:
-            venv.recv()
-        except KeyboardInterrupt:
-            waited = time.monotonic() - t0
-            assert waited < 2.0, waited  # promptly, not at the end of the step
-        else:
-            raise AssertionError("no KeyboardInterrupt")
-        try:  # the step finished in the background, or the runtime abandoned it
-            out = venv.recv()
-            assert out[-1]["env_id"].tolist() == [0, 1]
-            outcomes.append("completed")
-        except StateError as exc:
-            assert isinstance(exc, Interrupted) or "reset" in str(exc), exc
-            outcomes.append("abandoned")
-            try:
-                venv.send(np.zeros((1, 64), np.int64), [0])
-                raise AssertionError("send after a failed recv")
-            except StateError as exc2:
-                assert "reset()" in str(exc2), exc2
-            venv.reset(seed=0)
-        venv.send(np.zeros((2, 64), np.int64))
-        assert venv.recv()[-1]["env_id"].tolist() == [0, 1]
-        venv.close()
-    print(outcomes)
+            venv.send(np.zeros((1, 64), np.int64), [0])
+            raise AssertionError("send after a failed recv")
+        except StateError as exc2:
+            assert "reset()" in str(exc2), exc2
+        venv.reset(seed=0)
+    venv.send(np.zeros((2, 64), np.int64))
+    assert venv.recv()[-1]["env_id"].tolist() == [0, 1]
+    venv.close()
+    print(outcome)
     """
     r = run_python(code, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr[-3000:]
