@@ -27,6 +27,7 @@ from ._paths import get_include
 from ._version import __version__ as __version__
 from .check import CheckReport, check
 from .errors import (
+    AsyncStateError,
     BuildError,
     ClosedError,
     ConfigError,
@@ -59,6 +60,7 @@ __all__ = [
     "ExecutorError",
     "InvalidActionError",
     "StateError",
+    "AsyncStateError",
     "ClosedError",
     "ContractViolation",
     "ModelError",

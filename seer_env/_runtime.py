@@ -229,6 +229,9 @@ class Runtime:
         enforce_masks: bool = True,
     ) -> None:
         self._lock = threading.Lock()
+        # check_actions' own lock: it runs beside a call (never under _lock);
+        # close() takes both
+        self._check_lock = threading.Lock()
         if not isinstance(model, NativeModel):
             raise ConfigError(f"model={model!r} must be a NativeModel (a model's name: "
                               "seer_env.registry.Runtime)")
@@ -282,6 +285,8 @@ class Runtime:
         self.info_names = model.info_names(self.sizes.info_dim) if self.sizes.num_groups == 1 \
             else tuple(dict.fromkeys(n for g in self.sizes.groups for n in g.info_names))
         self._mask = np.zeros(B, dtype=np.uint8)
+        self._check_mask = np.zeros(B, dtype=np.uint8)  # check_actions' (beside _mask's user)
+        self._check_err = ffi.new("char[]", _ERRLEN)
         self.auto_threads = auto
 
     def _host_buffers(self, sz: Sizes, B: int, opts: Any) -> None:
@@ -444,6 +449,38 @@ class Runtime:
                 self._check(h, rc)
         if st is not None:  # counted only once the step ran: a refused one is no step
             st.countdown -= 1
+
+    def check_actions(self, mask: Iterable[bool]) -> None:
+        """Raise what `step` would raise before anything changes, for the
+        instances selected by ``mask``, without stepping them:
+        `StateError` for one that is not reset, failed
+        or has no live agent, `InvalidActionError` for an
+        action outside its range or forbidden by its mask (the actions in
+        `actions`).  Nothing changes, not even the runtime's message.
+
+        It does not wait for a call running on another thread: it may run while
+        `step` steps instances it does not select (the asynchronous
+        `seer_env.env.SeerVectorEnv.send` checks a send while the previous
+        one steps):
+
+        ```python
+        rt.actions[1] = 0
+        rt.check_actions([False, True])   # raises as rt.step([False, True]) would
+        ```
+        """
+        m = np.asarray(mask, dtype=bool)
+        if m.shape != (self.num_instances,):
+            raise ConfigError(f"mask must have shape ({self.num_instances},), got {m.shape}")
+        with self._check_lock:
+            h = getattr(self, "_h", None)
+            if h is None:
+                raise ClosedError(f"the {self.model} runtime is closed")
+            self._check_mask[:] = m
+            rc = self.lib.seer_runtime_check_actions(
+                h, self.ffi.from_buffer("uint8_t[]", self._check_mask), self._check_err,
+                _ERRLEN)
+            if rc != self.lib.SEER_OK:
+                raise error_for(self.lib, rc, self.ffi.string(self._check_err).decode())
 
     def _instance(self, instance: int) -> int:
         return _positive_int("instance", instance, 0, self.num_instances - 1)
@@ -614,7 +651,7 @@ class Runtime:
         """Join the workers and free native memory. Idempotent; waits for a call
         running on another thread.  The host arrays (`obs` ...) stay
         readable: they belong to Python."""
-        with self._lock:
+        with self._lock, self._check_lock:
             h = getattr(self, "_h", None)
             if h is None:
                 return
@@ -657,6 +694,7 @@ def _after_fork_in_child() -> None:
     # The runtime itself re-creates its worker pool on its next call.
     for rt in list(_live_runtimes):
         rt._lock = threading.Lock()
+        rt._check_lock = threading.Lock()
 
 
 if hasattr(os, "register_at_fork"):

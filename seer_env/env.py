@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import itertools
 import os
+import weakref
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -37,10 +38,17 @@ from pettingzoo.utils.wrappers.order_enforcing import (
     AECOrderEnforcingIterator,
 )
 
-from . import _gate, _kernels
+from . import _async, _gate, _kernels
 from ._gate import close_now, exclusive
 from ._runtime import Runtime
-from .errors import ClosedError, ConfigError, InvalidActionError, SeerError, StateError
+from .errors import (
+    AsyncStateError,
+    ClosedError,
+    ConfigError,
+    InvalidActionError,
+    SeerError,
+    StateError,
+)
 from .stpa import attach as attach_stpa
 from .stpa import describe as describe_stpa
 
@@ -70,6 +78,8 @@ def _raised_by_seer(exc: BaseException, also: str = "") -> bool:
 _CUT_SHORT = "the last {}() was interrupted before it finished (KeyboardInterrupt)"
 _CUT_SHORT_STEP = _CUT_SHORT.format("step")
 _CUT_SHORT_RESET = _CUT_SHORT.format("reset")
+_CUT_SHORT_SEND = _CUT_SHORT.format("send")
+_CUT_SHORT_RECV = _CUT_SHORT.format("recv")
 
 #: Keys every env accepts besides its model's parameters.
 COMMON_KEYS = ("threads", "executor", "render_mode", "info_keys", "max_cycles",
@@ -1113,6 +1123,24 @@ class SeerVectorEnv(_SeerEnvCommon):
     (zero-copy mode) observations, rewards, flags and the ``alive``/``active``
     masks are read-only views of buffers that the next ``step``/``reset``
     overwrites: copy what you keep.
+
+    **Asynchronous stepping** (EnvPool's ``send``/``recv``): `send` hands
+    the actions of some instances to a background thread and returns at once;
+    they step on the runtime's pool while your Python (a policy's forward pass)
+    runs; `recv` returns ``batch_size`` finished instances (constructor
+    option, default ``num_envs``), with their ids in ``infos["env_id"]``.  Each
+    instance's outputs are those a synchronous `step` would give it, bit
+    for bit, whatever the order of sends and receives.  The double-buffering
+    loop (``examples/async_rollout.py``):
+
+    ```python
+    venv = pcs_v0.vector_env(8, batch_size=4, width=8, height=8)
+    venv.async_reset(seed=0)
+    for _ in range(100):
+        obs, rew, term, trunc, infos = venv.recv()    # 4 instances
+        ids = infos["env_id"]
+        venv.send(policy(obs), ids)                   # (4, A) actions
+    ```
     """
 
     def __init__(
@@ -1121,12 +1149,19 @@ class SeerVectorEnv(_SeerEnvCommon):
         num_envs: int,
         copy: bool = True,
         autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
+        batch_size: int | None = None,
         **config: Any,
     ) -> None:
         if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)):
             raise ConfigError(f"num_envs={num_envs!r} must be a positive int")
         if num_envs < 1:
             raise ConfigError(f"num_envs={num_envs} must be >= 1")
+        if batch_size is None:
+            batch_size = int(num_envs)
+        if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) \
+                or not 1 <= batch_size <= num_envs:
+            raise ConfigError(
+                f"batch_size={batch_size!r} must be an int in [1, num_envs={num_envs}]")
         self.autoreset_mode = autoreset_mode_of(autoreset_mode)
         self._setup(model, int(num_envs), config)
         self._grouped = len(self.groups) > 1
@@ -1171,6 +1206,15 @@ class SeerVectorEnv(_SeerEnvCommon):
         self._bufs = (rt.obs, rt.reward, rt.terminated, rt.truncated, rt.alive, rt.active,
                       np.zeros((B, A, 0)) if self._grouped else rt.info,
                       () if self._grouped else tuple(self.info_names))
+        #: instances `recv` returns at a time (EnvPool's ``batch_size``)
+        self.batch_size = int(batch_size)
+        #: every instance's id (EnvPool's ``all_env_ids``)
+        self.all_env_ids = np.arange(B, dtype=np.int32)
+        # the asynchronous API: instances sent and not yet received, and the
+        # background stepper (made by the first send)
+        self._pending = np.zeros(B, dtype=bool)
+        self._n_pending = 0
+        self._stepper: _async.Stepper | None = None
 
     # -- outputs -------------------------------------------------------------
 
@@ -1204,6 +1248,8 @@ class SeerVectorEnv(_SeerEnvCommon):
         """``(B, A)`` copy of the agents alive now (those whose next action counts)."""
         if self._closed():  # closed, or closing (waiting for a call on another thread)
             raise ClosedError(f"{self.seer_model.name}: alive on a closed env")
+        if self._n_pending:
+            raise self._pending_error("alive")
         return self.runtime.alive.copy()
 
     # -- reset ---------------------------------------------------------------
@@ -1227,6 +1273,10 @@ class SeerVectorEnv(_SeerEnvCommon):
         """Reset every instance, or those in ``options["reset_mask"]`` (a ``(B,)`` bool array).
 
         Returns ``(obs, infos)`` for all instances (rows of the others unchanged).
+        With sends in flight (`send`) it first waits for the native call
+        that runs; a full reset then drops every send not received yet, a
+        masked one refuses instances in flight
+        (`AsyncStateError`) and leaves the others'.
         """
         rt = self.runtime
         self._check_open("reset")
@@ -1235,7 +1285,10 @@ class SeerVectorEnv(_SeerEnvCommon):
         cut = self._interrupted
         if mask is None:
             seeds = self._instance_seeds(seed)
+            if self._stepper is not None:
+                self._stepper.drain()  # a call in flight ends first (Ctrl-C: nothing changed)
             self._interrupted = _CUT_SHORT_RESET  # until Python has caught up
+            self._drop_pending()  # every instance restarts: sends not received are dropped
             try:
                 rt.reset(seeds)
             except SeerError as exc:
@@ -1258,7 +1311,14 @@ class SeerVectorEnv(_SeerEnvCommon):
                 raise StateError(
                     f"{self.seer_model.name}: the first reset() must reset every instance"
                 )
+            if (mask & self._pending).any():
+                raise AsyncStateError(
+                    f"{self.seer_model.name}: reset() of instance(s) "
+                    f"{np.flatnonzero(mask & self._pending).tolist()} sent with send() and not "
+                    "received yet: recv() them first (or reset() every instance)")
             given = None if seed is None else self._instance_seeds(seed)
+            if self._stepper is not None:
+                self._stepper.drain()  # one native call at a time: the others' go first
             self._interrupted = _CUT_SHORT_RESET  # until Python has caught up
             seeds = self._take_seeds(mask) if given is None else given
             if given is not None:
@@ -1290,12 +1350,13 @@ class SeerVectorEnv(_SeerEnvCommon):
 
     # -- step ----------------------------------------------------------------
 
-    def _write_group_actions(self, actions: Any) -> None:
+    def _write_group_actions(self, actions: Any, rows: np.ndarray | None = None) -> None:
         """Actions of a structured model: one array per group (a dict keyed by
         group name; a model with one group also takes the array itself),
         ``(B, count)`` ints (discrete), ``(B, count, components)`` ints
         (multi-discrete) or ``(B, count, dim)`` floats (box).  Every array is
-        checked before any is written."""
+        checked before any is written.  ``rows``: the instances the actions are
+        for (`send`; ``B`` is their number), else all."""
         names = [g.name for g in self.groups]
         if not self._grouped and not isinstance(actions, Mapping):
             actions = {names[0]: actions}
@@ -1318,7 +1379,7 @@ class SeerVectorEnv(_SeerEnvCommon):
             except Exception as exc:
                 raise InvalidActionError(
                     f"actions of group {g.name!r} cannot be read as an array: {exc!r}") from exc
-            B = self.num_envs
+            B = self.num_envs if rows is None else len(rows)
             want = (B, g.count) if g.action_kind == "discrete" else (B, g.count, g.action_dim)
             if g.action_kind == "box":
                 if arr.dtype.kind not in "fiu":
@@ -1335,26 +1396,30 @@ class SeerVectorEnv(_SeerEnvCommon):
                 raise InvalidActionError(f"actions of group {g.name!r} out of int32 range")
             staged.append(_to_float32(arr) if g.action_kind == "box" else arr)
         for view, arr in zip(self.runtime.group_actions, staged, strict=True):
-            view[...] = arr
+            if rows is None:
+                view[...] = arr
+            else:
+                view[rows] = arr
 
-    def _write_actions(self, actions: Any) -> None:
+    def _write_actions(self, actions: Any, rows: np.ndarray | None = None) -> None:
         if self._structured:
-            self._write_group_actions(actions)
+            self._write_group_actions(actions, rows)
             return
         # the common case, an array of the right shape and kind: one pass in C
-        if _kernels.copy_actions(actions, self._act_buf):
+        if rows is None and _kernels.copy_actions(actions, self._act_buf):
             return
         sz = self.sizes
         try:
             arr = np.asarray(actions)
         except Exception as exc:  # ragged nested sequences, an __array__ that fails
             raise InvalidActionError(f"actions cannot be read as an array: {exc!r}") from exc
+        B = self.num_envs if rows is None else len(rows)
         if sz.action_kind == "discrete":
-            want: tuple[int, ...] = (self.num_envs, sz.num_agents)
+            want: tuple[int, ...] = (B, sz.num_agents)
             if arr.dtype.kind not in "iu":  # not bool, timedelta, complex, object
                 raise InvalidActionError(f"actions must be integers, got dtype {arr.dtype}")
         else:
-            want = (self.num_envs, sz.num_agents, sz.action_dim)
+            want = (B, sz.num_agents, sz.action_dim)
             if arr.dtype.kind not in "fiu":
                 raise InvalidActionError(f"actions must be real numbers, got dtype {arr.dtype}")
         if arr.shape != want:
@@ -1363,7 +1428,11 @@ class SeerVectorEnv(_SeerEnvCommon):
             arr.min() < -(2**31) or arr.max() >= 2**31
         ):
             raise InvalidActionError("discrete actions out of int32 range")
-        self.runtime.actions[:] = arr if sz.action_kind == "discrete" else _to_float32(arr)
+        val = arr if sz.action_kind == "discrete" else _to_float32(arr)
+        if rows is None:
+            self.runtime.actions[:] = val
+        else:
+            self.runtime.actions[rows] = val
 
     @exclusive
     def step(
@@ -1375,6 +1444,8 @@ class SeerVectorEnv(_SeerEnvCommon):
             self._check_open("step")
         if self._needs_reset:
             raise StateError(f"{self.seer_model.name}: call reset() before step()")
+        if self._n_pending:
+            raise self._pending_error("step")
         mode = self.autoreset_mode
         if mode is AutoresetMode.DISABLED and self._finished(rt, self._fin):
             raise StateError(
@@ -1404,16 +1475,18 @@ class SeerVectorEnv(_SeerEnvCommon):
             return self._structure(out)
         return out  # type: ignore[no-any-return]
 
-    def _structure(self, out: tuple[Any, ...]) -> tuple[Any, ...]:
+    def _structure(self, out: tuple[Any, ...], rows: np.ndarray | None = None
+                   ) -> tuple[Any, ...]:
         """A structured model's outputs: the action masks in ``infos`` and, for a
         model with groups, every array split by group (dicts keyed by group
-        name; each group's own observation and info elements)."""
+        name; each group's own observation and info elements).  ``rows``: the
+        instances ``out`` holds (`recv`), else all of them."""
         obs, rew, term, trunc, infos = out
         rt = self.runtime
         sz = self.sizes
         if not self._grouped:
             if sz.mask_dim:
-                infos["action_mask"] = self._arr(rt.mask)
+                infos["action_mask"] = self._arr(rt.mask) if rows is None else rt.mask[rows]
             return obs, rew, term, trunc, infos
 
         def split(a: Any, dim: int | None = None) -> dict[str, Any] | None:
@@ -1425,10 +1498,11 @@ class SeerVectorEnv(_SeerEnvCommon):
         grouped: dict[str, Any] = {"alive": split(infos["alive"]),
                                    "active": split(infos["active"])}
         if sz.mask_dim:
-            mask = self._arr(rt.mask)
+            mask = self._arr(rt.mask) if rows is None else rt.mask[rows]
             grouped["action_mask"] = {g.name: mask[:, g.first:g.first + g.count, :g.mask_len]
                                       for g in self.groups if g.mask_len}
-        info = rt.info.copy() if self.copy else self._arr(rt.info)
+        info = rt.info[rows] if rows is not None else rt.info.copy() if self.copy \
+            else self._arr(rt.info)
         for g in self.groups:
             grouped[g.name] = {k: info[:, g.first:g.first + g.count, j]
                                for j, k in enumerate(g.info_names)}
@@ -1475,6 +1549,246 @@ class SeerVectorEnv(_SeerEnvCommon):
         infos["_final_info"] = finished.copy()
         return self._arr(rt.obs), self._arr(rew), self._arr(term), self._arr(trunc), infos
 
+    # -- asynchronous stepping (EnvPool's send / recv) --------------------------
+
+    def _pending_error(self, what: str) -> AsyncStateError:
+        ids = np.flatnonzero(self._pending).tolist()
+        return AsyncStateError(
+            f"{self.seer_model.name}: {what}() while instance(s) {ids} are in flight (sent with "
+            "send(), not received yet): recv() them first (reset() drops them)")
+
+    def _drop_pending(self) -> None:
+        """Forget every send (after the stepper drained): a full reset."""
+        self._pending[:] = False
+        self._n_pending = 0
+        if self._stepper is not None:
+            self._stepper.clear()
+
+    def _the_stepper(self) -> _async.Stepper:
+        st = self._stepper
+        if st is None:
+            st = self._stepper = _async.Stepper(
+                self.runtime, self.autoreset_mode is AutoresetMode.SAME_STEP, self)
+            # the thread holds the stepper, never the env: once the env is
+            # collected, the thread ends after the call that runs
+            weakref.finalize(self, st.abandon)
+        return st
+
+    def _env_ids(self, env_ids: Any) -> np.ndarray:
+        """``env_ids`` as an int32 array of distinct instance ids (None: all)."""
+        if env_ids is None:
+            return self.all_env_ids.copy()
+        try:
+            ids = np.asarray(env_ids)
+        except Exception as exc:
+            raise InvalidActionError(f"env_ids cannot be read as an array: {exc!r}") from exc
+        if ids.ndim == 0:
+            ids = ids.reshape(1)
+        if ids.ndim != 1 or ids.size == 0 or ids.dtype.kind not in "iu":
+            raise InvalidActionError(
+                f"env_ids must be a non-empty 1-D array of ints (instance ids), got "
+                f"{ids.dtype} {ids.shape}")
+        bad = ids[(ids < 0) | (ids >= self.num_envs)]
+        if bad.size:
+            raise InvalidActionError(
+                f"{self.seer_model.name}: env_ids {bad.tolist()} are not instances "
+                f"(num_envs={self.num_envs}: ids 0..{self.num_envs - 1})")
+        ids = ids.astype(np.int32)
+        counts = np.bincount(ids, minlength=self.num_envs)
+        if len(ids) != self.num_envs - int((counts == 0).sum()):  # a repeated id
+            raise InvalidActionError(
+                f"{self.seer_model.name}: env_ids {np.flatnonzero(counts > 1).tolist()} appear "
+                "more than once in one send()")
+        return ids
+
+    @exclusive
+    def send(self, actions: Any, env_ids: Any = None) -> None:
+        """Start stepping the instances ``env_ids`` (all if None) with ``actions``
+        and return at once (EnvPool's ``send``); `recv` collects them.
+
+        ``actions`` are those of `step` for ``len(env_ids)`` instances, in
+        the order of ``env_ids``: ``(n, A)`` ints or ``(n, A, dim)`` floats; one
+        array per group for a model with groups.  Everything a step would refuse
+        is refused here, before anything is sent: a bad shape or value, an
+        action a mask forbids (`InvalidActionError`), an
+        unknown or repeated id (also ``InvalidActionError``), an instance
+        already in flight (`AsyncStateError`), one that
+        finished with ``autoreset_mode=DISABLED`` or needs a reset
+        (`StateError`).  Autoreset is the env's: with
+        ``NEXT_STEP`` an instance that finished is reset instead of stepped.
+
+        The step runs on a background thread (the native call releases the
+        GIL); sends queued while a call runs are merged into the next call.
+        Each instance's outputs are those of stepping it synchronously:
+
+        ```python
+        venv.reset(seed=0)
+        venv.send(actions[:2], env_ids=[0, 1])
+        venv.send(actions[2:], env_ids=[2, 3])   # queued, or merged
+        obs, rew, term, trunc, infos = venv.recv()
+        infos["env_id"]                          # which instances these are
+        ```
+        """
+        rt = self.runtime
+        if rt.closed:
+            self._check_open("send")
+        if self._needs_reset:
+            raise StateError(f"{self.seer_model.name}: call reset() (or async_reset()) "
+                             "before send()")
+        ids = self._env_ids(env_ids)
+        busy = ids[self._pending[ids]]
+        if busy.size:
+            raise AsyncStateError(
+                f"{self.seer_model.name}: send() for instance(s) {busy.tolist()}, which are in "
+                "flight already (sent, not received yet): recv() them first")
+        mode = self.autoreset_mode
+        B = self.num_envs
+        if mode is AutoresetMode.DISABLED:
+            done = ids[~rt.alive[ids].any(axis=1)]
+            if done.size:
+                raise StateError(
+                    f"{self.seer_model.name}: instance(s) {done.tolist()} finished; with "
+                    "autoreset_mode=DISABLED reset them with reset(options={'reset_mask': "
+                    "mask}) before sending them")
+        self._write_actions(actions, ids)
+        sel = np.zeros(B, dtype=bool)
+        sel[ids] = True
+        reset = sel & self._autoreset if mode is AutoresetMode.NEXT_STEP else \
+            np.zeros(B, dtype=bool)
+        step = sel & ~reset
+        if step.any():  # the checks of the native step, now, beside a call in flight
+            rt.check_actions(step)
+        self._interrupted = _CUT_SHORT_SEND  # until Python has caught up
+        seeds = np.zeros(B, dtype=np.uint64)
+        if reset.any():
+            seeds[reset] = np.asarray(self._take_seeds(reset), dtype=np.uint64)[reset]
+        if mode is AutoresetMode.SAME_STEP:  # the seeds of a reset the step may cause
+            seeds[step] = [self._next_seeds[i] for i in np.flatnonzero(step)]
+        self._the_stepper().submit(_async.Job(ids, step, reset, seeds))
+        self._pending[ids] = True
+        self._n_pending += len(ids)
+        self._interrupted = ""
+
+    @exclusive
+    def async_reset(self, seed: int | list[int | None] | None = None) -> None:
+        """Reset every instance in the background (EnvPool's ``async_reset``):
+        `recv` then returns their reset observations, ``batch_size`` at a
+        time, with zero rewards and no flags.  Seeds as `reset`'s.
+        Refused (`AsyncStateError`) while sends are in
+        flight: `reset` drops them instead:
+
+        ```python
+        venv.async_reset(seed=0)
+        obs, rew, term, trunc, infos = venv.recv()
+        ```
+        """
+        self._check_open("async_reset")
+        if self._n_pending:
+            raise self._pending_error("async_reset")
+        seeds = self._instance_seeds(seed)
+        B = self.num_envs
+        self._interrupted = _CUT_SHORT.format("async_reset")
+        self._next_seeds = [(s + B) & _MAX_SEED for s in seeds]
+        self._autoreset[:] = False
+        self._any_autoreset = False
+        self._needs_reset = False
+        self._the_stepper().submit(_async.Job(
+            self.all_env_ids.copy(), np.zeros(B, dtype=bool), np.ones(B, dtype=bool),
+            np.asarray(seeds, dtype=np.uint64)))
+        self._pending[:] = True
+        self._n_pending = B
+        self._interrupted = ""
+
+    @exclusive
+    def recv(self) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
+        """The outputs of ``batch_size`` instances that finished (EnvPool's
+        ``recv``), waiting for them if needed: ``(obs, rewards, terminations,
+        truncations, infos)`` as `step` returns them (per group for a
+        model with groups), for those instances only, and
+        ``infos["env_id"]``, their ids (int32), in the order they were sent.
+        Fewer than ``batch_size`` only when fewer are in flight (EnvPool would
+        wait for ever).  The arrays are always fresh copies.
+
+        Nothing in flight: `AsyncStateError`.  A step
+        that failed in the background (a model error, Ctrl-C during the native
+        call) raises its error here, with the runtime's message, and the env
+        then needs `reset`.  Ctrl-C while waiting leaves everything as it
+        was: the step goes on, the next recv() returns it."""
+        self._check_open("recv")
+        st = self._stepper
+        if not self._n_pending or st is None:
+            raise AsyncStateError(
+                f"{self.seer_model.name}: recv() with nothing in flight: send() actions "
+                "first (or async_reset())")
+        want = min(self.batch_size, self._n_pending)
+        st.wait(want)  # Ctrl-C here changes nothing
+        with st.cond:
+            failure = st.failures.pop(0) if st.failures else None
+        if failure is not None:
+            self._pending[failure.ids] = False
+            self._n_pending = int(self._pending.sum())
+            self._interrupted = (f"a step sent with send() failed in the background "
+                                 f"({type(failure.error).__name__}: {failure.error})")
+            raise failure.error
+        self._interrupted = _CUT_SHORT_RECV  # until Python has caught up
+        with st.cond:
+            ids = np.array([st.ready.popleft() for _ in range(want)], dtype=np.int32)
+            finals = {i: st.finals.rows.pop(i) for i in ids.tolist() if i in st.finals.rows}
+        out = self._gather(ids, finals)
+        self._pending[ids] = False
+        self._n_pending -= len(ids)
+        if self.autoreset_mode is AutoresetMode.NEXT_STEP:
+            self._autoreset[ids] = ~self.runtime.alive[ids].any(axis=1)
+            self._any_autoreset = bool(self._autoreset.any())
+        for i in finals:  # SAME_STEP: these were reset with their next seeds
+            self._next_seeds[i] = (self._next_seeds[i] + self.num_envs) & _MAX_SEED
+        self._interrupted = ""
+        return out
+
+    def _gather(self, ids: np.ndarray, finals: dict[int, tuple[np.ndarray, ...]]
+                ) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
+        """`recv`'s outputs: rows ``ids`` of the runtime's buffers (and,
+        SAME_STEP, the final rows of the instances their step finished)."""
+        rt = self.runtime
+        lo = int(ids[0])
+        if int(ids[-1]) - lo == len(ids) - 1 and (len(ids) < 3 or (np.diff(ids) == 1).all()):
+            sel: Any = slice(lo, lo + len(ids))  # consecutive ids (two halves): block copies
+
+            def take(a: np.ndarray) -> np.ndarray:
+                return a[sel].copy()
+        else:
+            sel = ids
+
+            def take(a: np.ndarray) -> np.ndarray:
+                return a[sel]  # fancy indexing: a copy
+        obs, rew, term, trunc = take(rt.obs), take(rt.reward), take(rt.terminated), \
+            take(rt.truncated)
+        infos: dict[str, Any] = {"alive": take(rt.alive), "active": take(rt.active)}
+        if not self._grouped:
+            inf = rt.info[sel].transpose(2, 0, 1).copy(order="C")  # a copy, always
+            for j, name in enumerate(self.info_names):
+                infos[name] = inf[j]
+        if finals:
+            fin = np.array([i in finals for i in ids.tolist()])
+            final_obs = np.zeros_like(obs)
+            final_info = {k: np.zeros_like(v) for k, v in infos.items()}
+            for k, i in enumerate(ids.tolist()):
+                if i in finals:
+                    o, r, te, tr, al, ac, inf_i = finals[i]
+                    rew[k], term[k], trunc[k], final_obs[k] = r, te, tr, o
+                    final_info["alive"][k], final_info["active"][k] = al, ac
+                    for j, name in enumerate(self.info_names):
+                        final_info[name][k] = inf_i[:, j]
+            infos["final_obs"] = final_obs
+            infos["_final_obs"] = fin
+            infos["final_info"] = final_info
+            infos["_final_info"] = fin.copy()
+        out: tuple[Any, ...] = (obs, rew, term, trunc, infos)
+        if self._structured:
+            out = self._structure(out, ids)
+        out[-1]["env_id"] = ids
+        return out  # type: ignore[return-value]
+
     @staticmethod
     def _finished(rt: Runtime, out: np.ndarray) -> int:
         """out[i] = instance i has no live agent; returns how many have none."""
@@ -1482,8 +1796,11 @@ class SeerVectorEnv(_SeerEnvCommon):
 
     @exclusive
     def state(self) -> np.ndarray:
-        """Global states, shape (num_envs, state_dim)."""
+        """Global states, shape (num_envs, state_dim) (instances in flight: once
+        their step has finished)."""
         self._check_open("state")
+        if self._stepper is not None:
+            self._stepper.drain()
         return np.stack([self.runtime.global_state(i) for i in range(self.num_envs)])
 
     def close(self) -> None:
@@ -1493,5 +1810,7 @@ class SeerVectorEnv(_SeerEnvCommon):
         self._busy.close(close_now, self)
 
     def _close_now(self) -> None:
+        if self._stepper is not None:  # the call in flight ends, the queued ones are dropped
+            self._stepper.stop()
         self.runtime.close()
         self._needs_reset = True

@@ -35,6 +35,12 @@ class StateError(SeerError, RuntimeError):
     """A call in the wrong order (step before reset, step after the episode ended)."""
 
 
+class AsyncStateError(StateError):
+    """A call of the batched env's asynchronous API in the wrong state:
+    ``recv()`` with nothing sent, ``send()`` for an instance already in flight,
+    a synchronous ``step()`` while sends are in flight.  Nothing was changed."""
+
+
 class ClosedError(StateError):
     """The environment or runtime was closed."""
 
@@ -88,6 +94,7 @@ __all__ = [
     "ExecutorError",
     "InvalidActionError",
     "StateError",
+    "AsyncStateError",
     "ClosedError",
     "ContractViolation",
     "ModelError",

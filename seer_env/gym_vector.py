@@ -81,6 +81,18 @@ critic_in = np.concatenate([obs, infos["state"]], axis=1)   # (num_envs, obs + s
 components one after another), as Gymnasium's own masked envs put them in
 ``info``; the idle sub-envs' rows are all 1.
 
+**Asynchronous steps.**  ``step_async(actions)`` starts a step of every sub-env
+and returns at once, ``step_wait()`` returns its outputs (the names of
+Gymnasium's ``AsyncVectorEnv``): the instances step on a background thread
+(the batched env's ``send``/``recv``) while the caller's Python runs, and the
+outputs are those ``step`` would give:
+
+```python
+envs.step_async(actions)
+...                                       # e.g. the learner's update
+obs, rewards, terminations, truncations, infos = envs.step_wait()
+```
+
 **Agent groups.**  For a model with several groups (agents that see and choose
 different things), ``agent_vector_env(num_envs, group="predator")`` is the
 VectorEnv of one group: its sub-envs are that group's agents of every instance,
@@ -138,6 +150,10 @@ class AgentVectorEnv(gymnasium.vector.VectorEnv):
                  global_state_in_infos: bool = False) -> None:
         if venv.copy:
             raise ConfigError("AgentVectorEnv needs a vector env made with copy=False")
+        if venv.batch_size != venv.num_envs:
+            raise ConfigError(
+                f"AgentVectorEnv steps every instance together: the vector env's batch_size "
+                f"({venv.batch_size}) must be its num_envs ({venv.num_envs})")
         self.venv = venv
         self.copy = bool(copy)
         self.num_instances = venv.num_envs
@@ -286,6 +302,47 @@ class AgentVectorEnv(gymnasium.vector.VectorEnv):
         """Step all sub-envs; ``actions`` has shape ``(num_envs,)`` (discrete) or
         ``(num_envs, dim)`` (Box).  Actions of idle sub-envs are ignored."""
         self._check_open("step")
+        return self._outputs(self._unless_refused(self.venv.step, actions))
+
+    def step_async(self, actions: Any) -> None:
+        """Start a step of all sub-envs and return at once (Gymnasium's
+        ``AsyncVectorEnv.step_async``); `step_wait` returns what
+        `step` would have.  The instances step on a background thread
+        (the batched env's `send`), so the
+        caller's Python runs meanwhile.  Bad actions raise here, before
+        anything is sent; a second ``step_async`` before ``step_wait``, or a
+        ``step`` in between, raises `AsyncStateError`::
+
+            envs.step_async(actions)
+            ...                                   # e.g. a learner update
+            obs, rew, term, trunc, infos = envs.step_wait()
+        """
+        self._check_open("step_async")
+        self._unless_refused(self.venv.send, actions)
+
+    def _unless_refused(self, call: Callable[[Any], Any], actions: Any) -> Any:
+        """``call`` (the batched env's step or send) with the batched actions;
+        a refused call leaves the other groups' generator as it was."""
+        state = self._rng.bit_generator.state
+        try:
+            return call(self._venv_actions(actions))
+        except BaseException:
+            self._rng.bit_generator.state = state
+            raise
+
+    def step_wait(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """The outputs of the step `step_async` started (waiting for it);
+        without one, `AsyncStateError`."""
+        self._check_open("step_wait")
+        out = self.venv.recv()
+        infos = out[-1]
+        ids = infos.pop("env_id")
+        # step_async sent every instance in one send(): they come back in order
+        assert np.array_equal(ids, np.arange(self.num_instances)), ids
+        return self._outputs(out)
+
+    def _venv_actions(self, actions: Any) -> Any:
+        """The batched env's actions from ``(num_envs, ...)`` sub-env actions."""
         try:
             arr = np.asarray(actions)
         except Exception as exc:  # ragged nested sequences, an __array__ that fails
@@ -296,7 +353,12 @@ class AgentVectorEnv(gymnasium.vector.VectorEnv):
         act = arr.reshape(self._act_shape)
         if self.group is not None:
             act = {**self._other_actions(), self.group: act}
-        obs, rew, term, trunc, vinfos = self._mine(self.venv.step(act))
+        return act
+
+    def _outputs(self, out: tuple[Any, ...]
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """The sub-envs' outputs from the batched env's (all instances)."""
+        obs, rew, term, trunc, vinfos = self._mine(out)
         infos = self._infos(vinfos)
         if self.autoreset_mode is AutoresetMode.SAME_STEP:
             obs = self._same_step_infos(obs, term, trunc, vinfos, infos)

@@ -97,3 +97,17 @@ def test_ppo_hunt_smoke(mode: str, tmp_path: Path) -> None:
         assert res["forbidden"] == 0.0 and all(float(f) == 0.0 for _, _, f in updates)
     else:
         assert 0.0 <= res["forbidden"] <= 1.0 and np.isfinite(res["trained_masked_eval"])
+
+
+def test_async_rollout_smoke() -> None:
+    pytest.importorskip("torch")
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "async_rollout.py"), "--smoke"],
+        capture_output=True, text=True, timeout=600, check=True,
+    ).stdout
+    # both loops make the same agent-steps (smoke: 6 steps of 4 instances x 16 cells)
+    runs = dict(re.findall(r"^  (sync|async): (\d+) agent-steps in [\d.]+ s, ", out, re.M))
+    assert runs == {"sync": str(6 * 4 * 16), "async": str(6 * 4 * 16)}
+    m = re.search(r"^median: sync ([\d,]+) frames/s, async ([\d,]+) frames/s: ([\d.]+)x", out,
+                  re.M)
+    assert m and all(float(x.replace(",", "")) > 0 for x in m.groups())

@@ -774,55 +774,42 @@ static const char *agent_label(const seer_runtime *rt, uint32_t inst, uint32_t a
 }
 
 /* The simple case (one group, discrete or box, no mask to enforce): the
- * checks as they always were, one loop over the agents. */
-static int validate_simple(seer_runtime *rt)
+ * checks as they always were, one loop over instance i's live agents.  The
+ * message goes to err (rt->err for a step); nothing is written elsewhere. */
+static int check_simple(const seer_runtime *rt, uint32_t i, char *err, size_t errlen)
 {
     char who[2 * SEER_NAME_LEN];
     const seer_sizes *sz = &rt->sz;
     size_t A = sz->num_agents, D = sz->action_dim;
-    for (uint32_t k = 0; k < rt->call.nsel; k++) {
-        uint32_t i = rt->call.sel[k];
-        for (size_t a = 0; a < A; a++) {
-            if (!rt->buf.alive[i * A + a])
-                continue;
-            if (sz->action_kind == SEER_ACTION_DISCRETE) {
-                int32_t v = ((const int32_t *)rt->buf.actions)[i * A + a];
-                if (v < 0 || v >= sz->action_n) {
-                    seer_fail(rt, "invalid action for %s: %d is outside [0, %d)",
-                              agent_label(rt, i, (uint32_t)a, who, sizeof who), (int)v,
-                              (int)sz->action_n);
-                    return SEER_E_ACTION;
-                }
-            } else {
-                const float *v = (const float *)rt->buf.actions + (i * A + a) * D;
-                for (size_t d = 0; d < D; d++) {
-                    if (!isfinite(v[d])) {
-                        seer_fail(rt, "invalid action for %s: element %zu is %g (actions must "
-                                  "be finite)",
-                                  agent_label(rt, i, (uint32_t)a, who, sizeof who), d,
-                                  (double)v[d]);
-                        return SEER_E_ACTION;
-                    }
-                }
-            }
-        }
-    }
-    if (sz->action_kind == SEER_ACTION_BOX) {
-        for (uint32_t k = 0; k < rt->call.nsel; k++) {
-            float *v = (float *)rt->buf.actions + (size_t)rt->call.sel[k] * A * D;
-            for (size_t j = 0; j < A * D; j++) {
-                if (v[j] < sz->action_low)
-                    v[j] = sz->action_low;
-                else if (v[j] > sz->action_high)
-                    v[j] = sz->action_high;
+    for (size_t a = 0; a < A; a++) {
+        if (!rt->buf.alive[i * A + a])
+            continue;
+        if (sz->action_kind == SEER_ACTION_DISCRETE) {
+            int32_t v = ((const int32_t *)rt->buf.actions)[i * A + a];
+            if (v < 0 || v >= sz->action_n)
+                return seer_fail_buf(err, errlen, SEER_E_ACTION,
+                                     "invalid action for %s: %d is outside [0, %d)",
+                                     agent_label(rt, i, (uint32_t)a, who, sizeof who), (int)v,
+                                     (int)sz->action_n);
+        } else {
+            const float *v = (const float *)rt->buf.actions + (i * A + a) * D;
+            for (size_t d = 0; d < D; d++) {
+                if (!isfinite(v[d]))
+                    return seer_fail_buf(err, errlen, SEER_E_ACTION,
+                                         "invalid action for %s: element %zu is %g (actions "
+                                         "must be finite)",
+                                         agent_label(rt, i, (uint32_t)a, who, sizeof who), d,
+                                         (double)v[d]);
             }
         }
     }
     return SEER_OK;
 }
 
-/* One live agent's action of group g: its range, and its mask. */
-static int validate_one(seer_runtime *rt, const seer_rt_group *g, uint32_t i, uint32_t a)
+/* One live agent's action of group g: its range, and its mask (message to
+ * err, as check_simple). */
+static int check_one(const seer_runtime *rt, const seer_rt_group *g, uint32_t i, uint32_t a,
+                     char *err, size_t errlen)
 {
     char who[2 * SEER_NAME_LEN];
     const size_t A = rt->sz.num_agents, row = (size_t)i * A + a;
@@ -832,42 +819,61 @@ static int validate_one(seer_runtime *rt, const seer_rt_group *g, uint32_t i, ui
     if (g->kind == SEER_ACTION_BOX) {
         const float *v = act;
         for (uint32_t d = 0; d < g->action_dim; d++)
-            if (!isfinite(v[d])) {
-                seer_fail(rt, "invalid action for %s: element %u is %g (actions must be finite)",
-                          agent_label(rt, i, a, who, sizeof who), d, (double)v[d]);
-                return SEER_E_ACTION;
-            }
+            if (!isfinite(v[d]))
+                return seer_fail_buf(err, errlen, SEER_E_ACTION,
+                                     "invalid action for %s: element %u is %g (actions must be "
+                                     "finite)",
+                                     agent_label(rt, i, a, who, sizeof who), d, (double)v[d]);
         return SEER_OK;
     }
     const int32_t *v = act;
     if (g->kind == SEER_ACTION_DISCRETE) {
-        if (v[0] < 0 || v[0] >= g->action_n) {
-            seer_fail(rt, "invalid action for %s: %d is outside [0, %d)",
-                      agent_label(rt, i, a, who, sizeof who), (int)v[0], (int)g->action_n);
-            return SEER_E_ACTION;
-        }
-        if (mask && g->mask_len && !mask[v[0]]) {
-            seer_fail(rt, "invalid action for %s at step %llu: %d is forbidden by its action "
-                      "mask (allowed: the choices whose mask entry is 1)",
-                      agent_label(rt, i, a, who, sizeof who), step, (int)v[0]);
-            return SEER_E_ACTION;
-        }
+        if (v[0] < 0 || v[0] >= g->action_n)
+            return seer_fail_buf(err, errlen, SEER_E_ACTION,
+                                 "invalid action for %s: %d is outside [0, %d)",
+                                 agent_label(rt, i, a, who, sizeof who), (int)v[0],
+                                 (int)g->action_n);
+        if (mask && g->mask_len && !mask[v[0]])
+            return seer_fail_buf(err, errlen, SEER_E_ACTION,
+                                 "invalid action for %s at step %llu: %d is forbidden by its "
+                                 "action mask (allowed: the choices whose mask entry is 1)",
+                                 agent_label(rt, i, a, who, sizeof who), step, (int)v[0]);
         return SEER_OK;
     }
     uint32_t off = 0; /* multi-discrete: component j's choices start at off */
     for (uint32_t j = 0; j < g->action_dim; j++) {
-        if (v[j] < 0 || v[j] >= g->nvec[j]) {
-            seer_fail(rt, "invalid action for %s: component %u is %d, outside [0, %d)",
-                      agent_label(rt, i, a, who, sizeof who), j, (int)v[j], (int)g->nvec[j]);
-            return SEER_E_ACTION;
-        }
-        if (mask && g->mask_len && !mask[off + (uint32_t)v[j]]) {
-            seer_fail(rt, "invalid action for %s at step %llu: component %u is %d, which its "
-                      "action mask forbids",
-                      agent_label(rt, i, a, who, sizeof who), step, j, (int)v[j]);
-            return SEER_E_ACTION;
-        }
+        if (v[j] < 0 || v[j] >= g->nvec[j])
+            return seer_fail_buf(err, errlen, SEER_E_ACTION,
+                                 "invalid action for %s: component %u is %d, outside [0, %d)",
+                                 agent_label(rt, i, a, who, sizeof who), j, (int)v[j],
+                                 (int)g->nvec[j]);
+        if (mask && g->mask_len && !mask[off + (uint32_t)v[j]])
+            return seer_fail_buf(err, errlen, SEER_E_ACTION,
+                                 "invalid action for %s at step %llu: component %u is %d, which "
+                                 "its action mask forbids",
+                                 agent_label(rt, i, a, who, sizeof who), step, j, (int)v[j]);
         off += (uint32_t)g->nvec[j];
+    }
+    return SEER_OK;
+}
+
+/* The actions of every live agent of instance i: the one rule of a valid
+ * action, for a step (validate_actions) and for seer_runtime_check_actions.
+ * Reads instance i's rows of the buffers and its record only. */
+static int check_instance_actions(const seer_runtime *rt, uint32_t i, char *err, size_t errlen)
+{
+    if (rt->grp.simple)
+        return check_simple(rt, i, err, errlen);
+    const size_t A = rt->sz.num_agents;
+    for (uint32_t gi = 0; gi < rt->grp.n; gi++) {
+        const seer_rt_group *g = &rt->grp.g[gi];
+        for (uint32_t a = g->first; a < g->first + g->count; a++) {
+            if (!rt->buf.alive[i * A + a])
+                continue;
+            int rc = check_one(rt, g, i, a, err, errlen);
+            if (rc != SEER_OK)
+                return rc;
+        }
     }
     return SEER_OK;
 }
@@ -877,21 +883,25 @@ static int validate_one(seer_runtime *rt, const seer_rt_group *g, uint32_t i, ui
  * action passed. */
 static int validate_actions(seer_runtime *rt)
 {
-    if (rt->grp.simple)
-        return validate_simple(rt);
-    const size_t A = rt->sz.num_agents, D = rt->sz.action_dim;
     for (uint32_t k = 0; k < rt->call.nsel; k++) {
-        const uint32_t i = rt->call.sel[k];
-        for (uint32_t gi = 0; gi < rt->grp.n; gi++) {
-            const seer_rt_group *g = &rt->grp.g[gi];
-            for (uint32_t a = g->first; a < g->first + g->count; a++) {
-                if (!rt->buf.alive[i * A + a])
-                    continue;
-                int rc = validate_one(rt, g, i, a);
-                if (rc != SEER_OK)
-                    return rc;
+        int rc = check_instance_actions(rt, rt->call.sel[k], rt->err, sizeof rt->err);
+        if (rc != SEER_OK)
+            return rc;
+    }
+    const size_t A = rt->sz.num_agents, D = rt->sz.action_dim;
+    if (rt->grp.simple) {
+        if (rt->sz.action_kind != SEER_ACTION_BOX)
+            return SEER_OK;
+        for (uint32_t k = 0; k < rt->call.nsel; k++) {
+            float *v = (float *)rt->buf.actions + (size_t)rt->call.sel[k] * A * D;
+            for (size_t j = 0; j < A * D; j++) {
+                if (v[j] < rt->sz.action_low)
+                    v[j] = rt->sz.action_low;
+                else if (v[j] > rt->sz.action_high)
+                    v[j] = rt->sz.action_high;
             }
         }
+        return SEER_OK;
     }
     for (uint32_t gi = 0; gi < rt->grp.n; gi++) {
         const seer_rt_group *g = &rt->grp.g[gi];
@@ -911,28 +921,55 @@ static int validate_actions(seer_runtime *rt)
     return SEER_OK;
 }
 
-/* Every selected instance may step: reset, no call failed since, a live
- * agent left. */
-static int check_steppable(seer_runtime *rt)
+/* Whether instance i may step: reset, no call failed since, a live agent
+ * left (message to err; fail_msg: the failed call's message, or NULL). */
+static int instance_steppable(const seer_runtime *rt, uint32_t i, const char *fail_msg,
+                              char *err, size_t errlen)
 {
     size_t A = rt->sz.num_agents;
+    if (!rt->inst[i].ready) {
+        if (rt->inst[i].failed)
+            return seer_fail_buf(err, errlen, SEER_E_ORDER,
+                                 "instance %u needs a reset: its last call failed%s%s", i,
+                                 fail_msg ? ": " : "", fail_msg ? fail_msg : "");
+        return seer_fail_buf(err, errlen, SEER_E_ORDER, "instance %u was stepped before reset",
+                             i);
+    }
+    int any = 0;
+    for (size_t a = 0; a < A && !any; a++)
+        any = rt->buf.alive[i * A + a];
+    if (!any)
+        return seer_fail_buf(err, errlen, SEER_E_ORDER,
+                             "instance %u has no live agent left (episode over); reset it first",
+                             i);
+    return SEER_OK;
+}
+
+/* Every selected instance may step. */
+static int check_steppable(seer_runtime *rt)
+{
     for (uint32_t k = 0; k < rt->call.nsel; k++) {
-        uint32_t i = rt->call.sel[k];
-        if (!rt->inst[i].ready) {
-            if (rt->inst[i].failed)
-                seer_fail(rt, "instance %u needs a reset: its last call failed: %s", i,
-                          rt->fail_msg);
-            else
-                seer_fail(rt, "instance %u was stepped before reset", i);
-            return SEER_E_ORDER;
-        }
-        int any = 0;
-        for (size_t a = 0; a < A && !any; a++)
-            any = rt->buf.alive[i * A + a];
-        if (!any) {
-            seer_fail(rt, "instance %u has no live agent left (episode over); reset it first", i);
-            return SEER_E_ORDER;
-        }
+        int rc = instance_steppable(rt, rt->call.sel[k], rt->fail_msg, rt->err, sizeof rt->err);
+        if (rc)
+            return rc;
+    }
+    return SEER_OK;
+}
+
+int seer_runtime_check_actions(const seer_runtime *rt, const uint8_t *mask, char *err,
+                               size_t errlen)
+{
+    if (!mask)
+        return seer_fail_buf(err, errlen, SEER_E_ARG, "mask must not be NULL");
+    for (uint32_t i = 0; i < rt->B; i++) {
+        if (!mask[i])
+            continue;
+        /* not rt->fail_msg: a call running meanwhile may be writing it */
+        int rc = instance_steppable(rt, i, NULL, err, errlen);
+        if (rc == SEER_OK)
+            rc = check_instance_actions(rt, i, err, errlen);
+        if (rc)
+            return rc;
     }
     return SEER_OK;
 }

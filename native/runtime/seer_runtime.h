@@ -274,6 +274,19 @@ int seer_runtime_reset(seer_runtime *rt, const uint64_t *seeds, const uint8_t *m
  * changed.  Box actions are clipped in place. */
 int seer_runtime_step(seer_runtime *rt, const uint8_t *mask);
 
+/* The checks a step makes before anything changes, for the instances whose
+ * mask byte is non-zero (mask must not be NULL), without stepping: each is
+ * reset, not failed since, has a live agent, and every live agent's action
+ * is valid (SEER_E_ORDER or SEER_E_ACTION, the message written to err).
+ * Writes nothing of the runtime (not even its error message), and reads
+ * only the selected instances' records and buffer rows: the host may call
+ * it from a second thread while a call runs on instances it does not select
+ * (seer_env's asynchronous send() checks its actions while the previous
+ * send steps).  The one host function that may overlap a call; the caller
+ * keeps the runtime alive meanwhile. */
+int seer_runtime_check_actions(const seer_runtime *rt, const uint8_t *mask, char *err,
+                               size_t errlen);
+
 /* Per-instance queries, valid between calls. */
 int seer_runtime_step_index(seer_runtime *rt, uint32_t instance, uint64_t *out);
 int seer_runtime_entity_events(seer_runtime *rt, uint32_t instance, uint64_t *out);
