@@ -274,7 +274,7 @@ static void cancel_local(seer_worker *w, uint32_t inst, uint32_t part, seer_even
     if (ev->flags & SEER_EV_HANDLED)
         rollback(w, inst, ev->target, ev->time, ev->key);
     ev->flags |= SEER_EV_CANCEL;
-    w->opt->ncancelled[(size_t)inst * rt->part.n + part]++;
+    rt->opt.shared->ncancelled[(size_t)inst * rt->part.n + part]++;
 }
 
 /* Carry out the cancellations rollbacks asked for (which may roll back
@@ -452,11 +452,14 @@ static int handle_next(seer_worker *w, seer_ctx *c, uint32_t inst, uint32_t p)
     seer_inst *in = &rt->inst[inst];
     seer_opt_worker *o = w->opt;
     const size_t stride = rt->opt.shared->rec_stride;
-    /* room for the record first: a full log abandons, before a pop */
+    /* room for the record first: a full log abandons, before a pop (unless
+     * there is nothing to pop) */
     if (__builtin_expect(!seer_arena_room_owner(&o->recs, stride), 0) &&
-        (o->sends.used >= o->cap ||
+        (seer_squeue_min_time_owner(&in->parts[p]) >= in->spec_end ||
+         o->sends.used >= o->cap ||
          seer_arena_next_owner(&o->recs, stride, o->chunk, o->cap - o->sends.used, 0) != 0)) {
-        abandon(in);
+        if (seer_squeue_min_time_owner(&in->parts[p]) < in->spec_end)
+            abandon(in);
         return 0;
     }
     int qerr = 0;
@@ -468,7 +471,7 @@ static int handle_next(seer_worker *w, seer_ctx *c, uint32_t inst, uint32_t p)
         return 0;
     }
     if (ev->flags & SEER_EV_CANCEL) {
-        o->ncancelled[(size_t)inst * rt->part.n + p]--;
+        rt->opt.shared->ncancelled[(size_t)inst * rt->part.n + p]--;
         seer_event_free_local(w, ev);
         return 1;
     }
@@ -570,8 +573,6 @@ int seer_opt_schedule_local(seer_ctx *c, seer_event *ev)
  * below the phase's horizon; UINT32_MAX when none. */
 static inline uint32_t next_part(const seer_inst *in, uint32_t p0, uint32_t p1)
 {
-    if (p1 == p0 + 1)
-        return seer_squeue_min_time_owner(&in->parts[p0]) < in->spec_end ? p0 : UINT32_MAX;
     uint32_t best = UINT32_MAX;
     seer_time bt = in->spec_end;
     for (uint32_t p = p0; p < p1; p++) {
@@ -601,8 +602,10 @@ static uint32_t run_batch(seer_worker *w, seer_ctx *c, uint32_t p0, uint32_t p1,
         c->inst_idx = inst;
         uint32_t n = 0;
         uint32_t p;
+        /* a slot of one partition pops it directly (the pop finds nothing
+         * below the horizon just as fast as next_part would) */
         while (n < OPT_BATCH && !w->err && !inst_abandoned(in) &&
-               (p = next_part(in, p0, p1)) != UINT32_MAX) {
+               (p = p1 == p0 + 1 ? p0 : next_part(in, p0, p1)) != UINT32_MAX) {
             if (!handle_next(w, c, inst, p))
                 break;
             n++;
@@ -680,9 +683,11 @@ static int keep_uncancelled(void *arg, seer_event *ev)
 }
 
 /* The phase is over: this slot's handlings are final.  Free their events,
- * forget the logs, drop the cancelled events still pending (at or past the
- * phase's horizon), and note each instance's earliest pending time here
- * (w->local_min: the completer opens the next phase from it). */
+ * forget the logs, and note each instance's earliest pending time here
+ * (w->local_min: the completer opens the next phase from it).  Cancelled
+ * events still pending (at or past the horizon) stay, marked: a later phase
+ * pops and frees them, the completer drops the rest when the step's events
+ * are done (drop_cancelled_completer). */
 static void commit_slot(seer_worker *w, uint32_t p0, uint32_t p1)
 {
     seer_runtime *rt = w->rt;
@@ -697,14 +702,8 @@ static void commit_slot(seer_worker *w, uint32_t p0, uint32_t p1)
         w->events += (uint64_t)o->net[inst];
         const uint32_t e0 = rt->part.start[p0], e1 = rt->part.start[p1];
         memset(in->opt_log + e0, 0, (size_t)(e1 - e0) * sizeof *in->opt_log);
-        for (uint32_t p = p0; p < p1; p++) {
-            uint32_t *nc = &o->ncancelled[(size_t)inst * rt->part.n + p];
-            if (*nc) {
-                seer_squeue_filter_owner(&in->parts[p], keep_uncancelled, w);
-                *nc = 0;
-            }
+        for (uint32_t p = p0; p < p1; p++)
             seer_note_window_min_local(w, inst, seer_squeue_min_time_owner(&in->parts[p]));
-        }
     }
 }
 
@@ -821,12 +820,12 @@ static void drop_everything_completer(seer_runtime *rt, seer_worker *w)
         seer_arena_each_owner(&o->recs, sh->rec_stride, commit_rec, &a);
         seer_arena_reset_owner(&o->recs);
         seer_arena_reset_owner(&o->sends);
-        memset(o->ncancelled, 0, (size_t)o->B * o->nparts * sizeof *o->ncancelled);
     }
     for (uint32_t k = 0; k < rt->call.nsel; k++) {
         seer_inst *in = &rt->inst[rt->call.sel[k]];
         memset(in->opt_log, 0, rt->sz.num_entities * sizeof *in->opt_log);
     }
+    memset(sh->ncancelled, 0, (size_t)sh->B * sh->nparts * sizeof *sh->ncancelled);
 }
 
 /* ---- phases: where each one ends ------------------------------------------------ */
@@ -924,7 +923,8 @@ void seer_opt_begin_completer(seer_runtime *rt)
 static int keep_unspeculated(void *arg, seer_event *ev)
 {
     seer_worker *w = arg;
-    if (ev_spec(w->rt, ev)) {
+    /* this phase's events, and the cancelled ones of earlier phases */
+    if (ev_spec(w->rt, ev) || (ev->flags & SEER_EV_CANCEL)) {
         seer_event_free_local(w, ev);
         return 0;
     }
@@ -939,8 +939,10 @@ static int keep_unspeculated(void *arg, seer_event *ev)
 static void undo_completer(seer_runtime *rt, seer_worker *w, uint32_t i)
 {
     seer_inst *in = &rt->inst[i];
-    for (uint32_t p = 0; p < rt->part.n; p++)
+    for (uint32_t p = 0; p < rt->part.n; p++) {
         seer_squeue_filter_owner(&in->parts[p], keep_unspeculated, w);
+        rt->opt.shared->ncancelled[(size_t)i * rt->part.n + p] = 0;
+    }
     for (uint32_t e = 0; e < rt->sz.num_entities; e++) {
         seer_opt_rec *r = in->opt_log[e], *oldest = NULL;
         for (; r; oldest = r, r = r->prev) {
@@ -967,6 +969,21 @@ static void undo_completer(seer_runtime *rt, seer_worker *w, uint32_t i)
     }
     if (w->err)
         seer_propagate_error_local(w);
+}
+
+/* The step's events are done: the cancelled events still pending (at or
+ * past the boundary) go (into w's free list). */
+static void drop_cancelled_completer(seer_runtime *rt, seer_worker *w)
+{
+    uint32_t *nc = rt->opt.shared->ncancelled;
+    for (uint32_t k = 0; k < rt->call.nsel; k++) {
+        const uint32_t i = rt->call.sel[k];
+        for (uint32_t p = 0; p < rt->part.n; p++)
+            if (nc[(size_t)i * rt->part.n + p]) {
+                seer_squeue_filter_owner(&rt->inst[i].parts[p], keep_uncancelled, w);
+                nc[(size_t)i * rt->part.n + p] = 0;
+            }
+    }
 }
 
 int seer_opt_finish_completer(seer_runtime *rt, seer_worker *w, int was_aborted)
@@ -1046,8 +1063,10 @@ int seer_opt_finish_completer(seer_runtime *rt, seer_worker *w, int was_aborted)
             }
             rt->pool.workers[t].local_min[rt->call.sel[k]] = __builtin_inf();
         }
-    if (!more)
+    if (!more) {
+        drop_cancelled_completer(rt, w);
         return 0;
+    }
     rt->opt.phase++;
     rt->call.window_t = first;
     seer_opt_next_epoch_quiescent(rt);

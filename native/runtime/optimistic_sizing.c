@@ -37,7 +37,6 @@ static void free_worker_opt(seer_opt_worker *o)
     free(o->backlog);
     free(o->net);
     free(o->gross);
-    free(o->ncancelled);
     free(o);
 }
 
@@ -50,6 +49,7 @@ static void free_shared(struct seer_opt_shared *sh)
     free(sh->first);
     free(sh->slot_of);
     free(sh->scratch);
+    free(sh->ncancelled);
     free(sh);
 }
 
@@ -102,7 +102,9 @@ static struct seer_opt_shared *make_shared(const seer_runtime *rt, uint32_t slot
     sh->first = malloc((slots + 1) * sizeof *sh->first);
     sh->slot_of = malloc(rt->part.n * sizeof *sh->slot_of);
     sh->scratch = malloc(rt->B * sizeof *sh->scratch);
-    if (!sh->rings || !sh->ring_mem || !sh->first || !sh->slot_of || !sh->scratch) {
+    sh->ncancelled = calloc((size_t)rt->B * rt->part.n, sizeof *sh->ncancelled);
+    if (!sh->rings || !sh->ring_mem || !sh->first || !sh->slot_of || !sh->scratch ||
+        !sh->ncancelled) {
         free_shared(sh);
         return NULL;
     }
@@ -129,8 +131,7 @@ static seer_opt_worker *make_worker_opt(const seer_runtime *rt, uint32_t slots)
     o->backlog = calloc(slots, sizeof *o->backlog);
     o->net = calloc(rt->B, sizeof *o->net);
     o->gross = calloc(rt->B, sizeof *o->gross);
-    o->ncancelled = calloc((size_t)rt->B * rt->part.n, sizeof *o->ncancelled);
-    if (!o->backlog || !o->net || !o->gross || !o->ncancelled) {
+    if (!o->backlog || !o->net || !o->gross) {
         free_worker_opt(o);
         return NULL;
     }

@@ -83,9 +83,8 @@ typedef struct seer_opt_worker {
     uint32_t ncancel, cancel_cap;
     opt_backlog *backlog;   /* [slots]: by receiving slot                      */
     uint32_t backlogged;    /* messages in the backlogs                        */
-    int64_t *net;           /* [B]: handlings kept (minus undone) this step    */
-    uint64_t *gross;        /* [B]: handlings this step                        */
-    uint32_t *ncancelled;   /* [B * nparts]: cancelled events pending          */
+    int64_t *net;           /* [B]: handlings kept (minus undone) this phase   */
+    uint64_t *gross;        /* [B]: handlings this phase                       */
     uint32_t B, nparts, slots; /* what the arrays were sized for               */
     /* statistics of the current call (the completer adds them up) */
     uint64_t rollbacks, undone, anti;
@@ -104,6 +103,11 @@ struct seer_opt_shared {
     uint32_t *first;    /* [slots + 1]: slot s holds [first[s], first[s+1]) */
     uint32_t *slot_of;  /* [nparts]                                     */
     uint32_t *scratch;  /* [B]: reordering the selection                */
+    /* [B * nparts]: cancelled events still pending in each partition's
+     * queue (marked, freed when popped; the rest when the step's last phase
+     * ends).  Written by the slot holding the partition during a phase and
+     * by the completer between phases. */
+    uint32_t *ncancelled;
     uint32_t B;
     size_t rec_stride;  /* bytes of one log record                      */
 };
