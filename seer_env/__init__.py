@@ -31,6 +31,7 @@ from .errors import (
     InvalidActionError,
     ModelError,
     SeerError,
+    SnapshotError,
     StateError,
 )
 from .registry import ENVS, available, make, register_pettingzoo
@@ -58,4 +59,5 @@ __all__ = [
     "ClosedError",
     "ContractViolation",
     "ModelError",
+    "SnapshotError",
 ]

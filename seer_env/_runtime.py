@@ -46,7 +46,7 @@ import numpy as np
 
 from ._loader import core
 from ._native import _ERRLEN, Group, NativeModel, Sizes, error_for
-from .errors import ClosedError, ConfigError
+from .errors import ClosedError, ConfigError, SnapshotError
 
 # -- runtimes -----------------------------------------------------------------------
 
@@ -466,6 +466,46 @@ class Runtime:
         laid out by the model's state fields."""
         raw = self.entity_states(instance)
         return np.frombuffer(raw, dtype=self.native.state_dtype(self.sizes.entity_size)).copy()
+
+    def snapshot(self, instance: int = 0) -> bytes:
+        """Instance ``instance``'s whole state as bytes (``seer_runtime_snapshot``):
+        step index, entity states and records (RNG streams included), instance
+        data, pending events and the instance's output rows.  :meth:`restore`
+        puts them back, here or into another runtime of the same model,
+        configuration and ``max_cycles`` (any executor, thread count or number
+        of instances), any number of times::
+
+            snap = rt.snapshot(0)
+            rt.step()                 # ... explore
+            rt.restore(0, snap)       # back: the next steps are the same again
+
+        Raises :class:`~seer_env.errors.StateError` before the instance's reset
+        or after a failed call."""
+        i = self._instance(instance)
+        n = self.ffi.new("uint64_t *")
+        with self._call() as h:
+            self._check(h, self.lib.seer_runtime_snapshot_size(h, i, n))
+            out = bytearray(int(n[0]))
+            self._check(h, self.lib.seer_runtime_snapshot(
+                h, i, self.ffi.from_buffer(out), len(out), n))
+        return bytes(out)
+
+    def restore(self, instance: int, data: bytes | bytearray | memoryview) -> None:
+        """Replace instance ``instance``'s state by a :meth:`snapshot`'s bytes.
+
+        Everything is checked first (model, configuration, format, checksum,
+        every event): :class:`~seer_env.errors.SnapshotError` names what does
+        not fit, and the instance is unchanged.  A restored instance is ready to
+        step (one that needed a reset too)."""
+        i = self._instance(instance)
+        try:
+            view = memoryview(data).cast("B")
+        except TypeError:
+            raise SnapshotError(
+                f"a snapshot is bytes, got {type(data).__name__}") from None
+        with self._call() as h:
+            self._check(h, self.lib.seer_runtime_restore(
+                h, i, self.ffi.from_buffer("char[]", view), len(view)))
 
     def global_state(self, instance: int = 0) -> np.ndarray:
         out = np.zeros(self.sizes.state_dim, dtype=np.float32)
