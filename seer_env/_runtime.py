@@ -490,22 +490,25 @@ class Runtime:
                 h, i, self.ffi.from_buffer(out), len(out), n))
         return bytes(out)
 
-    def restore(self, instance: int, data: bytes | bytearray | memoryview) -> None:
+    def restore(self, instance: int, data: bytes | bytearray | memoryview,
+                check_only: bool = False) -> None:
         """Replace instance ``instance``'s state by a :meth:`snapshot`'s bytes.
 
         Everything is checked first (model, configuration, format, checksum,
         every event): :class:`~seer_env.errors.SnapshotError` names what does
         not fit, and the instance is unchanged.  A restored instance is ready to
-        step (one that needed a reset too)."""
+        step (one that needed a reset too).  ``check_only=True`` makes every
+        check and changes nothing (to check several snapshots before restoring
+        any)."""
         i = self._instance(instance)
         try:
             view = memoryview(data).cast("B")
         except TypeError:
             raise SnapshotError(
                 f"a snapshot is bytes, got {type(data).__name__}") from None
+        fn = self.lib.seer_runtime_restore_check if check_only else self.lib.seer_runtime_restore
         with self._call() as h:
-            self._check(h, self.lib.seer_runtime_restore(
-                h, i, self.ffi.from_buffer("char[]", view), len(view)))
+            self._check(h, fn(h, i, self.ffi.from_buffer("char[]", view), len(view)))
 
     def global_state(self, instance: int = 0) -> np.ndarray:
         out = np.zeros(self.sizes.state_dim, dtype=np.float32)

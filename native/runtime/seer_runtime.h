@@ -317,6 +317,10 @@ int seer_runtime_snapshot(seer_runtime *rt, uint32_t instance, void *out, uint64
 /* Replace `instance`'s state by a snapshot's (len bytes).  On failure nothing
  * changed; on success the instance is ready to step (a failed instance too). */
 int seer_runtime_restore(seer_runtime *rt, uint32_t instance, const void *data, uint64_t len);
+/* Every check seer_runtime_restore makes, changing nothing (a host restoring
+ * several instances checks them all first). */
+int seer_runtime_restore_check(seer_runtime *rt, uint32_t instance, const void *data,
+                               uint64_t len);
 
 /* Tracing: keep up to `capacity` records per worker thread (0 turns tracing
  * off and frees the buffers).  Records past the capacity are counted as

@@ -652,25 +652,38 @@ static void commit_restore(seer_runtime *rt, uint32_t instance, const struct par
     in->resetting = 0;
 }
 
-int seer_runtime_restore(seer_runtime *rt, uint32_t instance, const void *data, uint64_t len)
+/* Every check of a restore, nothing changed; *s locates the parts. */
+static int validate_snapshot(seer_runtime *rt, uint32_t instance, const void *data,
+                             uint64_t len, struct parsed *s)
 {
     int rc = check_instance(rt, instance, "restore");
     if (rc)
         return rc;
-    if (!data && len) {
+    if (!data) {
         seer_fail(rt, "restore: data must not be NULL");
         return SEER_E_ARG;
     }
+    struct reader r = {data, 0, len};
+    rc = validate_header(rt, instance, &r);
+    return rc == SEER_OK ? validate_body(rt, instance, &r, s) : rc;
+}
+
+int seer_runtime_restore_check(seer_runtime *rt, uint32_t instance, const void *data,
+                               uint64_t len)
+{
+    struct parsed s;
+    return validate_snapshot(rt, instance, data, len, &s);
+}
+
+int seer_runtime_restore(seer_runtime *rt, uint32_t instance, const void *data, uint64_t len)
+{
+    struct parsed s;
+    int rc = validate_snapshot(rt, instance, data, len, &s);
+    if (rc != SEER_OK)
+        return rc;
     /* the pool (worker 0's free list) as a call finds it: re-created in a
      * child of fork(), refused when broken */
     rc = seer_call_begin(rt);
-    if (rc != SEER_OK)
-        return rc;
-    struct reader r = {data, 0, len};
-    struct parsed s;
-    rc = validate_header(rt, instance, &r);
-    if (rc == SEER_OK)
-        rc = validate_body(rt, instance, &r, &s);
     if (rc != SEER_OK)
         return rc;
     rc = reserve_restore(rt, &rt->inst[instance], &s);
