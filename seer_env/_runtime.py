@@ -484,11 +484,11 @@ class Runtime:
         i = self._instance(instance)
         n = self.ffi.new("uint64_t *")
         with self._call() as h:
-            self._check(h, self.lib.seer_runtime_snapshot_size(h, i, n))
+            self._check(h, self.lib.seer_runtime_snapshot_size(h, i, n))  # a bound
             out = bytearray(int(n[0]))
             self._check(h, self.lib.seer_runtime_snapshot(
                 h, i, self.ffi.from_buffer(out), len(out), n))
-        return bytes(out)
+        return bytes(memoryview(out)[:int(n[0])])
 
     def restore(self, instance: int, data: bytes | bytearray | memoryview,
                 check_only: bool = False) -> None:

@@ -307,11 +307,14 @@ void seer_runtime_stats(const seer_runtime *rt, seer_stats *out);
  * What a model keeps outside runtime-owned memory (a static variable, a
  * pointer into its own heap) is not in a snapshot: the contract forbids it. */
 #define SEER_SNAPSHOT_FORMAT 1
-/* Bytes of `instance`'s snapshot now (SEER_E_ORDER before its reset or after
- * a failed call). */
+/* Bytes enough for `instance`'s snapshot now, read without visiting its
+ * events (exact when every pending payload has payload_size bytes; the
+ * snapshot itself may be shorter).  SEER_E_ORDER before the instance's reset
+ * or after a failed call. */
 int seer_runtime_snapshot_size(seer_runtime *rt, uint32_t instance, uint64_t *out);
-/* Write `instance`'s snapshot into out (cap bytes); *written gets its length
- * (SEER_E_ARG, with *written the length needed, when cap is too small). */
+/* Write `instance`'s snapshot into out (cap bytes); *written gets its exact
+ * length (SEER_E_ARG, with *written the length needed, when cap is too
+ * small). */
 int seer_runtime_snapshot(seer_runtime *rt, uint32_t instance, void *out, uint64_t cap,
                           uint64_t *written);
 /* Replace `instance`'s state by a snapshot's (len bytes).  On failure nothing

@@ -46,6 +46,9 @@
 #define SNAP_NAME 64
 #define SNAP_NSIZES 10
 #define SNAP_EVHDR 32 /* time, key, target, type, size, pad */
+/* Events the write loop loads ahead: it does little per event, and the
+ * records, visited in key order, are scattered (about a DRAM latency ahead). */
+#define SNAP_AHEAD 32
 
 /* The sizes the layout depends on, in the header's order. */
 static const char *const size_names[SNAP_NSIZES] = {
@@ -152,21 +155,14 @@ static void each_pending(const seer_runtime *rt, const seer_inst *in,
         seer_squeue_foreach_owner(&in->parts[p], fn, arg);
 }
 
-struct gather {
-    seer_event **ev; /* NULL: count only */
-    uint64_t n;
-    uint64_t bytes;
-};
-
-static void gather_cb(void *arg, seer_event *ev)
+/* Entries the instance's queues hold (a bound on its pending events: every
+ * one is in a queue between calls), without reading an event. */
+static uint64_t queued(const seer_runtime *rt, const seer_inst *in)
 {
-    struct gather *g = arg;
-    if (ev->flags & SEER_EV_CANCEL) /* never between calls; never restored */
-        return;
-    if (g->ev)
-        g->ev[g->n] = ev;
-    g->n++;
-    g->bytes += event_bytes(ev->size);
+    uint64_t n = in->queue.n;
+    for (uint32_t p = 0; in->parts && p < rt->part.n; p++)
+        n += in->parts[p].n;
+    return n;
 }
 
 static uint64_t fixed_bytes(const seer_runtime *rt)
@@ -202,44 +198,66 @@ int seer_runtime_snapshot_size(seer_runtime *rt, uint32_t instance, uint64_t *ou
     int rc = check_snapshottable(rt, instance);
     if (rc)
         return rc;
-    struct gather g = {NULL, 0, 0};
-    each_pending(rt, &rt->inst[instance], gather_cb, &g);
-    *out = fixed_bytes(rt) + g.bytes;
+    *out = fixed_bytes(rt) + queued(rt, &rt->inst[instance]) *
+                                 event_bytes(rt->sz.payload_size);
     return SEER_OK;
 }
 
-/* Sort events by key: by source entity (counting sort: keys are dense in
- * it), then by sequence within one source (a few each: insertion). */
-static int sort_by_key(const seer_runtime *rt, seer_event **ev, uint64_t n)
+/* An event with what the snapshot needs of it, gathered in one visit (the
+ * records are scattered: each visit is a cache miss). */
+typedef struct keyed {
+    uint64_t key;
+    seer_event *ev;
+} keyed;
+
+struct gather {
+    keyed *out;
+    uint64_t n;
+    uint64_t bytes;
+};
+
+static void gather_cb(void *arg, seer_event *ev)
+{
+    struct gather *g = arg;
+    if (ev->flags & SEER_EV_CANCEL) /* never between calls; never restored */
+        return;
+    g->out[g->n++] = (keyed){ev->key, ev};
+    g->bytes += event_bytes(ev->size);
+}
+
+/* Sort by key: by source entity (counting sort: keys are dense in it), then
+ * by sequence within one source (a few each: insertion), on the gathered
+ * pairs, reading no event record.  a[n] in place (tmp: n scratch). */
+static int sort_by_key(const seer_runtime *rt, keyed *a, uint64_t n)
 {
     const uint32_t N = rt->sz.num_entities;
     uint64_t *start = calloc((size_t)N + 1, sizeof *start);
-    seer_event **tmp = malloc((n ? n : 1) * sizeof *tmp);
+    keyed *tmp = malloc((n ? n : 1) * sizeof *tmp);
     if (!start || !tmp) {
         free(start);
         free(tmp);
         return SEER_E_NOMEM;
     }
     for (uint64_t k = 0; k < n; k++)
-        start[(ev[k]->key >> SEER_KEY_SEQ_BITS) + 1]++;
+        start[(a[k].key >> SEER_KEY_SEQ_BITS) + 1]++;
     for (uint32_t s = 0; s < N; s++)
         start[s + 1] += start[s];
     for (uint64_t k = 0; k < n; k++)
-        tmp[start[ev[k]->key >> SEER_KEY_SEQ_BITS]++] = ev[k];
+        tmp[start[a[k].key >> SEER_KEY_SEQ_BITS]++] = a[k];
     /* start[s] is now the end of source s's run */
     uint64_t lo = 0;
     for (uint32_t s = 0; s < N; s++) {
         const uint64_t hi = start[s];
         for (uint64_t k = lo + 1; k < hi; k++) {
-            seer_event *x = tmp[k];
+            const keyed x = tmp[k];
             uint64_t j = k;
-            for (; j > lo && tmp[j - 1]->key > x->key; j--)
+            for (; j > lo && tmp[j - 1].key > x.key; j--)
                 tmp[j] = tmp[j - 1];
             tmp[j] = x;
         }
         lo = hi;
     }
-    memcpy(ev, tmp, n * sizeof *ev);
+    memcpy(a, tmp, n * sizeof *a);
     free(start);
     free(tmp);
     return SEER_OK;
@@ -251,15 +269,15 @@ struct writer {
     unsigned char *p;
 };
 
-static void put(struct writer *w, const void *src, size_t n)
+static inline void put(struct writer *w, const void *src, size_t n)
 {
     if (n)
         memcpy(w->p, src, n);
     w->p += n;
 }
-static void put_u32(struct writer *w, uint32_t v) { put(w, &v, 4); }
-static void put_u64(struct writer *w, uint64_t v) { put(w, &v, 8); }
-static void put_f64(struct writer *w, double v) { put(w, &v, 8); }
+static inline void put_u32(struct writer *w, uint32_t v) { put(w, &v, 4); }
+static inline void put_u64(struct writer *w, uint64_t v) { put(w, &v, 8); }
+static inline void put_f64(struct writer *w, double v) { put(w, &v, 8); }
 
 static void write_header(const seer_runtime *rt, struct writer *w, uint64_t total)
 {
@@ -287,24 +305,23 @@ int seer_runtime_snapshot(seer_runtime *rt, uint32_t instance, void *out, uint64
     if (rc)
         return rc;
     const seer_inst *in = &rt->inst[instance];
-    struct gather g = {NULL, 0, 0};
+    const uint64_t bound = queued(rt, in);
+    struct gather g = {malloc((bound ? bound : 1) * sizeof(keyed)), 0, 0};
+    if (!g.out) {
+        seer_fail(rt, "snapshot: out of memory");
+        return SEER_E_NOMEM;
+    }
     each_pending(rt, in, gather_cb, &g);
     const uint64_t total = fixed_bytes(rt) + g.bytes;
     *written = total;
     if (!out || cap < total) {
+        free(g.out);
         seer_fail(rt, "snapshot: instance %u needs %llu bytes, the buffer has %llu", instance,
                   (unsigned long long)total, (unsigned long long)cap);
         return SEER_E_ARG;
     }
-    g.ev = malloc((g.n ? g.n : 1) * sizeof *g.ev);
-    if (!g.ev) {
-        seer_fail(rt, "snapshot: out of memory");
-        return SEER_E_NOMEM;
-    }
-    g.n = 0;
-    each_pending(rt, in, gather_cb, &g);
-    if (sort_by_key(rt, g.ev, g.n) != SEER_OK) {
-        free(g.ev);
+    if (sort_by_key(rt, g.out, g.n) != SEER_OK) {
+        free(g.out);
         seer_fail(rt, "snapshot: out of memory");
         return SEER_E_NOMEM;
     }
@@ -334,7 +351,9 @@ int seer_runtime_snapshot(seer_runtime *rt, uint32_t instance, void *out, uint64
     put_u64(&w, g.n);
     static const unsigned char zeros[8];
     for (uint64_t k = 0; k < g.n; k++) {
-        const seer_event *ev = g.ev[k];
+        if (k + SNAP_AHEAD < g.n) /* the records are scattered: load well ahead */
+            __builtin_prefetch(g.out[k + SNAP_AHEAD].ev);
+        const seer_event *ev = g.out[k].ev;
         put_f64(&w, ev->time);
         put_u64(&w, ev->key);
         put_u32(&w, ev->target);
@@ -344,7 +363,7 @@ int seer_runtime_snapshot(seer_runtime *rt, uint32_t instance, void *out, uint64
         put(&w, ev->payload, ev->size);
         put(&w, zeros, seer_round_up(ev->size, 8) - ev->size);
     }
-    free(g.ev);
+    free(g.out);
     const size_t body = (size_t)(w.p - (unsigned char *)out);
     put_u64(&w, snap_checksum(out, body));
     return SEER_OK;
