@@ -24,8 +24,9 @@
  *   trailer    a 64-bit checksum of everything before it
  *
  * Restore reads and checks everything first (validate_snapshot), takes the
- * event records and queue room it needs, and only then replaces the
- * instance's state (commit_restore), which cannot fail.
+ * event records (the instance's own, rewritten in place, then free ones) and
+ * queue room it needs, and only then replaces the instance's state
+ * (commit_restore), which cannot fail.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -587,20 +588,44 @@ static seer_squeue *dest_queue(seer_runtime *rt, seer_inst *in, uint32_t target,
     return &in->parts[*qi];
 }
 
+/* The event records a restore writes: the instance's own pending records
+ * first (collected from the queues' entries, without reading a record: they
+ * are rewritten in place, in array order, which the loop can load ahead of),
+ * then records from worker 0's free list (the host's) for the rest. */
+struct records {
+    seer_event **old;
+    uint64_t nold;
+};
+
+static void collect_cb(void *arg, seer_event *ev)
+{
+    struct records *r = arg;
+    r->old[r->nold++] = ev;
+}
+
 /* Event records and queue room for the snapshot's events, taken before
- * anything changes: the free list of worker 0 (the host's) gets them, and
- * each destination queue room for them once cleared.  On failure what was
- * taken stays in the free list and the queues' spare room: no change. */
-static int reserve_restore(seer_runtime *rt, seer_inst *in, const struct parsed *s)
+ * anything changes: the instance's own records, more on worker 0's free list
+ * if it needs more, and room in each destination queue once cleared.  On
+ * failure what was taken stays in the free list and the queues' spare room:
+ * no change. */
+static int reserve_restore(seer_runtime *rt, seer_inst *in, const struct parsed *s,
+                           struct records *rec)
 {
     seer_worker *w0 = &rt->pool.workers[0];
-    int rc = seer_event_stock_local(w0, s->nev);
-    if (rc != SEER_OK)
-        return rc;
-    const uint32_t nq = seer_uses_parts(rt->executor) ? rt->part.n : 1;
-    uint64_t *counts = calloc((size_t)nq * SEER_SQ_COUNTS, sizeof *counts);
-    if (!counts)
+    const uint64_t have = queued(rt, in);
+    rec->old = malloc((have ? have : 1) * sizeof *rec->old);
+    rec->nold = 0;
+    if (!rec->old)
         return SEER_E_NOMEM;
+    each_pending(rt, in, collect_cb, rec);
+    int rc = s->nev > rec->nold ? seer_event_stock_local(w0, s->nev - rec->nold) : SEER_OK;
+    const uint32_t nq = seer_uses_parts(rt->executor) ? rt->part.n : 1;
+    uint64_t *counts = rc == SEER_OK ? calloc((size_t)nq * SEER_SQ_COUNTS, sizeof *counts)
+                                     : NULL;
+    if (!counts) {
+        free(rec->old);
+        return rc == SEER_OK ? SEER_E_NOMEM : rc;
+    }
     const unsigned char *e = s->events;
     for (uint64_t k = 0; k < s->nev; k++) {
         double t;
@@ -617,23 +642,29 @@ static int reserve_restore(seer_runtime *rt, seer_inst *in, const struct parsed 
         rc = seer_squeue_reserve_owner(dq, counts + (size_t)q * SEER_SQ_COUNTS);
     }
     free(counts);
+    if (rc != SEER_OK)
+        free(rec->old);
     return rc;
 }
 
-/* Replace the instance's state by the snapshot's.  Cannot fail: the events
- * and the queue room were reserved. */
-static void commit_restore(seer_runtime *rt, uint32_t instance, const struct parsed *s)
+/* Replace the instance's state by the snapshot's.  Cannot fail: the event
+ * records and the queue room were reserved.  Frees rec. */
+static void commit_restore(seer_runtime *rt, uint32_t instance, const struct parsed *s,
+                           struct records *rec)
 {
     seer_inst *in = &rt->inst[instance];
     seer_worker *w0 = &rt->pool.workers[0];
     const seer_sizes *sz = &rt->sz;
     const uint32_t N = sz->num_entities;
-    seer_event_free_all_local(w0, &in->queue);
+    seer_squeue_clear_owner(&in->queue); /* their records are in rec->old */
     for (uint32_t p = 0; in->parts && p < rt->part.n; p++)
-        seer_event_free_all_local(w0, &in->parts[p]);
+        seer_squeue_clear_owner(&in->parts[p]);
     const unsigned char *e = s->events;
     for (uint64_t k = 0; k < s->nev; k++) {
-        seer_event *ev = seer_event_alloc_local(w0); /* stocked: never NULL */
+        if (k + SNAP_AHEAD < rec->nold)
+            __builtin_prefetch(rec->old[k + SNAP_AHEAD], 1);
+        /* stocked: never NULL */
+        seer_event *ev = k < rec->nold ? rec->old[k] : seer_event_alloc_local(w0);
         memcpy(&ev->time, e, 8);
         memcpy(&ev->key, e + 8, 8);
         memcpy(&ev->target, e + 16, 4);
@@ -645,6 +676,9 @@ static void commit_restore(seer_runtime *rt, uint32_t instance, const struct par
         (void)seer_squeue_push_owner(dest_queue(rt, in, ev->target, &qi), ev); /* reserved */
         e += event_bytes(ev->size);
     }
+    for (uint64_t k = s->nev; k < rec->nold; k++) /* records the snapshot does not need */
+        seer_event_free_local(w0, rec->old[k]);
+    free(rec->old);
     for (uint32_t i = 0; i < N; i++) {
         seer_entity_rec *r = &in->recs[i];
         const unsigned char *src = s->recs + (size_t)i * REC_BYTES;
@@ -705,7 +739,8 @@ int seer_runtime_restore(seer_runtime *rt, uint32_t instance, const void *data, 
     rc = seer_call_begin(rt);
     if (rc != SEER_OK)
         return rc;
-    rc = reserve_restore(rt, &rt->inst[instance], &s);
+    struct records rec;
+    rc = reserve_restore(rt, &rt->inst[instance], &s, &rec);
     if (rc != SEER_OK) {
         seer_fail(rt, "restore of instance %u: %s for its %llu pending events; the instance "
                   "was not changed",
@@ -714,6 +749,6 @@ int seer_runtime_restore(seer_runtime *rt, uint32_t instance, const void *data, 
                   (unsigned long long)s.nev);
         return SEER_E_NOMEM;
     }
-    commit_restore(rt, instance, &s);
+    commit_restore(rt, instance, &s, &rec);
     return SEER_OK;
 }
