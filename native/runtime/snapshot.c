@@ -204,26 +204,24 @@ int seer_runtime_snapshot_size(seer_runtime *rt, uint32_t instance, uint64_t *ou
     return SEER_OK;
 }
 
-/* An event with what the snapshot needs of it, gathered in one visit (the
- * records are scattered: each visit is a cache miss). */
+/* An event and its key: what the sort moves (it reads no record). */
 typedef struct keyed {
     uint64_t key;
     seer_event *ev;
 } keyed;
 
-struct gather {
-    keyed *out;
+/* Collect the instance's event records from its queues' entries, reading
+ * no record (each record read is a cache miss: the loops that read them load
+ * ahead, which a callback cannot). */
+struct collect {
+    seer_event **ev;
     uint64_t n;
-    uint64_t bytes;
 };
 
-static void gather_cb(void *arg, seer_event *ev)
+static void collect_ptr_cb(void *arg, seer_event *ev)
 {
-    struct gather *g = arg;
-    if (ev->flags & SEER_EV_CANCEL) /* never between calls; never restored */
-        return;
-    g->out[g->n++] = (keyed){ev->key, ev};
-    g->bytes += event_bytes(ev->size);
+    struct collect *c = arg;
+    c->ev[c->n++] = ev;
 }
 
 /* Sort by key: by source entity (counting sort: keys are dense in it), then
@@ -307,12 +305,29 @@ int seer_runtime_snapshot(seer_runtime *rt, uint32_t instance, void *out, uint64
         return rc;
     const seer_inst *in = &rt->inst[instance];
     const uint64_t bound = queued(rt, in);
-    struct gather g = {malloc((bound ? bound : 1) * sizeof(keyed)), 0, 0};
-    if (!g.out) {
+    struct collect c = {malloc((bound ? bound : 1) * sizeof *c.ev), 0};
+    keyed *keys = malloc((bound ? bound : 1) * sizeof *keys);
+    if (!c.ev || !keys) {
+        free(c.ev);
+        free(keys);
         seer_fail(rt, "snapshot: out of memory");
         return SEER_E_NOMEM;
     }
-    each_pending(rt, in, gather_cb, &g);
+    each_pending(rt, in, collect_ptr_cb, &c);
+    struct gather {
+        keyed *out;
+        uint64_t n, bytes;
+    } g = {keys, 0, 0};
+    for (uint64_t k = 0; k < c.n; k++) {
+        if (k + SNAP_AHEAD < c.n)
+            __builtin_prefetch(c.ev[k + SNAP_AHEAD]);
+        seer_event *ev = c.ev[k];
+        if (ev->flags & SEER_EV_CANCEL) /* never between calls; never restored */
+            continue;
+        g.out[g.n++] = (keyed){ev->key, ev};
+        g.bytes += event_bytes(ev->size);
+    }
+    free(c.ev);
     const uint64_t total = fixed_bytes(rt) + g.bytes;
     *written = total;
     if (!out || cap < total) {
@@ -588,42 +603,29 @@ static seer_squeue *dest_queue(seer_runtime *rt, seer_inst *in, uint32_t target,
     return &in->parts[*qi];
 }
 
-/* The event records a restore writes: the instance's own pending records
- * first (collected from the queues' entries, without reading a record: they
- * are rewritten in place, in array order, which the loop can load ahead of),
- * then records from worker 0's free list (the host's) for the rest. */
-struct records {
-    seer_event **old;
-    uint64_t nold;
-};
-
-static void collect_cb(void *arg, seer_event *ev)
-{
-    struct records *r = arg;
-    r->old[r->nold++] = ev;
-}
-
 /* Event records and queue room for the snapshot's events, taken before
- * anything changes: the instance's own records, more on worker 0's free list
- * if it needs more, and room in each destination queue once cleared.  On
- * failure what was taken stays in the free list and the queues' spare room:
- * no change. */
+ * anything changes.  The records a restore writes are the instance's own
+ * pending ones first (collected into rec: rewritten in place, in array
+ * order, which the loop loads ahead of), then records from worker 0's free
+ * list (the host's), stocked here.  Each destination queue gets room for its
+ * events once cleared.  On failure what was taken stays in the free list and
+ * the queues' spare room: no change. */
 static int reserve_restore(seer_runtime *rt, seer_inst *in, const struct parsed *s,
-                           struct records *rec)
+                           struct collect *rec)
 {
     seer_worker *w0 = &rt->pool.workers[0];
     const uint64_t have = queued(rt, in);
-    rec->old = malloc((have ? have : 1) * sizeof *rec->old);
-    rec->nold = 0;
-    if (!rec->old)
+    rec->ev = malloc((have ? have : 1) * sizeof *rec->ev);
+    rec->n = 0;
+    if (!rec->ev)
         return SEER_E_NOMEM;
-    each_pending(rt, in, collect_cb, rec);
-    int rc = s->nev > rec->nold ? seer_event_stock_local(w0, s->nev - rec->nold) : SEER_OK;
+    each_pending(rt, in, collect_ptr_cb, rec);
+    int rc = s->nev > rec->n ? seer_event_stock_local(w0, s->nev - rec->n) : SEER_OK;
     const uint32_t nq = seer_uses_parts(rt->executor) ? rt->part.n : 1;
     uint64_t *counts = rc == SEER_OK ? calloc((size_t)nq * SEER_SQ_COUNTS, sizeof *counts)
                                      : NULL;
     if (!counts) {
-        free(rec->old);
+        free(rec->ev);
         return rc == SEER_OK ? SEER_E_NOMEM : rc;
     }
     const unsigned char *e = s->events;
@@ -643,28 +645,28 @@ static int reserve_restore(seer_runtime *rt, seer_inst *in, const struct parsed 
     }
     free(counts);
     if (rc != SEER_OK)
-        free(rec->old);
+        free(rec->ev);
     return rc;
 }
 
 /* Replace the instance's state by the snapshot's.  Cannot fail: the event
  * records and the queue room were reserved.  Frees rec. */
 static void commit_restore(seer_runtime *rt, uint32_t instance, const struct parsed *s,
-                           struct records *rec)
+                           struct collect *rec)
 {
     seer_inst *in = &rt->inst[instance];
     seer_worker *w0 = &rt->pool.workers[0];
     const seer_sizes *sz = &rt->sz;
     const uint32_t N = sz->num_entities;
-    seer_squeue_clear_owner(&in->queue); /* their records are in rec->old */
+    seer_squeue_clear_owner(&in->queue); /* their records are in rec->ev */
     for (uint32_t p = 0; in->parts && p < rt->part.n; p++)
         seer_squeue_clear_owner(&in->parts[p]);
     const unsigned char *e = s->events;
     for (uint64_t k = 0; k < s->nev; k++) {
-        if (k + SNAP_AHEAD < rec->nold)
-            __builtin_prefetch(rec->old[k + SNAP_AHEAD], 1);
+        if (k + SNAP_AHEAD < rec->n)
+            __builtin_prefetch(rec->ev[k + SNAP_AHEAD], 1);
         /* stocked: never NULL */
-        seer_event *ev = k < rec->nold ? rec->old[k] : seer_event_alloc_local(w0);
+        seer_event *ev = k < rec->n ? rec->ev[k] : seer_event_alloc_local(w0);
         memcpy(&ev->time, e, 8);
         memcpy(&ev->key, e + 8, 8);
         memcpy(&ev->target, e + 16, 4);
@@ -676,9 +678,9 @@ static void commit_restore(seer_runtime *rt, uint32_t instance, const struct par
         (void)seer_squeue_push_owner(dest_queue(rt, in, ev->target, &qi), ev); /* reserved */
         e += event_bytes(ev->size);
     }
-    for (uint64_t k = s->nev; k < rec->nold; k++) /* records the snapshot does not need */
-        seer_event_free_local(w0, rec->old[k]);
-    free(rec->old);
+    for (uint64_t k = s->nev; k < rec->n; k++) /* records the snapshot does not need */
+        seer_event_free_local(w0, rec->ev[k]);
+    free(rec->ev);
     for (uint32_t i = 0; i < N; i++) {
         seer_entity_rec *r = &in->recs[i];
         const unsigned char *src = s->recs + (size_t)i * REC_BYTES;
@@ -739,7 +741,7 @@ int seer_runtime_restore(seer_runtime *rt, uint32_t instance, const void *data, 
     rc = seer_call_begin(rt);
     if (rc != SEER_OK)
         return rc;
-    struct records rec;
+    struct collect rec;
     rc = reserve_restore(rt, &rt->inst[instance], &s, &rec);
     if (rc != SEER_OK) {
         seer_fail(rt, "restore of instance %u: %s for its %llu pending events; the instance "
