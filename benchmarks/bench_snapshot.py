@@ -10,10 +10,10 @@ ratios are the claim (the machine may be shared)::
 Columns, per model: the snapshot's size (and the entity states' and pending
 events' share of it), the median time of ``Runtime.entity_states`` (one copy of
 every entity's state into a ``bytes``: the floor a snapshot cannot go under),
-of ``Runtime.snapshot``, of ``Runtime.restore``, and of one step on the serial
-executor before and after restores (a restored env must step as fast as the
-original); then snapshot and restore as multiples of the state copy and of a
-step.
+of ``Runtime.snapshot``, of ``Runtime.restore``, and of a step on the serial
+executor; then snapshot and restore as multiples of the state copy and of a
+step; and the same steps from the snapshot again after a restore and in a new
+runtime restored from it (a restored env must step as fast as the original).
 """
 
 from __future__ import annotations
@@ -48,38 +48,49 @@ def median_s(fn: Callable[[], Any], reps: int) -> float:
     return statistics.median(times)
 
 
-def step_s(rt: Runtime, rng: np.random.Generator, reps: int) -> float:
+def random_actions(rt: Runtime, rng: np.random.Generator) -> np.ndarray:
+    if rt.sizes.action_kind == "discrete":
+        return rng.integers(0, rt.sizes.action_n, rt.actions.shape).astype(rt.actions.dtype)
+    return rng.uniform(-1, 1, rt.actions.shape).astype(np.float32)
+
+
+def steps_s(rt: Runtime, actions: list[np.ndarray]) -> float:
+    """Median seconds of one step, over the steps with these actions."""
     times = []
-    for _ in range(reps):
-        if rt.sizes.action_kind == "discrete":
-            rt.actions[:] = rng.integers(0, rt.sizes.action_n, rt.actions.shape)
-        else:
-            rt.actions[:] = rng.uniform(-1, 1, rt.actions.shape).astype(np.float32)
+    for a in actions:
+        rt.actions[:] = a
         t0 = time.perf_counter()
         rt.step()
         times.append(time.perf_counter() - t0)
     return statistics.median(times)
 
 
-def bench(label: str, name: str, cfg: dict[str, Any], reps: int, warm: int) -> dict[str, float]:
+def bench(name: str, cfg: dict[str, Any], reps: int, warm: int) -> dict[str, float]:
     rt = Runtime(name, cfg, 1, "serial", 1)
     rng = np.random.default_rng(0)
     rt.reset([1])
-    step_s(rt, rng, warm)  # past the start-up transient; queues and free lists warm
+    steps_s(rt, [random_actions(rt, rng) for _ in range(warm)])  # past the start-up
     snap = rt.snapshot(0)
-    states = rt.sizes.num_entities * rt.sizes.entity_size
-    res = {
+    res: dict[str, float] = {
         "bytes": len(snap),
-        "state_bytes": states,
+        "state_bytes": rt.sizes.num_entities * rt.sizes.entity_size,
         "pending": rt.pending_events(0),
-        "step_before": step_s(rt, rng, reps),
+        "copy": median_s(lambda: rt.entity_states(0), reps),
+        "snapshot": median_s(lambda: rt.snapshot(0), reps),
+        "restore": median_s(lambda: rt.restore(0, snap), reps),
     }
-    snap = rt.snapshot(0)
-    res["copy"] = median_s(lambda: rt.entity_states(0), reps)
-    res["snapshot"] = median_s(lambda: rt.snapshot(0), reps)
-    res["restore"] = median_s(lambda: rt.restore(0, snap), reps)
+    # the same steps from the snapshot: in the original runtime (restored just
+    # now), again after a restore, and in a new runtime restored from it
+    actions = [random_actions(rt, rng) for _ in range(reps)]
     rt.restore(0, snap)
-    res["step_after"] = step_s(rt, rng, reps)
+    res["step"] = steps_s(rt, actions)
+    rt.restore(0, snap)
+    res["step_restored"] = steps_s(rt, actions)
+    fresh = Runtime(name, cfg, 1, "serial", 1)
+    fresh.reset([2])
+    fresh.restore(0, snap)
+    res["step_fresh"] = steps_s(fresh, actions)
+    fresh.close()
     rt.close()
     return res
 
@@ -91,18 +102,16 @@ def main(argv: list[str] | None = None) -> None:
     args = p.parse_args(argv)
     ms = 1e3
     for label, (name, cfg) in MODELS.items():
-        r = bench(label, name, cfg, args.reps, args.warm)
+        r = bench(name, cfg, args.reps, args.warm)
         print(f"{label}: snapshot {r['bytes'] / 2**20:.2f} MiB (entity states "
-              f"{r['state_bytes'] / 2**20:.2f} MiB, {r['pending']} pending events)")
+              f"{r['state_bytes'] / 2**20:.2f} MiB, {int(r['pending'])} pending events)")
         print(f"  entity_states copy {r['copy'] * ms:8.3f} ms")
-        print(f"  snapshot()         {r['snapshot'] * ms:8.3f} ms   "
-              f"{r['snapshot'] / r['copy']:5.2f}x the copy, "
-              f"{r['snapshot'] / r['step_before']:5.2f}x a step")
-        print(f"  restore()          {r['restore'] * ms:8.3f} ms   "
-              f"{r['restore'] / r['copy']:5.2f}x the copy, "
-              f"{r['restore'] / r['step_before']:5.2f}x a step")
-        print(f"  step (serial)      {r['step_before'] * ms:8.3f} ms before restores, "
-              f"{r['step_after'] * ms:.3f} ms after ({r['step_after'] / r['step_before']:.2f}x)")
+        for what in ("snapshot", "restore"):
+            print(f"  {what + '()':<18} {r[what] * ms:8.3f} ms   "
+                  f"{r[what] / r['copy']:6.2f}x the copy, {r[what] / r['step']:5.2f}x a step")
+        print(f"  step (serial)      {r['step'] * ms:8.3f} ms; the same steps after a restore "
+              f"{r['step_restored'] / r['step']:.2f}x, in a new runtime restored from the "
+              f"snapshot {r['step_fresh'] / r['step']:.2f}x")
 
 
 if __name__ == "__main__":

@@ -76,6 +76,7 @@ def _raised_by_seer(exc: BaseException, also: str = "") -> bool:
 _CUT_SHORT = "the last {}() was interrupted before it finished (KeyboardInterrupt)"
 _CUT_SHORT_STEP = _CUT_SHORT.format("step")
 _CUT_SHORT_RESET = _CUT_SHORT.format("reset")
+_CUT_SHORT_RESTORE = _CUT_SHORT.format("restore")
 
 #: Keys every env accepts besides its model's parameters.
 COMMON_KEYS = ("threads", "executor", "render_mode", "info_keys", "max_cycles",
@@ -770,7 +771,14 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
 
     def _restore_unchecked(self, snap: EnvSnapshot) -> tuple[dict[str, np.ndarray],
                                                              dict[str, dict[str, Any]]]:
-        self.runtime.restore(0, snap.instances[0])
+        cut = self._interrupted
+        self._interrupted = _CUT_SHORT_RESTORE  # until Python has caught up
+        try:
+            self.runtime.restore(0, snap.instances[0])
+        except SeerError as exc:  # checked already: out of memory, and nothing changed
+            if _raised_by_seer(exc):
+                self._interrupted = cut
+            raise
         live: tuple[str, ...] = snap.state["live"]
         self._live_names = live
         self._live_idx = np.array([self.agent_index[a] for a in live], dtype=np.intp)
@@ -948,7 +956,14 @@ class SeerAECEnv(parallel_to_aec_wrapper):
             raise SnapshotError(f"{self.seer_model.name}: the snapshot is malformed")
         par = dataclasses.replace(snap, face="parallel", state=state["parallel"])
         self.env._check_parallel_snapshot(par, "parallel")
-        self.env._restore_unchecked(par)
+        cut = self._interrupted
+        self._interrupted = _CUT_SHORT_RESTORE  # until this wrapper has caught up
+        try:
+            self.env._restore_unchecked(par)
+        except SeerError as exc:  # checked already: out of memory, and nothing changed
+            if _raised_by_seer(exc):
+                self._interrupted = cut
+            raise
         for k in _AEC_STATE:
             if k in state["aec"]:
                 setattr(self, k, copy.deepcopy(state["aec"][k]))  # restorable again
@@ -1705,14 +1720,22 @@ class SeerVectorEnv(_SeerEnvCommon):
                              "snapshot of every instance)")
         pairs = list(zip(targets, snap.instances, strict=True))
         self._check_instances(pairs)
+        cut = self._interrupted
+        self._interrupted = _CUT_SHORT_RESTORE  # until Python has caught up
         for (i, data), flag, seed in zip(pairs, st["autoreset"], st["next_seeds"], strict=True):
-            self.runtime.restore(i, data)
+            try:
+                self.runtime.restore(i, data)
+            except SeerError as exc:  # checked already: out of memory, nothing changed
+                if _raised_by_seer(exc) and i == targets[0]:
+                    self._interrupted = cut
+                raise
             self._autoreset[i] = bool(flag)
             self._next_seeds[i] = int(seed) & _MAX_SEED
         self._any_autoreset = bool(self._autoreset.any())
         if len(targets) == self.num_envs:
             self._needs_reset = False
-            self._interrupted = ""
+            cut = ""  # every instance restored: nothing is left of an interrupted call
+        self._interrupted = cut
         (obs, _, _, _, infos), _ = _kernels.vec_outputs(self._bufs, self.copy, None)
         if self._structured:
             obs, _, _, _, infos = self._structure((obs, None, None, None, infos))
