@@ -22,6 +22,7 @@ from . import sdk
 from ._paths import get_include
 from ._version import __version__ as __version__
 from .check import CheckReport, check
+from .env import EnvSnapshot
 from .errors import (
     BuildError,
     ClosedError,
@@ -44,6 +45,7 @@ __all__ = [
     "get_include",
     "check",
     "CheckReport",
+    "EnvSnapshot",
     "BuildError",
     "ENVS",
     "available",

@@ -142,7 +142,7 @@ def setups(draw: st.DrawFn) -> dict[str, Any]:
     }
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(setups())
 def test_restore_continues_bit_for_bit(s: dict[str, Any]) -> None:
     """Snapshot at a random step, run k steps, restore, run them again: the same
