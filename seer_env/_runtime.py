@@ -265,6 +265,7 @@ class Runtime:
         self.info_names = model.info_names(self.sizes.info_dim) if self.sizes.num_groups == 1 \
             else tuple(dict.fromkeys(n for g in self.sizes.groups for n in g.info_names))
         self._mask = np.zeros(B, dtype=np.uint8)
+        self._snap_buf = bytearray()  # snapshot()'s scratch
         self.auto_threads = auto
 
     def _host_buffers(self, sz: Sizes, B: int, opts: Any) -> None:
@@ -485,10 +486,12 @@ class Runtime:
         n = self.ffi.new("uint64_t *")
         with self._call() as h:
             self._check(h, self.lib.seer_runtime_snapshot_size(h, i, n))  # a bound
-            out = bytearray(int(n[0]))
+            if len(self._snap_buf) < n[0]:  # kept: a fresh buffer costs page faults
+                self._snap_buf = bytearray(int(n[0]) + int(n[0]) // 4)
+            buf = self._snap_buf
             self._check(h, self.lib.seer_runtime_snapshot(
-                h, i, self.ffi.from_buffer(out), len(out), n))
-        return bytes(memoryview(out)[:int(n[0])])
+                h, i, self.ffi.from_buffer(buf), len(buf), n))
+            return bytes(memoryview(buf)[:int(n[0])])
 
     def restore(self, instance: int, data: bytes | bytearray | memoryview,
                 check_only: bool = False) -> None:

@@ -204,10 +204,10 @@ int seer_runtime_snapshot_size(seer_runtime *rt, uint32_t instance, uint64_t *ou
     return SEER_OK;
 }
 
-/* An event and its key: what the sort moves (it reads no record). */
+/* An event's key and where its bytes are: what the sort moves. */
 typedef struct keyed {
     uint64_t key;
-    seer_event *ev;
+    uint64_t at;
 } keyed;
 
 /* Collect the instance's event records from its queues' entries, reading
@@ -227,16 +227,11 @@ static void collect_ptr_cb(void *arg, seer_event *ev)
 /* Sort by key: by source entity (counting sort: keys are dense in it), then
  * by sequence within one source (a few each: insertion), on the gathered
  * pairs, reading no event record.  a[n] in place (tmp: n scratch). */
-static int sort_by_key(const seer_runtime *rt, keyed *a, uint64_t n)
+static void sort_by_key(const seer_runtime *rt, keyed *a, uint64_t n, keyed *tmp,
+                        uint64_t *start)
 {
     const uint32_t N = rt->sz.num_entities;
-    uint64_t *start = calloc((size_t)N + 1, sizeof *start);
-    keyed *tmp = malloc((n ? n : 1) * sizeof *tmp);
-    if (!start || !tmp) {
-        free(start);
-        free(tmp);
-        return SEER_E_NOMEM;
-    }
+    memset(start, 0, ((size_t)N + 1) * sizeof *start);
     for (uint64_t k = 0; k < n; k++)
         start[(a[k].key >> SEER_KEY_SEQ_BITS) + 1]++;
     for (uint32_t s = 0; s < N; s++)
@@ -257,9 +252,22 @@ static int sort_by_key(const seer_runtime *rt, keyed *a, uint64_t n)
         lo = hi;
     }
     memcpy(a, tmp, n * sizeof *a);
-    free(start);
-    free(tmp);
-    return SEER_OK;
+}
+
+/* At least `need` bytes of the runtime's snapshot scratch (NULL: out of
+ * memory; the old scratch is kept). */
+static void *scratch(seer_runtime *rt, size_t need)
+{
+    if (need > rt->snap_scratch_cap) {
+        const size_t cap = need + need / 4;
+        unsigned char *p = aligned_alloc(SEER_CACHE_LINE, seer_round_up(cap, SEER_CACHE_LINE));
+        if (!p)
+            return NULL;
+        free(rt->snap_scratch);
+        rt->snap_scratch = p;
+        rt->snap_scratch_cap = cap;
+    }
+    return rt->snap_scratch;
 }
 
 /* ---- writing ------------------------------------------------------------- */
@@ -297,6 +305,20 @@ static void write_header(const seer_runtime *rt, struct writer *w, uint64_t tota
     put_u64(w, total);
 }
 
+/* One event as the snapshot holds it (event_bytes(ev->size) bytes). */
+static void put_event(struct writer *w, const seer_event *ev)
+{
+    static const unsigned char zeros[8];
+    put_f64(w, ev->time);
+    put_u64(w, ev->key);
+    put_u32(w, ev->target);
+    put_u32(w, ev->type);
+    put_u32(w, ev->size);
+    put_u32(w, 0);
+    put(w, ev->payload, ev->size);
+    put(w, zeros, seer_round_up(ev->size, 8) - ev->size);
+}
+
 int seer_runtime_snapshot(seer_runtime *rt, uint32_t instance, void *out, uint64_t cap,
                           uint64_t *written)
 {
@@ -305,42 +327,43 @@ int seer_runtime_snapshot(seer_runtime *rt, uint32_t instance, void *out, uint64
         return rc;
     const seer_inst *in = &rt->inst[instance];
     const uint64_t bound = queued(rt, in);
-    struct collect c = {malloc((bound ? bound : 1) * sizeof *c.ev), 0};
-    keyed *keys = malloc((bound ? bound : 1) * sizeof *keys);
-    if (!c.ev || !keys) {
-        free(c.ev);
-        free(keys);
+    /* The events, in one pass over their scattered records (queue order,
+     * loaded ahead), are written as the snapshot holds them into a staging
+     * buffer, with their keys; the key order is then a permutation of that
+     * dense buffer, not of the records again. */
+    const size_t b = bound ? bound : 1, N1 = (size_t)rt->sz.num_entities + 1;
+    const size_t staged = b * event_bytes(rt->sz.payload_size);
+    unsigned char *mem = scratch(rt, b * (sizeof(seer_event *) + 2 * sizeof(keyed)) +
+                                         N1 * sizeof(uint64_t) + staged);
+    if (!mem) {
         seer_fail(rt, "snapshot: out of memory");
         return SEER_E_NOMEM;
     }
+    keyed *keys = (keyed *)(void *)mem, *tmp = keys + b;
+    uint64_t *start = (uint64_t *)(void *)(tmp + b);
+    struct collect c = {(seer_event **)(void *)(start + N1), 0};
+    unsigned char *staging = (unsigned char *)(c.ev + b);
     each_pending(rt, in, collect_ptr_cb, &c);
-    struct gather {
-        keyed *out;
-        uint64_t n, bytes;
-    } g = {keys, 0, 0};
+    uint64_t n = 0;
+    struct writer st = {staging};
     for (uint64_t k = 0; k < c.n; k++) {
         if (k + SNAP_AHEAD < c.n)
             __builtin_prefetch(c.ev[k + SNAP_AHEAD]);
-        seer_event *ev = c.ev[k];
+        const seer_event *ev = c.ev[k];
         if (ev->flags & SEER_EV_CANCEL) /* never between calls; never restored */
             continue;
-        g.out[g.n++] = (keyed){ev->key, ev};
-        g.bytes += event_bytes(ev->size);
+        keys[n++] = (keyed){ev->key, (uint64_t)(st.p - staging)};
+        put_event(&st, ev);
     }
-    free(c.ev);
-    const uint64_t total = fixed_bytes(rt) + g.bytes;
+    const uint64_t ev_bytes = (uint64_t)(st.p - staging);
+    const uint64_t total = fixed_bytes(rt) + ev_bytes;
     *written = total;
     if (!out || cap < total) {
-        free(g.out);
         seer_fail(rt, "snapshot: instance %u needs %llu bytes, the buffer has %llu", instance,
                   (unsigned long long)total, (unsigned long long)cap);
         return SEER_E_ARG;
     }
-    if (sort_by_key(rt, g.out, g.n) != SEER_OK) {
-        free(g.out);
-        seer_fail(rt, "snapshot: out of memory");
-        return SEER_E_NOMEM;
-    }
+    sort_by_key(rt, keys, n, tmp, start);
     const seer_sizes *sz = &rt->sz;
     const uint32_t N = sz->num_entities;
     struct writer w = {out};
@@ -364,22 +387,15 @@ int seer_runtime_snapshot(seer_runtime *rt, uint32_t instance, void *out, uint64
         put(&w, (const unsigned char *)seer_runtime_buffer(rt, snap_bufs[k]) + instance * row,
             row);
     }
-    put_u64(&w, g.n);
-    static const unsigned char zeros[8];
-    for (uint64_t k = 0; k < g.n; k++) {
-        if (k + SNAP_AHEAD < g.n) /* the records are scattered: load well ahead */
-            __builtin_prefetch(g.out[k + SNAP_AHEAD].ev);
-        const seer_event *ev = g.out[k].ev;
-        put_f64(&w, ev->time);
-        put_u64(&w, ev->key);
-        put_u32(&w, ev->target);
-        put_u32(&w, ev->type);
-        put_u32(&w, ev->size);
-        put_u32(&w, 0);
-        put(&w, ev->payload, ev->size);
-        put(&w, zeros, seer_round_up(ev->size, 8) - ev->size);
+    put_u64(&w, n);
+    for (uint64_t k = 0; k < n; k++) {
+        if (k + SNAP_AHEAD < n)
+            __builtin_prefetch(staging + keys[k + SNAP_AHEAD].at);
+        const unsigned char *rec = staging + keys[k].at;
+        uint32_t size;
+        memcpy(&size, rec + 24, 4);
+        put(&w, rec, event_bytes(size));
     }
-    free(g.out);
     const size_t body = (size_t)(w.p - (unsigned char *)out);
     put_u64(&w, snap_checksum(out, body));
     return SEER_OK;
