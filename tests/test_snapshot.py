@@ -587,3 +587,41 @@ def test_faces_refuse_bad_snapshots() -> None:
         fresh.snapshot()
     assert SNAPSHOT_VERSION == snap.version and isinstance(snap, EnvSnapshot)
     assert obs0  # the episode had started
+
+
+_FORK = textwrap.dedent("""
+    import os, pickle
+    import numpy as np
+    from seer_env.envs import phold_v0
+    venv = phold_v0.vector_env(2, num_entities=16, threads=2, executor="parallel")
+    venv.reset(seed=5)
+    acts = np.zeros((2, 16), np.int64)
+    venv.step(acts)
+    snap = venv.snapshot()
+    want = [venv.step(acts + k % 3) for k in range(4)]
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child restores into the env it inherited (its pool re-created)
+        os.close(r)
+        venv.restore(snap)
+        got = [venv.step(acts + k % 3) for k in range(4)]
+        os.write(w, pickle.dumps(got))
+        os._exit(0)
+    os.close(w)
+    data = b""
+    while chunk := os.read(r, 1 << 16):
+        data += chunk
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    got = pickle.loads(data)
+    assert all(np.array_equal(a, b) for x, y in zip(want, got) for a, b in zip(x[:4], y[:4]))
+    print("ok")
+""")
+
+
+def test_restore_in_a_fork_child() -> None:
+    """A child of fork() restores a snapshot into the env it inherited (whose
+    worker pool must be re-created first) and steps as the parent did."""
+    res = subprocess.run([sys.executable, "-c", _FORK], capture_output=True, cwd=ROOT,
+                         timeout=300, check=False, text=True)
+    assert res.returncode == 0 and res.stdout.strip() == "ok", res.stderr[-3000:]
