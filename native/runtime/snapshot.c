@@ -47,8 +47,8 @@
 #define SNAP_NAME 64
 #define SNAP_NSIZES 10
 #define SNAP_EVHDR 32 /* time, key, target, type, size, pad */
-/* Events the write loop loads ahead: it does little per event, and the
- * records, visited in key order, are scattered (about a DRAM latency ahead). */
+/* Records the event loops load ahead: they do little per record, and visit
+ * records scattered in memory (about a DRAM latency ahead). */
 #define SNAP_AHEAD 32
 
 /* The sizes the layout depends on, in the header's order. */
@@ -493,7 +493,9 @@ static int validate_header(seer_runtime *rt, uint32_t instance, struct reader *r
     memcpy(&sum, r->p + r->n - 8, 8);
     if (snap_checksum(r->p, r->n - 8) != sum)
         return bad(rt, instance, "%s", "the snapshot is corrupted (its checksum does not match)");
-    if (strcmp(name, rt->model->name) != 0) {
+    char mine_name[SNAP_NAME] = {0}; /* as write_header stores it */
+    snprintf(mine_name, sizeof mine_name, "%s", rt->model->name);
+    if (memcmp(name, mine_name, SNAP_NAME) != 0) {
         snprintf(d, sizeof d, "the snapshot is of model '%.64s', this runtime runs '%.64s'",
                  name, rt->model->name);
         return bad(rt, instance, "%s", d);
