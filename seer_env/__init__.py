@@ -26,6 +26,7 @@ from . import sdk
 from ._paths import get_include
 from ._version import __version__ as __version__
 from .check import CheckReport, check
+from .env import EnvSnapshot
 from .errors import (
     AsyncStateError,
     BuildError,
@@ -36,6 +37,7 @@ from .errors import (
     InvalidActionError,
     ModelError,
     SeerError,
+    SnapshotError,
     StateError,
 )
 from .registry import ENVS, available, make, register_pettingzoo
@@ -48,6 +50,7 @@ __all__ = [
     "get_include",
     "check",
     "CheckReport",
+    "EnvSnapshot",
     "BuildError",
     "ENVS",
     "available",
@@ -64,4 +67,5 @@ __all__ = [
     "ClosedError",
     "ContractViolation",
     "ModelError",
+    "SnapshotError",
 ]

@@ -43,6 +43,7 @@ from .errors import (
     InvalidActionError,
     ModelError,
     SeerError,
+    SnapshotError,
     StateError,
 )
 
@@ -66,6 +67,7 @@ _STATUS_NAMES: dict[str, type[SeerError]] = {
     "SEER_E_VERSION": ModelError,
     "SEER_E_INTERRUPTED": Interrupted,
     "SEER_E_BUDGET": BudgetError,
+    "SEER_E_SNAPSHOT": SnapshotError,
 }
 
 _ERRLEN = 1024

@@ -49,7 +49,7 @@ import numpy as np
 
 from ._loader import core
 from ._native import _ERRLEN, Group, NativeModel, Sizes, error_for
-from .errors import ClosedError, ConfigError
+from .errors import ClosedError, ConfigError, SnapshotError
 
 # -- runtimes -----------------------------------------------------------------------
 
@@ -287,6 +287,7 @@ class Runtime:
         self._mask = np.zeros(B, dtype=np.uint8)
         self._check_mask = np.zeros(B, dtype=np.uint8)  # check_actions' (beside _mask's user)
         self._check_err = ffi.new("char[]", _ERRLEN)
+        self._snap_buf = bytearray()  # snapshot()'s scratch
         self.auto_threads = auto
 
     def _host_buffers(self, sz: Sizes, B: int, opts: Any) -> None:
@@ -522,6 +523,53 @@ class Runtime:
         laid out by the model's state fields."""
         raw = self.entity_states(instance)
         return np.frombuffer(raw, dtype=self.native.state_dtype(self.sizes.entity_size)).copy()
+
+    def snapshot(self, instance: int = 0) -> bytes:
+        """Instance ``instance``'s whole state as bytes (``seer_runtime_snapshot``):
+        step index, entity states and records (RNG streams included), instance
+        data, pending events and the instance's output rows.  `restore`
+        puts them back, here or into another runtime of the same model,
+        configuration and ``max_cycles`` (any executor, thread count or number
+        of instances), any number of times:
+
+        ```python
+        snap = rt.snapshot(0)
+        rt.step()                 # ... explore
+        rt.restore(0, snap)       # back: the next steps are the same again
+        ```
+
+        Raises `StateError` before the instance's reset
+        or after a failed call."""
+        i = self._instance(instance)
+        n = self.ffi.new("uint64_t *")
+        with self._call() as h:
+            self._check(h, self.lib.seer_runtime_snapshot_size(h, i, n))  # a bound
+            if len(self._snap_buf) < n[0]:  # kept: a fresh buffer costs page faults
+                self._snap_buf = bytearray(int(n[0]) + int(n[0]) // 4)
+            buf = self._snap_buf
+            self._check(h, self.lib.seer_runtime_snapshot(
+                h, i, self.ffi.from_buffer(buf), len(buf), n))
+            return bytes(memoryview(buf)[:int(n[0])])
+
+    def restore(self, instance: int, data: bytes | bytearray | memoryview,
+                check_only: bool = False) -> None:
+        """Replace instance ``instance``'s state by a `snapshot`'s bytes.
+
+        Everything is checked first (model, configuration, format, checksum,
+        every event): `SnapshotError` names what does
+        not fit, and the instance is unchanged.  A restored instance is ready to
+        step (one that needed a reset too).  ``check_only=True`` makes every
+        check and changes nothing (to check several snapshots before restoring
+        any)."""
+        i = self._instance(instance)
+        try:
+            view = memoryview(data).cast("B")
+        except TypeError:
+            raise SnapshotError(
+                f"a snapshot is bytes, got {type(data).__name__}") from None
+        fn = self.lib.seer_runtime_restore_check if check_only else self.lib.seer_runtime_restore
+        with self._call() as h:
+            self._check(h, fn(h, i, self.ffi.from_buffer("char[]", view), len(view)))
 
     def global_state(self, instance: int = 0) -> np.ndarray:
         out = np.zeros(self.sizes.state_dim, dtype=np.float32)

@@ -52,7 +52,13 @@ The passes:
 7. **matrix** -- the determinism matrix: serial against parallel at threads
    1-4 and oversubscribed (8), batches of 1-3 instances, several seeds,
    random actions; reset runs add masked resets mid-episode.
-8. **lookahead** and the other schedule rules are checked on every
+8. **snapshot** -- a few steps, a snapshot of every instance
+   (``Runtime.snapshot``), more steps under random actions, a restore and the
+   same steps again, in the same runtime and in a new one on another executor:
+   every output must come back bit for bit.  State the model keeps outside
+   runtime-owned memory (a static counter, heap memory of its own) is not in
+   a snapshot, and shows here as a ``restore`` finding.
+9. **lookahead** and the other schedule rules are checked on every
    ``seer_schedule`` call in every pass.
 
 Models with lookahead 0 have no windows: the order pass is skipped for them
@@ -617,6 +623,78 @@ def _race_job(ctx: JobContext) -> JobOutcome:
     return JobOutcome(found, runs=1, steps=steps)
 
 
+def _snapshot_job(ctx: JobContext) -> JobOutcome:
+    """The snapshot pass: run a few steps, snapshot every instance, run
+    `SNAPSHOT_STEPS` more under random actions, restore, and run them
+    again with the same actions -- in the same runtime, then in a fresh one on
+    another executor.  Every output must come back bit for bit: a model that
+    keeps state outside runtime-owned memory (a static counter, a pointer into
+    its own heap) is not in a snapshot, and its future after a restore
+    differs."""
+    plan = ctx.plan
+    warm = max(0, min(plan.steps // 2, SNAPSHOT_WARM))
+    k = max(1, min(plan.steps, SNAPSHOT_STEPS))
+    B = 2
+    other_executor = ("parallel" if plan.windows else "optimistic")
+    rng = np.random.default_rng(plan.seeds[0])
+    rt = Runtime(ctx.native, ctx.config, B, "serial", 1, None, oversubscribe=True)
+    fresh = Runtime(ctx.native, ctx.config, B, other_executor, 2, None, oversubscribe=True)
+    try:
+        try:
+            rt.reset([plan.seeds[0] + i for i in range(B)])
+            for _ in range(warm):
+                live = rt.alive.any(axis=1)
+                if not live.all():
+                    break
+                rt.actions[:] = check_bounds.random_actions(rng, rt, spill=0.25)
+                rt.step()
+            snaps = [rt.snapshot(i) for i in range(B)]
+            first, acts, masks = [_grab(rt)], [], []
+            for _ in range(k):
+                live = rt.alive.any(axis=1)
+                if not live.any():
+                    break
+                rt.actions[:] = check_bounds.random_actions(rng, rt, spill=0.25)
+                acts.append(rt.actions.copy())
+                masks.append(live)
+                rt.step(live)
+                first.append(_grab(rt))
+        except SeerError as exc:  # the other passes report the model's own failures
+            return JobOutcome(runs=1, status=f"skipped: a plain run failed ({classify(exc)})")
+        found: list[tuple[str, str]] = []
+        fresh.reset([0] * B)
+        for where, target in (("the same runtime", rt),
+                              (f"a new runtime ({other_executor} executor, 2 threads)", fresh)):
+            try:
+                for i, snap in enumerate(snaps):
+                    target.restore(i, snap)
+                again = [_grab(target)]
+                for a, m in zip(acts, masks, strict=True):
+                    target.actions[:] = a
+                    target.step(m)
+                    again.append(_grab(target))
+            except SeerError as exc:
+                found.append(("restore", f"after a restore into {where}, the replay failed "
+                                          f"where the original run did not: {exc}"))
+                break
+            diff = first_difference(_Run(first), _Run(again), ctx.native,
+                                    ctx.sizes.entity_size, ctx.names)
+            if diff is not None:
+                found.append(("restore", f"a snapshot taken after step {warm} and restored into "
+                                          f"{where} does not reproduce the steps that followed "
+                                          f"it (steps counted from the snapshot): {diff}"))
+                break
+        return JobOutcome(found, runs=3, steps=warm + 3 * len(acts))
+    finally:
+        rt.close()
+        fresh.close()
+
+
+#: The snapshot pass: steps before the snapshot (at most half the main runs')
+#: and steps replayed after it.
+SNAPSHOT_WARM = 5
+SNAPSHOT_STEPS = 8
+
 #: Steps of the race pass's run (at most): ThreadSanitizer slows a run 5-15x,
 #: and memory shared between handlers is written in every step that uses it.
 RACE_STEPS = 40
@@ -637,6 +715,11 @@ PASSES: list[Pass] = [
     Pass("bounds", _bounds_runs, inspect=_bounds_inspect,
          fixes={k: v for k, v in check_bounds.FIXES.items() if k != "uninitialised"}),
     Pass("matrix", _matrix_runs, rule="determinism", what=_matrix_what),
+    Pass("snapshot", job=_snapshot_job, job_runs=3,
+         fixes={"restore": "keep all state in runtime-owned memory (entity states, instance "
+                            "data, events and their payloads): a restored snapshot lost "
+                            "what the model kept elsewhere (static or global variables, heap "
+                            "memory of its own, a C library generator)"}),
 ]
 for _p in PASSES:  # one table of fixes: the passes' own rules too
     FIXES.update(_p.fixes)

@@ -18,11 +18,13 @@ keeps.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import functools
 import itertools
 import os
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import gymnasium
@@ -47,6 +49,7 @@ from .errors import (
     ConfigError,
     InvalidActionError,
     SeerError,
+    SnapshotError,
     StateError,
 )
 from .stpa import attach as attach_stpa
@@ -80,6 +83,7 @@ _CUT_SHORT_STEP = _CUT_SHORT.format("step")
 _CUT_SHORT_RESET = _CUT_SHORT.format("reset")
 _CUT_SHORT_SEND = _CUT_SHORT.format("send")
 _CUT_SHORT_RECV = _CUT_SHORT.format("recv")
+_CUT_SHORT_RESTORE = _CUT_SHORT.format("restore")
 
 #: Keys every env accepts besides its model's parameters.
 COMMON_KEYS = ("threads", "executor", "render_mode", "info_keys", "max_cycles",
@@ -108,6 +112,50 @@ def _fresh_seed() -> int:
 def _box(low: np.ndarray, high: np.ndarray) -> gymnasium.spaces.Box:
     return gymnasium.spaces.Box(np.asarray(low, np.float32), np.asarray(high, np.float32),
                                 dtype=np.float32)
+
+
+#: The version of `EnvSnapshot`'s Python side (the runtime's bytes carry
+#: their own format version, ``SEER_SNAPSHOT_FORMAT``).
+SNAPSHOT_VERSION = 1
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class EnvSnapshot:
+    """An env's whole state at one moment: what ``env.snapshot()`` returns and
+    ``env.restore(snap)`` goes back to.  Opaque, immutable, picklable:
+
+    ```python
+    snap = env.snapshot()
+    for a in candidates:                  # try each from the same state
+        env.restore(snap)
+        obs, rew, term, trunc, infos = env.step({**others, agent: a})
+
+    blob = pickle.dumps(snap)             # to disk, to another process...
+    env2 = pcs_v0.parallel_env(executor="serial")   # same model and configuration
+    env2.restore(pickle.loads(blob))      # continues bit for bit as env would
+    ```
+
+    It holds the runtime's bytes of each instance (``Runtime.snapshot``: entity
+    states, RNG streams, pending events, instance data, the last outputs; each
+    checksummed) and the face's own Python state (live agents, autoreset
+    flags and next seeds, the AEC wrapper's dicts).  It restores into the env
+    it came from or a new env of the same face, model and configuration, on
+    any executor and thread count, any number of times; anything else raises
+    `SnapshotError` and leaves the env unchanged.
+    """
+
+    version: int
+    face: str  # "parallel", "aec", "vector", "agent_vector"
+    model: str
+    config: tuple[tuple[str, Any], ...]  # the completed configuration, max_cycles included
+    instances: tuple[bytes, ...]  # the runtime's snapshot of each instance
+    env_ids: tuple[int, ...]  # the instance each came from
+    state: dict[str, Any]  # the face's own state
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the runtime snapshots it holds."""
+        return sum(len(b) for b in self.instances)
 
 
 class _SeerEnvCommon:
@@ -205,6 +253,50 @@ class _SeerEnvCommon:
         configuration was given).  Both have ``executor``, ``threads``,
         ``reason``, ``workload`` (the run's figures so far) and ``as_dict()``."""
         return describe_stpa(self.runtime)
+
+    # -- snapshots ---------------------------------------------------------------
+
+    def _snapshot_of(self, face: str, env_ids: Sequence[int], state: dict[str, Any]
+                     ) -> EnvSnapshot:
+        """An `EnvSnapshot` of the instances ``env_ids`` with the face's state."""
+        self._check_open("snapshot")
+        name = self.seer_model.name
+        if self._needs_reset:
+            raise StateError(f"{name}: call reset() before snapshot()")
+        if self._interrupted:
+            raise StateError(f"{name}: {self._interrupted}; call reset() before snapshot()")
+        rt = self.runtime
+        return EnvSnapshot(SNAPSHOT_VERSION, face, name, tuple(sorted(self.config.items())),
+                           tuple(rt.snapshot(i) for i in env_ids), tuple(env_ids), state)
+
+    def _check_snapshot(self, snap: Any, face: str) -> None:
+        """Raise SnapshotError unless ``snap`` is a snapshot of this face, model and
+        configuration (the runtime checks its bytes: `_check_instances`)."""
+        name = self.seer_model.name
+        if not isinstance(snap, EnvSnapshot):
+            raise SnapshotError(f"{name}: restore() takes what snapshot() returned (an "
+                                f"EnvSnapshot), got {type(snap).__name__}")
+        if snap.version != SNAPSHOT_VERSION:
+            raise SnapshotError(f"{name}: snapshot version {snap.version!r}; this seer_env "
+                                f"reads version {SNAPSHOT_VERSION}")
+        if snap.face != face:
+            raise SnapshotError(f"{name}: a snapshot of a {snap.face!r} env cannot restore a "
+                                f"{face!r} env (restore into the kind of env it came from)")
+        if snap.model != name:
+            raise SnapshotError(f"{name}: the snapshot is of model {snap.model!r}")
+        mine, theirs = self.config, dict(snap.config)
+        if theirs != mine:
+            diff = [f"{k}={theirs.get(k)!r} (here {mine.get(k)!r})"
+                    for k in sorted(set(mine) | set(theirs), key=str)
+                    if theirs.get(k) != mine.get(k)]
+            raise SnapshotError(f"{name}: the snapshot was taken with another configuration: "
+                                f"{', '.join(diff)}; restore it into an env made the same way")
+
+    def _check_instances(self, pairs: Sequence[tuple[int, bytes]]) -> None:
+        """Every runtime snapshot checked (model, configuration, format, checksum,
+        events) before any is restored."""
+        for i, data in pairs:
+            self.runtime.restore(i, data, check_only=True)
 
     def _seeds(self, seed: int | None, n: int) -> list[int]:
         """Seeds of n instances: ``seed + i`` (mod 2**64), or the spec's default."""
@@ -678,6 +770,66 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
             raise StateError(f"{self.seer_model.name}: call reset() before state()")
         return self.runtime.global_state(0)
 
+    # -- snapshots ---------------------------------------------------------------
+
+    @exclusive
+    def snapshot(self) -> EnvSnapshot:
+        """The env's whole state now, as an `EnvSnapshot` (opaque,
+        picklable) that `restore` returns to, here or in a new env of the
+        same model and configuration (any executor and thread count):
+
+        ```python
+        obs, infos = env.reset(seed=0)
+        snap = env.snapshot()
+        a = env.step(actions)
+        env.restore(snap)
+        b = env.step(actions)        # the same outputs as a, bit for bit
+        ```
+
+        Raises `StateError` before ``reset()`` and
+        `ClosedError` after ``close()``."""
+        return self._snapshot_of("parallel", (0,), {"live": self._live_names})
+
+    @exclusive
+    def restore(self, snap: EnvSnapshot) -> tuple[dict[str, np.ndarray], dict[str, dict[str, Any]]]:
+        """Go back to ``snap`` (from `snapshot` of this env or of one of the
+        same model and configuration); returns ``(observations, infos)`` of the
+        live agents, as at that moment.  Steps from here are those the env
+        made after the snapshot, bit for bit.  Another model, configuration or
+        face, or damaged bytes, raise `SnapshotError`
+        and leave the env unchanged; a never-reset env may be restored."""
+        self._check_open("restore")
+        self._check_parallel_snapshot(snap, "parallel")
+        return self._restore_unchecked(snap)
+
+    def _check_parallel_snapshot(self, snap: Any, face: str) -> None:
+        self._check_snapshot(snap, face)
+        live = snap.state.get("live") if isinstance(snap.state, dict) else None
+        if (len(snap.instances) != 1 or not isinstance(live, tuple)
+                or not all(isinstance(a, str) and a in self.agent_index for a in live)):
+            raise SnapshotError(f"{self.seer_model.name}: the snapshot is malformed (a "
+                                "ParallelEnv's holds one instance and its live agents)")
+        self._check_instances([(0, snap.instances[0])])
+
+    def _restore_unchecked(self, snap: EnvSnapshot) -> tuple[dict[str, np.ndarray],
+                                                             dict[str, dict[str, Any]]]:
+        cut = self._interrupted
+        self._interrupted = _CUT_SHORT_RESTORE  # until Python has caught up
+        try:
+            self.runtime.restore(0, snap.instances[0])
+        except SeerError as exc:  # checked already: out of memory, and nothing changed
+            if _raised_by_seer(exc):
+                self._interrupted = cut
+            raise
+        live: tuple[str, ...] = snap.state["live"]
+        self._live_names = live
+        self._live_idx = np.array([self.agent_index[a] for a in live], dtype=np.intp)
+        self.agents = list(live)
+        self._needs_reset = False
+        self._interrupted = ""
+        (obs, _, _, _, infos), _ = self._outputs(self._live_idx)
+        return obs, infos
+
     @exclusive
     def render(self) -> np.ndarray | None:
         """The current frame: an ``(H, W, 3)`` uint8 array with
@@ -821,6 +973,50 @@ class SeerAECEnv(parallel_to_aec_wrapper):
             raise
         self._interrupted = ""
 
+    @exclusive
+    def snapshot(self) -> EnvSnapshot:
+        """The AEC env's whole state (the ParallelEnv's, plus this wrapper's:
+        whose turn it is, the actions collected so far this round, the last
+        rewards, flags and infos) as an `EnvSnapshot`; see
+        `SeerParallelEnv.snapshot`."""
+        self._check_ready("snapshot")
+        if self._interrupted:
+            raise StateError(f"{self.seer_model.name}: {self._interrupted}; call reset() "
+                             "before snapshot()")
+        par = self.env.snapshot()
+        mine = {k: copy.deepcopy(self.__dict__[k]) for k in _AEC_STATE if k in self.__dict__}
+        return dataclasses.replace(par, face="aec", state={"parallel": par.state, "aec": mine})
+
+    @exclusive
+    def restore(self, snap: EnvSnapshot) -> None:
+        """Go back to a `snapshot` of an AEC env of the same model and
+        configuration (`SnapshotError` otherwise, with
+        nothing changed)."""
+        if self._busy.closing or self.env._closed():
+            raise ClosedError(f"{self.seer_model.name}: restore() on a closed env")
+        self.env._check_snapshot(snap, "aec")
+        state = snap.state
+        if not (isinstance(state.get("parallel"), dict) and isinstance(state.get("aec"), dict)
+                and set(state["aec"]) <= set(_AEC_STATE)):
+            raise SnapshotError(f"{self.seer_model.name}: the snapshot is malformed")
+        par = dataclasses.replace(snap, face="parallel", state=state["parallel"])
+        self.env._check_parallel_snapshot(par, "parallel")
+        cut = self._interrupted
+        self._interrupted = _CUT_SHORT_RESTORE  # until this wrapper has caught up
+        try:
+            self.env._restore_unchecked(par)
+        except SeerError as exc:  # checked already: out of memory, and nothing changed
+            if _raised_by_seer(exc):
+                self._interrupted = cut
+            raise
+        for k in _AEC_STATE:
+            if k in state["aec"]:
+                setattr(self, k, copy.deepcopy(state["aec"][k]))  # restorable again
+            else:
+                self.__dict__.pop(k, None)
+        self._reset_done = True
+        self._interrupted = ""
+
     def _observe(self, agent: Any) -> Any:
         self.env._agent_idx(agent)  # unknown: InvalidActionError
         try:
@@ -864,6 +1060,13 @@ class SeerAECEnv(parallel_to_aec_wrapper):
 
     def _close_now(self) -> None:
         self.env.close()
+
+
+#: The AEC wrapper's episode state (PettingZoo's parallel_to_aec_wrapper keeps
+#: it in these attributes), which its snapshots hold.
+_AEC_STATE = ("_observations", "infos", "agents", "_live_agents", "_actions",
+              "_agent_selector", "agent_selection", "terminations", "truncations", "rewards",
+              "_cumulative_rewards", "new_agents", "new_values", "_skip_agent_selection")
 
 
 class _NotResetError(StateError, AttributeError):
@@ -935,6 +1138,18 @@ class _SeerOrderEnforcingWrapper(OrderEnforcingWrapper):
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
         self.env.reset(seed=seed, options=options)  # refused or failed: not reset
+        self._has_reset = True
+        self._has_updated = True
+
+    def snapshot(self) -> EnvSnapshot:
+        """The AEC env's state (`SeerAECEnv.snapshot`)."""
+        self._check_reset("snapshot")
+        return self.env.snapshot()  # type: ignore[no-any-return]
+
+    def restore(self, snap: EnvSnapshot) -> None:
+        """Go back to ``snap`` (`SeerAECEnv.restore`); as after a reset, the
+        order of calls starts afresh."""
+        self.env.restore(snap)  # refused: nothing changed
         self._has_reset = True
         self._has_updated = True
 
@@ -1802,6 +2017,87 @@ class SeerVectorEnv(_SeerEnvCommon):
         if self._stepper is not None:
             self._stepper.drain()
         return np.stack([self.runtime.global_state(i) for i in range(self.num_envs)])
+
+    # -- snapshots ---------------------------------------------------------------
+
+    def _env_id(self, env_id: Any) -> int:
+        if isinstance(env_id, bool) or not isinstance(env_id, (int, np.integer)) or not (
+                0 <= int(env_id) < self.num_envs):
+            raise ConfigError(f"env_id={env_id!r} must be an int in [0, {self.num_envs})")
+        return int(env_id)
+
+    @exclusive
+    def snapshot(self, env_id: int | None = None) -> EnvSnapshot:
+        """Instance ``env_id``'s whole state (None: every instance's) as an
+        `EnvSnapshot`, with its autoreset flag and next seed:
+
+        ```python
+        snap = venv.snapshot(0)                 # instance 0 now
+        for i in range(1, venv.num_envs):
+            venv.restore(snap, env_id=i)        # every instance a copy of it
+        obs, rew, term, trunc, infos = venv.step(candidate_actions)
+        ```
+
+        Restores into this env or a new one of the same model and configuration
+        (any executor, thread count and ``num_envs``)."""
+        ids = range(self.num_envs) if env_id is None else (self._env_id(env_id),)
+        state = {"autoreset": tuple(bool(self._autoreset[i]) for i in ids),
+                 "next_seeds": tuple(int(self._next_seeds[i]) for i in ids)}
+        return self._snapshot_of("vector", tuple(ids), state)
+
+    @exclusive
+    def restore(self, snap: EnvSnapshot, env_id: int | None = None
+                ) -> tuple[np.ndarray, dict[str, Any]]:
+        """Go back to ``snap``: a snapshot of every instance restores them all
+        (``env_id`` None), one of one instance restores into ``env_id`` (None: the
+        instance it was taken of).  Returns ``(obs, infos)`` of every instance,
+        as ``reset()`` does.  Everything is checked before anything changes
+        (`SnapshotError`).  Restoring one instance needs
+        the env reset first (the first reset starts every instance); a snapshot
+        of all of them also restores a never-reset env."""
+        self._check_open("restore")
+        self._check_snapshot(snap, "vector")
+        name = self.seer_model.name
+        n = len(snap.instances)
+        st = snap.state if isinstance(snap.state, dict) else {}
+        if (len(snap.env_ids) != n or len(st.get("autoreset", ())) != n
+                or len(st.get("next_seeds", ())) != n):
+            raise SnapshotError(f"{name}: the snapshot is malformed")
+        if n == 1 and (env_id is not None or snap.env_ids[0] < self.num_envs):
+            targets: tuple[int, ...] = (
+                self._env_id(snap.env_ids[0] if env_id is None else env_id),)
+        elif n == self.num_envs and env_id is None:
+            targets = tuple(range(n))
+        else:
+            raise SnapshotError(
+                f"{name}: the snapshot holds {n} instance(s) {list(snap.env_ids)[:8]}; this env "
+                f"has {self.num_envs} (restore a snapshot of one instance into any env_id, "
+                "or one of every instance into an env of as many)")
+        if self._needs_reset and len(targets) < self.num_envs:
+            raise StateError(f"{name}: call reset() before restoring one instance (or restore a "
+                             "snapshot of every instance)")
+        pairs = list(zip(targets, snap.instances, strict=True))
+        self._check_instances(pairs)
+        cut = self._interrupted
+        self._interrupted = _CUT_SHORT_RESTORE  # until Python has caught up
+        for (i, data), flag, seed in zip(pairs, st["autoreset"], st["next_seeds"], strict=True):
+            try:
+                self.runtime.restore(i, data)
+            except SeerError as exc:  # checked already: out of memory, nothing changed
+                if _raised_by_seer(exc) and i == targets[0]:
+                    self._interrupted = cut
+                raise
+            self._autoreset[i] = bool(flag)
+            self._next_seeds[i] = int(seed) & _MAX_SEED
+        self._any_autoreset = bool(self._autoreset.any())
+        if len(targets) == self.num_envs:
+            self._needs_reset = False
+            cut = ""  # every instance restored: nothing is left of an interrupted call
+        self._interrupted = cut
+        (obs, _, _, _, infos), _ = _kernels.vec_outputs(self._bufs, self.copy, None)
+        if self._structured:
+            obs, _, _, _, infos = self._structure((obs, None, None, None, infos))
+        return obs, infos
 
     def close(self) -> None:
         """Free the env; safe at any time, from any thread; again: nothing (see

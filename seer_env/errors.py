@@ -73,6 +73,12 @@ class Interrupted(StateError):
     not raise (a custom SIGINT handler)."""
 
 
+class SnapshotError(SeerError, ValueError):
+    """A snapshot that cannot be restored here: taken of another model or
+    configuration, in another snapshot format, on another face, or corrupted
+    or truncated bytes.  The message says which; the env was not changed."""
+
+
 class BuildError(SeerError, RuntimeError):
     """Compiling a model failed.  ``log`` holds the compiler's output and
     ``command`` the command line that failed."""
@@ -101,5 +107,6 @@ __all__ = [
     "BuildError",
     "BudgetError",
     "Interrupted",
+    "SnapshotError",
     "MissingExtraError",
 ]

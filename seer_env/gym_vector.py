@@ -110,6 +110,8 @@ logits[~infos["action_mask"].astype(bool)] = -inf   # masked sampling
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -118,8 +120,8 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
-from .env import SeerVectorEnv
-from .errors import ClosedError, ConfigError, InvalidActionError
+from .env import EnvSnapshot, SeerVectorEnv
+from .errors import ClosedError, ConfigError, InvalidActionError, SnapshotError
 
 __all__ = ["AgentVectorEnv", "agent_vector_env", "random_actions", "random_batched_actions"]
 
@@ -409,6 +411,53 @@ class AgentVectorEnv(gymnasium.vector.VectorEnv):
         infos["final_info"] = final
         infos["_final_info"] = flat_done.copy()
         return obs
+
+    def snapshot(self) -> EnvSnapshot:
+        """Every sub-env's state (every instance of the batched env, and the
+        generator of the other groups' random actions) as an
+        `EnvSnapshot`::
+
+            snap = envs.snapshot()
+            out_a = envs.step(actions)
+            envs.restore(snap)
+            out_b = envs.step(actions)     # identical to out_a
+
+        It restores into this VectorEnv or a new one of the same model,
+        configuration and group (any executor and thread count)."""
+        self._check_open("snapshot")
+        snap = self.venv.snapshot()
+        mine = {"venv": snap.state, "group": self.group,
+                "rng": copy.deepcopy(self._rng.bit_generator.state),
+                "last": copy.deepcopy(self._last)}
+        return dataclasses.replace(snap, face="agent_vector", state=mine)
+
+    def restore(self, snap: EnvSnapshot) -> tuple[np.ndarray, dict[str, Any]]:
+        """Go back to a `snapshot`; returns ``(obs, infos)`` as ``reset()``
+        does.  A snapshot of another model, configuration, group or face, or
+        damaged bytes, raise `SnapshotError` and change
+        nothing."""
+        self._check_open("restore")
+        name = self.metadata["name"]
+        if not isinstance(snap, EnvSnapshot) or snap.face != "agent_vector":
+            what = snap.face if isinstance(snap, EnvSnapshot) else type(snap).__name__
+            raise SnapshotError(f"{name}: restore() takes an agent_vector_env's snapshot(), "
+                                f"got {what!r}")
+        st = snap.state
+        if not isinstance(st, dict) or not {"venv", "group", "rng", "last"} <= set(st):
+            raise SnapshotError(f"{name}: the snapshot is malformed")
+        if st["group"] != self.group:
+            raise SnapshotError(f"{name}: the snapshot is of group {st['group']!r}, this "
+                                f"VectorEnv steps {self.group!r}")
+        rng = np.random.default_rng()
+        try:
+            rng.bit_generator.state = copy.deepcopy(st["rng"])
+        except (TypeError, ValueError, KeyError) as exc:
+            raise SnapshotError(f"{name}: the snapshot is malformed ({exc})") from None
+        obs, vinfos = self._mine(self.venv.restore(
+            dataclasses.replace(snap, face="vector", state=st["venv"])))
+        self._rng = rng
+        self._last = copy.deepcopy(st["last"])
+        return self._flat(obs), self._infos(vinfos)
 
     def _check_open(self, what: str) -> None:
         if self.venv._closed():

@@ -91,11 +91,12 @@ config.multi_agent(**group_policies({"env": "hunt_v0"}))
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from .env import _raised_by_seer
-from .errors import ConfigError, SeerError, StateError
+from .env import EnvSnapshot, _raised_by_seer
+from .errors import ConfigError, SeerError, SnapshotError, StateError
 from .registry import make
 
 __all__ = ["SeerMultiAgentEnv", "shared_policy", "group_policies", "env_creator"]  # noqa: F822
@@ -289,6 +290,39 @@ def _build_class() -> type:
             out = self._obs(obs), rewards, terminateds, truncateds, self._infos(infos)
             self._cut_short = False
             return out
+
+        def snapshot(self) -> EnvSnapshot:
+            """The env's state: the ParallelEnv's
+            (`seer_env.env.SeerParallelEnv.snapshot`) and the agents that
+            finished in the last step (`agents` still names them)."""
+            if self._cut_short:
+                raise StateError(f"{self.par_env.seer_model.name}: the last reset() or step() "
+                                 "was interrupted before it finished; call reset()")
+            snap = self.par_env.snapshot()
+            just = tuple(self.__dict__.get("_just_finished", ()))
+            return dataclasses.replace(snap, face="rllib",
+                                       state={"parallel": snap.state, "just_finished": just})
+
+        def restore(self, snap: EnvSnapshot) -> tuple[dict[str, Any], dict[str, Any]]:
+            """Go back to a `snapshot` of an env of the same model and
+            configuration; returns ``(obs, infos)`` of the live agents, as
+            ``reset`` does.  Anything else raises
+            `SnapshotError` and changes nothing."""
+            name = self.par_env.seer_model.name
+            st = snap.state if isinstance(snap, EnvSnapshot) else None
+            if not isinstance(snap, EnvSnapshot) or snap.face != "rllib":
+                what = snap.face if isinstance(snap, EnvSnapshot) else type(snap).__name__
+                raise SnapshotError(f"{name}: restore() takes this adapter's snapshot(), got "
+                                    f"{what!r}")
+            if not (isinstance(st, dict) and isinstance(st.get("parallel"), dict)
+                    and isinstance(st.get("just_finished"), tuple)
+                    and set(st["just_finished"]) <= self._agent_ids):
+                raise SnapshotError(f"{name}: the snapshot is malformed")
+            obs, infos = self.par_env.restore(
+                dataclasses.replace(snap, face="parallel", state=st["parallel"]))
+            self._just_finished = st["just_finished"]
+            self._cut_short = False
+            return self._obs(obs), self._infos(infos)
 
         def render(self) -> Any:
             return self.par_env.render()

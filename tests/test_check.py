@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 ROGUE = load_test_model("rogue")
 WRECK = load_test_model("wreck")  # enum wreck_mode in tests/models/wreck/wreck.c
 ROGUE2 = load_test_model("rogue2")  # enum rogue2_mode in tests/models/rogue2/rogue2.c
+LEAKY = load_test_model("leaky")  # keeps a count in heap memory of its own
 LOOP, ABORT, WILD, EXIT, STORM, LATE_READ, FAIL_LATE, SILENT, THIRD, DESCRIBE = range(1, 11)
 PASS_NAMES = [p.name for p in PASSES]
 QUICK = dict(steps=14, seeds=(0,), threads=(1, 2, 8), batches=(1, 3), progress=False)
@@ -75,9 +76,25 @@ def test_a_well_behaved_model_passes_every_pass() -> None:
     report = check(ROGUE, {"mode": 0}, **QUICK)
     assert report.ok, str(report)
     assert [p.name for p in report.passes] == PASS_NAMES == [
-        "isolation", "uninit", "replay", "order", "race", "bounds", "matrix"]
+        "isolation", "uninit", "replay", "order", "race", "bounds", "matrix", "snapshot"]
     assert all(p.status == "ok" and p.runs > 0 for p in report.passes), str(report)
     assert "no finding" in str(report)
+
+
+def test_state_kept_outside_the_runtime_is_caught_by_the_snapshot_pass() -> None:
+    """leaky counts in a heap block of its own, zeroed by init: every run from a
+    reset agrees with every other (no other pass sees it), but a restored
+    snapshot does not hold the count."""
+    report = check(LEAKY, {}, **QUICK)
+    assert report.rules() == {"restore"}, str(report)
+    (finding,) = report.findings
+    assert finding.pass_name == "snapshot"
+    assert "a snapshot taken after step 5 and restored into the same runtime does not " \
+           "reproduce the steps that followed it" in finding.message
+    assert "agent agent_0, obs[1]" in finding.message, finding.message
+    assert finding.fix == FIXES["restore"] and "runtime-owned memory" in finding.fix
+    status = {p.name: p.status for p in report.passes}
+    assert status.pop("snapshot") == "finding" and set(status.values()) == {"ok"}, str(report)
 
 
 def test_order_dependence_alone_is_caught_by_the_order_pass() -> None:
@@ -308,7 +325,7 @@ def test_a_crash_in_a_plain_run_is_located_by_a_checked_rerun() -> None:
     # the race pass's instrumented run meets the abort too (its many instances)
     assert status.pop("race").startswith("skipped: the ThreadSanitizer run failed")
     assert status == {name: "ok" for name in PASS_NAMES if name != "race"} | {
-        "matrix": "finding"}
+        "matrix": "finding", "snapshot": "skipped: the model crashed (matrix)"}
 
 
 def test_a_describe_that_kills_the_process_is_a_crash() -> None:

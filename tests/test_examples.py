@@ -111,3 +111,15 @@ def test_async_rollout_smoke() -> None:
     m = re.search(r"^median: sync ([\d,]+) frames/s, async ([\d,]+) frames/s: ([\d.]+)x", out,
                   re.M)
     assert m and all(float(x.replace(",", "")) > 0 for x in m.groups())
+
+def test_plan_pcs_smoke() -> None:
+    """The snapshot/restore planner runs, and on its (deterministic) smoke episode
+    it beats the random policy and every fixed guard level."""
+    out = subprocess.run([sys.executable, str(ROOT / "examples" / "plan_pcs.py"), "--smoke"],
+                         capture_output=True, text=True, timeout=300, check=True).stdout
+    value = {m.group(1): float(m.group(2))
+             for m in re.finditer(r"^  (.+?)\s{2,}(-?\d+\.\d+)", out, re.M)}
+    fixed = [value[f"fixed guard {g}"] for g in range(5)]
+    planner = next(v for k, v in value.items() if k.startswith("planner"))
+    assert "72 restores" in out
+    assert planner > value["random policy"] and planner > max(fixed), out

@@ -104,6 +104,43 @@ def test_rllib_checker_passes_when_an_agent_dies_in_its_step() -> None:
     env.close()
 
 
+def test_snapshot_and_restore_keep_the_agents_just_finished() -> None:
+    """The adapter's snapshot is the ParallelEnv's plus the agents that finished
+    in the last step (``agents`` still names them): a restore gives them back."""
+    import pickle
+
+    from seer_env.errors import SnapshotError
+
+    env = rllib.SeerMultiAgentEnv({"env": str(DYING.folder), "num_agents": 6, "threads": 1})
+    env.reset(seed=3)
+
+    def play() -> list[Any]:
+        out = []
+        for k in range(3):
+            if not env.agents_alive:
+                break
+            out.append((env.step({a: k % 3 for a in env.agents_alive}), list(env.agents)))
+        return out
+
+    env.step({a: 0 for a in env.agents_alive})
+    env.step({a: 0 for a in env.agents_alive})
+    agents = list(env.agents)
+    assert set(agents) != set(env.agents_alive)  # an agent finished in the last step
+    snap = env.snapshot()
+    first = play()
+    obs, infos = env.restore(pickle.loads(pickle.dumps(snap)))
+    assert list(env.agents) == agents and sorted(obs) == sorted(env.agents_alive)
+    again = play()
+    assert len(again) == len(first) > 0
+    for (x, ax), (y, ay) in zip(first, again, strict=True):
+        assert ax == ay
+        for d, e in zip(x, y, strict=True):
+            assert d.keys() == e.keys()
+            assert all(np.array_equal(d[k], e[k]) for k in d)
+    with pytest.raises(SnapshotError, match="adapter's snapshot"):
+        env.restore(env.par_env.snapshot())
+
+
 def test_env_config_needs_env_name() -> None:
     with pytest.raises(ValueError, match="env_config needs 'env'"):
         rllib.SeerMultiAgentEnv({"width": 3})

@@ -44,11 +44,12 @@ def test_template_builds_runs_and_keeps_the_contract(tokens: sdk.Model) -> None:
     assert tokens.name == "tokens_m" and tokens.native.name == "tokens_m"
     report = seer_env.check(tokens, {"num_agents": 5}, steps=30, progress=False)
     assert report.ok, str(report)
-    assert [p.status for p in report.passes] == ["ok"] * 7
+    assert [p.status for p in report.passes] == ["ok"] * 8
     # isolation 2, uninit 2 (zeroed and painted builds), replay 1, order 3,
     # race 1, bounds 1; the matrix: 30 runs, plus a reset run per batch on the
-    # fewest and most threads
-    assert [p.runs for p in report.passes] == [2, 2, 1, 3, 1, 1, 30 + 6]
+    # fewest and most threads; snapshot 3 (the run, the replays in the same
+    # runtime and in a new one)
+    assert [p.runs for p in report.passes] == [2, 2, 1, 3, 1, 1, 30 + 6, 3]
 
 
 def test_every_api_of_a_shipped_env(tokens: sdk.Model) -> None:

@@ -95,7 +95,10 @@ typedef enum seer_status {
     SEER_E_ISOLATION = 15,  /* checking mode: a handler touched memory or a
                                source of randomness outside its entity       */
     SEER_E_INTERRUPTED = 16,/* the call was abandoned on SIGINT (Ctrl-C)     */
-    SEER_E_BUDGET = 17      /* a step handled more events than its budget    */
+    SEER_E_BUDGET = 17,     /* a step handled more events than its budget    */
+    SEER_E_SNAPSHOT = 18    /* a snapshot that cannot be restored here (another
+                               model, configuration or format; corrupted or
+                               truncated bytes): nothing was changed          */
 } seer_status;
 
 typedef enum seer_action_kind {

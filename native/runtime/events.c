@@ -13,6 +13,8 @@
  *   seer_event_pool_balance_local  outside the event loop, when a call
  *                                  starts or the pool stops: bring a list
  *                                  to its target stock
+ *   seer_event_stock_local         outside the event loop: at least n free
+ *                                  (a restore's events, snapshot.c)
  *
  * Chunks are allocated as the reserve runs dry, up to the runtime's
  * memory_limit, and freed only with the runtime (or after a failed call:
@@ -104,6 +106,11 @@ void seer_event_pool_balance_local(seer_worker *w, uint64_t lo, uint64_t hi)
         (void)pool_take(w->rt, w, lo - w->pool.nfree);
     else if (w->pool.nfree > hi)
         pool_give(w->rt, w, hi);
+}
+
+int seer_event_stock_local(seer_worker *w, uint64_t n)
+{
+    return w->pool.nfree >= n ? SEER_OK : pool_take(w->rt, w, n - w->pool.nfree);
 }
 
 int seer_event_refill_local(seer_worker *w)

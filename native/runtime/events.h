@@ -44,6 +44,10 @@ static inline void seer_event_free_local(seer_worker *w, seer_event *ev)
 /* Outside the event loop: bring w's free list into [lo, hi] (the reserve's
  * mutex). */
 void seer_event_pool_balance_local(seer_worker *w, uint64_t lo, uint64_t hi);
+/* Outside the event loop: make w's free list hold at least n events (the
+ * reserve's mutex; chunks allocated as needed).  SEER_OK, SEER_E_NOMEM, or
+ * SEER_E_BUDGET past the memory limit; the list keeps what it took. */
+int seer_event_stock_local(seer_worker *w, uint64_t n);
 /* Free every event q holds into w's free list and empty q (the caller owns
  * q). */
 void seer_event_free_all_local(seer_worker *w, seer_squeue *q);

@@ -589,6 +589,7 @@ void seer_runtime_destroy(seer_runtime *rt)
             free(bufs[b]);
     free(rt->call.sel);
     free(rt->call.perm);
+    free(rt->snap_scratch);
     free(rt->grp.g);
     free(rt->grp.nvec);
     free(rt->grp.of_agent);

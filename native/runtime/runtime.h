@@ -302,6 +302,12 @@ struct seer_runtime {
     uint32_t rt_flags;          /* SEER_RT_*                                    */
 
     seer_rt_opt opt;
+
+    /* snapshot.c's scratch (collected events, keys, the events' staging
+     * buffer), kept from call to call: fresh megabytes each time cost more
+     * in page faults than the snapshot itself.  Host only. */
+    unsigned char *snap_scratch;
+    size_t snap_scratch_cap;
 };
 
 /* Does this executor keep its pending events in the partition queues? */

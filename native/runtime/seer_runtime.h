@@ -296,6 +296,48 @@ int seer_runtime_entity_states(seer_runtime *rt, uint32_t instance, void *out);
 int seer_runtime_pending_events(seer_runtime *rt, uint32_t instance, uint64_t *out);
 void seer_runtime_stats(const seer_runtime *rt, seer_stats *out);
 
+/* ---- Snapshots (snapshot.c) ------------------------------------------------
+ *
+ * One instance's whole state between calls, as bytes that another runtime of
+ * the same model and configuration restores -- whatever its executor, thread
+ * count or number of instances: the step index, seed and boundary time, every
+ * entity's state, published record and runtime record (sequence counter,
+ * events handled, RNG stream), the instance data, the pending events with
+ * their payloads (ordered by key: the bytes do not depend on the executor or
+ * the partitioning) and the instance's rows of the output buffers
+ * (observations, rewards, flags, infos, masks; not the actions, which are the
+ * host's input).  A restored instance continues bit for bit as the original
+ * would have.  Host thread, between calls.
+ *
+ * The bytes carry a header (magic, SEER_SNAPSHOT_FORMAT, SEER_API_VERSION,
+ * the byte order, the model's name, a hash of the completed configuration,
+ * the sizes) and a checksum of everything before it.  Restore validates all
+ * of it (and every event's target, time, key and payload size) before it
+ * changes anything: a snapshot of another model or configuration, another
+ * format, corrupted or truncated bytes fails with SEER_E_SNAPSHOT and a
+ * message saying which, and the instance stays as it was.
+ *
+ * What a model keeps outside runtime-owned memory (a static variable, a
+ * pointer into its own heap) is not in a snapshot: the contract forbids it. */
+#define SEER_SNAPSHOT_FORMAT 1
+/* Bytes enough for `instance`'s snapshot now, read without visiting its
+ * events (exact when every pending payload has payload_size bytes; the
+ * snapshot itself may be shorter).  SEER_E_ORDER before the instance's reset
+ * or after a failed call. */
+int seer_runtime_snapshot_size(seer_runtime *rt, uint32_t instance, uint64_t *out);
+/* Write `instance`'s snapshot into out (cap bytes); *written gets its exact
+ * length (SEER_E_ARG, with *written the length needed, when cap is too
+ * small). */
+int seer_runtime_snapshot(seer_runtime *rt, uint32_t instance, void *out, uint64_t cap,
+                          uint64_t *written);
+/* Replace `instance`'s state by a snapshot's (len bytes).  On failure nothing
+ * changed; on success the instance is ready to step (a failed instance too). */
+int seer_runtime_restore(seer_runtime *rt, uint32_t instance, const void *data, uint64_t len);
+/* Every check seer_runtime_restore makes, changing nothing (a host restoring
+ * several instances checks them all first). */
+int seer_runtime_restore_check(seer_runtime *rt, uint32_t instance, const void *data,
+                               uint64_t len);
+
 /* Tracing: keep up to `capacity` records per worker thread (0 turns tracing
  * off and frees the buffers).  Records past the capacity are counted as
  * dropped.  When off, the event loop pays one predictable branch per entity

@@ -413,6 +413,11 @@ int seer_squeue_bucket_of_owner(const seer_squeue *q, seer_time t)
     return bucket_of(tb, q->last) + 1;
 }
 
+int seer_squeue_bucket_of_cleared(seer_time t)
+{
+    return bucket_of(seer_time_bits(t), 0) + 1;
+}
+
 int seer_squeue_reserve_owner(seer_squeue *q, const uint64_t counts[SEER_SQ_COUNTS])
 {
     if (seer_qvec_reserve_owner(&q->run, (uint64_t)q->run.n + counts[0]) != SEER_OK ||

@@ -94,6 +94,9 @@ seer_event *seer_squeue_pop_before_owner(seer_squeue *q, seer_time bnd, int *err
  * early heap (a time below the current group's): what
  * seer_squeue_reserve_owner's counts index (SEER_SQ_COUNTS of them). */
 int seer_squeue_bucket_of_owner(const seer_squeue *q, seer_time t);
+/* What seer_squeue_bucket_of_owner gives for t once the queue is cleared
+ * (seer_squeue_clear_owner: every time is at or after its group).  Pure. */
+int seer_squeue_bucket_of_cleared(seer_time t);
 /* Make room for counts[k] more entries in each bucket: pushes that follow
  * (as counted) cannot fail. */
 int seer_squeue_reserve_owner(seer_squeue *q, const uint64_t counts[SEER_SQ_COUNTS]);

@@ -85,6 +85,10 @@ for mode in "${modes[@]}"; do
   "$CC" "${common[@]}" "${flags[@]}" "$here/stress_runtime.c" "${runtime_src[@]}" \
     "${wrap[@]}" -o "$out/stress_runtime-$mode" -lm
   "$out/stress_runtime-$mode"
+  # snapshots: restored on every executor; damaged ones refused, read within bounds
+  "$CC" "${common[@]}" "${flags[@]}" "$here/test_snapshot.c" "${runtime_src[@]}" \
+    "${wrap[@]}" -o "$out/test_snapshot-$mode" -lm
+  "$out/test_snapshot-$mode"
   # every allocation and thread creation of the runtime failed in turn: the
   # only build with the failure injection (faults.h, faults.c)
   "$CC" "${common[@]}" "${flags[@]}" -DSEER_FAULT_INJECTION "$here/stress_failures.c" \
