@@ -243,7 +243,7 @@ typedef struct seer_rt_stats {
  * (optimistic.c): enough that a phase's fixed cost (a barrier, the commit's
  * walk of its log) stays small next to its events, few enough that the log
  * stays in cache and does not grow with the step's length. */
-#define SEER_OPT_PHASE_EVENTS 4096u
+#define SEER_OPT_PHASE_EVENTS 1024u
 
 /* The optimistic executor (optimistic.c, optimistic_sizing.c). */
 typedef struct seer_rt_opt {
