@@ -24,7 +24,7 @@ import functools
 import itertools
 import os
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import gymnasium
@@ -1772,6 +1772,12 @@ class SeerVectorEnv(_SeerEnvCommon):
             f"{self.seer_model.name}: {what}() while instance(s) {ids} are in flight (sent with "
             "send(), not received yet): recv() them first (reset() drops them)")
 
+    def _refuse_in_flight(self, what: str, ids: Iterable[int]) -> None:
+        """AsyncStateError when one of the instances ``ids`` is in flight (its
+        state is the background step's until recv() hands it over)."""
+        if self._n_pending and any(self._pending[i] for i in ids):
+            raise self._pending_error(what)
+
     def _drop_pending(self) -> None:
         """Forget every send (after the stepper drained): a full reset."""
         self._pending[:] = False
@@ -2039,8 +2045,10 @@ class SeerVectorEnv(_SeerEnvCommon):
         ```
 
         Restores into this env or a new one of the same model and configuration
-        (any executor, thread count and ``num_envs``)."""
+        (any executor, thread count and ``num_envs``).  An instance sent with
+        `send` and not received yet has no state to take: `AsyncStateError`."""
         ids = range(self.num_envs) if env_id is None else (self._env_id(env_id),)
+        self._refuse_in_flight("snapshot", ids)
         state = {"autoreset": tuple(bool(self._autoreset[i]) for i in ids),
                  "next_seeds": tuple(int(self._next_seeds[i]) for i in ids)}
         return self._snapshot_of("vector", tuple(ids), state)
@@ -2076,6 +2084,7 @@ class SeerVectorEnv(_SeerEnvCommon):
         if self._needs_reset and len(targets) < self.num_envs:
             raise StateError(f"{name}: call reset() before restoring one instance (or restore a "
                              "snapshot of every instance)")
+        self._refuse_in_flight("restore", targets)
         pairs = list(zip(targets, snap.instances, strict=True))
         self._check_instances(pairs)
         cut = self._interrupted

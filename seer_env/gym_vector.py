@@ -313,11 +313,13 @@ class AgentVectorEnv(gymnasium.vector.VectorEnv):
         (the batched env's `send`), so the
         caller's Python runs meanwhile.  Bad actions raise here, before
         anything is sent; a second ``step_async`` before ``step_wait``, or a
-        ``step`` in between, raises `AsyncStateError`::
+        ``step`` in between, raises `AsyncStateError`:
 
-            envs.step_async(actions)
-            ...                                   # e.g. a learner update
-            obs, rew, term, trunc, infos = envs.step_wait()
+        ```python
+        envs.step_async(actions)
+        ...                                   # e.g. a learner update
+        obs, rew, term, trunc, infos = envs.step_wait()
+        ```
         """
         self._check_open("step_async")
         self._unless_refused(self.venv.send, actions)
@@ -415,12 +417,14 @@ class AgentVectorEnv(gymnasium.vector.VectorEnv):
     def snapshot(self) -> EnvSnapshot:
         """Every sub-env's state (every instance of the batched env, and the
         generator of the other groups' random actions) as an
-        `EnvSnapshot`::
+        `EnvSnapshot`:
 
-            snap = envs.snapshot()
-            out_a = envs.step(actions)
-            envs.restore(snap)
-            out_b = envs.step(actions)     # identical to out_a
+        ```python
+        snap = envs.snapshot()
+        out_a = envs.step(actions)
+        envs.restore(snap)
+        out_b = envs.step(actions)     # identical to out_a
+        ```
 
         It restores into this VectorEnv or a new one of the same model,
         configuration and group (any executor and thread count)."""

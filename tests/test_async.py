@@ -704,3 +704,37 @@ def test_a_sigint_handler_closing_the_env_during_recv_closes_it_when_recv_ends()
     """
     r = run_python(code, timeout=120)
     assert r.returncode == 0 and "ok" in r.stdout, r.stdout + r.stderr[-3000:]
+
+
+def test_snapshot_and_restore_refuse_instances_in_flight() -> None:
+    """An instance sent and not received has no state to take or to replace (its
+    state is the background step's): snapshot() and restore() of it raise
+    AsyncStateError and change nothing; the instances not in flight can still be
+    snapshot and restored, and what recv() returns is untouched."""
+    ref = pcs_v0.vector_env(4, width=8, height=8)
+    venv = pcs_v0.vector_env(4, batch_size=2, width=8, height=8)
+    try:
+        a = np.zeros((4, 64), np.int64)
+        ref.reset(seed=3)
+        venv.reset(seed=3)
+        before = venv.snapshot()
+        venv.send(a[:2], [0, 1])
+        with pytest.raises(AsyncStateError, match=r"snapshot\(\) while instance\(s\) \[0, 1\]"):
+            venv.snapshot()
+        with pytest.raises(AsyncStateError, match="snapshot"):
+            venv.snapshot(1)
+        with pytest.raises(AsyncStateError, match=r"restore\(\) while instance\(s\) \[0, 1\]"):
+            venv.restore(before)
+        with pytest.raises(AsyncStateError, match="restore"):
+            venv.restore(venv.snapshot(2), env_id=0)
+        idle = venv.snapshot(3)  # not in flight: allowed
+        venv.restore(idle, env_id=2)
+        obs, rew, term, trunc, infos = venv.recv()
+        assert infos["env_id"].tolist() == [0, 1]
+        robs, rrew, *_ = ref.step(a)
+        assert obs.tobytes() == robs[:2].tobytes() and rew.tobytes() == rrew[:2].tobytes()
+        venv.restore(before)  # nothing in flight any more
+        assert venv.snapshot().instances == before.instances
+    finally:
+        venv.close()
+        ref.close()
