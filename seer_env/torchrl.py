@@ -106,7 +106,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import ConfigError, InvalidActionError, StateError
+from .errors import ConfigError, InvalidActionError, SnapshotError, StateError
 from .model import Model
 from .registry import get as _get_model
 
@@ -452,6 +452,69 @@ def _make_class() -> type:  # noqa: C901 - one class, built where torch is at ha
             sel = slice(None) if mask is None else mask
             for st in (*self._term, *self._trunc):
                 st[sel] = False
+            return self._output(obs, None, None, None, infos)
+
+        # -- snapshot and restore ---------------------------------------------------
+
+        def snapshot(self) -> Any:
+            """Every instance's whole state, and this face's own (the per-agent
+            done flags it keeps sticky, whether it was reset, a seed set for
+            the next reset), as an [`EnvSnapshot`][seer_env.env.EnvSnapshot]:
+
+            ```python
+            snap = env.snapshot()
+            a = env.rollout(10, policy, auto_reset=False)
+            env.restore(snap)
+            b = env.rollout(10, policy, auto_reset=False)   # equal to a, bit for bit
+            ```
+
+            Restores into this env or a new `SeerTorchEnv` of the same model and
+            configuration (any executor, thread count and device)."""
+            import dataclasses
+
+            if not self._started:
+                raise StateError(f"{self.seer_model.name}: call reset() before snapshot()")
+            snap = self._venv.snapshot()
+            mine = {"venv": snap.state, "term": [t.copy() for t in self._term],
+                    "trunc": [t.copy() for t in self._trunc],
+                    "groups": [g.key for g in self._groups], "seed": self._seed}
+            return dataclasses.replace(snap, face="torchrl", state=mine)
+
+        def restore(self, snap: Any) -> TensorDictBase:
+            """Go back to a [`snapshot`][seer_env.torchrl.SeerTorchEnv.snapshot];
+            returns the tensordict ``reset()`` would (observations, masks and
+            done flags of that moment).  A snapshot of another model,
+            configuration or face, or damaged bytes, raise `SnapshotError` and
+            change nothing."""
+            import dataclasses
+
+            from .env import EnvSnapshot
+
+            name = self.seer_model.name
+            if not isinstance(snap, EnvSnapshot) or snap.face != "torchrl":
+                what = snap.face if isinstance(snap, EnvSnapshot) else type(snap).__name__
+                raise SnapshotError(f"{name}: restore() takes a SeerTorchEnv's snapshot(), "
+                                    f"got {what!r}")
+            st = snap.state
+            B = self.num_envs
+            shapes = [(B, g.count) for g in self._groups]
+            try:
+                ok = (st["groups"] == [g.key for g in self._groups]
+                      and all(np.asarray(a).shape == sh and np.asarray(a).dtype == bool
+                              for key in ("term", "trunc")
+                              for a, sh in zip(st[key], shapes, strict=True)))
+            except (TypeError, KeyError, ValueError):
+                ok = False
+            if not ok:
+                raise SnapshotError(f"{name}: the snapshot is malformed, or of an env with "
+                                    f"other groups or another number of instances")
+            obs, infos = self._venv.restore(
+                dataclasses.replace(snap, face="vector", state=st["venv"]))
+            for mine, theirs in zip((*self._term, *self._trunc), (*st["term"], *st["trunc"]),
+                                    strict=True):
+                mine[:] = theirs
+            self._seed = st["seed"]
+            self._started = True
             return self._output(obs, None, None, None, infos)
 
         # -- the rest --------------------------------------------------------------
