@@ -74,6 +74,7 @@ public names are re-exported here.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import logging
@@ -255,6 +256,8 @@ class _Probe:
     steps: int = 0
     unreachable: set[Candidate] = field(default_factory=set)  # switching to them failed
     pruned: list[Candidate] = field(default_factory=list)  # predicted too slow to time
+    tiny: list[Candidate] = field(default_factory=list)  # left out: the steps are too short
+    step_ns: float = 0.0  # ... this short
 
 
 class Stpa:
@@ -286,6 +289,12 @@ class Stpa:
             for workloads that change slowly as the simulation warms up.
         hysteresis: a confirmation re-probe replaces the running choice only
             with a candidate faster by more than this fraction.
+        tiny_ns: a step shorter than this (the preflight's first, or the running
+            choice's median) leaves the pools of several threads untimed: their
+            synchronisation costs about as much as the whole step, so timing them
+            costs more than they could win back.
+        confirm_budget: a confirmation re-probe waits at least this many times
+            the steps it takes (about 2% of the steps at most go to confirming).
         clock: a monotonic ns clock (default ``time.perf_counter_ns``; tests
             pass a simulated one).
         cache: remember the preflight's decision across processes and start
@@ -316,7 +325,8 @@ class Stpa:
                  reprobe_gap: int = 256, max_threads: int | None = None, trace: bool = True,
                  cores: int | None = None, drop: float = 1.5, drop_traced: float = 3.0,
                  tie: float = 0.10, extra_rounds: int = 6, confirm: bool = True,
-                 hysteresis: float = 0.10,
+                 hysteresis: float = 0.10, tiny_ns: float = 20_000.0,
+                 confirm_budget: float = 50.0,
                  clock: Callable[[], int] | None = None,
                  cache: bool | None = None, cache_path: Path | None = None) -> None:
         self.rt = runtime
@@ -337,6 +347,8 @@ class Stpa:
         self.hysteresis = float(hysteresis)
         self.extra_rounds = int(extra_rounds)
         self.confirm = bool(confirm)
+        self.tiny_ns = float(tiny_ns)
+        self.confirm_budget = float(confirm_budget)
         self._t_first = math.inf
         self._clock = clock or time.perf_counter_ns
         self._hopeless: set[Candidate] = set()
@@ -560,6 +572,9 @@ class Stpa:
             log.info("%s: remembered choice %s not possible now (%s): preflight",
                      self.rt.model, c.label, exc)
             return
+        med = e["medians_ns"].get(c.label)
+        if med:
+            self._k = int(min(8, max(2, math.ceil(self.min_visit_ns / max(1.0, med)))))
         dec = Decision(c, f"{e['reason']} (remembered from an earlier run of this model "
                        "and configuration on this machine: no preflight)",
                        dict(e["medians_ns"]), {}, "cache")
@@ -652,6 +667,11 @@ class Stpa:
 
     def _plan_after_features(self, pr: _Probe) -> None:
         cands = pr.candidates or self._candidates()
+        if self._t_first < self.tiny_ns and any(c.threads == 1 for c in cands):
+            # probing pools costs more than they could win back on such steps
+            pr.tiny = [c for c in cands if c.threads > 1]
+            pr.step_ns = self._t_first
+            cands = [c for c in cands if c.threads == 1]
         pr.candidates = cands
         big = max(c.threads for c in cands)
         if self.trace_enabled and big > 1 and self.rt.trace_capacity == 0:
@@ -696,7 +716,9 @@ class Stpa:
             pr.queue = [v for v in pr.queue if v.cand not in pr.dropped]
 
     def _extend_or_decide(self, pr: _Probe) -> None:
-        pair = None if pr.extended else close_call(
+        # tiny steps: a close call between one-thread candidates is not worth
+        # more steps (what either wins is a fraction of a tiny step)
+        pair = None if pr.extended or pr.tiny else close_call(
             {c: v for c, v in pr.timings.items() if c not in pr.dropped}, self.tie)
         if pair is None:
             self._decide(pr)
@@ -712,13 +734,36 @@ class Stpa:
         if not pr.queue:  # no extra rounds (extra_rounds=0)
             self._decide(pr)
 
+    def _tiny_now(self, now: Load) -> bool:
+        """Is a step at load ``now`` shorter than ``tiny_ns`` (the running
+        choice's median, scaled by the events per step since it was measured)?"""
+        assert self.decision is not None and self._baseline is not None
+        running = self.decision.medians_ns.get(self.decision.candidate.label)
+        if running is None or self._baseline.events_per_step <= 0:
+            return False
+        return running * now.events_per_step / self._baseline.events_per_step < self.tiny_ns
+
+    def _confirm_wait(self) -> float:
+        """Steps a confirmation re-probe waits at least: ``confirm_budget`` times
+        the steps it would take (its rounds of warm-up and timed visits of the
+        running choice and its neighbours)."""
+        return self.confirm_budget * self.reprobe_rounds * 3 * (self._k + 1)
+
     def _current(self) -> Candidate:
         return Candidate(self.rt.executor, self.rt.threads)
 
     def _decide(self, pr: _Probe) -> None:
         assert self.features is not None
         timings = {c: v for c, v in pr.timings.items() if c not in pr.unreachable}
-        if len(pr.candidates) == 1 and not timings:
+        tiny_why = (f"a step takes {pr.step_ns / 1e3:.1f} us, less than "
+                    f"{self.tiny_ns / 1e3:g} us: too short for a pool's synchronisation to "
+                    "pay, so " + ", ".join(d.label for d in pr.tiny) + " were not timed"
+                    ) if pr.tiny else ""
+        if len(pr.candidates) == 1 and not timings and pr.tiny:
+            c = pr.candidates[0]
+            dec = Decision(c, f"{c.label}: the only one-thread candidate. Limit: {tiny_why}.",
+                           {}, {}, pr.trigger)
+        elif len(pr.candidates) == 1 and not timings:
             c = pr.candidates[0]
             slow = pr.dropped - pr.unreachable
             if pr.dropped:
@@ -750,6 +795,9 @@ class Stpa:
                          pr.trigger,
                          incumbent=self.decision.candidate if confirm else None,
                          hysteresis=self.hysteresis if confirm else 0.0)
+            if pr.tiny and dec.candidate.threads == 1:
+                dec = dataclasses.replace(
+                    dec, reason=dec.reason.rsplit(" Limit: ", 1)[0] + f" Limit: {tiny_why}.")
         same = self.decision is not None and dec.candidate == self.decision.candidate
         self.decision = dec
         self.history.append(dec)
@@ -818,6 +866,12 @@ class Stpa:
                          regime(now), why, known.label)
             self._baseline = now
             return
+        if self._tiny_now(now):
+            # steps this short: no choice could win back what a probe costs
+            if why is not None:
+                self._baseline = now
+                self.regimes[regime(now)] = self._current()
+            return
         if why is not None:
             # a drift re-probe that kept the choice doubles the wait before
             # the next one (a workload that keeps swinging -- episodes that end
@@ -826,7 +880,8 @@ class Stpa:
                 return
             log.info("%s: workload drift (%s): re-probing", self.rt.model, why)
         else:
-            if not self.confirm or self._steps_since_probe < self._gap:
+            if (not self.confirm
+                    or self._steps_since_probe < max(self._gap, self._confirm_wait())):
                 return
             why = "confirm"
         windows = (s["windows"] - win0) / steps
@@ -835,6 +890,11 @@ class Stpa:
         assert self.features is not None and self.decision is not None
         pr = _Probe(why, self.reprobe_rounds)
         pr.candidates = neighbours(self.decision.candidate, self._candidates())
+        running = self.decision.medians_ns.get(self.decision.candidate.label)
+        if running is not None and running < self.tiny_ns:
+            pr.tiny = [c for c in pr.candidates if c.threads > 1 and c != self.decision.candidate]
+            pr.step_ns = running
+            pr.candidates = [c for c in pr.candidates if c not in pr.tiny]
         if why == "confirm":
             pr.candidates = [c for c in pr.candidates if c not in self._hopeless]
         self._probe = pr

@@ -251,7 +251,10 @@ def test_set_executor_errors():
 
 def _auto_opts():
     # 3 "cores" on any machine so the pool sizes 1..3 are all exercised
-    return {"cores": 3, "rounds": 2, "check_every": 4, "reprobe_gap": 8}
+    # tiny_ns=0, confirm_budget=0: these tests time every pool and confirm often
+    # whatever a step costs (the budgets have tests of their own)
+    return {"cores": 3, "rounds": 2, "check_every": 4, "reprobe_gap": 8, "tiny_ns": 0.0,
+            "confirm_budget": 0.0}
 
 
 @pytest.mark.parametrize("batch", [1, 3])
@@ -300,8 +303,10 @@ def test_auto_is_default_on_envs_and_logged(caplog):
     with caplog.at_level(logging.INFO, logger="seer_env.stpa"):
         env = pcs_v0.parallel_env(width=4, height=4)
         env.reset(seed=1)
-        for _ in range(150):
+        for _ in range(400):  # until the preflight decided (55-150 steps)
             env.step({a: 0 for a in env.agents})
+            if env.stpa.decision is not None:
+                break
     assert env.stpa is env.runtime.stpa and env.stpa.decision is not None
     assert any("preflight" in r.getMessage() for r in caplog.records)
     env.close()
@@ -333,10 +338,12 @@ def test_fixed_choice_describes_what_runs():
     env.close()
     auto = pcs_v0.parallel_env(width=4, height=4)
     auto.reset(seed=1)
-    for _ in range(150):
+    steps = 0
+    while auto.stpa.decision is None and steps < 400:
         auto.step({a: 0 for a in auto.agents})
+        steps += 1
     assert auto.stpa is auto.runtime.stpa and auto.stpa.decision is not None
-    assert auto.stpa.workload["steps"] == 150
+    assert auto.stpa.workload["steps"] == steps
     assert "Limit: " in auto.stpa.reason
     auto.close()
 
@@ -407,7 +414,7 @@ class _FakeRuntime:
 def test_drift_triggers_reprobe_and_backoff():
     rt = _FakeRuntime()
     st = Stpa(rt, cores=2, rounds=1, reprobe_rounds=1, check_every=8, reprobe_gap=16,
-              trace=False, confirm=False, tie=0.0, clock=rt.clock)
+              trace=False, confirm=False, tie=0.0, clock=rt.clock, tiny_ns=0.0)
     for _ in range(40):
         rt.step(st)
     assert st.state == "monitor" and len(st.history) == 1
@@ -436,7 +443,7 @@ def test_drift_triggers_reprobe_and_backoff():
 def test_confirmation_reprobes_back_off():
     rt = _FakeRuntime()
     st = Stpa(rt, cores=2, rounds=1, reprobe_rounds=1, check_every=8, reprobe_gap=16,
-              trace=False, tie=0.0, clock=rt.clock)
+              trace=False, tie=0.0, clock=rt.clock, tiny_ns=0.0, confirm_budget=0.0)
     steps = 0
     while len(st.history) < 4 and steps < 2000:
         rt.step(st)
@@ -521,7 +528,8 @@ def test_lookahead_zero_runs_optimistic_under_auto():
         return now[0]
 
     rt = Runtime("pcs", cfg, 1, "parallel", "auto", oversubscribe=True,
-                 stpa_options=dict(cores=2, trace=False, confirm=False, clock=clock))
+                 stpa_options=dict(cores=2, trace=False, confirm=False, clock=clock,
+                                   tiny_ns=0.0))
     holder["rt"] = rt
     ref = Runtime("pcs", cfg, 1, "serial", 1)
     assert rt.executor == "serial" and rt.stpa is not None
@@ -559,7 +567,8 @@ def stpa_state(st: Stpa) -> dict:
 
 def _fake_stpa(rt: _FakeRuntime, **opts) -> Stpa:
     kw = dict(cores=2, rounds=2, reprobe_rounds=1, check_every=4, reprobe_gap=8, trace=False,
-              tie=0.2, extra_rounds=2, min_visit_ns=1.0, clock=rt.clock)
+              tie=0.2, extra_rounds=2, min_visit_ns=1.0, clock=rt.clock, tiny_ns=0.0,
+              confirm_budget=0.0)
     kw.update(opts)
     return Stpa(rt, **kw)
 
@@ -851,8 +860,10 @@ def test_the_cache_works_across_processes(tmp_path):
         "from seer_env.envs import pcs_v0\n"
         "env = pcs_v0.parallel_env(width=4, height=4)\n"
         "env.reset(seed=1)\n"
-        "for _ in range(150):\n"
+        "for _ in range(400):  # until decided\n"
         "    env.step({a: 0 for a in env.agents})\n"
+        "    if env.stpa.decision is not None:\n"
+        "        break\n"
         "st = env.stpa\n"
         "print(st.from_cache, st.decision.trigger, st.executor, st.threads, st.preflight_steps)\n"
     )
@@ -864,3 +875,57 @@ def test_the_cache_works_across_processes(tmp_path):
     assert outs[0][:2] == ["False", "preflight"] and int(outs[0][4]) > 0
     assert outs[1][:2] == ["True", "cache"] and outs[1][4] == "0"
     assert outs[1][2:4] == outs[0][2:4]
+
+
+def test_tiny_steps_leave_the_pools_untimed():
+    """Probing only as much as the run can win back: steps of 10-20 us (the
+    fake runtime's) are shorter than a pool's synchronisation could pay for, so
+    the preflight times the one-thread candidates only and never switches to a
+    pool; the reason says why.  The same run with tiny_ns=0 times parallel-2."""
+    rt = _FakeRuntime()
+    st = Stpa(rt, cores=2, rounds=1, reprobe_rounds=1, check_every=8, reprobe_gap=16,
+              trace=False, tie=0.0, clock=rt.clock)
+    for _ in range(60):
+        rt.step(st)
+    assert st.decision is not None and st.decision.candidate == P[1]
+    assert set(st.decision.medians_ns) == {"serial", "parallel-1"}
+    assert ("parallel", 2) not in rt.switches
+    assert st.reason.endswith("Limit: a step takes 10.0 us, less than 20 us: too short for a "
+                              "pool's synchronisation to pay, so parallel-2 were not timed.")
+    # a drift to steps as short does not re-probe (nothing could win it back)...
+    rt.events_per_step = 40
+    for _ in range(200):
+        rt.step(st)
+    assert len(st.history) == 1 and st.state == "monitor"
+    # ... a drift to long steps does
+    rt.events_per_step = 1000
+    for _ in range(200):
+        rt.step(st)
+    assert len(st.history) > 1 and st.history[1].trigger != "confirm"
+    rt = _FakeRuntime()
+    st = Stpa(rt, cores=2, rounds=1, reprobe_rounds=1, check_every=8, reprobe_gap=16,
+              trace=False, tie=0.0, clock=rt.clock, tiny_ns=0.0)
+    for _ in range(60):
+        rt.step(st)
+    assert "parallel-2" in st.decision.medians_ns
+
+
+def test_confirmation_reprobes_wait_for_their_budget():
+    """A confirmation re-probe waits confirm_budget times the steps it takes
+    (reprobe_rounds x 3 candidates x (k + 1) steps): with the default 50 and k = 2,
+    at least 450 steps after the preflight; without the budget, reprobe_gap."""
+    for budget, first_allowed in ((50.0, 450), (0.0, 16)):
+        rt = _FakeRuntime()
+        rt.events_per_step = 1000  # 100 us steps: not tiny
+        st = Stpa(rt, cores=2, rounds=1, reprobe_rounds=1, check_every=8, reprobe_gap=16,
+                  trace=False, tie=0.0, clock=rt.clock, confirm_budget=budget)
+        steps = 0
+        while st.decision is None:
+            rt.step(st)
+            steps += 1
+        decided = steps
+        while len(st.history) < 2 and steps < 3000:
+            rt.step(st)
+            steps += 1
+        assert st.history[1].trigger == "confirm"
+        assert first_allowed <= steps - decided <= first_allowed + 2 * 8 + 20
