@@ -226,62 +226,14 @@ def bench_stpa_episodes(envs: list[str] | None = None, episodes: int = 6,
                         log: Log = print) -> dict[str, Any]:
     """Whole episodes (reset between them), each fixed configuration vs
     ``threads="auto"``: wall time over all episodes, preflight and re-probes
-    included.  The configurations take the same episodes (same seeds, zero
-    random actions), episode by episode in rotated order."""
-    cores = cpu_count()
-    out: dict[str, Any] = {}
-    for env in envs or [e for e in EPISODES if e in available_envs()]:
-        cfg, length = EPISODES[env]
-        labels = ["serial"] + [f"parallel-{p}" for p in range(1, cores + 1)] + ["auto"]
-        venvs = {}
-        for label in labels:
-            ex, th = (("serial", 1) if label == "serial" else ("parallel", "auto")
-                      if label == "auto" else ("parallel", int(label.split("-")[1])))
-            c = dict(cfg, max_cycles=length)
-            venvs[label] = env_module(env).vector_env(1, executor=ex, threads=th,
-                                                      autoreset_mode="disabled", **c)
-        wall = dict.fromkeys(labels, 0.0)
-        steps = dict.fromkeys(labels, 0)
-        try:
-            for ep in range(episodes):
-                order = labels[ep % len(labels):] + labels[:ep % len(labels)]
-                for label in order:
-                    v = venvs[label]
-                    rt = v.runtime
-                    t0 = time.perf_counter()
-                    v.reset(seed=100 + ep)
-                    k = 0
-                    while rt.alive.any():
-                        # the same seeded random actions for every configuration
-                        rng = np.random.default_rng(1_000_003 * ep + k)
-                        if rt.sizes.action_kind == "discrete":
-                            rt.actions[:] = rng.integers(0, rt.sizes.action_n,
-                                                         size=rt.actions.shape)
-                        else:
-                            rt.actions[:] = rng.uniform(rt.sizes.action_low,
-                                                        rt.sizes.action_high,
-                                                        size=rt.actions.shape)
-                        rt.step()
-                        k += 1
-                    steps[label] += k
-                    wall[label] += time.perf_counter() - t0
-            st = venvs["auto"].runtime.stpa
-            best = min((k for k in labels if k != "auto"), key=lambda k: wall[k])
-            res = {"config": cfg, "episodes": episodes, "steps": steps["auto"],
-                   "wall_s": wall, "best_fixed": best,
-                   "auto_vs_best": wall["auto"] / wall[best],
-                   "regime_switches": st.regime_switches if st else 0,
-                   "probes": len(st.history) if st else 0,
-                   "regimes": st.as_dict()["regimes"] if st else {}}
-        finally:
-            for v in venvs.values():
-                v.close()
-        out[env] = res
-        log(f"  {env}: {episodes} episodes of {steps['auto'] // episodes} steps: " + ", ".join(
-            f"{k} {wall[k]:.2f} s" for k in labels) + f" | auto/best ({best}) "
-            f"{res['auto_vs_best']:.3f}; {res['probes']} probe(s), "
-            f"{res['regime_switches']} regime switch(es)")
-    return out
+    included -- `seer_env.bench.bench_stpa` on the suite's :data:`EPISODES`
+    workloads (which also times a run from the remembered decision)."""
+    from seer_env.bench import bench_stpa as run_episodes
+
+    names = envs or [e for e in EPISODES if e in available_envs()]
+    res = run_episodes(episodes=episodes, log=lambda line: log(f"  {line}"),
+                       workloads=tuple((env, env, *EPISODES[env]) for env in names))
+    return {env: res[env] for env in names}
 
 
 def bench_stpa(envs: list[str] | None = None, sizes: tuple[str, ...] = ("small", "medium",

@@ -537,7 +537,10 @@ def bench_stpa(quick: bool = False, episodes: int | None = None,
                            "remembered_choice": st2.decision.candidate.label,
                            "from_cache": st2.from_cache,
                            "preflight_steps": st.preflight_steps,
-                           "probe_steps": st.probe_steps, "reason": st.reason}
+                           "probe_steps": st.probe_steps, "reason": st.reason,
+                           "episodes": episodes, "probes": len(st.history),
+                           "regime_switches": st.regime_switches,
+                           "regimes": st.as_dict()["regimes"]}
                 finally:
                     for v in venvs.values():
                         v.close()

@@ -260,7 +260,30 @@ class _Probe:
     step_ns: float = 0.0  # ... this short
 
 
-class Stpa:
+class _Running:
+    """What `Stpa` and `FixedChoice` both say of ``self.rt``: the executor and
+    pool running now, and the run's workload so far."""
+
+    rt: Any
+
+    @property
+    def threads(self) -> int:
+        """Pool size running now."""
+        return self.rt.threads
+
+    @property
+    def executor(self) -> str:
+        """Executor running now."""
+        return self.rt.executor
+
+    @property
+    def workload(self) -> dict[str, float]:
+        """The run's workload so far ([`run_workload`][seer_env.stpa.run_workload]), not
+        the preflight's."""
+        return run_workload(self.rt)
+
+
+class Stpa(_Running):
     """The controller attached to a ``threads="auto"`` parallel Runtime (``runtime.stpa``).
 
     Args:
@@ -386,26 +409,10 @@ class Stpa:
     # -- public views -------------------------------------------------------------
 
     @property
-    def threads(self) -> int:
-        """Pool size running now."""
-        return self.rt.threads
-
-    @property
-    def executor(self) -> str:
-        """Executor running now."""
-        return self.rt.executor
-
-    @property
     def reason(self) -> str:
         """Why the running configuration was chosen (the latest decision's reason,
         which ends with what limits more threads)."""
         return self.decision.reason if self.decision else "preflight in progress"
-
-    @property
-    def workload(self) -> dict[str, float]:
-        """The run's workload so far ([`run_workload`][seer_env.stpa.run_workload]), not
-        the preflight's."""
-        return run_workload(self.rt)
 
     def as_dict(self) -> dict[str, Any]:
         """Everything as plain data (for JSON reports)."""
@@ -919,7 +926,7 @@ def run_workload(runtime: Any) -> dict[str, float]:
             "serial_steps": float(s["serial_steps"])}
 
 
-class FixedChoice:
+class FixedChoice(_Running):
     """What runs when the executor and pool were given (``threads=N``, or an
     executor STPA does not choose for): ``env.stpa`` is one of these instead of an
     [`Stpa`][seer_env.stpa.Stpa], with the same read-only face:
@@ -939,26 +946,11 @@ class FixedChoice:
         self.rt = runtime
 
     @property
-    def executor(self) -> str:
-        """Executor running now."""
-        return self.rt.executor
-
-    @property
-    def threads(self) -> int:
-        """Pool size running now."""
-        return self.rt.threads
-
-    @property
     def reason(self) -> str:
         """Why this configuration runs: it was asked for."""
         c = Candidate(self.executor, self.threads)
         return (f"{in_words(c).capitalize()}, as asked: STPA chooses only with "
                 "threads='auto' (and executor='parallel')")
-
-    @property
-    def workload(self) -> dict[str, float]:
-        """The run's workload so far ([`run_workload`][seer_env.stpa.run_workload])."""
-        return run_workload(self.rt)
 
     def as_dict(self) -> dict[str, Any]:
         """Everything as plain data (for JSON reports)."""
