@@ -81,6 +81,7 @@ import logging
 import math
 import os
 import platform
+import statistics
 import tempfile
 import time
 from collections.abc import Callable
@@ -686,7 +687,11 @@ class Stpa(_Running):
             # the parallel executor's windows say most about the pools to time;
             # for lookahead 0 the optimistic executor is the only pool
             ex = "parallel" if self.rt.sizes.lookahead > 0.0 else "optimistic"
-            pr.queue = [_Visit(Candidate(ex, big), timed=False, traced=True)]
+            # one untraced step first: a pool's first step pays its one-time
+            # set-up (threads woken, the optimistic executor's logs and
+            # mailboxes), which the traced step must not be judged by
+            pr.queue = [_Visit(Candidate(ex, big), timed=False),
+                        _Visit(Candidate(ex, big), timed=False, traced=True)]
         else:
             self._plan_timing(pr)
 
@@ -707,7 +712,9 @@ class Stpa(_Running):
         pr.queue = []
         if len(plan) == 1:
             return
-        for r in range(pr.rounds):
+        # tiny steps: one round (what the one-thread candidates differ by is a
+        # fraction of a tiny step; every switch between them costs more)
+        for r in range(1 if pr.tiny else pr.rounds):
             order = plan[r % len(plan):] + plan[:r % len(plan)]
             for c in order:
                 pr.queue.append(_Visit(c, timed=False))  # warm-up after the switch
@@ -717,10 +724,36 @@ class Stpa(_Running):
             pr.queue.pop(0)
 
     def _prune_queue(self, pr: _Probe) -> None:
+        self._leave_pools_if_tiny(pr)
         out = eliminated(pr.timings, self.drop) - pr.dropped
         if out:
             pr.dropped |= out
             pr.queue = [v for v in pr.queue if v.cand not in pr.dropped]
+
+    def _leave_pools_if_tiny(self, pr: _Probe) -> None:
+        """Once a one-thread candidate's visit is timed: if its steps take less
+        than ``tiny_ns`` (the first step, cold, may not have shown it), the pools
+        of several threads are not timed, and one round is enough."""
+        if pr.tiny:
+            return
+        ones = [statistics.median(v) for c, v in pr.timings.items() if c.threads == 1 and v]
+        if not ones or min(ones) >= self.tiny_ns:
+            return
+        pr.tiny = [c for c in pr.candidates if c.threads > 1]
+        pr.step_ns = min(ones)
+        if not pr.tiny:
+            return
+        pr.dropped |= set(pr.tiny)
+        timed = {c for c in pr.timings if pr.timings[c]}
+        keep, seen = [], set()
+        for v in pr.queue:  # the first visit of each one-thread candidate not timed yet
+            if v.cand.threads > 1 or v.cand in timed:
+                continue
+            if not v.timed and v.cand in seen:
+                break  # a second round starts
+            seen.add(v.cand)
+            keep.append(v)
+        pr.queue = keep
 
     def _extend_or_decide(self, pr: _Probe) -> None:
         # tiny steps: a close call between one-thread candidates is not worth

@@ -375,6 +375,7 @@ class _FakeRuntime:
         self.now = 0
         self.refuse: BaseException | None = None
         self.fail_switch: set[tuple[str, int]] = set()
+        self.first_extra_ns = 0  # added to the first step only (a cold start)
 
     def switch_executor(self, executor: str, threads: int) -> None:
         if (executor, threads) in self.fail_switch:
@@ -395,6 +396,8 @@ class _FakeRuntime:
             cost *= 1.1
         elif self.threads > 1:
             cost = cost * 0.7 + 2000.0
+        if self.counts["steps"] == 0:
+            cost += self.first_extra_ns
         self.now += int(cost)
         self.counts["events"] += self.events_per_step
         self.counts["windows"] += 4
@@ -929,3 +932,22 @@ def test_confirmation_reprobes_wait_for_their_budget():
             steps += 1
         assert st.history[1].trigger == "confirm"
         assert first_allowed <= steps - decided <= first_allowed + 2 * 8 + 20
+
+
+def test_tiny_steps_seen_after_a_cold_first_step_still_leave_the_pools():
+    """The first step may be slow (cold caches, a pool's set-up): once a
+    one-thread candidate's timed visit shows steps under tiny_ns, the pools are
+    dropped from the probe and one round is enough."""
+    rt = _FakeRuntime()
+    rt.first_extra_ns = 50_000  # the first step takes 60 us
+    st = Stpa(rt, cores=2, rounds=3, reprobe_rounds=1, check_every=8, reprobe_gap=16,
+              trace=False, tie=0.0, clock=rt.clock)
+    steps = 0
+    while st.decision is None and steps < 200:
+        rt.step(st)
+        steps += 1
+    assert st.decision is not None and set(st.decision.medians_ns) == {"serial", "parallel-1"}
+    assert ("parallel", 2) not in rt.switches
+    assert "too short for a pool's synchronisation to pay" in st.reason
+    # one round: each one-thread candidate timed once (k steps), a warm-up each
+    assert st.preflight_steps <= 1 + 2 * (1 + 8)
