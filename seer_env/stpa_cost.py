@@ -370,8 +370,11 @@ def select(timings: Mapping[Candidate, Sequence[float]], features: Features,
         why += f", {medians[runner] / best:.2f}x faster than the next best ({in_words(runner)})"
     if SERIAL in medians and choice != SERIAL:
         why += f"; {medians[SERIAL] / medians[choice]:.2f}x the serial executor's rate"
+    # events per window as the traced pool ran them (a one-thread step of the
+    # parallel executor runs each instance whole: one 'window' a step)
+    ev_w = summary.events_per_window if summary is not None else features.events_per_window
     why += (f". The workload: {features.events_per_step:.0f} events per step, "
-            f"{features.events_per_window:.1f} per window")
+            f"{ev_w:.1f} per window")
     if summary is not None and summary.threads > 1:
         why += (f"; on {summary.threads} threads the barriers took "
                 f"{summary.barrier_ns / 1e3:.1f} us per window and the workers were idle "

@@ -951,3 +951,14 @@ def test_tiny_steps_seen_after_a_cold_first_step_still_leave_the_pools():
     assert "too short for a pool's synchronisation to pay" in st.reason
     # one round: each one-thread candidate timed once (k steps), a warm-up each
     assert st.preflight_steps <= 1 + 2 * (1 + 8)
+
+
+def test_the_reason_gives_events_per_window_as_the_traced_pool_ran_them():
+    """The features step runs on one thread, where the parallel executor takes
+    each instance whole (one 'window' a step): the reason's events per window
+    come from the trace of the pool (PCS 32x32 printed 11179 per window for 20
+    windows a step)."""
+    f = feats(cores=2, events_per_step=11179.0, windows_per_step=1.0)
+    s = summary(threads=2, events_per_window=565.9, barrier_ns=1200.0)
+    dec = select({P[1]: [7e5] * 3, P[2]: [4.6e5] * 3}, f, s)
+    assert "The workload: 11179 events per step, 565.9 per window;" in dec.reason
