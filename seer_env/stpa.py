@@ -260,6 +260,12 @@ class _Probe:
     tiny: list[Candidate] = field(default_factory=list)  # left out: the steps are too short
     step_ns: float = 0.0  # ... this short
 
+    def leave_out_pools(self, pools: list[Candidate], step_ns: float) -> None:
+        """Steps of ``step_ns`` are too short for ``pools`` to pay: not timed."""
+        self.tiny = pools
+        self.step_ns = step_ns
+        self.candidates = [c for c in self.candidates if c not in pools]
+
 
 class _Running:
     """What `Stpa` and `FixedChoice` both say of ``self.rt``: the executor and
@@ -674,14 +680,11 @@ class Stpa(_Running):
         return candidate_set(self.features, self.max_threads)
 
     def _plan_after_features(self, pr: _Probe) -> None:
-        cands = pr.candidates or self._candidates()
+        pr.candidates = cands = pr.candidates or self._candidates()
         if self._t_first < self.tiny_ns and any(c.threads == 1 for c in cands):
             # probing pools costs more than they could win back on such steps
-            pr.tiny = [c for c in cands if c.threads > 1]
-            pr.step_ns = self._t_first
-            cands = [c for c in cands if c.threads == 1]
-        pr.candidates = cands
-        big = max(c.threads for c in cands)
+            pr.leave_out_pools([c for c in cands if c.threads > 1], self._t_first)
+        big = max(c.threads for c in pr.candidates)
         if self.trace_enabled and big > 1 and self.rt.trace_capacity == 0:
             pr.stage = "trace"
             # the parallel executor's windows say most about the pools to time;
@@ -739,11 +742,11 @@ class Stpa(_Running):
         ones = [statistics.median(v) for c, v in pr.timings.items() if c.threads == 1 and v]
         if not ones or min(ones) >= self.tiny_ns:
             return
-        pr.tiny = [c for c in pr.candidates if c.threads > 1]
-        pr.step_ns = min(ones)
-        if not pr.tiny:
+        pools = [c for c in pr.candidates if c.threads > 1]
+        if not pools:
             return
-        pr.dropped |= set(pr.tiny)
+        pr.leave_out_pools(pools, min(ones))
+        pr.dropped |= set(pools)
         timed = {c for c in pr.timings if pr.timings[c]}
         keep, seen = [], set()
         for v in pr.queue:  # the first visit of each one-thread candidate not timed yet
@@ -932,9 +935,8 @@ class Stpa(_Running):
         pr.candidates = neighbours(self.decision.candidate, self._candidates())
         running = self.decision.medians_ns.get(self.decision.candidate.label)
         if running is not None and running < self.tiny_ns:
-            pr.tiny = [c for c in pr.candidates if c.threads > 1 and c != self.decision.candidate]
-            pr.step_ns = running
-            pr.candidates = [c for c in pr.candidates if c not in pr.tiny]
+            pr.leave_out_pools([c for c in pr.candidates
+                                if c.threads > 1 and c != self.decision.candidate], running)
         if why == "confirm":
             pr.candidates = [c for c in pr.candidates if c not in self._hopeless]
         self._probe = pr

@@ -101,11 +101,13 @@ TorchRL itself (``RuntimeError``).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Any
 
 import numpy as np
 
+from .env import EnvSnapshot
 from .errors import ConfigError, InvalidActionError, SnapshotError, StateError
 from .model import Model
 from .registry import get as _get_model
@@ -470,8 +472,6 @@ def _make_class() -> type:  # noqa: C901 - one class, built where torch is at ha
 
             Restores into this env or a new `SeerTorchEnv` of the same model and
             configuration (any executor, thread count and device)."""
-            import dataclasses
-
             if not self._started:
                 raise StateError(f"{self.seer_model.name}: call reset() before snapshot()")
             snap = self._venv.snapshot()
@@ -486,10 +486,6 @@ def _make_class() -> type:  # noqa: C901 - one class, built where torch is at ha
             done flags of that moment).  A snapshot of another model,
             configuration or face, or damaged bytes, raise `SnapshotError` and
             change nothing."""
-            import dataclasses
-
-            from .env import EnvSnapshot
-
             name = self.seer_model.name
             if not isinstance(snap, EnvSnapshot) or snap.face != "torchrl":
                 what = snap.face if isinstance(snap, EnvSnapshot) else type(snap).__name__
