@@ -454,13 +454,14 @@ static int handle_next(seer_worker *w, seer_ctx *c, uint32_t inst, uint32_t p)
     const size_t stride = rt->opt.shared->rec_stride;
     /* room for the record first: a full log abandons, before a pop (unless
      * there is nothing to pop) */
-    if (__builtin_expect(!seer_arena_room_owner(&o->recs, stride), 0) &&
-        (seer_squeue_min_time_owner(&in->parts[p]) >= in->spec_end ||
-         o->sends.used >= o->cap ||
-         seer_arena_next_owner(&o->recs, stride, o->chunk, o->cap - o->sends.used, 0) != 0)) {
-        if (seer_squeue_min_time_owner(&in->parts[p]) < in->spec_end)
+    if (__builtin_expect(!seer_arena_room_owner(&o->recs, stride), 0)) {
+        if (seer_squeue_min_time_owner(&in->parts[p]) >= in->spec_end)
+            return 0;
+        if (o->sends.used >= o->cap ||
+            seer_arena_next_owner(&o->recs, stride, o->chunk, o->cap - o->sends.used, 0) != 0) {
             abandon(in);
-        return 0;
+            return 0;
+        }
     }
     int qerr = 0;
     seer_event *ev = seer_squeue_pop_before_owner(&in->parts[p], in->spec_end, &qerr);
@@ -836,11 +837,15 @@ static void drop_everything_completer(seer_runtime *rt, seer_worker *w)
  * is handled before any at or above it, as in the serial order, and the
  * handlers never see it -- so the width only trades the phases' fixed cost
  * against the log's size. */
+/* Instance `in`'s phase width (before its first phase: D / OPT_FIRST_PHASES). */
+static double phase_width(const seer_runtime *rt, const seer_inst *in)
+{
+    return in->opt_width > 0.0 ? in->opt_width : rt->sz.step_duration / OPT_FIRST_PHASES;
+}
+
 static void set_horizon_completer(const seer_runtime *rt, seer_inst *in, seer_time t)
 {
-    const double width = in->opt_width > 0.0 ? in->opt_width
-                                             : rt->sz.step_duration / OPT_FIRST_PHASES;
-    const seer_time end = t + width;
+    const seer_time end = t + phase_width(rt, in);
     in->spec_from = t;
     in->spec_end = end > t && end < in->boundary ? end : in->boundary;
 }
@@ -851,7 +856,7 @@ static void set_horizon_completer(const seer_runtime *rt, seer_inst *in, seer_ti
 static void adapt_width_completer(const seer_runtime *rt, seer_inst *in, uint64_t events)
 {
     const double D = rt->sz.step_duration;
-    const double was = in->opt_width > 0.0 ? in->opt_width : D / OPT_FIRST_PHASES;
+    const double was = phase_width(rt, in);
     const double target = (double)rt->opt.phase_events * seer_opt_slots(rt);
     double width = was * OPT_WIDTH_STEP;
     if (events)
@@ -865,6 +870,22 @@ static void adapt_width_completer(const seer_runtime *rt, seer_inst *in, uint64_
     if (width < D * OPT_WIDTH_MIN)
         width = D * OPT_WIDTH_MIN;
     in->opt_width = width;
+}
+
+/* Instance i's handlings kept in the phase that ended, summed over the
+ * workers' counts (reset for the next phase). */
+static uint64_t take_events_completer(seer_runtime *rt, uint32_t i)
+{
+    uint64_t events = 0;
+    for (uint32_t t = 0; t < rt->pool.nthreads; t++) {
+        seer_opt_worker *o = rt->pool.workers[t].opt;
+        if (o) {
+            events += (uint64_t)o->net[i];
+            o->net[i] = 0;
+            o->gross[i] = 0;
+        }
+    }
+    return events;
 }
 
 /* Each selected instance's earliest pending time, as the workers noted it
@@ -1033,15 +1054,7 @@ int seer_opt_finish_completer(seer_runtime *rt, seer_worker *w, int was_aborted)
     for (uint32_t k = 0; k < n; k++) {
         const uint32_t i = rt->call.sel[k];
         seer_inst *in = &rt->inst[i];
-        uint64_t events = 0;
-        for (uint32_t t = 0; t < rt->pool.nthreads; t++) {
-            seer_opt_worker *o = rt->pool.workers[t].opt;
-            if (o) {
-                events += (uint64_t)o->net[i];
-                o->net[i] = 0;
-                o->gross[i] = 0;
-            }
-        }
+        const uint64_t events = take_events_completer(rt, i);
         in->opt_done += events;
         if (in->spec_end < in->boundary || events)
             adapt_width_completer(rt, in, events);
@@ -1053,16 +1066,11 @@ int seer_opt_finish_completer(seer_runtime *rt, seer_worker *w, int was_aborted)
                 first = t;
         }
     }
-    /* the abandoned instances' counts go too (their handlings were undone) */
-    for (uint32_t k = n; k < n + nab; k++)
-        for (uint32_t t = 0; t < rt->pool.nthreads; t++) {
-            seer_opt_worker *o = rt->pool.workers[t].opt;
-            if (o) {
-                o->net[rt->call.sel[k]] = 0;
-                o->gross[rt->call.sel[k]] = 0;
-            }
-            rt->pool.workers[t].local_min[rt->call.sel[k]] = __builtin_inf();
-        }
+    /* the abandoned instances' counts and minima go too (undone) */
+    for (uint32_t k = n; k < n + nab; k++) {
+        (void)take_events_completer(rt, rt->call.sel[k]);
+        (void)reduce_min_completer(rt, rt->call.sel[k]);
+    }
     if (!more) {
         drop_cancelled_completer(rt, w);
         return 0;
