@@ -142,6 +142,17 @@ def safe_name(s: str) -> str:
 _core: ModuleType | None = None
 
 
+def runtime_module() -> ModuleType:
+    """A module carrying the runtime's header (its constants and types): one
+    already loaded if any (every model's module is built with the whole
+    runtime), else `core` -- which costs hashing the runtime's sources the
+    first time, a few milliseconds a threads="auto" run should not pay."""
+    with _modules_lock:
+        for mod in _modules.values():
+            return mod
+    return core()
+
+
 def core() -> ModuleType:
     """``seer_env._core``: the runtime without a model (models made at run time,
     the RNG seeding, the trace record layout)."""

@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from ._loader import core
+from ._loader import core, runtime_module
 from ._native import _ERRLEN, Group, NativeModel, Sizes, error_for
 from .errors import ClosedError, ConfigError, SnapshotError
 
@@ -771,13 +771,13 @@ def trace_dtype() -> np.dtype:
     """NumPy layout of ``seer_trace_rec``, read from the header's declaration."""
     global _trace_dtype
     if _trace_dtype is None:
-        _trace_dtype = _trace_dtype_of(core().ffi)
+        _trace_dtype = _trace_dtype_of(runtime_module().ffi)
     return _trace_dtype
 
 
 def trace_kinds() -> dict[int, str]:
     """Trace record kind -> name."""
-    return _trace_kinds_of(core().lib)
+    return _trace_kinds_of(runtime_module().lib)
 
 
 def _trace_kinds_of(lib: Any) -> dict[int, str]:
@@ -795,7 +795,7 @@ def _trace_kinds_of(lib: Any) -> dict[int, str]:
 def opt_windows_max() -> int:
     """``SEER_OPT_WINDOWS_MAX``: the most conservative windows of width L the
     optimistic executor runs in one step before it speculates instead."""
-    return int(core().lib.SEER_OPT_WINDOWS_MAX)
+    return int(runtime_module().lib.SEER_OPT_WINDOWS_MAX)
 
 
 def rng_seed_state(seed: int, entity: int) -> tuple[int, int, int, int]:

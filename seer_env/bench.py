@@ -514,7 +514,8 @@ def bench_stpa(quick: bool = False, episodes: int | None = None,
                 venvs["auto"] = mod.vector_env(1, threads="auto", **c)
                 # the second run finds the decision a first run of its own made
                 first = mod.vector_env(1, threads="auto", **c)
-                while first.runtime.stpa.decision is None or first.runtime.stpa.state != "monitor":
+                while (first.stpa.decision is None or first.stpa.state != "monitor"
+                       or first.stpa.deferred):
                     _run_episode(first, 7)
                 first.close()
                 venvs["auto (remembered)"] = mod.vector_env(1, threads="auto", **c)

@@ -89,6 +89,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ._loader import cache_dir
 from ._runtime import EXECUTORS, Runtime, cpu_count, cpu_model
 from ._version import __version__
@@ -253,6 +255,8 @@ class _Probe:
     queue: list[_Visit] = field(default_factory=list)
     timings: dict[Candidate, list[float]] = field(default_factory=dict)
     stage: str = "features"
+    warm: bool = False  # the features stage's first (untimed, cold) step ran
+    resumed: bool = False  # a preflight's pool stage, started once the run could pay
     t_start: int = 0
     steps: int = 0
     unreachable: set[Candidate] = field(default_factory=set)  # switching to them failed
@@ -325,6 +329,16 @@ class Stpa(_Running):
             costs more than they could win back.
         confirm_budget: a confirmation re-probe waits at least this many times
             the steps it takes (about 2% of the steps at most go to confirming).
+        probe_share: the pools are probed (traced and timed) only once the
+            probe's estimated cost is at most this share of the run's step time
+            so far; until then the serial executor runs untimed.  Steps of a
+            millisecond wait a few steps, steps of 50 us a few hundred, and a
+            short run of short steps never pays for a probe it could not win
+            back.  None: probe at once.
+        pool_probe_ns: a pool probe's fixed cost (a pool's first step starts
+            its threads, about 0.3 ms here; the traced step about 0.7 ms).
+        probe_step_ns: the controller's own cost per probe step (switching,
+            timing and bookkeeping in Python, about 20 us here).
         clock: a monotonic ns clock (default ``time.perf_counter_ns``; tests
             pass a simulated one).
         cache: remember the preflight's decision across processes and start
@@ -356,7 +370,8 @@ class Stpa(_Running):
                  cores: int | None = None, drop: float = 1.5, drop_traced: float = 3.0,
                  tie: float = 0.10, extra_rounds: int = 6, confirm: bool = True,
                  hysteresis: float = 0.10, tiny_ns: float = 20_000.0,
-                 confirm_budget: float = 50.0,
+                 confirm_budget: float = 50.0, probe_share: float | None = 0.05,
+                 pool_probe_ns: float = 1_000_000.0, probe_step_ns: float = 20_000.0,
                  clock: Callable[[], int] | None = None,
                  cache: bool | None = None, cache_path: Path | None = None) -> None:
         self.rt = runtime
@@ -379,6 +394,14 @@ class Stpa(_Running):
         self.confirm = bool(confirm)
         self.tiny_ns = float(tiny_ns)
         self.confirm_budget = float(confirm_budget)
+        self.probe_share = None if probe_share is None else float(probe_share)
+        self.pool_probe_ns = float(pool_probe_ns)
+        self.probe_step_ns = float(probe_step_ns)
+        # a pool probe put off until the run can pay for it: the steps run
+        # when the wait began, the shortest step seen since (ns), None if none
+        self._deferred: float | None = None
+        self._defer_countdown = 0
+        self._steps0 = int(runtime.stats()["steps"])
         self._t_first = math.inf
         self._clock = clock or time.perf_counter_ns
         self._hopeless: set[Candidate] = set()
@@ -399,6 +422,9 @@ class Stpa(_Running):
         self.countdown = 0
         self._probe: _Probe | None = _Probe("preflight", self.rounds)
         self._k = 2
+        # the running choice's step (its median, or the untimed features step
+        # a tiny decision was made from); None when not measured
+        self._running_ns: float | None = None
         self._baseline: Load | None = None
         self._steps_since_probe = 0
         self._gap = self.reprobe_gap
@@ -414,6 +440,12 @@ class Stpa(_Running):
             self._start_from_cache()
 
     # -- public views -------------------------------------------------------------
+
+    @property
+    def deferred(self) -> bool:
+        """The pools' probe is put off until the run can pay for it
+        (``probe_share``); the running choice is provisional meanwhile."""
+        return self._deferred is not None
 
     @property
     def reason(self) -> str:
@@ -439,6 +471,7 @@ class Stpa(_Running):
             "regimes": {str(k): c.label for k, c in sorted(self.regimes.items())},
             "regime_switches": self.regime_switches,
             "from_cache": self.from_cache,
+            "deferred": self.deferred,
             "workload": self.workload,
         }
 
@@ -462,6 +495,11 @@ class Stpa(_Running):
             self._account(pr, self._clock())
             pr = None
         if pr is None:
+            if self._deferred is not None:
+                t0 = self._clock()
+                self._native_step(mask_ptr)
+                self._deferred_check(float(self._clock() - t0))
+                return
             self._native_step(mask_ptr)
             self._check_drift()
             return
@@ -478,10 +516,14 @@ class Stpa(_Running):
         t_out = self._clock()
         if self._probe is None:  # decided in this call: account the whole probe
             self._account(pr, t_out)
-        self.countdown = 0 if self._probe is not None else self.check_every
+        self.countdown = (0 if self._probe is not None else self._defer_countdown
+                          if self._deferred is not None else self.check_every)
 
     def _features_step(self, pr: _Probe, mask_ptr: Any) -> None:
-        """The preflight's first step: it gives events and windows per step."""
+        """The preflight's first two steps, on one thread: the second gives
+        events and windows per step and a step's length.  The first is not
+        measured: a process's first step is cold (caches, pages, lazily set-up
+        buffers) and took 5-30x a warm one, which made tiny steps look long."""
         prev = self._current()
         self._switch(first_candidate(self.rt.sizes.lookahead))
         ev0, win0 = self._counters()
@@ -492,6 +534,9 @@ class Stpa(_Running):
         except BaseException:
             self._switch_back(prev)
             raise
+        if not pr.warm:
+            pr.warm = True
+            return
         ev1, win1 = self._counters()
         self._set_features(ev1 - ev0, win1 - win0)
         self._t_first = float(t1 - t0)
@@ -586,8 +631,9 @@ class Stpa(_Running):
             log.info("%s: remembered choice %s not possible now (%s): preflight",
                      self.rt.model, c.label, exc)
             return
-        med = e["medians_ns"].get(c.label)
-        if med:
+        med = e["medians_ns"].get(c.label) or e.get("step_ns")
+        if isinstance(med, (int, float)) and med > 0:
+            self._running_ns = float(med)
             self._k = int(min(8, max(2, math.ceil(self.min_visit_ns / max(1.0, med)))))
         dec = Decision(c, f"{e['reason']} (remembered from an earlier run of this model "
                        "and configuration on this machine: no preflight)",
@@ -611,6 +657,7 @@ class Stpa(_Running):
         self.cache.put(self._cache_key, {
             "executor": dec.candidate.executor, "threads": dec.candidate.threads,
             "reason": dec.reason, "medians_ns": dict(dec.medians_ns),
+            "step_ns": self._running_ns or 0.0,
             "events_per_step": self.features.events_per_step,
             "alive_agents": self.features.alive_agents})
 
@@ -670,7 +717,7 @@ class Stpa(_Running):
             cache_bytes=self.caches,
             events_per_step=float(events),
             windows_per_step=float(windows),
-            alive_agents=int(rt.alive.sum()),
+            alive_agents=int(np.count_nonzero(rt.alive)),
             working_set_bytes=int(rt.num_instances * sz.num_entities * (sz.entity_size + 128)
                                   + pool * 64),
         )
@@ -684,6 +731,15 @@ class Stpa(_Running):
         if self._t_first < self.tiny_ns and any(c.threads == 1 for c in cands):
             # probing pools costs more than they could win back on such steps
             pr.leave_out_pools([c for c in cands if c.threads > 1], self._t_first)
+            # and timing the one-thread candidates too: they differ by a few
+            # percent of a tiny step (less than a probe's bookkeeping costs
+            # per step, and less than a young process's steps vary), so the
+            # serial executor runs untimed; a confirmation re-probe times
+            # them once the run has lasted long enough to pay for it
+            self._decide(pr)
+            return
+        if self._defer_pools(pr):
+            return
         big = max(c.threads for c in pr.candidates)
         if self.trace_enabled and big > 1 and self.rt.trace_capacity == 0:
             pr.stage = "trace"
@@ -697,6 +753,83 @@ class Stpa(_Running):
                         _Visit(Candidate(ex, big), timed=False, traced=True)]
         else:
             self._plan_timing(pr)
+
+    def _pool_probe_cost(self, step_ns: float, n_cands: int) -> float:
+        """What probing ``n_cands`` candidates would cost beyond their steps'
+        own work (ns): the pools' fixed cost and the controller's per step."""
+        k = min(8, max(2, math.ceil(self.min_visit_ns / max(1.0, step_ns))))
+        steps = 2 + self.rounds * n_cands * (k + 1)
+        return self.pool_probe_ns + steps * self.probe_step_ns
+
+    def _run_steps(self) -> int:
+        return int(self.rt.stats()["steps"]) - self._steps0
+
+    def _defer_pools(self, pr: _Probe) -> bool:
+        """After a preflight's features steps: put the pools' probe off while
+        it would cost more than ``probe_share`` of the run's step time so far
+        (the serial executor runs untimed meanwhile).  True when put off."""
+        if pr.trigger != "preflight" or pr.resumed or self.probe_share is None:
+            return False
+        pools = [c for c in pr.candidates if c.threads > 1]
+        if not pools:
+            return False
+        t = self._t_first
+        cost = self._pool_probe_cost(t, len(pr.candidates))
+        if cost <= self.probe_share * self._run_steps() * t:
+            return False
+        c = SERIAL if SERIAL in pr.candidates else pr.candidates[0]
+        need = math.ceil(cost / (self.probe_share * t))
+        why = (f"{in_words(c).capitalize()} for now, untimed: a step takes {t / 1e3:.1f} us, "
+               f"and probing {', '.join(p.label for p in pools)} would cost about "
+               f"{cost / 1e6:.1f} ms beyond the steps' own work, over "
+               f"{self.probe_share:.0%} of the run's step time so far; they are probed once "
+               f"the run has taken about {need} steps (more if its steps get shorter, none "
+               f"if they fall under {self.tiny_ns / 1e3:g} us). Limit: the run so far is too "
+               "short to pay for probing the pools")
+        self._deferred = t
+        self._decide(pr, Decision(c, why + ".", {}, {}, pr.trigger))
+        self._defer_countdown = self._next_deferred_check(t, len(pr.candidates))
+        return True
+
+    def _next_deferred_check(self, t: float, n_cands: int) -> int:
+        """Steps to the next look at a put-off pool probe: when the run will
+        have paid for it at steps of ``t`` ns, at most ``check_every``."""
+        need = math.ceil(self._pool_probe_cost(t, n_cands) / (self.probe_share or 1.0) / t)
+        return max(1, min(self.check_every, need - self._run_steps()))
+
+    def _deferred_check(self, step_ns: float) -> None:
+        """A step of a run whose pool probe was put off (every ``check_every``
+        steps and after each reset): start the probe once the run can pay for
+        it; settle on the tiny choice if its steps turned out tiny."""
+        assert self._deferred is not None and self.features is not None
+        t = self._deferred = min(self._deferred, step_ns)
+        cands = self._candidates()
+        self.countdown = self._next_deferred_check(t, len(cands))
+        if t < self.tiny_ns:
+            # a young process's steps were slow; warm, they are tiny
+            self._deferred = None
+            pr = _Probe("preflight", self.rounds, resumed=True)
+            pr.candidates = cands
+            pr.leave_out_pools([c for c in cands if c.threads > 1], t)
+            self._decide(pr)
+            return
+        if self._pool_probe_cost(t, len(cands)) > self.probe_share * self._run_steps() * t:
+            return
+        self._deferred = None
+        s = self.rt.stats()
+        ev0, win0, st0 = self._mark
+        steps = max(1, s["steps"] - st0)
+        self._set_features(int(round((s["events"] - ev0) / steps)),
+                           int(round((s["windows"] - win0) / steps)))
+        pr = _Probe("preflight", self.rounds, resumed=True)
+        pr.candidates = cands
+        self._t_first = t
+        self._k = int(min(8, max(2, math.ceil(self.min_visit_ns / max(1.0, t)))))
+        self._probe = pr
+        self.state = "preflight"
+        log.info("%s: the run can now pay for probing the pools", self.rt.model)
+        self._plan_after_features(pr)
+        self.countdown = 0 if self._probe is not None else self.check_every
 
     def _trace_on(self, cand: Candidate) -> None:
         assert self.features is not None
@@ -781,7 +914,7 @@ class Stpa(_Running):
         """Is a step at load ``now`` shorter than ``tiny_ns`` (the running
         choice's median, scaled by the events per step since it was measured)?"""
         assert self.decision is not None and self._baseline is not None
-        running = self.decision.medians_ns.get(self.decision.candidate.label)
+        running = self._running_ns
         if running is None or self._baseline.events_per_step <= 0:
             return False
         return running * now.events_per_step / self._baseline.events_per_step < self.tiny_ns
@@ -795,17 +928,27 @@ class Stpa(_Running):
     def _current(self) -> Candidate:
         return Candidate(self.rt.executor, self.rt.threads)
 
-    def _decide(self, pr: _Probe) -> None:
+    def _decide(self, pr: _Probe, provisional: Decision | None = None) -> None:
+        """Choose from ``pr``'s timings (or take ``provisional``, a choice made
+        while the pools' probe is put off) and switch to the choice."""
         assert self.features is not None
         timings = {c: v for c, v in pr.timings.items() if c not in pr.unreachable}
         tiny_why = (f"a step takes {pr.step_ns / 1e3:.1f} us, less than "
                     f"{self.tiny_ns / 1e3:g} us: too short for a pool's synchronisation to "
                     "pay, so " + ", ".join(d.label for d in pr.tiny) + " were not timed"
                     ) if pr.tiny else ""
-        if len(pr.candidates) == 1 and not timings and pr.tiny:
-            c = pr.candidates[0]
-            dec = Decision(c, f"{c.label}: the only one-thread candidate. Limit: {tiny_why}.",
-                           {}, {}, pr.trigger)
+        if provisional is not None:
+            dec = provisional
+        elif not timings and pr.tiny:
+            c = SERIAL if SERIAL in pr.candidates else pr.candidates[0]
+            if len(pr.candidates) == 1:
+                why = f"{c.label}: the only one-thread candidate"
+            else:
+                why = (f"{in_words(c).capitalize()}, untimed: on one thread the "
+                       "executors differ by a few percent of such a step, less than "
+                       "timing them costs (a confirmation re-probe times them once the "
+                       "run has lasted long enough to pay for it)")
+            dec = Decision(c, f"{why}. Limit: {tiny_why}.", {}, {}, pr.trigger)
         elif len(pr.candidates) == 1 and not timings:
             c = pr.candidates[0]
             slow = pr.dropped - pr.unreachable
@@ -843,6 +986,8 @@ class Stpa(_Running):
                     dec, reason=dec.reason.rsplit(" Limit: ", 1)[0] + f" Limit: {tiny_why}.")
         same = self.decision is not None and dec.candidate == self.decision.candidate
         self.decision = dec
+        self._running_ns = dec.medians_ns.get(dec.candidate.label,
+                                              pr.step_ns if pr.tiny and not timings else None)
         self.history.append(dec)
         self.timings = {c.label: v for c, v in pr.timings.items()}
         # pools far off the pace (or dropped after their first step) are left out
@@ -858,7 +1003,7 @@ class Stpa(_Running):
         s = self.rt.stats()
         self._mark = (s["events"], s["windows"], s["steps"])
         self.regimes[regime(self._baseline)] = dec.candidate
-        if pr.trigger == "preflight":
+        if pr.trigger == "preflight" and self._deferred is None:
             self._remember(dec)
         log.info("%s (%s): %s", self.rt.model, pr.trigger, dec.reason)
         log.debug("features %s; trace %s; medians %s", self.features,
@@ -868,9 +1013,9 @@ class Stpa(_Running):
         ns = t_out - pr.t_start
         self.probe_steps += pr.steps
         self.probe_ns += ns
-        if pr.trigger == "preflight":
-            self.preflight_steps = pr.steps
-            self.preflight_ns = ns
+        if pr.trigger == "preflight":  # the features steps, and a pool stage put off
+            self.preflight_steps += pr.steps
+            self.preflight_ns += ns
 
     def notify_reset(self) -> None:
         """The runtime was reset (called by ``Runtime.reset``): the load is likely
@@ -883,7 +1028,11 @@ class Stpa(_Running):
         if self._probe is None:
             s = self.rt.stats()
             self._mark = (s["events"], s["windows"], s["steps"])
-            self.countdown = 1
+            # tiny steps: no pool could pay, so a new episode's load is
+            # looked at by the next periodic check (a check costs about a step)
+            tiny = (self._deferred is None and self._running_ns is not None
+                    and self._running_ns < self.tiny_ns)
+            self.countdown = self.countdown if tiny else 1
         else:
             self.countdown = 0
 
@@ -896,7 +1045,7 @@ class Stpa(_Running):
             return
         self._steps_since_probe += steps
         self._mark = (s["events"], s["windows"], s["steps"])
-        now = Load((s["events"] - ev0) / steps, int(self.rt.alive.sum()))
+        now = Load((s["events"] - ev0) / steps, int(np.count_nonzero(self.rt.alive)))
         assert self._baseline is not None
         why = drift(self._baseline, now, self.drift_factor, self.alive_drop)
         known = self.regimes.get(regime(now)) if why is not None else None
@@ -909,11 +1058,12 @@ class Stpa(_Running):
                          regime(now), why, known.label)
             self._baseline = now
             return
-        if self._tiny_now(now):
-            # steps this short: no choice could win back what a probe costs
-            if why is not None:
-                self._baseline = now
-                self.regimes[regime(now)] = self._current()
+        if why is not None and self._tiny_now(now):
+            # steps this short: no pool could win back what a drift re-probe
+            # costs (a confirmation, which waits for its budget, still times
+            # the one-thread candidates below)
+            self._baseline = now
+            self.regimes[regime(now)] = self._current()
             return
         if why is not None:
             # a drift re-probe that kept the choice doubles the wait before
@@ -933,7 +1083,7 @@ class Stpa(_Running):
         assert self.features is not None and self.decision is not None
         pr = _Probe(why, self.reprobe_rounds)
         pr.candidates = neighbours(self.decision.candidate, self._candidates())
-        running = self.decision.medians_ns.get(self.decision.candidate.label)
+        running = self._running_ns
         if running is not None and running < self.tiny_ns:
             pr.leave_out_pools([c for c in pr.candidates
                                 if c.threads > 1 and c != self.decision.candidate], running)

@@ -253,8 +253,9 @@ def _auto_opts():
     # 3 "cores" on any machine so the pool sizes 1..3 are all exercised
     # tiny_ns=0, confirm_budget=0: these tests time every pool and confirm often
     # whatever a step costs (the budgets have tests of their own)
+    # and probe_share=None: they probe at once, not when the run could pay for it
     return {"cores": 3, "rounds": 2, "check_every": 4, "reprobe_gap": 8, "tiny_ns": 0.0,
-            "confirm_budget": 0.0}
+            "probe_share": None, "confirm_budget": 0.0}
 
 
 @pytest.mark.parametrize("batch", [1, 3])
@@ -417,7 +418,7 @@ class _FakeRuntime:
 def test_drift_triggers_reprobe_and_backoff():
     rt = _FakeRuntime()
     st = Stpa(rt, cores=2, rounds=1, reprobe_rounds=1, check_every=8, reprobe_gap=16,
-              trace=False, confirm=False, tie=0.0, clock=rt.clock, tiny_ns=0.0)
+              trace=False, confirm=False, tie=0.0, clock=rt.clock, tiny_ns=0.0, probe_share=None)
     for _ in range(40):
         rt.step(st)
     assert st.state == "monitor" and len(st.history) == 1
@@ -446,7 +447,8 @@ def test_drift_triggers_reprobe_and_backoff():
 def test_confirmation_reprobes_back_off():
     rt = _FakeRuntime()
     st = Stpa(rt, cores=2, rounds=1, reprobe_rounds=1, check_every=8, reprobe_gap=16,
-              trace=False, tie=0.0, clock=rt.clock, tiny_ns=0.0, confirm_budget=0.0)
+              trace=False, tie=0.0, clock=rt.clock, tiny_ns=0.0, probe_share=None,
+              confirm_budget=0.0)
     steps = 0
     while len(st.history) < 4 and steps < 2000:
         rt.step(st)
@@ -532,7 +534,7 @@ def test_lookahead_zero_runs_optimistic_under_auto():
 
     rt = Runtime("pcs", cfg, 1, "parallel", "auto", oversubscribe=True,
                  stpa_options=dict(cores=2, trace=False, confirm=False, clock=clock,
-                                   tiny_ns=0.0))
+                                   tiny_ns=0.0, probe_share=None))
     holder["rt"] = rt
     ref = Runtime("pcs", cfg, 1, "serial", 1)
     assert rt.executor == "serial" and rt.stpa is not None
@@ -571,7 +573,7 @@ def stpa_state(st: Stpa) -> dict:
 def _fake_stpa(rt: _FakeRuntime, **opts) -> Stpa:
     kw = dict(cores=2, rounds=2, reprobe_rounds=1, check_every=4, reprobe_gap=8, trace=False,
               tie=0.2, extra_rounds=2, min_visit_ns=1.0, clock=rt.clock, tiny_ns=0.0,
-              confirm_budget=0.0)
+              probe_share=None, confirm_budget=0.0)
     kw.update(opts)
     return Stpa(rt, **kw)
 
@@ -786,6 +788,32 @@ def test_a_remembered_decision_skips_the_preflight(tmp_path):
         rt.close()
 
 
+def test_a_choice_made_while_the_pools_wait_is_not_remembered(tmp_path):
+    """While the pools' probe is put off the running choice is provisional: the
+    cache stays empty until the probe has run and decided."""
+    from seer_env.stpa import DecisionCache
+
+    path = tmp_path / "stpa.json"
+    # a probe estimated at 1 s: put off for thousands of steps
+    rt = _preflight(path, phold_cfg(num_entities=30, remote=0.6), probe_share=0.05,
+                    pool_probe_ns=1e9)
+    st = rt.stpa
+    assert st.decision is not None and st.deferred and st.executor == "serial"
+    assert "for now, untimed" in st.reason and st.as_dict()["deferred"] is True
+    assert DecisionCache(path).entries() == {}
+    st.pool_probe_ns = st.probe_step_ns = 0.0  # the run has paid for it now
+    rt.actions[:] = 0
+    for _ in range(400):
+        rt.step()
+        if not st.deferred and st.state == "monitor":
+            break
+    assert not st.deferred and st.state == "monitor" and len(st.history) == 2
+    assert st.decision.trigger == "preflight" and {"serial", "parallel-1"} <= set(st.timings)
+    (entry,) = DecisionCache(path).entries().values()
+    assert (entry["executor"], entry["threads"]) == (st.executor, st.threads)
+    rt.close()
+
+
 def test_the_cache_key_follows_the_build_and_the_machine(monkeypatch):
     from seer_env import stpa as stpa_mod
     from seer_env.stpa import DecisionCache
@@ -863,9 +891,11 @@ def test_the_cache_works_across_processes(tmp_path):
         "from seer_env.envs import pcs_v0\n"
         "env = pcs_v0.parallel_env(width=4, height=4)\n"
         "env.reset(seed=1)\n"
-        "for _ in range(400):  # until decided\n"
+        "for _ in range(20000):  # until decided (not put off: that is not remembered)\n"
+        "    if not env.agents:\n"
+        "        env.reset()\n"
         "    env.step({a: 0 for a in env.agents})\n"
-        "    if env.stpa.decision is not None:\n"
+        "    if env.stpa.decision is not None and not env.stpa.deferred:\n"
         "        break\n"
         "st = env.stpa\n"
         "print(st.from_cache, st.decision.trigger, st.executor, st.threads, st.preflight_steps)\n"
@@ -882,19 +912,25 @@ def test_the_cache_works_across_processes(tmp_path):
 
 def test_tiny_steps_leave_the_pools_untimed():
     """Probing only as much as the run can win back: steps of 10-20 us (the
-    fake runtime's) are shorter than a pool's synchronisation could pay for, so
-    the preflight times the one-thread candidates only and never switches to a
-    pool; the reason says why.  The same run with tiny_ns=0 times parallel-2."""
+    fake runtime's) are shorter than a pool's synchronisation could pay for,
+    and the one-thread executors differ by a fraction of such a step, so the
+    preflight is its two features steps: nothing is timed, no pool is started,
+    the serial executor runs and the reason says why.  The same run with
+    tiny_ns=0 times parallel-2."""
     rt = _FakeRuntime()
     st = Stpa(rt, cores=2, rounds=1, reprobe_rounds=1, check_every=8, reprobe_gap=16,
               trace=False, tie=0.0, clock=rt.clock)
     for _ in range(60):
         rt.step(st)
-    assert st.decision is not None and st.decision.candidate == P[1]
-    assert set(st.decision.medians_ns) == {"serial", "parallel-1"}
-    assert ("parallel", 2) not in rt.switches
-    assert st.reason.endswith("Limit: a step takes 10.0 us, less than 20 us: too short for a "
-                              "pool's synchronisation to pay, so parallel-2 were not timed.")
+    assert st.decision is not None and st.decision.candidate == SERIAL
+    assert st.decision.medians_ns == {} and st.preflight_steps == 2
+    assert rt.switches == [("serial", 1)]
+    assert st.reason == (
+        "The serial executor, untimed: on one thread the executors differ by a few percent "
+        "of such a step, less than timing them costs (a confirmation re-probe times them "
+        "once the run has lasted long enough to pay for it). Limit: a step takes 10.0 us, "
+        "less than 20 us: too short for a pool's synchronisation to pay, so parallel-2 were "
+        "not timed.")
     # a drift to steps as short does not re-probe (nothing could win it back)...
     rt.events_per_step = 40
     for _ in range(200):
@@ -907,10 +943,31 @@ def test_tiny_steps_leave_the_pools_untimed():
     assert len(st.history) > 1 and st.history[1].trigger != "confirm"
     rt = _FakeRuntime()
     st = Stpa(rt, cores=2, rounds=1, reprobe_rounds=1, check_every=8, reprobe_gap=16,
-              trace=False, tie=0.0, clock=rt.clock, tiny_ns=0.0)
+              trace=False, tie=0.0, clock=rt.clock, tiny_ns=0.0, probe_share=None)
     for _ in range(60):
         rt.step(st)
     assert "parallel-2" in st.decision.medians_ns
+
+
+def test_a_long_run_of_tiny_steps_times_the_one_thread_executors_once_it_pays():
+    """The untimed tiny choice is checked by the confirmation re-probe, which
+    waits confirm_budget times its own steps: then serial and parallel-1 are
+    timed (never a pool), and parallel-1, faster by more than the hysteresis,
+    replaces the serial executor."""
+    rt = _FakeRuntime()
+    st = Stpa(rt, cores=2, rounds=1, reprobe_rounds=1, check_every=8, reprobe_gap=16,
+              trace=False, tie=0.0, clock=rt.clock, hysteresis=0.05)
+    steps = 0
+    while len(st.history) < 2 and steps < 5000:
+        rt.step(st)
+        steps += 1
+    # reprobe_rounds x 3 candidates x (k + 1) steps, k = 8 for 10 us steps
+    assert steps >= 50 * 1 * 3 * 9
+    dec = st.history[1]
+    assert dec.trigger == "confirm" and dec.candidate == P[1]
+    assert set(dec.medians_ns) == {"serial", "parallel-1"}
+    assert all(t == 1 for _, t in rt.switches)
+    assert (rt.executor, rt.threads) == ("parallel", 1)
 
 
 def test_confirmation_reprobes_wait_for_their_budget():
@@ -921,7 +978,8 @@ def test_confirmation_reprobes_wait_for_their_budget():
         rt = _FakeRuntime()
         rt.events_per_step = 1000  # 100 us steps: not tiny
         st = Stpa(rt, cores=2, rounds=1, reprobe_rounds=1, check_every=8, reprobe_gap=16,
-                  trace=False, tie=0.0, clock=rt.clock, confirm_budget=budget)
+                  trace=False, tie=0.0, clock=rt.clock, confirm_budget=budget,
+                  probe_share=None)
         steps = 0
         while st.decision is None:
             rt.step(st)
@@ -935,9 +993,9 @@ def test_confirmation_reprobes_wait_for_their_budget():
 
 
 def test_tiny_steps_seen_after_a_cold_first_step_still_leave_the_pools():
-    """The first step may be slow (cold caches, a pool's set-up): once a
-    one-thread candidate's timed visit shows steps under tiny_ns, the pools are
-    dropped from the probe and one round is enough."""
+    """The first step may be slow (cold caches, a pool's set-up): it is not
+    measured, the second features step is, and shows steps under tiny_ns, so
+    no pool is started and nothing is timed."""
     rt = _FakeRuntime()
     rt.first_extra_ns = 50_000  # the first step takes 60 us
     st = Stpa(rt, cores=2, rounds=3, reprobe_rounds=1, check_every=8, reprobe_gap=16,
@@ -946,11 +1004,87 @@ def test_tiny_steps_seen_after_a_cold_first_step_still_leave_the_pools():
     while st.decision is None and steps < 200:
         rt.step(st)
         steps += 1
+    assert st.decision is not None and st.decision.candidate == SERIAL
+    assert ("parallel", 2) not in rt.switches
+    assert "too short for a pool's synchronisation to pay" in st.reason
+    assert st.preflight_steps == 2
+
+
+def _cold_start(**opts):
+    """A fake run whose first two steps take 60 us, the rest 10 us."""
+    rt = _FakeRuntime()
+    rt.first_extra_ns = 50_000
+    st = Stpa(rt, cores=2, rounds=3, reprobe_rounds=1, check_every=8, reprobe_gap=16,
+              trace=False, tie=0.0, clock=rt.clock, **opts)
+    rt.step(st)
+    rt.counts["steps"] = 0  # the second step is cold too
+    rt.step(st)
+    return rt, st
+
+
+def test_tiny_steps_seen_only_in_a_timed_visit_still_leave_the_pools():
+    """Both features steps may be slow (a process warming up): probing at once,
+    once a one-thread candidate's timed visit shows steps under tiny_ns, the
+    pools are dropped from the probe and one round is enough."""
+    rt, st = _cold_start(probe_share=None)
+    steps = 2
+    while st.decision is None and steps < 200:
+        rt.step(st)
+        steps += 1
     assert st.decision is not None and set(st.decision.medians_ns) == {"serial", "parallel-1"}
     assert ("parallel", 2) not in rt.switches
     assert "too short for a pool's synchronisation to pay" in st.reason
     # one round: each one-thread candidate timed once (k steps), a warm-up each
-    assert st.preflight_steps <= 1 + 2 * (1 + 8)
+    assert st.preflight_steps <= 2 + 2 * (1 + 8)
+
+
+def test_a_pool_probe_waits_until_the_run_can_pay_for_it():
+    """The default: after two 60 us features steps the pools' probe (1 ms fixed,
+    20 us per probe step, 3 rounds x 3 candidates x (k + 1) steps with k = 4)
+    would cost far more than 5% of the run so far, so the serial executor runs
+    untimed; the first check sees 10 us steps and settles on the tiny choice
+    without ever starting a pool."""
+    rt, st = _cold_start()
+    assert st.decision.candidate == SERIAL and st.decision.medians_ns == {}
+    assert st.reason.startswith(
+        "The serial executor for now, untimed: a step takes 60.0 us, and probing "
+        "parallel-2 would cost about 1.9 ms beyond the steps' own work, over 5% of the "
+        "run's step time so far; they are probed once the run has taken about 647 steps "
+        "(more if its steps get shorter, none if they fall under 20 us)")
+    assert st.preflight_steps == 2
+    for _ in range(8):
+        rt.step(st)
+    assert len(st.history) == 2 and st.decision.candidate == SERIAL
+    assert "too short for a pool's synchronisation to pay" in st.reason
+    assert ("parallel", 2) not in rt.switches and st.state == "monitor"
+
+
+def test_a_pool_probe_put_off_starts_once_the_run_has_paid_for_it():
+    """100 us steps: the probe (1 ms + 20 us x (2 + 3 x 3 x 3) steps = 1.58 ms)
+    starts at the first check after 5% of the run's step time covers it (316
+    steps), traces nothing here (trace=False), times the pools and decides;
+    the decision is the preflight's, and the preflight's steps add up."""
+    rt = _FakeRuntime()
+    rt.events_per_step = 1000
+    st = Stpa(rt, cores=2, rounds=3, reprobe_rounds=1, check_every=8, reprobe_gap=16,
+              trace=False, tie=0.0, clock=rt.clock, confirm=False)
+    rt.step(st)
+    rt.step(st)
+    assert "about 316 steps" in st.reason and st.decision.medians_ns == {}
+    steps = 2
+    while st.state != "preflight":
+        rt.step(st)
+        steps += 1
+    assert ("parallel", 2) not in rt.switches and 316 <= steps <= 316 + 8
+    while st.state != "monitor":
+        rt.step(st)
+    assert len(st.history) == 2 and st.decision.trigger == "preflight"
+    assert set(st.decision.medians_ns) == {"serial", "parallel-1", "parallel-2"}
+    assert st.decision.candidate == P[2]  # 72 us against 100 (the fake's costs)
+    # two features steps; round 1: serial (running: no warm-up) 2, parallel-1 and
+    # parallel-2 1 + 2 each; the serial executor (110 us, over 1.5x the best)
+    # is dropped, so rounds 2 and 3 visit the two others
+    assert st.preflight_steps == 2 + (2 + 3 + 3) + 2 * (3 + 3)
 
 
 def test_the_reason_gives_events_per_window_as_the_traced_pool_ran_them():
