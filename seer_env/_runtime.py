@@ -366,7 +366,8 @@ class Runtime:
         ``notify_reset()``: `step` hands the step to ``controller.step``
         when ``countdown`` is 1 or less (the controller runs it with
         `step_uncontrolled`) and otherwise runs it and takes one off
-        ``countdown``; `reset` calls ``notify_reset()`` after a reset.
+        ``countdown``; `reset` calls ``notify_reset()`` after a reset, and
+        `close` calls ``notify_close()``, if it has one, before closing.
         """
         self.stpa = controller
 
@@ -383,9 +384,14 @@ class Runtime:
     def set_threads(self, threads: int) -> None:
         """Resize the worker pool (parallel executor). Outputs do not depend on it.
 
-        An explicit pool size turns STPA off (`stpa` becomes None).
+        An explicit pool size turns STPA off (`stpa` becomes None); a runtime
+        STPA had put on the serial executor goes back to the parallel one.
         """
         n = _positive_int("threads", threads, 1, 1024)
+        if self.stpa is not None and self.executor == "serial":
+            self.switch_executor("parallel", n)
+            self.stpa = None
+            return
         with self._call() as h:
             self._check(h, self.lib.seer_runtime_set_threads(h, n))
         self.stpa = None
@@ -698,7 +704,12 @@ class Runtime:
     def close(self) -> None:
         """Join the workers and free native memory. Idempotent; waits for a call
         running on another thread.  The host arrays (`obs` ...) stay
-        readable: they belong to Python."""
+        readable: they belong to Python.  An attached controller with a
+        ``notify_close()`` hears of it first (STPA writes its decision then)."""
+        notify = getattr(getattr(self, "stpa", None), "notify_close", None)
+        if notify is not None and getattr(self, "_h", None) is not None:
+            with contextlib.suppress(Exception):  # best effort: closing goes on
+                notify()
         with self._lock, self._check_lock:
             h = getattr(self, "_h", None)
             if h is None:

@@ -473,14 +473,21 @@ def _run_episode(venv: Any, seed: int) -> int:
 
 def bench_stpa(quick: bool = False, episodes: int | None = None,
                workloads: tuple[tuple[str, str, dict[str, Any], int], ...] = STPA_RUNS,
-               log: Callable[[str], None] = print) -> dict[str, Any]:
+               log: Callable[[str], None] = print, runs: int | None = None) -> dict[str, Any]:
     """STPA over whole runs: each workload's episodes (reset between them, as a
     training run does) under every fixed configuration and under
-    ``threads="auto"``, twice: a first run (its preflight and re-probes counted)
-    and a run that starts from the decision the first one remembered
-    ([`DecisionCache`][seer_env.stpa.DecisionCache]).  Wall time over all
-    episodes, the configurations taking the same episodes in rotated order;
-    ``auto/best`` is the run's total over the best fixed configuration's.
+    ``threads="auto"``, twice: a first run (an empty decision cache: its
+    preflight and re-probes counted) and a run that starts from the decision a
+    first run remembered ([`DecisionCache`][seer_env.stpa.DecisionCache]).
+
+    A *run* is ``episodes`` episodes of every configuration, each on an env
+    made for that run, the configurations taking the same episodes in rotated
+    order; ``runs`` of them are made.  The best fixed configuration is the one
+    with the least wall time over all runs; ``auto_vs_best`` is the median over
+    the runs of the auto run's wall time over the best's in the same run (a
+    tiny workload's run takes milliseconds, so one run's ratio is as noisy as
+    the host; the best of several noisy equals, picked per run, would be
+    biased low).
 
     ```python
     from seer_env.bench import bench_stpa
@@ -493,11 +500,13 @@ def bench_stpa(quick: bool = False, episodes: int | None = None,
     from .registry import env_module
 
     episodes = episodes or (3 if quick else 8)
+    runs = runs or (1 if quick else 5)
     cores = cpu_count()
-    out: dict[str, Any] = {"machine": machine(), "episodes": episodes}
+    out: dict[str, Any] = {"machine": machine(), "episodes": episodes, "runs": runs}
     saved = {k: os.environ.get(k) for k in ("SEER_STPA_CACHE", "SEER_STPA_CACHE_FILE")}
     with tempfile.TemporaryDirectory() as tmp:
         try:
+            os.environ["SEER_STPA_CACHE"] = "1"
             for w, (name, env, cfg, length) in enumerate(workloads):
                 mod = env_module(env)
                 c = dict(cfg, max_cycles=length)
@@ -505,52 +514,72 @@ def bench_stpa(quick: bool = False, episodes: int | None = None,
                 labels = _fixed_choices(probe.runtime.sizes.lookahead,
                                         probe.runtime.sizes.step_duration, cores)
                 probe.close()
-                venvs: dict[str, Any] = {}
-                for label in labels:
-                    ex, _, th = label.partition("-")
-                    venvs[label] = mod.vector_env(1, executor=ex, threads=int(th or 1), **c)
-                os.environ["SEER_STPA_CACHE"] = "1"
-                os.environ["SEER_STPA_CACHE_FILE"] = os.path.join(tmp, f"stpa-{w}.json")
-                venvs["auto"] = mod.vector_env(1, threads="auto", **c)
-                # the second run finds the decision a first run of its own made
+                # the remembered runs find the decision a first run of their own made
+                remembered = os.path.join(tmp, f"stpa-{w}.json")
+                os.environ["SEER_STPA_CACHE_FILE"] = remembered
                 first = mod.vector_env(1, threads="auto", **c)
                 while (first.stpa.decision is None or first.stpa.state != "monitor"
                        or first.stpa.deferred):
                     _run_episode(first, 7)
                 first.close()
-                venvs["auto (remembered)"] = mod.vector_env(1, threads="auto", **c)
-                keys = list(venvs)
+                keys = [*labels, "auto", "auto (remembered)"]
                 wall = dict.fromkeys(keys, 0.0)
-                steps = dict.fromkeys(keys, 0)
-                try:
-                    for ep in range(episodes):
-                        for k in keys[ep % len(keys):] + keys[:ep % len(keys)]:
-                            t0 = time.perf_counter()
-                            steps[k] += _run_episode(venvs[k], 100 + ep)
-                            wall[k] += time.perf_counter() - t0
-                    st = venvs["auto"].stpa
-                    st2 = venvs["auto (remembered)"].stpa
-                    best = min(labels, key=lambda k: wall[k])
-                    row = {"config": cfg, "steps": steps["auto"], "wall_s": wall,
-                           "best_fixed": best, "auto_vs_best": wall["auto"] / wall[best],
-                           "remembered_vs_best": wall["auto (remembered)"] / wall[best],
-                           "auto_choice": st.decision.candidate.label if st.decision else None,
-                           "remembered_choice": st2.decision.candidate.label,
-                           "from_cache": st2.from_cache,
-                           "preflight_steps": st.preflight_steps,
-                           "probe_steps": st.probe_steps, "reason": st.reason,
-                           "episodes": episodes, "probes": len(st.history),
-                           "regime_switches": st.regime_switches,
-                           "regimes": st.as_dict()["regimes"]}
-                finally:
-                    for v in venvs.values():
-                        v.close()
+                per_run: list[dict[str, float]] = []
+                steps = 0
+                st = st2 = None
+                regimes: dict[str, str] = {}
+                for r in range(runs):
+                    venvs: dict[str, Any] = {}
+                    try:
+                        for label in labels:
+                            ex, _, th = label.partition("-")
+                            venvs[label] = mod.vector_env(1, executor=ex, threads=int(th or 1),
+                                                          **c)
+                        os.environ["SEER_STPA_CACHE_FILE"] = os.path.join(tmp, f"first-{w}-{r}")
+                        venvs["auto"] = mod.vector_env(1, threads="auto", **c)
+                        os.environ["SEER_STPA_CACHE_FILE"] = remembered
+                        venvs["auto (remembered)"] = mod.vector_env(1, threads="auto", **c)
+                        t_run = dict.fromkeys(keys, 0.0)
+                        for ep in range(episodes):
+                            k0 = (r + ep) % len(keys)
+                            for k in keys[k0:] + keys[:k0]:
+                                t0 = time.perf_counter()
+                                n = _run_episode(venvs[k], 100 + ep)
+                                t_run[k] += time.perf_counter() - t0
+                                steps += n if k == "auto" else 0
+                        per_run.append(t_run)
+                        for k in keys:
+                            wall[k] += t_run[k]
+                        st, st2 = venvs["auto"].stpa, venvs["auto (remembered)"].stpa
+                        regimes = st.as_dict()["regimes"]  # (it reads the open runtime)
+                    finally:
+                        for v in venvs.values():
+                            v.close()
+                assert st is not None and st2 is not None
+                best = min(labels, key=lambda k: wall[k])
+                row = {"config": cfg, "steps": steps, "wall_s": wall, "runs": runs,
+                       "best_fixed": best,
+                       "auto_vs_best": statistics.median(t["auto"] / t[best] for t in per_run),
+                       "remembered_vs_best": statistics.median(
+                           t["auto (remembered)"] / t[best] for t in per_run),
+                       "auto_vs_best_runs": [t["auto"] / t[best] for t in per_run],
+                       "auto_vs_best_total": wall["auto"] / wall[best],
+                       "auto_choice": st.decision.candidate.label if st.decision else None,
+                       "remembered_choice": st2.decision.candidate.label,
+                       "from_cache": st2.from_cache, "deferred": st.deferred,
+                       "preflight_steps": st.preflight_steps,
+                       "probe_steps": st.probe_steps, "reason": st.reason,
+                       "episodes": episodes, "probes": len(st.history),
+                       "regime_switches": st.regime_switches,
+                       "regimes": regimes}
                 out[name] = row
-                log(f"{name}: {episodes} episodes, {steps['auto']} steps: " + ", ".join(
-                    f"{k} {wall[k]:.3f} s" for k in keys) + f" | best fixed {best}; auto/best "
-                    f"{row['auto_vs_best']:.3f} (chose {row['auto_choice']}, "
-                    f"{row['preflight_steps']} preflight and {row['probe_steps']} probe steps); "
-                    f"remembered/best {row['remembered_vs_best']:.3f} "
+                log(f"{name}: {runs} run(s) of {episodes} episodes, {steps // runs} steps each: "
+                    + ", ".join(f"{k} {wall[k] / runs * 1e3:.1f} ms" for k in keys)
+                    + f" per run | best fixed {best}; auto/best {row['auto_vs_best']:.3f} "
+                    f"(median of {runs}; chose {row['auto_choice']}"
+                    + (", pools put off" if st.deferred else "")
+                    + f", {row['preflight_steps']} preflight and {row['probe_steps']} probe "
+                    f"steps); remembered/best {row['remembered_vs_best']:.3f} "
                     f"({row['remembered_choice']})")
         finally:
             for k, v in saved.items():

@@ -73,6 +73,7 @@ public names are re-exported here.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import dataclasses
 import hashlib
@@ -82,8 +83,9 @@ import math
 import os
 import platform
 import statistics
-import tempfile
+import threading
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -122,6 +124,16 @@ from .stpa_cost import (
 )
 
 log = logging.getLogger("seer_env.stpa")
+
+# controllers whose decision the cache has not got yet: written at exit
+_UNSAVED: weakref.WeakSet[Stpa] = weakref.WeakSet()
+
+
+@atexit.register
+def _save_unsaved() -> None:
+    for st in list(_UNSAVED):
+        with contextlib.suppress(Exception):
+            st.save_decision()
 
 
 # -- decisions remembered across processes ---------------------------------------------
@@ -208,18 +220,28 @@ class DecisionCache:
 
     def put(self, key: str, entry: dict[str, Any]) -> None:
         """Store ``entry`` under ``key`` (the oldest entries go past MAX_ENTRIES).
-        Best effort: a cache that cannot be written is left as it is."""
+        Best effort: a cache that cannot be written is left as it is.  A write
+        takes 0.3-0.8 ms here, several times a tiny env's preflight: `Stpa`
+        writes its decision once the run has paid for that, or at close or exit."""
         entries = self.entries()
         entries[key] = {**entry, "t": time.time()}
         if len(entries) > self.MAX_ENTRIES:
             keep = sorted(entries, key=lambda k: entries[k]["t"])[-self.MAX_ENTRIES:]
             entries = {k: entries[k] for k in keep}
+        data = json.dumps({"version": self.VERSION, "entries": entries}).encode()
+        # a name of this process and thread, not tempfile.mkstemp: its random
+        # names cost 0.4 ms to set up in a process
+        tmp = self.path.with_name(f".stpa-{os.getpid()}-{threading.get_ident()}.json")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".stpa-", suffix=".json")
             try:
-                with os.fdopen(fd, "w", encoding="utf-8") as f:
-                    json.dump({"version": self.VERSION, "entries": entries}, f)
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+                try:
+                    view = memoryview(data)
+                    while view:
+                        view = view[os.write(fd, view):]
+                finally:
+                    os.close(fd)
                 os.replace(tmp, self.path)
             except BaseException:
                 with contextlib.suppress(OSError):
@@ -257,6 +279,7 @@ class _Probe:
     stage: str = "features"
     warm: bool = False  # the features stage's first (untimed, cold) step ran
     resumed: bool = False  # a preflight's pool stage, started once the run could pay
+    mark: tuple[int, int] = (0, 0)  # (events, steps) when a re-probe began
     t_start: int = 0
     steps: int = 0
     unreachable: set[Candidate] = field(default_factory=set)  # switching to them failed
@@ -339,6 +362,12 @@ class Stpa(_Running):
             its threads, about 0.3 ms here; the traced step about 0.7 ms).
         probe_step_ns: the controller's own cost per probe step (switching,
             timing and bookkeeping in Python, about 20 us here).
+        check_ns: a monitor check's own cost (about 30 us here with the code
+            cache-cold between steps): checks are at least ``check_every``
+            steps apart, and far enough apart to cost under 1% of the steps.
+        save_ns: writing a decision to the cache (0.3-0.8 ms here): done once
+            ``probe_share`` (5% if None) of the run's step time covers it, else
+            when the runtime closes or the interpreter exits.
         clock: a monotonic ns clock (default ``time.perf_counter_ns``; tests
             pass a simulated one).
         cache: remember the preflight's decision across processes and start
@@ -372,6 +401,7 @@ class Stpa(_Running):
                  hysteresis: float = 0.10, tiny_ns: float = 20_000.0,
                  confirm_budget: float = 50.0, probe_share: float | None = 0.05,
                  pool_probe_ns: float = 1_000_000.0, probe_step_ns: float = 20_000.0,
+                 check_ns: float = 30_000.0, save_ns: float = 800_000.0,
                  clock: Callable[[], int] | None = None,
                  cache: bool | None = None, cache_path: Path | None = None) -> None:
         self.rt = runtime
@@ -397,10 +427,14 @@ class Stpa(_Running):
         self.probe_share = None if probe_share is None else float(probe_share)
         self.pool_probe_ns = float(pool_probe_ns)
         self.probe_step_ns = float(probe_step_ns)
+        self.check_ns = float(check_ns)
+        self.save_ns = float(save_ns)
         # a pool probe put off until the run can pay for it: the steps run
         # when the wait began, the shortest step seen since (ns), None if none
         self._deferred: float | None = None
         self._defer_countdown = 0
+        self._unsaved: dict[str, Any] | None = None  # a decision the cache has not got yet
+        self._save_from = 0  # ... written at the first check from this step on
         self._steps0 = int(runtime.stats()["steps"])
         self._t_first = math.inf
         self._clock = clock or time.perf_counter_ns
@@ -438,6 +472,11 @@ class Stpa(_Running):
             self.cache = DecisionCache(cache_path)
             self._cache_key = DecisionCache.key(runtime, max_threads, self.cores, self.caches)
             self._start_from_cache()
+        if self._probe is not None:
+            # the features steps' executor from the start: the switch (and a
+            # second executor's first steps) are not the run's
+            with contextlib.suppress(SeerError):
+                self._switch(first_candidate(self.rt.sizes.lookahead))
 
     # -- public views -------------------------------------------------------------
 
@@ -517,7 +556,7 @@ class Stpa(_Running):
         if self._probe is None:  # decided in this call: account the whole probe
             self._account(pr, t_out)
         self.countdown = (0 if self._probe is not None else self._defer_countdown
-                          if self._deferred is not None else self.check_every)
+                          if self._deferred is not None else self._check_interval())
 
     def _features_step(self, pr: _Probe, mask_ptr: Any) -> None:
         """The preflight's first two steps, on one thread: the second gives
@@ -648,18 +687,41 @@ class Stpa(_Running):
         self.regimes[regime(self._baseline)] = c
         s = self.rt.stats()
         self._mark = (s["events"], s["windows"], s["steps"])
-        self.countdown = self.check_every
+        self.countdown = self._check_interval()
         log.info("%s (cache): %s", self.rt.model, dec.reason)
 
     def _remember(self, dec: Decision) -> None:
+        """Keep ``dec`` for the cache: written by a monitor check once the run
+        has paid for the write (``save_ns`` within ``probe_share`` of its step
+        time), else when the runtime closes or the interpreter exits."""
         if self.cache is None or self.features is None:
             return
-        self.cache.put(self._cache_key, {
+        self._unsaved = {
             "executor": dec.candidate.executor, "threads": dec.candidate.threads,
             "reason": dec.reason, "medians_ns": dict(dec.medians_ns),
             "step_ns": self._running_ns or 0.0,
             "events_per_step": self.features.events_per_step,
-            "alive_agents": self.features.alive_agents})
+            "alive_agents": self.features.alive_agents}
+        share = self.probe_share if self.probe_share is not None else 0.05
+        self._save_from = self._run_steps() + math.ceil(
+            self.save_ns / share / max(1.0, self._step_ns()))
+        _UNSAVED.add(self)
+
+    def save_decision(self) -> None:
+        """Write the latest preflight decision to the cache now if it is not
+        yet (called when the runtime closes and at exit)."""
+        entry, self._unsaved = self._unsaved, None
+        _UNSAVED.discard(self)
+        if entry is not None and self.cache is not None:
+            self.cache.put(self._cache_key, entry)
+
+    def notify_close(self) -> None:
+        """The runtime is closing (called by ``Runtime.close``)."""
+        self.save_decision()
+
+    def _step_ns(self) -> float:
+        """The running choice's step (ns): measured, else the features step's."""
+        return self._running_ns if self._running_ns is not None else self._t_first
 
     # -- internals --------------------------------------------------------------------
 
@@ -996,11 +1058,18 @@ class Stpa(_Running):
         self._switch_after(dec.candidate)
         self._probe = None
         self.state = "monitor"
-        self._baseline = Load(self.features.events_per_step, self.features.alive_agents)
+        s = self.rt.stats()
+        ev0, st0 = pr.mark
+        if s["steps"] > st0 and pr.trigger not in ("preflight", "confirm"):
+            # a drift re-probe: the new load as its own steps ran it (the check
+            # that saw the drift may have caught the change half-way)
+            self._baseline = Load((s["events"] - ev0) / (s["steps"] - st0),
+                                  int(np.count_nonzero(self.rt.alive)))
+        else:
+            self._baseline = Load(self.features.events_per_step, self.features.alive_agents)
         self._steps_since_probe = 0
         if pr.trigger != "preflight":
             self._gap = min(1 << 14, self._gap * 2) if same else self.reprobe_gap
-        s = self.rt.stats()
         self._mark = (s["events"], s["windows"], s["steps"])
         self.regimes[regime(self._baseline)] = dec.candidate
         if pr.trigger == "preflight" and self._deferred is None:
@@ -1023,22 +1092,33 @@ class Stpa(_Running):
         During a probe the next step goes on with it (a probe cut short is
         mended first: `_settle`)."""
         pr = self._probe
+        if pr is None and self._deferred is None and self._running_ns is not None \
+                and self._running_ns < self.tiny_ns:
+            # tiny steps: no pool could pay, so a new episode's load waits for
+            # the next periodic check (a check costs a few tiny steps)
+            return
         if pr is not None and not self._settle(pr):
             self._account(pr, self._clock())
         if self._probe is None:
             s = self.rt.stats()
             self._mark = (s["events"], s["windows"], s["steps"])
-            # tiny steps: no pool could pay, so a new episode's load is
-            # looked at by the next periodic check (a check costs about a step)
-            tiny = (self._deferred is None and self._running_ns is not None
-                    and self._running_ns < self.tiny_ns)
-            self.countdown = self.countdown if tiny else 1
+            self.countdown = 1
         else:
             self.countdown = 0
 
+    def _check_interval(self) -> int:
+        """Steps between two monitor checks: ``check_every``, or more where a
+        check's own cost (``check_ns``) would be over 1% of the steps'."""
+        t = self._step_ns()
+        if not 0.0 < t < math.inf:
+            return self.check_every
+        return max(self.check_every, math.ceil(self.check_ns / (0.01 * t)))
+
     def _check_drift(self) -> None:
-        self.countdown = self.check_every
+        self.countdown = self._check_interval()
         s = self.rt.stats()
+        if self._unsaved is not None and s["steps"] - self._steps0 >= self._save_from:
+            self.save_decision()
         ev0, win0, st0 = self._mark
         steps = s["steps"] - st0
         if steps <= 0:
@@ -1048,7 +1128,10 @@ class Stpa(_Running):
         now = Load((s["events"] - ev0) / steps, int(np.count_nonzero(self.rt.alive)))
         assert self._baseline is not None
         why = drift(self._baseline, now, self.drift_factor, self.alive_drop)
-        known = self.regimes.get(regime(now)) if why is not None else None
+        # a regime seen before, other than the running one's (a drift within the
+        # regime -- live agents dropped at the same events per step -- probes)
+        known = (self.regimes.get(regime(now))
+                 if why is not None and regime(now) != regime(self._baseline) else None)
         if known is not None:
             # a regime seen before: its choice at once, no probe
             if known != self._current():
@@ -1081,7 +1164,7 @@ class Stpa(_Running):
         self._set_features(int(round(now.events_per_step * 1)),
                            int(round(windows)))
         assert self.features is not None and self.decision is not None
-        pr = _Probe(why, self.reprobe_rounds)
+        pr = _Probe(why, self.reprobe_rounds, mark=(s["events"], s["steps"]))
         pr.candidates = neighbours(self.decision.candidate, self._candidates())
         running = self._running_ns
         if running is not None and running < self.tiny_ns:

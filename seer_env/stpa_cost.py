@@ -230,10 +230,14 @@ def candidate_set(features: Features, max_threads: int | None = None) -> list[Ca
 
 
 def first_candidate(features_lookahead: float) -> Candidate:
-    """Where the preflight's first (features) step runs: the parallel executor on
-    one thread (its counters give windows per step), or the serial executor for
-    lookahead 0."""
-    return Candidate("parallel", 1) if features_lookahead > 0.0 else SERIAL
+    """Where the preflight's first (features) steps run: the serial executor,
+    whatever the lookahead.  Its counters give events per step, all a step on
+    one thread can say (the parallel executor on one thread takes each
+    instance whole, one 'window' a step: the windows per step come from the
+    traced pool), it has the least machinery on one thread, and the env starts
+    on it, so a tiny env's run pays no second executor's first steps."""
+    del features_lookahead  # kept for callers: any lookahead starts serially
+    return SERIAL
 
 
 def _median(x: np.ndarray) -> float:
@@ -305,7 +309,9 @@ def predict_step_ns(features: Features, summary: TraceSummary, cand: Candidate) 
         return 1.1 * work / p
     par = max(1.0, summary.events_per_window)
     per_extra = summary.barrier_ns / max(1, summary.threads - 1)
-    return work / min(float(p), par) + features.windows_per_step * per_extra * (p - 1)
+    # the windows of the traced pool's step (one-thread counters see one a step)
+    windows = summary.windows if summary.windows > 0 else features.windows_per_step
+    return work / min(float(p), par) + windows * per_extra * (p - 1)
 
 
 def probe_plan(features: Features, summary: TraceSummary | None,

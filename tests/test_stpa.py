@@ -4,6 +4,7 @@ executor switch, and that ``threads="auto"`` runs give the serial executor's out
 from __future__ import annotations
 
 import copy
+import dataclasses
 import logging
 import random
 
@@ -129,7 +130,7 @@ def test_select_ties_prefer_fewer_threads_then_serial():
 
 
 def test_select_without_timings_uses_prediction_or_default():
-    assert select({}, feats()).candidate == P[1]
+    assert select({}, feats()).candidate == SERIAL
     assert select({}, feats(lookahead=0.0)).candidate == SERIAL
     # prediction: lots of parallel work per window -> the largest pool
     d = select({}, feats(cores=4), summary(threads=4, events_per_window=1e4, barrier_ns=3e3))
@@ -146,8 +147,10 @@ def test_predict_step_ns_formula():
     s = summary(threads=3, events_per_window=100, handler_ns=50.0, barrier_ns=4000.0)
     assert predict_step_ns(f, s, SERIAL) == 50_000.0
     assert predict_step_ns(f, s, P[1]) == 50_000.0
-    # 50 us / 2 + 10 windows x (4 us / 2 extra threads) x 1 extra thread
-    assert predict_step_ns(f, s, P[2]) == 25_000.0 + 20_000.0
+    # 50 us / 2 + the traced step's 8 windows x (4 us / 2 extra threads) x 1
+    # extra thread (the features' 10 windows a step are a one-thread count)
+    assert predict_step_ns(f, s, P[2]) == 25_000.0 + 16_000.0
+    assert predict_step_ns(f, dataclasses.replace(s, windows=0), P[2]) == 25_000.0 + 20_000.0
     # parallelism capped by events per window
     s2 = summary(threads=2, events_per_window=1.5, handler_ns=50.0, barrier_ns=0.0)
     assert predict_step_ns(f, s2, P[4]) == pytest.approx(50_000.0 / 1.5)
@@ -254,8 +257,9 @@ def _auto_opts():
     # tiny_ns=0, confirm_budget=0: these tests time every pool and confirm often
     # whatever a step costs (the budgets have tests of their own)
     # and probe_share=None: they probe at once, not when the run could pay for it
+    # check_ns=0: checks every check_every steps, whatever a step costs
     return {"cores": 3, "rounds": 2, "check_every": 4, "reprobe_gap": 8, "tiny_ns": 0.0,
-            "probe_share": None, "confirm_budget": 0.0}
+            "probe_share": None, "confirm_budget": 0.0, "check_ns": 0.0}
 
 
 @pytest.mark.parametrize("batch", [1, 3])
@@ -353,7 +357,7 @@ def test_explicit_pool_turns_stpa_off():
     rt = Runtime("phold", phold_cfg(), 1, "parallel", "auto")
     assert rt.stpa is not None
     rt.set_threads(2)
-    assert rt.stpa is None
+    assert rt.stpa is None and (rt.executor, rt.threads) == ("parallel", 2)
     rt.close()
 
 
@@ -361,6 +365,8 @@ class _FakeRuntime:
     """Enough of Runtime for the controller: events per step set by the test."""
 
     model = "fake"
+    native = None  # (for the decision cache's key)
+    config: dict = {}
 
     def __init__(self) -> None:
         from seer_env._native import Sizes
@@ -417,7 +423,7 @@ class _FakeRuntime:
 
 def test_drift_triggers_reprobe_and_backoff():
     rt = _FakeRuntime()
-    st = Stpa(rt, cores=2, rounds=1, reprobe_rounds=1, check_every=8, reprobe_gap=16,
+    st = Stpa(rt, cores=2, rounds=1, reprobe_rounds=1, check_every=8, reprobe_gap=16, check_ns=0.0,
               trace=False, confirm=False, tie=0.0, clock=rt.clock, tiny_ns=0.0, probe_share=None)
     for _ in range(40):
         rt.step(st)
@@ -446,7 +452,7 @@ def test_drift_triggers_reprobe_and_backoff():
 
 def test_confirmation_reprobes_back_off():
     rt = _FakeRuntime()
-    st = Stpa(rt, cores=2, rounds=1, reprobe_rounds=1, check_every=8, reprobe_gap=16,
+    st = Stpa(rt, cores=2, rounds=1, reprobe_rounds=1, check_every=8, reprobe_gap=16, check_ns=0.0,
               trace=False, tie=0.0, clock=rt.clock, tiny_ns=0.0, probe_share=None,
               confirm_budget=0.0)
     steps = 0
@@ -571,7 +577,8 @@ def stpa_state(st: Stpa) -> dict:
 
 
 def _fake_stpa(rt: _FakeRuntime, **opts) -> Stpa:
-    kw = dict(cores=2, rounds=2, reprobe_rounds=1, check_every=4, reprobe_gap=8, trace=False,
+    kw = dict(cores=2, rounds=2, reprobe_rounds=1, check_every=4, reprobe_gap=8, check_ns=0.0,
+              trace=False,
               tie=0.2, extra_rounds=2, min_visit_ns=1.0, clock=rt.clock, tiny_ns=0.0,
               probe_share=None, confirm_budget=0.0)
     kw.update(opts)
@@ -809,9 +816,46 @@ def test_a_choice_made_while_the_pools_wait_is_not_remembered(tmp_path):
             break
     assert not st.deferred and st.state == "monitor" and len(st.history) == 2
     assert st.decision.trigger == "preflight" and {"serial", "parallel-1"} <= set(st.timings)
+    running = (st.executor, st.threads)
+    rt.close()  # a short run's decision is written when the runtime closes
     (entry,) = DecisionCache(path).entries().values()
-    assert (entry["executor"], entry["threads"]) == (st.executor, st.threads)
-    rt.close()
+    assert (entry["executor"], entry["threads"]) == running
+
+
+def test_the_decision_is_written_once_the_run_has_paid_for_it():
+    """A cache write costs 0.3-0.8 ms (save_ns): the decision is written at the
+    first monitor check after probe_share of the run's step time covers it,
+    not at the decision; a run closed before that writes it at close."""
+    import tempfile
+    from pathlib import Path
+
+    from seer_env.stpa import DecisionCache
+
+    path = Path(tempfile.mkdtemp()) / "d.json"
+    rt = _FakeRuntime()
+    rt.events_per_step = 1000  # 110 us serial steps
+    st = Stpa(rt, cores=2, rounds=1, reprobe_rounds=1, check_every=8, reprobe_gap=16, check_ns=0.0,
+              trace=False, tie=0.0, clock=rt.clock, confirm=False, probe_share=None,
+              cache_path=path, cache=True)
+    st._cache_key = "k"
+    while st.decision is None:
+        rt.step(st)
+    assert st._unsaved is not None and DecisionCache(path).entries() == {}
+    # 0.8 ms / 5% = 16 ms of steps of the choice (parallel-2: 72 us): 223 steps
+    decided = rt.counts["steps"]
+    while st._unsaved is not None:
+        rt.step(st)
+    assert 223 <= rt.counts["steps"] - decided <= 223 + 64
+    assert DecisionCache(path).get("k")["executor"] == "parallel"
+    path.unlink()
+    st2 = Stpa(_FakeRuntime(), cores=2, rounds=1, trace=False, clock=rt.clock,
+               probe_share=None, cache_path=path, cache=True)
+    st2._cache_key = "k2"
+    while st2.decision is None:
+        st2.rt.step(st2)
+    assert DecisionCache(path).entries() == {}
+    st2.notify_close()
+    assert set(DecisionCache(path).entries()) == {"k2"}
 
 
 def test_the_cache_key_follows_the_build_and_the_machine(monkeypatch):
@@ -918,7 +962,7 @@ def test_tiny_steps_leave_the_pools_untimed():
     the serial executor runs and the reason says why.  The same run with
     tiny_ns=0 times parallel-2."""
     rt = _FakeRuntime()
-    st = Stpa(rt, cores=2, rounds=1, reprobe_rounds=1, check_every=8, reprobe_gap=16,
+    st = Stpa(rt, cores=2, rounds=1, reprobe_rounds=1, check_every=8, reprobe_gap=16, check_ns=0.0,
               trace=False, tie=0.0, clock=rt.clock)
     for _ in range(60):
         rt.step(st)
@@ -928,7 +972,7 @@ def test_tiny_steps_leave_the_pools_untimed():
     assert st.reason == (
         "The serial executor, untimed: on one thread the executors differ by a few percent "
         "of such a step, less than timing them costs (a confirmation re-probe times them "
-        "once the run has lasted long enough to pay for it). Limit: a step takes 10.0 us, "
+        "once the run has lasted long enough to pay for it). Limit: a step takes 11.0 us, "
         "less than 20 us: too short for a pool's synchronisation to pay, so parallel-2 were "
         "not timed.")
     # a drift to steps as short does not re-probe (nothing could win it back)...
@@ -942,7 +986,7 @@ def test_tiny_steps_leave_the_pools_untimed():
         rt.step(st)
     assert len(st.history) > 1 and st.history[1].trigger != "confirm"
     rt = _FakeRuntime()
-    st = Stpa(rt, cores=2, rounds=1, reprobe_rounds=1, check_every=8, reprobe_gap=16,
+    st = Stpa(rt, cores=2, rounds=1, reprobe_rounds=1, check_every=8, reprobe_gap=16, check_ns=0.0,
               trace=False, tie=0.0, clock=rt.clock, tiny_ns=0.0, probe_share=None)
     for _ in range(60):
         rt.step(st)
@@ -955,7 +999,7 @@ def test_a_long_run_of_tiny_steps_times_the_one_thread_executors_once_it_pays():
     timed (never a pool), and parallel-1, faster by more than the hysteresis,
     replaces the serial executor."""
     rt = _FakeRuntime()
-    st = Stpa(rt, cores=2, rounds=1, reprobe_rounds=1, check_every=8, reprobe_gap=16,
+    st = Stpa(rt, cores=2, rounds=1, reprobe_rounds=1, check_every=8, reprobe_gap=16, check_ns=0.0,
               trace=False, tie=0.0, clock=rt.clock, hysteresis=0.05)
     steps = 0
     while len(st.history) < 2 and steps < 5000:
@@ -978,7 +1022,7 @@ def test_confirmation_reprobes_wait_for_their_budget():
         rt = _FakeRuntime()
         rt.events_per_step = 1000  # 100 us steps: not tiny
         st = Stpa(rt, cores=2, rounds=1, reprobe_rounds=1, check_every=8, reprobe_gap=16,
-                  trace=False, tie=0.0, clock=rt.clock, confirm_budget=budget,
+                  check_ns=0.0, trace=False, tie=0.0, clock=rt.clock, confirm_budget=budget,
                   probe_share=None)
         steps = 0
         while st.decision is None:
@@ -998,7 +1042,7 @@ def test_tiny_steps_seen_after_a_cold_first_step_still_leave_the_pools():
     no pool is started and nothing is timed."""
     rt = _FakeRuntime()
     rt.first_extra_ns = 50_000  # the first step takes 60 us
-    st = Stpa(rt, cores=2, rounds=3, reprobe_rounds=1, check_every=8, reprobe_gap=16,
+    st = Stpa(rt, cores=2, rounds=3, reprobe_rounds=1, check_every=8, reprobe_gap=16, check_ns=0.0,
               trace=False, tie=0.0, clock=rt.clock)
     steps = 0
     while st.decision is None and steps < 200:
@@ -1014,7 +1058,7 @@ def _cold_start(**opts):
     """A fake run whose first two steps take 60 us, the rest 10 us."""
     rt = _FakeRuntime()
     rt.first_extra_ns = 50_000
-    st = Stpa(rt, cores=2, rounds=3, reprobe_rounds=1, check_every=8, reprobe_gap=16,
+    st = Stpa(rt, cores=2, rounds=3, reprobe_rounds=1, check_every=8, reprobe_gap=16, check_ns=0.0,
               trace=False, tie=0.0, clock=rt.clock, **opts)
     rt.step(st)
     rt.counts["steps"] = 0  # the second step is cold too
@@ -1039,17 +1083,18 @@ def test_tiny_steps_seen_only_in_a_timed_visit_still_leave_the_pools():
 
 
 def test_a_pool_probe_waits_until_the_run_can_pay_for_it():
-    """The default: after two 60 us features steps the pools' probe (1 ms fixed,
-    20 us per probe step, 3 rounds x 3 candidates x (k + 1) steps with k = 4)
+    """The default: after two 61 us features steps (the fake's serial executor)
+    the pools' probe (1 ms fixed, 20 us per probe step, 3 rounds x 3
+    candidates x (k + 1) steps with k = 4)
     would cost far more than 5% of the run so far, so the serial executor runs
     untimed; the first check sees 10 us steps and settles on the tiny choice
     without ever starting a pool."""
     rt, st = _cold_start()
     assert st.decision.candidate == SERIAL and st.decision.medians_ns == {}
     assert st.reason.startswith(
-        "The serial executor for now, untimed: a step takes 60.0 us, and probing "
+        "The serial executor for now, untimed: a step takes 61.0 us, and probing "
         "parallel-2 would cost about 1.9 ms beyond the steps' own work, over 5% of the "
-        "run's step time so far; they are probed once the run has taken about 647 steps "
+        "run's step time so far; they are probed once the run has taken about 637 steps "
         "(more if its steps get shorter, none if they fall under 20 us)")
     assert st.preflight_steps == 2
     for _ in range(8):
@@ -1060,22 +1105,22 @@ def test_a_pool_probe_waits_until_the_run_can_pay_for_it():
 
 
 def test_a_pool_probe_put_off_starts_once_the_run_has_paid_for_it():
-    """100 us steps: the probe (1 ms + 20 us x (2 + 3 x 3 x 3) steps = 1.58 ms)
-    starts at the first check after 5% of the run's step time covers it (316
-    steps), traces nothing here (trace=False), times the pools and decides;
+    """110 us steps (the fake's serial executor): the probe (1 ms + 20 us x (2 +
+    3 x 3 x 3) steps = 1.58 ms) starts at the first check after 5% of the run's
+    step time covers it (288 steps), traces nothing here (trace=False), times the pools and decides;
     the decision is the preflight's, and the preflight's steps add up."""
     rt = _FakeRuntime()
     rt.events_per_step = 1000
-    st = Stpa(rt, cores=2, rounds=3, reprobe_rounds=1, check_every=8, reprobe_gap=16,
+    st = Stpa(rt, cores=2, rounds=3, reprobe_rounds=1, check_every=8, reprobe_gap=16, check_ns=0.0,
               trace=False, tie=0.0, clock=rt.clock, confirm=False)
     rt.step(st)
     rt.step(st)
-    assert "about 316 steps" in st.reason and st.decision.medians_ns == {}
+    assert "about 288 steps" in st.reason and st.decision.medians_ns == {}
     steps = 2
     while st.state != "preflight":
         rt.step(st)
         steps += 1
-    assert ("parallel", 2) not in rt.switches and 316 <= steps <= 316 + 8
+    assert ("parallel", 2) not in rt.switches and 288 <= steps <= 288 + 8
     while st.state != "monitor":
         rt.step(st)
     assert len(st.history) == 2 and st.decision.trigger == "preflight"

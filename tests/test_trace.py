@@ -129,7 +129,10 @@ def test_cli_trace_auto_records_the_stpa_decision(tmp_path):
     tr = json.loads(out.read_text())
     check_trace_format(tr)
     st = tr["otherData"]["stpa"]
-    assert st["decision"]["choice"] in st["timings_ns"]
+    # 16 entities: steps of microseconds, so the serial executor runs untimed
+    # (or, on a slow host, for now, while the pools' probe waits for the run)
+    assert st["decision"]["choice"] in st["timings_ns"] or (
+        st["decision"]["choice"] == "serial" and "untimed" in st["decision"]["reason"])
     assert tr["otherData"]["threads"] == st["decision"]["threads"]
 
 
