@@ -354,10 +354,11 @@ class Stpa(_Running):
             the steps it takes (about 2% of the steps at most go to confirming).
         probe_share: the pools are probed (traced and timed) only once the
             probe's estimated cost is at most this share of the run's step time
-            so far; until then the serial executor runs untimed.  Steps of a
-            millisecond wait a few steps, steps of 50 us a few hundred, and a
-            short run of short steps never pays for a probe it could not win
-            back.  None: probe at once.
+            (its steps so far, counting at least an episode of ``max_cycles``
+            steps); until then the serial executor runs untimed.  Steps of a
+            millisecond are probed at once, steps of 50 us after a few hundred,
+            and a short run of short steps never pays for a probe it could not
+            win back.  None: probe at once.
         pool_probe_ns: a pool probe's fixed cost (a pool's first step starts
             its threads, about 0.3 ms here; the traced step about 0.7 ms).
         probe_step_ns: the controller's own cost per probe step (switching,
@@ -759,7 +760,7 @@ class Stpa(_Running):
                     c.label, exc)
         pr.unreachable.add(c)
         pr.dropped.add(c)
-        pr.queue = [v for v in pr.queue if v.cand != c]
+        pr.queue = self._without_idle_warmups([v for v in pr.queue if v.cand != c])
 
     def _set_features(self, events: int, windows: int) -> None:
         rt = self.rt
@@ -826,10 +827,17 @@ class Stpa(_Running):
     def _run_steps(self) -> int:
         return int(self.rt.stats()["steps"]) - self._steps0
 
+    def _expected_steps(self) -> int:
+        """Steps the run will take at least, as far as one can tell: those run
+        so far, and at least an episode (``max_cycles``) once one was reset."""
+        mc = getattr(self.rt, "max_cycles", 0)
+        return max(self._run_steps(), mc if isinstance(mc, int) and mc > 0 else 0)
+
     def _defer_pools(self, pr: _Probe) -> bool:
         """After a preflight's features steps: put the pools' probe off while
-        it would cost more than ``probe_share`` of the run's step time so far
-        (the serial executor runs untimed meanwhile).  True when put off."""
+        it would cost more than ``probe_share`` of the run's step time (its
+        steps so far, an episode at least: `_expected_steps`; the serial
+        executor runs untimed meanwhile).  True when put off."""
         if pr.trigger != "preflight" or pr.resumed or self.probe_share is None:
             return False
         pools = [c for c in pr.candidates if c.threads > 1]
@@ -837,14 +845,15 @@ class Stpa(_Running):
             return False
         t = self._t_first
         cost = self._pool_probe_cost(t, len(pr.candidates))
-        if cost <= self.probe_share * self._run_steps() * t:
+        if cost <= self.probe_share * self._expected_steps() * t:
             return False
         c = SERIAL if SERIAL in pr.candidates else pr.candidates[0]
         need = math.ceil(cost / (self.probe_share * t))
         why = (f"{in_words(c).capitalize()} for now, untimed: a step takes {t / 1e3:.1f} us, "
                f"and probing {', '.join(p.label for p in pools)} would cost about "
                f"{cost / 1e6:.1f} ms beyond the steps' own work, over "
-               f"{self.probe_share:.0%} of the run's step time so far; they are probed once "
+               f"{self.probe_share:.0%} of the run's step time so far (an episode at least); "
+               "they are probed once "
                f"the run has taken about {need} steps (more if its steps get shorter, none "
                f"if they fall under {self.tiny_ns / 1e3:g} us). Limit: the run so far is too "
                "short to pay for probing the pools")
@@ -857,7 +866,7 @@ class Stpa(_Running):
         """Steps to the next look at a put-off pool probe: when the run will
         have paid for it at steps of ``t`` ns, at most ``check_every``."""
         need = math.ceil(self._pool_probe_cost(t, n_cands) / (self.probe_share or 1.0) / t)
-        return max(1, min(self.check_every, need - self._run_steps()))
+        return max(1, min(self.check_every, need - self._expected_steps()))
 
     def _deferred_check(self, step_ns: float) -> None:
         """A step of a run whose pool probe was put off (every ``check_every``
@@ -875,7 +884,7 @@ class Stpa(_Running):
             pr.leave_out_pools([c for c in cands if c.threads > 1], t)
             self._decide(pr)
             return
-        if self._pool_probe_cost(t, len(cands)) > self.probe_share * self._run_steps() * t:
+        if self._pool_probe_cost(t, len(cands)) > self.probe_share * self._expected_steps() * t:
             return
         self._deferred = None
         s = self.rt.stats()
@@ -912,21 +921,40 @@ class Stpa(_Running):
             return
         # tiny steps: one round (what the one-thread candidates differ by is a
         # fraction of a tiny step; every switch between them costs more)
+        # back and forth (ABC CBA ABC ...: balanced against a trend such as a
+        # warming process, like a rotation) from the running candidate, in
+        # executor order: a switch between executors moves every pending event
+        # (5 ms on PCS 64x64, two steps' worth) and is made about once a round,
+        # where a rotation made one per visit; changing a pool's size is cheap
+        cur = self._current()
+        plan = sorted(plan, key=lambda c: (c.executor != cur.executor, c != cur,
+                                           EXECUTORS.index(c.executor), c.threads))
+        prev = cur
         for r in range(1 if pr.tiny else pr.rounds):
-            order = plan[r % len(plan):] + plan[:r % len(plan)]
-            for c in order:
-                pr.queue.append(_Visit(c, timed=False))  # warm-up after the switch
+            for c in (plan if r % 2 == 0 else plan[::-1]):
+                if c != prev:  # a warm-up step after a switch
+                    pr.queue.append(_Visit(c, timed=False))
                 pr.queue.extend(_Visit(c, timed=True) for _ in range(self._k))
-        # a visit whose candidate is already running needs no warm-up
-        if pr.queue and pr.queue[0].cand == self._current():
-            pr.queue.pop(0)
+                prev = c
+
+    def _without_idle_warmups(self, queue: list[_Visit]) -> list[_Visit]:
+        """``queue`` less the warm-up steps no switch precedes any more (the
+        visit between two of a candidate's visits was taken out)."""
+        out: list[_Visit] = []
+        prev = self._current()
+        for v in queue:
+            if v.timed or v.traced or v.cand != prev:
+                out.append(v)
+            prev = v.cand
+        return out
 
     def _prune_queue(self, pr: _Probe) -> None:
         self._leave_pools_if_tiny(pr)
         out = eliminated(pr.timings, self.drop) - pr.dropped
         if out:
             pr.dropped |= out
-            pr.queue = [v for v in pr.queue if v.cand not in pr.dropped]
+            pr.queue = self._without_idle_warmups(
+                [v for v in pr.queue if v.cand not in pr.dropped])
 
     def _leave_pools_if_tiny(self, pr: _Probe) -> None:
         """Once a one-thread candidate's visit is timed: if its steps take less

@@ -316,13 +316,25 @@ def predict_step_ns(features: Features, summary: TraceSummary, cand: Candidate) 
 
 def probe_plan(features: Features, summary: TraceSummary | None,
                candidates: Sequence[Candidate], prune: float = 1.5) -> list[Candidate]:
-    """The candidates to time: every one-thread candidate, and each larger pool
-    whose predicted step time is within ``prune`` x the best prediction."""
+    """The candidates to time: the one-thread candidates, and each larger pool
+    whose predicted step time is within ``prune`` x the best prediction.
+
+    Where a pool is predicted faster than ``prune`` x one thread, the serial
+    executor is not timed either: the parallel executor on one thread (reached
+    from a pool by a resize) is the one-thread baseline, and a switch between
+    executors moves every pending event (10 ms and a slow step after it on PCS
+    64x64, several steps' worth, twice a visit) to learn a few percent of a
+    choice that loses anyway."""
     if summary is None:
         return list(candidates)
     pred = {c: predict_step_ns(features, summary, c) for c in candidates}
     best = min(pred.values())
-    return [c for c in candidates if c.threads == 1 or pred[c] <= prune * best]
+    plan = [c for c in candidates if c.threads == 1 or pred[c] <= prune * best]
+    one = Candidate("parallel", 1)
+    if SERIAL in plan and one in plan and any(
+            c.threads > 1 and pred[c] * prune <= pred[SERIAL] for c in plan):
+        plan.remove(SERIAL)
+    return plan
 
 
 def select(timings: Mapping[Candidate, Sequence[float]], features: Features,
