@@ -628,10 +628,17 @@ class Runtime:
         """The trace records per worker thread `trace` asked for (0: off)."""
         return self._trace_cap
 
-    def trace(self, capacity: int) -> None:
-        """Record up to ``capacity`` trace records per worker thread (0: off)."""
+    def trace(self, capacity: int, events: bool = True) -> None:
+        """Record up to ``capacity`` trace records per worker thread (0: off).
+
+        ``events=False`` leaves out a record per handled event: the phases'
+        spans (with their event counts), barrier waits, acts and boundaries
+        remain, and a traced step costs about what an untraced one does (STPA's
+        preflight traces so: a record per event cost PCS 64x64 a step's time
+        again, and copying and summarizing them several more)."""
         cap = _positive_int("capacity", capacity, 0, 2**28)
         with self._call() as h:
+            self.lib.seer_runtime_trace_events(h, 1 if events else 0)
             self._check(h, self.lib.seer_runtime_trace(h, cap))
         self._trace_cap = cap
 

@@ -903,10 +903,17 @@ class Stpa(_Running):
         self.countdown = 0 if self._probe is not None else self.check_every
 
     def _trace_on(self, cand: Candidate) -> None:
+        """Trace the next step without a record per event (phases' spans with
+        their event counts, barrier waits: what `summarize_trace` needs): a
+        record per event cost PCS 64x64's preflight a step's time again, and
+        copying and summarizing them several more."""
         assert self.features is not None
-        per_worker = int(min(1 << 16, 4 * (self.features.events_per_step / cand.threads
-                                           + 8 * self.features.windows_per_step) + 64))
-        self.rt.trace(per_worker)
+        f = self.features
+        L = self.rt.sizes.lookahead
+        # windows of width L a step (and a phase a chunk of speculation)
+        windows = (f.step_duration / L if L > 0.0 else f.events_per_step / 256.0) + 2.0
+        per_worker = int(min(1 << 16, 8 * (windows + f.num_instances) + 256))
+        self.rt.trace(per_worker, events=False)
 
     def _plan_timing(self, pr: _Probe) -> None:
         assert self.features is not None

@@ -277,7 +277,10 @@ def summarize_trace(records: Sequence[np.ndarray]) -> TraceSummary:
         work_ns += w_ns
         wait_ns += b_ns
         per_worker_wait_per_window.append(b_ns / max(1, len(win)))
-    handler_ns = _median(np.concatenate(durations)) if durations else 0.0
+    # a record per event: their median; else (traced without them) a phase's
+    # work over its events, which counts the queue's share of each event too
+    handler_ns = (_median(np.concatenate(durations)) if durations
+                  else work_ns / window_events if window_events else 0.0)
     mean_ev = sum(per_worker_events) / max(1, threads)
     return TraceSummary(
         threads=threads,

@@ -195,6 +195,37 @@ def test_summarize_trace_exact():
     assert s.barrier_ns == min((10 + 2) / 2, (15 + 17) / 2)
     assert s.idle_fraction == pytest.approx(44 / (120 + 44))
     assert s.imbalance == pytest.approx(4 / 2.5)
+    # traced without a record per event: a phase's work over its events
+    s = summarize_trace([w0[w0["kind"] != 0], w1[w1["kind"] != 0]])
+    assert s.events == 0 and s.events_per_window == 2.5 and s.windows == 2
+    assert s.handler_ns == (50 + 20 + 45 + 5) / 5
+
+
+def test_a_trace_without_event_records_keeps_the_phases_and_their_counts():
+    """Runtime.trace(events=False), as STPA's preflight traces: no record per
+    event, the phases' spans count every event of the step, the outputs are
+    unchanged, and a later trace records events again."""
+    cfg = phold_cfg(num_entities=64, remote=0.5)
+    rt = Runtime("phold", cfg, 1, "parallel", 2, oversubscribe=True)
+    ref = Runtime("phold", cfg, 1, "parallel", 2, oversubscribe=True)
+    for r in (rt, ref):
+        r.reset([5])
+        r.actions[:] = 1
+        r.step()
+    rt.trace(4096, events=False)
+    e0 = rt.stats()["events"]
+    rt.step()
+    ref.step()
+    recs = rt.trace_records(active_only=True)
+    assert all(int((r["kind"] == 0).sum()) == 0 for r in recs)
+    spans = sum(int(r["count"][r["kind"] == 2].sum()) for r in recs)
+    assert spans == rt.stats()["events"] - e0 > 0
+    assert np.array_equal(rt.obs, ref.obs) and np.array_equal(rt.reward, ref.reward)
+    rt.trace(4096)
+    rt.step()
+    assert sum(int((r["kind"] == 0).sum()) for r in rt.trace_records()) > 0
+    rt.close()
+    ref.close()
 
 
 # -- drift ----------------------------------------------------------------------------------

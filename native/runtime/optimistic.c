@@ -427,7 +427,7 @@ static int run_cascade(seer_worker *w, seer_ctx *c, uint32_t inst, void *st)
         seer_event *ev = o->cascade[best];
         o->cascade[best] = o->cascade[--o->ncascade];
         c->cur_type = ev->type;
-        const int tracing = SEER_TRACING(w);
+        const int tracing = SEER_TRACING_EVENTS(w);
         const uint64_t t0 = tracing ? seer_clock_ns() : 0;
         const int rc = rt->model->handle(c, st, ev->type, ev->payload, ev->size);
         if (tracing)
@@ -496,7 +496,7 @@ static int handle_next(seer_worker *w, seer_ctx *c, uint32_t inst, uint32_t p)
     c->cur_type = ev->type;
     c->cur_key = ev->key;
     o->nsent = 0;
-    const int tracing = SEER_TRACING(w);
+    const int tracing = SEER_TRACING_EVENTS(w);
     const uint64_t t0 = tracing ? seer_clock_ns() : 0;
     const int rc = rt->model->handle(c, st, ev->type, ev->payload, ev->size);
     if (tracing)

@@ -290,6 +290,7 @@ struct seer_runtime {
     seer_rt_stats stats;
 
     uint64_t trace_cap; /* records per worker; 0 = tracing off */
+    uint8_t trace_no_events; /* tracing leaves out event records (trace_events) */
 
     char err[SEER_ERRLEN];
     char fail_msg[SEER_ERRLEN]; /* the message of the last failed call */

@@ -343,6 +343,11 @@ int seer_runtime_restore_check(seer_runtime *rt, uint32_t instance, const void *
  * dropped.  When off, the event loop pays one predictable branch per entity
  * visit.  Enabling clears earlier records. */
 int seer_runtime_trace(seer_runtime *rt, uint64_t capacity);
+/* Trace every handled event (on: the default) or not (off: only the spans of
+ * phases with their event counts, barrier waits, acts and boundaries, so a
+ * traced step costs about what an untraced one does).  Host thread, between
+ * calls. */
+void seer_runtime_trace_events(seer_runtime *rt, int on);
 uint64_t seer_runtime_trace_count(const seer_runtime *rt, uint32_t worker);
 const seer_trace_rec *seer_runtime_trace_records(const seer_runtime *rt, uint32_t worker);
 uint64_t seer_runtime_trace_dropped(const seer_runtime *rt);

@@ -68,7 +68,7 @@ uint64_t seer_run_queue(seer_worker *w, seer_ctx *c, uint32_t inst, seer_squeue 
     seer_runtime *rt = w->rt;
     seer_inst *in = &rt->inst[inst];
     const seer_model *m = rt->model;
-    const int tracing = SEER_TRACING(w);
+    const int tracing = SEER_TRACING_EVENTS(w);
     c->inst = in;
     c->inst_idx = inst;
     uint64_t n = 0;

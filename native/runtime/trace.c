@@ -40,6 +40,11 @@ int seer_trace_alloc_worker(seer_runtime *rt, seer_worker *w)
     return SEER_OK;
 }
 
+void seer_runtime_trace_events(seer_runtime *rt, int on)
+{
+    rt->trace_no_events = !on;
+}
+
 int seer_runtime_trace(seer_runtime *rt, uint64_t capacity)
 {
     if (capacity > (1ull << 28)) {

@@ -16,8 +16,11 @@
  * `python benchmarks/bench_suite.py trace-overhead` compares against). */
 #ifdef SEER_NO_TRACE
 #define SEER_TRACING(w) ((void)(w), 0)
+#define SEER_TRACING_EVENTS(w) ((void)(w), 0)
 #else
 #define SEER_TRACING(w) __builtin_expect((w)->trace != NULL, 0)
+/* ... and recording each handled event (seer_runtime_trace_events) */
+#define SEER_TRACING_EVENTS(w) __builtin_expect((w)->trace != NULL && !(w)->rt->trace_no_events, 0)
 #endif
 
 /* CLOCK_MONOTONIC in ns (trace.c).  Any thread. */
