@@ -7,33 +7,50 @@ controller, which the runtime's owner attaches ([`attach`][seer_env.stpa.attach]
 *preflight*.  Outputs never depend on the executor or the thread count, so the
 preflight steps are ordinary steps of the user's run: nothing is perturbed, nothing is thrown away.
 
-The preflight, step by step:
+The preflight, step by step.  It probes only as much as the run can win back:
 
-1. **Features.**  The first step runs on the parallel executor with one thread;
-   the runtime's counters give events and windows per step.  Together with the
-   static features (entities, agents, instances, lookahead, entity size, cores,
-   cache sizes from sysfs) they form [`Features`][seer_env.stpa.Features].
+1. **Features.**  The first two steps run on the serial executor (the runtime
+   is put on it when the controller is attached); the second is timed (a
+   process's first step is cold, 5-30x a warm one) and the counters give
+   events per step.  Together with the static features (entities, agents,
+   instances, lookahead, entity size, cores, cache sizes from sysfs) they form
+   [`Features`][seer_env.stpa.Features].
 2. **Candidates** (`candidate_set`): the serial executor and the parallel
    executor with 1..cores threads (never more threads than entities).  The serial
    executor is a real candidate: `Runtime.set_executor` moves the pending
    events between the executors' queues between two steps (both executors order
    an entity's events by the same (time, key), so the switch is invisible in
-   the outputs).  A model with lookahead 0 has the serial executor only.
-3. **Trace** (when there is more than one thread to consider): one step runs
-   traced on the largest pool; `summarize_trace` turns it into events per
-   window, handler cost, barrier cost and idle time ([`TraceSummary`][seer_env.stpa.TraceSummary]).
-4. **Plan** (`probe_plan`): `predict_step_ns` estimates each
+   the outputs).  A model with lookahead 0 has the serial executor and the
+   optimistic one.
+3. **Tiny steps** (under ``tiny_ns``, 20 us): no pool's synchronisation could
+   pay, and the one-thread executors differ by a few percent of such a step:
+   the serial executor runs, untimed, and the preflight is over.
+4. **Waiting until the run can pay** (``probe_share``): probing the pools costs
+   about a millisecond beyond the steps' own work (threads started, a traced
+   step, the controller's bookkeeping).  It starts once that is at most 5% of
+   the run's step time, counting at least an episode (``max_cycles``) once one
+   was reset; until then the serial executor runs untimed
+   ([`Stpa.deferred`][seer_env.stpa.Stpa.deferred]).  Steps of a millisecond are
+   probed at once, short runs of short steps never.
+5. **Trace** (when there is more than one thread to consider): one step runs
+   traced on the largest pool, without a record per event; `summarize_trace`
+   turns it into events per window, handler cost, barrier cost and idle time
+   ([`TraceSummary`][seer_env.stpa.TraceSummary]).
+6. **Plan** (`probe_plan`): `predict_step_ns` estimates each
    candidate's step time from the summary and the features; pools predicted to
    be much slower than the best prediction are not timed at all (a tiny env on
-   a many-core machine never pays for timing 16 threads).  One-thread
-   candidates are always timed.
-5. **Timing**: the planned candidates are visited round-robin (rotating the
-   order each round); each visit runs one warm-up step after the switch and
-   ``k`` timed steps (``k`` from the first step's length, so a visit lasts long
-   enough to time).
-6. **Choice** ([`select`][seer_env.stpa.select], a pure function of the timings and features): the
+   a many-core machine never pays for timing 16 threads), nor is the serial
+   executor where a pool is predicted much faster than one thread.
+7. **Timing**: the planned candidates are visited forth and back (ABC CBA
+   ABC), grouped by executor, so an executor switch, which moves every pending
+   event, comes about once a round; each visit runs one warm-up step after a
+   switch and ``k`` timed steps (``k`` from the step's length, so a visit lasts
+   long enough to time).
+8. **Choice** ([`select`][seer_env.stpa.select], a pure function of the timings and features): the
    fastest median wins; a candidate with fewer threads within ``margin`` of
-   the fastest is preferred (it leaves cores free for the policy).
+   the fastest is preferred (it leaves cores free for the policy).  The
+   decision is written to the decision cache once the run has paid for the
+   write (or when the runtime closes).
 
 A step that does not run (an action the runtime refuses, an error, an
 interrupt) changes nothing here: its visit stays first in line, no counter
@@ -41,7 +58,8 @@ moves, a switch made for it is undone, and the next step runs that visit.
 A candidate the runtime cannot switch to (out of memory or threads) is left
 out of the probe.
 
-After the preflight the controller checks every ``check_every`` steps whether
+After the preflight the controller checks every ``check_every`` steps (more
+apart where a check would cost over 1% of the steps) whether
 the workload drifted ([`drift`][seer_env.stpa.drift]: events per step changed by ``drift_factor``
 or fewer than ``alive_drop`` of the agents are alive) and then re-probes the
 chosen configuration and its neighbours.  A re-probe that confirms the choice
