@@ -95,6 +95,7 @@ import atexit
 import contextlib
 import dataclasses
 import hashlib
+import itertools
 import json
 import logging
 import math
@@ -453,6 +454,7 @@ class Stpa(_Running):
         self._deferred: float | None = None
         self._defer_countdown = 0
         self._unsaved: dict[str, Any] | None = None  # a decision the cache has not got yet
+        self._switch_ns: list[float] = []  # executor switches made, how long each took
         self._save_from = 0  # ... written at the first check from this step on
         self._steps0 = int(runtime.stats()["steps"])
         self._t_first = math.inf
@@ -607,7 +609,7 @@ class Stpa(_Running):
         visit = pr.queue[0]
         prev = self._current()
         try:
-            self._switch(visit.cand)
+            switch_ns = self._switch(visit.cand)
         except SeerError as exc:
             # the runtime cannot run this candidate now (out of memory or
             # threads): this step runs untimed where the runtime is, and the
@@ -626,6 +628,8 @@ class Stpa(_Running):
             self._switch_back(prev)
             raise
         pr.queue.pop(0)
+        if switch_ns:  # for what more probe visits would cost (`_extend_or_decide`)
+            self._switch_ns.append(switch_ns)
         if visit.traced:
             if summary is not None:
                 self.trace_summary = summary
@@ -751,9 +755,16 @@ class Stpa(_Running):
         s = self.rt.stats()
         return s["events"], s["windows"]
 
-    def _switch(self, c: Candidate) -> None:
-        if self.rt.executor != c.executor or self.rt.threads != c.threads:
+    def _switch(self, c: Candidate) -> float:
+        """Run on ``c`` from the next step; the time a switch between executors
+        took (it moves every pending event), else 0."""
+        if self.rt.executor != c.executor:
+            t0 = self._clock()
             self.rt.switch_executor(c.executor, c.threads)
+            return float(self._clock() - t0)
+        if self.rt.threads != c.threads:
+            self.rt.switch_executor(c.executor, c.threads)
+        return 0.0
 
     def _switch_back(self, prev: Candidate) -> None:
         """Undo the switch made for a step that did not run.  Best effort: the
@@ -1014,15 +1025,25 @@ class Stpa(_Running):
         if pair is None:
             self._decide(pr)
             return
-        # a close call: more alternating visits of the two fastest only
+        # a close call: more visits of the two fastest only, forth and back
         pr.extended = True
         for r in range(self.extra_rounds):
             for c in (pair if r % 2 == 0 else pair[::-1]):
                 pr.queue.append(_Visit(c, timed=False))
                 pr.queue.extend(_Visit(c, timed=True) for _ in range(self._k))
-        if pr.queue and pr.queue[0].cand == self._current():
-            pr.queue.pop(0)
-        if not pr.queue:  # no extra rounds (extra_rounds=0)
+        pr.queue = self._without_idle_warmups(pr.queue)
+        # ... if the run can pay for them: the two are within `tie` of each
+        # other, and between executors each switch moves every pending event
+        # (0.5 ms and a slow step after it on classic PCS 32x32: the extra
+        # visits cost more than a short run could win back)
+        order = [self._current(), *(v.cand for v in pr.queue)]
+        switches = sum(1 for a, b in itertools.pairwise(order) if a.executor != b.executor)
+        cost = (switches * (statistics.median(self._switch_ns) if self._switch_ns else 0.0)
+                + len(pr.queue) * self.probe_step_ns)
+        best = min(statistics.median(pr.timings[c]) for c in pair)
+        if self.probe_share is not None and cost > self.probe_share * self._expected_steps() * best:
+            pr.queue = []
+        if not pr.queue:  # no extra rounds (extra_rounds=0, or more than the run can pay)
             self._decide(pr)
 
     def _tiny_now(self, now: Load) -> bool:

@@ -424,10 +424,13 @@ class _FakeRuntime:
         self.refuse: BaseException | None = None
         self.fail_switch: set[tuple[str, int]] = set()
         self.first_extra_ns = 0  # added to the first step only (a cold start)
+        self.switch_cost_ns = 0  # a switch between executors
 
     def switch_executor(self, executor: str, threads: int) -> None:
         if (executor, threads) in self.fail_switch:
             raise errors.SeerError("out of memory switching executors")
+        if executor != self.executor:
+            self.now += self.switch_cost_ns  # moving the pending events
         self.executor, self.threads = executor, threads
         self.switches.append((executor, threads))
 
@@ -1221,3 +1224,27 @@ def test_an_episode_long_enough_to_pay_for_the_probe_is_not_kept_waiting():
         rt.step(st)
         assert st.deferred is waits
         assert (st.state == "preflight") is not waits
+
+
+def test_a_close_call_gets_more_visits_only_if_the_run_can_pay_for_them():
+    """Serial 11 us and parallel-1 10 us are within tie=0.2: more visits of the
+    two settle it, each switch between them moving every pending event (1 ms
+    here).  A run of a million-step episode pays for them; a run with no
+    episode length, a few dozen steps in, does not, and decides at once."""
+    steps = {}
+    for mc in (10**6, 0):
+        rt = _FakeRuntime()
+        rt.max_cycles = mc
+        rt.switch_cost_ns = 1_000_000
+        st = Stpa(rt, cores=1, rounds=2, reprobe_rounds=1, check_every=8, reprobe_gap=16,
+                  check_ns=0.0, trace=False, tie=0.2, extra_rounds=2, clock=rt.clock,
+                  tiny_ns=0.0, confirm=False)
+        while st.decision is None:
+            rt.step(st)
+        steps[mc] = st.preflight_steps
+        assert st.decision.candidate == P[1]
+    # 2 features steps; 2 rounds of serial (running) 8, parallel-1 1 + 8, back
+    # parallel-1 8, serial 1 + 8; then 2 extra rounds of the pair (parallel-1
+    # first: a switch, 1 + 8; serial 1 + 8; back: serial 8, parallel-1 1 + 8)
+    assert steps[0] == 2 + (8 + 9) + (8 + 9)
+    assert steps[10**6] == steps[0] + (9 + 9) + (8 + 9)
