@@ -1282,6 +1282,7 @@ class FixedChoice(_Running):
 
     state = "fixed"
     decision = None
+    deferred = False
     history: tuple[Decision, ...] = ()
 
     def __init__(self, runtime: Any) -> None:

@@ -373,7 +373,7 @@ def test_fixed_choice_describes_what_runs():
     for _ in range(7):
         env.step(np.zeros((1, 16), np.int64))
     st = env.stpa
-    assert isinstance(st, FixedChoice) and st.state == "fixed"
+    assert isinstance(st, FixedChoice) and st.state == "fixed" and st.deferred is False
     assert (st.executor, st.threads) == ("parallel", env.runtime.threads)
     assert "as asked" in st.reason and "threads='auto'" in st.reason
     s = env.runtime.stats()
