@@ -50,7 +50,9 @@ The preflight, step by step.  It probes only as much as the run can win back:
    fastest median wins; a candidate with fewer threads within ``margin`` of
    the fastest is preferred (it leaves cores free for the policy).  The
    decision is written to the decision cache once the run has paid for the
-   write (or when the runtime closes).
+   write (or when the runtime closes).  A later run starts from it without a
+   preflight; where the runner-up was within 1.25x it confirms the choice as
+   soon as ``probe_share`` of its step time covers a confirmation.
 
 A step that does not run (an action the runtime refuses, an error, an
 interrupt) changes nothing here: its visit stays first in line, no counter
@@ -184,6 +186,9 @@ class DecisionCache:
 
     VERSION = 1
     MAX_ENTRIES = 256
+    #: a remembered decision whose runner-up was within this factor is
+    #: confirmed early in the runs that start from it
+    CLOSE = 1.25
 
     def __init__(self, path: Path | None = None) -> None:
         env = os.environ.get("SEER_STPA_CACHE_FILE")
@@ -455,6 +460,7 @@ class Stpa(_Running):
         self._defer_countdown = 0
         self._unsaved: dict[str, Any] | None = None  # a decision the cache has not got yet
         self._switch_ns: list[float] = []  # executor switches made, how long each took
+        self._close_call_remembered = False  # started from a close call: confirm it soon
         self._save_from = 0  # ... written at the first check from this step on
         self._steps0 = int(runtime.stats()["steps"])
         self._t_first = math.inf
@@ -693,7 +699,11 @@ class Stpa(_Running):
             log.info("%s: remembered choice %s not possible now (%s): preflight",
                      self.rt.model, c.label, exc)
             return
-        med = e["medians_ns"].get(c.label) or e.get("step_ns")
+        others = sorted(v for k, v in e["medians_ns"].items() if k != c.label)
+        mine = e["medians_ns"].get(c.label)
+        self._close_call_remembered = bool(
+            mine and others and others[0] <= DecisionCache.CLOSE * mine)
+        med = mine or e.get("step_ns")
         if isinstance(med, (int, float)) and med > 0:
             self._running_ns = float(med)
             self._k = int(min(8, max(2, math.ceil(self.min_visit_ns / max(1.0, med)))))
@@ -1058,8 +1068,15 @@ class Stpa(_Running):
     def _confirm_wait(self) -> float:
         """Steps a confirmation re-probe waits at least: ``confirm_budget`` times
         the steps it would take (its rounds of warm-up and timed visits of the
-        running choice and its neighbours)."""
-        return self.confirm_budget * self.reprobe_rounds * 3 * (self._k + 1)
+        running choice and its neighbours).  A remembered close call (the
+        runner-up within ``CLOSE`` of the choice, on one earlier probe's few
+        samples) is confirmed sooner: once ``probe_share`` of the run's step
+        time covers the confirmation."""
+        steps = self.reprobe_rounds * 3 * (self._k + 1)
+        if self._close_call_remembered and self.probe_share is not None:
+            cost = self.pool_probe_ns + steps * self.probe_step_ns
+            return math.ceil(cost / (self.probe_share * max(1.0, self._step_ns())))
+        return self.confirm_budget * steps
 
     def _current(self) -> Candidate:
         return Candidate(self.rt.executor, self.rt.threads)
@@ -1144,6 +1161,7 @@ class Stpa(_Running):
         self._steps_since_probe = 0
         if pr.trigger != "preflight":
             self._gap = min(1 << 14, self._gap * 2) if same else self.reprobe_gap
+            self._close_call_remembered = False  # confirmed (or replaced)
         self._mark = (s["events"], s["windows"], s["steps"])
         self.regimes[regime(self._baseline)] = dec.candidate
         if pr.trigger == "preflight" and self._deferred is None:

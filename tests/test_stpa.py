@@ -22,6 +22,7 @@ from seer_env.stpa_cost import (
     Features,
     Load,
     TraceSummary,
+    cache_sizes,
     candidate_set,
     drift,
     neighbours,
@@ -1248,3 +1249,34 @@ def test_a_close_call_gets_more_visits_only_if_the_run_can_pay_for_them():
     # first: a switch, 1 + 8; serial 1 + 8; back: serial 8, parallel-1 1 + 8)
     assert steps[0] == 2 + (8 + 9) + (8 + 9)
     assert steps[10**6] == steps[0] + (9 + 9) + (8 + 9)
+
+
+def test_a_remembered_close_call_is_confirmed_soon(tmp_path):
+    """A decision whose runner-up was within 1.25x (one probe's few samples)
+    is confirmed in a run that starts from it once probe_share of the run's
+    step time covers the confirmation ((1 ms + 20 us x 2 x 3 x 3 steps) over 5%
+    of the remembered 100 us steps: 272 steps), not after confirm_budget x its steps (900); the
+    confirmation replaces a wrong choice (parallel-1 is 10% faster than the
+    serial executor here).  A clear decision waits."""
+    from seer_env.stpa import DecisionCache
+
+    for runner_up, first_allowed in ((110_000.0, 272), (500_000.0, 900)):
+        path = tmp_path / f"d{runner_up:.0f}.json"
+        rt = _FakeRuntime()
+        rt.events_per_step = 1000  # serial 110 us, parallel-1 100 us, parallel-2 72 us
+        key = DecisionCache.key(rt, None, 1, cache_sizes())
+        DecisionCache(path).put(key, {
+            "executor": "serial", "threads": 1, "reason": "r", "events_per_step": 1000.0,
+            "alive_agents": 8, "medians_ns": {"serial": 100_000.0, "parallel-1": runner_up}})
+        st = Stpa(rt, cores=1, rounds=1, reprobe_rounds=2, check_every=8, reprobe_gap=16,
+                  check_ns=0.0, trace=False, tie=0.0, clock=rt.clock, cache=True,
+                  cache_path=path, hysteresis=0.05)
+        assert st.from_cache and rt.executor == "serial"
+        steps = 0
+        while len(st.history) < 2 and steps < 3000:
+            rt.step(st)
+            steps += 1
+        assert st.history[1].trigger == "confirm"
+        # a check every 8 steps; the confirmation's own steps (2 rounds of two)
+        assert first_allowed <= steps <= first_allowed + 8 + 12
+        assert st.decision.candidate == P[1] and st._close_call_remembered is False
