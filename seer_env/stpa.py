@@ -454,8 +454,8 @@ class Stpa(_Running):
         self.probe_step_ns = float(probe_step_ns)
         self.check_ns = float(check_ns)
         self.save_ns = float(save_ns)
-        # a pool probe put off until the run can pay for it: the steps run
-        # when the wait began, the shortest step seen since (ns), None if none
+        # the pools' probe put off until the run can pay for it: the
+        # shortest step seen meanwhile (ns); None when not put off
         self._deferred: float | None = None
         self._defer_countdown = 0
         self._unsaved: dict[str, Any] | None = None  # a decision the cache has not got yet
