@@ -996,7 +996,11 @@ class Stpa(_Running):
 
     def _prune_queue(self, pr: _Probe) -> None:
         self._leave_pools_if_tiny(pr)
-        out = eliminated(pr.timings, self.drop) - pr.dropped
+        # dropped after two visits, not one: one slow visit (a transient on the
+        # host) dropped the optimistic executor on classic PCS 32x32 in one of
+        # five bench runs, where it runs 1.2x the serial executor
+        out = {c for c in eliminated(pr.timings, self.drop)
+               if len(pr.timings[c]) >= 2 * self._k} - pr.dropped
         if out:
             pr.dropped |= out
             pr.queue = self._without_idle_warmups(
