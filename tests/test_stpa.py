@@ -426,6 +426,7 @@ class _FakeRuntime:
         self.fail_switch: set[tuple[str, int]] = set()
         self.first_extra_ns = 0  # added to the first step only (a cold start)
         self.switch_cost_ns = 0  # a switch between executors
+        self.serial_factor = 1.1  # the serial executor's cost over parallel-1's
         self.slow: dict[tuple[str, int], int] = {}  # steps to run 3x slower, by candidate
 
     def switch_executor(self, executor: str, threads: int) -> None:
@@ -446,7 +447,7 @@ class _FakeRuntime:
         # plus 2 us of barriers, the serial executor 10% slower than parallel-1
         cost = 100.0 * self.events_per_step
         if self.executor == "serial":
-            cost *= 1.1
+            cost *= self.serial_factor
         elif self.threads > 1:
             cost = cost * 0.7 + 2000.0
         if self.counts["steps"] == 0:
@@ -1292,12 +1293,15 @@ def test_one_slow_visit_does_not_drop_a_candidate():
     slow (over the 1.5x drop bound): it is dropped only after two visits, so
     its later visits show it is the fastest, and it is chosen."""
     rt = _FakeRuntime()
-    rt.events_per_step = 1000  # serial 110 us, parallel-1 100 us, parallel-2 72 us
-    rt.slow[("parallel", 2)] = 3  # its first visit: a warm-up and 2 timed steps
-    st = Stpa(rt, cores=2, rounds=3, reprobe_rounds=1, check_every=8, reprobe_gap=16,
+    rt.events_per_step = 1000  # serial 80 us (below), parallel-1 100 us
+    rt.serial_factor = 0.8
+    st = Stpa(rt, cores=1, rounds=3, reprobe_rounds=1, check_every=8, reprobe_gap=16,
               check_ns=0.0, trace=False, tie=0.0, clock=rt.clock, probe_share=None,
               confirm=False)
+    rt.step(st)
+    rt.step(st)  # the features steps
+    rt.slow[("serial", 1)] = 2  # its first visit's 2 timed steps
     while st.decision is None:
         rt.step(st)
-    assert st.timings["parallel-2"][:2] == [216_000.0, 216_000.0]
-    assert st.decision.candidate == P[2]
+    assert st.timings["serial"][:2] == [240_000.0, 240_000.0]
+    assert st.decision.candidate == SERIAL
