@@ -636,13 +636,15 @@ def _fake_stpa(rt: _FakeRuntime, **opts) -> Stpa:
 
 
 def _run_fake(refused: dict[int, int], steps: int = 90,
-              exc: BaseException | None = None) -> tuple[_FakeRuntime, Stpa]:
+              exc: BaseException | None = None, events: int = 100,
+              **opts: object) -> tuple[_FakeRuntime, Stpa]:
     """``steps`` good steps; before good step i, ``refused.get(i, 0)`` steps that
     raise ``exc`` (default: an invalid action), each checked to leave the
     controller exactly as it was."""
     exc = exc if exc is not None else errors.InvalidActionError("refused")
     rt = _FakeRuntime()
-    st = _fake_stpa(rt)
+    rt.events_per_step = events
+    st = _fake_stpa(rt, **opts)
     for i in range(steps):
         for _ in range(refused.get(i, 0)):
             before = stpa_state(st)
@@ -669,6 +671,24 @@ def test_refused_steps_anywhere_change_nothing():
         for refused in ({pos: 1}, {pos: 2, pos + 1: 1}):
             rt, st = _run_fake(refused)
             assert stpa_state(st) == stpa_state(ref), refused
+            assert rt.counts == ref_rt.counts
+
+
+def test_refused_steps_change_nothing_while_the_pools_wait_or_steps_are_tiny():
+    """The same with the budgets on: the pools' probe put off for about 20
+    steps (110 us steps, a 0.12 ms probe, 5%), then run, then the monitor; and
+    tiny steps (10 us) decided untimed."""
+    budgets = {"probe_share": 0.05, "pool_probe_ns": 100_000.0, "probe_step_ns": 1_000.0}
+    for events, opts in ((1000, budgets), (100, {"tiny_ns": 20_000.0, **budgets})):
+        ref_rt, ref = _run_fake({}, events=events, **opts)
+        if events == 1000:
+            assert ref.history[0].reason.startswith("The serial executor for now, untimed")
+            assert ref.history[1].trigger == "preflight" and ref.history[1].medians_ns
+        else:
+            assert ref.history[0].reason.startswith("The serial executor, untimed")
+        for pos in range(0, 90, 2):
+            rt, st = _run_fake({pos: 1, pos + 1: 2}, events=events, **opts)
+            assert stpa_state(st) == stpa_state(ref), (events, pos)
             assert rt.counts == ref_rt.counts
 
 
