@@ -557,12 +557,13 @@ def bench_stpa(quick: bool = False, episodes: int | None = None,
                             v.close()
                 assert st is not None and st2 is not None
                 best = min(labels, key=lambda k: wall[k])
+                auto_runs = [t["auto"] / t[best] for t in per_run]
                 row = {"config": cfg, "steps": steps, "wall_s": wall, "runs": runs,
                        "best_fixed": best,
-                       "auto_vs_best": statistics.median(t["auto"] / t[best] for t in per_run),
+                       "auto_vs_best": statistics.median(auto_runs),
                        "remembered_vs_best": statistics.median(
                            t["auto (remembered)"] / t[best] for t in per_run),
-                       "auto_vs_best_runs": [t["auto"] / t[best] for t in per_run],
+                       "auto_vs_best_runs": auto_runs,
                        "auto_vs_best_total": wall["auto"] / wall[best],
                        "auto_choice": st.decision.candidate.label if st.decision else None,
                        "remembered_choice": st2.decision.candidate.label,

@@ -592,7 +592,7 @@ class Stpa(_Running):
         buffers) and took 5-30x a warm one, which made tiny steps look long."""
         prev = self._current()
         self._switch(first_candidate(self.rt.sizes.lookahead))
-        ev0, win0 = self._counters()
+        ev0, win0 = self._counters() if pr.warm else (0, 0)  # the cold step's go unused
         try:
             t0 = self._clock()
             self._native_step(mask_ptr)
@@ -606,8 +606,13 @@ class Stpa(_Running):
         ev1, win1 = self._counters()
         self._set_features(ev1 - ev0, win1 - win0)
         self._t_first = float(t1 - t0)
-        self._k = int(min(8, max(2, math.ceil(self.min_visit_ns / max(1, t1 - t0)))))
+        self._k = self._visit_steps(self._t_first)
         self._plan_after_features(pr)
+
+    def _visit_steps(self, step_ns: float) -> int:
+        """Timed steps a visit takes at steps of ``step_ns``: enough to last
+        ``min_visit_ns``, 2 to 8."""
+        return int(min(8, max(2, math.ceil(self.min_visit_ns / max(1.0, step_ns)))))
 
     def _visit_step(self, pr: _Probe, mask_ptr: Any) -> None:
         """The first visit in line: switch to its candidate, step (traced or
@@ -706,7 +711,7 @@ class Stpa(_Running):
         med = mine or e.get("step_ns")
         if isinstance(med, (int, float)) and med > 0:
             self._running_ns = float(med)
-            self._k = int(min(8, max(2, math.ceil(self.min_visit_ns / max(1.0, med)))))
+            self._k = self._visit_steps(float(med))
         dec = Decision(c, f"{e['reason']} (remembered from an earlier run of this model "
                        "and configuration on this machine: no preflight)",
                        dict(e["medians_ns"]), {}, "cache")
@@ -723,10 +728,11 @@ class Stpa(_Running):
         self.countdown = self._check_interval()
         log.info("%s (cache): %s", self.rt.model, dec.reason)
 
-    def _remember(self, dec: Decision) -> None:
-        """Keep ``dec`` for the cache: written by a monitor check once the run
-        has paid for the write (``save_ns`` within ``probe_share`` of its step
-        time), else when the runtime closes or the interpreter exits."""
+    def _remember(self, dec: Decision, run_steps: int) -> None:
+        """Keep ``dec`` (made ``run_steps`` into the run) for the cache: written
+        by a monitor check once the run has paid for the write (``save_ns``
+        within ``probe_share`` of its step time), else when the runtime closes
+        or the interpreter exits."""
         if self.cache is None or self.features is None:
             return
         self._unsaved = {
@@ -736,7 +742,7 @@ class Stpa(_Running):
             "events_per_step": self.features.events_per_step,
             "alive_agents": self.features.alive_agents}
         share = self.probe_share if self.probe_share is not None else 0.05
-        self._save_from = self._run_steps() + math.ceil(
+        self._save_from = run_steps + math.ceil(
             self.save_ns / share / max(1.0, self._step_ns()))
         _UNSAVED.add(self)
 
@@ -859,8 +865,7 @@ class Stpa(_Running):
     def _pool_probe_cost(self, step_ns: float, n_cands: int) -> float:
         """What probing ``n_cands`` candidates would cost beyond their steps'
         own work (ns): the pools' fixed cost and the controller's per step."""
-        k = min(8, max(2, math.ceil(self.min_visit_ns / max(1.0, step_ns))))
-        steps = 2 + self.rounds * n_cands * (k + 1)
+        steps = 2 + self.rounds * n_cands * (self._visit_steps(step_ns) + 1)
         return self.pool_probe_ns + steps * self.probe_step_ns
 
     def _run_steps(self) -> int:
@@ -884,10 +889,11 @@ class Stpa(_Running):
             return False
         t = self._t_first
         cost = self._pool_probe_cost(t, len(pr.candidates))
-        if cost <= self.probe_share * self._expected_steps() * t:
+        expected = self._expected_steps()
+        need = math.ceil(cost / (self.probe_share * t))
+        if need <= expected:
             return False
         c = SERIAL if SERIAL in pr.candidates else pr.candidates[0]
-        need = math.ceil(cost / (self.probe_share * t))
         why = (f"{in_words(c).capitalize()} for now, untimed: a step takes {t / 1e3:.1f} us, "
                f"and probing {', '.join(p.label for p in pools)} would cost about "
                f"{cost / 1e6:.1f} ms beyond the steps' own work, over "
@@ -898,23 +904,26 @@ class Stpa(_Running):
                "short to pay for probing the pools")
         self._deferred = t
         self._decide(pr, Decision(c, why + ".", {}, {}, pr.trigger))
-        self._defer_countdown = self._next_deferred_check(t, len(pr.candidates))
+        self._defer_countdown = self._next_deferred_check(need, expected)
         return True
 
-    def _next_deferred_check(self, t: float, n_cands: int) -> int:
+    def _next_deferred_check(self, need: int, expected: int) -> int:
         """Steps to the next look at a put-off pool probe: when the run will
-        have paid for it at steps of ``t`` ns, at most ``check_every``."""
-        need = math.ceil(self._pool_probe_cost(t, n_cands) / (self.probe_share or 1.0) / t)
-        return max(1, min(self.check_every, need - self._expected_steps()))
+        have taken the ``need`` steps that pay for it (``expected`` now), at
+        most ``check_every``."""
+        return max(1, min(self.check_every, need - expected))
 
     def _deferred_check(self, step_ns: float) -> None:
         """A step of a run whose pool probe was put off (every ``check_every``
         steps and after each reset): start the probe once the run can pay for
         it; settle on the tiny choice if its steps turned out tiny."""
         assert self._deferred is not None and self.features is not None
+        assert self.probe_share is not None
         t = self._deferred = min(self._deferred, step_ns)
         cands = self._candidates()
-        self.countdown = self._next_deferred_check(t, len(cands))
+        expected = self._expected_steps()
+        need = math.ceil(self._pool_probe_cost(t, len(cands)) / (self.probe_share * t))
+        self.countdown = self._next_deferred_check(need, expected)
         if t < self.tiny_ns:
             # a young process's steps were slow; warm, they are tiny
             self._deferred = None
@@ -923,7 +932,7 @@ class Stpa(_Running):
             pr.leave_out_pools([c for c in cands if c.threads > 1], t)
             self._decide(pr)
             return
-        if self._pool_probe_cost(t, len(cands)) > self.probe_share * self._expected_steps() * t:
+        if need > expected:
             return
         self._deferred = None
         s = self.rt.stats()
@@ -934,7 +943,7 @@ class Stpa(_Running):
         pr = _Probe("preflight", self.rounds, resumed=True)
         pr.candidates = cands
         self._t_first = t
-        self._k = int(min(8, max(2, math.ceil(self.min_visit_ns / max(1.0, t)))))
+        self._k = self._visit_steps(t)
         self._probe = pr
         self.state = "preflight"
         log.info("%s: the run can now pay for probing the pools", self.rt.model)
@@ -1169,7 +1178,7 @@ class Stpa(_Running):
         self._mark = (s["events"], s["windows"], s["steps"])
         self.regimes[regime(self._baseline)] = dec.candidate
         if pr.trigger == "preflight" and self._deferred is None:
-            self._remember(dec)
+            self._remember(dec, s["steps"] - self._steps0)
         log.info("%s (%s): %s", self.rt.model, pr.trigger, dec.reason)
         log.debug("features %s; trace %s; medians %s", self.features,
                   self.trace_summary, dec.medians_ns)
