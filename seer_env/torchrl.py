@@ -107,7 +107,7 @@ from typing import Any
 
 import numpy as np
 
-from .env import EnvSnapshot
+from .env import EnvSnapshot, _seed_value
 from .errors import ConfigError, InvalidActionError, SnapshotError, StateError
 from .model import Model
 from .registry import get as _get_model
@@ -129,6 +129,12 @@ def group_names(model_groups: list[str], agents: list[str], counts: list[int]) -
         if p and _SUFFIX.search(agents[0]):
             return [p]
     return ["agents"]
+
+
+def _checked_seed(seed: Any) -> int | None:
+    """``seed`` as the batched env takes it (None, or an int in [0, 2**64));
+    `ConfigError` otherwise."""
+    return None if seed is None else _seed_value(seed)
 
 
 def __getattr__(name: str) -> Any:
@@ -215,7 +221,7 @@ def _make_class() -> type:  # noqa: C901 - one class, built where torch is at ha
             except BaseException:
                 venv.close()
                 raise
-            self._seed = seed
+            self._seed = _checked_seed(seed)
             self._started = False
             self._state_cache: Any = None
 
@@ -288,7 +294,10 @@ def _make_class() -> type:  # noqa: C901 - one class, built where torch is at ha
         # -- TorchRL's hooks ------------------------------------------------------
 
         def _set_seed(self, seed: int | None) -> None:
-            self._seed = seed
+            # checked before it is kept: a bad seed raises here, where it was
+            # given, and leaves the env as it was (kept unchecked, every later
+            # reset failed on it)
+            self._seed = _checked_seed(seed)
 
         def _actions(self, td: TensorDictBase) -> Any:
             """The batched env's actions from ``td``: one array per group
@@ -439,7 +448,7 @@ def _make_class() -> type:  # noqa: C901 - one class, built where torch is at ha
                     if not r.all():
                         mask = r
             if seed is not None:
-                self._seed = seed
+                self._seed = _checked_seed(seed)
             venv = self._venv
             if mask is not None and not mask.any():
                 obs, infos = venv.reset(options={"reset_mask": mask})
@@ -495,11 +504,12 @@ def _make_class() -> type:  # noqa: C901 - one class, built where torch is at ha
             B = self.num_envs
             shapes = [(B, g.count) for g in self._groups]
             try:
+                seed = _checked_seed(st["seed"])
                 ok = (st["groups"] == [g.key for g in self._groups]
                       and all(np.asarray(a).shape == sh and np.asarray(a).dtype == bool
                               for key in ("term", "trunc")
                               for a, sh in zip(st[key], shapes, strict=True)))
-            except (TypeError, KeyError, ValueError):
+            except (TypeError, KeyError, ValueError, ConfigError):
                 ok = False
             if not ok:
                 raise SnapshotError(f"{name}: the snapshot is malformed, or of an env with "
@@ -509,7 +519,7 @@ def _make_class() -> type:  # noqa: C901 - one class, built where torch is at ha
             for mine, theirs in zip((*self._term, *self._trunc), (*st["term"], *st["trunc"]),
                                     strict=True):
                 mine[:] = theirs
-            self._seed = st["seed"]
+            self._seed = seed
             self._started = True
             return self._output(obs, None, None, None, infos)
 

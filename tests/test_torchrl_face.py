@@ -331,6 +331,48 @@ def test_seeded_envs_roll_out_identically() -> None:
     assert (tds[0] == tds[1]).all()
 
 
+@pytest.mark.parametrize("bad", [1.5, -1, 2**64, "3", True])
+def test_a_bad_seed_is_refused_where_it_is_given_and_changes_nothing(bad: Any) -> None:
+    """set_seed, reset(seed=) and the constructor refuse a seed the batched env
+    would refuse, with a ConfigError, before keeping it: the env still resets
+    and rolls out as one that never saw it (it used to keep the seed, raise
+    NumPy's own error from TorchRL's set_seed, and fail every later reset)."""
+    name, cfg = PCS
+    with pytest.raises(ConfigError, match="seed"):
+        SeerTorchEnv(name, num_envs=B, seed=bad, **cfg)
+    env = SeerTorchEnv(name, num_envs=B, **cfg)
+    ref = SeerTorchEnv(name, num_envs=B, **cfg)
+    env.set_seed(4)
+    ref.set_seed(4)
+    with pytest.raises(ConfigError, match="seed"):
+        env.set_seed(bad)
+    with pytest.raises(ConfigError, match="seed"):
+        env.reset(seed=bad)
+    torch.manual_seed(0)
+    a = env.rollout(10, break_when_any_done=False)
+    torch.manual_seed(0)
+    b = ref.rollout(10, break_when_any_done=False)
+    assert (a == b).all()
+    env.close()
+    ref.close()
+
+
+def test_a_snapshot_with_a_forged_seed_is_refused() -> None:
+    import dataclasses
+
+    from seer_env.errors import SnapshotError
+
+    name, cfg = PCS
+    env = SeerTorchEnv(name, num_envs=B, **cfg)
+    env.reset()
+    snap = env.snapshot()
+    forged = dataclasses.replace(snap, state={**snap.state, "seed": "x"})
+    with pytest.raises(SnapshotError, match="malformed"):
+        env.restore(forged)
+    env.reset()  # the env was left as it was
+    env.close()
+
+
 def test_group_reset_without_root_is_refused() -> None:
     env = SeerTorchEnv(PHOLD[0], num_envs=B, **PHOLD[1])
     try:
