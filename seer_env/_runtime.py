@@ -156,6 +156,17 @@ def _positive_int(name: str, v: Any, lo: int, hi: int) -> int:
     return int(v)
 
 
+def _flag(name: str, v: Any) -> bool:
+    """A yes/no key: a bool (NumPy's too), or the int 0 or 1 -- the rule of
+    the models' bool parameters.  ``bool("false")`` is True, so anything else
+    is refused rather than read by its truth."""
+    if isinstance(v, (bool, np.bool_)):
+        return bool(v)
+    if isinstance(v, (int, np.integer)) and int(v) in (0, 1):
+        return bool(v)
+    raise ConfigError(f"{name}={v!r} must be a bool")
+
+
 class Runtime:
     """B instances of one native model on one executor.
 
@@ -258,10 +269,11 @@ class Runtime:
         opts.shuffle_seed = shuffle_seed & 0xFFFFFFFFFFFFFFFF
         opts.max_step_events = _positive_int("max_step_events", max_step_events, 0, 2**62)
         opts.memory_limit = _positive_int("memory_limit", memory_limit, 0, 2**62)
-        opts.flags = (lib.SEER_RT_OVERSUBSCRIBE if oversubscribe else 0) | (
+        enforce_masks = _flag("enforce_masks", enforce_masks)
+        opts.flags = (lib.SEER_RT_OVERSUBSCRIBE if _flag("oversubscribe", oversubscribe) else 0) | (
             0 if enforce_masks else lib.SEER_RT_MASK_ADVISORY)
         #: actions the masks forbid are refused (the model's flags allowing)
-        self.enforce_masks = bool(enforce_masks) and not (
+        self.enforce_masks = enforce_masks and not (
             int(model.table.flags) & lib.SEER_MODEL_MASK_ADVISORY)
         cfg = model.config_struct(config or {})
         # every byte the runtime and the host buffers take is checked against

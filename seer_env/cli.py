@@ -35,12 +35,17 @@ _TRUE = {"true", "yes", "on", "1"}
 _FALSE = {"false", "no", "off", "0"}
 
 
+#: Yes/no keys every env takes besides its model's parameters (`COMMON_KEYS`).
+_BOOL_KEYS = ("enforce_masks",)
+
+
 def _parse_sets(items: list[str], env: str | None = None) -> dict[str, Any]:
     """``key=value`` pairs; values as Python literals, booleans of bool
     parameters in any usual spelling (true/false, yes/no, on/off, 1/0)."""
     kinds: dict[str, str] = {}
     if env is not None and items:
         kinds = {n: p.kind for n, p in env_module(env).params.items()}
+    kinds.update(dict.fromkeys(_BOOL_KEYS, "bool"))  # the runtime's own yes/no keys
     cfg: dict[str, Any] = {}
     for item in items:
         if "=" not in item:

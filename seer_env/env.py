@@ -190,7 +190,7 @@ class _SeerEnvCommon:
                                config.get("max_cycles", native.max_cycles),
                                max_step_events=config.get("max_step_events", 0),
                                memory_limit=config.get("memory_limit", 0),
-                               enforce_masks=bool(config.get("enforce_masks", True)))
+                               enforce_masks=config.get("enforce_masks", True))
         rt = self.runtime
         attach_stpa(rt)  # threads="auto" with the parallel executor: STPA chooses
         self.max_cycles = rt.max_cycles

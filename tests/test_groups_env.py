@@ -130,6 +130,33 @@ def test_enforce_masks_false_lets_forbidden_actions_reach_the_model() -> None:
     assert rew["hunter_1"] == pytest.approx(1.0 + 1 / 8)
 
 
+@pytest.mark.parametrize("value", ["false", "no", 0.0, None, [], 2])
+def test_enforce_masks_takes_a_bool_only(value: object) -> None:
+    """bool("false") is True and bool(None) is False: read by its truth, a
+    string asked to turn the masks off kept them on and None turned them off.
+    Anything but a bool (or 0/1, the models' bool rule) is refused."""
+    with pytest.raises(ConfigError, match=r"enforce_masks=.* must be a bool"):
+        TEAMS.parallel_env(threads=1, enforce_masks=value)
+
+
+@pytest.mark.parametrize("value", [np.False_, 0])
+def test_enforce_masks_false_spelled_as_numpy_or_int(value: object) -> None:
+    env = TEAMS.parallel_env(threads=1, enforce_masks=value)
+    assert env.runtime.enforce_masks is False
+    obs, _ = env.reset(seed=5)
+    acts = legal(env, obs, np.random.default_rng(1))
+    acts["hunter_1"] = 1  # forbidden by its mask, let through
+    env.step(acts)
+
+
+def test_cli_reads_enforce_masks_false_as_false() -> None:
+    from seer_env.cli import _parse_sets
+
+    assert _parse_sets(["enforce_masks=false", "threads=1"]) == {
+        "enforce_masks": False, "threads": 1}
+    assert _parse_sets(["enforce_masks=on"], "hunt_v0") == {"enforce_masks": True}
+
+
 def test_the_batched_api_returns_arrays_per_group() -> None:
     B = 3
     venv = TEAMS.vector_env(B, threads=1)
