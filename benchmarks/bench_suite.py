@@ -126,7 +126,9 @@ def _make(env: str, size_cfg: dict[str, Any], batch: int, executor: str,
           threads: int | str) -> Any:
     cfg = dict(size_cfg)
     cfg.setdefault("max_cycles", 0)  # no truncation: a benchmark runs as long as it needs
-    return env_module(env).vector_env(batch, executor=executor, threads=threads, **cfg)
+    if threads != "auto" or executor != "parallel":  # else STPA: no executor given
+        cfg["executor"] = executor
+    return env_module(env).vector_env(batch, threads=threads, **cfg)
 
 
 def available_envs() -> list[str]:

@@ -253,6 +253,8 @@ class Runtime:
         self._trace_cap = 0  # trace_capacity
         B = _positive_int("num_instances", num_instances, 1, 1 << 20)
         _, sz = model.describe(config or {})
+        #: the pool size asked for (``threads=``), before the cap at the CPUs
+        self.requested_threads = threads
         auto = threads == "auto" and executor == "parallel"
         if auto and not sz.lookahead > 0.0:
             # "auto" starts lookahead 0 models on the serial executor; STPA may
@@ -403,10 +405,12 @@ class Runtime:
         if self.stpa is not None and self.executor == "serial":
             self.switch_executor("parallel", n)
             self.stpa = None
+            self.requested_threads = n
             return
         with self._call() as h:
             self._check(h, self.lib.seer_runtime_set_threads(h, n))
         self.stpa = None
+        self.requested_threads = n
 
     def set_executor(self, executor: str, threads: int = 1) -> None:
         """Switch executor and pool size between calls (pending events move along).
@@ -422,6 +426,7 @@ class Runtime:
         """
         self.switch_executor(executor, threads)
         self.stpa = None
+        self.requested_threads = threads
 
     def switch_executor(self, executor: str, threads: int) -> None:
         """`set_executor` keeping the attached controller (`attach`):

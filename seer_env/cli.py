@@ -106,7 +106,9 @@ def _active_rewards(rew: Any, infos: dict[str, Any]) -> float:
 def cmd_run(a: argparse.Namespace) -> int:
     cfg = _parse_sets(a.set, a.env)
     mod = env_module(a.env)
-    venv = mod.vector_env(a.num_envs, threads=a.threads, executor=a.executor, **cfg)
+    if a.executor is not None:  # given: it runs as asked (STPA only chooses without)
+        cfg["executor"] = a.executor
+    venv = mod.vector_env(a.num_envs, threads=a.threads, **cfg)
     rng = np.random.default_rng(a.seed)
     sz = venv.sizes
     rt = venv.runtime
@@ -327,11 +329,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="worker threads incl. the calling thread, or 'auto' "
                         "(default: chosen from the CPUs)")
     r.add_argument("--executor", choices=["parallel", "optimistic", "serial"],
-                   default="parallel",
-                   help="event executor: 'parallel' (default: conservative windows; with "
-                        "--threads auto STPA may pick any), 'optimistic' (speculation with "
-                        "rollback, any lookahead) or 'serial' (the reference); outputs are "
-                        "identical")
+                   default=None,
+                   help="event executor: 'parallel' (conservative windows), 'optimistic' "
+                        "(speculation with rollback, any lookahead) or 'serial' (the "
+                        "reference); outputs are identical.  Default: with --threads auto "
+                        "STPA picks any, else 'parallel'")
     r.add_argument("--policy", choices=["random", "constant"], default="random",
                    help="random actions within the action masks, or action 0 (the first "
                         "allowed one where masked) / zero vector (default random)")

@@ -42,7 +42,7 @@ from pettingzoo.utils.wrappers.order_enforcing import (
 
 from . import _async, _gate, _kernels
 from ._gate import close_now, exclusive
-from ._runtime import Runtime
+from ._runtime import Runtime, cpu_count
 from .errors import (
     AsyncStateError,
     ClosedError,
@@ -178,7 +178,13 @@ class _SeerEnvCommon:
                 f"{sorted(set(native.params) | set(COMMON_KEYS))}"
             )
         self.threads = config.get("threads", "auto")
-        self.executor = config.get("executor", "parallel")
+        given = config.get("executor")
+        self.executor = "parallel" if given is None else given
+        threads = self.threads
+        if given == "parallel" and isinstance(threads, str) and threads == "auto":
+            # the executor given runs as asked, on every CPU (as "auto" does for
+            # the optimistic one): STPA chooses only when neither is given
+            threads = cpu_count()
         self.render_mode = config.get("render_mode")
         if self.render_mode is not None and self.render_mode not in ("rgb_array", "human"):
             raise ConfigError(
@@ -186,12 +192,13 @@ class _SeerEnvCommon:
             )
         if self.render_mode is not None and model.render is None:
             raise ConfigError(f"{model.name} cannot render")
-        self.runtime = Runtime(native, params, num_instances, self.executor, self.threads,
+        self.runtime = Runtime(native, params, num_instances, self.executor, threads,
                                config.get("max_cycles", native.max_cycles),
                                max_step_events=config.get("max_step_events", 0),
                                memory_limit=config.get("memory_limit", 0),
                                enforce_masks=config.get("enforce_masks", True))
         rt = self.runtime
+        rt.requested_threads = self.threads  # ("auto" above became every CPU)
         attach_stpa(rt)  # threads="auto" with the parallel executor: STPA chooses
         self.max_cycles = rt.max_cycles
         #: the configuration as the model completed it, plus max_cycles

@@ -1323,8 +1323,17 @@ class FixedChoice(_Running):
     def reason(self) -> str:
         """Why this configuration runs: it was asked for."""
         c = Candidate(self.executor, self.threads)
-        return (f"{in_words(c).capitalize()}, as asked: STPA chooses only with "
-                "threads='auto' (and executor='parallel')")
+        asked = getattr(self.rt, "requested_threads", None)
+        how = "as asked"
+        if self.executor == "serial":
+            pass
+        elif isinstance(asked, str):
+            how = "as asked (threads='auto' with an executor given: every CPU)"
+        elif isinstance(asked, int) and asked > self.threads:
+            how = (f"{asked} threads asked, capped at the {self.threads} CPU(s) this process "
+                   "may run on (more threads than CPUs only wait for each other)")
+        return (f"{in_words(c).capitalize()}, {how}: STPA chooses only with threads='auto' "
+                "and no executor given")
 
     def as_dict(self) -> dict[str, Any]:
         """Everything as plain data (for JSON reports)."""

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from seer_env import errors
-from seer_env._runtime import TRACE_DTYPE
+from seer_env._runtime import TRACE_DTYPE, cpu_count
 from seer_env.envs import pcs_v0, phold_v0
 from seer_env.registry import Runtime
 from seer_env.stpa import FixedChoice, Stpa
@@ -365,6 +365,46 @@ def test_auto_is_default_on_envs_and_logged(caplog):
     serial.close()
 
 
+@pytest.mark.parametrize("executor", ["parallel", "optimistic", "serial"])
+def test_an_executor_given_runs_as_asked_with_threads_auto(executor: str) -> None:
+    """executor= given with threads="auto" (the default) runs that executor --
+    on every CPU, as "auto" gives the optimistic one -- with no STPA: an explicit
+    executor="parallel" could not be told from the default, and STPA moved the
+    run to the serial executor."""
+    env = pcs_v0.parallel_env(width=4, height=4, executor=executor)
+    assert env.runtime.stpa is None and isinstance(env.stpa, FixedChoice)
+    want = 1 if executor == "serial" else min(cpu_count(), env.runtime.threads)
+    assert (env.stpa.executor, env.stpa.threads) == (executor, want)
+    env.reset(seed=0)
+    for _ in range(5):
+        env.step({a: 0 for a in env.agents})
+    assert env.runtime.executor == executor
+    if executor != "serial":
+        assert "threads='auto' with an executor given: every CPU" in env.stpa.reason
+    env.close()
+
+
+def test_parallel_given_at_lookahead_0_is_refused_as_with_threads_given() -> None:
+    from seer_env.errors import ExecutorError
+
+    with pytest.raises(ExecutorError, match="lookahead 0"):
+        phold_v0.parallel_env(num_entities=8, lookahead=0.0, executor="parallel")
+    auto = phold_v0.parallel_env(num_entities=8, lookahead=0.0)  # STPA: serial to start
+    assert auto.runtime.executor == "serial"
+    auto.close()
+
+
+def test_a_pool_capped_at_the_cpus_says_so() -> None:
+    env = phold_v0.vector_env(1, num_entities=16, threads=1000)
+    st = env.stpa
+    assert st.threads == env.runtime.threads <= cpu_count()
+    if st.threads < 1000:
+        assert f"1000 threads asked, capped at the {st.threads} CPU(s)" in st.reason
+    env.runtime.set_threads(1)
+    assert "capped" not in env.stpa.reason and "as asked" in env.stpa.reason
+    env.close()
+
+
 def test_fixed_choice_describes_what_runs():
     """env.stpa says what runs and why whether threads was "auto" or given (it
     was None with threads=2, so env.stpa.executor raised AttributeError), and its
@@ -376,7 +416,7 @@ def test_fixed_choice_describes_what_runs():
     st = env.stpa
     assert isinstance(st, FixedChoice) and st.state == "fixed" and st.deferred is False
     assert (st.executor, st.threads) == ("parallel", env.runtime.threads)
-    assert "as asked" in st.reason and "threads='auto'" in st.reason
+    assert "as asked" in st.reason and "threads='auto' and no executor given" in st.reason
     s = env.runtime.stats()
     assert st.workload["steps"] == 7 == s["steps"]
     assert st.workload["events_per_step"] == s["events"] / 7
