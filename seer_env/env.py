@@ -100,9 +100,21 @@ def _seed_value(seed: Any) -> int:
     return int(seed)
 
 
-def _check_options(options: Any) -> None:
-    if options is not None and not isinstance(options, Mapping):
+def _check_options(options: Any, known: tuple[str, ...] | None = None) -> None:
+    """``reset(options=)``: None or a dict; with ``known``, of those keys only.
+
+    The batched envs refuse an unknown key rather than ignore it: a mistyped
+    ``"reset_mask"`` turned a partial reset into a full one, throwing the other
+    instances' episodes away.  A PettingZoo env takes any (its ``api_test``
+    resets with ``options={"options": 1}``) and reads none."""
+    if options is None:
+        return
+    if not isinstance(options, Mapping):
         raise ConfigError(f"options={options!r} must be a dict (or None)")
+    unknown = sorted(map(repr, set(options) - set(known))) if known is not None else []
+    if unknown:
+        raise ConfigError(f"reset(): unknown option(s) {', '.join(unknown)}; this env's "
+                          f"reset takes the keys {list(known or ())} (or options=None)")
 
 
 def _fresh_seed() -> int:
@@ -465,7 +477,7 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
 
         Raises:
             ConfigError: a seed that is not an int in range, options that are
-                not a dict; the env is as before.
+                not a dict (its keys are not read); the env is as before.
             ClosedError: the env was closed.
         """
         self._check_open("reset")
@@ -1502,7 +1514,7 @@ class SeerVectorEnv(_SeerEnvCommon):
         """
         rt = self.runtime
         self._check_open("reset")
-        _check_options(options)
+        _check_options(options, ("reset_mask",))
         mask = None if options is None else options.get("reset_mask")
         cut = self._interrupted
         if mask is None:

@@ -120,7 +120,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
-from .env import EnvSnapshot, SeerVectorEnv
+from .env import EnvSnapshot, SeerVectorEnv, _check_options
 from .errors import ClosedError, ConfigError, InvalidActionError, SnapshotError
 
 __all__ = ["AgentVectorEnv", "agent_vector_env", "random_actions", "random_batched_actions"]
@@ -275,8 +275,7 @@ class AgentVectorEnv(gymnasium.vector.VectorEnv):
     ) -> tuple[np.ndarray, dict[str, Any]]:
         """Reset all instances (or the whole instances in ``options["reset_mask"]``)."""
         self._check_open("reset")
-        if options is not None and not isinstance(options, Mapping):
-            raise ConfigError(f"options={options!r} must be a dict (or None)")
+        _check_options(options, ("reset_mask",))
         if options is not None and "reset_mask" in options:
             mask = np.asarray(options["reset_mask"])
             if mask.dtype != np.bool_ or mask.shape != (self.num_envs,):

@@ -963,3 +963,27 @@ def test_threads_racing_on_one_env_see_only_clear_errors() -> None:
     assert all(type(e) is StateError and "another thread" in str(e) for e in errs), errs[:3]
     assert env.runtime.step_index(0) == sum(steps)
     env.close()
+
+
+def test_an_unknown_reset_option_is_refused_and_changes_nothing() -> None:
+    """A mistyped "reset_mask" was ignored: the partial reset became a full
+    one and threw the other instances' episodes away."""
+    from seer_env.errors import ConfigError
+
+    v = pcs_v0.vector_env(3, width=2, height=2, threads=1, autoreset_mode="disabled")
+    v.reset(seed=0)
+    for _ in range(3):
+        v.step(np.ones((3, 4), int))
+    before = v.state().copy()
+    with pytest.raises(ConfigError, match=r"unknown option\(s\) 'reset_mak'.*'reset_mask'"):
+        v.reset(options={"reset_mak": np.array([True, False, False])})
+    assert np.array_equal(v.state(), before)
+    v.reset(options={"reset_mask": np.array([True, False, False])})
+    after = v.state()
+    assert not np.array_equal(after[0], before[0])
+    assert np.array_equal(after[1:], before[1:])
+    v.close()
+    # PettingZoo's envs take any option (its api_test passes {"options": 1})
+    p = pcs_v0.parallel_env(width=2, height=2, threads=1)
+    p.reset(seed=0, options={"options": 1})
+    p.close()
