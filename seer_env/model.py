@@ -10,6 +10,7 @@ registry's job.  [`seer_env.sdk`][seer_env.sdk] re-exports everything here.
 from __future__ import annotations
 
 import inspect
+import keyword
 import sys
 import threading
 from collections.abc import Callable, Mapping
@@ -39,6 +40,9 @@ def check_name(name: object, where: str = "") -> str:
     folder, or given to ``seer-env new``."""
     if not isinstance(name, str) or not (name.isascii() and name.isidentifier()):
         raise ConfigError(f"model name {name!r}{where} must be {NAME_RULE}")
+    if keyword.iskeyword(name):
+        raise ConfigError(f"model name {name!r}{where} is a Python keyword: no module can "
+                          "be imported under it")
     return name
 
 

@@ -67,6 +67,12 @@ def register(model: Model) -> Model:
     Declaring the same folder again returns the model already registered;
     another folder under a taken name raises [`ConfigError`][seer_env.errors.ConfigError].
     """
+    if model.name in ENVS and model.folder != (_ENVS_DIR / model.name).resolve():
+        # shipped envs register when first imported: without this a model
+        # loaded first took the name, and make(name) returned it
+        raise ConfigError(
+            f"the model in {model.folder} is named {model.name!r}, the name of a shipped "
+            "env; rename it (the folder, or name= in its declaration)")
     with _lock:
         old = _models.get(model.name)
         if old is not None:

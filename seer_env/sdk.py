@@ -120,6 +120,8 @@ def new(name: str, where: str | Path = ".", force: bool = False, python: bool = 
     if name.startswith("_"):
         raise ConfigError(f"model name {name!r} must be an identifier not starting with '_' "
                           "(it names the folder, the C symbols and the env)")
+    if name in registry.ENVS:
+        raise ConfigError(f"model name {name!r} is a shipped env's; choose another")
     folder = Path(where).expanduser() / name
     if folder.exists() and any(folder.iterdir()) and not force:
         raise ConfigError(f"{folder} exists and is not empty (force=True / --force overwrites)")

@@ -391,3 +391,40 @@ def test_a_non_ascii_folder_needs_a_declared_name_and_then_builds(cache: Path,
     r = load(cache, declared)
     assert where(r) == "WHERE built probe", out(r)  # (the C table's name)
     assert module_file(cache, "d_clar_").name.isascii()
+
+
+@pytest.mark.parametrize("name", ["pcs_v0", "phold_v0"])
+def test_new_refuses_a_shipped_envs_name(tmp_path: Path, name: str) -> None:
+    with pytest.raises(ConfigError, match="shipped env"):
+        sdk.new(name, tmp_path)
+    assert not (tmp_path / name).exists()
+
+
+@pytest.mark.parametrize("name", ["class", "None", "lambda"])
+def test_a_python_keyword_names_no_model(tmp_path: Path, name: str) -> None:
+    with pytest.raises(ConfigError, match="Python keyword"):
+        sdk.new(name, tmp_path)
+
+
+def test_a_loaded_model_cannot_take_a_shipped_envs_name(tmp_path: Path) -> None:
+    """Shipped envs register when first imported: a model folder named like
+    one, loaded first, took the name -- make("pcs_v0") returned the user's model
+    and importing the shipped env failed.  In a fresh process, where pcs_v0 was
+    not imported yet."""
+    sdk.new("shadow", tmp_path)
+    (tmp_path / "shadow").rename(tmp_path / "pcs_v0")
+    code = textwrap.dedent(f"""
+        import seer_env
+        from seer_env.errors import ConfigError
+        try:
+            seer_env.sdk.load({str(tmp_path / "pcs_v0")!r})
+        except ConfigError as e:
+            print("refused:", e)
+        from seer_env.envs import pcs_v0
+        print(seer_env.make("pcs_v0").seer_model.folder.name, pcs_v0.__name__)
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "refused: the model in" in out.stdout and "the name of a shipped env" in out.stdout
+    assert out.stdout.strip().endswith("pcs_v0 seer_env.envs.pcs_v0")
