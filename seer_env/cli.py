@@ -19,8 +19,11 @@ from __future__ import annotations
 
 import argparse
 import ast
+import os
 import sys
 import time
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -62,7 +65,22 @@ def _parse_sets(items: list[str], env: str | None = None) -> dict[str, Any]:
 
 
 def _threads(v: str) -> int | str:
-    return v if v == "auto" else int(v)
+    return v if v == "auto" else _at_least(1)(v)
+
+
+def _at_least(lo: int) -> Callable[[str], int]:
+    """An argparse type: an int of at least ``lo`` (``--steps -5`` ran "-5
+    steps" and printed negative rates)."""
+    def parse(v: str) -> int:
+        try:
+            n = int(v)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{v!r} is not an integer") from None
+        if n < lo:
+            raise argparse.ArgumentTypeError(f"{n} is below {lo}")
+        return n
+    parse.__name__ = f"int >= {lo}"
+    return parse
 
 
 def _policy_actions(venv: Any, infos: dict[str, Any], policy: str,
@@ -193,6 +211,13 @@ def cmd_trace(a: argparse.Namespace) -> int:
                                   seed=a.seed, capacity=a.capacity)
         print(rep.table())
         return 0
+    out = Path(a.output).expanduser()
+    if not out.parent.is_dir() or not os.access(out.parent, os.W_OK):
+        # before the run: the trace was taken whole, then lost to a traceback
+        print(f"seer-env: cannot write the trace to {out}: its folder {out.parent} "
+              f"{'is not writable' if out.parent.is_dir() else 'does not exist'}",
+              file=sys.stderr)
+        return 2
     tr = trace_env(a.env, a.steps, threads=a.threads, num_envs=a.num_envs, seed=a.seed,
                    capacity=a.capacity, config=cfg, log=print)
     write_trace(tr, a.output)
@@ -311,11 +336,12 @@ def build_parser() -> argparse.ArgumentParser:
     def common(sp: argparse.ArgumentParser, steps: int) -> None:
         sp.add_argument("env", help="env name (phold_v0, pcs_v0, aircraft_v0, a declared "
                                     "model) or a model folder's path")
-        sp.add_argument("--steps", type=int, default=steps,
+        sp.add_argument("--steps", type=_at_least(1), default=steps,
                         help="steps to run (default %(default)s)")
-        sp.add_argument("--num-envs", type=int, default=1,
+        sp.add_argument("--num-envs", type=_at_least(1), default=1,
                         help="instances stepped together in one runtime (default 1)")
-        sp.add_argument("--seed", type=int, default=0, help="reset and action seed (default 0)")
+        sp.add_argument("--seed", type=_at_least(0), default=0,
+                        help="reset and action seed (default 0)")
         sp.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="env config value, e.g. --set width=32 (repeatable)")
 
@@ -348,7 +374,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "first divergence (step, instance, agent, field) or "
                                    "'identical'. Exit status 0 if identical, 1 if not.")
     common(v, 100)
-    v.add_argument("--threads", type=int, default=2,
+    v.add_argument("--threads", type=_at_least(1), default=2,
                    help="threads of the compared run (default 2)")
     v.add_argument("--executor", choices=["parallel", "optimistic"], default="parallel",
                    help="the executor compared with the serial one (default parallel; "
@@ -362,7 +388,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                                 "%(default)s)")
     t.add_argument("--threads", type=_threads, default="auto",
                    help="worker threads incl. the caller, or 'auto' (STPA decides first)")
-    t.add_argument("--capacity", type=int, default=1 << 18,
+    t.add_argument("--capacity", type=_at_least(1), default=1 << 18,
                    help="trace records kept per worker (default %(default)s)")
     t.add_argument("--parallelism", action="store_true",
                    help="instead of writing a trace: what 1, 2, 4, 16 and 64 threads could "
@@ -394,14 +420,14 @@ def build_parser() -> argparse.ArgumentParser:
                                     "scaling", "trace-overhead"],
                    nargs="?", default="phold",
                    help="which benchmark (default phold; see the description above)")
-    b.add_argument("--rounds", type=int, default=7,
+    b.add_argument("--rounds", type=_at_least(1), default=7,
                    help="timed rounds of 'phold', 'api' and 'pcs' per configuration; the "
                         "median is reported (default 7)")
     b.add_argument("-o", "--output", default="bench_out",
                    help="the suite's output folder, passed on to the printed "
                         "benchmarks/bench_suite.py command (default %(default)s)")
     b.add_argument("--quick", action="store_true", help="fewer rounds and sizes")
-    b.add_argument("--max-threads", type=int, default=16,
+    b.add_argument("--max-threads", type=_at_least(1), default=16,
                    help="largest pool of 'scaling', passed on to the printed command "
                         "(default %(default)s)")
     b.set_defaults(fn=cmd_bench)
@@ -442,7 +468,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "status 0 if the model keeps the contract, 1 if not, 2 if "
                                    "it cannot start, 130 on Ctrl-C.")
     c.add_argument("path", help="model folder or registered model name (e.g. pcs_v0)")
-    c.add_argument("--steps", type=int, default=None,
+    c.add_argument("--steps", type=_at_least(1), default=None,
                    help="steps per run: the instances of the main runs live that long "
                         "(default: the model's episode, max_cycles, at most 200; --quick: at "
                         "most 40)")

@@ -108,6 +108,33 @@ def test_cli_run_prints_rates(policy: str, capsys: pytest.CaptureFixture[str]) -
     assert int(m.group(4).replace(",", "")) > 0
 
 
+@pytest.mark.parametrize("args", [
+    ["run", "pcs_v0", "--steps", "-5"], ["run", "pcs_v0", "--steps", "0"],
+    ["run", "pcs_v0", "--num-envs", "0"], ["run", "pcs_v0", "--seed", "-1"],
+    ["run", "pcs_v0", "--threads", "0"], ["verify", "pcs_v0", "--threads", "-2"],
+    ["trace", "pcs_v0", "--capacity", "0"], ["bench", "pcs", "--rounds", "0"],
+    ["check", "pcs_v0", "--steps", "x"]])
+def test_cli_refuses_counts_out_of_range(args: list[str],
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """``run --steps -5`` ran "-5 steps" and printed negative rates (rc 0)."""
+    with pytest.raises(SystemExit) as exc:
+        cli.main(args)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "is below" in err or "is not an integer" in err
+
+
+def test_cli_trace_to_a_missing_folder_fails_before_the_run(
+        tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    """It traced the whole run, then died on a FileNotFoundError traceback."""
+    out = tmp_path / "nowhere" / "t.json"
+    assert cli.main(["trace", "phold_v0", "--steps", "2", "-o", str(out)]) == 2
+    captured = capsys.readouterr()
+    assert f"its folder {out.parent} does not exist" in captured.err
+    assert "trace events" not in captured.out  # refused before tracing
+    assert not out.parent.exists()
+
+
 def test_cli_progress_bar(monkeypatch: pytest.MonkeyPatch) -> None:
     class Tty(io.StringIO):
         def isatty(self) -> bool:
