@@ -1178,6 +1178,12 @@ def aec_env(par_env: SeerParallelEnv) -> Any:
     return _SeerOrderEnforcingWrapper(SeerAECEnv(par_env))
 
 
+def _rebuild_vector_env(ref: Callable[[], Model], args: dict[str, Any]) -> SeerVectorEnv:
+    """An unpickled batched env: a fresh one made with the same arguments."""
+    env: SeerVectorEnv = ref().vector_env(**args)
+    return env
+
+
 def _rebuild_parallel_env(ref: Callable[[], Model], config: dict[str, Any]) -> SeerParallelEnv:
     """An unpickled env: a fresh one of the same configuration, of the model
     ``ref()`` (the model's picklable reference, `Model.reference`)."""
@@ -1397,6 +1403,9 @@ class SeerVectorEnv(_SeerEnvCommon):
             raise ConfigError(
                 f"batch_size={batch_size!r} must be an int in [1, num_envs={num_envs}]")
         self.autoreset_mode = autoreset_mode_of(autoreset_mode)
+        self._init_args = {"num_envs": int(num_envs), "copy": copy,
+                           "autoreset_mode": self.autoreset_mode, "batch_size": batch_size,
+                           **config}
         self._setup(model, int(num_envs), config)
         self._grouped = len(self.groups) > 1
         if self._grouped and self.autoreset_mode is AutoresetMode.SAME_STEP:
@@ -1451,6 +1460,16 @@ class SeerVectorEnv(_SeerEnvCommon):
         self._stepper: _async.Stepper | None = None
 
     # -- outputs -------------------------------------------------------------
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, dict[str, Any]]]:
+        """Pickle as (the model's reference, the constructor's arguments), as
+        the ParallelEnv does: the copy is a fresh env of the same
+        configuration and batch (call ``reset`` on it).  A process-based
+        wrapper (Ray, a subprocess vector) ships it this way; its instances'
+        state travels with [`snapshot`][seer_env.env.SeerVectorEnv.snapshot]."""
+        m = self.seer_model
+        ref = m.reference or functools.partial(type(m), m.folder, m.name)
+        return (_rebuild_vector_env, (ref, dict(self._init_args)))
 
     def _arr(self, a: np.ndarray) -> np.ndarray:
         return _kernels.view_or_copy(a, self.copy)

@@ -238,3 +238,31 @@ def test_autoreset_mode_spellings() -> None:
         v = phold_v0.vector_env(1, autoreset_mode=spelling, **PHOLD)
         assert v.autoreset_mode is AutoresetMode.SAME_STEP
         v.close()
+
+
+def test_a_batched_env_pickles_as_a_fresh_env_of_the_same_arguments() -> None:
+    """As the ParallelEnv does (a process-based wrapper ships envs so); it raised
+    a TypeError naming an internal object (the call gate)."""
+    import pickle
+
+    from seer_env.envs import pcs_v0
+
+    v = pcs_v0.vector_env(3, width=4, height=4, threads=1, autoreset_mode="disabled",
+                          copy=False, batch_size=2)
+    v.reset(seed=3)
+    w = pickle.loads(pickle.dumps(v))
+    assert type(w) is type(v) and w is not v
+    assert (w.num_envs, w.autoreset_mode, w.copy, w.batch_size) == (
+        3, v.autoreset_mode, False, 2)
+    assert w.config == v.config
+    a, _ = v.reset(seed=5)
+    b, _ = w.reset(seed=5)
+    assert np.array_equal(a, b)
+    acts = np.ones((3, 16), np.int64)
+    assert all(np.array_equal(x, y) for x, y in zip(v.step(acts)[:4], w.step(acts)[:4],
+                                                    strict=True))
+    g = pickle.loads(pickle.dumps(pcs_v0.agent_vector_env(2, width=4, height=4, threads=1)))
+    g.reset(seed=0)
+    g.step(np.zeros(g.num_envs, np.int64))
+    for e in (v, w, g):
+        e.close()
