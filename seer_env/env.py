@@ -2114,6 +2114,11 @@ class SeerVectorEnv(_SeerEnvCommon):
                 self._env_id(snap.env_ids[0] if env_id is None else env_id),)
         elif n == self.num_envs and env_id is None:
             targets = tuple(range(n))
+        elif n > 1 and env_id is not None:
+            raise SnapshotError(
+                f"{name}: env_id={env_id!r} takes a snapshot of one instance; this one holds "
+                f"{n} ({list(snap.env_ids)[:8]}): restore it with env_id=None, or take "
+                "snapshot(env_id=...) of the one instance to move")
         else:
             raise SnapshotError(
                 f"{name}: the snapshot holds {n} instance(s) {list(snap.env_ids)[:8]}; this env "

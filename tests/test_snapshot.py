@@ -625,3 +625,19 @@ def test_restore_in_a_fork_child() -> None:
     res = subprocess.run([sys.executable, "-c", _FORK], capture_output=True, cwd=ROOT,
                          timeout=300, check=False, text=True)
     assert res.returncode == 0 and res.stdout.strip() == "ok", res.stderr[-3000:]
+
+
+def test_a_snapshot_of_every_instance_into_one_env_id_says_what_is_wrong() -> None:
+    """The message said "holds 3 instance(s); this env has 3": true, and no help."""
+    from seer_env.envs import pcs_v0
+
+    v = pcs_v0.vector_env(3, width=2, height=2, threads=1)
+    v.reset(seed=0)
+    snap = v.snapshot()
+    before = v.snapshot()
+    with pytest.raises(SnapshotError, match=r"env_id=0 takes a snapshot of one instance; "
+                                            r"this one holds 3"):
+        v.restore(snap, env_id=0)
+    assert v.snapshot().instances == before.instances
+    v.restore(v.snapshot(env_id=1), env_id=0)  # what the message says to do
+    v.close()
