@@ -211,6 +211,17 @@ def _make_class() -> type:  # noqa: C901 - one class, built where torch is at ha
                     raise ConfigError(
                         f"{k}= is set by SeerTorchEnv (copy=False, autoreset_mode='disabled': "
                         "TorchRL resets finished instances)")
+            seed = _checked_seed(seed)  # checked before anything is made
+            try:
+                dev = torch.device(device)
+                if dev.type == "cuda" and not torch.cuda.is_available():
+                    raise RuntimeError("CUDA is not available in this torch build or machine")
+                if dev.type == "cuda" and (dev.index or 0) >= torch.cuda.device_count():
+                    raise RuntimeError(f"this machine has {torch.cuda.device_count()} CUDA "
+                                       "device(s)")
+            except (RuntimeError, TypeError, ValueError) as exc:
+                raise ConfigError(f"device={device!r} is not a device torch can use here: "
+                                  f"{exc}") from None
             model = env if isinstance(env, Model) else _get_model(env)
             self._venv: Any = None
             venv = model.vector_env(num_envs, copy=False, autoreset_mode="disabled", **config)
@@ -221,7 +232,7 @@ def _make_class() -> type:  # noqa: C901 - one class, built where torch is at ha
             except BaseException:
                 venv.close()
                 raise
-            self._seed = _checked_seed(seed)
+            self._seed = seed
             self._started = False
             self._state_cache: Any = None
 

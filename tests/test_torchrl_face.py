@@ -357,6 +357,16 @@ def test_a_bad_seed_is_refused_where_it_is_given_and_changes_nothing(bad: Any) -
     ref.close()
 
 
+@pytest.mark.parametrize("device", ["bogus", "cuda:63", 3.5])
+def test_a_device_torch_cannot_use_is_a_config_error(device: Any) -> None:
+    """It raised torch's own RuntimeError or AssertionError from inside TorchRL."""
+    if device == "cuda:63" and torch.cuda.device_count() > 63:  # pragma: no cover
+        pytest.skip("a machine with 64 GPUs")
+    name, cfg = PCS
+    with pytest.raises(ConfigError, match=f"device={device!r} is not a device"):
+        SeerTorchEnv(name, num_envs=B, device=device, **cfg)
+
+
 def test_a_snapshot_with_a_forged_seed_is_refused() -> None:
     import dataclasses
 
