@@ -39,6 +39,7 @@ from .errors import (
     SeerError,
     SnapshotError,
     StateError,
+    UnknownAgentError,
 )
 from .registry import ENVS, available, make, register_pettingzoo
 from .testing import VerifyReport, verify
@@ -62,6 +63,7 @@ __all__ = [
     "ConfigError",
     "ExecutorError",
     "InvalidActionError",
+    "UnknownAgentError",
     "StateError",
     "AsyncStateError",
     "ClosedError",

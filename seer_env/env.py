@@ -51,6 +51,7 @@ from .errors import (
     SeerError,
     SnapshotError,
     StateError,
+    UnknownAgentError,
 )
 from .stpa import attach as attach_stpa
 from .stpa import describe as describe_stpa
@@ -453,7 +454,7 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
         try:
             return self.agent_index[agent]
         except (KeyError, TypeError):
-            raise InvalidActionError(f"{self.seer_model.name}: unknown agent {agent!r}") from None
+            raise UnknownAgentError(f"{self.seer_model.name}: unknown agent {agent!r}") from None
 
     # -- episode --------------------------------------------------------------
 
@@ -637,7 +638,7 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
                     f"{model}: the action key {agent!r} cannot be compared with the agents' "
                     f"names: {exc!r}") from exc
             if not known:
-                raise InvalidActionError(f"{model}: unknown agent {agent!r}")
+                raise UnknownAgentError(f"{model}: unknown agent {agent!r}")
         sz = self.sizes
         rows = []
         missing = []

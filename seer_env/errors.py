@@ -31,6 +31,13 @@ class InvalidActionError(SeerError, ValueError):
     """An action with the wrong agent, shape, dtype or value. Nothing was changed."""
 
 
+class UnknownAgentError(InvalidActionError, KeyError):
+    """An agent name the env does not have (in an action dict, or asked for its
+    spaces).  A `KeyError` too, as a dict lookup of the name would raise."""
+
+    __str__ = Exception.__str__  # the message, not KeyError's quoted repr of it
+
+
 class StateError(SeerError, RuntimeError):
     """A call in the wrong order (step before reset, step after the episode ended)."""
 
@@ -99,6 +106,7 @@ __all__ = [
     "ConfigError",
     "ExecutorError",
     "InvalidActionError",
+    "UnknownAgentError",
     "StateError",
     "AsyncStateError",
     "ClosedError",

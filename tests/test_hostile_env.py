@@ -987,3 +987,21 @@ def test_an_unknown_reset_option_is_refused_and_changes_nothing() -> None:
     p = pcs_v0.parallel_env(width=2, height=2, threads=1)
     p.reset(seed=0, options={"options": 1})
     p.close()
+
+
+def test_an_unknown_agent_is_a_key_error_too() -> None:
+    """A name the env has no agent of raises UnknownAgentError: an
+    InvalidActionError (as before) and a KeyError, what a dict lookup of the
+    name raises, with the message as it is (not KeyError's quoted repr)."""
+    from seer_env.errors import UnknownAgentError
+
+    env = pcs_v0.parallel_env(width=2, height=2, threads=1)
+    env.reset(seed=0)
+    for call in (lambda: env.action_space("nobody"), lambda: env.observation_space("nobody"),
+                 lambda: env.step({**dict.fromkeys(env.agents, 0), "nobody": 0})):
+        with pytest.raises(KeyError) as exc:
+            call()
+        assert isinstance(exc.value, UnknownAgentError)
+        assert isinstance(exc.value, InvalidActionError)
+        assert str(exc.value) == "pcs_v0: unknown agent 'nobody'"
+    env.close()
