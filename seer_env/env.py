@@ -212,7 +212,7 @@ class _SeerEnvCommon:
                                enforce_masks=config.get("enforce_masks", True))
         rt = self.runtime
         rt.requested_threads = self.threads  # ("auto" above became every CPU)
-        attach_stpa(rt)  # threads="auto" with the parallel executor: STPA chooses
+        attach_stpa(rt)  # threads="auto", no executor given: STPA chooses
         self.max_cycles = rt.max_cycles
         #: the configuration as the model completed it, plus max_cycles
         self.config = {**rt.config, "max_cycles": rt.max_cycles}
