@@ -42,14 +42,17 @@ import os
 import platform
 import threading
 import weakref
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ._loader import core, runtime_module
 from ._native import _ERRLEN, Group, NativeModel, Sizes, error_for
 from .errors import ClosedError, ConfigError, SnapshotError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from numpy.typing import ArrayLike  # a mask: anything np.asarray(mask, dtype=bool) reads
 
 # -- runtimes -----------------------------------------------------------------------
 
@@ -109,7 +112,7 @@ def _estimate(model: NativeModel, cfg: Any, opts: Any) -> dict[str, int]:
     """``seer_runtime_estimate``: the checks of ``seer_runtime_create``, the
     memory limit's included, without allocating anything; bytes by part."""
     lib, ffi = model.lib, model.ffi
-    names = []
+    names: list[str] = []
     while (name := lib.seer_memory_part_name(len(names))) != ffi.NULL:
         names.append(ffi.string(name).decode())
     parts = ffi.new("uint64_t[]", max(1, len(names)))
@@ -223,6 +226,18 @@ class Runtime:
             ([`memory_estimate`][seer_env.registry.memory_estimate]; the total is the sum).
     """
 
+    # The host buffers, which _host_buffers sets by name (setattr): arrays the
+    # runtime writes in place, one row per instance and agent.
+    actions: np.ndarray  # (B, A) int32, (B, A, D) int32/float32, (B, A, D) uint32 words (groups)
+    obs: np.ndarray  # (B, A, obs_dim) float32
+    reward: np.ndarray  # (B, A) float32
+    terminated: np.ndarray  # (B, A) bool
+    truncated: np.ndarray  # (B, A) bool
+    alive: np.ndarray  # (B, A) bool
+    active: np.ndarray  # (B, A) bool
+    info: np.ndarray  # (B, A, info_dim) float64
+    mask: np.ndarray  # (B, A, mask_dim) bool
+
     def __init__(
         self,
         model: NativeModel,
@@ -310,6 +325,8 @@ class Runtime:
         closed or collected first."""
         ffi, lib = self.ffi, self.lib
         A = sz.num_agents
+        act_dtype: type[np.generic]
+        act_shape: tuple[int, ...]
         if sz.num_groups > 1:  # 4-byte words; each group views its own (group_actions)
             act_dtype, act_shape = np.uint32, (B, A, sz.action_dim)
         elif sz.action_kind == "discrete":
@@ -362,7 +379,7 @@ class Runtime:
             raise error_for(self.lib, rc,
                             self.ffi.string(self.lib.seer_runtime_error(h)).decode())
 
-    def _mask_ptr(self, mask: Iterable[bool] | None) -> Any:
+    def _mask_ptr(self, mask: ArrayLike | None) -> Any:
         if mask is None:
             return self.ffi.NULL
         m = np.asarray(mask, dtype=bool)
@@ -446,7 +463,7 @@ class Runtime:
         with self._call() as h:
             self._check(h, self.lib.seer_runtime_step(h, mask_ptr))
 
-    def reset(self, seeds: Sequence[int], mask: Iterable[bool] | None = None) -> None:
+    def reset(self, seeds: Sequence[int], mask: ArrayLike | None = None) -> None:
         """Reset the instances selected by ``mask`` (all if None) with ``seeds[i]``."""
         s = np.asarray([int(x) & 0xFFFFFFFFFFFFFFFF for x in seeds], dtype=np.uint64)
         if s.shape != (self.num_instances,):
@@ -457,7 +474,7 @@ class Runtime:
         if self.stpa is not None:
             self.stpa.notify_reset()
 
-    def step(self, mask: Iterable[bool] | None = None) -> None:
+    def step(self, mask: ArrayLike | None = None) -> None:
         """Step the selected instances with the actions in `actions` (GIL released)."""
         st = self.stpa
         if st is not None and st.countdown <= 1:  # a probe, or a periodic drift check
@@ -474,7 +491,7 @@ class Runtime:
         if st is not None:  # counted only once the step ran: a refused one is no step
             st.countdown -= 1
 
-    def check_actions(self, mask: Iterable[bool]) -> None:
+    def check_actions(self, mask: ArrayLike) -> None:
         """Raise what `step` would raise before anything changes, for the
         instances selected by ``mask``, without stepping them:
         `StateError` for one that is not reset, failed
