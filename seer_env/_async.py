@@ -28,7 +28,7 @@ import os
 import threading
 import weakref
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -218,7 +218,8 @@ def _execute(rt: Any, jobs: list[Job], same_step: bool) -> dict[int, tuple[np.nd
     else:
         step = np.logical_or.reduce([j.step for j in jobs])
         reset = np.logical_or.reduce([j.reset for j in jobs])
-        seeds = np.sum([j.seeds for j in jobs], axis=0, dtype=np.uint64)  # disjoint rows
+        seeds = cast(np.ndarray, np.sum([j.seeds for j in jobs], axis=0,  # disjoint rows
+                                        dtype=np.uint64))
     finals: dict[int, tuple[np.ndarray, ...]] = {}
     if reset.any():
         rt.reset(seeds.tolist(), reset)

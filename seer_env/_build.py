@@ -36,7 +36,7 @@ import sysconfig
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 PKG = Path(__file__).resolve().parent
 
@@ -343,7 +343,9 @@ def build_module(
             obj = tmpd / f"model_{src.stem}.o"
             objects.append(obj)
             # a model sees the public header and its own folder, nothing else
-            jobs_list.append(([*cc, *flags, f"-I{INCLUDE}", f"-I{Path(model_dir).resolve()}",
+            # (model_dir is set: the loop runs only then)
+            jobs_list.append(([*cc, *flags, f"-I{INCLUDE}",
+                               f"-I{Path(cast(Path, model_dir)).resolve()}",
                                "-c", str(src.resolve()), "-o", str(obj)], obj, obj))
         gobj = tmpd / "glue.o"
         objects.append(gobj)

@@ -27,12 +27,12 @@ import os
 import threading
 import weakref
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 try:  # the C gate (built with the package)
-    from . import _fast
+    from . import _fast  # type: ignore[attr-defined]  # a C extension: no source, no stub
 except ImportError:  # pragma: no cover - a source tree without built extensions
-    _fast = None  # type: ignore[assignment]
+    _fast = None
 from .errors import ClosedError, StateError
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -236,7 +236,7 @@ def exclusive(method: _F) -> _F:
     exec(compile(src, filename, "exec"), ns)
     # tracebacks show the wrapper's lines
     linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
-    return functools.wraps(method)(ns[name])  # type: ignore[no-any-return]
+    return cast(_F, functools.wraps(method)(ns[name]))
 
 
 def close_now(env: Any) -> None:

@@ -29,9 +29,9 @@ from typing import Any
 import numpy as np
 
 try:  # the kernels in C (built with the package)
-    from . import _fast
+    from . import _fast  # type: ignore[attr-defined]  # a C extension: no source, no stub
 except ImportError:  # pragma: no cover - a source tree without built extensions
-    _fast = None  # type: ignore[assignment]
+    _fast = None
 
 #: The kernels, each a name of this module.
 NAMES = ("vec_outputs", "dict_outputs", "copy_actions", "dict_actions", "finished")

@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -109,7 +109,8 @@ class Param:
         elif self.low is None and self.kind == "float":
             text = "any finite number"
         else:
-            lo, hi = (self.low, self.high) if self.low is not None else _type_range(
+            # a declared range has both ends (NativeModel sets them together)
+            lo, hi = (self.low, cast(float, self.high)) if self.low is not None else _type_range(
                 self.kind, self.size)
             text = f"{'(' if self.low_exclusive else '['}{_num(lo)}, {_num(hi)}]"
         if self.inf_ok:

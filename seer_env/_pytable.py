@@ -27,7 +27,7 @@ The layouts compiled handlers bake in come from here too
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import numpy as np
 
@@ -79,7 +79,7 @@ def output_offsets() -> tuple[int, int, int, int, int]:
     """Byte offsets of ``seer_output``'s pointers: obs, reward, terminated,
     truncated, info (observe's ``out``)."""
     ffi = core().ffi
-    return tuple(ffi.offsetof("seer_output", n)  # type: ignore[return-value]
+    return tuple(ffi.offsetof("seer_output", n)
                  for n in ("obs", "reward", "terminated", "truncated", "info"))
 
 
@@ -111,6 +111,8 @@ class SizesOut:
     one of another type TypeError."""
 
     __slots__ = ("_s", "_lib")
+    _s: Any  # the cffi seer_sizes
+    _lib: Any
 
     def __init__(self, s: Any, lib: Any) -> None:
         object.__setattr__(self, "_s", s)
@@ -205,16 +207,27 @@ class GroupSpec(Protocol):
     """What `group_hook` reads of a group (a
     [`seer_env.pymodel.Group`][seer_env.pymodel.Group], ``info_dim`` filled in)."""
 
-    name: str
-    count: int
-    obs_dim: int
-    action_kind: str
-    action_dim: int
-    action_n: int
-    action_low: float
-    action_high: float
-    info_dim: int
-    info_names: Sequence[str]
+    # read-only members (properties): a frozen dataclass has them
+    @property
+    def name(self) -> str: ...
+    @property
+    def count(self) -> int: ...
+    @property
+    def obs_dim(self) -> int: ...
+    @property
+    def action_kind(self) -> str: ...
+    @property
+    def action_dim(self) -> int: ...
+    @property
+    def action_n(self) -> int: ...
+    @property
+    def action_low(self) -> float: ...
+    @property
+    def action_high(self) -> float: ...
+    @property
+    def info_dim(self) -> int: ...
+    @property
+    def info_names(self) -> Sequence[str]: ...
 
 
 def group_hook(config_dtype: np.dtype, group: Callable[[np.ndarray, int], GroupSpec],
@@ -322,17 +335,29 @@ class ParamSpec(Protocol):
     """What `model_table` reads of a parameter (a
     [`seer_env.pymodel.Param`][seer_env.pymodel.Param])."""
 
-    name: str
-    dtype: np.dtype
-    default: float | int | bool | None
-    lo: float | None
-    hi: float | None
-    gt: bool
-    inf: bool
-    none: bool
-    none_value: float
-    count: int
-    doc: str
+    # read-only members (properties): a frozen dataclass has them
+    @property
+    def name(self) -> str: ...
+    @property
+    def dtype(self) -> np.dtype: ...
+    @property
+    def default(self) -> float | int | bool | None: ...
+    @property
+    def lo(self) -> float | None: ...
+    @property
+    def hi(self) -> float | None: ...
+    @property
+    def gt(self) -> bool: ...
+    @property
+    def inf(self) -> bool: ...
+    @property
+    def none(self) -> bool: ...
+    @property
+    def none_value(self) -> float: ...
+    @property
+    def count(self) -> int: ...
+    @property
+    def doc(self) -> str: ...
 
 
 def _cstr(ffi: Any, s: str, keep: list[Any]) -> Any:
@@ -371,6 +396,7 @@ def model_table(*, name: str, params: Sequence[ParamSpec], config: np.dtype, sta
     t.api_version = lib.SEER_API_VERSION
     t.name = _cstr(ffi, name, keep)
     t.config_size = config.itemsize if params else 0
+    # config and state are records (structured dtypes): their fields and names are set
     if params:
         ps = ffi.new("seer_param[]", len(params))
         keep.append(ps)
@@ -379,7 +405,7 @@ def model_table(*, name: str, params: Sequence[ParamSpec], config: np.dtype, sta
             q.name = _cstr(ffi, p.name, keep)
             q.kind = getattr(lib, _KINDS[p.dtype.kind])
             q.size = p.dtype.itemsize
-            q.offset = config.fields[p.name][1]
+            q.offset = cast("Mapping[str, tuple[Any, ...]]", config.fields)[p.name][1]
             q.count = p.count
             q.inner = 0
             q.flags = ((lib.SEER_P_GT if p.gt else 0) | (lib.SEER_P_INF if p.inf else 0)
@@ -391,12 +417,12 @@ def model_table(*, name: str, params: Sequence[ParamSpec], config: np.dtype, sta
             q.doc = _cstr(ffi, p.doc, keep)
         t.params = ps
         t.num_params = len(params)
-    fields = [n for n in state.names if n != "_unused"]
+    fields = [n for n in cast("tuple[str, ...]", state.names) if n != "_unused"]
     if fields:
         fs = ffi.new("seer_field[]", len(fields))
         keep.append(fs)
         for i, n in enumerate(fields):
-            fdt, off = state.fields[n][:2]
+            fdt, off = cast("Mapping[str, tuple[Any, ...]]", state.fields)[n][:2]
             shape = fdt.shape
             if len(shape) > 2:
                 raise ConfigError(f"{name}: state field {n!r} has {len(shape)} "

@@ -128,10 +128,11 @@ def bench_phold(rounds: int = 7, steps: int = 4, log: Callable[[str], None] = pr
     out: dict[str, Any] = {"machine": machine(), "work_iterations": work}
     for label, w in (("work~1us", work), ("work=0", 0)):
         cfg = phold_config(4096, w)
+        # the ignores: mypy cannot type a lambda's default arguments (python/mypy#15459)
         cases = [
-            Case("serial", lambda cfg=cfg: Runtime("phold", cfg, 1, "serial", 1), steps),
-            Case("parallel-1", lambda cfg=cfg: Runtime("phold", cfg, 1, "parallel", 1), steps),
-            Case("parallel-2", lambda cfg=cfg: Runtime("phold", cfg, 1, "parallel", 2), steps),
+            Case("serial", lambda cfg=cfg: Runtime("phold", cfg, 1, "serial", 1), steps),  # type: ignore[misc]
+            Case("parallel-1", lambda cfg=cfg: Runtime("phold", cfg, 1, "parallel", 1), steps),  # type: ignore[misc]
+            Case("parallel-2", lambda cfg=cfg: Runtime("phold", cfg, 1, "parallel", 2), steps),  # type: ignore[misc]
         ]
         res = run_cases(cases, rounds)
         ser = res["serial"]["events_per_s"]
@@ -249,8 +250,9 @@ def bench_api(rounds: int = 9, agents: tuple[int, ...] = (16, 64, 256, 1024, 409
         acts = dict.fromkeys(penv.agents, 0)
         pure = MinimalDictEnv(penv.agents, penv.sizes.obs_dim, penv.info_keys)
         block = max(3, 20000 // n)
-        m = _rotated({"native": rt.step, "dict": lambda p=penv, a=acts: p.step(a),
-                      "pure": lambda p=pure, a=acts: p.step(a)}, rounds, block)
+        # the ignores: mypy cannot type a lambda's default arguments (python/mypy#15459)
+        m = _rotated({"native": rt.step, "dict": lambda p=penv, a=acts: p.step(a),  # type: ignore[misc]
+                      "pure": lambda p=pure, a=acts: p.step(a)}, rounds, block)  # type: ignore[misc]
         penv.close()
         nenv.close()
         ours = (m["dict"] - m["native"]) / n
@@ -314,7 +316,8 @@ def bench_pcs(rounds: int = 9, threads: int = 2, widths: tuple[int, ...] = (32, 
             e.reset(seed=0)
             for _ in range(block):
                 e.step(acts)
-        samples = _blocks({k: lambda e=e, a=acts: e.step(a) for k, e in envs.items()}, rounds,
+        # the ignores: mypy cannot type a lambda's default arguments (python/mypy#15459)
+        samples = _blocks({k: lambda e=e, a=acts: e.step(a) for k, e in envs.items()}, rounds,  # type: ignore[misc]
                           block)
         ev = {k: e.runtime.stats()["events"] / max(1, e.runtime.stats()["steps"])
               for k, e in envs.items()}

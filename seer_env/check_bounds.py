@@ -47,7 +47,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -334,7 +334,7 @@ def _watched_run(watch: _Watch, config: Mapping[str, Any], steps: int, batch: in
         for k in range(1, steps + 1):
             watch.step = k
             rt.actions[:] = random_actions(rng, rt)
-            again = ~rt.alive.any(axis=1)
+            again = cast(np.ndarray, ~rt.alive.any(axis=1))  # (B,): one per instance
             if k % 17 == 0:
                 again[k // 17 % batch] = True
             if (~again).any():
@@ -466,6 +466,7 @@ def uninit_findings(native: Any, config: Mapping[str, Any], steps: int,
     builds = _painted(native) or ([("plain", native)] if unwritten else [])
     runs: list[list[dict[str, Any]]] = []
     watches: list[_Watch] = []
+    w: _Watch | None  # each build's, then the first build's (if unwritten)
     for _, nat in builds:
         w = _Watch(nat, capture=len(builds) > 1)
         got, _err = _watched_run(w, cfg, steps, batch, seed)

@@ -217,9 +217,10 @@ def race_findings(model_dir_or_native: Any, config: Mapping[str, Any] | None = N
     executor = "parallel" if sizes.lookahead > 0.0 else "optimistic"
     if batch is None:  # enough work per phase that the second thread joins in
         batch = max(2, min(64, -(-_ITEMS_PER_PHASE // max(1, sizes.num_entities))))
-    job = dict(module=name, path=str(so), source=str(model_dir), config=cfg,
-               executor=executor, threads=threads, batch=batch, seed=seed, steps=steps,
-               check=2 if executor == "parallel" else 0, shuffle_seed=shuffle_seed)
+    job: dict[str, Any] = dict(
+        module=name, path=str(so), source=str(model_dir), config=cfg,
+        executor=executor, threads=threads, batch=batch, seed=seed, steps=steps,
+        check=2 if executor == "parallel" else 0, shuffle_seed=shuffle_seed)
     no_aslr = False
     with tempfile.TemporaryDirectory(prefix="seer-tsan-") as tmp:
         for attempt in range(3):

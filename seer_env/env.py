@@ -176,6 +176,7 @@ class _SeerEnvCommon:
 
     seer_model: Model
     runtime: Runtime
+    _needs_reset: bool  # the faces set it: True until reset(), and after close()
 
     def _setup(self, model: Model, num_instances: int, config: Mapping[str, Any]) -> None:
         self._busy = _gate.new_gate()  # every call passes through it (exclusive), and close()
@@ -222,7 +223,7 @@ class _SeerEnvCommon:
             raise ConfigError(f"{model.name}: the model gives two agents one name")
         self.agent_index = {a: i for i, a in enumerate(self.possible_agents)}
         obs_lo, obs_hi, st_lo, st_hi = native.bounds(rt._config_ptr, self.sizes)
-        self._obs_space = _box(obs_lo, obs_hi)
+        self._obs_space: gymnasium.Space = _box(obs_lo, obs_hi)
         self._state_space = _box(st_lo, st_hi)
         sz = self.sizes
         if sz.action_kind == "discrete":
@@ -318,7 +319,7 @@ class _SeerEnvCommon:
         for i, data in pairs:
             self.runtime.restore(i, data, check_only=True)
 
-    def _seeds(self, seed: int | None, n: int) -> list[int]:
+    def _seeds(self, seed: int | np.integer | None, n: int) -> list[int]:
         """Seeds of n instances: ``seed + i`` (mod 2**64), or the spec's default."""
         if seed is None and self.seer_model.default_seed is not None:
             seed = self.seer_model.default_seed(self.config)
@@ -751,7 +752,7 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
         if self._structured:
             return self._group_outputs(live_idx)
         # one pass (in C where _fast is built), the observations' copy included
-        return _kernels.dict_outputs(  # type: ignore[no-any-return]
+        return _kernels.dict_outputs(
             self._live_names, live_idx, self._out_spec)
 
     def _group_outputs(self, live_idx: np.ndarray) -> tuple[tuple[dict, dict, dict, dict, dict],
@@ -879,7 +880,7 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
                 self._warned_display = True
             return
         try:
-            import pygame  # type: ignore[import-not-found]
+            import pygame
         except ImportError:
             raise StateError("render_mode='human' needs pygame (pip install pygame)") from None
         if self._window is None:
@@ -906,7 +907,7 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
 
     def _close_now(self) -> None:
         if self._window is not None:
-            import pygame  # type: ignore[import-not-found]
+            import pygame
 
             pygame.display.quit()
             self._window = None
@@ -1099,7 +1100,7 @@ _AEC_EPISODE_ATTRS = frozenset(
      "agents"})
 
 
-class _SeerAECIterator(AECOrderEnforcingIterator):  # type: ignore[misc]
+class _SeerAECIterator(AECOrderEnforcingIterator):
     def __next__(self) -> Any:
         agent = AECIterator.__next__(self)
         if not self.env._has_updated:
@@ -1109,7 +1110,7 @@ class _SeerAECIterator(AECOrderEnforcingIterator):  # type: ignore[misc]
         return agent
 
 
-class _SeerAECIterable(AECOrderEnforcingIterable):  # type: ignore[misc]
+class _SeerAECIterable(AECOrderEnforcingIterable):
     def __iter__(self) -> Any:
         return _SeerAECIterator(self.env, self.max_iter)
 
@@ -1164,7 +1165,7 @@ class _SeerOrderEnforcingWrapper(OrderEnforcingWrapper):
     def snapshot(self) -> EnvSnapshot:
         """The AEC env's state (`SeerAECEnv.snapshot`)."""
         self._check_reset("snapshot")
-        return self.env.snapshot()  # type: ignore[no-any-return]
+        return self.env.snapshot()
 
     def restore(self, snap: EnvSnapshot) -> None:
         """Go back to ``snap`` (`SeerAECEnv.restore`); as after a reset, the
@@ -1727,7 +1728,7 @@ class SeerVectorEnv(_SeerEnvCommon):
         self._interrupted = ""
         if self._structured:
             return self._structure(out)
-        return out  # type: ignore[no-any-return]
+        return out
 
     def _structure(self, out: tuple[Any, ...], rows: np.ndarray | None = None
                    ) -> tuple[Any, ...]:
@@ -1743,7 +1744,7 @@ class SeerVectorEnv(_SeerEnvCommon):
                 infos["action_mask"] = self._arr(rt.mask) if rows is None else rt.mask[rows]
             return obs, rew, term, trunc, infos
 
-        def split(a: Any, dim: int | None = None) -> dict[str, Any] | None:
+        def split(a: Any, dim: str | None = None) -> dict[str, Any] | None:
             if a is None:
                 return None
             return {g.name: a[:, g.first:g.first + g.count] if dim is None else
@@ -1776,13 +1777,13 @@ class SeerVectorEnv(_SeerEnvCommon):
             # the outputs and the finished instances in one call
             out, n = _kernels.vec_outputs(self._bufs, self.copy, self._autoreset)
             self._any_autoreset = n > 0
-            return out  # type: ignore[no-any-return]
+            return out
         rt.step()
         finished = self._fin
         out, n = _kernels.vec_outputs(
             self._bufs, self.copy, None if mode is AutoresetMode.DISABLED else finished)
         if n == 0:
-            return out  # type: ignore[no-any-return]
+            return out
         finished = finished.copy()
         # SAME_STEP with finished instances: keep the final step, then reset them.
         rew, term, trunc = self._final
@@ -2047,7 +2048,7 @@ class SeerVectorEnv(_SeerEnvCommon):
         if self._structured:
             out = self._structure(out, ids)
         out[-1]["env_id"] = ids
-        return out  # type: ignore[return-value]
+        return out
 
     @staticmethod
     def _finished(rt: Runtime, out: np.ndarray) -> int:

@@ -353,7 +353,7 @@ class AgentVectorEnv(gymnasium.vector.VectorEnv):
         if arr.shape[:1] != (self.num_envs,) or arr.size != int(np.prod(self._act_shape)):
             want = (self.num_envs, *self._act_shape[2:])
             raise InvalidActionError(f"actions must have shape {want}, got {arr.shape}")
-        act = arr.reshape(self._act_shape)
+        act: np.ndarray | dict[str, Any] = arr.reshape(self._act_shape)
         if self.group is not None:
             act = {**self._other_actions(), self.group: act}
         return act

@@ -93,7 +93,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from .env import EnvSnapshot, _raised_by_seer
 from .errors import ConfigError, SeerError, SnapshotError, StateError
@@ -198,8 +198,11 @@ def _build_class() -> type:
             }
             self.action_spaces = {a: self.par_env.action_space(a) for a in self.possible_agents}
             # the old API stack reads these; RLlib's checker needs them present
-            self.observation_space = gymnasium.spaces.Dict(self.observation_spaces)
-            self.action_space = gymnasium.spaces.Dict(self.action_spaces)
+            # (keyed by the agents' names: str, where RLlib's AgentID is any hashable)
+            self.observation_space = gymnasium.spaces.Dict(
+                cast("dict[str, gymnasium.Space]", self.observation_spaces))
+            self.action_space = gymnasium.spaces.Dict(
+                cast("dict[str, gymnasium.Space]", self.action_spaces))
             #: the global state's space (``state()``, ``infos[agent]["state"]``)
             self.state_space = self.par_env.state_space
 
@@ -225,7 +228,7 @@ def _build_class() -> type:
             """The global state now (the ParallelEnv's ``state()``, float32)."""
             return self.par_env.state()
 
-        @property  # type: ignore[override]
+        @property
         def agents(self) -> list[Any]:
             """The agents the last results speak of: alive now (the ParallelEnv's,
             so never behind it) or finished in the last step."""
@@ -238,17 +241,19 @@ def _build_class() -> type:
             keep = set(par_env.agents) | set(just)
             return [a for a in self.possible_agents if a in keep]
 
+        @agents.setter
+        def agents(self, value: Any) -> None:  # MultiAgentEnv.__init__ sets it
+            pass
+
         @property
         def agents_alive(self) -> list[Any]:
             """The agents alive now (those that act in the next step)."""
             par_env = self.__dict__.get("par_env")
             return [] if par_env is None else list(par_env.agents)
 
-        @agents.setter
-        def agents(self, value: Any) -> None:  # MultiAgentEnv.__init__ sets it
-            pass
-
-        def reset(
+        # reset and step: dicts keyed by the agents' names (str), where RLlib's
+        # types allow any hashable AgentID and gymnasium.Env's step is one agent's
+        def reset(  # type: ignore[override]  # str agent ids (see above)
             self, *, seed: int | None = None, options: dict[str, Any] | None = None
         ) -> tuple[dict[str, Any], dict[str, Any]]:
             cut, self._cut_short = self._cut_short, True  # until this call is done (see step)
@@ -263,7 +268,7 @@ def _build_class() -> type:
             self._cut_short = False
             return out
 
-        def step(self, action_dict: dict[str, Any]) -> tuple[
+        def step(self, action_dict: dict[str, Any]) -> tuple[  # type: ignore[override]  # (above)
             dict[str, Any], dict[str, float], dict[str, bool], dict[str, bool], dict[str, Any]
         ]:
             if self._cut_short:

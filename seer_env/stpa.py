@@ -110,7 +110,7 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -1145,7 +1145,8 @@ class Stpa(_Running):
             confirm = pr.trigger == "confirm" and self.decision is not None
             dec = select(timings, self.features, self.trace_summary, self.margin,
                          pr.trigger,
-                         incumbent=self.decision.candidate if confirm else None,
+                         incumbent=cast(Decision, self.decision).candidate if confirm
+                         else None,
                          hysteresis=self.hysteresis if confirm else 0.0)
             if pr.tiny and dec.candidate.threads == 1:
                 dec = dataclasses.replace(

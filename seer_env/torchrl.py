@@ -103,7 +103,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -407,8 +407,9 @@ def _make_class() -> type:  # noqa: C901 - one class, built where torch is at ha
                 if rew_g is not None:
                     src["reward"] = self._tensor(rew_g[i]).unsqueeze(-1)
                 if g.mask_shape is not None:
-                    am = self._tensor(masks[g.model_name] if isinstance(masks, dict) else masks,
-                                      bool)
+                    # a group with masks: infos carry them
+                    am = self._tensor(cast(np.ndarray, masks[g.model_name]
+                                           if isinstance(masks, dict) else masks), bool)
                     am |= ~mask_t.unsqueeze(-1)  # dead agents: every action allowed
                     am = am.reshape(B, g.count, *g.mask_shape)
                     src["action_mask"] = am

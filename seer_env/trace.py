@@ -86,9 +86,10 @@ def chrome_trace(runtime: Runtime, records: Sequence[np.ndarray] | None = None,
                 et = int(rec["type"])
                 if et not in names:
                     names[et] = runtime.event_name(et) or f"event {et}"
-                ev = {"name": names[et], "cat": "event",
-                      "args": {"instance": int(rec["instance"]), "entity": int(rec["entity"]),
-                               "sim_time": float(rec["sim_time"])}}
+                ev: dict[str, Any] = {
+                    "name": names[et], "cat": "event",
+                    "args": {"instance": int(rec["instance"]), "entity": int(rec["entity"]),
+                             "sim_time": float(rec["sim_time"])}}
             elif kind == "window":
                 ev = {"name": "window", "cat": "window",
                       "args": {"sim_start": float(rec["sim_time"]), "events": int(rec["count"])}}

@@ -15,7 +15,8 @@ Imported only when a Python model is built with Numba.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, cast
 
 import llvmlite.binding as llb
 import numba
@@ -277,7 +278,10 @@ def record_ptr(typingctx: Any, rec: Any) -> Any:
 
 
 def _payload_fields(dt: np.dtype) -> list[tuple[int, np.dtype, tuple[int, ...]]]:
-    return [(dt.fields[n][1], dt.fields[n][0].base, dt.fields[n][0].shape) for n in dt.names]
+    # a record (pymodel's _struct): its fields and names are set
+    fields = cast("Mapping[str, tuple[Any, ...]]", dt.fields)
+    return [(fields[n][1], fields[n][0].base, fields[n][0].shape)
+            for n in cast("tuple[str, ...]", dt.names)]
 
 
 def payload_packer(spec: api.Spec) -> Any:
@@ -295,17 +299,22 @@ def payload_packer(spec: api.Spec) -> Any:
         if len(tup) > len(fields):
             raise numba.core.errors.TypingError(
                 f"schedule(): a payload of {len(tup)} values for a payload dtype of "
-                f"{len(fields)} fields ({', '.join(dt.names)})")
-        for i, (ty, (_, _base, shape)) in enumerate(zip(tup.types, fields, strict=False)):
+                f"{len(fields)} fields ({', '.join(cast('tuple[str, ...]', dt.names))})")
+        # every concrete BaseTuple (Tuple, UniTuple, the named ones) has .types, which
+        # numba's stub leaves out of BaseTuple
+        for i, (ty, (_, _base, shape)) in enumerate(zip(tup.types, fields,  # type: ignore[attr-defined]
+                                                        strict=False)):
             n = int(np.prod(shape)) if shape else 0
             if n:
                 if not (isinstance(ty, types.BaseTuple) and len(ty) == n):
                     raise numba.core.errors.TypingError(
-                        f"schedule(): payload field {dt.names[i]!r} is an array of {n}: "
+                        f"schedule(): payload field {cast('tuple[str, ...]', dt.names)[i]!r} "
+                        f"is an array of {n}: "
                         f"pass a tuple of {n} values")
             elif not isinstance(ty, (types.Integer, types.Float, types.Boolean)):
                 raise numba.core.errors.TypingError(
-                    f"schedule(): payload field {dt.names[i]!r} takes a number, got {ty}")
+                    f"schedule(): payload field {cast('tuple[str, ...]', dt.names)[i]!r} "
+                    f"takes a number, got {ty}")
 
         def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
             buf = cgutils.alloca_once(builder, ir.ArrayType(ir.IntType(8), dt.itemsize))
@@ -315,7 +324,7 @@ def payload_packer(spec: api.Spec) -> Any:
                 ftype = numba.from_dtype(fdt)
                 lt = context.get_data_type(ftype)
                 val = builder.extract_value(args[0], i)
-                vty = tup.types[i]
+                vty = tup.types[i]  # type: ignore[attr-defined]  # (see above)
                 items = ([(off, val, vty)] if not shape else
                          [(off + j * fdt.itemsize, builder.extract_value(val, j), vty.types[j])
                           for j in range(int(np.prod(shape)))])
@@ -547,11 +556,15 @@ def _ov_fail(ctx, why):
 
 O_OBS, O_REWARD, O_TERM, O_TRUNC, O_INFO = output_offsets()
 
+# The ignore[call-arg] comments below: numba's stub types a call of an @intrinsic
+# with the typing function's signature, typingctx included, which compiled
+# code does not pass (c_model_sizes(ctx) is right).
+
 
 @numba.njit(inline="always")
 def output(ctx: Any, out: Any) -> Any:
     """observe's ``out``: the arrays of one agent's boundary outputs."""
-    sz = carray(c_model_sizes(ctx), 1, SIZES)[0]
+    sz = carray(c_model_sizes(ctx), 1, SIZES)[0]  # type: ignore[call-arg]  # numba stub: see above
     return api.Output(carray(ptr_at(out, O_OBS), sz.obs_dim, np.float32),
                       carray(ptr_at(out, O_REWARD), 1, np.float32),
                       carray(ptr_at(out, O_TERM), 1, np.uint8),
@@ -561,7 +574,7 @@ def output(ctx: Any, out: Any) -> Any:
 
 @numba.njit(inline="always")
 def action_view(ctx: Any, action: Any, dt: Any) -> Any:
-    sz = carray(c_model_sizes(ctx), 1, SIZES)[0]
+    sz = carray(c_model_sizes(ctx), 1, SIZES)[0]  # type: ignore[call-arg]  # numba stub: see above
     return carray(action, sz.action_dim, dt)
 
 
@@ -569,11 +582,11 @@ def action_view(ctx: Any, action: Any, dt: Any) -> Any:
 def mask_view(ctx: Any, mask: Any) -> Any:
     """action_mask's ``mask``: the agent's row of mask_dim bytes (its group's
     choices first)."""
-    sz = carray(c_model_sizes(ctx), 1, SIZES)[0]
+    sz = carray(c_model_sizes(ctx), 1, SIZES)[0]  # type: ignore[call-arg]  # numba stub: see above
     return carray(mask, sz.mask_dim, np.uint8)
 
 
 @numba.njit(inline="always")
 def state_view(ctx: Any, out: Any) -> Any:
-    sz = carray(c_model_sizes(ctx), 1, SIZES)[0]
+    sz = carray(c_model_sizes(ctx), 1, SIZES)[0]  # type: ignore[call-arg]  # numba stub: see above
     return carray(out, sz.state_dim, np.float32)

@@ -10,7 +10,7 @@ with the exception's type, message and line in the error.
 from __future__ import annotations
 
 import traceback
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -86,10 +86,11 @@ class Ctx(HandlerContext):
             buf[0] = payload._a[0]
         else:
             vals = tuple(payload)
-            if len(vals) > len(spec.payload.names):
+            # the payload dtype is a record (pymodel's _struct): its names are set
+            if len(vals) > len(cast("tuple[str, ...]", spec.payload.names)):
                 raise TypeError(f"schedule(): {len(vals)} payload values for "
-                                f"{len(spec.payload.names)} fields")
-            for name, v in zip(spec.payload.names, vals, strict=False):
+                                f"{len(cast('tuple[str, ...]', spec.payload.names))} fields")
+            for name, v in zip(cast("tuple[str, ...]", spec.payload.names), vals, strict=False):
                 buf[name][0] = v
         return HandlerContext.schedule(self, target, t, event_type, buf, spec.payload.itemsize)
 

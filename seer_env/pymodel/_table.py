@@ -35,7 +35,7 @@ import warnings
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -167,7 +167,7 @@ def _hash_value(h: Any, v: Any, seen: set[int], depth: int) -> None:
         h.update(name.encode())
         if name.split(".")[0] not in _SKIP_MODULES and getattr(v, "__file__", None):
             try:
-                h.update(Path(v.__file__).read_bytes())
+                h.update(Path(cast(str, v.__file__)).read_bytes())  # checked just above
             except OSError:  # pragma: no cover
                 pass
     elif callable(v):
@@ -449,7 +449,7 @@ def _compile(model: PythonModel, rebuild: bool, log: Callable[[str], None] | Non
                     except NumbaError as exc:
                         raise _compile_error(model, h, exc) from None
                     keep.append(cf)
-                    addrs[h] = cf.address
+                    addrs[h] = cast(int, cf.address)  # compiled: set
                     if bar is not None:
                         bar.update(1)
             finally:
@@ -621,7 +621,9 @@ def _host_hooks(model: PythonModel, keep: list[Any]) -> dict[str, Any]:
 
     if "group" in fns:
         cbs["group"] = _pytable.group_hook(
-            spec.config, lambda cfg, g: _group_of(model, Record(cfg), g), keep)
+            # _group_of fills info_dim in (an int, as GroupSpec has it)
+            spec.config, lambda cfg, g: cast(_pytable.GroupSpec, _group_of(model, Record(cfg), g)),
+            keep)
 
     def group_dim(cfg: np.ndarray, g: int, what: str) -> int:
         """Group g's obs_dim or action_dim (the one group's without groups)."""
