@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install seer_env with its test dependencies into ./.venv and run everything:
-# ruff, import-linter (the Python layers), the documentation site (strict),
+# ruff, import-linter (the Python layers), mypy (the package's type
+# annotations), the documentation site (strict),
 # the pytest suite, the runtime's C stress tests plain and under
 # ThreadSanitizer and AddressSanitizer+UBSan (and seer_env._fast under ASan),
 # and the package as a user gets
@@ -21,6 +22,8 @@ echo "== ruff"
 .venv/bin/ruff check .
 echo "== lint-imports (the Python layer's one-way import order, pyproject.toml)"
 .venv/bin/lint-imports
+echo "== mypy (the package's type annotations)"
+.venv/bin/mypy
 echo "== docs (mkdocs build --strict)"
 NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict -q -d "$(mktemp -d)"
 echo "== pytest"
