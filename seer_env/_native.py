@@ -635,14 +635,18 @@ class NativeModel:
         return tuple(out)
 
     def group_bounds(self, buf: Any, sizes: Sizes, group: int) -> tuple[np.ndarray, np.ndarray]:
-        """Observation (low, high) bounds of one group's elements, float32."""
+        """Observation (low, high) bounds of one group's elements, float32;
+        `ModelError` for bounds no space can be made of."""
         g = sizes.groups[group]
         lo, hi = (np.zeros(max(g.obs_dim, 1), np.float32) for _ in range(2))
         s = self.ffi.new("seer_sizes *")
         s.num_agents, s.num_groups, s.obs_dim = sizes.num_agents, sizes.num_groups, sizes.obs_dim
-        self.lib.seer_model_group_bounds(self.table, buf, s, group, g.obs_dim,
-                                         self.ffi.from_buffer("float[]", lo),
-                                         self.ffi.from_buffer("float[]", hi))
+        err = self.ffi.new("char[]", _ERRLEN)
+        rc = self.lib.seer_model_group_bounds(self.table, buf, s, group, g.obs_dim,
+                                              self.ffi.from_buffer("float[]", lo),
+                                              self.ffi.from_buffer("float[]", hi), err, _ERRLEN)
+        if rc != self.lib.SEER_OK:
+            raise error_for(self.lib, rc, self.ffi.string(err).decode())
         return lo[: g.obs_dim], hi[: g.obs_dim]
 
     def sizes_of(self, s: Any, buf: Any = None) -> Sizes:
@@ -674,14 +678,18 @@ class NativeModel:
         return [b.decode() for b in raw.tolist()]
 
     def bounds(self, buf: Any, sz: Sizes) -> tuple[np.ndarray, ...]:
-        """Observation (low, high) and state (low, high) bounds, float32."""
+        """Observation (low, high) and state (low, high) bounds, float32;
+        `ModelError` for bounds no space can be made of."""
         arrs = [np.zeros(max(sz.obs_dim, 1), np.float32) for _ in range(2)]
         arrs += [np.zeros(max(sz.state_dim, 1), np.float32) for _ in range(2)]
         ptrs = [self.ffi.from_buffer("float[]", a) for a in arrs]
         s = self.ffi.new("seer_sizes *")
         s.obs_dim, s.state_dim = sz.obs_dim, sz.state_dim
         s.num_agents, s.num_groups = sz.num_agents, sz.num_groups
-        self.lib.seer_model_bounds(self.table, buf, s, *ptrs)
+        err = self.ffi.new("char[]", _ERRLEN)
+        rc = self.lib.seer_model_bounds(self.table, buf, s, *ptrs, err, _ERRLEN)
+        if rc != self.lib.SEER_OK:
+            raise error_for(self.lib, rc, self.ffi.string(err).decode())
         return (arrs[0][: sz.obs_dim], arrs[1][: sz.obs_dim], arrs[2][: sz.state_dim],
                 arrs[3][: sz.state_dim])
 

@@ -218,9 +218,16 @@ class _SeerEnvCommon:
         #: the configuration as the model completed it, plus max_cycles
         self.config = {**rt.config, "max_cycles": rt.max_cycles}
         self.sizes = rt.sizes
+        try:
+            self._faces(native)
+        except BaseException:
+            rt.close()  # names or bounds no env can be made of (ModelError)
+            raise
+
+    def _faces(self, native: Any) -> None:
+        """The agents' names and the spaces, from the model's hooks."""
+        rt = self.runtime
         self.possible_agents = native.agent_names(rt._config_ptr, self.sizes.num_agents, self.sizes)
-        if len(set(self.possible_agents)) != len(self.possible_agents):
-            raise ConfigError(f"{model.name}: the model gives two agents one name")
         self.agent_index = {a: i for i, a in enumerate(self.possible_agents)}
         obs_lo, obs_hi, st_lo, st_hi = native.bounds(rt._config_ptr, self.sizes)
         self._obs_space: gymnasium.Space = _box(obs_lo, obs_hi)
@@ -269,8 +276,8 @@ class _SeerEnvCommon:
     @property
     def stpa(self) -> Any:
         """What chooses the executor and pool, and why: the
-        [`Stpa`][seer_env.stpa.Stpa] controller (``threads="auto"`` with the
-        parallel executor), else a [`FixedChoice`][seer_env.stpa.FixedChoice] (the
+        [`Stpa`][seer_env.stpa.Stpa] controller (``threads="auto"``, no
+        executor given), else a [`FixedChoice`][seer_env.stpa.FixedChoice] (the
         configuration was given).  Both have ``executor``, ``threads``,
         ``reason``, ``workload`` (the run's figures so far) and ``as_dict()``."""
         return describe_stpa(self.runtime)

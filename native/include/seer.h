@@ -283,10 +283,14 @@ typedef struct seer_model {
      * "cell_34"; default "agent_<i>" ("<group>_<i>" in a model with groups).
      * Keep the form "<prefix>_<int>" with one prefix per group: TorchRL,
      * BenchMARL and AgileRL group agents by the name before the last "_<int>".
+     * Names must differ (each is the agent's key in the env's dicts): two
+     * alike make building an env fail with a ModelError naming them.
      * Return 0, or non-zero on error. */
     int (*agent_name)(const void *config, uint32_t agent, char *buf, size_t len);
     /* Optional: bounds of every observation element (obs_dim each) and of
-     * the global state (state_dim each); default -inf..+inf. */
+     * the global state (state_dim each); default -inf..+inf.  Each element's
+     * must be an interval: no NaN, low <= high, low below +inf, high above
+     * -inf (else building an env fails with a ModelError naming the hook). */
     void (*obs_bounds)(const void *config, float *low, float *high);
     void (*state_bounds)(const void *config, float *low, float *high);
     /* Optional: the entity state's members, for hosts that inspect it. */
@@ -305,7 +309,8 @@ typedef struct seer_model {
     int (*group)(const void *config, uint32_t group, seer_group *out, char *err,
                  size_t errlen);
     /* Optional, groups only (instead of obs_bounds): bounds of group
-     * `group`'s observation elements (its obs_dim each). */
+     * `group`'s observation elements (its obs_dim each), intervals as
+     * obs_bounds'. */
     void (*group_obs_bounds)(const void *config, uint32_t group, float *low, float *high);
     /* Required when a group's actions are multi-discrete: the number of
      * choices of each component (action_dim values >= 1) of group `group`

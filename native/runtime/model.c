@@ -730,6 +730,41 @@ int seer_model_describe(const seer_model *m, void *config, seer_sizes *out, char
     return check_sizes(m, out, err, errlen);
 }
 
+static int cmp_name_slots(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* No two of the n names in `out` alike: an agent's name is its key in every
+ * dict the env hands out.  Sorted pointers, so that 4,096 agents take
+ * microseconds; on the host, at describe time (it allocates). */
+static int check_unique_names(const seer_model *m, const char *out, uint32_t n, char *err,
+                              size_t errlen)
+{
+    if (n < 2)
+        return SEER_OK;
+    const char **by = malloc((size_t)n * sizeof *by);
+    if (!by)
+        return seer_fail_buf(err, errlen, SEER_E_NOMEM, "out of memory checking %u agent names",
+                             n);
+    for (uint32_t i = 0; i < n; i++)
+        by[i] = out + (size_t)i * SEER_NAME_LEN;
+    qsort(by, n, sizeof *by, cmp_name_slots);
+    int rc = SEER_OK;
+    for (uint32_t i = 1; i < n && rc == SEER_OK; i++)
+        if (strcmp(by[i - 1], by[i]) == 0) {
+            const size_t a = (size_t)(by[i - 1] - out) / SEER_NAME_LEN;
+            const size_t b = (size_t)(by[i] - out) / SEER_NAME_LEN;
+            rc = seer_fail_buf(err, errlen, SEER_E_MODEL,
+                               "model '%s': agent_name gives agents %zu and %zu one name, "
+                               "'%s' (an agent's name is its key in every dict the env "
+                               "returns)",
+                               m->name, a < b ? a : b, a < b ? b : a, by[i]);
+        }
+    free(by);
+    return rc;
+}
+
 int seer_model_agent_names(const seer_model *m, const void *config, const seer_sizes *sz,
                            uint32_t n, char *out, char *err, size_t errlen)
 {
@@ -748,7 +783,7 @@ int seer_model_agent_names(const seer_model *m, const void *config, const seer_s
         }
         for (; i < n; i++)
             snprintf(out + (size_t)i * SEER_NAME_LEN, SEER_NAME_LEN, "agent_%u", i);
-        return SEER_OK;
+        return check_unique_names(m, out, n, err, errlen);
     }
     for (uint32_t i = 0; i < n; i++) {
         char *slot = out + (size_t)i * SEER_NAME_LEN;
@@ -766,11 +801,29 @@ int seer_model_agent_names(const seer_model *m, const void *config, const seer_s
                                  "model '%s': agent_name gave an empty name for agent %u",
                                  m->name, i);
     }
+    return check_unique_names(m, out, n, err, errlen);
+}
+
+/* Every element of a hook's bounds a valid interval of floats: no NaN, low
+ * <= high, low < +inf, high > -inf (what a Box space needs). */
+static int check_bounds(const seer_model *m, const char *hook, const float *low,
+                        const float *high, uint32_t n, char *err, size_t errlen)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        const float lo = low[i], hi = high[i];
+        if (isnan(lo) || isnan(hi) || lo > hi || lo == HUGE_VALF || hi == -HUGE_VALF)
+            return seer_fail_buf(err, errlen, SEER_E_MODEL,
+                                 "model '%s': %s gave element %u the bounds [%g, %g]: each "
+                                 "must be a number or an infinity, low <= high (low below "
+                                 "+inf, high above -inf)",
+                                 m->name, hook, i, (double)lo, (double)hi);
+    }
     return SEER_OK;
 }
 
-void seer_model_bounds(const seer_model *m, const void *config, const seer_sizes *sz,
-                       float *obs_low, float *obs_high, float *state_low, float *state_high)
+int seer_model_bounds(const seer_model *m, const void *config, const seer_sizes *sz,
+                      float *obs_low, float *obs_high, float *state_low, float *state_high,
+                      char *err, size_t errlen)
 {
     for (uint32_t i = 0; i < sz->obs_dim; i++) {
         obs_low[i] = -HUGE_VALF;
@@ -780,29 +833,45 @@ void seer_model_bounds(const seer_model *m, const void *config, const seer_sizes
         state_low[i] = -HUGE_VALF;
         state_high[i] = HUGE_VALF;
     }
-    if (hooked_groups(m, sz))
-        ; /* per group: seer_model_group_bounds */
-    else if (m->group_obs_bounds && sz->obs_dim)
+    int rc = SEER_OK;
+    if (hooked_groups(m, sz)) {
+        /* per group: seer_model_group_bounds */
+    } else if (m->group_obs_bounds && sz->obs_dim) {
         m->group_obs_bounds(config, 0, obs_low, obs_high);
-    else if (m->obs_bounds && sz->obs_dim)
+        rc = check_bounds(m, "group_obs_bounds", obs_low, obs_high, sz->obs_dim, err, errlen);
+    } else if (m->obs_bounds && sz->obs_dim) {
         m->obs_bounds(config, obs_low, obs_high);
-    if (m->state_bounds && sz->state_dim)
+        rc = check_bounds(m, "obs_bounds", obs_low, obs_high, sz->obs_dim, err, errlen);
+    }
+    if (rc != SEER_OK)
+        return rc;
+    if (m->state_bounds && sz->state_dim) {
         m->state_bounds(config, state_low, state_high);
+        return check_bounds(m, "state_bounds", state_low, state_high, sz->state_dim, err,
+                            errlen);
+    }
+    return SEER_OK;
 }
 
-void seer_model_group_bounds(const seer_model *m, const void *config, const seer_sizes *sz,
-                             uint32_t g, uint32_t obs_dim, float *low, float *high)
+int seer_model_group_bounds(const seer_model *m, const void *config, const seer_sizes *sz,
+                            uint32_t g, uint32_t obs_dim, float *low, float *high, char *err,
+                            size_t errlen)
 {
     for (uint32_t i = 0; i < obs_dim; i++) {
         low[i] = -HUGE_VALF;
         high[i] = HUGE_VALF;
     }
     if (!obs_dim)
-        return;
-    if (m->group_obs_bounds)
+        return SEER_OK;
+    if (m->group_obs_bounds) {
         m->group_obs_bounds(config, g, low, high);
-    else if (!hooked_groups(m, sz) && m->obs_bounds)
+        return check_bounds(m, "group_obs_bounds", low, high, obs_dim, err, errlen);
+    }
+    if (!hooked_groups(m, sz) && m->obs_bounds) {
         m->obs_bounds(config, low, high);
+        return check_bounds(m, "obs_bounds", low, high, obs_dim, err, errlen);
+    }
+    return SEER_OK;
 }
 
 const char *seer_model_info_name(const seer_model *m, uint32_t i)

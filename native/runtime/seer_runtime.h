@@ -128,7 +128,7 @@ int seer_model_describe(const seer_model *model, void *config, seer_sizes *out, 
                         size_t errlen);
 /* Names of agents 0..n-1 into n slots of SEER_NAME_LEN bytes each (the
  * model's agent_name, else "<group>_<i>" for a model with groups, else
- * "agent_<i>"). */
+ * "agent_<i>"); SEER_E_MODEL for a failed, empty or repeated name. */
 #define SEER_NAME_LEN 64
 int seer_model_agent_names(const seer_model *model, const void *config, const seer_sizes *sizes,
                            uint32_t n, char *out, char *err, size_t errlen);
@@ -147,14 +147,18 @@ int seer_model_action_nvec(const seer_model *model, const void *config, const se
  * (box).  A model with masks has mask rows of this length per group. */
 uint64_t seer_model_group_choices(const seer_group *g, uint64_t nvec_total);
 /* Bounds of group `group`'s observation elements (obs_dim each: the
- * group's); -inf..+inf where the model declares none. */
-void seer_model_group_bounds(const seer_model *model, const void *config, const seer_sizes *sizes,
-                             uint32_t group, uint32_t obs_dim, float *low, float *high);
+ * group's); -inf..+inf where the model declares none.  SEER_E_MODEL when a
+ * declared bound is no valid interval (NaN, low > high, low = +inf, high =
+ * -inf): no space can be made of it. */
+int seer_model_group_bounds(const seer_model *model, const void *config, const seer_sizes *sizes,
+                            uint32_t group, uint32_t obs_dim, float *low, float *high, char *err,
+                            size_t errlen);
 /* Observation bounds (obs_dim each; a model with groups: all infinite, see
  * seer_model_group_bounds) and state bounds (state_dim each); -inf..+inf
- * where the model declares none. */
-void seer_model_bounds(const seer_model *model, const void *config, const seer_sizes *sizes,
-                       float *obs_low, float *obs_high, float *state_low, float *state_high);
+ * where the model declares none.  SEER_E_MODEL as seer_model_group_bounds. */
+int seer_model_bounds(const seer_model *model, const void *config, const seer_sizes *sizes,
+                      float *obs_low, float *obs_high, float *state_low, float *state_high,
+                      char *err, size_t errlen);
 /* The name of an info value / event type ("" / "?" when the model has none). */
 const char *seer_model_info_name(const seer_model *model, uint32_t i);
 const char *seer_model_event_name(const seer_model *model, uint32_t type);

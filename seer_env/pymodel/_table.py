@@ -604,12 +604,8 @@ def _host_hooks(model: PythonModel, keep: list[Any]) -> dict[str, Any]:
                 lo, hi = fns[hook](c)
                 lo = np.broadcast_to(np.asarray(lo, np.float32), (n,))
                 hi = np.broadcast_to(np.asarray(hi, np.float32), (n,))
-            except BaseException as exc:  # no way to fail here: unbounded, and say so
-                import warnings
-
-                warnings.warn(f"{model.name}.{hook} failed ({type(exc).__name__}: {exc}); "
-                              "the bounds are -inf..inf", stacklevel=1)
-                return None
+            except BaseException as exc:
+                return bounds_failed(hook, exc)
             return lo, hi
 
         return _pytable.bounds_hook(spec.config, bounds)
@@ -636,6 +632,15 @@ def _host_hooks(model: PythonModel, keep: list[Any]) -> dict[str, Any]:
         warnings.warn(f"{model.name}.{hook} failed ({type(exc).__name__}: {exc}); {then}",
                       stacklevel=1)
 
+    def bounds_failed(hook: str, exc: BaseException) -> tuple[np.ndarray, np.ndarray]:
+        """A bounds hook that raised: the runtime's check refuses the NaN
+        bounds it gets instead (a ModelError naming the hook: no env is made
+        with spaces the model did not mean; -inf..inf made one silently)."""
+        warnings.warn(f"{model.name}.{hook} failed ({type(exc).__name__}: {exc})",
+                      stacklevel=1)
+        nan = np.full(1, np.nan, np.float32)
+        return nan, nan
+
     if "group_obs_bounds" in fns:
         def group_bounds(cfg: np.ndarray, g: int) -> tuple[np.ndarray, np.ndarray] | None:
             try:
@@ -643,9 +648,8 @@ def _host_hooks(model: PythonModel, keep: list[Any]) -> dict[str, Any]:
                 lo, hi = fns["group_obs_bounds"](Record(cfg), g)
                 lo = np.broadcast_to(np.asarray(lo, np.float32), (n,))
                 hi = np.broadcast_to(np.asarray(hi, np.float32), (n,))
-            except BaseException as exc:  # no way to fail here: unbounded, and say so
-                failed("group_obs_bounds", exc, "the bounds are -inf..inf")
-                return None
+            except BaseException as exc:
+                return bounds_failed("group_obs_bounds", exc)
             return lo, hi
 
         cbs["group_obs_bounds"] = _pytable.group_bounds_hook(spec.config, group_bounds)
