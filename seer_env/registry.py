@@ -33,13 +33,14 @@ import importlib
 import importlib.util
 import sys
 import threading
+import traceback
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from . import _paths, _runtime, stpa
 from ._native import NativeModel
-from .errors import ConfigError
+from .errors import ConfigError, ModelError, SeerError
 from .model import NAME_RULE as NAME_RULE  # the naming rule lives with Model; kept here too
 from .model import Model, _ensure_namespace, _ident
 from .model import check_name as check_name
@@ -132,6 +133,21 @@ _loaded: dict[Path, Model] = {}
 _load_lock = threading.Lock()
 
 
+def _import_failure(folder: Path, exc: Exception) -> str:
+    """What importing ``folder``'s ``__init__.py`` raised, with the place in
+    the model's files (the innermost frame there; a syntax error's own)."""
+    where = ""
+    if isinstance(exc, SyntaxError) and exc.filename:
+        where = f"{exc.filename}:{exc.lineno}"
+    else:
+        for fr in reversed(traceback.extract_tb(exc.__traceback__)):
+            if Path(fr.filename).resolve().is_relative_to(folder):
+                where = f"{fr.filename}:{fr.lineno}"
+                break
+    return (f"model folder {folder}: its __init__.py failed to import"
+            f"{' at ' + where if where else ''}: {type(exc).__name__}: {exc}")
+
+
 def load(path: str | Path, build: bool = True, log: Callable[[str], None] | None = None
          ) -> Model:
     """The model declared in the folder ``path`` (imported once per process).
@@ -163,6 +179,14 @@ def load(path: str | Path, build: bool = True, log: Callable[[str], None] | None
                 sys.modules[modname] = mod
                 try:
                     spec.loader.exec_module(mod)
+                except SeerError:
+                    sys.modules.pop(modname, None)
+                    raise
+                except Exception as exc:
+                    # the model's own code failed (a syntax error, a name not
+                    # defined): one line naming where, the traceback as cause
+                    sys.modules.pop(modname, None)
+                    raise ModelError(_import_failure(folder, exc)) from exc
                 except BaseException:
                     sys.modules.pop(modname, None)
                     raise

@@ -344,3 +344,60 @@ def test_the_python_template_builds_checks_and_runs(tmp_path: Path) -> None:
             break
     assert done.all()
     venv.close()
+
+
+def test_a_misspelt_record_field_is_a_build_error_naming_the_handler(tmp_path: Path) -> None:
+    """Numba raises a bare KeyError for it; it escaped as a 174-line traceback."""
+    model = _model(tmp_path, "misspelt", "st.y += 1.0")
+    with pytest.raises(BuildError) as exc:
+        model.build()
+    msg = str(exc.value)
+    assert f"handler `handle` ({model.folder / '__init__.py'}:" in msg
+    assert "KeyError: 'y'" in msg and "misspelt name?" in msg
+
+
+@pytest.mark.parametrize("code,what", [
+    ("x = [1,\n", "SyntaxError"),
+    ("undefined_name + 1\n", "NameError: name 'undefined_name' is not defined"),
+])
+def test_a_model_folder_whose_code_fails_to_import_is_a_model_error(
+        tmp_path: Path, code: str, what: str) -> None:
+    """It escaped as a traceback (seer-env's exit status 1, its 'findings' code)."""
+    from seer_env.errors import ModelError
+
+    folder = tmp_path / "broken_init"
+    folder.mkdir()
+    (folder / "__init__.py").write_text("import numpy as np\n" + code)
+    with pytest.raises(ModelError, match=rf"its __init__.py failed to import at "
+                                         rf"{folder / '__init__.py'}:2: {what}"):
+        seer_env.sdk.load(folder, build=False)
+    from seer_env import cli
+
+    assert cli.main(["info", str(folder)]) == 2
+
+
+def test_a_damaged_cached_build_is_built_again(tmp_path: Path) -> None:
+    """A truncated handlers.py in the cache failed every load until
+    --rebuild; the C models' cache already healed itself.  The next process
+    finds it damaged and builds it again."""
+    import subprocess
+    import sys
+
+    model = _model(tmp_path, "damaged")
+    assert model.build() in ("built", "cache")
+    src = model.build_dir / "handlers.py"
+    src.write_bytes(src.read_bytes()[:500])
+    code = textwrap.dedent(f"""
+        import seer_env
+        m = seer_env.sdk.load({str(model.folder)!r}, build=False)
+        print(m.build())
+        env = m.parallel_env(n=2, threads=1)
+        env.reset(seed=0)
+        obs, *_ = env.step({{a: 0 for a in env.agents}})
+        print(obs["agent_0"][0])
+    """)
+    for want in ("built", "cache"):  # built again, then cached as before
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             timeout=600)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.split() == [want, "1.0"]

@@ -385,9 +385,14 @@ def _check_code(model: PythonModel, b: _Building) -> None:
 
 
 def _compile_error(model: PythonModel, hook: str, exc: Exception) -> BuildError:
-    msg = str(exc)
+    from numba.core.errors import NumbaError
+
+    msg = str(exc) if isinstance(exc, NumbaError) else f"{type(exc).__name__}: {exc}"
     hint = ""
-    if "Untyped global name" in msg and ("function" in msg or "type" in msg):
+    if isinstance(exc, KeyError):
+        hint = ("\nhint: a record field that its dtype does not have (the entity state's, "
+                "the payload's or the configuration's; a misspelt name?)")
+    elif "Untyped global name" in msg and ("function" in msg or "type" in msg):
         hint = ("\nhint: functions a handler calls must be compiled too: decorate them "
                 "with @seer_env.pymodel.jit")
     elif "NotImplementedError" in msg and "seer_env.pymodel" in msg:
@@ -399,72 +404,98 @@ def _compile_error(model: PythonModel, hook: str, exc: Exception) -> BuildError:
 
 def _compile(model: PythonModel, rebuild: bool, log: Callable[[str], None] | None
              ) -> tuple[dict[str, int], list[Any], str]:
-    import numba
-    from numba.core.errors import NumbaError
-
     key = content_key(model)
     folder = cache_dir() / "pymodels" / f"{model.name}-{key}"
-    src = folder / "handlers.py"
-    ok = folder / "ok"
     with _build_lock, file_lock(cache_dir() / "pymodels" / f".{model.name}.lock"):
         if rebuild and folder.exists():
             shutil.rmtree(folder, ignore_errors=True)
-        fresh = not ok.is_file()
-        if fresh:
-            # never trust machine code that was not checked
-            shutil.rmtree(folder / "__pycache__", ignore_errors=True)
-            folder.mkdir(parents=True, exist_ok=True)
-            text = _generate(model, key)
-            if not src.is_file() or src.read_text() != text:
-                src.write_text(text)
-        b = _building[key] = _Building(model, key)
         try:
-            modname = f"seer_pymodels.{model.name}_{key}"
-            spec = importlib.util.spec_from_file_location(modname, src)
-            assert spec is not None and spec.loader is not None
-            mod = importlib.util.module_from_spec(spec)
-            # registered: Numba's cache names the modules of compiled
-            # functions and imports them when it loads their machine code
-            _ensure_namespace("seer_pymodels")
-            sys.modules[modname] = mod
-            spec.loader.exec_module(mod)
-            hooks = [h for h in HANDLERS if h in model.functions]
-            bar = None
-            if fresh:
-                from tqdm.auto import tqdm
-
-                bar = tqdm(total=len(hooks), desc=f"compiling {model.name}", unit="handler",
-                           disable=None, leave=False)
-                if log:
-                    log(f"{model.name}: compiling {len(hooks)} handlers with Numba "
-                        f"{numba.__version__} into {folder}")
-            addrs: dict[str, int] = {}
-            keep: list[Any] = []
-            try:
-                for h in hooks:
-                    ret, args = _SIGS[h]
-                    sig = getattr(numba.types, ret)(*(getattr(numba.types, a) for a in args))
-                    try:
-                        cf = numba.cfunc(sig, cache=True)(getattr(mod, f"h_{h}"))
-                    except NumbaError as exc:
-                        raise _compile_error(model, h, exc) from None
-                    keep.append(cf)
-                    addrs[h] = cast(int, cf.address)  # compiled: set
-                    if bar is not None:
-                        bar.update(1)
-            finally:
-                if bar is not None:
-                    bar.close()
-            if fresh:
-                _check_code(model, b)
-                ok.write_text(f"{model.name} {key}\n")
-        except BaseException:
-            shutil.rmtree(folder / "__pycache__", ignore_errors=True)
+            addrs, keep, fresh = _compile_locked(model, key, folder, log)
+        except BuildError:
             raise
-        finally:
-            _building.pop(key, None)
+        except Exception as exc:
+            if not (folder / "ok").is_file():
+                raise
+            # a damaged cache entry (a truncated handlers.py, a corrupt Numba
+            # cache file) fails to load: built again, once, as the C models'
+            if log:
+                log(f"{model.name}: the cached build in {folder} does not load "
+                    f"({type(exc).__name__}: {exc}); building it again")
+            shutil.rmtree(folder, ignore_errors=True)
+            addrs, keep, fresh = _compile_locked(model, key, folder, log)
     model.build_dir = folder
     return addrs, keep, "built" if fresh else "cache"
+
+
+def _compile_locked(model: PythonModel, key: str, folder: Path,
+                    log: Callable[[str], None] | None) -> tuple[dict[str, int], list[Any], bool]:
+    """Compile (or load from ``folder``) the handlers; the build lock held."""
+    import numba
+    from numba.core.errors import NumbaError
+
+    src = folder / "handlers.py"
+    ok = folder / "ok"
+    fresh = not ok.is_file()
+    if fresh:
+        # never trust machine code that was not checked
+        shutil.rmtree(folder / "__pycache__", ignore_errors=True)
+        folder.mkdir(parents=True, exist_ok=True)
+        text = _generate(model, key)
+        if not src.is_file() or src.read_text() != text:
+            src.write_text(text)
+    b = _building[key] = _Building(model, key)
+    try:
+        modname = f"seer_pymodels.{model.name}_{key}"
+        spec = importlib.util.spec_from_file_location(modname, src)
+        assert spec is not None and spec.loader is not None
+        mod = importlib.util.module_from_spec(spec)
+        # registered: Numba's cache names the modules of compiled
+        # functions and imports them when it loads their machine code
+        _ensure_namespace("seer_pymodels")
+        sys.modules[modname] = mod
+        spec.loader.exec_module(mod)
+        hooks = [h for h in HANDLERS if h in model.functions]
+        bar = None
+        if fresh:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=len(hooks), desc=f"compiling {model.name}", unit="handler",
+                       disable=None, leave=False)
+            if log:
+                log(f"{model.name}: compiling {len(hooks)} handlers with Numba "
+                    f"{numba.__version__} into {folder}")
+        addrs: dict[str, int] = {}
+        keep: list[Any] = []
+        try:
+            for h in hooks:
+                ret, args = _SIGS[h]
+                sig = getattr(numba.types, ret)(*(getattr(numba.types, a) for a in args))
+                try:
+                    cf = numba.cfunc(sig, cache=True)(getattr(mod, f"h_{h}"))
+                except NumbaError as exc:
+                    raise _compile_error(model, h, exc) from None
+                except Exception as exc:
+                    if not fresh:
+                        raise  # a damaged cache entry: _compile builds it again
+                    # Numba's own failures on the handler's code (a record
+                    # field it does not have raises a bare KeyError)
+                    raise _compile_error(model, h, exc) from exc
+                keep.append(cf)
+                addrs[h] = cast(int, cf.address)  # compiled: set
+                if bar is not None:
+                    bar.update(1)
+        finally:
+            if bar is not None:
+                bar.close()
+        if fresh:
+            _check_code(model, b)
+            ok.write_text(f"{model.name} {key}\n")
+    except BaseException:
+        shutil.rmtree(folder / "__pycache__", ignore_errors=True)
+        raise
+    finally:
+        _building.pop(key, None)
+    return addrs, keep, fresh
 
 
 # -- host hooks ----------------------------------------------------------------------------
