@@ -172,6 +172,8 @@ PROBE_MODES = {
     5: (errors.ContractViolation, ["non-finite event time", "t=nan"]),
     6: (errors.ModelError, ["returned 7", "PROBE_TICK", "t=2.25"]),
     8: (errors.ContractViolation, ["outside init/act/handle", "in boundary at t=3"]),
+    # the runtime copied size bytes from NULL: a segfault
+    9: (errors.ContractViolation, ["NULL payload", "payload is NULL with size 4"]),
 }
 
 
@@ -190,7 +192,7 @@ def test_contract_violation_is_reported(executor, mode):
     assert "model 'probe'" in msg and "entity 1 of instance" in msg
     if mode != 6:
         assert "PROBE_" in msg
-    if mode in (1, 2, 3, 4, 5):
+    if mode in (1, 2, 3, 4, 5, 9):
         assert "handling event type 0 (PROBE_TICK) at t=2.25" in msg
     for frag in fragments:
         assert frag in msg, (frag, msg)

@@ -117,6 +117,14 @@ static int schedule_violation(seer_ctx *c, int code, uint32_t target, seer_time 
                  target, rt->sz.num_entities, t, c->now);
         break;
     case SEER_E_PAYLOAD:
+        if (size <= rt->sz.payload_size) { /* seer_schedule: a size with no payload */
+            what = "NULL payload";
+            snprintf(detail, sizeof detail,
+                     "payload is NULL with size %u (pass NULL with size 0 for no payload; "
+                     "t=%.17g, now=%.17g)",
+                     size, t, c->now);
+            break;
+        }
         what = "payload too large";
         snprintf(detail, sizeof detail, "%u bytes > payload_size %u (t=%.17g, now=%.17g)",
                  size, rt->sz.payload_size, t, c->now);
@@ -169,7 +177,7 @@ int seer_schedule(seer_ctx *c, uint32_t target, seer_time t, uint32_t type,
         code = SEER_E_TIME;
     else if (target >= rt->sz.num_entities)
         code = SEER_E_TARGET;
-    else if (size > rt->sz.payload_size)
+    else if (size > rt->sz.payload_size || (size && !payload))
         code = SEER_E_PAYLOAD;
     else if (t < c->now)
         code = SEER_E_PAST;

@@ -15,7 +15,8 @@ enum seer_probe_mode {
     PROBE_NAN = 5,       /* NaN event time                                    */
     PROBE_RETURN = 6,    /* handler returns a non-zero status                 */
     PROBE_INIT = 7,      /* init schedules to another entity at t = 0        */
-    PROBE_OBSERVE = 8    /* observe tries to schedule                         */
+    PROBE_OBSERVE = 8,   /* observe tries to schedule                         */
+    PROBE_NULL = 9       /* a payload size with a NULL payload                */
 };
 
 typedef struct seer_probe_config {
