@@ -135,6 +135,9 @@ def test_rebuilds_when_a_source_changes(tmp_path: Path,
      "the handle handler is missing"),
     ({".def = 40, .lo = 1, .hi = 1000000,": ".def = 0, .lo = 1, .hi = 1000000,"}, ModelError,
      "the default of parameter 'goal' is out of its range"),
+    # read as 40 by the cast it went through
+    ({".def = 40, .lo = 1, .hi = 1000000,": ".def = 40.5, .lo = 1, .hi = 1000000,"},
+     ModelError, "the default of integer parameter 'goal' is 40.5, not a whole number"),
     ({"const seer_model broken_model": "const seer_model broken_model2 = {0};\n"
       "const seer_model broken_model"}, BuildError, "exactly one model table"),
 ])

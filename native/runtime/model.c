@@ -232,6 +232,12 @@ static int check_param(const seer_model *m, const char *n, uint32_t i, char *err
                              n, p->name, p->size, kind_name(p->kind));
     if (default_is_none(p))
         return SEER_OK;
+    if (p->kind != SEER_KIND_FLOAT && isfinite(p->def) && p->def != floor(p->def))
+        /* the cast below would truncate it: .def = 8.5 read as 8 */
+        return seer_fail_buf(err, errlen, SEER_E_MODEL,
+                             "model '%s': the default of integer parameter '%s' is %g, not a "
+                             "whole number",
+                             n, p->name, p->def);
     char msg[SEER_ERRLEN];
     void *scratch = calloc(1, m->config_size ? m->config_size : 1);
     if (!scratch)
