@@ -33,9 +33,13 @@ reports its flag in that step, as any Gymnasium sub-env does; its sub-env then
 its flags False and its actions ignored, and ``infos["active"]`` is False for
 it.  When the instance restarts (autoreset, or a reset), every one of its
 sub-envs gets its real reset observation.  So a learner should drop samples
-whose ``infos["active"]`` is False (``examples/ppo_pcs.py`` does).  With
-``SAME_STEP`` an agent that dies early gets the zero (idle) observation in the
-step where it finishes, its final observation in ``infos["final_obs"]``.
+whose observation came with ``infos["active"]`` False (``examples/ppo_pcs.py``
+does): ``active`` speaks of the row's observation.  With ``SAME_STEP`` an agent
+that dies early gets the zero (idle) observation in the step where it finishes,
+with ``active`` False, while the reward and flags of that step are its last
+transition's, real (``infos["final_info"]["active"]`` is True, its final
+observation in ``infos["final_obs"]``): count them with the sample of the
+observation it acted on, not by that step's ``active``.
 ``RecordEpisodeStatistics`` reports exact returns and lengths for every
 episode that does not follow such an idle stretch; after one, the idle steps
 count into the next episode's length (their rewards are 0, so returns stay
