@@ -464,6 +464,10 @@ def publish(src: Path, dest: Path, stamp: bool = True) -> None:
     ``stamp``, its stamp beside it, written the same way after it."""
     src, dest = Path(src), Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
+    if dest.is_dir() and not dest.is_symlink():
+        # a folder under a cache entry's name (no file can replace it): the
+        # name is the cache's, so the folder goes
+        shutil.rmtree(dest)
     data = src.read_bytes()
     mode = stat.S_IMODE(os.stat(src).st_mode)
     _write_atomic(dest, data, mode)

@@ -107,11 +107,14 @@ def cache(warm_cache: Path, tmp_path: Path) -> Path:
 # ---- 5. a damaged cached module is rebuilt, never loaded ------------------------
 
 
-@pytest.mark.parametrize("damage", ["half", "empty", "garbage", "no stamp"])
+@pytest.mark.parametrize("damage", ["half", "empty", "garbage", "no stamp", "a folder"])
 def test_a_damaged_cached_module_is_rebuilt_once_and_loads(cache: Path, damage: str) -> None:
     so = module_file(cache, "probe")
     good = so.read_bytes()
-    if damage == "half":
+    if damage == "a folder":  # its rebuild blamed the whole cache: "cannot be written"
+        so.unlink()
+        (so / "junk").mkdir(parents=True)
+    elif damage == "half":
         so.write_bytes(good[: len(good) // 2])  # loaded, this killed the interpreter (SIGBUS)
     elif damage == "empty":
         so.write_bytes(b"")
