@@ -94,6 +94,7 @@ public names are re-exported here.
 from __future__ import annotations
 
 import atexit
+import collections
 import contextlib
 import dataclasses
 import hashlib
@@ -375,7 +376,8 @@ class Stpa(_Running):
             synchronisation costs about as much as the whole step, so timing them
             costs more than they could win back.
         confirm_budget: a confirmation re-probe waits at least this many times
-            the steps it takes (about 2% of the steps at most go to confirming).
+            what it costs, in steps (about 2% of the run's time at most goes to
+            confirming).
         probe_share: the pools are probed (traced and timed) only once the
             probe's estimated cost is at most this share of the run's step time
             (its steps so far, counting at least an episode of ``max_cycles``
@@ -460,6 +462,10 @@ class Stpa(_Running):
         self._defer_countdown = 0
         self._unsaved: dict[str, Any] | None = None  # a decision the cache has not got yet
         self._switch_ns: list[float] = []  # executor switches made, how long each took
+        # the last monitor checks' own cost (ns): cold between steps, a check
+        # took 60-70 us where a warm one takes 8 (check_ns is the floor)
+        self._check_costs: collections.deque[float] = collections.deque(maxlen=5)
+        self._confirm_cost_ns = 0.0  # the last confirmation's cost beyond its steps' own
         self._close_call_remembered = False  # started from a close call: confirm it soon
         self._save_from = 0  # ... written at the first check from this step on
         self._steps0 = int(runtime.stats()["steps"])
@@ -564,10 +570,17 @@ class Stpa(_Running):
             if self._deferred is not None:
                 t0 = self._clock()
                 self._native_step(mask_ptr)
-                self._deferred_check(float(self._clock() - t0))
+                t1 = self._clock()
+                self._deferred_check(float(t1 - t0))
+                if self._deferred is not None:
+                    self._check_costs.append(float(self._clock() - t1))
                 return
             self._native_step(mask_ptr)
+            t0 = self._clock()
             self._check_drift()
+            if self._probe is None:  # spaced by what the checks cost (`_check_interval`)
+                self._check_costs.append(float(self._clock() - t0))
+                self.countdown = self._check_interval()
             return
         t_in = self._clock()
         if pr.stage == "features":
@@ -910,8 +923,9 @@ class Stpa(_Running):
     def _next_deferred_check(self, need: int, expected: int) -> int:
         """Steps to the next look at a put-off pool probe: when the run will
         have taken the ``need`` steps that pay for it (``expected`` now), at
-        most ``check_every``."""
-        return max(1, min(self.check_every, need - expected))
+        most ``check_every`` -- unless looks that often would cost over 1% of
+        the steps (`_check_interval`: a look costs what a monitor check does)."""
+        return max(1, min(self._check_interval(), need - expected))
 
     def _deferred_check(self, step_ns: float) -> None:
         """A step of a run whose pool probe was put off (every ``check_every``
@@ -1080,16 +1094,30 @@ class Stpa(_Running):
 
     def _confirm_wait(self) -> float:
         """Steps a confirmation re-probe waits at least: ``confirm_budget`` times
-        the steps it would take (its rounds of warm-up and timed visits of the
-        running choice and its neighbours).  A remembered close call (the
-        runner-up within ``CLOSE`` of the choice, on one earlier probe's few
-        samples) is confirmed sooner: once ``probe_share`` of the run's step
-        time covers the confirmation."""
+        what it would cost, in steps of the running choice.  It takes its rounds
+        of warm-up and timed visits of the running choice and its neighbours,
+        each step with the controller's bookkeeping (``probe_step_ns``) on top,
+        and the switches between executors of each round.  Counted in steps
+        alone, it waited 50 confirmations' steps, and on steps of 10 us, where
+        the bookkeeping is twice the step, confirming took 9% of a long run
+        of PCS 4x4.  With ``confirm_budget`` = 50, confirming takes 2% of the
+        run's time at most.  A
+        remembered close call (the runner-up within ``CLOSE`` of the choice,
+        on one earlier probe's few samples) is confirmed sooner: once
+        ``probe_share`` of the run's step time covers the confirmation."""
         steps = self.reprobe_rounds * 3 * (self._k + 1)
+        t = max(1.0, self._step_ns())
         if self._close_call_remembered and self.probe_share is not None:
             cost = self.pool_probe_ns + steps * self.probe_step_ns
-            return math.ceil(cost / (self.probe_share * max(1.0, self._step_ns())))
-        return self.confirm_budget * steps
+            return math.ceil(cost / (self.probe_share * t))
+        # what confirming costs: estimated (its steps whole, as if each ran on
+        # a candidate no faster than the choice, with their bookkeeping, and
+        # a round's switches between executors), or as the last confirmation
+        # measured it beyond its steps' own work, whichever is more
+        switch = statistics.median(self._switch_ns) if self._switch_ns else 0.0
+        cost = max(steps * (t + self.probe_step_ns) + 2 * self.reprobe_rounds * switch,
+                   self._confirm_cost_ns)
+        return math.ceil(self.confirm_budget * cost / t)
 
     def _current(self) -> Candidate:
         return Candidate(self.rt.executor, self.rt.threads)
@@ -1188,6 +1216,8 @@ class Stpa(_Running):
         ns = t_out - pr.t_start
         self.probe_steps += pr.steps
         self.probe_ns += ns
+        if pr.trigger == "confirm" and self._running_ns is not None:
+            self._confirm_cost_ns = max(0.0, ns - pr.steps * self._running_ns)
         if pr.trigger == "preflight":  # the features steps, and a pool stage put off
             self.preflight_steps += pr.steps
             self.preflight_ns += ns
@@ -1214,11 +1244,14 @@ class Stpa(_Running):
 
     def _check_interval(self) -> int:
         """Steps between two monitor checks: ``check_every``, or more where a
-        check's own cost (``check_ns``) would be over 1% of the steps'."""
+        check's own cost (the last checks' median as measured, ``check_ns``
+        at least) would be over 1% of the steps'."""
         t = self._step_ns()
         if not 0.0 < t < math.inf:
             return self.check_every
-        return max(self.check_every, math.ceil(self.check_ns / (0.01 * t)))
+        cost = max(self.check_ns, statistics.median(self._check_costs)) if self._check_costs \
+            else self.check_ns
+        return max(self.check_every, math.ceil(cost / (0.01 * t)))
 
     def _check_drift(self) -> None:
         self.countdown = self._check_interval()

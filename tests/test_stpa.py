@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import itertools
 import logging
+import math
 import random
 
 import numpy as np
@@ -468,6 +470,7 @@ class _FakeRuntime:
         self.switch_cost_ns = 0  # a switch between executors
         self.serial_factor = 1.1  # the serial executor's cost over parallel-1's
         self.slow: dict[tuple[str, int], int] = {}  # steps to run 3x slower, by candidate
+        self.stats_cost_ns = 0  # what reading the counters costs (a check's cost)
 
     def switch_executor(self, executor: str, threads: int) -> None:
         if (executor, threads) in self.fail_switch:
@@ -501,6 +504,7 @@ class _FakeRuntime:
         self.counts["steps"] += 1
 
     def stats(self) -> dict[str, int]:
+        self.now += self.stats_cost_ns
         return dict(self.counts)
 
     def step(self, st: Stpa) -> None:  # what Runtime.step does
@@ -1125,10 +1129,13 @@ def test_a_long_run_of_tiny_steps_times_the_one_thread_executors_once_it_pays():
 
 
 def test_confirmation_reprobes_wait_for_their_budget():
-    """A confirmation re-probe waits confirm_budget times the steps it takes
-    (reprobe_rounds x 3 candidates x (k + 1) steps): with the default 50 and k = 2,
-    at least 450 steps after the preflight; without the budget, reprobe_gap."""
-    for budget, first_allowed in ((50.0, 450), (0.0, 16)):
+    """A confirmation re-probe waits confirm_budget times what it costs, in
+    steps: reprobe_rounds x 3 candidates x (k + 1) steps, each with the
+    controller's bookkeeping (probe_step_ns = 20 us) on the chosen one's 72
+    us: with the default 50 and k = 2, at least 50 x 9 x 92 / 72 = 575 steps
+    after the preflight (counted in steps alone it was 450, and on tiny steps
+    confirming took 9% of the run); without the budget, reprobe_gap."""
+    for budget, first_allowed in ((50.0, 575), (0.0, 16)):
         rt = _FakeRuntime()
         rt.events_per_step = 1000  # 100 us steps: not tiny
         st = Stpa(rt, cores=2, rounds=1, reprobe_rounds=1, check_every=8, reprobe_gap=16,
@@ -1139,11 +1146,37 @@ def test_confirmation_reprobes_wait_for_their_budget():
             rt.step(st)
             steps += 1
         decided = steps
+        assert st._step_ns() == 72_000.0
         while len(st.history) < 2 and steps < 3000:
             rt.step(st)
             steps += 1
         assert st.history[1].trigger == "confirm"
         assert first_allowed <= steps - decided <= first_allowed + 2 * 8 + 20
+        if budget:  # the next waits for what the first cost, measured, if more
+            assert st._confirm_wait() >= math.ceil(50 * st._confirm_cost_ns / 100_000)
+
+
+def test_monitor_checks_are_spaced_by_what_they_cost_as_measured():
+    """Cold between steps, a check cost 60-115 us where check_ns assumed 30: on
+    PCS 4x4's 9 us steps the checks took 3% of the run.  The checks' measured
+    cost (the last five's median) now spaces them to 1% of the steps: 50 us
+    checks on 10 us steps come 500 steps apart."""
+    rt = _FakeRuntime()  # 100 events a step: parallel-1 10 us, the choice on one core
+    st = Stpa(rt, cores=1, rounds=1, reprobe_rounds=1, check_every=8, reprobe_gap=16,
+              check_ns=0.0, trace=False, tie=0.0, clock=rt.clock, tiny_ns=0.0,
+              probe_share=None, confirm=False)
+    while st.decision is None:
+        rt.step(st)
+    assert st._check_interval() == 8  # nothing measured yet: check_every
+    rt.stats_cost_ns = 50_000
+    at = []
+    for _ in range(3000):
+        if st.countdown <= 1:
+            at.append(rt.counts["steps"])
+        rt.step(st)
+    gaps = [b - a for a, b in itertools.pairwise(at)]
+    assert len(gaps) >= 4 and set(gaps) == {500}, gaps  # (no cost measured: 8 apart)
+    assert list(st._check_costs)[-1] == 50_000
 
 
 def test_tiny_steps_seen_after_a_cold_first_step_still_leave_the_pools():
@@ -1246,6 +1279,30 @@ def test_a_pool_probe_put_off_starts_once_the_run_has_paid_for_it():
     assert st.preflight_steps == 2 + (2 + 3 + 3) + (2 + 3 + 3) + (2 + 3 + 3)
 
 
+def test_looks_at_a_put_off_probe_cost_under_1_percent_of_the_steps():
+    """A look at the put-off probe costs what a monitor check does: with 30 us
+    looks on 110 us steps, every 8 steps (check_every) they took 3% of the
+    steps; spaced by their measured cost they take 1% (28 steps apart), and
+    the probe still starts once the run has paid for it (288 steps)."""
+    rt = _FakeRuntime()
+    rt.events_per_step = 1000
+    st = Stpa(rt, cores=2, rounds=3, reprobe_rounds=1, check_every=8, reprobe_gap=16,
+              check_ns=0.0, trace=False, tie=0.0, clock=rt.clock, confirm=False)
+    rt.step(st)
+    rt.step(st)
+    assert st.deferred
+    rt.stats_cost_ns = 30_000
+    looks, steps = [], 2
+    while st.state != "preflight":
+        if st.countdown <= 1:
+            looks.append(steps)
+        rt.step(st)
+        steps += 1
+    gaps = [b - a for a, b in itertools.pairwise(looks)]
+    assert gaps and max(gaps) == 28 and all(g >= 8 for g in gaps), gaps
+    assert 288 <= steps <= 288 + 28
+
+
 def test_the_reason_gives_events_per_window_as_the_traced_pool_ran_them():
     """The features step runs on one thread, where the parallel executor takes
     each instance whole (one 'window' a step): the reason's events per window
@@ -1321,12 +1378,13 @@ def test_a_remembered_close_call_is_confirmed_soon(tmp_path):
     """A decision whose runner-up was within 1.25x (one probe's few samples)
     is confirmed in a run that starts from it once probe_share of the run's
     step time covers the confirmation ((1 ms + 20 us x 2 x 3 x 3 steps) over 5%
-    of the remembered 100 us steps: 272 steps), not after confirm_budget x its steps (900); the
+    of the remembered 100 us steps: 272 steps), not after confirm_budget x its
+    cost in steps (50 x 18 steps x 120 us / 100 us = 1080); the
     confirmation replaces a wrong choice (parallel-1 is 10% faster than the
     serial executor here).  A clear decision waits."""
     from seer_env.stpa import DecisionCache
 
-    for runner_up, first_allowed in ((110_000.0, 272), (500_000.0, 900)):
+    for runner_up, first_allowed in ((110_000.0, 272), (500_000.0, 1080)):
         path = tmp_path / f"d{runner_up:.0f}.json"
         rt = _FakeRuntime()
         rt.events_per_step = 1000  # serial 110 us, parallel-1 100 us, parallel-2 72 us
