@@ -266,6 +266,7 @@ class Runtime:
         ffi, lib = self.ffi, self.lib = model.ffi, model.lib
         self.stpa: Any = None
         self._trace_cap = 0  # trace_capacity
+        self._threads_now: int | None = None  # `threads`, as last read
         B = _positive_int("num_instances", num_instances, 1, 1 << 20)
         _, sz = model.describe(config or {})
         #: the pool size asked for (``threads=``), before the cap at the CPUs
@@ -409,8 +410,11 @@ class Runtime:
     @property
     def threads(self) -> int:
         """Threads taking part in calls (capped at the CPUs unless ``oversubscribe``)."""
-        with self._call() as h:
-            return int(self.lib.seer_runtime_threads(h))
+        n = self._threads_now
+        if n is None or self._h is None:  # read once after each change (STPA asks often)
+            with self._call() as h:
+                n = self._threads_now = int(self.lib.seer_runtime_threads(h))
+        return n
 
     def set_threads(self, threads: int) -> None:
         """Resize the worker pool (parallel executor). Outputs do not depend on it.
@@ -424,6 +428,7 @@ class Runtime:
             self.stpa = None
             self.requested_threads = n
             return
+        self._threads_now = None
         with self._call() as h:
             self._check(h, self.lib.seer_runtime_set_threads(h, n))
         self.stpa = None
@@ -452,6 +457,7 @@ class Runtime:
             raise ConfigError(f"executor={executor!r} must be one of {list(EXECUTORS)}")
         n = _positive_int("threads", threads, 1, 1024)
         code = _executor_code(self.lib, executor)
+        self._threads_now = None
         with self._call() as h:
             self._check(h, self.lib.seer_runtime_set_executor(h, code, n))
         self.executor = executor
@@ -795,6 +801,7 @@ def _after_fork_in_child() -> None:
     for rt in list(_live_runtimes):
         rt._lock = threading.Lock()
         rt._check_lock = threading.Lock()
+        rt._threads_now = None  # read again once the pool is re-created
 
 
 if hasattr(os, "register_at_fork"):
