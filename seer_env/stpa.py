@@ -389,9 +389,10 @@ class Stpa(_Running):
             its threads, about 0.3 ms here; the traced step about 0.7 ms).
         probe_step_ns: the controller's own cost per probe step (switching,
             timing and bookkeeping in Python, about 20 us here).
-        check_ns: a monitor check's own cost (about 30 us here with the code
-            cache-cold between steps): checks are at least ``check_every``
-            steps apart, and far enough apart to cost under 1% of the steps.
+        check_ns: a monitor check's own cost before one is measured (60-115 us
+            here, with the code cache-cold between steps; the checks' measured
+            cost when it is more): checks are at least ``check_every`` steps
+            apart, and far enough apart to cost under 1% of the steps.
         save_ns: writing a decision to the cache (0.3-0.8 ms here): done once
             ``probe_share`` (5% if None) of the run's step time covers it, else
             when the runtime closes or the interpreter exits.
@@ -428,7 +429,7 @@ class Stpa(_Running):
                  hysteresis: float = 0.10, tiny_ns: float = 20_000.0,
                  confirm_budget: float = 50.0, probe_share: float | None = 0.05,
                  pool_probe_ns: float = 1_000_000.0, probe_step_ns: float = 20_000.0,
-                 check_ns: float = 30_000.0, save_ns: float = 800_000.0,
+                 check_ns: float = 100_000.0, save_ns: float = 800_000.0,
                  clock: Callable[[], int] | None = None,
                  cache: bool | None = None, cache_path: Path | None = None) -> None:
         self.rt = runtime
@@ -463,7 +464,7 @@ class Stpa(_Running):
         self._unsaved: dict[str, Any] | None = None  # a decision the cache has not got yet
         self._switch_ns: list[float] = []  # executor switches made, how long each took
         # the last monitor checks' own cost (ns): cold between steps, a check
-        # took 60-70 us where a warm one takes 8 (check_ns is the floor)
+        # took 60-115 us where a warm one takes 8 (check_ns is the floor)
         self._check_costs: collections.deque[float] = collections.deque(maxlen=5)
         self._confirm_cost_ns = 0.0  # the last confirmation's cost beyond its steps' own
         self._close_call_remembered = False  # started from a close call: confirm it soon
