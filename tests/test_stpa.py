@@ -476,6 +476,7 @@ class _FakeRuntime:
         self.serial_factor = 1.1  # the serial executor's cost over parallel-1's
         self.slow: dict[tuple[str, int], int] = {}  # steps to run 3x slower, by candidate
         self.stats_cost_ns = 0  # what reading the counters costs (a check's cost)
+        self.slow_factor = 3.0  # how much slower a step of `slow` runs
 
     def switch_executor(self, executor: str, threads: int) -> None:
         if (executor, threads) in self.fail_switch:
@@ -502,7 +503,7 @@ class _FakeRuntime:
             cost += self.first_extra_ns
         if self.slow.get((self.executor, self.threads), 0) > 0:  # a transient
             self.slow[(self.executor, self.threads)] -= 1
-            cost *= 3
+            cost *= self.slow_factor
         self.now += int(cost)
         self.counts["events"] += self.events_per_step
         self.counts["windows"] += 4
@@ -511,6 +512,11 @@ class _FakeRuntime:
     def stats(self) -> dict[str, int]:
         self.now += self.stats_cost_ns
         return dict(self.counts)
+
+    def trace(self, capacity: int, events: bool = True) -> None:
+        # no trace buffers here: the controller times its traced step untraced
+        if capacity:
+            raise errors.SeerError("no trace buffers in the fake runtime")
 
     def step(self, st: Stpa) -> None:  # what Runtime.step does
         if st.countdown <= 1:
@@ -1306,6 +1312,27 @@ def test_looks_at_a_put_off_probe_cost_under_1_percent_of_the_steps():
     gaps = [b - a for a, b in itertools.pairwise(looks)]
     assert gaps and max(gaps) == 28 and all(g >= 8 for g in gaps), gaps
     assert 288 <= steps <= 288 + 28
+
+
+def test_a_pool_whose_traced_step_is_hopeless_is_not_timed():
+    """drop_traced: a pool whose traced step took over 3x the first (one-thread)
+    step -- a loaded machine, a hopeless pool -- is dropped before its timed
+    visits, and the reason says the pools were not timed; the others are
+    timed as usual.  (This fake has no trace buffers: the traced step is
+    timed untraced, and the rule reads its time.)"""
+    rt = _FakeRuntime()
+    rt.events_per_step = 1000  # serial 110 us, parallel-1 100 us, parallel-2 72 us
+    rt.slow[("parallel", 2)] = 2  # its warm-up and traced steps 10x: 720 us > 3 x 110
+    rt.slow_factor = 10.0
+    st = Stpa(rt, cores=2, rounds=1, reprobe_rounds=1, check_every=8, reprobe_gap=16,
+              check_ns=0.0, trace=True, tie=0.0, clock=rt.clock, probe_share=None,
+              confirm=False)
+    while st.decision is None:
+        rt.step(st)
+    assert set(st.timings) == {"serial", "parallel-1"}  # (it would win at 72 us)
+    assert st.decision.candidate.label == "parallel-1"
+    assert "the pools with more threads were not timed" in st.reason
+    assert rt.slow[("parallel", 2)] == 0  # (both slow steps were the warm-up and the trace)
 
 
 def test_the_reason_gives_events_per_window_as_the_traced_pool_ran_them():
