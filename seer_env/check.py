@@ -135,6 +135,9 @@ FIXES: dict[str, str] = {
                     "other entities through seer_snapshot, change them by sending events",
     "boundary-write": "change entity states in act or handle; boundary, observe, publish and "
                       "global_state only read them",
+    "output-row": "write only the agent's own output rows: obs[0..obs_dim-1], *reward, "
+                  "*terminated, *truncated and info[0..info_dim-1] in observe, mask[0..mask_dim-1] "
+                  "in action_mask (check the loop bounds and the dims describe gives)",
     "snapshot": "write snapshot records only in publish, the entity's own record",
     "instance-data": "write the instance data only in the boundary hook",
     "config": "treat the configuration as read-only after describe",
@@ -291,6 +294,8 @@ def classify(exc: BaseException) -> str:
             return "config"
         if "at the boundary entity states are read-only" in msg:
             return "boundary-write"
+        if "past the end of its" in msg or "mask row" in msg:
+            return "output-row"
         return "entity-state"
     for needle, rule in _VIOLATION_RULES:
         if needle in msg:

@@ -46,6 +46,10 @@ ROGUE_MODES = {
     11: ("instance-rng", ["random draw without an entity", "boundary hook of instance"]),
     12: ("entity-state", ["handle for entity 1", "dereferenced a NULL pointer",
                           "seer_entity_state returns NULL outside the boundary"]),
+    # it was reported as order, shared-heap and determinism findings, and the
+    # last agent's overflowed the host's buffer
+    13: ("output-row", ["observe for agent 1 of instance 0",
+                        "wrote byte 0 past the end of its obs row (12 bytes)"]),
 }
 
 

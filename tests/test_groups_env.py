@@ -249,3 +249,4 @@ def test_the_checker_runs_a_grouped_masked_model_and_finds_a_mask_hook_out_of_it
     bad = check(TEAMS, {"bad": 2}, quick=True, progress=False)
     assert not bad.ok
     assert "action_mask for agent 0 of instance 0 wrote byte 0 of agent 1's mask row" in str(bad)
+    assert "output-row" in bad.rules()

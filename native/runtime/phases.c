@@ -173,6 +173,63 @@ static void mask_agent(seer_ctx *c, size_t i, uint32_t a, int acts_next)
     check_mask_row(c, g, row, a);
 }
 
+/* Checking mode: observe writes into private copies of its agent's output
+ * rows, each followed by guard bytes, which must be as they were after it
+ * (a write past a row lands in the next agent's, or, for the last agent,
+ * past the host's buffer); the rows then go where they belong.  Allocates:
+ * checking mode only, not a normal run's path. */
+#define OBS_GUARD 64
+#define OBS_GUARD_BYTE 0xA5
+
+static void check_observe_call(seer_ctx *c, uint32_t a, const seer_output *out)
+{
+    seer_runtime *rt = c->rt;
+    const seer_sizes *sz = &rt->sz;
+    const size_t len[5] = {sz->obs_dim * sizeof(float), sz->info_dim * sizeof(double),
+                           sizeof(float), 1, 1};
+    static const char *const what[5] = {"obs", "info", "reward", "terminated", "truncated"};
+    size_t at[5], total = 0;
+    for (int k = 0; k < 5; k++) {
+        at[k] = total;
+        total += (len[k] + 7) / 8 * 8 + OBS_GUARD; /* 8-aligned: doubles, then a guard */
+    }
+    uint8_t *mem = malloc(total);
+    if (!mem) {
+        seer_worker_error_local(c->w, SEER_E_NOMEM, "out of memory checking observe");
+        return;
+    }
+    memset(mem, OBS_GUARD_BYTE, total);
+    for (int k = 0; k < 5; k++)
+        memset(mem + at[k], 0, len[k]);
+    seer_output mine = {
+        .obs = (float *)(void *)(mem + at[0]), .info = (double *)(void *)(mem + at[1]),
+        .reward = (float *)(void *)(mem + at[2]), .terminated = mem + at[3],
+        .truncated = mem + at[4]};
+    (void)seer_check_run(c, SEER_HOOK_OBSERVE, &(seer_hook_args){.type = a, .out = &mine});
+    for (int k = 0; k < 5 && !c->w->err; k++) {
+        const size_t end = (k + 1 < 5 ? at[k + 1] : total);
+        for (size_t b = at[k] + len[k]; b < end; b++)
+            if (mem[b] != OBS_GUARD_BYTE) {
+                seer_worker_error_local(
+                    c->w, SEER_E_ISOLATION,
+                    "contract violation (isolation) in model '%s': observe for agent %u of "
+                    "instance %u wrote byte %zu past the end of its %s row (%zu bytes): "
+                    "observe writes only its own agent's obs[0..obs_dim-1] (obs_dim=%u), "
+                    "*reward, *terminated, *truncated and info[0..info_dim-1] (info_dim=%u); "
+                    "a write past a row lands in the next agent's, or past the buffer",
+                    rt->model->name, a, c->inst_idx, b - at[k] - len[k], what[k], len[k],
+                    sz->obs_dim, sz->info_dim);
+                break;
+            }
+    }
+    memcpy(out->obs, mine.obs, len[0]);
+    memcpy(out->info, mine.info, len[1]);
+    *out->reward = *mine.reward;
+    *out->terminated = *mine.terminated;
+    *out->truncated = *mine.truncated;
+    free(mem);
+}
+
 void seer_observe_agent(seer_worker *w, uint32_t inst, uint32_t a)
 {
     seer_runtime *rt = w->rt;
@@ -201,7 +258,7 @@ void seer_observe_agent(seer_worker *w, uint32_t inst, uint32_t a)
     seer_ctx_enter_entity(&c, a);
     c.now = c.inst->boundary;
     if (SEER_CHECKING(rt))
-        (void)seer_check_run(&c, SEER_HOOK_OBSERVE, &(seer_hook_args){.type = a, .out = &out});
+        check_observe_call(&c, a, &out);
     else
         rt->model->observe(&c, a, &out);
     *out.terminated = *out.terminated ? 1 : 0;

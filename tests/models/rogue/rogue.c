@@ -28,7 +28,9 @@ enum rogue_mode {
     ROGUE_BOUNDARY_RNG = 11,/* the boundary hook draws a random number           */
     ROGUE_NULL = 12,        /* handle reads another entity through
                                seer_entity_state (NULL outside the boundary)    */
-    ROGUE_MODES = 13
+    ROGUE_OBS_ROW = 13,     /* observe writes one element past its obs row (the
+                               next agent's obs[0])                              */
+    ROGUE_MODES = 14
 };
 
 typedef struct rogue_config {
@@ -175,6 +177,8 @@ static void rogue_observe(seer_ctx *ctx, uint32_t agent, const seer_output *out)
     out->obs[1] = (float)st->pings;
     out->obs[2] = (float)fmod(st->value, 1000.0);
     *out->reward = (float)st->last_action;
+    if (c->mode == ROGUE_OBS_ROW && agent == c->culprit && seer_step_index(ctx) == c->at_step)
+        out->obs[3] = 7.0f; /* obs_dim is 3: an off-by-one loop bound */
 }
 
 static void rogue_boundary(seer_ctx *ctx, void *instance_data)
