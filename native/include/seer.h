@@ -342,9 +342,9 @@ const void *seer_instance_data(const seer_ctx *ctx);
 
 /* ---- Scheduling (init, act, handle only) -------------------------------- */
 /* Schedule an event of `type` for `target` at time `t` with `size` payload
- * bytes copied from `payload` (NULL only with size 0).  Returns SEER_OK or a violation code; on a
- * violation nothing is scheduled, a message is recorded and the current step
- * fails with that error once the handler returns. */
+ * bytes copied from `payload` (NULL only with size 0).  Returns SEER_OK or a
+ * violation code; on a violation nothing is scheduled, a message is recorded
+ * and the current step fails with that error once the handler returns. */
 int seer_schedule(seer_ctx *ctx, uint32_t target, seer_time t, uint32_t type,
                   const void *payload, uint32_t size);
 

@@ -831,32 +831,25 @@ int seer_model_bounds(const seer_model *m, const void *config, const seer_sizes 
                       float *obs_low, float *obs_high, float *state_low, float *state_high,
                       char *err, size_t errlen)
 {
-    for (uint32_t i = 0; i < sz->obs_dim; i++) {
-        obs_low[i] = -HUGE_VALF;
-        obs_high[i] = HUGE_VALF;
-    }
     for (uint32_t i = 0; i < sz->state_dim; i++) {
         state_low[i] = -HUGE_VALF;
         state_high[i] = HUGE_VALF;
     }
     int rc = SEER_OK;
-    if (hooked_groups(m, sz)) {
-        /* per group: seer_model_group_bounds */
-    } else if (m->group_obs_bounds && sz->obs_dim) {
-        m->group_obs_bounds(config, 0, obs_low, obs_high);
-        rc = check_bounds(m, "group_obs_bounds", obs_low, obs_high, sz->obs_dim, err, errlen);
-    } else if (m->obs_bounds && sz->obs_dim) {
-        m->obs_bounds(config, obs_low, obs_high);
-        rc = check_bounds(m, "obs_bounds", obs_low, obs_high, sz->obs_dim, err, errlen);
+    if (hooked_groups(m, sz)) { /* per group: seer_model_group_bounds */
+        for (uint32_t i = 0; i < sz->obs_dim; i++) {
+            obs_low[i] = -HUGE_VALF;
+            obs_high[i] = HUGE_VALF;
+        }
+    } else { /* the one group's */
+        rc = seer_model_group_bounds(m, config, sz, 0, sz->obs_dim, obs_low, obs_high, err,
+                                     errlen);
     }
-    if (rc != SEER_OK)
-        return rc;
-    if (m->state_bounds && sz->state_dim) {
+    if (rc == SEER_OK && m->state_bounds && sz->state_dim) {
         m->state_bounds(config, state_low, state_high);
-        return check_bounds(m, "state_bounds", state_low, state_high, sz->state_dim, err,
-                            errlen);
+        rc = check_bounds(m, "state_bounds", state_low, state_high, sz->state_dim, err, errlen);
     }
-    return SEER_OK;
+    return rc;
 }
 
 int seer_model_group_bounds(const seer_model *m, const void *config, const seer_sizes *sz,
