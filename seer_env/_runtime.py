@@ -425,12 +425,10 @@ class Runtime:
         n = _positive_int("threads", threads, 1, 1024)
         if self.stpa is not None and self.executor == "serial":
             self.switch_executor("parallel", n)
-            self.stpa = None
-            self.requested_threads = n
-            return
-        self._threads_now = None
-        with self._call() as h:
-            self._check(h, self.lib.seer_runtime_set_threads(h, n))
+        else:
+            self._threads_now = None
+            with self._call() as h:
+                self._check(h, self.lib.seer_runtime_set_threads(h, n))
         self.stpa = None
         self.requested_threads = n
 

@@ -195,7 +195,7 @@ class _SeerEnvCommon:
         given = config.get("executor")
         self.executor = "parallel" if given is None else given
         threads = self.threads
-        if given == "parallel" and isinstance(threads, str) and threads == "auto":
+        if given == "parallel" and threads == "auto":
             # the executor given runs as asked, on every CPU (as "auto" does for
             # the optimistic one): STPA chooses only when neither is given
             threads = cpu_count()

@@ -179,16 +179,12 @@ def load(path: str | Path, build: bool = True, log: Callable[[str], None] | None
                 sys.modules[modname] = mod
                 try:
                     spec.loader.exec_module(mod)
-                except SeerError:
+                except BaseException as exc:
                     sys.modules.pop(modname, None)
-                    raise
-                except Exception as exc:
-                    # the model's own code failed (a syntax error, a name not
-                    # defined): one line naming where, the traceback as cause
-                    sys.modules.pop(modname, None)
-                    raise ModelError(_import_failure(folder, exc)) from exc
-                except BaseException:
-                    sys.modules.pop(modname, None)
+                    if isinstance(exc, Exception) and not isinstance(exc, SeerError):
+                        # the model's own code failed (a syntax error, a name not
+                        # defined): one line naming where, the traceback as cause
+                        raise ModelError(_import_failure(folder, exc)) from exc
                     raise
                 model = getattr(mod, "MODEL", None)
                 if not isinstance(model, Model):

@@ -1255,7 +1255,7 @@ class Stpa(_Running):
         return max(self.check_every, math.ceil(cost / (0.01 * t)))
 
     def _check_drift(self) -> None:
-        self.countdown = self._check_interval()
+        """A monitor check (`step` spaces the next by what this one cost)."""
         s = self.rt.stats()
         if self._unsaved is not None and s["steps"] - self._steps0 >= self._save_from:
             self.save_decision()
@@ -1360,9 +1360,7 @@ class FixedChoice(_Running):
         c = Candidate(self.executor, self.threads)
         asked = getattr(self.rt, "requested_threads", None)
         how = "as asked"
-        if self.executor == "serial":
-            pass
-        elif isinstance(asked, str):
+        if self.executor != "serial" and isinstance(asked, str):
             how = "as asked (threads='auto' with an executor given: every CPU)"
         elif isinstance(asked, int) and asked > self.threads:
             how = (f"{asked} threads asked, capped at the {self.threads} CPU(s) this process "
