@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from ._runtime import Runtime, trace_kinds
+from .gym_vector import random_batched_actions
 
 PHASE_NAMES = {"act": "act", "boundary": "boundary", "init": "reset", "window": "window",
                "barrier": "barrier wait"}
@@ -133,7 +134,8 @@ def chrome_trace(runtime: Runtime, records: Sequence[np.ndarray] | None = None,
 def trace_env(env_name: str, steps: int, threads: int | str = "auto", num_envs: int = 1,
               seed: int = 0, capacity: int = 1 << 18, config: dict[str, Any] | None = None,
               log: Any = None) -> dict[str, Any]:
-    """Run ``env_name`` (random actions) for ``steps`` traced steps; return the trace dict.
+    """Run ``env_name`` for ``steps`` traced steps under random actions (each group's
+    kind, within the action masks, as ``seer-env run`` draws them); return the trace dict.
 
     With ``threads="auto"`` the env first runs untraced until STPA has decided,
     then the decision is fixed for the traced steps (its reason is in
@@ -143,15 +145,12 @@ def trace_env(env_name: str, steps: int, threads: int | str = "auto", num_envs: 
 
     venv = env_module(env_name).vector_env(num_envs, threads=threads, **(config or {}))
     rt = venv.runtime
-    sz = venv.sizes
     rng = np.random.default_rng(seed)
-    shape = (num_envs, sz.num_agents) if sz.action_kind == "discrete" else \
-        (num_envs, sz.num_agents, sz.action_dim)
 
-    def actions() -> np.ndarray:
-        if sz.action_kind == "discrete":
-            return rng.integers(0, sz.action_n, size=shape)
-        return rng.uniform(sz.action_low, sz.action_high, size=shape).astype(np.float32)
+    def actions() -> Any:
+        # seer-env run's random policy: each group's kind, within the masks of
+        # the last outputs (a dict group -> array for a model with groups)
+        return random_batched_actions(venv, rng)
 
     meta: dict[str, Any] = {"env": env_name, "num_envs": num_envs, "steps": steps,
                             "config": {k: repr(v) for k, v in (config or {}).items()}}

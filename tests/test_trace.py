@@ -219,3 +219,22 @@ def test_each_workers_records_read_through_the_runtimes_own_module() -> None:
             rt.worker_trace_records(3)
     finally:
         rt.close()
+
+
+@pytest.mark.parametrize("model", ["hunt_v0", "groups_template"])
+def test_cli_trace_runs_a_model_with_agent_groups(tmp_path, model, capsys):
+    """Actions per group, within the masks (the random policy of ``seer-env
+    run``): trace sent one array and every grouped model failed with
+    InvalidActionError."""
+    if model == "groups_template":
+        from seer_env import sdk
+
+        model = str(sdk.new("grp_trace", tmp_path, groups=True))
+    out = tmp_path / "grouped.json"
+    assert cli.main(["trace", model, "--steps", "6", "-o", str(out), "--threads", "1",
+                     "--num-envs", "2"]) == 0
+    tr = json.loads(out.read_text())
+    tracks = check_trace_format(tr)
+    steps = [e["name"] for evs in tracks.values() for e in evs if e["cat"] == "python"]
+    assert steps == [f"step {k}" for k in range(6)]
+    assert "perfetto" in capsys.readouterr().out
