@@ -641,3 +641,53 @@ def test_a_snapshot_of_every_instance_into_one_env_id_says_what_is_wrong() -> No
     assert v.snapshot().instances == before.instances
     v.restore(v.snapshot(env_id=1), env_id=0)  # what the message says to do
     v.close()
+
+
+# -- forged event types (issue 33, item 9) ----------------------------------------------
+
+
+def test_an_unknown_event_type_is_refused(pcs_rt: Runtime) -> None:
+    """A re-sealed snapshot whose pending event has a type the model has no
+    handler for is refused, naming the type and the instance (PCS failed on the
+    next step; PHOLD, whose handler ignores the type, ran on)."""
+    rt = pcs_rt
+    snap = rt.snapshot(0)
+    ev = layout(rt)["ev0"]
+    count = MODELS["pcs"][0].table.event_type_count
+    assert count == 6
+    for typ in (count, 7, 2**32 - 1):
+        b = bytearray(snap)
+        b[ev + 20:ev + 24] = typ.to_bytes(4, "little")
+        refused(rt, resealed(b), "restore of instance 1", f"type {typ}",
+                "not one of the model's 6 event types")
+    for typ in range(count):  # every known type is still fine
+        b = bytearray(snap)
+        b[ev + 20:ev + 24] = typ.to_bytes(4, "little")
+        rt.restore(1, resealed(b), check_only=True)
+    phold = runtime("phold", 2)
+    phold.reset([3, 4])
+    record(phold, 0, 2, np.random.default_rng(1))
+    psnap = phold.snapshot(0)
+    pev = layout(phold)["ev0"]
+    b = bytearray(psnap)
+    b[pev + 20:pev + 24] = (1).to_bytes(4, "little")
+    refused(phold, resealed(b), "restore of instance 1", "type 1",
+            "not one of the model's 1 event types")
+    phold.close()
+
+
+def test_a_face_refuses_an_unknown_event_type_and_steps_on_unchanged() -> None:
+    env, twin = (phold_v0.parallel_env(num_entities=12, executor="serial") for _ in range(2))
+    for e in (env, twin):
+        e.reset(seed=3)
+        e.step(dict.fromkeys(e.agents, 1))
+    snap = env.snapshot()
+    pev = layout(env.runtime)["ev0"]
+    b = bytearray(snap.instances[0])
+    b[pev + 20:pev + 24] = (5).to_bytes(4, "little")
+    forged = dataclasses.replace(snap, instances=(resealed(b),))
+    with pytest.raises(SnapshotError, match="type 5"):
+        env.restore(forged)
+    for k in range(3):
+        acts = dict.fromkeys(env.agents, k % 2)
+        assert same(env.step(acts), twin.step(acts))

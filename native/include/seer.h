@@ -275,7 +275,9 @@ typedef struct seer_model {
     /* Optional: the instance's global state (state_dim floats) at the boundary. */
     void (*global_state)(seer_ctx *ctx, float *out);
     /* Names of the info values (info_dim entries) and of event types
-     * (event_type_count entries) for messages and traces; may be NULL. */
+     * (event_type_count entries) for messages and traces; may be NULL.  A
+     * restored snapshot's pending events must have types below
+     * event_type_count (0: any type). */
     const char *const *info_names;
     const char *const *event_names;
     uint32_t event_type_count;

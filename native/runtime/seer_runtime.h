@@ -316,7 +316,8 @@ void seer_runtime_stats(const seer_runtime *rt, seer_stats *out);
  * The bytes carry a header (magic, SEER_SNAPSHOT_FORMAT, SEER_API_VERSION,
  * the byte order, the model's name, a hash of the completed configuration,
  * the sizes) and a checksum of everything before it.  Restore validates all
- * of it (and every event's target, time, key and payload size) before it
+ * of it (and every event's target, time, key, payload size and type: one of
+ * the model's event_type_count, where it declares them) before it
  * changes anything: a snapshot of another model or configuration, another
  * format, corrupted or truncated bytes fails with SEER_E_SNAPSHOT and a
  * message saying which, and the instance stays as it was.

@@ -568,19 +568,30 @@ static int validate_body(seer_runtime *rt, uint32_t instance, struct reader *r,
         }
         double t;
         uint64_t key;
-        uint32_t target, size, pad;
+        uint32_t target, type, size, pad;
         memcpy(&t, h, 8);
         memcpy(&key, h + 8, 8);
         memcpy(&target, h + 16, 4);
+        memcpy(&type, h + 20, 4);
         memcpy(&size, h + 24, 4);
         memcpy(&pad, h + 28, 4);
         const uint64_t src = key >> SEER_KEY_SEQ_BITS;
         const uint64_t seq = key & ((1ull << SEER_KEY_SEQ_BITS) - 1);
+        const uint32_t ntypes = rt->model->event_type_count;
         const char *why = NULL;
+        char type_why[96];
         if (!(t >= s->boundary) || !isfinite(t))
             why = "its time is not finite or before the instance's time";
         else if (target >= N)
             why = "its target is not an entity";
+        else if (ntypes && type >= ntypes) {
+            /* no handler would know it: a handler's own check fails the next
+             * step, one that ignores the type runs on with nonsense */
+            snprintf(type_why, sizeof type_why,
+                     "its type %u is not one of the model's %u event types (0..%u)", type,
+                     ntypes, ntypes - 1);
+            why = type_why;
+        }
         else if (size > sz->payload_size)
             why = "its payload is larger than the model's payload_size";
         else if (pad != 0)
@@ -596,8 +607,9 @@ static int validate_body(seer_runtime *rt, uint32_t instance, struct reader *r,
                 why = "its sequence number was not issued by its source entity";
         }
         if (why || !take(r, seer_round_up(size, 8))) {
-            snprintf(d, sizeof d, "event %llu of %llu (t=%.17g, target %u, %u payload bytes): %s",
-                     (unsigned long long)k, (unsigned long long)s->nev, t, target, size,
+            snprintf(d, sizeof d,
+                     "event %llu of %llu (t=%.17g, target %u, type %u, %u payload bytes): %s",
+                     (unsigned long long)k, (unsigned long long)s->nev, t, target, type, size,
                      why ? why : "the bytes end inside its payload");
             return bad(rt, instance, "%s", d);
         }
