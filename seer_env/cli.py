@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import dataclasses
 import os
 import sys
 import time
@@ -121,6 +122,16 @@ def _active_rewards(rew: Any, infos: dict[str, Any]) -> float:
     return float(rew[infos["active"]].sum())
 
 
+def _model_label(given: str, model: Any) -> str:
+    """How the commands name a model: its declared name (``check`` and
+    ``info`` name it so too), with the folder it was loaded from when the
+    command line gave one by another name (``verify`` and ``run`` named it
+    by the folder given)."""
+    if given == model.name:
+        return str(model.name)
+    return f"{model.name} (loaded from {given})"
+
+
 def cmd_run(a: argparse.Namespace) -> int:
     cfg = _parse_sets(a.set, a.env)
     mod = env_module(a.env)
@@ -132,7 +143,7 @@ def cmd_run(a: argparse.Namespace) -> int:
     rt = venv.runtime
     how = ("threads=auto (STPA chooses the executor and pool)" if rt.stpa is not None
            else f"executor={rt.executor}, threads={rt.threads}")
-    print(f"{a.env}: {a.num_envs} instance(s) x {sz.num_agents} agents, {how}, "
+    print(f"{_model_label(a.env, mod)}: {a.num_envs} instance(s) x {sz.num_agents} agents, {how}, "
           f"policy={a.policy}")
     _, infos = venv.reset(seed=a.seed)
     from tqdm.auto import tqdm
@@ -166,7 +177,7 @@ def cmd_verify(a: argparse.Namespace) -> int:
     rep = verify(a.env, steps=a.steps, threads=a.threads, num_envs=a.num_envs, seed=a.seed,
                  executor=a.executor,
                  **cfg)
-    print(rep)
+    print(dataclasses.replace(rep, env=_model_label(a.env, env_module(a.env))))
     return 0 if rep.identical else 1
 
 

@@ -167,3 +167,31 @@ def test_metadata_is_a_class_attribute_of_each_models_env_class():
     assert a.metadata["is_parallelizable"] and "render_fps" in a.metadata
     a.close()
     b.close()
+
+
+def test_cli_names_a_model_by_its_declared_name_everywhere(
+        tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A model folder whose folder name is not the model's declared name:
+    verify and run named it by the folder given (check and info by the
+    declared name); all name it by its declared name now, the folder given as
+    where it was loaded from."""
+    from seer_env import sdk
+
+    folder = sdk.new("decl13", tmp_path)
+    where = folder.rename(tmp_path / "elsewhere")
+    init = where / "__init__.py"
+    init.write_text(init.read_text().replace("MODEL = declare(__name__)",
+                                             'MODEL = declare(__name__, name="decl13")'))
+    given = str(where)
+    assert cli.main(["verify", given, "--steps", "3"]) == 0
+    assert capsys.readouterr().out.startswith(
+        f"decl13 (loaded from {given}): serial vs parallel (threads=2, num_envs=1, 3 steps): "
+        "identical")
+    assert cli.main(["run", given, "--steps", "2", "--threads", "1", "--quiet"]) == 0
+    assert capsys.readouterr().out.startswith(f"decl13 (loaded from {given}): 1 instance(s)")
+    assert cli.main(["info", given]) == 0
+    assert capsys.readouterr().out.startswith(f"decl13: model 'decl13' ({where})")
+    assert cli.main(["check", given, "--quick", "--steps", "2"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("contract check of model 'decl13':"), out
+    assert "elsewhere" not in out
