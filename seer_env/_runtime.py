@@ -49,7 +49,7 @@ import numpy as np
 
 from ._loader import core, runtime_module
 from ._native import _ERRLEN, Group, NativeModel, Sizes, error_for
-from .errors import ClosedError, ConfigError, SnapshotError
+from .errors import ClosedError, ConfigError, OutOfMemoryError, SnapshotError
 
 if TYPE_CHECKING:  # pragma: no cover
     from numpy.typing import ArrayLike  # a mask: anything np.asarray(mask, dtype=bool) reads
@@ -203,7 +203,11 @@ class Runtime:
             rewards, flags, infos, global states), estimated from the model's
             sizes before anything is allocated (`memory_estimate`).  A
             larger configuration raises [`ConfigError`][seer_env.errors.ConfigError]
-            naming the total, its biggest part and the limit.
+            naming the total, its biggest part and the limit.  An allocation
+            that fails all the same (a process limit such as ``ulimit -v``)
+            raises [`OutOfMemoryError`][seer_env.errors.OutOfMemoryError] (a
+            ``MemoryError`` too) naming the buffer or the runtime's parts and
+            their bytes; nothing of the runtime is kept.
         oversubscribe: let more threads than CPUs take part in calls (by
             default the pool's active threads are capped at the CPU count).
         enforce_masks: for a model with action masks, refuse the actions they
@@ -303,6 +307,11 @@ class Runtime:
         rc = lib.seer_runtime_create(model.table, cfg, model.config_size, opts, out, err,
                                      _ERRLEN)
         if rc != lib.SEER_OK:
+            self._drop_host_buffers()  # nothing half-made kept (a held traceback holds self)
+            if rc == lib.SEER_E_NOMEM:  # the C side freed what it had made
+                raise OutOfMemoryError(
+                    f"{self.model}: {ffi.string(err).decode()}: {_native_parts(self.memory)}"
+                    f"{_threads_note(opts.threads)}; {_total_note(self.memory)}") from None
             raise error_for(lib, rc, ffi.string(err).decode())
         self._h = ffi.gc(out[0], lib.seer_runtime_destroy)
         self._native_step, self._null = lib.seer_runtime_step, ffi.NULL  # step()'s shortcuts
@@ -350,7 +359,15 @@ class Runtime:
         csz.num_agents, csz.obs_dim, csz.action_dim, csz.info_dim, csz.mask_dim = (
             A, sz.obs_dim, sz.action_dim, sz.info_dim, sz.mask_dim)
         for name, (which, dtype, shape) in bufs.items():
-            arr = _aligned_zeros(shape, dtype)
+            try:
+                arr = _aligned_zeros(shape, dtype)
+            except MemoryError:
+                self._drop_host_buffers()
+                nbytes = int(lib.seer_buffer_bytes(csz, B, which))
+                raise OutOfMemoryError(
+                    f"{self.model}: out of memory allocating the runtime's "
+                    f"{_HOST_BUFFER_PARTS[name]} '{name}' ({nbytes} bytes, {shape} "
+                    f"{_dtype_name(dtype)}); {_total_note(self.memory)}") from None
             assert arr.nbytes == lib.seer_buffer_bytes(csz, B, which), name
             setattr(self, name, arr)
             if arr.nbytes:
@@ -360,6 +377,13 @@ class Runtime:
         self.group_actions: list[np.ndarray] = [
             group_action_view(self.actions, g) for g in sz.groups] if sz.num_groups > 1 \
             else [self.actions]
+
+    def _drop_host_buffers(self) -> None:
+        """Forget the host buffers made so far (a failed ``__init__``): the
+        arrays go now, not when the exception's traceback (which holds this
+        half-made runtime) goes."""
+        for name in _HOST_BUFFER_PARTS:
+            self.__dict__.pop(name, None)
 
     # -- plumbing -------------------------------------------------------------
 
@@ -777,6 +801,50 @@ def group_action_view(raw: np.ndarray, g: Group) -> np.ndarray:
     if g.action_kind == "discrete":
         return rows[:, :, 0].view(np.int32)
     return rows.view(np.float32 if g.action_kind == "box" else np.int32)
+
+
+#: The host buffers by attribute, named as `memory_estimate` names their parts.
+_HOST_BUFFER_PARTS = {
+    "actions": "action buffer", "obs": "observation buffer", "reward": "reward buffer",
+    "terminated": "terminated flags", "truncated": "truncated flags", "alive": "alive flags",
+    "active": "active flags", "info": "info buffer", "mask": "action masks",
+}
+
+
+def _total_note(memory: Mapping[str, int]) -> str:
+    """The end of an out-of-memory message: the configuration's total."""
+    return (f"this configuration takes about {sum(memory.values())} bytes in all "
+            "(seer_env.registry.memory_estimate); lower the sizes or num_instances, or "
+            "raise the process's memory limit")
+
+
+def _native_parts(memory: Mapping[str, int]) -> str:
+    """The runtime's native memory, by part, in an out-of-memory message."""
+    host = set(_HOST_BUFFER_PARTS.values())
+    parts = [f"{k} {v} bytes" for k, v in memory.items() if k not in host]
+    return f"the runtime's native memory ({', '.join(parts)}) could not be allocated"
+
+
+def _dtype_name(dtype: Any) -> str:
+    return np.dtype(dtype).name
+
+
+def _threads_note(threads: int) -> str:
+    return f" or its {threads} worker threads started" if threads > 1 else ""
+
+
+def alloc_zeros(owner: str, what: str, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+    """``np.zeros(shape, dtype)`` for a face's own per-env buffer; out of
+    memory raises [`OutOfMemoryError`][seer_env.errors.OutOfMemoryError]
+    naming ``owner`` (the model), ``what`` and its size in bytes, not NumPy's
+    bare `MemoryError`.  The caller closes what it made before."""
+    try:
+        return np.zeros(shape, dtype)
+    except MemoryError:
+        dt = np.dtype(dtype)
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+        raise OutOfMemoryError(f"{owner}: out of memory allocating {what} ({nbytes} bytes, "
+                               f"{tuple(shape)} {dt.name})") from None
 
 
 def _aligned_zeros(shape: tuple[int, ...], dtype: Any, align: int = 64) -> np.ndarray:

@@ -128,8 +128,9 @@ def _box(low: np.ndarray, high: np.ndarray) -> gymnasium.spaces.Box:
 
 
 #: The version of `EnvSnapshot`'s Python side (the runtime's bytes carry
-#: their own format version, ``SEER_SNAPSHOT_FORMAT``).
-SNAPSHOT_VERSION = 1
+#: their own format version, ``SEER_SNAPSHOT_FORMAT``).  2: the batched env's
+#: instances carry their seed strides.
+SNAPSHOT_VERSION = 2
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -1355,7 +1356,9 @@ class SeerVectorEnv(_SeerEnvCommon):
 
     Seeds: ``reset(seed=s)`` gives instance ``i`` the seed ``s + i``; a list gives
     one seed per instance.  An instance reset later (autoreset, or a masked
-    reset without a seed) continues with its previous seed ``+ num_envs``.
+    reset without a seed) continues with its previous seed ``+ num_envs``; one
+    restored from a snapshot keeps the sequence it had (``+`` the ``num_envs``
+    of the batch it was taken in), so it continues as it would have there.
 
     Example:
 
@@ -1443,6 +1446,9 @@ class SeerVectorEnv(_SeerEnvCommon):
         self._needs_reset = True
         self._autoreset = np.zeros(self.num_envs, dtype=bool)
         self._next_seeds: list[int] = [0] * self.num_envs
+        # what each instance's seed advances by: num_envs, or the num_envs of the
+        # batch a restored instance's snapshot came from (its own sequence)
+        self._seed_strides: list[int] = [self.num_envs] * self.num_envs
         # SAME_STEP keeps the final step's rewards and flags here (the reset
         # that follows overwrites the runtime's buffers).
         B, A = self.num_envs, self.num_agents
@@ -1558,6 +1564,7 @@ class SeerVectorEnv(_SeerEnvCommon):
                     self._interrupted = cut
                 raise
             self._next_seeds = [(s + self.num_envs) & _MAX_SEED for s in seeds]
+            self._seed_strides = [self.num_envs] * self.num_envs
             self._autoreset[:] = False
             self._any_autoreset = False
             self._needs_reset = False
@@ -1586,6 +1593,7 @@ class SeerVectorEnv(_SeerEnvCommon):
             if given is not None:
                 for i in np.flatnonzero(mask):
                     self._next_seeds[i] = (seeds[i] + self.num_envs) & _MAX_SEED
+                    self._seed_strides[i] = self.num_envs
             try:
                 rt.reset(seeds, mask)
             except SeerError as exc:
@@ -1607,7 +1615,7 @@ class SeerVectorEnv(_SeerEnvCommon):
         seeds = [0] * self.num_envs
         for i in np.flatnonzero(mask):
             seeds[i] = self._next_seeds[i]
-            self._next_seeds[i] = (self._next_seeds[i] + self.num_envs) & _MAX_SEED
+            self._next_seeds[i] = (self._next_seeds[i] + self._seed_strides[i]) & _MAX_SEED
         return seeds
 
     # -- step ----------------------------------------------------------------
@@ -1957,6 +1965,7 @@ class SeerVectorEnv(_SeerEnvCommon):
         B = self.num_envs
         self._interrupted = _CUT_SHORT.format("async_reset")
         self._next_seeds = [(s + B) & _MAX_SEED for s in seeds]
+        self._seed_strides = [B] * B
         self._autoreset[:] = False
         self._any_autoreset = False
         self._needs_reset = False
@@ -2009,7 +2018,7 @@ class SeerVectorEnv(_SeerEnvCommon):
             self._autoreset[ids] = ~self.runtime.alive[ids].any(axis=1)
             self._any_autoreset = bool(self._autoreset.any())
         for i in finals:  # SAME_STEP: these were reset with their next seeds
-            self._next_seeds[i] = (self._next_seeds[i] + self.num_envs) & _MAX_SEED
+            self._next_seeds[i] = (self._next_seeds[i] + self._seed_strides[i]) & _MAX_SEED
         self._interrupted = ""
         return out
 
@@ -2097,7 +2106,8 @@ class SeerVectorEnv(_SeerEnvCommon):
         ids = range(self.num_envs) if env_id is None else (self._env_id(env_id),)
         self._refuse_in_flight("snapshot", ids)
         state = {"autoreset": tuple(bool(self._autoreset[i]) for i in ids),
-                 "next_seeds": tuple(int(self._next_seeds[i]) for i in ids)}
+                 "next_seeds": tuple(int(self._next_seeds[i]) for i in ids),
+                 "seed_strides": tuple(int(self._seed_strides[i]) for i in ids)}
         return self._snapshot_of("vector", tuple(ids), state)
 
     @exclusive
@@ -2109,14 +2119,22 @@ class SeerVectorEnv(_SeerEnvCommon):
         as ``reset()`` does.  Everything is checked before anything changes
         (`SnapshotError`).  Restoring one instance needs
         the env reset first (the first reset starts every instance); a snapshot
-        of all of them also restores a never-reset env."""
+        of all of them also restores a never-reset env.
+
+        A restored instance keeps its seed sequence: its next autoresets use
+        the seeds the original instance would have used (its next seed, then
+        steps of the ``num_envs`` of the batch it was taken in), so a
+        one-instance snapshot restored into a batch of another ``num_envs``
+        continues bit for bit as the original instance did, autoresets
+        included.  A full ``reset()`` (or ``async_reset()``) starts every
+        instance on this batch's sequence again."""
         self._check_open("restore")
         self._check_snapshot(snap, "vector")
         name = self.seer_model.name
         n = len(snap.instances)
         st = snap.state if isinstance(snap.state, dict) else {}
         if (len(snap.env_ids) != n or len(st.get("autoreset", ())) != n
-                or len(st.get("next_seeds", ())) != n):
+                or len(st.get("next_seeds", ())) != n or len(st.get("seed_strides", ())) != n):
             raise SnapshotError(f"{name}: the snapshot is malformed")
         if n == 1 and (env_id is not None or snap.env_ids[0] < self.num_envs):
             targets: tuple[int, ...] = (
@@ -2141,7 +2159,8 @@ class SeerVectorEnv(_SeerEnvCommon):
         self._check_instances(pairs)
         cut = self._interrupted
         self._interrupted = _CUT_SHORT_RESTORE  # until Python has caught up
-        for (i, data), flag, seed in zip(pairs, st["autoreset"], st["next_seeds"], strict=True):
+        for (i, data), flag, seed, stride in zip(pairs, st["autoreset"], st["next_seeds"],
+                                                 st["seed_strides"], strict=True):
             try:
                 self.runtime.restore(i, data)
             except SeerError as exc:  # checked already: out of memory, nothing changed
@@ -2150,6 +2169,7 @@ class SeerVectorEnv(_SeerEnvCommon):
                 raise
             self._autoreset[i] = bool(flag)
             self._next_seeds[i] = int(seed) & _MAX_SEED
+            self._seed_strides[i] = int(stride)
         self._any_autoreset = bool(self._autoreset.any())
         if len(targets) == self.num_envs:
             self._needs_reset = False

@@ -101,6 +101,22 @@ class MissingExtraError(SeerError, ImportError):
     the message says which extra installs it (``pip install "seer_env[numba]"``)."""
 
 
+class OutOfMemoryError(SeerError, MemoryError):
+    """Memory for an env's buffers or its runtime could not be had (a process
+    memory limit, ``ulimit -v``, or the machine's memory).  The message names
+    what was being allocated and its size in bytes; nothing of the env was
+    kept (its runtime closed, its buffers freed), so a smaller env can be made
+    in the same process.  A `MemoryError` too, for code that catches that:
+
+    ```python
+    try:
+        env = seer_env.make("pcs_v0", width=256, height=256)
+    except MemoryError as exc:   # seer_env.errors.OutOfMemoryError
+        print(exc)   # pcs: out of memory allocating the observation buffer (3670016 bytes) ...
+    ```
+    """
+
+
 __all__ = [
     "SeerError",
     "ConfigError",
@@ -117,4 +133,5 @@ __all__ = [
     "Interrupted",
     "SnapshotError",
     "MissingExtraError",
+    "OutOfMemoryError",
 ]

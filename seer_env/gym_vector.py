@@ -124,6 +124,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
+from ._runtime import alloc_zeros
 from .env import EnvSnapshot, SeerVectorEnv, _check_options
 from .errors import ClosedError, ConfigError, InvalidActionError, SnapshotError
 
@@ -205,7 +206,9 @@ class AgentVectorEnv(gymnasium.vector.VectorEnv):
             self._act_shape: tuple[int, ...] = (self.num_instances, self.num_agents)
         else:
             self._act_shape = (self.num_instances, self.num_agents, g.action_dim)
-        self._all = np.ones(self.num_envs, dtype=bool)
+        self._all = alloc_zeros(venv.seer_model.name, "the all-agents mask", (self.num_envs,),
+                                bool)
+        self._all[:] = True
 
     # -- groups -------------------------------------------------------------------
 
@@ -534,5 +537,10 @@ def agent_vector_env(
     group = config.pop("group", None)
     others = config.pop("others", None)
     in_infos = config.pop("global_state_in_infos", False)
-    return AgentVectorEnv(vector_env(num_envs, copy=False, **config), copy=copy, group=group,
-                          others=others, global_state_in_infos=in_infos)
+    venv = vector_env(num_envs, copy=False, **config)
+    try:
+        return AgentVectorEnv(venv, copy=copy, group=group, others=others,
+                              global_state_in_infos=in_infos)
+    except BaseException:  # refused, or out of memory: the runtime made is closed
+        venv.close()
+        raise

@@ -107,6 +107,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from ._runtime import alloc_zeros
 from .env import EnvSnapshot, _seed_value
 from .errors import ConfigError, InvalidActionError, SnapshotError, StateError
 from .model import Model
@@ -297,8 +298,11 @@ def _make_class() -> type:  # noqa: C901 - one class, built where torch is at ha
             self.full_reward_spec_unbatched = rew_spec
             self.full_done_spec_unbatched = done_spec
             # sticky per-agent flags: (B, n) per group, cleared by a reset
-            self._term = [np.zeros((B, g.count), bool) for g in self._groups]
-            self._trunc = [np.zeros((B, g.count), bool) for g in self._groups]
+            name = self.seer_model.name  # out of memory: __init__ closes the batched env
+            self._term = [alloc_zeros(name, f"the terminations of group {g.key!r}",
+                                      (B, g.count), bool) for g in self._groups]
+            self._trunc = [alloc_zeros(name, f"the truncations of group {g.key!r}",
+                                       (B, g.count), bool) for g in self._groups]
             self._group_keys = {g.key for g in self._groups}
             self._cpu = torch.device(dev).type == "cpu"
 
