@@ -571,7 +571,8 @@ def test_faces_refuse_bad_snapshots() -> None:
     venv = pcs_v0.vector_env(2, width=3, height=3)
     with pytest.raises(StateError, match="reset"):
         venv.restore(dataclasses.replace(snap, face="vector", env_ids=(0,),
-                                         state={"autoreset": (False,), "next_seeds": (1,)}))
+                                         state={"autoreset": (False,), "next_seeds": (1,),
+                                                "seed_strides": (2,)}))
     venv.reset(seed=0)
     vsnap = venv.snapshot()
     three = pcs_v0.vector_env(3, width=3, height=3)
@@ -691,3 +692,46 @@ def test_a_face_refuses_an_unknown_event_type_and_steps_on_unchanged() -> None:
     for k in range(3):
         acts = dict.fromkeys(env.agents, k % 2)
         assert same(env.step(acts), twin.step(acts))
+
+
+# -- one instance into a batch of another size (issue 33, item 10) ------------------------
+
+
+@pytest.mark.parametrize("mode", ["next_step", "same_step"])
+@pytest.mark.parametrize("other_B,env_id", [(2, 0), (5, 4), (1, 0)])
+def test_one_instance_continues_alike_in_a_batch_of_another_size(
+        mode: str, other_B: int, env_id: int) -> None:
+    """An instance's snapshot restored into a batch of another num_envs gives the
+    original instance's outputs, bit for bit, across its autoresets: it keeps its
+    own seed sequence (it advanced by the new batch's num_envs and diverged at
+    the second autoreset)."""
+    cfg = {"width": 2, "height": 2, "max_cycles": 3, "autoreset_mode": mode}
+    v1 = pcs_v0.vector_env(3, **cfg)
+    v1.reset(seed=10)
+    rng = np.random.default_rng(0)
+    v1.step(random_batched_actions(v1, rng))
+    snap = v1.snapshot(1)
+    v2 = pcs_v0.vector_env(other_B, **cfg)
+    v2.reset(seed=99)
+    v2.restore(pickle.loads(pickle.dumps(snap)), env_id=env_id)
+    ends = 0
+    for _ in range(14):
+        a1 = random_batched_actions(v1, rng)
+        a2 = random_batched_actions(v2, rng)
+        a2[env_id] = a1[1]
+        o1, o2 = v1.step(a1), v2.step(a2)
+        for part in range(4):
+            assert same(o1[part][1], o2[part][env_id]), (part, ends)
+        ends += bool(o1[3][1].all())
+    assert ends >= 3  # three autoresets at least, each with the instance's next seed
+    # and its snapshot goes back into the original batch, where it continues alike too
+    back = v2.snapshot(env_id)
+    v1.restore(back, env_id=1)
+    v2.restore(back, env_id=env_id)
+    for _ in range(7):
+        a1 = random_batched_actions(v1, rng)
+        a2 = random_batched_actions(v2, rng)
+        a2[env_id] = a1[1]
+        o1, o2 = v1.step(a1), v2.step(a2)
+        for part in range(4):
+            assert same(o1[part][1], o2[part][env_id])
