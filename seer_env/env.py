@@ -42,12 +42,13 @@ from pettingzoo.utils.wrappers.order_enforcing import (
 
 from . import _async, _gate, _kernels
 from ._gate import close_now, exclusive
-from ._runtime import Runtime, cpu_count
+from ._runtime import Runtime, alloc_zeros, cpu_count
 from .errors import (
     AsyncStateError,
     ClosedError,
     ConfigError,
     InvalidActionError,
+    OutOfMemoryError,
     SeerError,
     SnapshotError,
     StateError,
@@ -265,6 +266,16 @@ class _SeerEnvCommon:
             "observation": box,
             "action_mask": gymnasium.spaces.Box(0, 1, shape=(g.mask_len,), dtype=np.int8),
         })
+
+    def _zeros(self, what: str, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+        """Zeros for one of the face's own per-env buffers.  Out of memory
+        closes the runtime (nothing half-made is kept) and raises
+        `OutOfMemoryError` naming the buffer and its bytes."""
+        try:
+            return alloc_zeros(self.seer_model.name, what, shape, dtype)
+        except OutOfMemoryError:
+            self.runtime.close()
+            raise
 
     def _check_open(self, what: str) -> None:
         if self.runtime.closed:
@@ -1444,7 +1455,7 @@ class SeerVectorEnv(_SeerEnvCommon):
         if self._structured:  # a masked group's observation is the Box alone here
             self.single_observation_space = self.single_observation_spaces[self.groups[0].name]
         self._needs_reset = True
-        self._autoreset = np.zeros(self.num_envs, dtype=bool)
+        self._autoreset = self._zeros("the autoreset flags", (self.num_envs,), bool)
         self._next_seeds: list[int] = [0] * self.num_envs
         # what each instance's seed advances by: num_envs, or the num_envs of the
         # batch a restored instance's snapshot came from (its own sequence)
@@ -1452,10 +1463,10 @@ class SeerVectorEnv(_SeerEnvCommon):
         # SAME_STEP keeps the final step's rewards and flags here (the reset
         # that follows overwrites the runtime's buffers).
         B, A = self.num_envs, self.num_agents
-        self._final = (
-            np.zeros((B, A), np.float32), np.zeros((B, A), bool), np.zeros((B, A), bool)
-        )
-        self._fin = np.zeros(B, dtype=bool)  # scratch: instances with no live agent
+        self._final = (self._zeros("the final-step rewards", (B, A), np.float32),
+                       self._zeros("the final-step terminations", (B, A), bool),
+                       self._zeros("the final-step truncations", (B, A), bool))
+        self._fin = self._zeros("the finished-instance flags", (B,), bool)  # scratch
         self._any_autoreset = False
         rt = self.runtime
         self._act_buf = rt.actions  # (B, A) int32 or (B, A, dim) float32
@@ -1470,7 +1481,7 @@ class SeerVectorEnv(_SeerEnvCommon):
         self.all_env_ids = np.arange(B, dtype=np.int32)
         # the asynchronous API: instances sent and not yet received, and the
         # background stepper (made by the first send)
-        self._pending = np.zeros(B, dtype=bool)
+        self._pending = self._zeros("the pending-instance flags", (B,), bool)
         self._n_pending = 0
         self._stepper: _async.Stepper | None = None
 
