@@ -104,6 +104,7 @@ import logging
 import math
 import os
 import platform
+import stat
 import statistics
 import threading
 import time
@@ -147,6 +148,9 @@ from .stpa_cost import (
 
 log = logging.getLogger("seer_env.stpa")
 
+#: a countdown no run reaches (a failed controller is never called again)
+_NEVER = 1 << 62
+
 # controllers whose decision the cache has not got yet: written at exit
 _UNSAVED: weakref.WeakSet[Stpa] = weakref.WeakSet()
 
@@ -187,6 +191,8 @@ class DecisionCache:
 
     VERSION = 1
     MAX_ENTRIES = 256
+    #: a file larger than this is no cache of ours (256 entries take about 200 KB)
+    MAX_BYTES = 4 << 20
     #: a remembered decision whose runner-up was within this factor is
     #: confirmed early in the runs that start from it
     CLOSE = 1.25
@@ -214,30 +220,83 @@ class DecisionCache:
         return hashlib.sha256(blob).hexdigest()
 
     def entries(self) -> dict[str, dict[str, Any]]:
-        """Every valid entry (a corrupted file or entry reads as none)."""
-        try:
-            with open(self.path, encoding="utf-8") as f:
-                data = json.load(f)
-        except (OSError, ValueError):
-            return {}
+        """Every valid entry.  A missing, unreadable or corrupted file reads as
+        none, and so does a path that is no regular file (a device, a FIFO, a
+        folder: never opened for writing, and never waited on); an entry with a
+        field out of its range is left out and logged."""
+        data = self._read()
         if not isinstance(data, dict) or data.get("version") != self.VERSION:
             return {}
         raw = data.get("entries")
         if not isinstance(raw, dict):
             return {}
-        return {k: v for k, v in raw.items() if isinstance(k, str) and self._valid(v)}
+        out = {}
+        for k, v in raw.items():
+            why = self.invalid(v) if isinstance(k, str) else "its key is not a string"
+            if why is None:
+                out[k] = v
+            else:
+                log.info("STPA decision cache %s: entry %.16s ignored: %s", self.path, k, why)
+        return out
+
+    def _read(self) -> Any:
+        """The file's JSON, or None (logged) when it cannot be had."""
+        try:
+            # O_NONBLOCK: opening a FIFO does not wait for a writer
+            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        except OSError:
+            return None
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                log.warning("STPA decision cache %s is not a regular file: not used",
+                            self.path)
+                return None
+            if st.st_size > self.MAX_BYTES:
+                log.info("STPA decision cache %s: %d bytes, over %d: ignored", self.path,
+                         st.st_size, self.MAX_BYTES)
+                return None
+            chunks = []
+            while chunk := os.read(fd, 1 << 16):
+                chunks.append(chunk)
+            text = b"".join(chunks).decode("utf-8")
+            return json.loads(text)
+        except (OSError, ValueError, RecursionError, MemoryError) as exc:
+            # ValueError: not JSON (or not UTF-8); RecursionError: nested too deep
+            log.info("STPA decision cache %s unreadable (%s): ignored", self.path,
+                     type(exc).__name__)
+            return None
+        finally:
+            os.close(fd)
 
     @staticmethod
-    def _valid(e: Any) -> bool:
-        return (isinstance(e, dict) and e.get("executor") in EXECUTORS
-                and type(e.get("threads")) is int and 1 <= e["threads"] <= 1024
-                and isinstance(e.get("reason"), str)
-                and isinstance(e.get("events_per_step"), (int, float))
-                and type(e.get("alive_agents")) is int
-                and isinstance(e.get("medians_ns"), dict)
-                and all(isinstance(k, str) and isinstance(v, (int, float))
-                        for k, v in e["medians_ns"].items())
-                and isinstance(e.get("t"), (int, float)))
+    def invalid(e: Any) -> str | None:
+        """Why ``e`` is no valid cache entry (None when it is one)."""
+        def finite(v: Any, lo: float, hi: float = math.inf, hi_ok: bool = False) -> bool:
+            return (isinstance(v, (int, float)) and not isinstance(v, bool)
+                    and math.isfinite(v) and lo <= v and (v < hi or (hi_ok and v == hi)))
+        if not isinstance(e, dict):
+            return "not an object"
+        if e.get("executor") not in EXECUTORS:
+            return f"executor {e.get('executor')!r} unknown"
+        if type(e.get("threads")) is not int or not 1 <= e["threads"] <= 1024:
+            return f"threads {e.get('threads')!r} not an int in 1..1024"
+        if not isinstance(e.get("reason"), str):
+            return "reason not a string"
+        if not finite(e.get("events_per_step"), 0.0, 1e15):
+            return f"events_per_step {e.get('events_per_step')!r} not a finite count"
+        if type(e.get("alive_agents")) is not int or not 0 <= e["alive_agents"] < 1 << 31:
+            return f"alive_agents {e.get('alive_agents')!r} not a count"
+        med = e.get("medians_ns")
+        if not isinstance(med, dict) or not all(
+                isinstance(k, str) and finite(v, 0.0, 1e15) and v > 0 for k, v in med.items()):
+            return "medians_ns not a map of labels to positive finite times"
+        step_ns = e.get("step_ns")
+        if step_ns is not None and not (finite(step_ns, 0.0, 1e15) and step_ns > 0):
+            return f"step_ns {step_ns!r} not a positive finite time"
+        if not finite(e.get("t"), 0.0):
+            return f"t {e.get('t')!r} not a time"
+        return None
 
     def get(self, key: str) -> dict[str, Any] | None:
         """The entry for ``key``, or None."""
@@ -247,27 +306,49 @@ class DecisionCache:
         """Store ``entry`` under ``key`` (the oldest entries go past MAX_ENTRIES).
         Best effort: a cache that cannot be written is left as it is.  A write
         takes 0.3-0.8 ms here, several times a tiny env's preflight: `Stpa`
-        writes its decision once the run has paid for that, or at close or exit."""
+        writes its decision once the run has paid for that, or at close or exit.
+        An entry that is no valid one (`invalid`) is not written; nor is the
+        file replaced unless it is a regular file or missing (a symbolic link
+        is followed: the file it names is replaced)."""
+        entry = {**entry, "t": time.time()}
+        why = self.invalid(entry)
+        if why is not None:
+            log.info("STPA decision cache %s: decision not written: %s", self.path, why)
+            return
+        path = Path(os.path.realpath(self.path))
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            log.debug("STPA decision cache %s not written: %s", self.path, exc)
+            return
+        else:
+            if not stat.S_ISREG(st.st_mode):
+                log.warning("STPA decision cache %s is not a regular file: not replaced",
+                            self.path)
+                return
         entries = self.entries()
-        entries[key] = {**entry, "t": time.time()}
+        entries[key] = entry
         if len(entries) > self.MAX_ENTRIES:
             keep = sorted(entries, key=lambda k: entries[k]["t"])[-self.MAX_ENTRIES:]
             entries = {k: entries[k] for k in keep}
-        data = json.dumps({"version": self.VERSION, "entries": entries}).encode()
+        data = json.dumps({"version": self.VERSION, "entries": entries},
+                          allow_nan=False).encode()
         # a name of this process and thread, not tempfile.mkstemp: its random
         # names cost 0.4 ms to set up in a process
-        tmp = self.path.with_name(f".stpa-{os.getpid()}-{threading.get_ident()}.json")
+        tmp = path.with_name(f".stpa-{os.getpid()}-{threading.get_ident()}.json")
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            path.parent.mkdir(parents=True, exist_ok=True)
             try:
-                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
                 try:
                     view = memoryview(data)
                     while view:
                         view = view[os.write(fd, view):]
                 finally:
                     os.close(fd)
-                os.replace(tmp, self.path)
+                os.replace(tmp, path)
             except BaseException:
                 with contextlib.suppress(OSError):
                     os.unlink(tmp)
@@ -502,10 +583,21 @@ class Stpa(_Running):
         self.cache: DecisionCache | None = None
         self._cache_key = ""
         self.from_cache = False
+        self._ran = self._native_failed = False  # see `step`
         if _cache_wanted(cache):
             self.cache = DecisionCache(cache_path)
-            self._cache_key = DecisionCache.key(runtime, max_threads, self.cores, self.caches)
-            self._start_from_cache()
+            try:
+                self._cache_key = DecisionCache.key(runtime, max_threads, self.cores,
+                                                    self.caches)
+                self._start_from_cache()
+            except Exception as exc:  # a bug here must not stop the env being made
+                log.error("%s: STPA's decision cache failed (%s: %s): preflight",
+                          runtime.model, type(exc).__name__, exc, exc_info=exc)
+                self.cache = None
+                self.decision, self.history, self.from_cache = None, [], False
+                self._probe, self.state = _Probe("preflight", self.rounds), "preflight"
+                self._running_ns, self._k, self._baseline = None, 2, None
+                self.regimes, self._close_call_remembered = {}, False
         if self._probe is not None:
             # the features steps' executor from the start: the switch (and a
             # second executor's first steps) are not the run's
@@ -519,6 +611,25 @@ class Stpa(_Running):
         """The pools' probe is put off until the run can pay for it
         (``probe_share``); the running choice is provisional meanwhile."""
         return self._deferred is not None
+
+    @property
+    def settled(self) -> bool:
+        """A decision is in force and final for now: no probe is running
+        (the preflight's, a confirmation's or a drift's) and none is put off
+        (`deferred`).  While the preflight's pool probe runs, the decision is
+        still the provisional one it was put off with, and ``deferred`` is
+        already False: wait for ``settled`` to see the preflight's outcome.
+
+        Example:
+
+        ```python
+        while not env.stpa.settled:
+            env.step(policy(obs))
+        print(env.stpa.executor, env.stpa.threads)
+        ```
+        """
+        return (self.decision is not None and self._probe is None
+                and self._deferred is None)
 
     @property
     def reason(self) -> str:
@@ -545,6 +656,7 @@ class Stpa(_Running):
             "regime_switches": self.regime_switches,
             "from_cache": self.from_cache,
             "deferred": self.deferred,
+            "settled": self.settled,
             "workload": self.workload,
         }
 
@@ -562,7 +674,48 @@ class Stpa(_Running):
         it was to run stays first in line, no counter moves, and a switch made
         for it is undone, so the next step runs that visit again.  The
         bookkeeping happens only once the step has run.
+
+        The controller's own failure (an exception of its bookkeeping, or of
+        a switch or trace it asked for) never costs the step: it is logged,
+        the controller stops (``state`` "failed", the runtime stays where it
+        is, the reason says why) and the step runs, once.
         """
+        if self.state == "failed":
+            self._native_step(mask_ptr)
+            self.countdown = _NEVER
+            return
+        try:
+            self._step(mask_ptr)
+        except Exception as exc:
+            if self._native_failed:  # the step itself failed: the caller's to see
+                raise
+            self._fail(exc)
+            if not self._ran:
+                self._native_step(mask_ptr)
+        finally:
+            self._ran = self._native_failed = False  # for the next call
+
+    def _fail(self, exc: BaseException) -> None:
+        """Stop controlling after the controller's own failure ``exc``."""
+        log.error("%s: STPA failed (%s: %s); the run goes on where it is, uncontrolled",
+                  self.rt.model, type(exc).__name__, exc, exc_info=exc)
+        self._probe = None
+        self._deferred = None
+        self._unsaved = None
+        _UNSAVED.discard(self)
+        self.state = "failed"
+        self.countdown = _NEVER
+        try:
+            c = self._current()
+        except Exception:  # the runtime cannot say: report the last choice
+            c = self.decision.candidate if self.decision is not None else SERIAL
+        dec = Decision(c, f"{in_words(c).capitalize()}: where the run was when the "
+                       f"controller failed ({type(exc).__name__}: {exc}); nothing is "
+                       "probed or switched from then on.", {}, {}, "failed")
+        self.decision = dec
+        self.history.append(dec)
+
+    def _step(self, mask_ptr: Any) -> None:
         pr = self._probe
         if pr is not None and not self._settle(pr):  # mended into a decision
             self._account(pr, self._clock())
@@ -723,7 +876,7 @@ class Stpa(_Running):
         self._close_call_remembered = bool(
             mine and others and others[0] <= DecisionCache.CLOSE * mine)
         med = mine or e.get("step_ns")
-        if isinstance(med, (int, float)) and med > 0:
+        if isinstance(med, (int, float)) and 0 < med < math.inf:
             self._running_ns = float(med)
             self._k = self._visit_steps(float(med))
         dec = Decision(c, f"{e['reason']} (remembered from an earlier run of this model "
@@ -749,15 +902,18 @@ class Stpa(_Running):
         or the interpreter exits."""
         if self.cache is None or self.features is None:
             return
+        # the step time only where one was measured: a decision made without
+        # timing anything (a model with one candidate) has none
+        step_ns = self._step_ns()
         self._unsaved = {
             "executor": dec.candidate.executor, "threads": dec.candidate.threads,
             "reason": dec.reason, "medians_ns": dict(dec.medians_ns),
-            "step_ns": self._running_ns or 0.0,
+            "step_ns": step_ns if 0.0 < step_ns < math.inf else None,
             "events_per_step": self.features.events_per_step,
             "alive_agents": self.features.alive_agents}
         share = self.probe_share if self.probe_share is not None else 0.05
         self._save_from = run_steps + math.ceil(
-            self.save_ns / share / max(1.0, self._step_ns()))
+            self.save_ns / share / max(1.0, min(step_ns, 1e12)))
         _UNSAVED.add(self)
 
     def save_decision(self) -> None:
@@ -779,7 +935,14 @@ class Stpa(_Running):
     # -- internals --------------------------------------------------------------------
 
     def _native_step(self, mask_ptr: Any) -> None:
-        self.rt.step_uncontrolled(mask_ptr)
+        """The runtime's step (``_ran`` once it ran, ``_native_failed`` when it
+        raised: `step` tells the step's own failure from the controller's)."""
+        try:
+            self.rt.step_uncontrolled(mask_ptr)
+        except BaseException:
+            self._native_failed = True
+            raise
+        self._ran = True
 
     def _counters(self) -> tuple[int, int]:
         s = self.rt.stats()
@@ -1108,6 +1271,11 @@ class Stpa(_Running):
         ``probe_share`` of the run's step time covers the confirmation."""
         steps = self.reprobe_rounds * 3 * (self._k + 1)
         t = max(1.0, self._step_ns())
+        if not math.isfinite(t):
+            # no step was timed (a run started from a remembered decision
+            # without a step time): the confirmation's steps, confirm_budget
+            # times over
+            return math.ceil(self.confirm_budget * steps)
         if self._close_call_remembered and self.probe_share is not None:
             cost = self.pool_probe_ns + steps * self.probe_step_ns
             return math.ceil(cost / (self.probe_share * t))
@@ -1228,6 +1396,14 @@ class Stpa(_Running):
         back to an episode's start, so the next step's load is checked at once.
         During a probe the next step goes on with it (a probe cut short is
         mended first: `_settle`)."""
+        if self.state == "failed":
+            return
+        try:
+            self._notify_reset()
+        except Exception as exc:
+            self._fail(exc)
+
+    def _notify_reset(self) -> None:
         pr = self._probe
         if pr is None and self._deferred is None and self._running_ns is not None \
                 and self._running_ns < self.tiny_ns:
@@ -1349,6 +1525,7 @@ class FixedChoice(_Running):
     state = "fixed"
     decision = None
     deferred = False
+    settled = True
     history: tuple[Decision, ...] = ()
 
     def __init__(self, runtime: Any) -> None:

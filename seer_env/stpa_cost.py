@@ -120,6 +120,12 @@ class TraceSummary:
     idle_fraction: float
     imbalance: float
 
+    @property
+    def empty(self) -> bool:
+        """The traced step handled no event: the trace predicts nothing (every
+        prediction from it would be a pool's synchronisation alone)."""
+        return self.events <= 0 and self.events_per_window <= 0
+
     def as_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
@@ -327,8 +333,9 @@ def probe_plan(features: Features, summary: TraceSummary | None,
     from a pool by a resize) is the one-thread baseline, and a switch between
     executors moves every pending event (10 ms and a slow step after it on PCS
     64x64, several steps' worth, twice a visit) to learn a few percent of a
-    choice that loses anyway."""
-    if summary is None:
+    choice that loses anyway.  An empty trace (`TraceSummary.empty`) prunes
+    nothing."""
+    if summary is None or summary.empty:
         return list(candidates)
     pred = {c: predict_step_ns(features, summary, c) for c in candidates}
     best = min(pred.values())
@@ -357,7 +364,7 @@ def select(timings: Mapping[Candidate, Sequence[float]], features: Features,
     """
     cands = candidate_set(features)
     predicted: dict[str, float] = {}
-    if summary is not None:
+    if summary is not None and not summary.empty:
         predicted = {c.label: predict_step_ns(features, summary, c) for c in cands}
     medians = {c: float(statistics.median(v)) for c, v in timings.items() if len(v)}
     medians_by_label = {c.label: m for c, m in sorted(medians.items(),
@@ -393,10 +400,12 @@ def select(timings: Mapping[Candidate, Sequence[float]], features: Features,
         why += f"; {medians[SERIAL] / medians[choice]:.2f}x the serial executor's rate"
     # events per window as the traced pool ran them (a one-thread step of the
     # parallel executor runs each instance whole: one 'window' a step)
-    ev_w = summary.events_per_window if summary is not None else features.events_per_window
+    traced = summary is not None and not summary.empty
+    ev_w = summary.events_per_window if summary is not None and traced \
+        else features.events_per_window
     why += (f". The workload: {features.events_per_step:.0f} events per step, "
             f"{ev_w:.1f} per window")
-    if summary is not None and summary.threads > 1:
+    if summary is not None and traced and summary.threads > 1:
         why += (f"; on {summary.threads} threads the barriers took "
                 f"{summary.barrier_ns / 1e3:.1f} us per window and the workers were idle "
                 f"{summary.idle_fraction:.0%} of the time")
@@ -423,12 +432,14 @@ def limiting_factor(features: Features, summary: TraceSummary | None,
                 "without the optimistic executor")
     bigger = sorted((c for c in medians if c.threads > choice.threads),
                     key=lambda c: medians[c])
-    if summary is None:
-        if bigger:
+    if summary is None or summary.empty:
+        why = ("no trace to say why" if summary is None else
+               "the traced step had no events, so its trace says nothing")
+        if bigger and choice in medians:
             return (f"measured: {bigger[0].label} took "
                     f"{medians[bigger[0]] / medians[choice]:.2f}x as long per step "
-                    "(no trace to say why)")
-        return "the pools with more threads were not timed (no trace to say why)"
+                    f"({why})")
+        return f"the pools with more threads were not timed ({why})"
     per_window_ns = summary.handler_ns * summary.events_per_window / max(1, summary.threads)
     if summary.windows > 1 and summary.barrier_ns >= per_window_ns:
         return (f"barriers: a window holds {summary.events_per_window:.1f} events "

@@ -6,9 +6,13 @@ from __future__ import annotations
 import copy
 import dataclasses
 import itertools
+import json
 import logging
 import math
+import os
 import random
+import stat
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -1060,11 +1064,11 @@ def test_the_cache_works_across_processes(tmp_path):
         "from seer_env.envs import pcs_v0\n"
         "env = pcs_v0.parallel_env(width=4, height=4)\n"
         "env.reset(seed=1)\n"
-        "for _ in range(20000):  # until decided (not put off: that is not remembered)\n"
+        "for _ in range(20000):  # until settled (not put off, no probe running)\n"
         "    if not env.agents:\n"
         "        env.reset()\n"
         "    env.step({a: 0 for a in env.agents})\n"
-        "    if env.stpa.decision is not None and not env.stpa.deferred:\n"
+        "    if env.stpa.settled:\n"
         "        break\n"
         "st = env.stpa\n"
         "print(st.from_cache, st.decision.trigger, st.executor, st.threads, st.preflight_steps)\n"
@@ -1455,3 +1459,249 @@ def test_one_slow_visit_does_not_drop_a_candidate():
         rt.step(st)
     assert st.timings["serial"][:2] == [240_000.0, 240_000.0]
     assert st.decision.candidate == SERIAL
+
+
+# -- round 4: a cache that cannot hurt a run (issue 33, items 1-4) --------------------------
+
+
+def _entry(**over):
+    e = {"executor": "serial", "threads": 1, "reason": "x", "medians_ns": {},
+         "events_per_step": 10.0, "alive_agents": 30, "t": 1.0}
+    return {**e, **over}
+
+
+@pytest.mark.parametrize("bad", [
+    {"step_ns": 0.0}, {"step_ns": -5.0}, {"step_ns": float("nan")},
+    {"events_per_step": float("inf")}, {"events_per_step": -1.0},
+    {"events_per_step": float("nan")}, {"medians_ns": {"serial": -3.0}},
+    {"medians_ns": {"serial": 0.0}}, {"medians_ns": {"serial": float("inf")}},
+    {"alive_agents": -1}, {"threads": True}, {"t": float("nan")},
+    {"events_per_step": True},
+])
+def test_an_entry_out_of_range_is_ignored_and_a_run_goes_on(tmp_path, bad, caplog):
+    """A damaged entry (a zero or negative time, an infinite count, NaN...)
+    under the run's own key is left out and logged: the run preflights and
+    steps (an entry with step_ns 0 made every later first step raise
+    ValueError: cannot convert float NaN to integer)."""
+    from seer_env.stpa import DecisionCache
+
+    path = tmp_path / "stpa.json"
+    cfg = phold_cfg(num_entities=30, remote=0.6)
+    opts = {**_auto_opts(), "cache": True, "cache_path": path}
+    rt = Runtime("phold", cfg, 1, "parallel", "auto", oversubscribe=True, stpa_options=opts)
+    key = rt.stpa._cache_key
+    rt.close()
+    assert DecisionCache.invalid(_entry(**bad)) is not None
+    path.write_text(json.dumps({"version": 1, "entries": {key: _entry(**bad)}}))
+    with caplog.at_level(logging.INFO, logger="seer_env.stpa"):
+        rt = Runtime("phold", cfg, 1, "parallel", "auto", oversubscribe=True,
+                     stpa_options=opts)
+    assert not rt.stpa.from_cache and rt.stpa.state == "preflight"
+    assert any("ignored" in r.getMessage() for r in caplog.records)
+    rt.reset([0])
+    for _ in range(300):
+        rt.step()
+    assert rt.stpa.state != "failed"
+    rt.close()
+
+
+def test_a_decision_without_a_step_time_is_remembered_without_one(tmp_path):
+    """A decision made without timing a step has no step time to remember
+    (it was written as 0.0); a run started from such an entry steps through
+    its confirmation (it computed the confirmation's wait from an infinite
+    step time: NaN, and the step raised ValueError)."""
+    from seer_env.stpa import DecisionCache
+
+    path = tmp_path / "stpa.json"
+    cfg = phold_cfg(num_entities=30, remote=0.6)
+    rt = _preflight(path, cfg)
+    rt.close()
+    ((key, entry),) = DecisionCache(path).entries().items()
+    # as a one-candidate model's untimed decision is remembered
+    entry = {k: v for k, v in entry.items() if k != "step_ns"}
+    path.write_text(json.dumps({"version": 1, "entries": {
+        key: {**entry, "executor": "serial", "threads": 1, "medians_ns": {}}}}))
+    opts = {**_auto_opts(), "cache": True, "cache_path": path, "confirm_budget": 50.0}
+    rt = Runtime("phold", cfg, 1, "parallel", "auto", oversubscribe=True, stpa_options=opts)
+    assert rt.stpa.from_cache and rt.stpa._running_ns is None
+    rt.reset([0])
+    ref = Runtime("phold", cfg, 1, "serial", 1)
+    ref.reset([0])
+    for _ in range(1500):  # a confirmation waits 50 x its 18 steps
+        rt.step()
+        ref.step()
+    assert rt.stpa.state != "failed" and len(rt.stpa.history) > 1  # confirmed
+    np.testing.assert_array_equal(rt.obs, ref.obs)
+    np.testing.assert_array_equal(rt.reward, ref.reward)
+    rt.close()
+    ref.close()
+
+
+def test_a_tiny_env_does_not_poison_the_cache(tmp_path):
+    """pcs_v0 at 1x1 (and aircraft with one UAV) with the default threads="auto"
+    wrote a decision with step_ns 0; every later process's first step then
+    raised ValueError and the env said it was interrupted."""
+    import subprocess
+    import sys
+
+    code = (
+        "from seer_env.envs import pcs_v0, aircraft_v0\n"
+        "for env in (pcs_v0.parallel_env(width=1, height=1),\n"
+        "            aircraft_v0.parallel_env(num_uavs=1)):\n"
+        "    env.reset(seed=0)\n"
+        "    for _ in range(400):\n"
+        "        if not env.agents:\n"
+        "            env.reset()\n"
+        "        env.step({a: env.action_space(a).sample() for a in env.agents})\n"
+        "    print(env.stpa.from_cache, env.stpa.state)\n"
+        "    env.close()\n"
+    )
+    env = {**os.environ, "SEER_STPA_CACHE": "1",
+           "SEER_STPA_CACHE_FILE": str(tmp_path / "d.json")}
+    outs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           env=env, timeout=300) for _ in range(2)]
+    for o in outs:
+        assert o.returncode == 0, o.stderr[-3000:]
+    assert outs[1].stdout.split() == ["True", "monitor", "True", "monitor"]
+    from seer_env.stpa import DecisionCache
+
+    for e in DecisionCache(tmp_path / "d.json").entries().values():
+        assert e.get("step_ns") is None or e["step_ns"] > 0
+
+
+def test_a_deeply_nested_or_huge_cache_file_is_an_empty_one(tmp_path):
+    """A JSON file nested deeper than the parser's recursion (RecursionError
+    crashed make()) or larger than any cache of ours is ignored."""
+    from seer_env.stpa import DecisionCache
+
+    path = tmp_path / "stpa.json"
+    path.write_text("[" * 200_000 + "]" * 200_000)
+    assert DecisionCache(path).entries() == {}
+    rt = _preflight(path, phold_cfg(num_entities=30, remote=0.6))
+    assert rt.stpa.decision is not None and not rt.stpa.from_cache
+    rt.close()
+    assert len(DecisionCache(path).entries()) == 1  # replaced by a good one
+    path.write_bytes(b" " * (DecisionCache.MAX_BYTES + 1))
+    assert DecisionCache(path).entries() == {}
+
+
+def test_the_cache_is_only_a_regular_file(tmp_path):
+    """SEER_STPA_CACHE_FILE naming a FIFO blocked make() forever; naming a
+    character device replaced it with a regular file.  Neither is read nor
+    replaced; a symbolic link to a regular file is followed."""
+    from seer_env.stpa import DecisionCache
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    dev = tmp_path / "null"
+    os.symlink("/dev/null", dev)  # a character device, as a user's path might name it
+    for path in (fifo, Path("/dev/null"), dev):
+        c = DecisionCache(path)
+        assert c.entries() == {}
+        c.put("k", _entry())
+        assert c.entries() == {}
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode) and os.path.islink(dev)
+    # the env is made (not blocked) and runs with the FIFO named by the variable
+    import subprocess
+    import sys
+
+    code = ("from seer_env.envs import phold_v0\n"
+            "env = phold_v0.parallel_env(num_entities=30)\n"
+            "env.reset(seed=0)\n"
+            "for _ in range(50):\n"
+            "    env.step({a: env.action_space(a).sample() for a in env.agents})\n"
+            "print('ok')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300, env={**os.environ, "SEER_STPA_CACHE": "1",
+                                           "SEER_STPA_CACHE_FILE": str(fifo)})
+    assert out.returncode == 0 and out.stdout.split() == ["ok"], out.stderr[-3000:]
+    # a link to a regular file: the file is replaced, the link stays
+    real = tmp_path / "real.json"
+    real.write_text("")
+    link = tmp_path / "link.json"
+    os.symlink(real, link)
+    DecisionCache(link).put("k", _entry())
+    assert os.path.islink(link) and set(DecisionCache(real).entries()) == {"k"}
+
+
+def test_settled_waits_for_the_probe_after_the_pools_waited(tmp_path):
+    """Why the cache missed across processes on a loaded machine: a first step
+    slowed by the load is over tiny_ns, so the pools' probe was put off; once
+    it started, `deferred` was False while the provisional decision still
+    stood, and a run that stopped there (the test's loop did) had decided
+    nothing to remember.  `settled` is False until the probe has decided."""
+    from seer_env.stpa import DecisionCache
+
+    path = tmp_path / "stpa.json"
+    rt = _preflight(path, phold_cfg(num_entities=30, remote=0.6), probe_share=0.05,
+                    pool_probe_ns=1e9)
+    st = rt.stpa
+    assert st.deferred and not st.settled and st.as_dict()["settled"] is False
+    st.pool_probe_ns = st.probe_step_ns = 0.0
+    rt.actions[:] = 0
+    seen_probing = False
+    for _ in range(400):
+        rt.step()
+        if not st.deferred and st.state == "preflight":
+            seen_probing = True
+            assert not st.settled and "for now" in st.reason
+        if st.settled:
+            break
+    assert seen_probing and st.settled and st.state == "monitor"
+    rt.close()
+    assert len(DecisionCache(path).entries()) == 1
+
+
+def test_a_failing_controller_costs_no_step(monkeypatch, caplog):
+    """A bug in STPA's bookkeeping (here: its monitor check raising) is
+    logged and stops the controller; the step it happened in is not lost and
+    the outputs stay those of the serial executor."""
+    cfg = phold_cfg(num_entities=30, remote=0.6)
+    rt = Runtime("phold", cfg, 1, "parallel", "auto", oversubscribe=True,
+                 stpa_options={**_auto_opts(), "cache": False, "check_every": 2})
+    ref = Runtime("phold", cfg, 1, "serial", 1)
+    for r in (rt, ref):
+        r.reset([3])
+    st = rt.stpa
+    for _ in range(200):
+        rt.step()
+        ref.step()
+        if st.state == "monitor":
+            break
+    assert st.state == "monitor"
+
+    def boom(*a, **k):
+        raise ZeroDivisionError("a bug")
+
+    monkeypatch.setattr(st, "_check_drift", boom)
+    with caplog.at_level(logging.ERROR, logger="seer_env.stpa"):
+        for _ in range(50):
+            rt.step()
+            ref.step()
+    assert st.state == "failed" and st.settled
+    assert "ZeroDivisionError: a bug" in st.reason and st.decision.trigger == "failed"
+    assert any("STPA failed" in r.getMessage() for r in caplog.records)
+    assert rt.stats()["steps"] == ref.stats()["steps"]
+    np.testing.assert_array_equal(rt.obs, ref.obs)
+    np.testing.assert_array_equal(rt.reward, ref.reward)
+    rt.reset([4])  # notify_reset is quiet once failed
+    rt.step()
+    rt.close()
+    ref.close()
+
+
+def test_a_reason_from_an_empty_trace_says_so():
+    """A traced step that handled no event predicts nothing: the reason said
+    "parallel-2 ran 143723.5x slower than its trace predicts" from it.  Now it
+    says the trace was empty, predicts nothing and prunes no candidate."""
+    f = feats(cores=2, events_per_step=0.0)
+    empty = summarize_trace([np.zeros(0, dtype=TRACE_DTYPE)] * 2)
+    assert empty.empty and not summarize_trace([]).events_per_window
+    dec = select({SERIAL: [9e3, 9e3], P[1]: [9e3, 9e3], P[2]: [4e4, 4e4]}, f, empty)
+    assert dec.predicted_ns == {}
+    assert "slower than its trace predicts" not in dec.reason
+    assert dec.reason.endswith(
+        "Limit: measured: parallel-2 took 4.44x as long per step (the traced step had no "
+        "events, so its trace says nothing).")
+    assert probe_plan(f, empty, [SERIAL, P[1], P[2]]) == [SERIAL, P[1], P[2]]
