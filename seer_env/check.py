@@ -174,6 +174,9 @@ FIXES: dict[str, str] = {
             "look in the handler named for a loop without an exit, or for events scheduled "
             "at one simulated time without end; if the model is only slow, raise the budget "
             "(--budget SECONDS, check(budget=...))",
+    "fork": "never create processes in a hook (fork(), system(), popen(), posix_spawn()): "
+            "a hook runs in whichever process and thread the executor chooses, and a copy "
+            "of that process runs the model a second time",
     "name": "give the model one name: set .name in its seer_model table to the declared name "
             "(the folder's, or declare(__name__, name=...)); a shipped env NAME_vN may keep "
             "NAME",
@@ -365,8 +368,9 @@ def _grab(rt: Runtime) -> dict[str, np.ndarray]:
 
 #: Where a run is, for `run_model`'s ``progress``: creating its runtime,
 #: resetting (all instances at step 0, the masked ones after step k), stepping,
-#: reading the outputs (global_state runs then).
-CREATE, RESET, STEP, OUTPUTS = 0, 1, 2, 3
+#: reading the outputs (global_state runs then); and, after it, the checker
+#: inspecting its outputs (``Pass.inspect``).
+CREATE, RESET, STEP, OUTPUTS, INSPECT = 0, 1, 2, 3, 4
 
 
 def run_model(native: NativeModel, config: Mapping[str, Any], *, executor: str, threads: int,
@@ -901,9 +905,11 @@ class _Check:
         if isinstance(desc, _Stop):
             self.passes = {p.name: PassResult(p.name) for p in PASSES}
             report.passes = list(self.passes.values())
-            kind = "crashed" if desc.kind == "crash" else "hung"
-            self.add("describe", desc.kind, self.stop_message(desc, "describe", None, False))
-            self.skip_rest(f"the model {kind} in describe")
+            if desc.kind == "fork":
+                self.forked(None, None, desc)
+            else:
+                self.add("describe", desc.kind, self.stop_message(desc, "describe", None, False))
+            self.skip_rest(f"the model {_STOPPED[desc.kind]} in describe")
             return report
         if not desc["ok"]:
             _raise_packed(desc["exc"], native.name)
@@ -939,7 +945,7 @@ class _Check:
                 if self.log:
                     self.log(f"{p.name}: {kw if kw else 'job'}")
                 if stopped:
-                    kind = "crashed" if stopped == "crash" else "hung"
+                    kind = _STOPPED[stopped]
                     for dp, _, _ in deferred:
                         if self.passes[dp.name].status == "ok":
                             self.passes[dp.name].status = f"not compared: the model {kind}"
@@ -1044,18 +1050,66 @@ class _Check:
         """The child died or ran past its budget during one of p's runs (or
         its job, kw None)."""
         rec = stop.record
+        if stop.kind == "fork":
+            self.forked(p, kw, stop)
+            self.skip_rest(f"the model forked ({p.name})")
+            return
         checked = kw is not None and bool(kw.get("check", 0) & 1) and rec.get("phase") == 1
         message = self.stop_message(stop, p.name, kw, checked)
         breach = None
         if (kw is not None and not checked and rec.get("phase") in (1, 2)
-                and rec.get("stage") != CREATE):
+                and rec.get("stage") != CREATE and not self.host_text(rec)):
             text, breach = self.locate(kw, rec, stop.kind, stop.detail)
             message += text
         self.add(p.name, stop.kind, message)
         if breach is not None:  # what the checking mode found on the way there
             self.add(p.name, breach["rule"], breach["message"])
-        self.skip_rest(f"the model {'crashed' if stop.kind == 'crash' else 'hung'} "
-                       f"({p.name})")
+        self.skip_rest(f"the model {_STOPPED[stop.kind]} ({p.name})")
+
+    def forked(self, p: Pass | None, kw: dict[str, Any] | None, stop: _Stop) -> None:
+        """A model hook made a copy of the child (fork()) during one of p's
+        runs (or its job, kw None; or describe, p None): a ``fork`` finding
+        naming the hook, from a serial rerun whose every hook is watched."""
+        rec = stop.record
+        name = p.name if p is not None else "describe"
+        model = f"model '{self.native.name}': "
+        where = self.fork_text(rec.get("fork", ()))
+        if where is None and self.plan is not None:
+            again = dict(_complete(kw or {"executor": "serial", "batch": 2,
+                                          "seed": self.plan.seeds[0]}, self.plan),
+                         executor="serial", threads=1, check=0, shuffle_seed=0)
+            note = rec.get("fork", ())
+            if note and note[0] and note[3] in (1, 2):  # the copy's run and step are known
+                again["steps"] = max(1, int(note[2]))
+            reply = self.request({"op": "run", "driver": run_model, "kw": again, "ref": None,
+                                  "keep": False, "watch": True}, self.run_budget(again))
+            if isinstance(reply, _Stop):
+                where = self.fork_text(reply.record.get("fork", ()), rerun=True)
+        if kw is None:
+            run = "loading the model and calling describe" if p is None else \
+                f"the {name} pass"
+        else:
+            run = _run_text(name, kw, reference=rec.get("phase") == 2)
+        copies = f" ({stop.detail})" if stop.detail else ""
+        hook = f": {where}" if where else " (which one is not known)"
+        self.add(name, "fork", f"{model}a hook called fork() in {run}{hook}; the copy of the "
+                               f"process running the model went on running it, and the "
+                               f"checker stopped every process it made{copies}")
+
+    def fork_text(self, note: Sequence[int], rerun: bool = False) -> str | None:
+        """The hook a fork note names, in words (None: not known)."""
+        if not note or not note[0] or not note[5]:
+            return None
+        hook = _ALL_HOOKS[note[5] - 1]
+        who = ("agent" if hook in ("observe", "act", "action_mask") else
+               "instance" if hook in ("boundary", "global_state") else
+               "entity" if hook in _HOOKS else "group" if "group" in hook or
+               hook == "action_nvec" else "")
+        text = f"{hook}" + (f" for {who} {note[6]}" if who else "")
+        if note[3] in (1, 2):
+            text += (f" (step {note[2]} of a serial rerun with every hook watched)" if rerun
+                     else f" (step {note[2]})")
+        return text
 
     def locate(self, kw: dict[str, Any], rec: dict[str, Any], kind: str, detail: str
                ) -> tuple[str, dict[str, Any] | None]:
@@ -1082,6 +1136,19 @@ class _Check:
                 + (f" (it depends on the {kw['executor']} executor or the threads)"
                    if kw["executor"] != "serial" else ""), None)
 
+    def host_text(self, rec: dict[str, Any]) -> str | None:
+        """The hook the child called itself (a hook on the configuration, or
+        global_state), running when it stopped, in words (None: none)."""
+        host = int(rec.get("host", 0))
+        if not 0 < host <= len(_ALL_HOOKS):
+            return None
+        hook, arg = _ALL_HOOKS[host - 1], int(rec.get("host_arg", 0))
+        if hook == "global_state":
+            return f"the global_state hook of instance {arg} (called by the checker)"
+        if hook in ("group", "group_obs_bounds", "action_nvec"):
+            return f"the {hook} hook of group {arg} (called by the checker)"
+        return f"the {hook} hook (called by the checker)"
+
     def handler_text(self, rec: dict[str, Any], checked: bool) -> str | None:
         """The checked handler call in a record, in words (None: unknown)."""
         if not checked or not rec.get("calls"):
@@ -1095,32 +1162,40 @@ class _Check:
                     f"{ev}, at t={t})")
         if name in ("boundary", "global_state"):
             return f"{name} of instance {inst} (t={t})"
-        who = "agent" if name in ("observe", "act") else "entity"
+        who = "agent" if name in ("observe", "act", "action_mask") else "entity"
         return f"{name} for {who} {ent} of instance {inst} (t={t})"
 
     def stop_message(self, stop: _Stop, pass_name: str, kw: dict[str, Any] | None,
                      checked: bool) -> str:
         rec = stop.record
         model = f"model '{self.native.name}': "
-        if rec.get("phase") == 3:  # a pass's job
+        host = self.host_text(rec)
+        if rec.get("phase") == 3 or kw is None or rec.get("phase") not in (1, 2):
+            doing = (f"the {pass_name} pass" if rec.get("phase") == 3
+                     else "loading the model and calling describe")
             if stop.kind == "crash":
-                return f"{model}the process running the model {stop.detail} in the {pass_name} pass"
-            return (f"{model}the {pass_name} pass did not finish within its time budget of "
-                    f"{_fmt_s(stop.budget)} s; the process running it was stopped")
-        if kw is None or rec.get("phase") not in (1, 2):
-            doing = "loading the model and calling describe"
-            if stop.kind == "crash":
-                return f"{model}the process running the model {stop.detail} while {doing}"
-            return (f"{model}{doing} did not finish within {_fmt_s(stop.budget)} s; the process "
-                    "running the model was stopped")
+                return (f"{model}the process running the model {stop.detail} "
+                        + (f"in {host}, " if host else "")
+                        + ("in " if rec.get("phase") == 3 else "while ") + doing)
+            if host:
+                return (f"{model}{host} did not return within the time budget of "
+                        f"{_fmt_s(stop.budget)} s, in {doing}; the process running it was "
+                        "stopped")
+            return (f"{model}{doing} did not finish within "
+                    + ("its time budget of " if rec.get("phase") == 3 else "")
+                    + f"{_fmt_s(stop.budget)} s; the process running "
+                    + ("it was stopped" if rec.get("phase") == 3 else "the model was stopped"))
         run = _run_text(pass_name, kw, reference=rec["phase"] == 2)
         k, stage = int(rec["step"]), rec["stage"]
         where = {CREATE: "while creating its runtime",
                  RESET: "in the reset at the start" if k == 0 else f"in the reset after step {k}",
                  STEP: f"in step {k}",
                  OUTPUTS: "reading the outputs at the start" if k == 0
-                 else f"reading the outputs of step {k}"}.get(stage, "")
+                 else f"reading the outputs of step {k}",
+                 INSPECT: f"checking the outputs of its {k} steps"}.get(stage, "")
         handler = self.handler_text(rec, checked)
+        if host:  # a hook the child called itself, running when the process stopped
+            handler, rec = host, dict(rec, running=1, advancing=False)
         if stop.kind == "crash":
             msg = f"{model}the process running the model {stop.detail}"
             if handler and rec["running"]:
@@ -1144,7 +1219,15 @@ class _Check:
         return msg + "; the process running it was stopped"
 
 
-_HOOKS = ("init", "act", "handle", "boundary", "observe", "publish", "global_state")
+#: The hooks the runtime's checking mode names (enum seer_hook), then the
+#: hooks on a configuration only, which the host calls (seer_model_*).
+#: A stop's kind in words.
+_STOPPED = {"crash": "crashed", "hang": "hung", "fork": "forked"}
+
+_HOOKS = ("init", "act", "handle", "boundary", "observe", "publish", "global_state",
+          "action_mask")
+_ALL_HOOKS = _HOOKS + ("describe", "group", "action_nvec", "obs_bounds", "group_obs_bounds",
+                       "state_bounds", "agent_name")
 
 
 def _name_mismatch(m: Any, native: NativeModel) -> str | None:
@@ -1214,11 +1297,19 @@ class _NoBar:  # pragma: no cover
 # by SEER_CHECK_PROGRESS).  The checker reads it once the child has died or
 # has been killed for running past its budget.
 
-_PY = struct.Struct("<QqII")  # request id, step, phase (1 run, 2 reference), stage
+_PY = struct.Struct("<QqIIII")  # request id, step, phase (1 run, 2 reference), stage,
+#                                 the host hook running (1 + index in _ALL_HOOKS), its argument
+_HOST = struct.Struct("<II")  # the last two fields of _PY
+_HOST_AT = _PY.size - _HOST.size
 _C_REC = struct.Struct("<QQd6I")  # calls, step, now, hook, running, instance, entity, type, -
 _C_FIELDS = ("calls", "instance_step", "now", "hook", "running", "instance", "entity", "type")
 _C_OFFSET = 64
 _REC_SIZE = 4096
+#: Where the first copy of the child a model's fork() made found itself:
+#: its pid, then _PY's first four fields as that copy last noted them, the
+#: hook (1 + index in _ALL_HOOKS; 0: not known) and its agent or argument.
+_FORK = struct.Struct("<qQqIIII")
+_FORK_AT = 512
 _LEN = struct.Struct("<Q")
 _RESAMPLE = 0.25  # seconds between two looks at a run past its budget
 
@@ -1266,7 +1357,20 @@ class _Record:
             raise
 
     def note(self, req: int, step: int, phase: int, stage: int) -> None:
-        _PY.pack_into(self.mm, 0, req, step, phase, stage)
+        _leave_if_forked(self)
+        _WHERE[:] = (req, step, phase, stage)
+        _PY.pack_into(self.mm, 0, req, step, phase, stage, 0, 0)
+
+    def forked(self) -> tuple[int, ...]:
+        """The fork note: (pid, request, step, phase, stage, hook, arg); pid 0: none."""
+        return _FORK.unpack_from(self.mm, _FORK_AT)
+
+    def clear_fork(self) -> None:
+        _FORK.pack_into(self.mm, _FORK_AT, *([0] * 7))
+
+    def host(self, hook: int, arg: int = 0) -> None:
+        """The model hook the child calls itself (1 + index in _ALL_HOOKS; 0: none)."""
+        _HOST.pack_into(self.mm, _HOST_AT, hook, arg)
 
     def clear(self, c_part_only: bool = False) -> None:
         if c_part_only:
@@ -1275,9 +1379,10 @@ class _Record:
             self.mm[:] = bytes(_REC_SIZE)
 
     def read(self) -> dict[str, Any]:
-        req, step, phase, stage = _PY.unpack_from(self.mm, 0)
+        req, step, phase, stage, host, host_arg = _PY.unpack_from(self.mm, 0)
         c = dict(zip(_C_FIELDS, _C_REC.unpack_from(self.mm, _C_OFFSET), strict=False))
-        return dict(request=req, step=step, phase=phase, stage=stage, **c)
+        return dict(request=req, step=step, phase=phase, stage=stage, host=host,
+                    host_arg=host_arg, **c)
 
     def close(self) -> None:
         self.mm.close()
@@ -1373,12 +1478,27 @@ class _Worker:
                     reply = _recv(self.sock)
                 except (EOFError, OSError):
                     return self._died(budget)
+                if reply.get("pid") != self.proc.pid or not (
+                        reply.get("ready") or reply.get("id") == msg.get("id")):
+                    # not the child's answer to this request: a copy of it
+                    # (the model's fork()) wrote too
+                    return self._forked(budget)
                 if reply.get("ready"):  # the child started: the request's budget starts now
                     deadline = time.monotonic() + budget
                     continue
+                if reply.get("forked") or self.rec.forked()[0]:
+                    return self._forked(budget, len(reply.get("forked", ())))
                 return reply
             if self.proc.poll() is not None:
                 return self._died(budget)
+
+    def _forked(self, budget: float, copies: int = 0) -> _Stop:
+        """A model hook made copies of the child (fork()): every process of
+        its group is stopped."""
+        rec = self.rec.read()
+        rec["fork"] = self.rec.forked()
+        self.kill()
+        return _Stop("fork", f"{copies} process(es)" if copies else "", rec, budget)
 
     def _died(self, budget: float) -> _Stop:
         assert self.proc is not None
@@ -1388,11 +1508,16 @@ class _Worker:
             self.proc.kill()
             code = self.proc.wait()
         rec = self.rec.read()
-        self._forget()
+        self.kill()  # what it left behind (copies a model's fork() made)
         return _Stop("crash", _death(code), rec, budget)
 
     def kill(self) -> None:
+        """Stop the child and every process of its group (it leads one: any
+        copy a model's fork() made is in it), whatever they are doing."""
         if self.proc is not None:
+            # the group's id stays taken while any process is in it
+            with contextlib.suppress(OSError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
             with contextlib.suppress(OSError):
                 self.proc.kill()
             self.proc.wait()
@@ -1419,6 +1544,133 @@ class _Worker:
             self.rec.close()
 
 
+#: In the checker's child: its process id (a copy a model's fork() made has
+#: another), and where it is as it last noted it (request, step, phase,
+#: stage), in the process's own memory.
+_CHILD_PID = 0
+_WHERE = [0, 0, 0, 0]
+
+
+def _leave_if_forked(rec: _Record | None, hook: str | None = None, arg: int = 0) -> None:
+    """In a copy of the checker's child that a model hook's fork() made: note
+    where it found itself (the first copy only; ``hook``: the hook that just
+    returned, if known) and end it at once, before it answers a request or
+    reads one (both copies read and wrote the one connection)."""
+    if not _CHILD_PID or os.getpid() == _CHILD_PID:
+        return
+    with contextlib.suppress(Exception):
+        if rec is not None and rec.forked()[0] == 0:
+            _FORK.pack_into(rec.mm, _FORK_AT, os.getpid(), *_WHERE,
+                            1 + _ALL_HOOKS.index(hook) if hook else 0, arg)
+    os._exit(0)
+
+
+def _children() -> list[int]:
+    """The processes this one made that are still there (zombies reaped)."""
+    pids: list[int] = []
+    with contextlib.suppress(OSError):
+        for task in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{task}/children") as f:
+                pids += [int(x) for x in f.read().split()]
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            os.waitpid(pid, os.WNOHANG)
+    return pids
+
+
+class _HostCalls:
+    """A model's cffi ``lib`` as the checker's child uses it: each host
+    function that calls a model hook (``seer_model_*``, the global state)
+    notes the hook in the progress record while it runs, so that one which
+    crashes the process or never returns is named, whichever code called it
+    (the bounds pass, a job, a run's outputs).  ``seer_model_bounds`` calls
+    two hooks: ``state_bounds`` is called once alone first (the hooks on a
+    configuration return the same every time), so the one that fails is
+    known.  Every other name is the lib's own."""
+
+    def __init__(self, lib: Any, ffi: Any, rec: _Record) -> None:
+        self._lib, self._ffi, self._rec = lib, ffi, rec
+
+    def __getattr__(self, name: str) -> Any:
+        fn = getattr(self._lib, name)
+        if name in _HOST_CALLS:
+            def call(*args: Any, _name: str = name, _fn: Any = fn) -> Any:
+                return self._call(_name, _fn, *args)
+            fn = call
+        setattr(self, name, fn)  # looked up once
+        return fn
+
+    def _call(self, name: str, fn: Any, *args: Any) -> Any:
+        ffi = self._ffi
+        if name == "seer_runtime_global_state":
+            return self._hooked("global_state", int(args[1]), fn, *args)
+        table = args[0]
+        if name in ("seer_model_bounds", "seer_model_group_bounds"):
+            if name == "seer_model_bounds" and table.state_bounds != ffi.NULL and \
+                    args[2].state_dim:
+                lo, hi = (ffi.new("float[]", int(args[2].state_dim)) for _ in range(2))
+                self._hooked("state_bounds", 0, table.state_bounds, args[1], lo, hi)
+            hook = "group_obs_bounds" if table.group_obs_bounds != ffi.NULL else "obs_bounds"
+            group = int(args[3]) if name == "seer_model_group_bounds" else 0
+            return self._hooked(hook, group, fn, *args)
+        hook = _HOST_CALLS[name]
+        if hook == "agent_name" and table.agent_name == ffi.NULL:
+            hook = "group"
+        return self._hooked(hook, int(args[3]) if hook in ("group", "action_nvec") and
+                            name != "seer_model_agent_names" else 0, fn, *args)
+
+    def _hooked(self, hook: str, arg: int, fn: Any, *args: Any) -> Any:
+        self._rec.host(1 + _ALL_HOOKS.index(hook), arg)
+        try:
+            return fn(*args)
+        finally:
+            _leave_if_forked(self._rec, hook, arg)
+            self._rec.host(0)
+
+
+#: The host functions that call a model hook, and the hook (see `_HostCalls`).
+_HOST_CALLS = {"seer_model_describe": "describe", "seer_model_group": "group",
+               "seer_model_action_nvec": "action_nvec", "seer_model_bounds": "obs_bounds",
+               "seer_model_group_bounds": "obs_bounds", "seer_model_agent_names": "agent_name",
+               "seer_runtime_global_state": "global_state"}
+
+
+def _watched(native: NativeModel, rec: _Record) -> NativeModel:
+    """A copy of the model's table (a new `NativeModel`) whose every hook
+    that runs with a context is a Python function around the model's own:
+    a copy of the process that returns from it (the hook called fork())
+    notes the hook and ends.  Slow; for the serial reruns that name a hook."""
+    ffi, lib = native.ffi, native.lib
+    table = ffi.new("seer_model *", native.table[0])
+    keep: list[Any] = [table, native]
+    for name in _HOOKS:
+        orig = getattr(native.table, name)
+        if orig == ffi.NULL:
+            continue
+        if name in ("observe", "action_mask"):
+            def who(args: tuple[Any, ...]) -> int:
+                return int(args[1])
+        elif name in ("boundary", "global_state"):
+            def who(args: tuple[Any, ...]) -> int:
+                return int(lib.seer_instance(args[0]))
+        else:
+            def who(args: tuple[Any, ...]) -> int:
+                return int(lib.seer_self(args[0]))
+
+        def hook(*args: Any, _name: str = name, _orig: Any = orig, _who: Any = who) -> Any:
+            out = _orig(*args)
+            if os.getpid() != _CHILD_PID:
+                _leave_if_forked(rec, _name, _who(args))
+            return out
+
+        cb = ffi.callback(ffi.typeof(orig), hook)
+        setattr(table, name, cb)
+        keep.append(cb)
+    out = NativeModel(native.module, native.source, table=table, keepalive=keep)
+    out.lib = native.lib
+    return out
+
+
 class _Child:
     """What the child process does for the checker."""
 
@@ -1442,12 +1694,21 @@ class _Child:
             self.names = native.agent_names(buf, sizes.num_agents, sizes)
             return {"ok": True, "sizes": sizes, "config": native.read_config(buf)}
         if op == "run":
-            got = self._run(msg["driver"], msg["kw"], 1)
+            if msg.get("watch"):  # every hook a Python function that watches it
+                native = self.native
+                self.native = _watched(native, self.rec)
+                try:
+                    got = self._run(msg["driver"], msg["kw"], 1)
+                finally:
+                    self.native = native
+            else:
+                got = self._run(msg["driver"], msg["kw"], 1)
             out: dict[str, Any] = {"ok": True, "id": self.req, "error": self._error(got.error),
                                    "steps": len(got.steps) - 1}
             if msg["keep"] and got.error is None:
                 self.kept[self.req] = got
             if msg.get("inspect") is not None and got.error is None:
+                self.rec.note(self.req, len(got.steps) - 1, 1, INSPECT)
                 out["found"] = [(str(r), str(m)) for r, m in
                                 msg["inspect"](self.native, self.config, got)]
             if msg["ref"] is not None and got.error is None:
@@ -1527,7 +1788,9 @@ def _exit_now() -> None:
 
 def _child_main(fd: int) -> None:
     """The child process (``python -m seer_env._check_child FD``)."""
+    global _CHILD_PID
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the checker handles Ctrl-C
+    _CHILD_PID = os.getpid()
     sock = socket.socket(fileno=fd)
     setup = _recv(sock)
     _watch_parent(setup["parent"])
@@ -1543,11 +1806,13 @@ def _child_main(fd: int) -> None:
 
         native = sdk.load(setup["folder"], build=False).native
         rec = _Record(setup["record"])
+        native.lib = _HostCalls(native.lib, native.ffi, rec)
         child = _Child(native, setup["config"], rec)
     except BaseException as exc:  # noqa: BLE001 - reported to the checker
-        _send(sock, {"ok": False, "exc": _pack_exc(exc)})
+        _send(sock, {"ok": False, "exc": _pack_exc(exc), "id": first.get("id"),
+                     "pid": os.getpid()})
         return
-    _send(sock, {"ready": True})
+    _send(sock, {"ready": True, "pid": os.getpid()})
     msg = first
     while True:
         if msg["op"] == "stop":
@@ -1556,6 +1821,11 @@ def _child_main(fd: int) -> None:
             reply = child.handle(msg)
         except BaseException as exc:  # noqa: BLE001 - reported to the checker
             reply = {"ok": False, "exc": _pack_exc(exc)}
+        _leave_if_forked(rec)  # a copy never answers
+        forked = _children()
+        if forked:
+            reply["forked"] = forked
+        reply.update(id=msg.get("id"), pid=os.getpid())
         _send(sock, reply)
         try:
             msg = _recv(sock)

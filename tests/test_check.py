@@ -336,8 +336,8 @@ def test_a_describe_that_kills_the_process_is_a_crash() -> None:
     got = check_wreck({"mode": DESCRIBE}, **FEW)
     assert got["findings"] == [[
         "crash", "describe", "model 'wreck': the process running the model died of SIGABRT "
-        "(Aborted: abort() or a failed assert()) while loading the model and calling describe",
-        FIXES["crash"]]]
+        "(Aborted: abort() or a failed assert()) in the describe hook (called by the checker), "
+        "while loading the model and calling describe", FIXES["crash"]]]
     assert [p[1] for p in got["passes"]] == [
         "skipped: the model crashed in describe"] * len(PASS_NAMES)
 
