@@ -219,3 +219,73 @@ def test_ppo_two_iterations_on_remote_env_runners(ray_session: Any,
         assert np.isfinite(er["episode_return_mean"])
         assert "shared" in res["learners"]
         print(f"{env_config['env']}: iteration {i + 1} took {res['_wall_s']:.1f} s")
+
+
+def _legal(space: Any, mask: np.ndarray, rng: np.random.Generator) -> Any:
+    """A uniformly random action the mask allows (a multi-discrete one component by component)."""
+    if hasattr(space, "nvec"):
+        out, off = [], 0
+        for k in space.nvec:
+            out.append(rng.choice(np.flatnonzero(mask[off:off + k])))
+            off += int(k)
+        return np.array(out, dtype=np.int64)
+    return int(rng.choice(np.flatnonzero(mask)))
+
+
+def test_hunt_episodes_end_for_rllib_with_both_groups_and_their_returns() -> None:
+    """Every Hunt episode ends for RLlib's own episode bookkeeping (its
+    MultiAgentEpisode is done: ``__all__``) within max_cycles steps, prey dying
+    one by one and the predators with the last of them, and the return RLlib
+    computes is the rewards' sum, finite: an iteration in which an episode
+    ends has a finite episode_return_mean."""
+    from ray.rllib.env.multi_agent_episode import MultiAgentEpisode
+
+    cfg = {"env": "hunt_v0", "observation_key": "observations", "threads": 1,
+           "max_cycles": 60}
+    env = rllib.SeerMultiAgentEnv(cfg)
+    mapping = rllib.group_policies(cfg)["policy_mapping_fn"]
+    rng = np.random.default_rng(0)
+    ends = {"caught": 0, "truncated": 0}
+    for seed in range(30):
+        ep = MultiAgentEpisode(observation_space=env.observation_spaces,
+                               action_space=env.action_spaces,
+                               agent_to_module_mapping_fn=mapping)
+        obs, infos = env.reset(seed=seed)
+        ep.add_env_reset(observations=obs, infos=infos)
+        total, steps, finished = 0.0, 0, []
+        while not ep.is_done:
+            assert steps < 60, "the episode outlasted max_cycles"
+            acts = {a: _legal(env.action_spaces[a], obs[a]["action_mask"], rng)
+                    for a in env.agents_alive}
+            obs, rew, term, trunc, infos = env.step(acts)
+            ep.add_env_step(observations=obs, actions=acts, rewards=rew, infos=infos,
+                            terminateds=term, truncateds=trunc)
+            assert all(np.isfinite(r) for r in rew.values())
+            total += sum(rew.values())
+            finished += [a for a in obs if term[a] or trunc[a]]
+            steps += 1
+        assert term["__all__"] or trunc["__all__"]
+        assert env.agents == [] and sorted(finished) == sorted(env.possible_agents)
+        ends["truncated" if trunc["__all__"] else "caught"] += 1
+        assert ep.get_return() == pytest.approx(total, abs=1e-9)
+        modules = {sa.module_id for sa in ep.agent_episodes.values()}
+        assert modules == {"predator", "prey"}
+    assert ends["caught"] > 0 and ends["truncated"] > 0  # both ways of ending were seen
+    env.close()
+
+
+def test_max_cycles_zero_warns_that_episodes_are_never_truncated() -> None:
+    """With max_cycles=0 an episode ends only when every agent terminates: RLlib's
+    episode_return_mean is NaN in every iteration in which none ends (no error):
+    PPO on Hunt 16 x 16 with catch_need=2 and max_cycles=0 ended no episode in
+    five iterations of 400 steps."""
+    import warnings
+
+    with pytest.warns(rllib.UntruncatedEpisodesWarning,
+                      match=r"^hunt_v0: max_cycles=0, so the runtime truncates no episode.*"
+                            r"episode_return_mean .* NaN"):
+        env = rllib.SeerMultiAgentEnv({"env": "hunt_v0", "max_cycles": 0, "threads": 1})
+    env.close()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the model's own max_cycles (100): no warning
+        rllib.SeerMultiAgentEnv({"env": "hunt_v0", "threads": 1}).close()
