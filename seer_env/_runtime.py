@@ -639,6 +639,29 @@ class Runtime:
         with self._call() as h:
             self._check(h, fn(h, i, self.ffi.from_buffer("char[]", view), len(view)))
 
+    def snapshot_alive(self, instance: int, data: bytes | bytearray | memoryview) -> np.ndarray:
+        """Every check of ``restore(instance, data, check_only=True)``, changing
+        nothing, and the snapshot's alive flags: a ``(num_agents,)`` bool array,
+        which agents act in the step after it (a face checks its own state of
+        the instance against them before it restores any):
+
+        ```python
+        alive = rt.snapshot_alive(0, snap)     # SnapshotError: nothing changed
+        rt.restore(0, snap)
+        ```"""
+        i = self._instance(instance)
+        try:
+            view = memoryview(data).cast("B")
+        except TypeError:
+            raise SnapshotError(
+                f"a snapshot is bytes, got {type(data).__name__}") from None
+        out = np.zeros(self.sizes.num_agents, dtype=np.uint8)
+        with self._call() as h:
+            self._check(h, self.lib.seer_runtime_restore_check_alive(
+                h, i, self.ffi.from_buffer("char[]", view), len(view),
+                self.ffi.from_buffer("uint8_t[]", out)))
+        return out.astype(bool)
+
     def global_state(self, instance: int = 0) -> np.ndarray:
         out = np.zeros(self.sizes.state_dim, dtype=np.float32)
         i = self._instance(instance)

@@ -18,11 +18,15 @@ keeps.
 
 from __future__ import annotations
 
+import collections
 import copy
 import dataclasses
 import functools
+import hashlib
 import itertools
 import os
+import pickle
+import struct
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -129,9 +133,83 @@ def _box(low: np.ndarray, high: np.ndarray) -> gymnasium.spaces.Box:
 
 
 #: The version of `EnvSnapshot`'s Python side (the runtime's bytes carry
-#: their own format version, ``SEER_SNAPSHOT_FORMAT``).  2: the batched env's
-#: instances carry their seed strides.
+#: their own format version, ``SEER_SNAPSHOT_FORMAT``).  2: a digest of the
+#: whole snapshot; the batched env's instances carry their seed strides.
 SNAPSHOT_VERSION = 2
+
+#: Values the digest feeds as their repr (exact and canonical for these).
+_REPR_TYPES = frozenset((type(None), bool, int, float, str))
+
+
+def _feed(h: Any, x: Any) -> None:
+    """Feed ``x`` to the hash ``h`` canonically: the same bytes for a value and
+    its copy through pickle, deepcopy or another process; the type of every
+    part included (a tuple is not a list, 1 is not True nor 1.0)."""
+    t = type(x)
+    if t in _REPR_TYPES:
+        h.update(b"r%d:" % len(r := repr(x).encode("utf-8", "surrogatepass")) + r)
+    elif t is tuple or t is list:
+        if set(map(type, x)) <= _REPR_TYPES:  # the common case, at once
+            h.update(b"R%d:" % len(r := repr(x).encode("utf-8", "surrogatepass")) + r)
+        else:
+            h.update(b"t%d:" % len(x) if t is tuple else b"l%d:" % len(x))
+            for v in x:
+                _feed(h, v)
+    elif t is dict:
+        h.update(b"d%d:" % len(x))
+        for k, v in x.items():
+            _feed(h, k)
+            _feed(h, v)
+    elif t is bytes or t is bytearray:
+        h.update(b"b%d:" % len(x) + bytes(x))
+    elif t is np.ndarray:
+        if x.dtype.hasobject:
+            h.update(b"o" + repr(x.shape).encode())
+            _feed(h, x.tolist())
+        else:
+            h.update(b"a" + f"{x.dtype.str}{x.shape}".encode())
+            h.update(np.ascontiguousarray(x).tobytes())
+    elif isinstance(x, np.generic):
+        h.update(b"g" + x.dtype.str.encode() + x.tobytes())
+    elif hasattr(x, "__dict__") and not isinstance(x, type):  # an object: its type and fields
+        h.update(b"O" + f"{t.__module__}.{t.__qualname__}".encode())
+        _feed(h, vars(x))
+    else:  # anything else pickle reads the same after a round trip
+        h.update(b"p" + pickle.dumps(x, protocol=4))
+
+
+def _digest(snap: EnvSnapshot) -> bytes:
+    """The digest of everything ``snap`` holds.  The runtime's bytes of each
+    instance count by their length and their own checksum (their last 8 bytes,
+    which covers every byte before them and which restore checks): a snapshot
+    costs no hashing of its megabytes twice."""
+    h = hashlib.blake2b(digest_size=16, person=b"seer_env.snap")
+    _feed(h, (snap.version, snap.face, snap.model, snap.config, snap.env_ids))
+    for data in snap.instances:
+        h.update(b"I" + struct.pack("<Q", len(data)) + bytes(data[-8:]))
+    _feed(h, snap.state)
+    return h.digest()
+
+
+def _check_intact(snap: EnvSnapshot, name: str) -> None:
+    """SnapshotError unless ``snap`` (an EnvSnapshot) is of this seer_env's
+    version and its contents still match the digest made with it: the first
+    checks of every restore (a face that wraps another's snapshot makes them
+    before it unwraps it)."""
+    version = snap.__dict__.get("version")
+    if version != SNAPSHOT_VERSION:
+        older = isinstance(version, int) and version < SNAPSHOT_VERSION
+        raise SnapshotError(
+            f"{name}: snapshot version {version!r}; this seer_env reads version "
+            f"{SNAPSHOT_VERSION}" + (" (an older seer_env's snapshot, without the digest "
+                                     "this one checks: take it again)" if older else ""))
+    try:
+        ok = snap.__dict__.get("digest") == _digest(snap)
+    except Exception:  # contents the digest cannot even read (a forged pickle)
+        ok = False
+    if not ok:
+        raise SnapshotError(f"{name}: the snapshot is damaged: its contents do not match the "
+                            "digest made with it (a changed or corrupted pickle)")
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -153,10 +231,20 @@ class EnvSnapshot:
     It holds the runtime's bytes of each instance (``Runtime.snapshot``: entity
     states, RNG streams, pending events, instance data, the last outputs; each
     checksummed) and the face's own Python state (live agents, autoreset
-    flags and next seeds, the AEC wrapper's dicts).  It restores into the env
-    it came from or a new env of the same face, model and configuration, on
-    any executor and thread count, any number of times; anything else raises
-    `SnapshotError` and leaves the env unchanged.
+    flags, next seeds and seed strides, the AEC wrapper's dicts).  It restores
+    into the env it came from or a new env of the same face, model and
+    configuration, on any executor and thread count, any number of times;
+    anything else raises `SnapshotError` and leaves the env unchanged.
+
+    A ``digest`` made with the snapshot covers all of it (the face's part, and
+    each instance's bytes through their own checksum); ``restore`` refuses a
+    snapshot whose contents no longer match it (a damaged pickle).  It detects
+    damage, it is no signature: restore also checks that the face's part makes
+    sense for this model and agrees with the runtime's bytes (live agents are
+    this model's, each once, and those alive in the bytes; seeds are ints in
+    range...), so a well-made forgery that does not is refused too.  Snapshots
+    of an older seer_env (version 1, without a digest) are refused: take them
+    again.
     """
 
     version: int
@@ -166,6 +254,11 @@ class EnvSnapshot:
     instances: tuple[bytes, ...]  # the runtime's snapshot of each instance
     env_ids: tuple[int, ...]  # the instance each came from
     state: dict[str, Any]  # the face's own state
+    #: the digest of all the above, made with the snapshot (see `_digest`)
+    digest: bytes = dataclasses.field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "digest", _digest(self))
 
     @property
     def nbytes(self) -> int:
@@ -316,27 +409,38 @@ class _SeerEnvCommon:
         if not isinstance(snap, EnvSnapshot):
             raise SnapshotError(f"{name}: restore() takes what snapshot() returned (an "
                                 f"EnvSnapshot), got {type(snap).__name__}")
-        if snap.version != SNAPSHOT_VERSION:
-            raise SnapshotError(f"{name}: snapshot version {snap.version!r}; this seer_env "
-                                f"reads version {SNAPSHOT_VERSION}")
+        _check_intact(snap, name)
         if snap.face != face:
             raise SnapshotError(f"{name}: a snapshot of a {snap.face!r} env cannot restore a "
                                 f"{face!r} env (restore into the kind of env it came from)")
         if snap.model != name:
             raise SnapshotError(f"{name}: the snapshot is of model {snap.model!r}")
-        mine, theirs = self.config, dict(snap.config)
+        try:
+            mine, theirs = self.config, dict(snap.config)
+        except (TypeError, ValueError):
+            raise SnapshotError(f"{name}: the snapshot's configuration is malformed") from None
         if theirs != mine:
             diff = [f"{k}={theirs.get(k)!r} (here {mine.get(k)!r})"
                     for k in sorted(set(mine) | set(theirs), key=str)
                     if theirs.get(k) != mine.get(k)]
             raise SnapshotError(f"{name}: the snapshot was taken with another configuration: "
                                 f"{', '.join(diff)}; restore it into an env made the same way")
+        ids, inst = snap.env_ids, snap.instances
+        if not (type(inst) is tuple and all(type(b) is bytes for b in inst)):
+            raise SnapshotError(f"{name}: the snapshot is malformed (its instances are not "
+                                "a tuple of the runtime's bytes)")
+        if not (type(ids) is tuple and len(ids) == len(inst) and len(set(ids)) == len(ids)
+                and all(type(i) is int and i >= 0 for i in ids)):
+            raise SnapshotError(f"{name}: the snapshot is malformed (env_ids {ids!r:.80} are not "
+                                f"{len(inst)} distinct instance numbers)")
+        if type(snap.state) is not dict:
+            raise SnapshotError(f"{name}: the snapshot is malformed (its face state is a "
+                                f"{type(snap.state).__name__}, not a dict)")
 
-    def _check_instances(self, pairs: Sequence[tuple[int, bytes]]) -> None:
+    def _check_instances(self, pairs: Sequence[tuple[int, bytes]]) -> list[np.ndarray]:
         """Every runtime snapshot checked (model, configuration, format, checksum,
-        events) before any is restored."""
-        for i, data in pairs:
-            self.runtime.restore(i, data, check_only=True)
+        events) before any is restored; the alive flags of each."""
+        return [self.runtime.snapshot_alive(i, data) for i, data in pairs]
 
     def _seeds(self, seed: int | np.integer | None, n: int) -> list[int]:
         """Seeds of n instances: ``seed + i`` (mod 2**64), or the spec's default."""
@@ -843,13 +947,36 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
         return self._restore_unchecked(snap)
 
     def _check_parallel_snapshot(self, snap: Any, face: str) -> None:
+        """Everything of a ParallelEnv's snapshot checked, nothing changed: its
+        live agents are this model's, each once, and those alive in its bytes."""
         self._check_snapshot(snap, face)
-        live = snap.state.get("live") if isinstance(snap.state, dict) else None
-        if (len(snap.instances) != 1 or not isinstance(live, tuple)
-                or not all(isinstance(a, str) and a in self.agent_index for a in live)):
-            raise SnapshotError(f"{self.seer_model.name}: the snapshot is malformed (a "
+        name = self.seer_model.name
+        live = snap.state.get("live")
+        if len(snap.instances) != 1 or set(snap.state) != {"live"} or type(live) is not tuple:
+            raise SnapshotError(f"{name}: the snapshot is malformed (a "
                                 "ParallelEnv's holds one instance and its live agents)")
-        self._check_instances([(0, snap.instances[0])])
+        idx = [self.agent_index.get(a) if type(a) is str else None for a in live]
+        unknown = [a for a, i in zip(live, idx, strict=True) if i is None]
+        if unknown:
+            raise SnapshotError(f"{name}: the snapshot's live agents {unknown[:5]!r} are not "
+                                "agents of this model")
+        if len(set(live)) != len(live):
+            twice = sorted((a for a, c in collections.Counter(live).items() if c > 1),
+                           key=lambda a: self.agent_index[a])
+            raise SnapshotError(f"{name}: the snapshot names live agent(s) {twice[:5]!r} more "
+                                "than once")
+        (alive,) = self._check_instances([(0, snap.instances[0])])
+        if not np.array_equal(np.asarray(idx, dtype=np.intp), np.flatnonzero(alive)):
+            want = tuple(self.possible_agents[i] for i in np.flatnonzero(alive))
+            ended = [a for a in live if not alive[self.agent_index[a]]]
+            have = set(live)
+            left = [a for a in want if a not in have]
+            raise SnapshotError(
+                f"{name}: the snapshot's live agents do not agree with its runtime state: "
+                + (f"{ended[:5]!r} live but finished there; " if ended else "")
+                + (f"{left[:5]!r} alive there but not live; " if left else "")
+                + ("" if ended or left else "not in the agents' order; ")
+                + "it was changed after snapshot() made it")
 
     def _restore_unchecked(self, snap: EnvSnapshot) -> tuple[dict[str, np.ndarray],
                                                              dict[str, dict[str, Any]]]:
@@ -1041,6 +1168,7 @@ class SeerAECEnv(parallel_to_aec_wrapper):
             raise SnapshotError(f"{self.seer_model.name}: the snapshot is malformed")
         par = dataclasses.replace(snap, face="parallel", state=state["parallel"])
         self.env._check_parallel_snapshot(par, "parallel")
+        self._check_aec_state(state["aec"], state["parallel"]["live"])
         cut = self._interrupted
         self._interrupted = _CUT_SHORT_RESTORE  # until this wrapper has caught up
         try:
@@ -1056,6 +1184,39 @@ class SeerAECEnv(parallel_to_aec_wrapper):
                 self.__dict__.pop(k, None)
         self._reset_done = True
         self._interrupted = ""
+
+    def _check_aec_state(self, aec: dict[str, Any], live: tuple[str, ...]) -> None:
+        """SnapshotError naming the parts of a snapshot's AEC state that are not
+        what this wrapper keeps: lists and dicts of this model's agents (each
+        once), whose turn it is, every live agent among ``agents``."""
+        names = self.env.agent_index
+
+        def agent(a: Any) -> bool:
+            return type(a) is str and a in names
+
+        def listed(v: Any) -> bool:
+            return type(v) is list and all(map(agent, v)) and len(set(v)) == len(v)
+
+        bad: list[str] = [k for k in ("agents", "_live_agents", "new_agents")
+                          if k in aec and not listed(aec[k])]
+        bad += [k for k in ("terminations", "truncations", "rewards", "_cumulative_rewards",
+                            "infos", "_observations", "_actions")
+                if k in aec and not (type(aec[k]) is dict and all(map(agent, aec[k])))]
+        bad += [k for k in ("terminations", "truncations") if k in aec and k not in bad
+                and not all(type(v) is bool for v in aec[k].values())]
+        if "agent_selection" in aec and not agent(aec["agent_selection"]):
+            bad.append("agent_selection")
+        if aec.get("_skip_agent_selection") is not None and not agent(
+                aec["_skip_agent_selection"]):
+            bad.append("_skip_agent_selection")
+        sel = aec.get("_agent_selector")
+        if sel is not None and not listed(getattr(sel, "agent_order", None)):
+            bad.append("_agent_selector")
+        if "agents" not in bad and not set(live) <= set(aec.get("agents", live)):
+            bad.append("agents (a live agent is missing)")
+        if bad:
+            raise SnapshotError(f"{self.seer_model.name}: the snapshot's AEC state is "
+                                f"malformed: {', '.join(bad)}")
 
     def _observe(self, agent: Any) -> Any:
         self.env._agent_idx(agent)  # unknown: InvalidActionError
@@ -2143,10 +2304,23 @@ class SeerVectorEnv(_SeerEnvCommon):
         self._check_snapshot(snap, "vector")
         name = self.seer_model.name
         n = len(snap.instances)
-        st = snap.state if isinstance(snap.state, dict) else {}
-        if (len(snap.env_ids) != n or len(st.get("autoreset", ())) != n
-                or len(st.get("next_seeds", ())) != n or len(st.get("seed_strides", ())) != n):
-            raise SnapshotError(f"{name}: the snapshot is malformed")
+        st = snap.state
+        if set(st) != {"autoreset", "next_seeds", "seed_strides"} or not all(
+                type(v) is tuple and len(v) == n for v in st.values()):
+            raise SnapshotError(f"{name}: the snapshot is malformed (a batched env's holds an "
+                                "autoreset flag, a next seed and a seed stride per instance)")
+        for what, values, ok in (
+                ("autoreset flag", st["autoreset"], lambda v: type(v) is bool),
+                ("next seed", st["next_seeds"], lambda v: type(v) is int and 0 <= v <= _MAX_SEED),
+                ("seed stride", st["seed_strides"],
+                 lambda v: type(v) is int and 1 <= v <= _MAX_SEED)):
+            wrong = [(i, v) for i, v in zip(snap.env_ids, values, strict=True) if not ok(v)]
+            if wrong:
+                raise SnapshotError(
+                    f"{name}: the snapshot's {what} of instance {wrong[0][0]} is "
+                    f"{wrong[0][1]!r:.40}, not " + ("a bool" if what == "autoreset flag" else
+                                                     "an int in [0, 2**64)" if what == "next seed"
+                                                     else "an int in [1, 2**64)"))
         if n == 1 and (env_id is not None or snap.env_ids[0] < self.num_envs):
             targets: tuple[int, ...] = (
                 self._env_id(snap.env_ids[0] if env_id is None else env_id),)
@@ -2167,7 +2341,12 @@ class SeerVectorEnv(_SeerEnvCommon):
                              "snapshot of every instance)")
         self._refuse_in_flight("restore", targets)
         pairs = list(zip(targets, snap.instances, strict=True))
-        self._check_instances(pairs)
+        for k, alive in enumerate(self._check_instances(pairs)):
+            if st["autoreset"][k] and alive.any():
+                raise SnapshotError(
+                    f"{name}: the snapshot's instance {snap.env_ids[k]} is marked for an "
+                    "autoreset but its runtime state has live agents: it was changed after "
+                    "snapshot() made it")
         cut = self._interrupted
         self._interrupted = _CUT_SHORT_RESTORE  # until Python has caught up
         for (i, data), flag, seed, stride in zip(pairs, st["autoreset"], st["next_seeds"],

@@ -125,7 +125,7 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
 from ._runtime import alloc_zeros
-from .env import EnvSnapshot, SeerVectorEnv, _check_options
+from .env import EnvSnapshot, SeerVectorEnv, _check_intact, _check_options
 from .errors import ClosedError, ConfigError, InvalidActionError, SnapshotError
 
 __all__ = ["AgentVectorEnv", "agent_vector_env", "random_actions", "random_batched_actions"]
@@ -452,8 +452,10 @@ class AgentVectorEnv(gymnasium.vector.VectorEnv):
             what = snap.face if isinstance(snap, EnvSnapshot) else type(snap).__name__
             raise SnapshotError(f"{name}: restore() takes an agent_vector_env's snapshot(), "
                                 f"got {what!r}")
+        _check_intact(snap, name)
         st = snap.state
-        if not isinstance(st, dict) or not {"venv", "group", "rng", "last"} <= set(st):
+        if not (type(st) is dict and set(st) == {"venv", "group", "rng", "last"}
+                and (st["last"] is None or type(st["last"]) is tuple and len(st["last"]) == 2)):
             raise SnapshotError(f"{name}: the snapshot is malformed")
         if st["group"] != self.group:
             raise SnapshotError(f"{name}: the snapshot is of group {st['group']!r}, this "

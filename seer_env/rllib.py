@@ -121,7 +121,7 @@ import warnings
 from collections.abc import Mapping
 from typing import Any, cast
 
-from .env import EnvSnapshot, _raised_by_seer
+from .env import EnvSnapshot, _check_intact, _raised_by_seer
 from .errors import ConfigError, SeerError, SnapshotError, StateError
 from .registry import make
 
@@ -363,6 +363,7 @@ def _build_class() -> type:
                 what = snap.face if isinstance(snap, EnvSnapshot) else type(snap).__name__
                 raise SnapshotError(f"{name}: restore() takes this adapter's snapshot(), got "
                                     f"{what!r}")
+            _check_intact(snap, name)
             if not (isinstance(st, dict) and isinstance(st.get("parallel"), dict)
                     and isinstance(st.get("just_finished"), tuple)
                     and set(st["just_finished"]) <= self._agent_ids):

@@ -108,7 +108,7 @@ from typing import Any, cast
 import numpy as np
 
 from ._runtime import alloc_zeros
-from .env import EnvSnapshot, _seed_value
+from .env import EnvSnapshot, _check_intact, _seed_value
 from .errors import ConfigError, InvalidActionError, SnapshotError, StateError
 from .model import Model
 from .registry import get as _get_model
@@ -516,6 +516,7 @@ def _make_class() -> type:  # noqa: C901 - one class, built where torch is at ha
                 what = snap.face if isinstance(snap, EnvSnapshot) else type(snap).__name__
                 raise SnapshotError(f"{name}: restore() takes a SeerTorchEnv's snapshot(), "
                                     f"got {what!r}")
+            _check_intact(snap, name)
             st = snap.state
             B = self.num_envs
             shapes = [(B, g.count) for g in self._groups]

@@ -735,3 +735,158 @@ def test_one_instance_continues_alike_in_a_batch_of_another_size(
         o1, o2 = v1.step(a1), v2.step(a2)
         for part in range(4):
             assert same(o1[part][1], o2[part][env_id])
+
+
+# -- the face's part: digest and checks (issue 33, item 8) ----------------------------------
+
+
+def twins(make: Any, seed: int = 1) -> tuple[Any, Any]:
+    """Two envs made alike and reset alike: one to refuse snapshots, one that never
+    sees them."""
+    a, b = make(), make()
+    a.reset(seed=seed)
+    b.reset(seed=seed)
+    return a, b
+
+
+def refused_by(env: Any, snap: Any, *words: str, **kw: Any) -> None:
+    with pytest.raises(SnapshotError) as exc:
+        env.restore(snap, **kw)
+    for w in words:
+        assert w in str(exc.value), str(exc.value)
+
+
+def forged(snap: EnvSnapshot, **state: Any) -> EnvSnapshot:
+    """``snap`` with its face state changed and a digest made anew (a forger's)."""
+    return dataclasses.replace(snap, state={**snap.state, **state})
+
+
+def flipped(snap: EnvSnapshot, find: bytes, bits: int) -> EnvSnapshot:
+    """``snap`` through pickle with ``bits`` flipped in the byte before the last
+    of the one place ``find`` is."""
+    blob = bytearray(pickle.dumps(snap))
+    assert blob.count(find) == 1
+    blob[blob.index(find) + len(find) - 2] ^= bits
+    out = pickle.loads(bytes(blob))
+    assert isinstance(out, EnvSnapshot)
+    return out
+
+
+def test_a_changed_live_list_is_refused_and_the_env_steps_on_unchanged() -> None:
+    """A bit flipped in a pickled ParallelEnv snapshot's live list ('cell_1' ->
+    'cell_3') was accepted, leaving env.agents out of step with the runtime."""
+    env, twin = twins(lambda: pcs_v0.parallel_env(width=4, height=4, max_cycles=6,
+                                                  executor="serial"))
+    acts = [{a: (k + j) % 5 for j, a in enumerate(env.possible_agents)} for k in range(6)]
+    for e in (env, twin):
+        e.step(acts[0])
+    snap = env.snapshot()
+    bad = flipped(snap, b"\x8c\x06cell_1\x94", ord("1") ^ ord("3"))  # the name, memoised
+    assert bad.state["live"].count("cell_3") == 2
+    refused_by(env, bad, "damaged", "digest")
+    live = snap.state["live"]
+    refused_by(env, forged(snap, live=live[:1] + ("cell_3",) + live[2:]), "'cell_3'",
+               "more than once")
+    refused_by(env, forged(snap, live=live[:5] + live[6:]), "['cell_5'] alive there but not live")
+    refused_by(env, forged(snap, live=live + ("nobody",)), "'nobody'", "not agents")
+    refused_by(env, forged(snap, live=list(live)), "malformed")
+    refused_by(env, forged(snap, live=live[1:2] + live[:1] + live[2:]), "order")
+    refused_by(env, forged(snap, extra=1), "malformed")
+    refused_by(env, dataclasses.replace(snap, env_ids=(0, 1)), "env_ids")
+    refused_by(env, dataclasses.replace(snap, config=(1, 2)), "configuration is malformed")
+    snap.state["live"] = live[:-1]  # changed in place after snapshot() made it
+    refused_by(env, snap, "damaged")
+    snap.state["live"] = live
+    env.restore(snap)  # as made: fine
+    # at the end of the episode no agent is alive: a live one is refused
+    for a in acts[1:]:
+        assert same(env.step(a), twin.step(a))
+    assert not env.agents
+    end = env.snapshot()
+    refused_by(env, forged(end, live=("cell_0",)), "['cell_0'] live but finished there")
+    assert same(env.step({}), twin.step({}))
+    assert env.snapshot().instances == twin.snapshot().instances
+
+
+def test_refused_restores_leave_a_parallel_env_exactly_as_it_was() -> None:
+    env, twin = twins(lambda: phold_v0.parallel_env(num_entities=12, executor="serial"))
+    for e in (env, twin):
+        e.step(dict.fromkeys(e.agents, 2))
+    snap = env.snapshot()
+    first = snap.state["live"][0]
+    for bad in (forged(snap, live=snap.state["live"][1:]),
+                forged(snap, live=snap.state["live"] * 2),
+                flipped(snap, b"\x8c" + bytes([len(first)]) + first.encode() + b"\x94", 1)):
+        with pytest.raises(SnapshotError):
+            env.restore(bad)
+    assert env.agents == twin.agents
+    for k in range(6):
+        acts = {a: (k + j) % 3 for j, a in enumerate(twin.agents)}
+        assert same(env.step(acts), twin.step(acts))
+    assert env.snapshot().instances == twin.snapshot().instances
+
+
+def test_a_changed_vector_state_is_refused_and_the_env_steps_on_unchanged() -> None:
+    big = 0x1122334455667788
+    env, twin = twins(lambda: pcs_v0.vector_env(3, width=2, height=2, max_cycles=3,
+                                                executor="serial"), seed=big)
+    rng = np.random.default_rng(4)
+    a = random_batched_actions(env, rng)
+    assert same(env.step(a), twin.step(a))
+    snap, one = env.snapshot(), env.snapshot(1)
+    assert snap.state["next_seeds"][0] == big + 3
+    refused_by(env, flipped(snap, (big + 3).to_bytes(8, "little"), 0x10), "damaged")
+    refused_by(env, forged(snap, next_seeds=(-1, 0, 0)), "next seed of instance 0 is -1")
+    refused_by(env, forged(snap, next_seeds=(1, 2**64, 0)), "next seed of instance 1")
+    refused_by(env, forged(snap, next_seeds=(1, 2, "3")), "next seed of instance 2 is '3'")
+    refused_by(env, forged(snap, next_seeds=(1, True, 3)), "next seed of instance 1 is True")
+    refused_by(env, forged(snap, seed_strides=(3, 0, 3)), "seed stride of instance 1 is 0")
+    refused_by(env, forged(snap, autoreset=(0, False, False)), "autoreset flag of instance 0")
+    refused_by(env, forged(snap, autoreset=(False, True, False)),
+               "instance 1 is marked for an autoreset but its runtime state has live agents")
+    refused_by(env, forged(snap, autoreset=(False,)), "malformed")
+    refused_by(env, dataclasses.replace(snap, env_ids=(0, 0, 2)), "env_ids")
+    refused_by(env, forged(one, autoreset=(True,)), "autoreset", env_id=2)
+    old = object.__new__(EnvSnapshot)  # what seer_env before the digest pickled
+    old.__dict__.update({f.name: getattr(snap, f.name) for f in dataclasses.fields(snap)
+                         if f.name != "digest"}, version=1)
+    refused_by(env, pickle.loads(pickle.dumps(old)), "snapshot version 1",
+               "older seer_env's snapshot", "take it again")
+    for _ in range(8):  # across autoresets: nothing of the refused ones stayed
+        a = random_batched_actions(env, rng)
+        assert same(env.step(a), twin.step(a))
+    assert env.snapshot().state == twin.snapshot().state
+
+
+def test_a_changed_aec_state_is_refused() -> None:
+    env, twin = twins(lambda: pcs_v0.env(width=2, height=2, executor="serial"))
+    for e in (env, twin):
+        for _ in range(5):
+            e.step(1)
+    snap = env.snapshot()
+
+    def aec(**kw: Any) -> EnvSnapshot:
+        return dataclasses.replace(snap, state={**snap.state, "aec": {**snap.state["aec"],
+                                                                      **kw}})
+    refused_by(env, flipped(snap, b"\x8c\x06cell_2\x94", 0x01), "damaged")
+    refused_by(env, aec(agent_selection="nobody"), "AEC state is malformed: agent_selection")
+    refused_by(env, aec(agents=["cell_0", "cell_0"]), "agents")
+    refused_by(env, aec(agents=["cell_0"]), "a live agent is missing")
+    refused_by(env, aec(rewards={"x": 0.0}), "rewards")
+    refused_by(env, aec(terminations=dict.fromkeys(snap.state["aec"]["terminations"], 0)),
+               "terminations")
+    for k in range(9):
+        env.step(k % 3)
+        twin.step(k % 3)
+        assert same(env.last(), twin.last()) and env.agent_selection == twin.agent_selection
+
+
+def test_a_changed_agent_vector_snapshot_is_refused() -> None:
+    envs = pcs_v0.agent_vector_env(2, width=2, height=2, executor="serial")
+    envs.reset(seed=4)
+    snap = envs.snapshot()
+    copy_ = pickle.loads(pickle.dumps(snap))
+    copy_.state["venv"]["next_seeds"] = (5, 5)
+    with pytest.raises(SnapshotError, match="damaged"):
+        envs.restore(copy_)
+    envs.restore(pickle.loads(pickle.dumps(snap)))

@@ -342,6 +342,11 @@ int seer_runtime_restore(seer_runtime *rt, uint32_t instance, const void *data, 
  * several instances checks them all first). */
 int seer_runtime_restore_check(seer_runtime *rt, uint32_t instance, const void *data,
                                uint64_t len);
+/* seer_runtime_restore_check, and the snapshot's alive flags (its row of
+ * SEER_BUF_ALIVE: num_agents bytes) into alive when every check passes (a
+ * host checks its own state of the instance against them). */
+int seer_runtime_restore_check_alive(seer_runtime *rt, uint32_t instance, const void *data,
+                                     uint64_t len, uint8_t *alive);
 
 /* Tracing: keep up to `capacity` records per worker thread (0 turns tracing
  * off and frees the buffers).  Records past the capacity are counted as

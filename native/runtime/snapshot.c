@@ -760,6 +760,23 @@ int seer_runtime_restore_check(seer_runtime *rt, uint32_t instance, const void *
     return validate_snapshot(rt, instance, data, len, &s);
 }
 
+int seer_runtime_restore_check_alive(seer_runtime *rt, uint32_t instance, const void *data,
+                                     uint64_t len, uint8_t *alive)
+{
+    struct parsed s;
+    int rc = validate_snapshot(rt, instance, data, len, &s);
+    if (rc != SEER_OK)
+        return rc;
+    if (!alive) {
+        seer_fail(rt, "restore check: alive must not be NULL");
+        return SEER_E_ARG;
+    }
+    for (size_t k = 0; k < SNAP_NBUFS; k++)
+        if (snap_bufs[k] == SEER_BUF_ALIVE)
+            memcpy(alive, s.bufs[k], buf_row(rt, SEER_BUF_ALIVE));
+    return SEER_OK;
+}
+
 int seer_runtime_restore(seer_runtime *rt, uint32_t instance, const void *data, uint64_t len)
 {
     struct parsed s;
