@@ -584,7 +584,14 @@ def _roll(env: Any, td: Any, n: int, seed: int) -> list[Any]:
 DYING = ("aircraft_v0", dict(num_uavs=12, battery_idle=0.02, threads=1, max_cycles=40))
 
 
-@pytest.mark.parametrize("name,cfg", [HUNT, DYING], ids=["hunt_v0", "aircraft_v0"])
+# Hunt where a catch takes all three predators on one cell at once, and the draws
+# seeded: no instance ends within the 17 steps rolled (with unseeded
+# draws a caught prey ended an instance within them about 1 run in 3, and the
+# next step of it raised StateError: autoreset is off here)
+HUNT_LONG = ("hunt_v0", dict(HUNT[1], catch_need=3))
+
+
+@pytest.mark.parametrize("name,cfg", [HUNT_LONG, DYING], ids=["hunt_v0", "aircraft_v0"])
 def test_snapshot_and_restore_replay_a_rollout(name: str, cfg: dict[str, Any]) -> None:
     """restore(snapshot()) gives back the moment whole: the same steps follow
     (sticky per-agent done flags included, agents dying on Aircraft), in this env
@@ -598,6 +605,7 @@ def test_snapshot_and_restore_replay_a_rollout(name: str, cfg: dict[str, Any]) -
     td = env.reset()
     from torchrl.envs.utils import step_mdp
 
+    torch.manual_seed(1)
     for _ in range(5):  # flags set on the way
         td = step_mdp(env.step(env.rand_action(td)))
     snap = env.snapshot()
