@@ -69,6 +69,7 @@ _STATUS_NAMES: dict[str, type[SeerError]] = {
     "SEER_E_INTERRUPTED": Interrupted,
     "SEER_E_BUDGET": BudgetError,
     "SEER_E_SNAPSHOT": SnapshotError,
+    "SEER_E_TYPE": ContractViolation,
 }
 
 _ERRLEN = 1024

@@ -174,6 +174,8 @@ PROBE_MODES = {
     8: (errors.ContractViolation, ["outside init/act/handle", "in boundary at t=3"]),
     # the runtime copied size bytes from NULL: a segfault
     9: (errors.ContractViolation, ["NULL payload", "payload is NULL with size 4"]),
+    # a restore refuses such an event: so does scheduling it
+    10: (errors.ContractViolation, ["unknown event type", "type 2 >= event_type_count 2"]),
 }
 
 
@@ -192,7 +194,7 @@ def test_contract_violation_is_reported(executor, mode):
     assert "model 'probe'" in msg and "entity 1 of instance" in msg
     if mode != 6:
         assert "PROBE_" in msg
-    if mode in (1, 2, 3, 4, 5, 9):
+    if mode in (1, 2, 3, 4, 5, 9, 10):
         assert "handling event type 0 (PROBE_TICK) at t=2.25" in msg
     for frag in fragments:
         assert frag in msg, (frag, msg)

@@ -96,9 +96,11 @@ typedef enum seer_status {
                                source of randomness outside its entity       */
     SEER_E_INTERRUPTED = 16,/* the call was abandoned on SIGINT (Ctrl-C)     */
     SEER_E_BUDGET = 17,     /* a step handled more events than its budget    */
-    SEER_E_SNAPSHOT = 18    /* a snapshot that cannot be restored here (another
+    SEER_E_SNAPSHOT = 18,   /* a snapshot that cannot be restored here (another
                                model, configuration or format; corrupted or
                                truncated bytes): nothing was changed          */
+    SEER_E_TYPE = 19        /* event type not below the model's
+                               event_type_count (when that is not 0)         */
 } seer_status;
 
 typedef enum seer_action_kind {
@@ -275,9 +277,10 @@ typedef struct seer_model {
     /* Optional: the instance's global state (state_dim floats) at the boundary. */
     void (*global_state)(seer_ctx *ctx, float *out);
     /* Names of the info values (info_dim entries) and of event types
-     * (event_type_count entries) for messages and traces; may be NULL.  A
-     * restored snapshot's pending events must have types below
-     * event_type_count (0: any type). */
+     * (event_type_count entries) for messages and traces; may be NULL.
+     * Where event_type_count is not 0, every event's type is below it:
+     * seer_schedule refuses another (SEER_E_TYPE, a contract violation),
+     * and so does restoring a snapshot that holds one (0: any type). */
     const char *const *info_names;
     const char *const *event_names;
     uint32_t event_type_count;

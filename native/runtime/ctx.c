@@ -133,6 +133,12 @@ static int schedule_violation(seer_ctx *c, int code, uint32_t target, seer_time 
         what = "non-finite event time";
         snprintf(detail, sizeof detail, "t=%g (now=%.17g)", t, c->now);
         break;
+    case SEER_E_TYPE:
+        what = "unknown event type";
+        snprintf(detail, sizeof detail,
+                 "type %u >= event_type_count %u (t=%.17g, now=%.17g)", type,
+                 m->event_type_count, t, c->now);
+        break;
     default:
         what = "schedule outside init/act/handle";
         snprintf(detail, sizeof detail, "t=%.17g, now=%.17g", t, c->now);
@@ -179,6 +185,8 @@ int seer_schedule(seer_ctx *c, uint32_t target, seer_time t, uint32_t type,
         code = SEER_E_TARGET;
     else if (size > rt->sz.payload_size || (size && !payload))
         code = SEER_E_PAYLOAD;
+    else if (type >= rt->model->event_type_count && rt->model->event_type_count)
+        code = SEER_E_TYPE; /* a restore would refuse it (snapshot.c) */
     else if (t < c->now)
         code = SEER_E_PAST;
     else if (target != c->self && t < c->now + rt->sz.lookahead)

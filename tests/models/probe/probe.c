@@ -67,6 +67,8 @@ static int probe_handle(seer_ctx *ctx, void *entity, uint32_t type, const void *
             return seer_schedule(ctx, self, now, PROBE_TICK, big, sizeof big);
         case PROBE_NULL:
             return seer_schedule(ctx, self, now, PROBE_TICK, NULL, 4);
+        case PROBE_TYPE:
+            return seer_schedule(ctx, self, now, 2, NULL, 0);
         case PROBE_NAN:
             return seer_schedule(ctx, self, nan(""), PROBE_TICK, NULL, 0);
         case PROBE_RETURN:
@@ -95,7 +97,7 @@ static const char *const probe_event_names[] = {"PROBE_TICK", "PROBE_PING"};
 static const seer_param probe_params[] = {
     {SEER_MEMBER(seer_probe_config, num_entities), .def = 4, .lo = 2, .hi = 1024,
      .doc = "entities (each one an agent)"},
-    {SEER_MEMBER(seer_probe_config, mode), .def = PROBE_NONE, .lo = 0, .hi = PROBE_NULL,
+    {SEER_MEMBER(seer_probe_config, mode), .def = PROBE_NONE, .lo = 0, .hi = PROBE_TYPE,
      .doc = "how the culprit breaks the contract (enum seer_probe_mode)"},
     {SEER_MEMBER(seer_probe_config, at_step), .def = 0, .doc = "step whose events misbehave"},
     {SEER_MEMBER(seer_probe_config, culprit), .def = 0, .doc = "entity that misbehaves"},

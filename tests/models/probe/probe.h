@@ -16,7 +16,8 @@ enum seer_probe_mode {
     PROBE_RETURN = 6,    /* handler returns a non-zero status                 */
     PROBE_INIT = 7,      /* init schedules to another entity at t = 0        */
     PROBE_OBSERVE = 8,   /* observe tries to schedule                         */
-    PROBE_NULL = 9       /* a payload size with a NULL payload                */
+    PROBE_NULL = 9,      /* a payload size with a NULL payload                */
+    PROBE_TYPE = 10      /* an event type not below event_type_count          */
 };
 
 typedef struct seer_probe_config {
