@@ -84,7 +84,8 @@ def _raised_by_seer(exc: BaseException, also: str = "") -> bool:
     return True
 
 
-_CUT_SHORT = "the last {}() was interrupted before it finished (KeyboardInterrupt)"
+_CUT_SHORT = ("the last {}() was cut short before it finished (an interrupt such as "
+              "Ctrl-C, or an unexpected error raised inside it)")
 _CUT_SHORT_STEP = _CUT_SHORT.format("step")
 _CUT_SHORT_RESET = _CUT_SHORT.format("reset")
 _CUT_SHORT_SEND = _CUT_SHORT.format("send")

@@ -318,7 +318,7 @@ def test_ctrl_c_right_after_the_native_call_leaves_the_env_needing_reset(
         with pytest.raises(KeyboardInterrupt):
             env.reset(seed=3) if where == "reset" else step(env)
     for _ in range(2):  # refused, however often it is tried
-        with pytest.raises(StateError, match=r"interrupted before it finished.*call reset\(\)"):
+        with pytest.raises(StateError, match=r"cut short before it finished.*call reset\(\)"):
             step(env)
         if state is not None:
             with pytest.raises(StateError, match=r"call reset\(\)"):

@@ -1705,3 +1705,26 @@ def test_a_reason_from_an_empty_trace_says_so():
         "Limit: measured: parallel-2 took 4.44x as long per step (the traced step had no "
         "events, so its trace says nothing).")
     assert probe_plan(f, empty, [SERIAL, P[1], P[2]]) == [SERIAL, P[1], P[2]]
+
+
+def test_an_unexpected_error_in_a_step_is_not_called_an_interrupt(monkeypatch):
+    """A step cut short by an error that is no SeerError leaves the env
+    needing reset(), and says so without blaming a KeyboardInterrupt (it said
+    'interrupted (KeyboardInterrupt)' after STPA's ValueError)."""
+    env = phold_v0.parallel_env(num_entities=8, threads=1)
+    env.reset(seed=0)
+
+    def boom(*a, **k):
+        raise ValueError("unexpected")
+
+    monkeypatch.setattr(env.runtime, "step", boom)
+    with pytest.raises(ValueError, match="unexpected"):
+        env.step({a: 0 for a in env.agents})
+    monkeypatch.undo()
+    with pytest.raises(errors.StateError) as info:
+        env.step({a: 0 for a in env.agents})
+    assert "KeyboardInterrupt" not in str(info.value)
+    assert "cut short" in str(info.value) and "call reset()" in str(info.value)
+    env.reset(seed=0)
+    env.step({a: 0 for a in env.agents})
+    env.close()
