@@ -89,7 +89,24 @@ mode to name them.  The passes after it are skipped.  Each run has a time
 budget (``budget``: seconds per run; by default `BUDGET_BASE` seconds
 plus `BUDGET_PER_ENTITY_STEP` seconds per entity-step of the run, steps
 x instances x entities).  Ctrl-C stops the check and its child at once
-(KeyboardInterrupt; ``seer-env check`` exits 130).  Cost: starting the child
+(KeyboardInterrupt; ``seer-env check`` exits 130).
+
+Memory.  The child has a memory budget (``memory``; by default
+`default_memory`: half the machine's physical memory, at least 1 GiB, at
+most what the process's own limits allow), set once the model is loaded as
+the limit on its data segment (RLIMIT_DATA: its private writable memory,
+heap and mmap alike; not reserved address space, which the runtime's threads
+and Numba's compiler take plenty of).  A model that leaks meets the budget
+instead of the machine's end: a ``MemoryError``, an
+[`OutOfMemoryError`][seer_env.errors.OutOfMemoryError] from the runtime, the
+child's memory left within an eighth of the budget after a request, or its
+death with that much in use, is a ``memory`` finding naming the budget, what
+was in use and the hook during which memory grew most, from a serial rerun in
+a new child with every hook watched (the data segment read before and after
+each call); the passes after it are skipped.  A model whose loading alone
+takes the budget is a ConfigError.  The processes the child starts (the
+compiler, the ThreadSanitizer run of the race pass, whose shadow memory is
+terabytes of reserved private mappings) run without the budget.  Cost: starting the child
 and loading the model in it, about 0.3 s for a C model (1 s for a Python one);
 the runs' outputs are compared in the child, so what comes back is small.
 
@@ -107,6 +124,7 @@ import mmap
 import os
 import pickle
 import re
+import resource
 import selectors
 import signal
 import socket
@@ -177,6 +195,10 @@ FIXES: dict[str, str] = {
     "fork": "never create processes in a hook (fork(), system(), popen(), posix_spawn()): "
             "a hook runs in whichever process and thread the executor chooses, and a copy "
             "of that process runs the model a second time",
+    "memory": "free what a hook allocates, or keep it in runtime-owned memory (entity states, "
+              "instance data, event payloads, whose sizes describe declares): a model's "
+              "memory must not grow with the steps it runs; look in the hook named.  If the "
+              "model only needs more, raise the budget (--memory SIZE, check(memory=...))",
     "name": "give the model one name: set .name in its seer_model table to the declared name "
             "(the folder's, or declare(__name__, name=...)); a shipped env NAME_vN may keep "
             "NAME",
@@ -275,6 +297,8 @@ _VIOLATION_RULES = (
 def classify(exc: BaseException) -> str:
     """The rule a runtime error reports."""
     msg = str(exc)
+    if isinstance(exc, MemoryError):  # OutOfMemoryError: the checker's memory budget
+        return "memory"
     if isinstance(exc, ModelError):
         return "handler-error"
     if isinstance(exc, BudgetError):  # a step that does not end, stopped by the runtime
@@ -551,6 +575,9 @@ class JobContext:
     plan: Plan
     names: list[str]
     sizes: Any
+    #: ``note(k)`` before step k of a run the job makes (0: its reset): where
+    #: the job is, and its memory, for a death's finding
+    note: Callable[[int], None] = lambda k: None
 
 
 @dataclass
@@ -607,7 +634,8 @@ def _matrix_what(kw: dict[str, Any]) -> str:
 
 def _uninit_job(ctx: JobContext) -> JobOutcome:
     steps = max(ctx.plan.steps, 1)
-    found = check_bounds.uninit_findings(ctx.native, ctx.config, steps, ctx.names)
+    found = check_bounds.uninit_findings(ctx.native, ctx.config, steps, ctx.names,
+                                         progress=ctx.note)
     return JobOutcome(found, runs=2, steps=2 * 2 * steps)
 
 
@@ -669,6 +697,8 @@ def _snapshot_job(ctx: JobContext) -> JobOutcome:
                 rt.step(live)
                 first.append(_grab(rt))
         except SeerError as exc:  # the other passes report the model's own failures
+            if isinstance(exc, MemoryError):  # the checker's memory finding
+                raise
             return JobOutcome(runs=1, status=f"skipped: a plain run failed ({classify(exc)})")
         found: list[tuple[str, str]] = []
         fresh.reset([0] * B)
@@ -683,6 +713,8 @@ def _snapshot_job(ctx: JobContext) -> JobOutcome:
                     target.step(m)
                     again.append(_grab(target))
             except SeerError as exc:
+                if isinstance(exc, MemoryError):
+                    raise
                 found.append(("restore", f"after a restore into {where}, the replay failed "
                                           f"where the original run did not: {exc}"))
                 break
@@ -807,6 +839,7 @@ def check(
     batches: Iterable[int] | None = None,
     quick: bool = False,
     budget: float | None = None,
+    memory: int | str | None = None,
     progress: bool | None = None,
     log: Callable[[str], None] | None = None,
 ) -> CheckReport:
@@ -822,12 +855,22 @@ def check(
     instances per run (None: (0, 1), (1, 2, 3, 4, 8), (1, 2, 3); ``quick``:
     `QUICK`).
     ``budget``: seconds each run may take (None: `run_budget`'s default).
+    ``memory``: the memory budget of the process running the model, in bytes
+    or as text (``"512M"``, ``"2G"``, ``"1.5G"``: see `parse_memory`; None:
+    `default_memory`, half the physical memory, at least 1 GiB); memory
+    running out under it is a ``memory`` finding naming the hook that grew it
+    (``check(model, memory="256M")``).
     ``progress``: show a progress bar (None: when stderr is a terminal).
     ``log(line)``: called after each run.  Raises the model's
     [`ConfigError`][seer_env.errors.ConfigError] for a bad configuration and
     KeyboardInterrupt on Ctrl-C (the child process is stopped first).
+    A ``memory`` that is not a size, or above the process's hard limit on
+    its data segment (``ulimit -d``), or too small to load the model in, is a
+    ConfigError.
     """
     from . import sdk
+
+    limit = _memory_budget(memory)
 
     m = sdk.resolve(model)
     native = m.native  # built here (a compiler error raises here), run in the child
@@ -842,9 +885,71 @@ def check(
         steps = min(episode, QUICK_STEPS) if quick else episode
     if not all(base.values()) or int(steps) < 0:
         raise ConfigError("check: seeds, threads and batches must not be empty, steps >= 0")
-    with _Worker(str(m.folder), cfg, native) as worker:
-        return _Check(m, native, cfg, worker, budget, progress, log).run(
+    with _Worker(str(m.folder), cfg, native, limit) as worker:
+        return _Check(m, native, cfg, worker, budget, progress, log, limit).run(
             steps=int(steps), episode=episode, **base)
+
+
+#: `default_memory`'s floor.
+MEMORY_MIN = 1 << 30
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def parse_memory(text: str) -> int:
+    """A memory size in bytes: plain bytes (``"1048576"``) or a number with
+    a binary unit K, M, G or T (``"512M"``, ``"2G"``, ``"1.5G"``; ``"512MiB"``
+    and lower case too).  Raises ValueError for anything else and for sizes
+    that are not positive."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*(?:([KMGT])(?:I?B)?|B)?\s*", text.upper())
+    if m is None:
+        raise ValueError(f"not a memory size: {text!r} (bytes, or a number with K, M, G or T: "
+                         "512M, 2G, 1.5G)")
+    size = int(float(m.group(1)) * _UNITS[m.group(2) or ""])
+    if size <= 0:
+        raise ValueError(f"a memory size must be positive, got {text!r}")
+    return size
+
+
+def default_memory() -> int:
+    """The checker's default memory budget in bytes: half the machine's
+    physical memory, at least `MEMORY_MIN` (1 GiB), at most the soft limit
+    on this process's data segment (which the checker's child inherits)."""
+    try:
+        half = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2
+    except (OSError, ValueError):
+        half = 0
+    size = max(half, MEMORY_MIN)
+    soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    for lim in (soft, hard):
+        if lim != resource.RLIM_INFINITY:
+            size = min(size, lim)
+    return size
+
+
+def _memory_budget(memory: int | str | None) -> int:
+    """``check``'s ``memory``, in bytes (ConfigError when it cannot be)."""
+    if memory is None:
+        return default_memory()
+    try:
+        size = parse_memory(memory) if isinstance(memory, str) else int(memory)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"check: memory: {exc}") from None
+    if size <= 0:
+        raise ConfigError(f"check: memory must be a positive number of bytes, got {memory!r}")
+    hard = resource.getrlimit(resource.RLIMIT_DATA)[1]
+    if hard != resource.RLIM_INFINITY and size > hard:
+        raise ConfigError(f"check: a memory budget of {_fmt_bytes(size)} is above this "
+                          f"process's hard limit on its data segment, {_fmt_bytes(hard)} "
+                          "(ulimit -d)")
+    return size
+
+
+def _fmt_bytes(n: float) -> str:
+    """A size in words: 256 MiB, 1.5 GiB, 3.2 KiB, 100 bytes."""
+    for unit, size in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if abs(n) >= size:
+            return f"{n / size:.3g} {unit}" if n % size else f"{int(n // size)} {unit}"
+    return f"{int(n)} bytes"
 
 
 class _Check:
@@ -852,9 +957,10 @@ class _Check:
 
     def __init__(self, m: Any, native: NativeModel, cfg: dict[str, Any], worker: _Worker,
                  budget: float | None, progress: bool | None,
-                 log: Callable[[str], None] | None) -> None:
+                 log: Callable[[str], None] | None, memory: int | None = None) -> None:
         self.m, self.native, self.cfg, self.worker = m, native, cfg, worker
         self.budget, self.progress, self.log = budget, progress, log
+        self.memory = memory  # the child's memory budget in bytes
         self.report = CheckReport(m.name, cfg)
         self.passes: dict[str, PassResult] = {}
         self.refs: set[tuple[Any, ...]] = set()  # references the child has run
@@ -907,9 +1013,20 @@ class _Check:
             report.passes = list(self.passes.values())
             if desc.kind == "fork":
                 self.forked(None, None, desc)
+            elif self.near(desc.record.get("data", 0)) and desc.kind == "crash":
+                self.out_of_memory(None, None, f"it {desc.detail} with "
+                                               f"{_fmt_bytes(desc.record['data'])} in use")
+                desc.kind = "memory"
             else:
                 self.add("describe", desc.kind, self.stop_message(desc, "describe", None, False))
             self.skip_rest(f"the model {_STOPPED[desc.kind]} in describe")
+            return report
+        oom = self.ran_out(desc)
+        if oom:
+            self.passes = {p.name: PassResult(p.name) for p in PASSES}
+            report.passes = list(self.passes.values())
+            self.out_of_memory(None, None, oom)
+            self.skip_rest("the model ran out of memory in describe")
             return report
         if not desc["ok"]:
             _raise_packed(desc["exc"], native.name)
@@ -956,8 +1073,9 @@ class _Check:
 
     def one_run(self, p: Pass, kw: dict[str, Any],
                 deferred: list[tuple[Pass, dict[str, Any], int]]) -> str | None:
-        """Run one of a pass's runs and judge it; "crash" or "hang" when the
-        model crashed or hung (the check ends there), else None."""
+        """Run one of a pass's runs and judge it; "crash", "hang", "fork" or
+        "memory" when the model crashed, hung, forked or ran out of memory
+        (the check ends there), else None."""
         res = self.passes[p.name]
         keep = p.rule is not None and p.compare_after is not None
         ref = _reference_of(kw) if p.rule is not None and not keep else None
@@ -969,8 +1087,11 @@ class _Check:
         res.runs += 1
         res.steps += kw["steps"] * kw["batch"]
         if isinstance(reply, _Stop):
-            self.stopped(p, kw, reply)
-            return reply.kind
+            return self.stopped(p, kw, reply)
+        oom = self.ran_out(reply)
+        if oom:
+            self.out_of_memory(p, kw, oom)
+            return "memory"
         if not reply["ok"]:
             _raise_packed(reply["exc"], self.native.name)
         if ref is not None and reply["error"] is None:
@@ -995,8 +1116,11 @@ class _Check:
             reply = self.request({"op": "compare", "run": rid, "ref": dref},
                                  budget + BUDGET_BASE)
             if isinstance(reply, _Stop):
-                self.stopped(dp, dkw, reply)
-                return reply.kind
+                return self.stopped(dp, dkw, reply)
+            oom = self.ran_out(reply)
+            if oom:
+                self.out_of_memory(dp, dref, oom, reference=True)
+                return "memory"
             if not reply["ok"]:
                 _raise_packed(reply["exc"], self.native.name)
             self.refs.add(_ref_key(dref))
@@ -1012,8 +1136,12 @@ class _Check:
         res = self.passes[p.name]
         if isinstance(reply, _Stop):
             res.runs += 1
-            self.stopped(p, None, reply)
-            return reply.kind
+            return self.stopped(p, None, reply)
+        oom = self.ran_out(reply)
+        if oom:
+            res.runs += 1
+            self.out_of_memory(p, None, oom)
+            return "memory"
         if not reply["ok"]:
             _raise_packed(reply["exc"], self.native.name)
         out: JobOutcome = reply["outcome"]
@@ -1046,14 +1174,19 @@ class _Check:
 
     # -- crashes and hangs ------------------------------------------------------------
 
-    def stopped(self, p: Pass, kw: dict[str, Any] | None, stop: _Stop) -> None:
+    def stopped(self, p: Pass, kw: dict[str, Any] | None, stop: _Stop) -> str:
         """The child died or ran past its budget during one of p's runs (or
-        its job, kw None)."""
+        its job, kw None); returns how it stopped (a key of `_STOPPED`): a
+        death with memory near the budget is "memory"."""
         rec = stop.record
         if stop.kind == "fork":
             self.forked(p, kw, stop)
             self.skip_rest(f"the model forked ({p.name})")
-            return
+            return stop.kind
+        if stop.kind == "crash" and self.near(rec.get("data", 0)):
+            self.out_of_memory(p, kw, f"it {stop.detail} with {_fmt_bytes(rec['data'])} in use",
+                               reference=rec.get("phase") == 2)
+            return "memory"
         checked = kw is not None and bool(kw.get("check", 0) & 1) and rec.get("phase") == 1
         message = self.stop_message(stop, p.name, kw, checked)
         breach = None
@@ -1065,6 +1198,82 @@ class _Check:
         if breach is not None:  # what the checking mode found on the way there
             self.add(p.name, breach["rule"], breach["message"])
         self.skip_rest(f"the model {_STOPPED[stop.kind]} ({p.name})")
+        return stop.kind
+
+    # -- memory ------------------------------------------------------------------------
+
+    def near(self, used: int) -> bool:
+        """Memory in use within budget / `_NEAR` of the budget."""
+        m = self.memory
+        return m is not None and used >= m - m // _NEAR
+
+    def ran_out(self, reply: dict[str, Any]) -> str | None:
+        """How a reply says the child ran out of memory, in words (None: it
+        did not): a MemoryError, the runtime's OutOfMemoryError (in the run,
+        its reference run, or the request itself), or memory left near the
+        budget after the request."""
+        for err in (reply.get("exc") if not reply.get("ok") else None,
+                    reply.get("error"), reply.get("ref_error")):
+            if err and (err.get("memory") or err.get("rule") == "memory"):
+                text = re.sub(r"\s+", " ", err["message"]).strip()
+                if len(text) > 160:
+                    text = text[:157].rstrip() + "..."
+                return f"{err['type']}: {text}" if text else err["type"]
+        if self.near(reply.get("data", 0)):
+            return f"{_fmt_bytes(reply['data'])} in use at its end"
+        return None
+
+    def out_of_memory(self, p: Pass | None, kw: dict[str, Any] | None, what: str,
+                      reference: bool = False) -> None:
+        """The child ran out of memory during one of p's runs (or its job, kw
+        None; or describe, p None): a ``memory`` finding naming the budget,
+        ``what`` said so, and the hook during which memory grew most in a
+        serial rerun in a new child with every hook watched."""
+        self.worker.kill()  # its memory is spent: the rerun gets a new child
+        name = p.name if p is not None else "describe"
+        if kw is None:
+            run = "loading the model and calling describe" if p is None else \
+                f"the {name} pass"
+        else:
+            run = _run_text(name, kw, reference=reference)
+        grew = self.growth_text(kw)
+        self.add(name, "memory", f"model '{self.native.name}': the process running the model "
+                                 f"ran out of its memory budget of {_fmt_bytes(self.memory or 0)}"
+                                 f" in {run}: {what}; {grew}")
+        self.worker.kill()
+        if p is not None:
+            self.skip_rest(f"the model ran out of memory ({name})")
+
+    def growth_text(self, kw: dict[str, Any] | None) -> str:
+        """A serial rerun of a run (kw; None: a run of the plan) in a new
+        child, every hook watched for memory: the hook during which memory
+        grew most, in words."""
+        plan = self.plan
+        if plan is None:
+            return "the hook that grew it is not known (the model's configuration never ran)"
+        again = dict(_complete(kw or {"executor": "serial", "batch": 2,
+                                      "seed": plan.seeds[0], "steps": max(plan.steps, 1)},
+                               plan),
+                     executor="serial", threads=1, check=0, shuffle_seed=0)
+        reply = self.request({"op": "run", "driver": run_model, "kw": again, "ref": None,
+                              "keep": False, "watch": "memory"}, self.run_budget(again))
+        table = self.worker.rec.growth()
+        self.worker.kill()
+        rerun = "a serial rerun with every hook watched"
+        best = max(range(len(table)), key=lambda i: table[i][0])
+        total, calls, grown, most, who = table[best]
+        if total < (1 << 20) and isinstance(reply, _Stop):
+            return (f"in {rerun}, the process {reply.detail or 'did not finish'} before any "
+                    "hook's calls grew memory")
+        if total < (1 << 20):  # noise: the interpreter's own pools
+            return (f"no hook's calls grew memory in {rerun} (so it grew outside them: memory "
+                    "the model allocates in describe or outside its hooks, or the checker's)")
+        hook = _ALL_HOOKS[best]
+        whom = ("agent" if hook in ("observe", "act", "action_mask") else
+                "instance" if hook in ("boundary", "global_state") else "entity")
+        return (f"in {rerun}, memory grew most in {hook}: by {_fmt_bytes(total)} in {grown} of "
+                f"its {calls} calls, by {_fmt_bytes(most)} in the largest ({hook} for {whom} "
+                f"{who})")
 
     def forked(self, p: Pass | None, kw: dict[str, Any] | None, stop: _Stop) -> None:
         """A model hook made a copy of the child (fork()) during one of p's
@@ -1222,7 +1431,8 @@ class _Check:
 #: The hooks the runtime's checking mode names (enum seer_hook), then the
 #: hooks on a configuration only, which the host calls (seer_model_*).
 #: A stop's kind in words.
-_STOPPED = {"crash": "crashed", "hang": "hung", "fork": "forked"}
+_STOPPED = {"crash": "crashed", "hang": "hung", "fork": "forked",
+            "memory": "ran out of memory"}
 
 _HOOKS = ("init", "act", "handle", "boundary", "observe", "publish", "global_state",
           "action_mask")
@@ -1310,6 +1520,15 @@ _REC_SIZE = 4096
 #: hook (1 + index in _ALL_HOOKS; 0: not known) and its agent or argument.
 _FORK = struct.Struct("<qQqIIII")
 _FORK_AT = 512
+#: The most the child's data segment held during the request (in bytes; as
+#: noted with where it is, _PY, and every `_SAMPLE` seconds).
+_DATA = struct.Struct("<Q")
+_DATA_AT = 1024
+#: Per hook of _ALL_HOOKS, in a serial rerun whose hooks are watched for
+#: memory: the data segment's net growth over its calls, its calls, the calls
+#: it grew in, the largest growth of one call and that call's agent or entity.
+_GROW = struct.Struct("<qQQqq")
+_GROW_AT = 1088
 _LEN = struct.Struct("<Q")
 _RESAMPLE = 0.25  # seconds between two looks at a run past its budget
 
@@ -1360,6 +1579,29 @@ class _Record:
         _leave_if_forked(self)
         _WHERE[:] = (req, step, phase, stage)
         _PY.pack_into(self.mm, 0, req, step, phase, stage, 0, 0)
+        self.seen(check_bounds.data_bytes(), new=phase == 0)
+
+    def seen(self, data: int, new: bool = False) -> None:
+        """The data segment holds ``data`` bytes (``new``: a request starts)."""
+        if new or data > _DATA.unpack_from(self.mm, _DATA_AT)[0]:
+            _DATA.pack_into(self.mm, _DATA_AT, data)
+
+    def grew(self, hook: int, by: int, who: int) -> None:
+        """A call of a hook (index in _ALL_HOOKS) for ``who`` grew the data
+        segment ``by`` bytes (negative: shrank it)."""
+        at = _GROW_AT + hook * _GROW.size
+        total, calls, grown, most, most_who = _GROW.unpack_from(self.mm, at)
+        if by > 0:
+            grown += 1
+            if by > most:
+                most, most_who = by, who
+        _GROW.pack_into(self.mm, at, total + by, calls + 1, grown, most, most_who)
+
+    def growth(self) -> list[tuple[int, ...]]:
+        """`grew`'s table: per hook of _ALL_HOOKS, (net growth, calls, calls
+        that grew it, the largest growth, its agent or entity)."""
+        return [_GROW.unpack_from(self.mm, _GROW_AT + i * _GROW.size)
+                for i in range(len(_ALL_HOOKS))]
 
     def forked(self) -> tuple[int, ...]:
         """The fork note: (pid, request, step, phase, stage, hook, arg); pid 0: none."""
@@ -1382,7 +1624,7 @@ class _Record:
         req, step, phase, stage, host, host_arg = _PY.unpack_from(self.mm, 0)
         c = dict(zip(_C_FIELDS, _C_REC.unpack_from(self.mm, _C_OFFSET), strict=False))
         return dict(request=req, step=step, phase=phase, stage=stage, host=host,
-                    host_arg=host_arg, **c)
+                    host_arg=host_arg, data=_DATA.unpack_from(self.mm, _DATA_AT)[0], **c)
 
     def close(self) -> None:
         self.mm.close()
@@ -1416,8 +1658,10 @@ class _Worker:
     """The checker's child process: started on first use, again after it
     died or was killed; stopped (killed if need be) by `close`."""
 
-    def __init__(self, folder: str, config: dict[str, Any], native: NativeModel) -> None:
+    def __init__(self, folder: str, config: dict[str, Any], native: NativeModel,
+                 memory: int | None = None) -> None:
         self.folder, self.config, self.native = folder, config, native
+        self.memory = memory  # the child's memory budget in bytes (None: none)
         self.proc: subprocess.Popen[bytes] | None = None
         self.sock: socket.socket | None = None
         self.sel: selectors.BaseSelector | None = None
@@ -1447,7 +1691,7 @@ class _Worker:
         self.sel = selectors.DefaultSelector()
         self.sel.register(ours, selectors.EVENT_READ)
         _send(ours, {"sys_path": list(sys.path), "folder": self.folder, "config": self.config,
-                     "record": self.rec.fd, "parent": os.getpid()})
+                     "record": self.rec.fd, "parent": os.getpid(), "memory": self.memory})
 
     def call(self, msg: dict[str, Any], budget: float) -> dict[str, Any] | _Stop:
         """Send a request and wait for its reply at most ``budget`` seconds
@@ -1549,6 +1793,23 @@ class _Worker:
 #: stage), in the process's own memory.
 _CHILD_PID = 0
 _WHERE = [0, 0, 0, 0]
+#: Memory near the budget: within budget / _NEAR of it.
+_NEAR = 8
+#: In a run watched for memory: the data segment came near the budget.
+_ENOUGH = [False]
+#: In the checker's child: memory kept back, given up when memory runs out
+#: so that the reply can still be made (reserved, never touched).
+_RESERVE: list[mmap.mmap] = []
+
+
+class _Enough(Exception):
+    """A run watched for memory stops: its memory came near the budget."""
+
+
+def _release_reserve() -> None:
+    for m in _RESERVE:
+        m.close()
+    _RESERVE.clear()
 
 
 def _leave_if_forked(rec: _Record | None, hook: str | None = None, arg: int = 0) -> None:
@@ -1635,12 +1896,18 @@ _HOST_CALLS = {"seer_model_describe": "describe", "seer_model_group": "group",
                "seer_runtime_global_state": "global_state"}
 
 
-def _watched(native: NativeModel, rec: _Record) -> NativeModel:
+def _watched(native: NativeModel, rec: _Record, memory: bool = False) -> NativeModel:
     """A copy of the model's table (a new `NativeModel`) whose every hook
     that runs with a context is a Python function around the model's own:
     a copy of the process that returns from it (the hook called fork())
-    notes the hook and ends.  Slow; for the serial reruns that name a hook."""
+    notes the hook and ends.  ``memory``: each call's growth of the data
+    segment is noted too (`_Record.grew`), and once it is within
+    `_NEAR` of the budget the run stops at its next stage (`_Enough`).
+    Slow; for the serial reruns that name a hook."""
     ffi, lib = native.ffi, native.lib
+    data = check_bounds.data_bytes
+    budget = check_bounds.data_budget()
+    near = budget - budget // _NEAR if budget else 1 << 62
     table = ffi.new("seer_model *", native.table[0])
     keep: list[Any] = [table, native]
     for name in _HOOKS:
@@ -1663,7 +1930,19 @@ def _watched(native: NativeModel, rec: _Record) -> NativeModel:
                 _leave_if_forked(rec, _name, _who(args))
             return out
 
-        cb = ffi.callback(ffi.typeof(orig), hook)
+        def grows(*args: Any, _i: int = _ALL_HOOKS.index(name), _orig: Any = orig,
+                  _who: Any = who) -> Any:
+            before = data()
+            out = _orig(*args)
+            after = data()
+            if os.getpid() != _CHILD_PID:
+                _leave_if_forked(rec, _ALL_HOOKS[_i], _who(args))
+            rec.grew(_i, after - before, _who(args))
+            if after >= near:
+                _ENOUGH[0] = True
+            return out
+
+        cb = ffi.callback(ffi.typeof(orig), grows if memory else hook)
         setattr(table, name, cb)
         keep.append(cb)
     out = NativeModel(native.module, native.source, table=table, keepalive=keep)
@@ -1694,6 +1973,19 @@ class _Child:
             self.names = native.agent_names(buf, sizes.num_agents, sizes)
             return {"ok": True, "sizes": sizes, "config": native.read_config(buf)}
         if op == "run":
+            if msg.get("watch") == "memory":  # each hook's growth noted in the record
+                native = self.native
+                self.native = _watched(native, self.rec, memory=True)
+                _ENOUGH[0] = False
+                try:
+                    got = self._run(msg["driver"], msg["kw"], 1)
+                except _Enough:
+                    return {"ok": True, "id": self.req, "error": None, "steps": _WHERE[1]}
+                finally:
+                    self.native = native
+                    _release_reserve()
+                return {"ok": True, "id": self.req, "error": self._error(got.error),
+                        "steps": len(got.steps) - 1}
             if msg.get("watch"):  # every hook a Python function that watches it
                 native = self.native
                 self.native = _watched(native, self.rec)
@@ -1719,7 +2011,7 @@ class _Child:
         if op == "job":
             self.rec.note(self.req, 0, 3, 0)
             ctx = JobContext(self.native, dict(self.config), msg["plan"], list(self.names),
-                             self.sizes)
+                             self.sizes, lambda k: self.rec.note(self.req, k, 3, STEP))
             return {"ok": True, "outcome": msg["job"](ctx)}
         raise ValueError(f"unknown request {op!r}")
 
@@ -1729,6 +2021,8 @@ class _Child:
 
         def note(k: int, stage: int) -> None:
             rec.note(req, k, phase, stage)
+            if _ENOUGH[0]:
+                raise _Enough
 
         return driver(self.native, self.config, progress=note, **kw)
 
@@ -1750,8 +2044,11 @@ class _Child:
 
 
 def _pack_exc(exc: BaseException) -> dict[str, Any]:
+    if isinstance(exc, MemoryError):
+        _release_reserve()  # room for the traceback and the reply
     return {"type": type(exc).__name__, "message": str(exc),
-            "traceback": "".join(traceback.format_exception(exc))}
+            "traceback": "".join(traceback.format_exception(exc)),
+            "memory": isinstance(exc, MemoryError)}
 
 
 def _watch_parent(parent: int) -> None:
@@ -1786,6 +2083,41 @@ def _exit_now() -> None:
     os._exit(0)
 
 
+def _set_budget(budget: int, name: str) -> None:
+    """In the checker's child, the model loaded: its memory budget (see the
+    module docstring), with `_RESERVE` inside it."""
+    _RESERVE.append(mmap.mmap(-1, _RESERVE_BYTES))
+    used = check_bounds.data_bytes()
+    if used >= budget - budget // _NEAR:
+        raise ConfigError(f"model '{name}': the memory budget of {_fmt_bytes(budget)} is too "
+                          f"small: the process running the model had {_fmt_bytes(used)} in "
+                          f"use once the model was loaded, and memory within "
+                          f"{_fmt_bytes(budget // _NEAR)} of the budget counts as run out; "
+                          f"raise it (--memory SIZE, check(memory=...))")
+    try:
+        check_bounds.set_data_budget(budget)
+    except ValueError as exc:
+        raise ConfigError(f"model '{name}': the memory budget: {exc}") from None
+
+
+#: The size of `_RESERVE`.
+_RESERVE_BYTES = 8 << 20
+#: Seconds between two looks at the child's memory (`_sample_memory`).
+_SAMPLE = 0.005
+
+
+def _sample_memory(rec: _Record) -> None:
+    """In the checker's child: a thread that notes the data segment in the
+    record every `_SAMPLE` seconds (cffi lets it run while the model does),
+    so that a death with memory near the budget is known as such."""
+    def sample() -> None:
+        while True:
+            time.sleep(_SAMPLE)
+            rec.seen(check_bounds.data_bytes())
+
+    threading.Thread(target=sample, name="seer-check-memory", daemon=True).start()
+
+
 def _child_main(fd: int) -> None:
     """The child process (``python -m seer_env._check_child FD``)."""
     global _CHILD_PID
@@ -1808,6 +2140,9 @@ def _child_main(fd: int) -> None:
         rec = _Record(setup["record"])
         native.lib = _HostCalls(native.lib, native.ffi, rec)
         child = _Child(native, setup["config"], rec)
+        if setup.get("memory"):
+            _set_budget(int(setup["memory"]), native.name)
+            _sample_memory(rec)
     except BaseException as exc:  # noqa: BLE001 - reported to the checker
         _send(sock, {"ok": False, "exc": _pack_exc(exc), "id": first.get("id"),
                      "pid": os.getpid()})
@@ -1825,7 +2160,7 @@ def _child_main(fd: int) -> None:
         forked = _children()
         if forked:
             reply["forked"] = forked
-        reply.update(id=msg.get("id"), pid=os.getpid())
+        reply.update(id=msg.get("id"), pid=os.getpid(), data=check_bounds.data_bytes())
         _send(sock, reply)
         try:
             msg = _recv(sock)
@@ -1834,5 +2169,6 @@ def _child_main(fd: int) -> None:
 
 
 __all__ = ["check", "CheckReport", "Finding", "PassResult", "Pass", "PASSES", "Plan", "FIXES",
-           "classify", "run_model", "run_budget", "EPISODE_CAP", "QUICK", "QUICK_STEPS",
+           "classify", "run_model", "run_budget", "parse_memory", "default_memory",
+           "MEMORY_MIN", "EPISODE_CAP", "QUICK", "QUICK_STEPS",
            "RESET_EVERY"]

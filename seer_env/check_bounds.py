@@ -44,7 +44,10 @@ observe, so the element is always 0: no two runs differ).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import contextlib
+import os
+import resource
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -303,9 +306,12 @@ class _Watch:
 
 
 def _watched_run(watch: _Watch, config: Mapping[str, Any], steps: int, batch: int,
-                 seed: int) -> tuple[list[dict[str, Any]], BaseException | None]:
+                 seed: int, progress: Callable[[int], None] | None = None
+                 ) -> tuple[list[dict[str, Any]], BaseException | None]:
     """A serial run of the watched model (reset, random actions, masked
-    resets every 17 steps, autoresets), every output of every step."""
+    resets every 17 steps, autoresets), every output of every step;
+    ``progress(k)`` is called before step k (0: the reset)."""
+    note = progress or (lambda k: None)
     from ._runtime import Runtime
     from .errors import SeerError
 
@@ -329,10 +335,12 @@ def _watched_run(watch: _Watch, config: Mapping[str, Any], steps: int, batch: in
 
     try:
         watch.step = 0
+        note(0)
         rt.reset(seeds)
         grab()
         for k in range(1, steps + 1):
             watch.step = k
+            note(k)
             rt.actions[:] = random_actions(rng, rt)
             again = cast(np.ndarray, ~rt.alive.any(axis=1))  # (B,): one per instance
             if k % 17 == 0:
@@ -366,7 +374,8 @@ def _painted(native: Any) -> list[tuple[str, Any]] | None:
     out = []
     for label, flag in _PATTERN_FLAGS:
         try:
-            mod, _ = load_module(src, werror=False, extra_cflags=flag)
+            with unbudgeted():  # the compiler is not the model
+                mod, _ = load_module(src, werror=False, extra_cflags=flag)
         except BuildError:
             return None
         out.append((label, NativeModel(mod, native.source)))
@@ -449,7 +458,8 @@ def _read_difference(native: Any, zs: list[dict[str, Any]], ps: list[dict[str, A
 
 def uninit_findings(native: Any, config: Mapping[str, Any], steps: int,
                     names: Sequence[str], *, batch: int = 2, seed: int = 0,
-                    unwritten: bool = False) -> list[tuple[str, str]]:
+                    unwritten: bool = False, progress: Callable[[int], None] | None = None
+                    ) -> list[tuple[str, str]]:
     """Outputs that depend on bytes nobody wrote (see the module docstring):
     reads of uninitialised local variables (C models: two extra builds, with
     locals zeroed and painted, cached by content, each run serially for
@@ -460,7 +470,9 @@ def uninit_findings(native: Any, config: Mapping[str, Any], steps: int,
     finding, rule ``"uninitialised"``: the uninitialised read if there is one
     (with the elements never written after it, if any), else the elements
     never written.  A run that fails (a schedule rule, a handler error) is
-    left to the other passes: what it ran up to the failure counts."""
+    left to the other passes: what it ran up to the failure counts; one out
+    of memory raises its MemoryError.  ``progress(k)``: called before each
+    step k of each run (0: its reset)."""
     cfg = dict(config)
     buf, sizes = native.describe(cfg)
     builds = _painted(native) or ([("plain", native)] if unwritten else [])
@@ -469,7 +481,9 @@ def uninit_findings(native: Any, config: Mapping[str, Any], steps: int,
     w: _Watch | None  # each build's, then the first build's (if unwritten)
     for _, nat in builds:
         w = _Watch(nat, capture=len(builds) > 1)
-        got, _err = _watched_run(w, cfg, steps, batch, seed)
+        got, err = _watched_run(w, cfg, steps, batch, seed, progress)
+        if isinstance(err, MemoryError):  # out of memory is not the model's output
+            raise err
         runs.append(got)
         watches.append(w)
     parts: list[str] = []
@@ -500,3 +514,64 @@ def uninit_findings(native: Any, config: Mapping[str, Any], steps: int,
 
 
 __all__ = ["FIXES", "POISON32", "bounds_findings", "uninit_findings"]
+
+
+# -- the checker's memory budget ---------------------------------------------------------
+#
+# The checker's child (seer_env.check) runs the model under a memory budget:
+# the soft limit on its data segment (RLIMIT_DATA: on Linux >= 4.7 its private
+# writable mappings, heap and anonymous mmap alike; not, as RLIMIT_AS does,
+# address space merely reserved, such as glibc's 64 MiB arena per thread).
+# The budget is the checking child's alone: the processes it spawns (the
+# compiler building a model's variants, the ThreadSanitizer run, whose shadow
+# memory is terabytes of reserved private writable mappings that RLIMIT_DATA
+# counts) start with the limit it had before (`unbudgeted`).
+
+#: In the checker's child: (the budget, RLIMIT_DATA's soft limit before it); () outside.
+_BUDGET: list[tuple[int, int]] = []
+_STATM: list[int] = []  # a descriptor of /proc/self/statm, opened once
+
+
+def data_bytes() -> int:
+    """This process's data segment in bytes, what RLIMIT_DATA limits: its
+    private writable mappings and its stack (/proc/self/statm's ``data``;
+    0 where there is no /proc)."""
+    try:
+        if not _STATM:
+            _STATM.append(os.open("/proc/self/statm", os.O_RDONLY | os.O_CLOEXEC))
+        return int(os.pread(_STATM[0], 256, 0).split()[5]) * resource.getpagesize()
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def set_data_budget(budget: int) -> None:
+    """Limit this process's data segment to ``budget`` bytes (RLIMIT_DATA's
+    soft limit; the hard limit stays as it was).  Raises ValueError above the
+    hard limit."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    if hard != resource.RLIM_INFINITY and budget > hard:
+        raise ValueError(f"{budget} bytes is above the hard limit on the data segment, "
+                         f"{hard} bytes (ulimit -d)")
+    resource.setrlimit(resource.RLIMIT_DATA, (budget, hard))
+    _BUDGET[:] = [(budget, soft)]
+
+
+def data_budget() -> int | None:
+    """The budget `set_data_budget` set in this process (None: none)."""
+    return _BUDGET[0][0] if _BUDGET else None
+
+
+@contextlib.contextmanager
+def unbudgeted() -> Iterator[None]:
+    """Lift `set_data_budget`'s budget while the block runs (it starts a
+    process that must not inherit it), then set it again."""
+    if not _BUDGET:
+        yield
+        return
+    budget, before = _BUDGET[0]
+    hard = resource.getrlimit(resource.RLIMIT_DATA)[1]
+    resource.setrlimit(resource.RLIMIT_DATA, (before, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_DATA, (budget, hard))

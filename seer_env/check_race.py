@@ -151,9 +151,12 @@ def build_tsan(model_dir: Path, log: Any = None) -> tuple[str, Path]:
     with file_lock(cache_dir() / "locks" / f"tsan-{stem}-{want[:16]}.lock"):
         if not target.is_file():
             try:
-                _build.build_module(name, target, model_dir, werror=False,
-                                    extra_cflags=TSAN_CFLAGS,
-                                    object_cache=cache_dir() / "objects", log=log)
+                from .check_bounds import unbudgeted
+
+                with unbudgeted():  # the compiler is not the model
+                    _build.build_module(name, target, model_dir, werror=False,
+                                        extra_cflags=TSAN_CFLAGS,
+                                        object_cache=cache_dir() / "objects", log=log)
             except _build.BuildFailed as exc:
                 raise BuildError(f"building {model_dir} with ThreadSanitizer failed: {exc}",
                                  log=exc.log, command=exc.command) from None
@@ -265,9 +268,15 @@ def _run_child(job: dict[str, Any], lib: str, tmp: Path, timeout: float,
     if no_aslr:
         cmd = ["setarch", os.uname().machine, "-R", *cmd]
     status = ""
+    from .check_bounds import unbudgeted
+
     try:
-        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True, errors="replace", start_new_session=True)
+        # TSan's shadow memory is reserved private writable memory, which the
+        # checker's memory budget (RLIMIT_DATA) counts: the run starts without it
+        with unbudgeted():
+            proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True, errors="replace",
+                                    start_new_session=True)
     except OSError as exc:
         return "", f"could not start the ThreadSanitizer run: {exc}", 0
     try:

@@ -277,6 +277,16 @@ def cmd_build(a: argparse.Namespace) -> int:
     return 0
 
 
+def _memory_size(text: str) -> int:
+    """``--memory``'s value in bytes (an argparse error if it is not a size)."""
+    from .check import parse_memory
+
+    try:
+        return parse_memory(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def cmd_check(a: argparse.Namespace) -> int:
     from .check import check
 
@@ -284,7 +294,8 @@ def cmd_check(a: argparse.Namespace) -> int:
     if a.budget is not None and not a.budget > 0:
         raise SystemExit(f"--budget must be a positive number of seconds, got {a.budget}")
     try:
-        report = check(a.path, cfg, steps=a.steps, quick=a.quick, budget=a.budget)
+        report = check(a.path, cfg, steps=a.steps, quick=a.quick, budget=a.budget,
+                       memory=a.memory)
     except KeyboardInterrupt:
         print("seer-env check: interrupted (Ctrl-C): the check and the process running the "
               "model were stopped; no report", file=sys.stderr)
@@ -473,9 +484,10 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("check", help="contract checker and determinism matrix for a model",
                        description="Run the model through the isolation, replay, order and "
                                    "matrix passes (see seer_env.check), in a child process "
-                                   "with a time budget per run, and print every finding with "
-                                   "the rule it breaks and how to fix it (a model that "
-                                   "crashes or hangs that process is a finding too). Exit "
+                                   "with a time budget per run and a memory budget, and print "
+                                   "every finding with the rule it breaks and how to fix it (a "
+                                   "model that crashes, hangs or runs out of memory in that "
+                                   "process is a finding too). Exit "
                                    "status 0 if the model keeps the contract, 1 if not, 2 if "
                                    "it cannot start, 130 on Ctrl-C.")
     c.add_argument("path", help="model folder or registered model name (e.g. pcs_v0)")
@@ -489,6 +501,11 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--budget", type=float, default=None, metavar="SECONDS",
                    help="time budget of each run; a run past it is a [hang] finding (default: "
                         "30 s + 1 ms per entity-step, steps x instances x entities)")
+    c.add_argument("--memory", type=_memory_size, default=None, metavar="SIZE",
+                   help="memory budget of the process running the model (its data segment), "
+                        "in bytes or with a unit: 512M, 2G, 1.5G; memory running out under it "
+                        "is a [memory] finding naming the hook that grew it (default: half the "
+                        "physical memory, at least 1G, at most what ulimit -d allows)")
     c.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="config value, e.g. --set num_agents=8 (repeatable)")
     c.set_defaults(fn=cmd_check)

@@ -20,7 +20,9 @@ enum hostile_mode {
     H_STATE_BOUNDS_CRASH = 4, /* state_bounds raises SIGSEGV                          */
     H_OBS_BOUNDS_HANG = 5,    /* obs_bounds never returns                             */
     H_AGENT_NAME_CRASH = 6,   /* agent_name of `culprit` raises SIGSEGV               */
-    H_MODES = 7
+    H_LEAK_CRASH = 7,         /* as H_LEAK, writing its block unchecked: SIGSEGV once */
+                              /* malloc fails                                         */
+    H_MODES = 8
 };
 
 typedef struct hostile_config {
@@ -88,9 +90,9 @@ static int hostile_act(seer_ctx *ctx, void *entity, const void *action)
     st->k++;
     if (self == c->culprit && c->mode == H_FORK && seer_step_index(ctx) == c->at_step)
         (void)fork(); /* both copies carry on */
-    if (self == c->culprit && c->mode == H_LEAK) {
+    if (self == c->culprit && (c->mode == H_LEAK || c->mode == H_LEAK_CRASH)) {
         volatile char *p = malloc((size_t)c->leak_mib << 20);
-        if (p)
+        if (p || c->mode == H_LEAK_CRASH)
             p[0] = 1; /* never freed */
     }
     return seer_schedule(ctx, (self + 1) % c->num_agents, seer_now(ctx) + 0.5, 0, NULL, 0);
