@@ -259,7 +259,7 @@ def test_a_handler_calling_into_the_env_during_a_step_is_refused_and_marks_it(
         env.step({a: 0 for a in env.agents})
     del env.runtime.step
     assert len(errs) == 1 and not isinstance(errs[0], ClosedError)
-    with pytest.raises(StateError, match=r"interrupted.*call reset\(\)"):
+    with pytest.raises(StateError, match=r"cut short.*call reset\(\)"):
         env.step({a: 0 for a in env.agents})
     env.reset(seed=1)
     env.step({a: 0 for a in env.agents})
