@@ -375,6 +375,63 @@ ObserveHook = Callable[[HandlerContext, int, np.ndarray, Callable[[], None]], No
 GlobalStateHook = Callable[[HandlerContext, np.ndarray, Callable[[], None]], None]
 
 
+
+#: The host functions that call a model hook, and the hook they call (see
+#: `NativeModel.watch_host_calls`).
+HOST_CALLS = {"seer_model_describe": "describe", "seer_model_group": "group",
+              "seer_model_action_nvec": "action_nvec", "seer_model_bounds": "obs_bounds",
+              "seer_model_group_bounds": "obs_bounds", "seer_model_agent_names": "agent_name",
+              "seer_runtime_global_state": "global_state"}
+
+#: Around a host call of a hook: ``around(hook, arg, call)`` runs ``call()``.
+HostAround = Callable[[str, int, Callable[[], Any]], Any]
+#: Around a hook: ``around(name, call, who)`` runs ``call()``; ``who()`` is its
+#: agent (observe, action_mask), instance (boundary, global_state) or entity.
+HookAround = Callable[[str, Callable[[], Any], Callable[[], int]], Any]
+
+
+class _HostCalls:
+    """A model's cffi ``lib`` whose host functions that call a model hook
+    (`HOST_CALLS`) run through ``around(hook, arg, call)``.
+    ``seer_model_bounds`` calls two hooks: ``state_bounds`` is called once
+    alone first (the hooks on a configuration return the same every time),
+    so the one that fails is known.  Every other name is the lib's own."""
+
+    def __init__(self, lib: Any, ffi: Any, around: HostAround) -> None:
+        self._lib, self._ffi, self._around = lib, ffi, around
+
+    def __getattr__(self, name: str) -> Any:
+        fn = getattr(self._lib, name)
+        if name in HOST_CALLS:
+            def call(*args: Any, _name: str = name, _fn: Any = fn) -> Any:
+                return self._call(_name, _fn, *args)
+            fn = call
+        setattr(self, name, fn)  # looked up once
+        return fn
+
+    def _call(self, name: str, fn: Any, *args: Any) -> Any:
+        ffi = self._ffi
+        if name == "seer_runtime_global_state":
+            return self._hooked("global_state", int(args[1]), fn, *args)
+        table = args[0]
+        if name in ("seer_model_bounds", "seer_model_group_bounds"):
+            if name == "seer_model_bounds" and table.state_bounds != ffi.NULL and \
+                    args[2].state_dim:
+                lo, hi = (ffi.new("float[]", int(args[2].state_dim)) for _ in range(2))
+                self._hooked("state_bounds", 0, table.state_bounds, args[1], lo, hi)
+            hook = "group_obs_bounds" if table.group_obs_bounds != ffi.NULL else "obs_bounds"
+            group = int(args[3]) if name == "seer_model_group_bounds" else 0
+            return self._hooked(hook, group, fn, *args)
+        hook = HOST_CALLS[name]
+        if hook == "agent_name" and table.agent_name == ffi.NULL:
+            hook = "group"
+        return self._hooked(hook, int(args[3]) if hook in ("group", "action_nvec") and
+                            name != "seer_model_agent_names" else 0, fn, *args)
+
+    def _hooked(self, hook: str, arg: int, fn: Any, *args: Any) -> Any:
+        return self._around(hook, arg, lambda: fn(*args))
+
+
 class NativeModel:
     """A model table in a loaded extension module: its parameters, state
     layout and the host calls on its configuration.
@@ -443,6 +500,72 @@ class NativeModel:
         if kind in ("int", "uint"):
             return int(d)
         return d
+
+    def watch_host_calls(self, around: HostAround) -> None:
+        """Route every host function of this model that calls one of its hooks
+        (`HOST_CALLS`: describe, group, bounds, agent names, global state)
+        through ``around(hook, arg, call)`` from now on, where ``call()``
+        makes the call and ``arg`` is its group, agent or instance (the
+        checker's child notes which hook runs, so that one that crashes or
+        hangs is named):
+
+        ```python
+        def around(hook, arg, call):
+            print("calling", hook, arg)
+            return call()
+
+        native.watch_host_calls(around)
+        ```
+        """
+        self.lib = _HostCalls(self.lib, self.ffi, around)
+
+    def with_every_hook(self, around: HookAround, hooks: Sequence[str]) -> NativeModel:
+        """A copy of this model's table (a new `NativeModel` of the same module,
+        with this one's ``lib``) whose hooks named in ``hooks`` (those that run
+        with a context: init, act, handle, boundary, observe, publish,
+        global_state, action_mask) run through ``around(name, call, who)``:
+        ``call()`` runs the model's hook on its arguments and returns what it
+        returned, ``who()`` is the agent (observe, action_mask), the instance
+        (boundary, global_state) or the entity it ran for.  A hook the model
+        has not got stays absent.  Slow (a Python call per hook call): for
+        the checker's reruns.
+
+        ```python
+        def around(name, call, who):
+            out = call()
+            print(name, "ran for", who())
+            return out
+
+        watched = native.with_every_hook(around, ["act", "observe"])
+        ```
+        """
+        ffi, lib = self.ffi, self.lib
+        table = ffi.new("seer_model *", self.table[0])
+        keep: list[Any] = [table, self]
+        for name in hooks:
+            orig = getattr(self.table, name)
+            if orig == ffi.NULL:
+                continue
+            if name in ("observe", "action_mask"):
+                def who_of(args: tuple[Any, ...]) -> int:
+                    return int(args[1])
+            elif name in ("boundary", "global_state"):
+                def who_of(args: tuple[Any, ...]) -> int:
+                    return int(lib.seer_instance(args[0]))
+            else:
+                def who_of(args: tuple[Any, ...]) -> int:
+                    return int(lib.seer_self(args[0]))
+
+            def hook(*args: Any, _name: str = name, _orig: Any = orig,
+                     _who: Any = who_of) -> Any:
+                return around(_name, lambda: _orig(*args), lambda: _who(args))
+
+            cb = ffi.callback(ffi.typeof(orig), hook)
+            setattr(table, name, cb)
+            keep.append(cb)
+        out = NativeModel(self.module, self.source, table=table, keepalive=keep)
+        out.lib = self.lib
+        return out
 
     def with_hooks(self, *, observe: ObserveHook | None = None,
                    global_state: GlobalStateHook | None = None,

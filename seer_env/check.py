@@ -1839,115 +1839,52 @@ def _children() -> list[int]:
     return pids
 
 
-class _HostCalls:
-    """A model's cffi ``lib`` as the checker's child uses it: each host
-    function that calls a model hook (``seer_model_*``, the global state)
-    notes the hook in the progress record while it runs, so that one which
-    crashes the process or never returns is named, whichever code called it
-    (the bounds pass, a job, a run's outputs).  ``seer_model_bounds`` calls
-    two hooks: ``state_bounds`` is called once alone first (the hooks on a
-    configuration return the same every time), so the one that fails is
-    known.  Every other name is the lib's own."""
-
-    def __init__(self, lib: Any, ffi: Any, rec: _Record) -> None:
-        self._lib, self._ffi, self._rec = lib, ffi, rec
-
-    def __getattr__(self, name: str) -> Any:
-        fn = getattr(self._lib, name)
-        if name in _HOST_CALLS:
-            def call(*args: Any, _name: str = name, _fn: Any = fn) -> Any:
-                return self._call(_name, _fn, *args)
-            fn = call
-        setattr(self, name, fn)  # looked up once
-        return fn
-
-    def _call(self, name: str, fn: Any, *args: Any) -> Any:
-        ffi = self._ffi
-        if name == "seer_runtime_global_state":
-            return self._hooked("global_state", int(args[1]), fn, *args)
-        table = args[0]
-        if name in ("seer_model_bounds", "seer_model_group_bounds"):
-            if name == "seer_model_bounds" and table.state_bounds != ffi.NULL and \
-                    args[2].state_dim:
-                lo, hi = (ffi.new("float[]", int(args[2].state_dim)) for _ in range(2))
-                self._hooked("state_bounds", 0, table.state_bounds, args[1], lo, hi)
-            hook = "group_obs_bounds" if table.group_obs_bounds != ffi.NULL else "obs_bounds"
-            group = int(args[3]) if name == "seer_model_group_bounds" else 0
-            return self._hooked(hook, group, fn, *args)
-        hook = _HOST_CALLS[name]
-        if hook == "agent_name" and table.agent_name == ffi.NULL:
-            hook = "group"
-        return self._hooked(hook, int(args[3]) if hook in ("group", "action_nvec") and
-                            name != "seer_model_agent_names" else 0, fn, *args)
-
-    def _hooked(self, hook: str, arg: int, fn: Any, *args: Any) -> Any:
-        self._rec.host(1 + _ALL_HOOKS.index(hook), arg)
+def _host_calls(rec: _Record) -> Callable[[str, int, Callable[[], Any]], Any]:
+    """What runs around each host function that calls a model hook
+    (`NativeModel.watch_host_calls`): the hook is noted in the progress
+    record while it runs, so that one which crashes the process or never
+    returns is named, whichever code called it (the bounds pass, a job, a
+    run's outputs); a copy of the process that a fork() in it made ends."""
+    def around(hook: str, arg: int, call: Callable[[], Any]) -> Any:
+        rec.host(1 + _ALL_HOOKS.index(hook), arg)
         try:
-            return fn(*args)
+            return call()
         finally:
-            _leave_if_forked(self._rec, hook, arg)
-            self._rec.host(0)
-
-
-#: The host functions that call a model hook, and the hook (see `_HostCalls`).
-_HOST_CALLS = {"seer_model_describe": "describe", "seer_model_group": "group",
-               "seer_model_action_nvec": "action_nvec", "seer_model_bounds": "obs_bounds",
-               "seer_model_group_bounds": "obs_bounds", "seer_model_agent_names": "agent_name",
-               "seer_runtime_global_state": "global_state"}
+            _leave_if_forked(rec, hook, arg)
+            rec.host(0)
+    return around
 
 
 def _watched(native: NativeModel, rec: _Record, memory: bool = False) -> NativeModel:
-    """A copy of the model's table (a new `NativeModel`) whose every hook
-    that runs with a context is a Python function around the model's own:
+    """A copy of the model's table (`NativeModel.with_every_hook`) whose every
+    hook that runs with a context is a Python function around the model's own:
     a copy of the process that returns from it (the hook called fork())
     notes the hook and ends.  ``memory``: each call's growth of the data
     segment is noted too (`_Record.grew`), and once it is within
     `_NEAR` of the budget the run stops at its next stage (`_Enough`).
     Slow; for the serial reruns that name a hook."""
-    ffi, lib = native.ffi, native.lib
     data = check_bounds.data_bytes
     budget = check_bounds.data_budget()
     near = budget - budget // _NEAR if budget else 1 << 62
-    table = ffi.new("seer_model *", native.table[0])
-    keep: list[Any] = [table, native]
-    for name in _HOOKS:
-        orig = getattr(native.table, name)
-        if orig == ffi.NULL:
-            continue
-        if name in ("observe", "action_mask"):
-            def who(args: tuple[Any, ...]) -> int:
-                return int(args[1])
-        elif name in ("boundary", "global_state"):
-            def who(args: tuple[Any, ...]) -> int:
-                return int(lib.seer_instance(args[0]))
-        else:
-            def who(args: tuple[Any, ...]) -> int:
-                return int(lib.seer_self(args[0]))
 
-        def hook(*args: Any, _name: str = name, _orig: Any = orig, _who: Any = who) -> Any:
-            out = _orig(*args)
-            if os.getpid() != _CHILD_PID:
-                _leave_if_forked(rec, _name, _who(args))
-            return out
+    def hook(name: str, call: Callable[[], Any], who: Callable[[], int]) -> Any:
+        out = call()
+        if os.getpid() != _CHILD_PID:
+            _leave_if_forked(rec, name, who())
+        return out
 
-        def grows(*args: Any, _i: int = _ALL_HOOKS.index(name), _orig: Any = orig,
-                  _who: Any = who) -> Any:
-            before = data()
-            out = _orig(*args)
-            after = data()
-            if os.getpid() != _CHILD_PID:
-                _leave_if_forked(rec, _ALL_HOOKS[_i], _who(args))
-            rec.grew(_i, after - before, _who(args))
-            if after >= near:
-                _ENOUGH[0] = True
-            return out
+    def grows(name: str, call: Callable[[], Any], who: Callable[[], int]) -> Any:
+        before = data()
+        out = call()
+        after = data()
+        if os.getpid() != _CHILD_PID:
+            _leave_if_forked(rec, name, who())
+        rec.grew(_ALL_HOOKS.index(name), after - before, who())
+        if after >= near:
+            _ENOUGH[0] = True
+        return out
 
-        cb = ffi.callback(ffi.typeof(orig), grows if memory else hook)
-        setattr(table, name, cb)
-        keep.append(cb)
-    out = NativeModel(native.module, native.source, table=table, keepalive=keep)
-    out.lib = native.lib
-    return out
+    return native.with_every_hook(grows if memory else hook, hooks=_HOOKS)
 
 
 class _Child:
@@ -2138,7 +2075,7 @@ def _child_main(fd: int) -> None:
 
         native = sdk.load(setup["folder"], build=False).native
         rec = _Record(setup["record"])
-        native.lib = _HostCalls(native.lib, native.ffi, rec)
+        native.watch_host_calls(_host_calls(rec))
         child = _Child(native, setup["config"], rec)
         if setup.get("memory"):
             _set_budget(int(setup["memory"]), native.name)
