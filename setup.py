@@ -30,7 +30,11 @@ MODELS = sorted(d for d in (ROOT / "envs").iterdir()
 
 #: Package folders outside ``seer_env/`` (``seer_env._paths`` follows the same map).
 PACKAGE_DIR = {"seer_env": "seer_env", "seer_env.native": "native", "seer_env.envs": "envs"}
-PACKAGES = ["seer_env", "seer_env.pymodel", "seer_env.native", "seer_env.envs",
+#: The package's sub-packages (a folder of seer_env/ with an __init__.py), found
+#: rather than listed: a new one cannot be left out of the wheel.
+SUBPACKAGES = sorted(f"seer_env.{d.name}" for d in (ROOT / "seer_env").iterdir()
+                     if (d / "__init__.py").is_file())
+PACKAGES = ["seer_env", *SUBPACKAGES, "seer_env.native", "seer_env.envs",
             *(f"seer_env.envs.{d.name}" for d in MODELS)]
 # the runtime's sources and the public header ship with the package: the model
 # SDK compiles users' models against them; each model folder's C and README ship

@@ -451,7 +451,7 @@ STPA_RUNS: tuple[tuple[str, str, dict[str, Any], int], ...] = (
 
 def _fixed_choices(lookahead: float, step_duration: float, cores: int) -> list[str]:
     """Every fixed configuration STPA could pick, as labels."""
-    from .stpa_cost import opt_windows_max
+    from ._runtime import opt_windows_max
 
     out = ["serial"]
     if lookahead > 0.0:

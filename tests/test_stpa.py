@@ -827,16 +827,22 @@ def test_a_decision_the_runtime_cannot_switch_to_keeps_the_step(caplog):
 
 
 def test_the_cost_model_is_apart_from_the_controller_and_stpa_reexports_it() -> None:
-    """seer_env.stpa_cost holds the cost model (pure functions of the
-    measurements); seer_env.stpa, the controller, re-exports its public names."""
+    """seer_env.stpa.cost holds the cost model (pure functions of the
+    measurements); seer_env.stpa re-exports its public names, and so does
+    seer_env.stpa_cost, its old path; the cache and the controller are
+    modules of their own."""
     from seer_env import stpa, stpa_cost
+    from seer_env.stpa import cache, controller, cost
 
-    controller = ("Stpa", "attach", "FixedChoice", "describe", "run_workload", "DecisionCache")
+    ctrl = ("Stpa", "attach", "FixedChoice", "describe", "run_workload")
     for name in stpa.__all__:
-        if name not in controller:
-            assert getattr(stpa, name) is getattr(stpa_cost, name), name
-            assert name in stpa_cost.__all__, name
-    assert not any(hasattr(stpa_cost, name) for name in controller)
+        home = (controller if name in ctrl else cache if name == "DecisionCache" else cost)
+        assert getattr(stpa, name) is getattr(home, name), name
+        assert name in home.__all__, name
+        if home is cost:
+            assert getattr(stpa_cost, name) is getattr(cost, name), name
+    assert stpa_cost.__all__ == cost.__all__
+    assert not any(hasattr(stpa_cost, name) for name in (*ctrl, "DecisionCache"))
 
 
 def test_the_reason_names_what_limits_more_threads():
@@ -988,8 +994,8 @@ def test_the_decision_is_written_once_the_run_has_paid_for_it():
 
 
 def test_the_cache_key_follows_the_build_and_the_machine(monkeypatch):
-    from seer_env import stpa as stpa_mod
     from seer_env.stpa import DecisionCache
+    from seer_env.stpa import cache as stpa_mod
 
     rt = Runtime("phold", phold_cfg(num_entities=30), 1, "parallel", 2)
     k = DecisionCache.key(rt, None, 2, {"L2": 1 << 20})

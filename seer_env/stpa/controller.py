@@ -1,114 +1,22 @@
-"""STPA: choose the executor and thread pool of a runtime from its first real steps.
+"""STPA's controller: `Stpa` runs a runtime's steps, probes the candidates
+(preflight, confirmations, drift re-probes), decides with the cost model
+(`seer_env.stpa.cost`) and watches the workload; `FixedChoice` stands for it
+where the configuration was given.  See `seer_env.stpa` for the whole story.
 
-With ``threads="auto"`` (the default) and the parallel executor, a
-[`Runtime`][seer_env.registry.Runtime] starts on one thread and an [`Stpa`][seer_env.stpa.Stpa]
-controller, which the runtime's owner attaches ([`attach`][seer_env.stpa.attach]: the envs and
-[`seer_env.registry.Runtime`][seer_env.registry.Runtime] do), runs its first steps as the
-*preflight*.  Outputs never depend on the executor or the thread count, so the
-preflight steps are ordinary steps of the user's run: nothing is perturbed, nothing is thrown away.
-
-The preflight, step by step.  It probes only as much as the run can win back:
-
-1. **Features.**  The first two steps run on the serial executor (the runtime
-   is put on it when the controller is attached); the second is timed (a
-   process's first step is cold, 5-30x a warm one) and the counters give
-   events per step.  Together with the static features (entities, agents,
-   instances, lookahead, entity size, cores, cache sizes from sysfs) they form
-   [`Features`][seer_env.stpa.Features].
-2. **Candidates** (`candidate_set`): the serial executor and the parallel
-   executor with 1..cores threads (never more threads than entities).  The serial
-   executor is a real candidate: `Runtime.set_executor` moves the pending
-   events between the executors' queues between two steps (both executors order
-   an entity's events by the same (time, key), so the switch is invisible in
-   the outputs).  A model with lookahead 0 has the serial executor and the
-   optimistic one.
-3. **Tiny steps** (under ``tiny_ns``, 20 us): no pool's synchronisation could
-   pay, and the one-thread executors differ by a few percent of such a step:
-   the serial executor runs, untimed, and the preflight is over.
-4. **Waiting until the run can pay** (``probe_share``): probing the pools costs
-   about a millisecond beyond the steps' own work (threads started, a traced
-   step, the controller's bookkeeping).  It starts once that is at most 5% of
-   the run's step time, counting at least an episode (``max_cycles``) once one
-   was reset; until then the serial executor runs untimed
-   ([`Stpa.deferred`][seer_env.stpa.Stpa.deferred]).  Steps of a millisecond are
-   probed at once, short runs of short steps never.
-5. **Trace** (when there is more than one thread to consider): one step runs
-   traced on the largest pool, without a record per event; `summarize_trace`
-   turns it into events per window, handler cost, barrier cost and idle time
-   ([`TraceSummary`][seer_env.stpa.TraceSummary]).
-6. **Plan** (`probe_plan`): `predict_step_ns` estimates each
-   candidate's step time from the summary and the features; pools predicted to
-   be much slower than the best prediction are not timed at all (a tiny env on
-   a many-core machine never pays for timing 16 threads), nor is the serial
-   executor where a pool is predicted much faster than one thread.
-7. **Timing**: the planned candidates are visited forth and back (ABC CBA
-   ABC), grouped by executor, so an executor switch, which moves every pending
-   event, comes about once a round; each visit runs one warm-up step after a
-   switch and ``k`` timed steps (``k`` from the step's length, so a visit lasts
-   long enough to time).
-8. **Choice** ([`select`][seer_env.stpa.select], a pure function of the timings and features): the
-   fastest median wins; a candidate with fewer threads within ``margin`` of
-   the fastest is preferred (it leaves cores free for the policy).  The
-   decision is written to the decision cache once the run has paid for the
-   write (or when the runtime closes).  A later run starts from it without a
-   preflight; where the runner-up was within 1.25x it confirms the choice as
-   soon as ``probe_share`` of its step time covers a confirmation.
-
-A step that does not run (an action the runtime refuses, an error, an
-interrupt) changes nothing here: its visit stays first in line, no counter
-moves, a switch made for it is undone, and the next step runs that visit.
-A candidate the runtime cannot switch to (out of memory or threads) is left
-out of the probe.
-
-After the preflight the controller checks every ``check_every`` steps (more
-apart where a check would cost over 1% of the steps) whether
-the workload drifted ([`drift`][seer_env.stpa.drift]: events per step changed by ``drift_factor``
-or fewer than ``alive_drop`` of the agents are alive) and then re-probes the
-chosen configuration and its neighbours.  A re-probe that confirms the choice
-doubles the gap to the next allowed one.
-
-Everything is inspectable:
-
-```python
-from seer_env.envs import pcs_v0
-env = pcs_v0.parallel_env(width=32, height=32)      # threads="auto"
-env.reset(seed=0)
-for _ in range(100):
-    env.step({a: 0 for a in env.agents})
-st = env.runtime.stpa
-print(st.executor, st.threads, st.reason)
-print(st.decision.medians_ns, st.features, st.trace_summary)
-```
-
-and logged through `logging` (logger ``seer_env.stpa``, INFO: decisions,
-DEBUG: the evidence).
-
-This module is the controller (`Stpa`, `attach`): it runs the
-steps, switches and times them.  The cost model it consults -- the value
-types and the pure functions of the measurements ([`candidate_set`][seer_env.stpa.candidate_set],
-`summarize_trace`, `predict_step_ns`, `probe_plan`,
-`select`, `drift`, ...) -- is `seer_env.stpa_cost`, whose
-public names are re-exported here.
+The top of the `seer_env.stpa` package: above the decision cache
+(`seer_env.stpa.cache`) and the cost model.
 """
 
 from __future__ import annotations
 
-import atexit
 import collections
 import contextlib
 import dataclasses
-import hashlib
 import itertools
-import json
 import logging
 import math
-import os
-import platform
-import stat
 import statistics
-import threading
 import time
-import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -116,14 +24,10 @@ from typing import Any, cast
 
 import numpy as np
 
-from ._loader import cache_dir
-from ._runtime import EXECUTORS, Runtime, cpu_count, cpu_model
-from ._version import __version__
-from .errors import SeerError
-
-# The cost model (pure functions of the measurements), re-exported: the
-# public names of STPA stay seer_env.stpa's.
-from .stpa_cost import (
+from .._runtime import EXECUTORS, Runtime, cpu_count
+from ..errors import SeerError
+from .cache import DecisionCache, cache_wanted, save_at_exit, saved
+from .cost import (
     SERIAL,
     Candidate,
     Decision,
@@ -150,217 +54,6 @@ log = logging.getLogger("seer_env.stpa")
 
 #: a countdown no run reaches (a failed controller is never called again)
 _NEVER = 1 << 62
-
-# controllers whose decision the cache has not got yet: written at exit
-_UNSAVED: weakref.WeakSet[Stpa] = weakref.WeakSet()
-
-
-@atexit.register
-def _save_unsaved() -> None:
-    for st in list(_UNSAVED):
-        with contextlib.suppress(Exception):
-            st.save_decision()
-
-
-# -- decisions remembered across processes ---------------------------------------------
-
-
-class DecisionCache:
-    """STPA's decisions kept across processes: one small JSON file beside the
-    built models (``stpa-decisions.json`` in the model cache folder).
-
-    An entry is keyed by everything a decision depends on: the model, its
-    complete configuration, the number of instances, the pool cap, and the
-    build and the machine it was made on (the model's extension module, the
-    package version, the CPU, the usable cores and the cache sizes), so a
-    rebuilt model, a new version or another machine finds nothing and probes
-    afresh.  A run whose key is found starts on the remembered choice without
-    a preflight; its confirmation re-probes still check the neighbourhood.
-    The file is replaced atomically; a missing, unreadable or corrupted file
-    is an empty cache (it is rewritten on the next decision).  Off with
-    ``SEER_STPA_CACHE=0`` or ``stpa_options={"cache": False}``; elsewhere
-    with ``SEER_STPA_CACHE_FILE``.
-
-    Example:
-
-    ```python
-    cache = DecisionCache()
-    print(cache.path, len(cache.entries()))
-    ```
-    """
-
-    VERSION = 1
-    MAX_ENTRIES = 256
-    #: a file larger than this is no cache of ours (256 entries take about 200 KB)
-    MAX_BYTES = 4 << 20
-    #: a remembered decision whose runner-up was within this factor is
-    #: confirmed early in the runs that start from it
-    CLOSE = 1.25
-
-    def __init__(self, path: Path | None = None) -> None:
-        env = os.environ.get("SEER_STPA_CACHE_FILE")
-        self.path = (Path(path) if path is not None else Path(env) if env
-                     else cache_dir() / "stpa-decisions.json")
-
-    @staticmethod
-    def key(runtime: Any, max_threads: int | None, cores: int, caches: Any) -> str:
-        """The entry's key for ``runtime`` (a hash of what the decision depends on)."""
-        module = getattr(getattr(runtime, "native", None), "module", None)
-        build: list[Any] = [__version__, getattr(runtime.native, "source", "")]
-        path = getattr(module, "__file__", None)
-        if path:
-            with contextlib.suppress(OSError):
-                st = os.stat(path)
-                build += [path, st.st_size, st.st_mtime_ns]
-        what = {"model": runtime.model, "config": runtime.config,
-                "instances": runtime.num_instances, "max_threads": max_threads,
-                "build": build, "machine": [platform.machine(), cpu_model(), cores,
-                                            caches]}
-        blob = json.dumps(what, sort_keys=True, default=repr).encode()
-        return hashlib.sha256(blob).hexdigest()
-
-    def entries(self) -> dict[str, dict[str, Any]]:
-        """Every valid entry.  A missing, unreadable or corrupted file reads as
-        none, and so does a path that is no regular file (a device, a FIFO, a
-        folder: never opened for writing, and never waited on); an entry with a
-        field out of its range is left out and logged."""
-        data = self._read()
-        if not isinstance(data, dict) or data.get("version") != self.VERSION:
-            return {}
-        raw = data.get("entries")
-        if not isinstance(raw, dict):
-            return {}
-        out = {}
-        for k, v in raw.items():
-            why = self.invalid(v) if isinstance(k, str) else "its key is not a string"
-            if why is None:
-                out[k] = v
-            else:
-                log.info("STPA decision cache %s: entry %.16s ignored: %s", self.path, k, why)
-        return out
-
-    def _read(self) -> Any:
-        """The file's JSON, or None (logged) when it cannot be had."""
-        try:
-            # O_NONBLOCK: opening a FIFO does not wait for a writer
-            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-        except OSError:
-            return None
-        try:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):
-                log.warning("STPA decision cache %s is not a regular file: not used",
-                            self.path)
-                return None
-            if st.st_size > self.MAX_BYTES:
-                log.info("STPA decision cache %s: %d bytes, over %d: ignored", self.path,
-                         st.st_size, self.MAX_BYTES)
-                return None
-            chunks = []
-            while chunk := os.read(fd, 1 << 16):
-                chunks.append(chunk)
-            text = b"".join(chunks).decode("utf-8")
-            return json.loads(text)
-        except (OSError, ValueError, RecursionError, MemoryError) as exc:
-            # ValueError: not JSON (or not UTF-8); RecursionError: nested too deep
-            log.info("STPA decision cache %s unreadable (%s): ignored", self.path,
-                     type(exc).__name__)
-            return None
-        finally:
-            os.close(fd)
-
-    @staticmethod
-    def invalid(e: Any) -> str | None:
-        """Why ``e`` is no valid cache entry (None when it is one)."""
-        def finite(v: Any, lo: float, hi: float = math.inf, hi_ok: bool = False) -> bool:
-            return (isinstance(v, (int, float)) and not isinstance(v, bool)
-                    and math.isfinite(v) and lo <= v and (v < hi or (hi_ok and v == hi)))
-        if not isinstance(e, dict):
-            return "not an object"
-        if e.get("executor") not in EXECUTORS:
-            return f"executor {e.get('executor')!r} unknown"
-        if type(e.get("threads")) is not int or not 1 <= e["threads"] <= 1024:
-            return f"threads {e.get('threads')!r} not an int in 1..1024"
-        if not isinstance(e.get("reason"), str):
-            return "reason not a string"
-        if not finite(e.get("events_per_step"), 0.0, 1e15):
-            return f"events_per_step {e.get('events_per_step')!r} not a finite count"
-        if type(e.get("alive_agents")) is not int or not 0 <= e["alive_agents"] < 1 << 31:
-            return f"alive_agents {e.get('alive_agents')!r} not a count"
-        med = e.get("medians_ns")
-        if not isinstance(med, dict) or not all(
-                isinstance(k, str) and finite(v, 0.0, 1e15) and v > 0 for k, v in med.items()):
-            return "medians_ns not a map of labels to positive finite times"
-        step_ns = e.get("step_ns")
-        if step_ns is not None and not (finite(step_ns, 0.0, 1e15) and step_ns > 0):
-            return f"step_ns {step_ns!r} not a positive finite time"
-        if not finite(e.get("t"), 0.0):
-            return f"t {e.get('t')!r} not a time"
-        return None
-
-    def get(self, key: str) -> dict[str, Any] | None:
-        """The entry for ``key``, or None."""
-        return self.entries().get(key)
-
-    def put(self, key: str, entry: dict[str, Any]) -> None:
-        """Store ``entry`` under ``key`` (the oldest entries go past MAX_ENTRIES).
-        Best effort: a cache that cannot be written is left as it is.  A write
-        takes 0.3-0.8 ms here, several times a tiny env's preflight: `Stpa`
-        writes its decision once the run has paid for that, or at close or exit.
-        An entry that is no valid one (`invalid`) is not written; nor is the
-        file replaced unless it is a regular file or missing (a symbolic link
-        is followed: the file it names is replaced)."""
-        entry = {**entry, "t": time.time()}
-        why = self.invalid(entry)
-        if why is not None:
-            log.info("STPA decision cache %s: decision not written: %s", self.path, why)
-            return
-        path = Path(os.path.realpath(self.path))
-        try:
-            st = os.stat(path)
-        except FileNotFoundError:
-            pass
-        except OSError as exc:
-            log.debug("STPA decision cache %s not written: %s", self.path, exc)
-            return
-        else:
-            if not stat.S_ISREG(st.st_mode):
-                log.warning("STPA decision cache %s is not a regular file: not replaced",
-                            self.path)
-                return
-        entries = self.entries()
-        entries[key] = entry
-        if len(entries) > self.MAX_ENTRIES:
-            keep = sorted(entries, key=lambda k: entries[k]["t"])[-self.MAX_ENTRIES:]
-            entries = {k: entries[k] for k in keep}
-        data = json.dumps({"version": self.VERSION, "entries": entries},
-                          allow_nan=False).encode()
-        # a name of this process and thread, not tempfile.mkstemp: its random
-        # names cost 0.4 ms to set up in a process
-        tmp = path.with_name(f".stpa-{os.getpid()}-{threading.get_ident()}.json")
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
-                try:
-                    view = memoryview(data)
-                    while view:
-                        view = view[os.write(fd, view):]
-                finally:
-                    os.close(fd)
-                os.replace(tmp, path)
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
-                raise
-        except OSError as exc:
-            log.debug("STPA decision cache %s not written: %s", self.path, exc)
-
-
-def _cache_wanted(option: bool | None) -> bool:
-    if option is not None:
-        return bool(option)
-    return os.environ.get("SEER_STPA_CACHE", "1") not in ("0", "", "false", "no")
 
 
 # -- the controller ----------------------------------------------------------------
@@ -584,7 +277,7 @@ class Stpa(_Running):
         self._cache_key = ""
         self.from_cache = False
         self._ran = self._native_failed = False  # see `step`
-        if _cache_wanted(cache):
+        if cache_wanted(cache):
             self.cache = DecisionCache(cache_path)
             try:
                 self._cache_key = DecisionCache.key(runtime, max_threads, self.cores,
@@ -702,7 +395,7 @@ class Stpa(_Running):
         self._probe = None
         self._deferred = None
         self._unsaved = None
-        _UNSAVED.discard(self)
+        saved(self)
         self.state = "failed"
         self.countdown = _NEVER
         try:
@@ -914,13 +607,13 @@ class Stpa(_Running):
         share = self.probe_share if self.probe_share is not None else 0.05
         self._save_from = run_steps + math.ceil(
             self.save_ns / share / max(1.0, min(step_ns, 1e12)))
-        _UNSAVED.add(self)
+        save_at_exit(self)
 
     def save_decision(self) -> None:
         """Write the latest preflight decision to the cache now if it is not
         yet (called when the runtime closes and at exit)."""
         entry, self._unsaved = self._unsaved, None
-        _UNSAVED.discard(self)
+        saved(self)
         if entry is not None and self.cache is not None:
             self.cache.put(self._cache_key, entry)
 
@@ -1572,27 +1265,4 @@ def attach(runtime: Runtime, **options: Any) -> Stpa | None:
     return st
 
 
-__all__ = [
-    "attach",
-    "Candidate",
-    "Decision",
-    "DecisionCache",
-    "describe",
-    "Features",
-    "FixedChoice",
-    "Load",
-    "SERIAL",
-    "Stpa",
-    "TraceSummary",
-    "cache_sizes",
-    "candidate_set",
-    "drift",
-    "limiting_factor",
-    "neighbours",
-    "regime",
-    "predict_step_ns",
-    "probe_plan",
-    "run_workload",
-    "select",
-    "summarize_trace",
-]
+__all__ = ["Stpa", "FixedChoice", "attach", "describe", "run_workload"]

@@ -1,0 +1,142 @@
+"""STPA: choose the executor and thread pool of a runtime from its first real steps.
+
+With ``threads="auto"`` (the default) and the parallel executor, a
+[`Runtime`][seer_env.registry.Runtime] starts on one thread and an [`Stpa`][seer_env.stpa.Stpa]
+controller, which the runtime's owner attaches ([`attach`][seer_env.stpa.attach]: the envs and
+[`seer_env.registry.Runtime`][seer_env.registry.Runtime] do), runs its first steps as the
+*preflight*.  Outputs never depend on the executor or the thread count, so the
+preflight steps are ordinary steps of the user's run: nothing is perturbed, nothing is thrown away.
+
+The preflight, step by step.  It probes only as much as the run can win back:
+
+1. **Features.**  The first two steps run on the serial executor (the runtime
+   is put on it when the controller is attached); the second is timed (a
+   process's first step is cold, 5-30x a warm one) and the counters give
+   events per step.  Together with the static features (entities, agents,
+   instances, lookahead, entity size, cores, cache sizes from sysfs) they form
+   [`Features`][seer_env.stpa.Features].
+2. **Candidates** (`candidate_set`): the serial executor and the parallel
+   executor with 1..cores threads (never more threads than entities).  The serial
+   executor is a real candidate: `Runtime.set_executor` moves the pending
+   events between the executors' queues between two steps (both executors order
+   an entity's events by the same (time, key), so the switch is invisible in
+   the outputs).  A model with lookahead 0 has the serial executor and the
+   optimistic one.
+3. **Tiny steps** (under ``tiny_ns``, 20 us): no pool's synchronisation could
+   pay, and the one-thread executors differ by a few percent of such a step:
+   the serial executor runs, untimed, and the preflight is over.
+4. **Waiting until the run can pay** (``probe_share``): probing the pools costs
+   about a millisecond beyond the steps' own work (threads started, a traced
+   step, the controller's bookkeeping).  It starts once that is at most 5% of
+   the run's step time, counting at least an episode (``max_cycles``) once one
+   was reset; until then the serial executor runs untimed
+   ([`Stpa.deferred`][seer_env.stpa.Stpa.deferred]).  Steps of a millisecond are
+   probed at once, short runs of short steps never.
+5. **Trace** (when there is more than one thread to consider): one step runs
+   traced on the largest pool, without a record per event; `summarize_trace`
+   turns it into events per window, handler cost, barrier cost and idle time
+   ([`TraceSummary`][seer_env.stpa.TraceSummary]).
+6. **Plan** (`probe_plan`): `predict_step_ns` estimates each
+   candidate's step time from the summary and the features; pools predicted to
+   be much slower than the best prediction are not timed at all (a tiny env on
+   a many-core machine never pays for timing 16 threads), nor is the serial
+   executor where a pool is predicted much faster than one thread.
+7. **Timing**: the planned candidates are visited forth and back (ABC CBA
+   ABC), grouped by executor, so an executor switch, which moves every pending
+   event, comes about once a round; each visit runs one warm-up step after a
+   switch and ``k`` timed steps (``k`` from the step's length, so a visit lasts
+   long enough to time).
+8. **Choice** ([`select`][seer_env.stpa.select], a pure function of the timings and features): the
+   fastest median wins; a candidate with fewer threads within ``margin`` of
+   the fastest is preferred (it leaves cores free for the policy).  The
+   decision is written to the decision cache once the run has paid for the
+   write (or when the runtime closes).  A later run starts from it without a
+   preflight; where the runner-up was within 1.25x it confirms the choice as
+   soon as ``probe_share`` of its step time covers a confirmation.
+
+A step that does not run (an action the runtime refuses, an error, an
+interrupt) changes nothing here: its visit stays first in line, no counter
+moves, a switch made for it is undone, and the next step runs that visit.
+A candidate the runtime cannot switch to (out of memory or threads) is left
+out of the probe.
+
+After the preflight the controller checks every ``check_every`` steps (more
+apart where a check would cost over 1% of the steps) whether
+the workload drifted ([`drift`][seer_env.stpa.drift]: events per step changed by ``drift_factor``
+or fewer than ``alive_drop`` of the agents are alive) and then re-probes the
+chosen configuration and its neighbours.  A re-probe that confirms the choice
+doubles the gap to the next allowed one.
+
+Everything is inspectable:
+
+```python
+from seer_env.envs import pcs_v0
+env = pcs_v0.parallel_env(width=32, height=32)      # threads="auto"
+env.reset(seed=0)
+for _ in range(100):
+    env.step({a: 0 for a in env.agents})
+st = env.runtime.stpa
+print(st.executor, st.threads, st.reason)
+print(st.decision.medians_ns, st.features, st.trace_summary)
+```
+
+and logged through `logging` (logger ``seer_env.stpa``, INFO: decisions,
+DEBUG: the evidence).
+
+The package, by concern: `seer_env.stpa.controller` is the controller (`Stpa`,
+`attach`): it runs the steps, switches and times them;
+`seer_env.stpa.cache` remembers its decisions across processes
+(`DecisionCache`); the cost model it consults -- the value types and the pure
+functions of the measurements ([`candidate_set`][seer_env.stpa.candidate_set],
+`summarize_trace`, `predict_step_ns`, `probe_plan`, `select`, `drift`, ...) --
+is `seer_env.stpa.cost`.  The public names of all three are re-exported here.
+"""
+
+# The package by concern, bottom to top: the cost model (pure functions of the
+# measurements), the decision cache, the controller.  The public names are
+# seer_env.stpa's.
+from .cache import DecisionCache
+from .controller import FixedChoice, Stpa, attach, describe, run_workload
+from .cost import (
+    SERIAL,
+    Candidate,
+    Decision,
+    Features,
+    Load,
+    TraceSummary,
+    cache_sizes,
+    candidate_set,
+    drift,
+    limiting_factor,
+    neighbours,
+    predict_step_ns,
+    probe_plan,
+    regime,
+    select,
+    summarize_trace,
+)
+
+__all__ = [
+    "attach",
+    "Candidate",
+    "Decision",
+    "DecisionCache",
+    "describe",
+    "Features",
+    "FixedChoice",
+    "Load",
+    "SERIAL",
+    "Stpa",
+    "TraceSummary",
+    "cache_sizes",
+    "candidate_set",
+    "drift",
+    "limiting_factor",
+    "neighbours",
+    "regime",
+    "predict_step_ns",
+    "probe_plan",
+    "run_workload",
+    "select",
+    "summarize_trace",
+]

@@ -1,0 +1,258 @@
+"""STPA's decisions remembered across processes: `DecisionCache`, one small JSON
+file beside the built models, and the controllers whose decision it has not
+got yet (written when their runtime closes, or at exit).
+
+Above `seer_env.stpa.cost`, below the controller (`seer_env.stpa.controller`).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import hashlib
+import json
+import logging
+import math
+import os
+import platform
+import stat
+import threading
+import time
+import weakref
+from pathlib import Path
+from typing import Any, Protocol
+
+from .._loader import cache_dir
+from .._runtime import EXECUTORS, cpu_model
+from .._version import __version__
+
+log = logging.getLogger("seer_env.stpa")
+
+
+class _Saver(Protocol):
+    def save_decision(self) -> None: ...
+
+
+# controllers whose decision the cache has not got yet: written at exit
+_UNSAVED: weakref.WeakSet[_Saver] = weakref.WeakSet()
+
+
+def save_at_exit(st: _Saver) -> None:
+    """Write ``st``'s decision at exit unless it is written before (`saved`)."""
+    _UNSAVED.add(st)
+
+
+def saved(st: _Saver) -> None:
+    """``st``'s decision is written (or dropped): nothing to do at exit."""
+    _UNSAVED.discard(st)
+
+
+@atexit.register
+def _save_unsaved() -> None:
+    for st in list(_UNSAVED):
+        with contextlib.suppress(Exception):
+            st.save_decision()
+
+
+# -- decisions remembered across processes ---------------------------------------------
+
+
+class DecisionCache:
+    """STPA's decisions kept across processes: one small JSON file beside the
+    built models (``stpa-decisions.json`` in the model cache folder).
+
+    An entry is keyed by everything a decision depends on: the model, its
+    complete configuration, the number of instances, the pool cap, and the
+    build and the machine it was made on (the model's extension module, the
+    package version, the CPU, the usable cores and the cache sizes), so a
+    rebuilt model, a new version or another machine finds nothing and probes
+    afresh.  A run whose key is found starts on the remembered choice without
+    a preflight; its confirmation re-probes still check the neighbourhood.
+    The file is replaced atomically; a missing, unreadable or corrupted file
+    is an empty cache (it is rewritten on the next decision).  Off with
+    ``SEER_STPA_CACHE=0`` or ``stpa_options={"cache": False}``; elsewhere
+    with ``SEER_STPA_CACHE_FILE``.
+
+    Example:
+
+    ```python
+    cache = DecisionCache()
+    print(cache.path, len(cache.entries()))
+    ```
+    """
+
+    VERSION = 1
+    MAX_ENTRIES = 256
+    #: a file larger than this is no cache of ours (256 entries take about 200 KB)
+    MAX_BYTES = 4 << 20
+    #: a remembered decision whose runner-up was within this factor is
+    #: confirmed early in the runs that start from it
+    CLOSE = 1.25
+
+    def __init__(self, path: Path | None = None) -> None:
+        env = os.environ.get("SEER_STPA_CACHE_FILE")
+        self.path = (Path(path) if path is not None else Path(env) if env
+                     else cache_dir() / "stpa-decisions.json")
+
+    @staticmethod
+    def key(runtime: Any, max_threads: int | None, cores: int, caches: Any) -> str:
+        """The entry's key for ``runtime`` (a hash of what the decision depends on)."""
+        module = getattr(getattr(runtime, "native", None), "module", None)
+        build: list[Any] = [__version__, getattr(runtime.native, "source", "")]
+        path = getattr(module, "__file__", None)
+        if path:
+            with contextlib.suppress(OSError):
+                st = os.stat(path)
+                build += [path, st.st_size, st.st_mtime_ns]
+        what = {"model": runtime.model, "config": runtime.config,
+                "instances": runtime.num_instances, "max_threads": max_threads,
+                "build": build, "machine": [platform.machine(), cpu_model(), cores,
+                                            caches]}
+        blob = json.dumps(what, sort_keys=True, default=repr).encode()
+        return hashlib.sha256(blob).hexdigest()
+
+    def entries(self) -> dict[str, dict[str, Any]]:
+        """Every valid entry.  A missing, unreadable or corrupted file reads as
+        none, and so does a path that is no regular file (a device, a FIFO, a
+        folder: never opened for writing, and never waited on); an entry with a
+        field out of its range is left out and logged."""
+        data = self._read()
+        if not isinstance(data, dict) or data.get("version") != self.VERSION:
+            return {}
+        raw = data.get("entries")
+        if not isinstance(raw, dict):
+            return {}
+        out = {}
+        for k, v in raw.items():
+            why = self.invalid(v) if isinstance(k, str) else "its key is not a string"
+            if why is None:
+                out[k] = v
+            else:
+                log.info("STPA decision cache %s: entry %.16s ignored: %s", self.path, k, why)
+        return out
+
+    def _read(self) -> Any:
+        """The file's JSON, or None (logged) when it cannot be had."""
+        try:
+            # O_NONBLOCK: opening a FIFO does not wait for a writer
+            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        except OSError:
+            return None
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                log.warning("STPA decision cache %s is not a regular file: not used",
+                            self.path)
+                return None
+            if st.st_size > self.MAX_BYTES:
+                log.info("STPA decision cache %s: %d bytes, over %d: ignored", self.path,
+                         st.st_size, self.MAX_BYTES)
+                return None
+            chunks = []
+            while chunk := os.read(fd, 1 << 16):
+                chunks.append(chunk)
+            text = b"".join(chunks).decode("utf-8")
+            return json.loads(text)
+        except (OSError, ValueError, RecursionError, MemoryError) as exc:
+            # ValueError: not JSON (or not UTF-8); RecursionError: nested too deep
+            log.info("STPA decision cache %s unreadable (%s): ignored", self.path,
+                     type(exc).__name__)
+            return None
+        finally:
+            os.close(fd)
+
+    @staticmethod
+    def invalid(e: Any) -> str | None:
+        """Why ``e`` is no valid cache entry (None when it is one)."""
+        def finite(v: Any, lo: float, hi: float = math.inf, hi_ok: bool = False) -> bool:
+            return (isinstance(v, (int, float)) and not isinstance(v, bool)
+                    and math.isfinite(v) and lo <= v and (v < hi or (hi_ok and v == hi)))
+        if not isinstance(e, dict):
+            return "not an object"
+        if e.get("executor") not in EXECUTORS:
+            return f"executor {e.get('executor')!r} unknown"
+        if type(e.get("threads")) is not int or not 1 <= e["threads"] <= 1024:
+            return f"threads {e.get('threads')!r} not an int in 1..1024"
+        if not isinstance(e.get("reason"), str):
+            return "reason not a string"
+        if not finite(e.get("events_per_step"), 0.0, 1e15):
+            return f"events_per_step {e.get('events_per_step')!r} not a finite count"
+        if type(e.get("alive_agents")) is not int or not 0 <= e["alive_agents"] < 1 << 31:
+            return f"alive_agents {e.get('alive_agents')!r} not a count"
+        med = e.get("medians_ns")
+        if not isinstance(med, dict) or not all(
+                isinstance(k, str) and finite(v, 0.0, 1e15) and v > 0 for k, v in med.items()):
+            return "medians_ns not a map of labels to positive finite times"
+        step_ns = e.get("step_ns")
+        if step_ns is not None and not (finite(step_ns, 0.0, 1e15) and step_ns > 0):
+            return f"step_ns {step_ns!r} not a positive finite time"
+        if not finite(e.get("t"), 0.0):
+            return f"t {e.get('t')!r} not a time"
+        return None
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        """The entry for ``key``, or None."""
+        return self.entries().get(key)
+
+    def put(self, key: str, entry: dict[str, Any]) -> None:
+        """Store ``entry`` under ``key`` (the oldest entries go past MAX_ENTRIES).
+        Best effort: a cache that cannot be written is left as it is.  A write
+        takes 0.3-0.8 ms here, several times a tiny env's preflight: `Stpa`
+        writes its decision once the run has paid for that, or at close or exit.
+        An entry that is no valid one (`invalid`) is not written; nor is the
+        file replaced unless it is a regular file or missing (a symbolic link
+        is followed: the file it names is replaced)."""
+        entry = {**entry, "t": time.time()}
+        why = self.invalid(entry)
+        if why is not None:
+            log.info("STPA decision cache %s: decision not written: %s", self.path, why)
+            return
+        path = Path(os.path.realpath(self.path))
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            log.debug("STPA decision cache %s not written: %s", self.path, exc)
+            return
+        else:
+            if not stat.S_ISREG(st.st_mode):
+                log.warning("STPA decision cache %s is not a regular file: not replaced",
+                            self.path)
+                return
+        entries = self.entries()
+        entries[key] = entry
+        if len(entries) > self.MAX_ENTRIES:
+            keep = sorted(entries, key=lambda k: entries[k]["t"])[-self.MAX_ENTRIES:]
+            entries = {k: entries[k] for k in keep}
+        data = json.dumps({"version": self.VERSION, "entries": entries},
+                          allow_nan=False).encode()
+        # a name of this process and thread, not tempfile.mkstemp: its random
+        # names cost 0.4 ms to set up in a process
+        tmp = path.with_name(f".stpa-{os.getpid()}-{threading.get_ident()}.json")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+                try:
+                    view = memoryview(data)
+                    while view:
+                        view = view[os.write(fd, view):]
+                finally:
+                    os.close(fd)
+                os.replace(tmp, path)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+                raise
+        except OSError as exc:
+            log.debug("STPA decision cache %s not written: %s", self.path, exc)
+
+
+def cache_wanted(option: bool | None) -> bool:
+    if option is not None:
+        return bool(option)
+    return os.environ.get("SEER_STPA_CACHE", "1") not in ("0", "", "false", "no")
+
+
+__all__ = ["DecisionCache", "cache_wanted", "save_at_exit", "saved"]
