@@ -53,7 +53,7 @@ if str(REPO) not in sys.path:  # the checkout's oracles/ (run as a script)
 import oracles.pcs_numpy  # noqa: E402
 import oracles.phold_py  # noqa: E402
 from seer_env._runtime import cpu_count  # noqa: E402
-from seer_env.bench import (  # noqa: E402
+from seer_env.perf.bench import (  # noqa: E402
     _pcs_config,
     bench_api,
     bench_optimistic,
@@ -230,7 +230,7 @@ def bench_stpa_episodes(envs: list[str] | None = None, episodes: int = 6,
     ``threads="auto"``: wall time over all episodes, preflight and re-probes
     included -- `seer_env.bench.bench_stpa` on the suite's :data:`EPISODES`
     workloads (which also times a run from the remembered decision)."""
-    from seer_env.bench import bench_stpa as run_episodes
+    from seer_env.perf.bench import bench_stpa as run_episodes
 
     names = envs or [e for e in EPISODES if e in available_envs()]
     res = run_episodes(episodes=episodes, log=lambda line: log(f"  {line}"),

@@ -29,9 +29,9 @@ from typing import Any
 
 import numpy as np
 
-from . import bench
 from ._version import __version__
 from .errors import BuildError, SeerError
+from .perf import bench
 from .registry import env_module
 from .testing import verify
 
@@ -212,11 +212,11 @@ def cmd_bench(a: argparse.Namespace) -> int:
 
 
 def cmd_trace(a: argparse.Namespace) -> int:
-    from .trace import trace_env, write_trace
+    from .perf.trace import trace_env, write_trace
 
     cfg = _parse_sets(a.set, a.env)
     if a.parallelism:
-        from . import parallelism
+        from .perf import parallelism
 
         rep = parallelism.measure(a.env, cfg, steps=a.steps, num_envs=a.num_envs,
                                   seed=a.seed, capacity=a.capacity)

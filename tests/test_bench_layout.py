@@ -94,7 +94,8 @@ def test_bench_stpa_runs_whole_episodes_and_remembers(monkeypatch):
     """seer-env bench stpa: every fixed configuration and threads="auto" over the
     same episodes; the second auto run starts from the decision the first one
     remembered (no preflight), and the user's cache settings are left as they were."""
-    from seer_env import bench
+    from seer_env._runtime import cpu_count
+    from seer_env.perf import bench
 
     monkeypatch.setenv("SEER_STPA_CACHE", "0")
     lines = []
@@ -106,7 +107,7 @@ def test_bench_stpa_runs_whole_episodes_and_remembers(monkeypatch):
     assert os.environ["SEER_STPA_CACHE"] == "0" and "SEER_STPA_CACHE_FILE" not in os.environ
     tiny, classic = res["PCS 4x4"], res["classic PCS 8x8"]
     assert set(tiny["wall_s"]) >= {"serial", "parallel-1", "auto", "auto (remembered)"}
-    assert "optimistic-2" in classic["wall_s"] or bench.cpu_count() < 2
+    assert "optimistic-2" in classic["wall_s"] or cpu_count() < 2
     assert not any(k.startswith("parallel") for k in classic["wall_s"])  # lookahead 0
     for row in (tiny, classic):
         assert row["steps"] == 2 * 2 * (40 if row is tiny else 30)  # runs x episodes

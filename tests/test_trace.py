@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from seer_env import cli, errors
+from seer_env.perf.trace import chrome_trace, write_trace
 from seer_env.registry import Runtime
-from seer_env.trace import chrome_trace, write_trace
 from tests.pcs_helpers import c_config
 from tests.test_runtime import phold_cfg
 
