@@ -14,6 +14,6 @@ if __name__ == "__main__":
     # the seer_env this file belongs to (the checker's), not one found from
     # the current folder; and not this folder as a top-level package root
     sys.path[0] = str(Path(__file__).resolve().parent.parent)
-    from seer_env.check import _child_main
+    from seer_env.check.child import _child_main
 
     _child_main(int(sys.argv[1]))

@@ -220,7 +220,7 @@ def test_differences_name_the_element_and_the_hooks() -> None:
 
 
 def test_global_state_differences_name_their_element() -> None:
-    from seer_env.check import _Run, first_difference
+    from seer_env.check.runs import _Run, first_difference
 
     native = ROGUE.native
     _, sz = native.describe({})

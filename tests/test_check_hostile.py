@@ -21,7 +21,7 @@ from seer_env.errors import ConfigError
 from tests.models import HERE, load
 
 HOSTILE = load("hostile")
-check_module = importlib.import_module("seer_env.check")  # seer_env.check: the function
+check_module = importlib.import_module("seer_env.check.runner")  # seer_env.check: the function
 
 
 def _processes_with(marker: str) -> list[int]:

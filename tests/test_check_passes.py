@@ -1,5 +1,5 @@
 """The contract checker's bounds, uninitialised-bytes and shared-heap passes
-(seer_env/check_bounds.py, seer_env/check_race.py): each rule is caught on
+(seer_env/check/bounds.py, seer_env/check/race.py): each rule is caught on
 tests/models/rogue2, which breaks it on demand, and the shipped models and
 the test models that keep the contract give no finding."""
 
@@ -13,10 +13,10 @@ import pytest
 
 from seer_env import sdk
 from seer_env.check import run_model
-from seer_env.check_bounds import FIXES as BOUNDS_FIXES
-from seer_env.check_bounds import bounds_findings, uninit_findings
-from seer_env.check_race import FIXES as RACE_FIXES
-from seer_env.check_race import parse_reports, race_findings, tsan_runtime
+from seer_env.check.bounds import FIXES as BOUNDS_FIXES
+from seer_env.check.bounds import bounds_findings, uninit_findings
+from seer_env.check.race import FIXES as RACE_FIXES
+from seer_env.check.race import parse_reports, race_findings, tsan_runtime
 from tests.models import HERE
 from tests.models import load as load_test_model
 

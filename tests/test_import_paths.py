@@ -15,6 +15,8 @@ MOVED = {
     "seer_env.bench": "seer_env.perf.bench",
     "seer_env.trace": "seer_env.perf.trace",
     "seer_env.parallelism": "seer_env.perf.parallelism",
+    "seer_env.check_bounds": "seer_env.check.bounds",
+    "seer_env.check_race": "seer_env.check.race",
 }
 
 
@@ -38,12 +40,20 @@ def test_the_documented_paths_import() -> None:
     assert (DecisionCache, Stpa, select) == (home_cache, home_stpa, home_select)
     assert callable(bench_stpa) and callable(attach) and callable(describe)
     assert FixedChoice.settled is True
+    import seer_env
+    from seer_env.check import CheckReport, JobContext, Pass, check
+    from seer_env.check.report import CheckReport as home_report
+    from seer_env.check.runner import check as home_check
+
+    assert (check, CheckReport) == (home_check, home_report) and seer_env.check is check
+    assert callable(Pass) and callable(JobContext)
 
 
 @pytest.mark.parametrize("name", [
     "seer_env.stpa", "seer_env.stpa.controller", "seer_env.stpa.cache", "seer_env.stpa.cost",
     "seer_env.perf.bench", "seer_env.perf.trace", "seer_env.perf.parallelism",
     "seer_env.errors", "seer_env.sdk", "seer_env.gym_vector",
+    "seer_env.check", "seer_env.check.bounds", "seer_env.check.race",
 ])
 def test_a_public_module_says_what_it_exports(name: str) -> None:
     m = importlib.import_module(name)

@@ -1,7 +1,7 @@
 /*
  * rogue2: a model that breaks, on demand, what the contract checker's bounds,
- * uninitialised-bytes and shared-heap passes catch (seer_env/check_bounds.py,
- * seer_env/check_race.py); one rule per mode, 0 breaks none.  Entities form a
+ * uninitialised-bytes and shared-heap passes catch (seer_env/check/bounds.py,
+ * seer_env/check/race.py); one rule per mode, 0 breaks none.  Entities form a
  * ring, as in tests/models/rogue: every step each agent acts (a tick to
  * itself), every tick pings the right neighbour one lookahead later.  The
  * observation is 4 values in [0, 1e6], the global state 2 values in [0, 1].
