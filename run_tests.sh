@@ -25,7 +25,8 @@ echo "== lint-imports (the Python layer's one-way import order, pyproject.toml)"
 echo "== mypy (the package's type annotations)"
 .venv/bin/mypy
 echo "== docs (mkdocs build --strict)"
-NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict -q -d "$(mktemp -d)"
+# no -q: with it mkdocs counts no warning, and --strict passes them
+NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict -d "$(mktemp -d)"
 echo "== pytest"
 .venv/bin/python -m pytest -q "$@"
 echo "== C stress tests (plain, TSan, ASan+UBSan) and seer_env._fast under ASan+UBSan"

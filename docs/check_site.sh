@@ -21,7 +21,7 @@ cleanup() {
 }
 trap cleanup EXIT
 echo "== mkdocs build --strict"
-NO_MKDOCS_2_WARNING=1 "$py" -m mkdocs build --strict -q -f "$root/mkdocs.yml" -d "$site"
+NO_MKDOCS_2_WARNING=1 "$py" -m mkdocs build --strict -f "$root/mkdocs.yml" -d "$site"
 browser=${CHROMIUM:-$(command -v chromium || command -v chromium-browser || true)}
 if [ -z "$browser" ]; then
   echo "chromium not found (apt-get install chromium, or set CHROMIUM): screenshots skipped"

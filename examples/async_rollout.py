@@ -44,8 +44,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from seer_env.env import SeerVectorEnv
 from seer_env.envs import pcs_v0
+from seer_env.faces import SeerVectorEnv
 
 
 @dataclass

@@ -26,7 +26,6 @@ from . import sdk
 from ._paths import get_include
 from ._version import __version__ as __version__
 from .check import CheckReport, check
-from .env import EnvSnapshot
 from .errors import (
     AsyncStateError,
     BuildError,
@@ -41,6 +40,7 @@ from .errors import (
     StateError,
     UnknownAgentError,
 )
+from .faces import EnvSnapshot
 from .registry import ENVS, available, make, register_pettingzoo
 from .testing import VerifyReport, verify
 

@@ -125,8 +125,10 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
 from ._runtime import alloc_zeros
-from .env import EnvSnapshot, SeerVectorEnv, _check_intact, _check_options
 from .errors import ClosedError, ConfigError, InvalidActionError, SnapshotError
+from .faces import EnvSnapshot, SeerVectorEnv
+from .faces.common import _check_options
+from .faces.snapshot import _check_intact
 
 __all__ = ["AgentVectorEnv", "agent_vector_env", "random_actions", "random_batched_actions"]
 

@@ -18,13 +18,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import _build, gym_vector
-from . import env as _env
+from . import faces as _env
 from ._loader import load_module
 from ._native import NativeModel, Param
 from .errors import BuildError, ConfigError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .env import SeerParallelEnv, SeerVectorEnv
+    from .faces import SeerParallelEnv, SeerVectorEnv
     from .gym_vector import AgentVectorEnv
 
 

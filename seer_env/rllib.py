@@ -121,8 +121,10 @@ import warnings
 from collections.abc import Mapping
 from typing import Any, cast
 
-from .env import EnvSnapshot, _check_intact, _raised_by_seer
 from .errors import ConfigError, SeerError, SnapshotError, StateError
+from .faces import EnvSnapshot
+from .faces.common import _raised_by_seer
+from .faces.snapshot import _check_intact
 from .registry import make
 
 __all__ = ["SeerMultiAgentEnv", "shared_policy", "group_policies", "env_creator",  # noqa: F822

@@ -108,8 +108,10 @@ from typing import Any, cast
 import numpy as np
 
 from ._runtime import alloc_zeros
-from .env import EnvSnapshot, _check_intact, _seed_value
 from .errors import ConfigError, InvalidActionError, SnapshotError, StateError
+from .faces import EnvSnapshot
+from .faces.common import _seed_value
+from .faces.snapshot import _check_intact
 from .model import Model
 from .registry import get as _get_model
 

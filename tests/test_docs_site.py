@@ -237,7 +237,8 @@ def built_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
         pytest.importorskip(module, reason=f"the [docs] extra is not installed (no {module})")
     out = tmp_path_factory.mktemp("site")
     env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
-    run = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q",
+    # no -q: it keeps warnings from being counted, and --strict then passes them
+    run = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict",
                           "-f", str(ROOT / "mkdocs.yml"), "-d", str(out)],
                          capture_output=True, text=True, env=env, timeout=600)
     assert run.returncode == 0, f"mkdocs build --strict failed:\n{run.stdout}\n{run.stderr}"

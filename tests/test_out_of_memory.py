@@ -134,8 +134,8 @@ def _fail_on(monkeypatch: pytest.MonkeyPatch, module: Any, what: str) -> None:
                                   "the final-step truncations", "the pending-instance flags"])
 def test_vector_face_buffer_out_of_memory_closes_the_runtime(
         monkeypatch: pytest.MonkeyPatch, what: str) -> None:
-    from seer_env import env as env_mod
     from seer_env.envs import pcs_v0
+    from seer_env.faces import common as env_mod
 
     live = len(_runtime._live_runtimes)
     _fail_on(monkeypatch, env_mod, what)

@@ -77,6 +77,6 @@ for d in "$root"/envs/*/; do
   fi
 done
 (cd "$site_src" && [ ! -e seer_env ] \
-  && NO_MKDOCS_2_WARNING=1 "$v/mkdocs" build --strict -q -d "$work/site")
+  && NO_MKDOCS_2_WARNING=1 "$v/mkdocs" build --strict -d "$work/site")
 grep -q 'id="seer_env.env.SeerParallelEnv"' "$work/site/api/envs/index.html"
 echo "wheel smoke test: all passed"

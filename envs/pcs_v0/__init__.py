@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from ...env import SeerParallelEnv, SeerVectorEnv
+from ...faces import SeerParallelEnv, SeerVectorEnv
 from ...sdk import declare
 
 #: Observation elements (``README.md`` has the formulas); the last two only
