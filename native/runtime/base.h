@@ -37,7 +37,7 @@
  * lifecycle functions (init/free of a structure no other thread can reach
  * yet or any more), and the rest, which runs on the host thread between
  * calls -- except the phase operations (phases.c) and the event loop
- * (serial.c), which run on the thread of the worker they are given, on the
+ * (loop.c), which run on the thread of the worker they are given, on the
  * items (partition, agent, entity, instance) that thread holds for the
  * current phase.
  */
@@ -70,7 +70,7 @@ static inline uint64_t seer_time_bits(seer_time t)
 }
 
 /* One step of splitmix64: the seeding of the entity streams (rng.c) and the
- * visiting orders of SEER_CHECK_SHUFFLE (parallel.c). */
+ * visiting orders of SEER_CHECK_SHUFFLE (pool.c). */
 static inline uint64_t seer_splitmix64_next(uint64_t *x)
 {
     uint64_t z = (*x += 0x9E3779B97F4A7C15ull);

@@ -28,7 +28,7 @@
  * _build.py).  Outside a checked handler they forward to the real function
  * at the cost of one thread-local load; inside one they record the call.
  *
- * SEER_CHECK_SHUFFLE (parallel executor) is implemented in parallel.c.
+ * SEER_CHECK_SHUFFLE (parallel executor) is implemented in pool.c.
  *
  * Progress: before and after every checked call the host notes what it
  * runs (handler, instance, entity, event type, time) in a progress record,

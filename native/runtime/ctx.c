@@ -17,8 +17,6 @@
 #include "errors.h"
 #include "event.h"
 #include "events.h"
-#include "optimistic.h"
-#include "parallel.h"
 #include "runtime.h"
 #include "squeue.h"
 
@@ -212,16 +210,16 @@ int seer_schedule(seer_ctx *c, uint32_t target, seer_time t, uint32_t type,
         ev->flags = 0;
         rc = seer_squeue_push_owner(&c->inst->queue, ev);
     } else if (c->spec) {
-        /* Optimistic speculation: delivered when the handler returns
-         * (optimistic.c); the epoch marks it as this speculation's. */
-        ev->flags = rt->opt.epoch << SEER_EV_EPOCH_SHIFT;
-        return seer_opt_schedule_local(c, ev);
+        /* Optimistic speculation: delivered when the handler returns, by
+         * the executor that installed the hook (optimistic.c:
+         * seer_opt_schedule_local, which marks it with its epoch). */
+        return rt->opt.schedule_local(c, ev);
     } else {
         ev->flags = 0;
         /* Parallel: the scheduling thread owns the source's partition for
          * the whole phase.  Same partition: straight into its queue; other
          * partitions: this thread's outbox, merged by the target
-         * partition's visitor in the next phase (parallel.c). */
+         * partition's visitor in the next phase (pool.c). */
         const uint32_t pt = rt->part.of[target];
         if (pt == rt->part.of[c->self]) {
             rc = seer_squeue_push_owner(&c->inst->parts[pt], ev);

@@ -27,7 +27,7 @@
  * another entity, seer_schedule detects it and the instance's speculation
  * is abandoned: after the phase,
  * every entity goes back to the step's start and the step runs serially
- * (seer_opt_serial_step).  So do handler errors during speculation (a
+ * (seer_step_serially, serial.c).  So do handler errors during speculation (a
  * speculative handling may see inputs the serial run never gives it: the
  * serial rerun reports the error, with the serial executor's message, if
  * it is real), an instance past its event budget, and logs past their
@@ -74,10 +74,12 @@
  * slot is active and no message in flight, and none can appear again.
  *
  * The building blocks are apart: the rings (spsc_ring.h), the arenas
- * (arena.h), the growable lists (vec.h); the structures (optimistic.h);
- * sizing and freeing them on the host (optimistic_sizing.c).
+ * (arena.h), the growable lists (vec.h); the structures (optimistic_state.h);
+ * sizing and freeing them on the host (optimistic_sizing.c); the phases'
+ * ends, the undo of an abandoned instance and the phase machine's table
+ * (optimistic_phases.c).
  *
- * Threads: seer_opt_prepare (optimistic_sizing.c) and seer_opt_serial_step
+ * Threads: seer_opt_prepare (optimistic_sizing.c) and seer_opt_take_abandoned
  * run on the host between calls; seer_opt_open_completer and seer_opt_finish_completer on
  * the thread completing the phase before and the speculation phase itself;
  * seer_opt_run_slot and everything under it on the worker holding the slot;
@@ -96,8 +98,7 @@
 #include "events.h"
 #include "optimistic.h"
 #include "optimistic_state.h"
-#include "parallel.h"
-#include "partition.h"
+#include "pool.h"
 #include "process.h"
 #include "runtime.h"
 #include "spsc_ring.h"
@@ -118,19 +119,6 @@ static inline int ev_before(seer_time t, uint64_t k, const seer_event *b)
 static inline int before_tk(const seer_event *a, seer_time t, uint64_t k)
 {
     return a->time < t || (a->time == t && a->key < k);
-}
-
-/* Is ev one of the current speculation's events? */
-static inline int ev_spec(const seer_runtime *rt, const seer_event *ev)
-{
-    return (ev->flags >> SEER_EV_EPOCH_SHIFT) == rt->opt.epoch;
-}
-
-static inline int inst_abandoned(seer_inst *in)
-{
-    /* relaxed: a hint that saves work; an instance any slot abandoned is
-     * undone whole after the phase, whose completion orders it */
-    return atomic_load_explicit(&in->opt_abandon, memory_order_relaxed) != 0;
 }
 
 static void abandon(seer_inst *in)
@@ -545,6 +533,7 @@ int seer_opt_schedule_local(seer_ctx *c, seer_event *ev)
 {
     seer_worker *w = c->w;
     seer_opt_worker *o = w->opt;
+    ev->flags = c->rt->opt.epoch << SEER_EV_EPOCH_SHIFT; /* this speculation's */
     if (__builtin_expect(ev->time == c->now && ev->key < c->cur_key, 0)) {
         /* non-monotone: the serial executor handles it next, before the
          * events of (now, key) above it.  For this entity itself that is
@@ -674,15 +663,6 @@ static void commit_rec(void *arg, void *rec)
     r->ev = NULL;
 }
 
-static int keep_uncancelled(void *arg, seer_event *ev)
-{
-    if (ev->flags & SEER_EV_CANCEL) {
-        seer_event_free_local(arg, ev);
-        return 0;
-    }
-    return 1;
-}
-
 /* The phase is over: this slot's handlings are final.  Free their events,
  * forget the logs, and note each instance's earliest pending time here
  * (w->local_min: the completer opens the next phase from it).  Cancelled
@@ -795,7 +775,7 @@ static void drop_msg(void *arg, void *elem)
         seer_event_free_local(arg, m->ev);
 }
 
-static void drop_everything_completer(seer_runtime *rt, seer_worker *w)
+void seer_opt_drop_everything_completer(seer_runtime *rt, seer_worker *w)
 {
     struct seer_opt_shared *sh = rt->opt.shared;
     for (uint32_t s = 0; s < sh->slots * sh->slots; s++) {
@@ -827,284 +807,4 @@ static void drop_everything_completer(seer_runtime *rt, seer_worker *w)
         memset(in->opt_log, 0, rt->sz.num_entities * sizeof *in->opt_log);
     }
     memset(sh->ncancelled, 0, (size_t)sh->B * sh->nparts * sizeof *sh->ncancelled);
-}
-
-/* ---- phases: where each one ends ------------------------------------------------ */
-
-/* The horizon of instance `in`'s next phase, its earliest pending time
- * being t: t + the instance's phase width, at most the boundary.  Any
- * horizon gives the serial executor's handlings -- every event below it
- * is handled before any at or above it, as in the serial order, and the
- * handlers never see it -- so the width only trades the phases' fixed cost
- * against the log's size. */
-/* Instance `in`'s phase width (before its first phase: D / OPT_FIRST_PHASES). */
-static double phase_width(const seer_runtime *rt, const seer_inst *in)
-{
-    return in->opt_width > 0.0 ? in->opt_width : rt->sz.step_duration / OPT_FIRST_PHASES;
-}
-
-static void set_horizon_completer(const seer_runtime *rt, seer_inst *in, seer_time t)
-{
-    const seer_time end = t + phase_width(rt, in);
-    in->spec_from = t;
-    in->spec_end = end > t && end < in->boundary ? end : in->boundary;
-}
-
-/* After a phase that handled `events` of instance `in` between its start
- * and its horizon: the width that would have handled rt->opt.phase_events
- * per slot at the same rate, changed by at most a factor OPT_WIDTH_STEP. */
-static void adapt_width_completer(const seer_runtime *rt, seer_inst *in, uint64_t events)
-{
-    const double D = rt->sz.step_duration;
-    const double was = phase_width(rt, in);
-    const double target = (double)rt->opt.phase_events * seer_opt_slots(rt);
-    double width = was * OPT_WIDTH_STEP;
-    if (events)
-        width = (in->spec_end - in->spec_from) * target / (double)events;
-    if (width > was * OPT_WIDTH_STEP)
-        width = was * OPT_WIDTH_STEP;
-    if (width < was / OPT_WIDTH_STEP)
-        width = was / OPT_WIDTH_STEP;
-    if (width > D * OPT_WIDTH_STEP)
-        width = D * OPT_WIDTH_STEP;
-    if (width < D * OPT_WIDTH_MIN)
-        width = D * OPT_WIDTH_MIN;
-    in->opt_width = width;
-}
-
-/* Instance i's handlings kept in the phase that ended, summed over the
- * workers' counts (reset for the next phase). */
-static uint64_t take_events_completer(seer_runtime *rt, uint32_t i)
-{
-    uint64_t events = 0;
-    for (uint32_t t = 0; t < rt->pool.nthreads; t++) {
-        seer_opt_worker *o = rt->pool.workers[t].opt;
-        if (o) {
-            events += (uint64_t)o->net[i];
-            o->net[i] = 0;
-            o->gross[i] = 0;
-        }
-    }
-    return events;
-}
-
-/* Each selected instance's earliest pending time, as the workers noted it
- * (their local minima, reset for the next phase). */
-static seer_time reduce_min_completer(seer_runtime *rt, uint32_t i)
-{
-    seer_time t = __builtin_inf();
-    for (uint32_t p = 0; p < rt->pool.nthreads; p++) {
-        double *m = &rt->pool.workers[p].local_min[i];
-        if (*m < t)
-            t = *m;
-        *m = __builtin_inf();
-    }
-    return t;
-}
-
-/* A new epoch for the next phase's events; after 2^30 of them, every
- * pending event's epoch is cleared first (no worker runs: the completer
- * owns every queue). */
-static int clear_epoch(void *arg, seer_event *ev)
-{
-    (void)arg;
-    ev->flags &= (1u << SEER_EV_EPOCH_SHIFT) - 1u;
-    return 1;
-}
-
-void seer_opt_next_epoch_quiescent(seer_runtime *rt)
-{
-    if (rt->opt.epoch == OPT_EPOCH_MAX) {
-        for (uint32_t i = 0; i < rt->B; i++)
-            for (uint32_t p = 0; p < rt->part.n && rt->inst[i].parts; p++)
-                seer_squeue_filter_owner(&rt->inst[i].parts[p], clear_epoch, NULL);
-        rt->opt.epoch = 0;
-    }
-    rt->opt.epoch++;
-}
-
-void seer_opt_begin_completer(seer_runtime *rt)
-{
-    rt->opt.phase = 0;
-    seer_time first = __builtin_inf();
-    for (uint32_t k = 0; k < rt->call.nsel; k++) {
-        const uint32_t i = rt->call.sel[k];
-        seer_inst *in = &rt->inst[i];
-        in->opt_done = 0;
-        const seer_time t = reduce_min_completer(rt, i);
-        set_horizon_completer(rt, in, t);
-        if (t < first)
-            first = t;
-    }
-    rt->call.window_t = first;
-}
-
-/* ---- an abandoned speculation: undone after its phase ------------------------------ */
-
-static int keep_unspeculated(void *arg, seer_event *ev)
-{
-    seer_worker *w = arg;
-    /* this phase's events, and the cancelled ones of earlier phases */
-    if (ev_spec(w->rt, ev) || (ev->flags & SEER_EV_CANCEL)) {
-        seer_event_free_local(w, ev);
-        return 0;
-    }
-    return 1;
-}
-
-/* Instance i's speculation in the phase that just ended is undone: the
- * events it scheduled go, the events it handled are pending again, every
- * entity is as when the phase opened (the phases before it are committed).
- * The completer (worker w: the events go to its free list), between
- * phases.  Out of memory re-queueing an event fails the call. */
-static void undo_completer(seer_runtime *rt, seer_worker *w, uint32_t i)
-{
-    seer_inst *in = &rt->inst[i];
-    for (uint32_t p = 0; p < rt->part.n; p++) {
-        seer_squeue_filter_owner(&in->parts[p], keep_unspeculated, w);
-        rt->opt.shared->ncancelled[(size_t)i * rt->part.n + p] = 0;
-    }
-    for (uint32_t e = 0; e < rt->sz.num_entities; e++) {
-        seer_opt_rec *r = in->opt_log[e], *oldest = NULL;
-        for (; r; oldest = r, r = r->prev) {
-            seer_event *ev = r->ev;
-            r->ev = NULL;
-            if (ev_spec(rt, ev)) {
-                seer_event_free_local(w, ev);
-                continue;
-            }
-            ev->flags &= ~(uint32_t)(SEER_EV_HANDLED | SEER_EV_CANCEL);
-            if (seer_squeue_push_owner(&in->parts[rt->part.of[e]], ev) != SEER_OK) {
-                seer_event_free_local(w, ev);
-                if (!w->err)
-                    seer_worker_error_local(w, SEER_E_NOMEM,
-                                            "out of memory undoing instance %u's speculation",
-                                            i);
-            }
-        }
-        if (oldest) {
-            memcpy(seer_inst_state(rt, in, e), oldest->state, rt->sz.entity_size);
-            in->recs[e] = oldest->rec;
-        }
-        in->opt_log[e] = NULL;
-    }
-    if (w->err)
-        seer_propagate_error_local(w);
-}
-
-/* The step's events are done: the cancelled events still pending (at or
- * past the boundary) go (into w's free list). */
-static void drop_cancelled_completer(seer_runtime *rt, seer_worker *w)
-{
-    uint32_t *nc = rt->opt.shared->ncancelled;
-    for (uint32_t k = 0; k < rt->call.nsel; k++) {
-        const uint32_t i = rt->call.sel[k];
-        for (uint32_t p = 0; p < rt->part.n; p++)
-            if (nc[(size_t)i * rt->part.n + p]) {
-                seer_squeue_filter_owner(&rt->inst[i].parts[p], keep_uncancelled, w);
-                nc[(size_t)i * rt->part.n + p] = 0;
-            }
-    }
-}
-
-int seer_opt_finish_completer(seer_runtime *rt, seer_worker *w, int was_aborted)
-{
-    struct seer_opt_shared *sh = rt->opt.shared;
-    uint64_t peak = 0;
-    for (uint32_t t = 0; t < rt->pool.nthreads; t++) {
-        seer_opt_worker *o = rt->pool.workers[t].opt;
-        if (!o)
-            continue;
-        rt->opt.rollbacks += o->rollbacks;
-        rt->opt.rolled_back += o->undone;
-        rt->opt.anti += o->anti;
-        o->rollbacks = o->undone = o->anti = 0;
-        peak += o->recs.used + o->sends.used;
-    }
-    if (peak > rt->opt.log_peak)
-        rt->opt.log_peak = peak;
-    /* the abandoned instances are undone now: the next phase reuses the
-     * arenas their logs are in */
-    for (uint32_t k = 0; k < rt->call.nsel && !was_aborted && !seer_aborted_any(rt); k++)
-        if (inst_abandoned(&rt->inst[rt->call.sel[k]]))
-            undo_completer(rt, w, rt->call.sel[k]);
-    if (was_aborted || seer_aborted_any(rt)) {
-        /* every selected instance fails: free what speculation holds */
-        drop_everything_completer(rt, w);
-        rt->opt.abandoned = 0;
-        return 0;
-    }
-    /* the abandoned instances to the end of the selection, before those of
-     * earlier phases: the other phases and the boundary phases run the
-     * others; the host steps them serially afterwards */
-    uint32_t n = 0, nab = 0;
-    for (uint32_t k = 0; k < rt->call.nsel; k++) {
-        const uint32_t i = rt->call.sel[k];
-        if (inst_abandoned(&rt->inst[i]))
-            sh->scratch[nab++] = i;
-        else
-            rt->call.sel[n++] = i;
-    }
-    memcpy(rt->call.sel + n, sh->scratch, nab * sizeof *rt->call.sel);
-    rt->call.nsel = n;
-    rt->opt.abandoned += nab;
-    /* the phase's handlings are committed; the next phase's horizons */
-    int more = 0;
-    seer_time first = __builtin_inf();
-    for (uint32_t k = 0; k < n; k++) {
-        const uint32_t i = rt->call.sel[k];
-        seer_inst *in = &rt->inst[i];
-        const uint64_t events = take_events_completer(rt, i);
-        in->opt_done += events;
-        if (in->spec_end < in->boundary || events)
-            adapt_width_completer(rt, in, events);
-        const seer_time t = reduce_min_completer(rt, i);
-        if (t < in->boundary) {
-            set_horizon_completer(rt, in, t);
-            more = 1;
-            if (t < first)
-                first = t;
-        }
-    }
-    /* the abandoned instances' counts and minima go too (undone) */
-    for (uint32_t k = n; k < n + nab; k++) {
-        (void)take_events_completer(rt, rt->call.sel[k]);
-        (void)reduce_min_completer(rt, rt->call.sel[k]);
-    }
-    if (!more) {
-        drop_cancelled_completer(rt, w);
-        return 0;
-    }
-    rt->opt.phase++;
-    rt->call.window_t = first;
-    seer_opt_next_epoch_quiescent(rt);
-    return 1;
-}
-
-int seer_opt_serial_step(seer_runtime *rt, uint32_t i)
-{
-    seer_inst *in = &rt->inst[i];
-    /* relaxed: the host, between the phases that read it */
-    atomic_store_explicit(&in->opt_abandon, 0, memory_order_relaxed);
-    rt->opt.serial_steps++;
-    /* undone after its phase (undo_completer): the rest of the step, from
-     * the last committed phase on */
-    return seer_step_serially(rt, i, 0, in->opt_done);
-}
-
-void seer_opt_drop(seer_runtime *rt, uint32_t i)
-{
-    seer_inst *in = &rt->inst[i];
-    seer_worker *w = &rt->pool.workers[0];
-    /* an event is in a queue (freed with the failed instance's queues) or
-     * held by exactly one record of a log: the handled ones */
-    for (uint32_t e = 0; e < rt->sz.num_entities; e++) {
-        for (seer_opt_rec *r = in->opt_log[e]; r; r = r->prev) {
-            seer_event_free_local(w, r->ev);
-            r->ev = NULL;
-        }
-        in->opt_log[e] = NULL;
-    }
-    /* relaxed: the host, between the phases that read it */
-    atomic_store_explicit(&in->opt_abandon, 0, memory_order_relaxed);
 }

@@ -1,6 +1,7 @@
 /*
  * optimistic.h -- what the optimistic executor (optimistic.c,
- * optimistic_sizing.c) exports to the rest of the runtime (private).  Its
+ * optimistic_phases.c, optimistic_sizing.c) exports to the rest of the
+ * runtime (private).  Its
  * structures are optimistic_state.h.
  */
 #ifndef SEER_OPTIMISTIC_H
@@ -46,9 +47,11 @@ void seer_opt_run_slot(seer_worker *w, seer_ctx *c, uint32_t slot, uint32_t bank
  * events are done.  After an abort, every message and log is dropped
  * (their events freed into w's own free list) and it returns 0. */
 int seer_opt_finish_completer(seer_runtime *rt, seer_worker *w, int aborted);
-/* Host, after the call: the rest of abandoned instance i's step, serially
- * (from the end of its last committed phase). */
-int seer_opt_serial_step(seer_runtime *rt, uint32_t i);
+/* Host, after the call: abandoned instance i taken back from the
+ * speculation (counted in the statistics); returns the events its committed
+ * phases handled, for the serial rest of its step (seer_step_serially, from
+ * the end of its last committed phase). */
+uint64_t seer_opt_take_abandoned(seer_runtime *rt, uint32_t i);
 /* Host, after a failed call: instance i's abandoned speculation, not rerun,
  * is dropped (the events its logs hold freed, the logs forgotten); the
  * instance fails with the call, release_failed frees its queues. */
@@ -57,6 +60,10 @@ void seer_opt_drop(seer_runtime *rt, uint32_t i);
  * after the handler returns.  Always SEER_OK: what goes wrong abandons the
  * speculation. */
 int seer_opt_schedule_local(seer_ctx *c, seer_event *ev);
+/* Host: a speculative step on the pool's phase machine (pool.c), with the
+ * speculation phases as its events phases; after seer_opt_prepare.  The
+ * instances abandoned are the last rt->opt.abandoned of the selection. */
+int seer_opt_run(seer_runtime *rt);
 /* Free the workers' optimistic state and the mailboxes, and forget the logs
  * (the pool stops: they are made again for the next speculative step). */
 void seer_opt_release(seer_runtime *rt);

@@ -140,6 +140,10 @@ static seer_opt_worker *make_worker_opt(const seer_runtime *rt, uint32_t slots)
 
 int seer_opt_prepare(seer_runtime *rt)
 {
+    /* the hooks through which the core reaches this executor: seer_schedule
+     * during speculation (ctx.c), the pool's stop (pool.c) */
+    rt->opt.schedule_local = seer_opt_schedule_local;
+    rt->pool.release_exec = seer_opt_release;
     /* relaxed: the host is the only writer */
     const uint32_t active = atomic_load_explicit(&rt->pool.active, memory_order_relaxed);
     const uint32_t slots = active < rt->part.n ? active : rt->part.n;
@@ -157,7 +161,7 @@ int seer_opt_prepare(seer_runtime *rt)
             if (!rt->inst[i].opt_log)
                 goto nomem;
         }
-    /* every thread of the pool: a parked one may take a slot late (parallel.c) */
+    /* every thread of the pool: a parked one may take a slot late (pool.c) */
     const size_t cap = rt->opt.log_limit / slots;
     size_t chunk = cap / 8;
     chunk = chunk > OPT_CHUNK_MAX ? OPT_CHUNK_MAX : chunk < OPT_CHUNK_MIN ? OPT_CHUNK_MIN : chunk;

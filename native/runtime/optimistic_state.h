@@ -112,4 +112,23 @@ struct seer_opt_shared {
     size_t rec_stride;  /* bytes of one log record                      */
 };
 
+/* ---- shared by optimistic.c and optimistic_phases.c --------------------------- */
+
+/* Is ev one of the current speculation's events? */
+static inline int ev_spec(const seer_runtime *rt, const seer_event *ev)
+{
+    return (ev->flags >> SEER_EV_EPOCH_SHIFT) == rt->opt.epoch;
+}
+
+static inline int inst_abandoned(seer_inst *in)
+{
+    /* relaxed: a hint that saves work; an instance any slot abandoned is
+     * undone whole after the phase, whose completion orders it */
+    return atomic_load_explicit(&in->opt_abandon, memory_order_relaxed) != 0;
+}
+
+/* The completer (worker w), after an abort: every message and log dropped,
+ * their events freed into w's own free list (optimistic.c). */
+void seer_opt_drop_everything_completer(seer_runtime *rt, seer_worker *w);
+
 #endif /* SEER_OPTIMISTIC_STATE_H */

@@ -1,6 +1,6 @@
 /*
- * partition.h -- partitions, executor switches, pool size (partition.c;
- * private).
+ * partition.h -- partitions, moving pending events between the executors'
+ * queues, the threads that take part in calls (partition.c; private).
  */
 #ifndef SEER_PARTITION_H
 #define SEER_PARTITION_H
@@ -9,7 +9,7 @@
 
 #include "runtime.h"
 
-/* ---- partition.c: partitions, executor switches, pool size ----------------- */
+/* ---- partition.c: partitions, migration, active threads ------------------- */
 
 /* The pool size that takes part in calls: `threads`, capped at the usable
  * CPUs unless flags has SEER_RT_OVERSUBSCRIBE. */
@@ -21,11 +21,16 @@ uint32_t seer_active_threads(uint32_t flags, uint32_t threads);
 int seer_set_partitions(seer_runtime *rt, uint32_t threads);
 /* Free an instance's partition queues (rt->part.n of them) and the array. */
 void seer_free_part_queues(const seer_runtime *rt, seer_squeue *parts);
-/* Instance i's step on the serial executor, its events moved to the serial
- * queue and back: the serial fallback of a parallel step (act = 1: the
- * whole step), or the rest of an optimistic step whose speculation was
- * abandoned (act = 0: its act phase ran, and `done` events of the step were
- * handled and committed before: they count towards the step's budget). */
-int seer_step_serially(seer_runtime *rt, uint32_t i, int act, uint64_t done);
+/* Migration counts per destination queue (the scratch of
+ * seer_migrate_instance: SEER_MIG_NB per queue). */
+#define SEER_MIG_NB SEER_SQ_COUNTS
+/* Move instance `in`'s pending events to executor `to`'s queues (the serial
+ * queue, or the partition queues), reserving first with `counts` (scratch
+ * of SEER_MIG_NB per destination queue): on failure (SEER_E_NOMEM) nothing
+ * moved.  Host, between calls. */
+int seer_migrate_instance(seer_runtime *rt, seer_inst *in, int to, uint64_t *counts);
+/* Move every instance's events to `executor`'s queues; on failure those
+ * moved go back (*lost: an instance could not, and needs a reset). */
+int seer_migrate_all(seer_runtime *rt, int executor, int *lost);
 
 #endif /* SEER_PARTITION_H */

@@ -4,7 +4,7 @@
  * instance's boundary hook, an agent's observe, an entity's publish, and
  * the end of an instance's boundary.  The serial executor runs them in order
  * on the host thread (serial.c); the parallel executor's workers run them
- * on the items of the phases they claim (parallel.c).  Each runs on the
+ * on the items of the phases they claim (pool.c).  Each runs on the
  * thread of the worker it is given, which holds the item for the phase, and
  * records the first error in that worker's slot.
  */
@@ -304,4 +304,28 @@ void seer_finish_instance(seer_runtime *rt, uint32_t inst)
     if (!in->resetting)
         in->step++;
     in->resetting = 0;
+}
+
+/* ---- the host buffers' layout ---------------------------------------------- */
+
+/* Host buffer `which`: values per agent and bytes per value -- the one
+ * layout seer_buffer_bytes (what is allocated), the phases that write the
+ * rows and the estimate (create.c) share. */
+void seer_buffer_layout(const seer_sizes *sz, int which, size_t *values, size_t *bytes)
+{
+    switch (which) {
+    case SEER_BUF_ACTIONS: *values = sz->action_dim, *bytes = 4; return; /* int32 / float32 */
+    case SEER_BUF_OBS: *values = sz->obs_dim, *bytes = sizeof(float); return;
+    case SEER_BUF_REWARD: *values = 1, *bytes = sizeof(float); return;
+    case SEER_BUF_INFO: *values = sz->info_dim, *bytes = sizeof(double); return;
+    case SEER_BUF_MASK: *values = sz->mask_dim, *bytes = 1; return;
+    default: *values = 1, *bytes = 1; return; /* the uint8 flags */
+    }
+}
+
+size_t seer_buffer_bytes(const seer_sizes *sz, uint32_t B, int which)
+{
+    size_t values, bytes;
+    seer_buffer_layout(sz, which, &values, &bytes);
+    return (size_t)B * sz->num_agents * values * bytes;
 }

@@ -27,4 +27,8 @@ void seer_publish_entity(seer_worker *w, uint32_t inst, uint32_t e);
  * (serial, whole-instance mode) or the completer of the last one. */
 void seer_finish_instance(seer_runtime *rt, uint32_t inst);
 
+/* Host buffer `which` (SEER_BUF_*): values per agent and bytes per value
+ * (seer_buffer_bytes, seer_runtime.h, is the bytes of B instances). */
+void seer_buffer_layout(const seer_sizes *sz, int which, size_t *values, size_t *bytes);
+
 #endif /* SEER_PHASES_H */

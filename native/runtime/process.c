@@ -7,7 +7,7 @@
  * the fork stays held.  A process-wide generation, bumped in the child by a
  * pthread_atfork handler, tells a runtime that it now lives in a child; its
  * next call re-creates its locks and worker pool there (seer_pool_after_fork
- * in parallel.c), so the child can use it, close it or exit.
+ * in pool.c), so the child can use it, close it or exit.
  *
  * Ctrl-C.  While a step runs in C the Python interpreter cannot act on
  * SIGINT.  The runtime chains a handler in front of the one installed (the

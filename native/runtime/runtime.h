@@ -50,7 +50,7 @@ typedef struct seer_inst {
     unsigned char *idata;
     seer_entity_rec *recs;
     seer_squeue *parts; /* parallel executor: one queue per partition
-                           (line-aligned; see parallel.c) */
+                           (line-aligned; see pool.c) */
     /* optimistic executor: each entity's log of the events it handled in
      * the current step, newest first ([num_entities]; written only by the
      * worker holding the entity's partition; NULL between calls) */
@@ -200,7 +200,7 @@ typedef struct seer_rt_reserve {
     uint64_t pool_events;
 } seer_rt_reserve;
 
-/* The worker pool (parallel.c). */
+/* The worker pool (pool.c). */
 typedef struct seer_rt_pool {
     uint32_t nthreads;        /* workers created, the caller included             */
     _Atomic uint32_t active;  /* workers that take part in calls (<= nthreads);
@@ -214,6 +214,9 @@ typedef struct seer_rt_pool {
     seer_phases ph;    /* the executive list: phases of the current call
                           (its ticket and counter on lines of their own) */
     uint32_t call_tag; /* tag of the current call's phases (low bits of job_gen) */
+    /* Frees an executor's per-worker state when the pool stops (installed
+     * by the optimistic executor, seer_opt_prepare; NULL: none). */
+    void (*release_exec)(struct seer_runtime *rt);
 } seer_rt_pool;
 
 /* The current call (written by the host before it, by the completer between
@@ -227,6 +230,8 @@ typedef struct seer_rt_call {
                             phase's, the other parity, are merged) */
     seer_time window_t; /* earliest window start of the running instances */
     _Atomic int abort_code;
+    /* the executor's events phases of this call (pool.h; NULL: a reset) */
+    const struct seer_events_phases *events;
 } seer_rt_call;
 
 /* Statistics since creation. */
@@ -253,7 +258,9 @@ typedef struct seer_rt_opt {
     uint64_t phase_events;       /* events per slot a phase aims at
                                     (SEER_OPT_PHASE_EVENTS; SEER_PHASE_EVENTS) */
     uint32_t epoch;              /* the current speculation's epoch (flags)    */
-    int spec;                    /* this call speculates (else: windows)       */
+    /* seer_schedule during speculation (seer_opt_schedule_local, installed
+     * by seer_opt_prepare: ctx.c calls the executor through it) */
+    int (*schedule_local)(seer_ctx *c, seer_event *ev);
     uint32_t abandoned;          /* this call: instances whose speculation was
                                     abandoned, moved to the end of call.sel    */
     uint32_t phase;              /* this call: the speculation phase running
@@ -315,6 +322,17 @@ struct seer_runtime {
 static inline int seer_uses_parts(int executor)
 {
     return executor == SEER_EXECUTOR_PARALLEL || executor == SEER_EXECUTOR_OPTIMISTIC;
+}
+
+/* ---- window minima (the parallel executor's windows) ----------------------- */
+
+/* Note that w saw time t pending for instance `inst` (its partition's
+ * earliest time, or a cross-partition event it sent): the completer reduces
+ * the workers' minima into the next window (parallel.c). */
+static inline void seer_note_window_min_local(seer_worker *w, uint32_t inst, double t)
+{
+    if (t < w->local_min[inst])
+        w->local_min[inst] = t;
 }
 
 /* ---- runtime.c ------------------------------------------------------------- */

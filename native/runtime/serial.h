@@ -1,5 +1,5 @@
 /*
- * serial.h -- the event loop and the serial executor (serial.c; private).
+ * serial.h -- the serial executor (serial.c; private).
  */
 #ifndef SEER_SERIAL_H
 #define SEER_SERIAL_H
@@ -8,21 +8,8 @@
 
 #include "runtime.h"
 
-/* ---- serial.c: the event loop and the serial executor ---------------------- */
+/* ---- serial.c: the serial executor ------------------------------------------ */
 
-/* Handle q's events with time < bnd in (time, key) order (the event loop of
- * both executors), on w's thread, which owns q; stops at the first error
- * (w->err).  Returns the events handled. */
-uint64_t seer_run_queue(seer_worker *w, seer_ctx *c, uint32_t inst, seer_squeue *q,
-                        seer_time bnd);
-/* A whole step of one instance on w's thread: its agents act, the events
- * before its boundary are handled (q holds all of them), then its boundary
- * phases.  The serial executor's step, and an item of the parallel
- * executor's whole-instance mode.  `spans`: record the act and boundary
- * trace spans (the parallel executor records one span around the item).
- * Stops at the first error (w->err); returns the events handled. */
-uint64_t seer_step_instance(seer_worker *w, seer_ctx *c, uint32_t inst, seer_squeue *q,
-                            int spans);
 /* The rest of a step of instance i on the serial executor whose act phase
  * already ran: its events (in in->queue) and its boundary phases; `done`
  * events of the step ran before (they count towards its budget). */
@@ -33,5 +20,11 @@ int seer_serial_step_events(seer_runtime *rt, uint32_t i, uint64_t done);
 int seer_serial_run(seer_runtime *rt, int job);
 /* One step of instance i on the serial executor (its events in in->queue). */
 int seer_serial_step(seer_runtime *rt, uint32_t i);
+/* Instance i's step on the serial executor, its events moved to the serial
+ * queue and back: the serial fallback of a parallel step (act = 1: the
+ * whole step), or the rest of an optimistic step whose speculation was
+ * abandoned (act = 0: its act phase ran, and `done` events of the step were
+ * handled and committed before: they count towards the step's budget). */
+int seer_step_serially(seer_runtime *rt, uint32_t i, int act, uint64_t done);
 
 #endif /* SEER_SERIAL_H */

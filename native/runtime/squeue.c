@@ -59,8 +59,8 @@
  * queue: the host for the serial executor's queues and for every queue
  * between calls (partition.c moves events between queues); during a
  * parallel call, the worker that claimed the partition for the phase.  The
- * event loop pops (serial.c), seer_schedule pushes (ctx.c), the parallel
- * executor merges outboxes in (parallel.c).
+ * event loop pops (loop.c), seer_schedule pushes (ctx.c), the parallel
+ * executor merges outboxes in (pool.c).
  */
 #include <stdlib.h>
 #include <string.h>

@@ -13,7 +13,7 @@
  * Correctness argument, in one place:
  *  - Events cross threads only through the phase transitions: a thread
  *    appends an event for another partition to its own outbox during one
- *    phase, and the partition's visitor merges it in the next (parallel.c),
+ *    phase, and the partition's visitor merges it in the next (pool.c),
  *    so the point below covers them.
  *  - Everything a thread wrote while handling its chunks of a phase is
  *    visible to the thread that completes the phase: completions are acq_rel
@@ -24,7 +24,7 @@
  *    never taken from a phase other than the one the claimer read.
  *
  * Included by runtime.h (the pool holds the executive list); the parallel
- * executor (parallel.c) and tests/native/stress_phases.c use it.  Names say
+ * executor (pool.c) and tests/native/stress_phases.c use it.  Names say
  * who may call (base.h):
  * _any for every thread, _completer for the thread that completed a phase.
  */

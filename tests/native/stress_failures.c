@@ -213,7 +213,7 @@ static const scenario scenarios[] = {
      {{OP_RESET, 0}, {OP_STEP, 0}, {OP_STEP, 0}, {OP_THREADS, 3}, {OP_STEP, 0}, {OP_SERIAL, 1},
       {OP_STEP, 0}, {OP_END, 0}},
      B, 0, 0},
-    /* Steps that run serially inside a parallel call (seer_step_serially, partition.c). */
+    /* Steps that run serially inside a parallel call (seer_step_serially, serial.c). */
     {"fallback", CFG_FALLBACK, SEER_EXECUTOR_PARALLEL, 2,
      {{OP_RESET, 0}, {OP_STEP, 0}, {OP_STEP, 0}, {OP_END, 0}}, B, 0, 0},
     /* Optimistic, B = 1 split over 2 then 3 threads (speculation: L far

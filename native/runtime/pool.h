@@ -1,0 +1,117 @@
+/*
+ * pool.h -- the worker pool and its phase machine (pool.c; private): the
+ * phase kinds, the table through which an executor hands the machine its
+ * events phases, the call's abort code.
+ */
+#ifndef SEER_POOL_H
+#define SEER_POOL_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "runtime.h"
+
+/* ---- phase kinds ----------------------------------------------------------- */
+
+/* The kinds of a call's phases (pool.c runs them; see there). */
+enum {
+    PH_CLEAR = 1,
+    PH_INIT,
+    PH_ACT,
+    PH_EVENTS, /* the executor's: seer_events_phases */
+    PH_FLUSH,
+    PH_BINST,
+    PH_OBSERVE,
+    PH_PUBLISH,
+    PH_INSTANCE,
+    PH_DONE
+};
+
+/* An executor's events phases, between the act phase and the boundary
+ * phases of a step: the parallel executor's windows (parallel.c), the
+ * optimistic executor's speculation phases (optimistic.c).  The phase
+ * machine calls them and nothing else of an executor. */
+typedef struct seer_events_phases {
+    /* The completer (worker w), after the act phase: the next phase's kind
+     * (PH_EVENTS, or PH_FLUSH when no events phase follows). */
+    uint32_t (*after_act_completer)(seer_runtime *rt, seer_worker *w);
+    /* The items of an events phase. */
+    uint32_t (*items)(const seer_runtime *rt);
+    /* Items [b, e) of an events phase, on w's thread; `bank`: the previous
+     * phase's outboxes. */
+    void (*run_local)(seer_worker *w, seer_ctx *c, uint32_t b, uint32_t e, uint32_t bank);
+    /* The completer (worker w), after an events phase: the next phase's
+     * kind (PH_EVENTS for another). */
+    uint32_t (*after_events_completer)(seer_runtime *rt, seer_worker *w);
+} seer_events_phases;
+
+/* The first boundary phase of a step (BINST when the model has a boundary
+ * hook). */
+static inline uint32_t seer_first_boundary_phase(const seer_runtime *rt)
+{
+    return rt->model->boundary ? PH_BINST : PH_OBSERVE;
+}
+
+/* Item x of a partition phase (per = partitions per instance): the index k
+ * of its instance in the selection, and its partition (SEER_CHECK_SHUFFLE:
+ * through the phase's visiting order). */
+static inline void seer_phase_item(const seer_runtime *rt, uint32_t x, uint32_t per,
+                                   uint32_t *k, uint32_t *item)
+{
+    const uint32_t v = rt->call.perm ? rt->call.perm[x] : x;
+    *k = v / per;
+    *item = v % per;
+}
+
+/* ---- the call's abort code (pool.c, the executors) -------------------------- */
+
+/* Make this worker's error, if any, the call's abort code (the first one
+ * wins): the completer then ends the call after the outboxes are flushed,
+ * and a speculation slot that sees it leaves the phase.  w's thread. */
+static inline void seer_propagate_error_local(seer_worker *w)
+{
+    if (w->err) {
+        int expected = 0;
+        /* relaxed: read by the phase completer after the phase completes
+         * (ordered by the acq_rel completion that follows this store in the
+         * same thread), and by every speculation slot as a hint (a slot that
+         * sees it late only works a little longer) */
+        atomic_compare_exchange_strong_explicit(&w->rt->call.abort_code, &expected, w->err,
+                                                memory_order_relaxed,
+                                                memory_order_relaxed);
+    }
+}
+
+/* Has the current call been aborted?  Any thread. */
+static inline int seer_aborted_any(const seer_runtime *rt)
+{
+    /* relaxed: see seer_propagate_error_local */
+    return atomic_load_explicit(&rt->call.abort_code, memory_order_relaxed) != 0;
+}
+
+/* ---- pool.c: the worker pool and its phase machine -------------------------- */
+
+/* Start a pool of `threads` workers (the host is worker 0).  All or nothing. */
+int seer_pool_start(seer_runtime *rt, uint32_t threads);
+/* seer_pool_start after a stop, with `active` (<= threads) of the workers
+ * taking part in calls: the pool's parked workers stay parked. */
+int seer_pool_restart(seer_runtime *rt, uint32_t threads, uint32_t active);
+/* In a child of fork(): forget the parent's workers and start this
+ * process's own (returns SEER_E_NOMEM when that fails). */
+int seer_pool_after_fork(seer_runtime *rt);
+void seer_pool_forget_threads(seer_runtime *rt);
+/* Join the workers and free what the pool holds (their free events go back
+ * to the reserve). */
+void seer_pool_stop(seer_runtime *rt);
+/* Run `job` on the selected instances with the pool (the host takes part as
+ * worker 0), a step's events phases from `events` (NULL for a reset); the
+ * first error is copied to rt->err. */
+int seer_pool_run(seer_runtime *rt, int job, const seer_events_phases *events);
+
+/* Merge the events every thread sent to partition p of instance `inst` in
+ * the previous phase (outbox bank `bank`) into its queue: on the thread
+ * holding p for the phase. */
+void seer_merge_outboxes(seer_worker *w, seer_inst *in, uint32_t inst, uint32_t p,
+                         uint32_t bank);
+
+#endif /* SEER_POOL_H */

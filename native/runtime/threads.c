@@ -1,0 +1,140 @@
+/*
+ * threads.c -- the host API's thread and executor switches: how many
+ * workers take part in calls (seer_runtime_set_threads: parking and
+ * unparking workers, or a new, larger pool and partitions), and which
+ * executor runs them (seer_runtime_set_executor: the pool first, then the
+ * pending events moved to the other executor's queues, partition.c).
+ *
+ * Everything here runs on the host thread between calls, when no worker
+ * touches a queue and every outbox is empty; on failure nothing changed,
+ * or the instances concerned need a reset and say why.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+
+#include "base.h"
+#include "errors.h"
+#include "partition.h"
+#include "pool.h"
+#include "runtime.h"
+#include "sync.h"
+
+/* ---- pool size -------------------------------------------------------------- */
+
+/* Make `threads` workers take part in calls.  Within the created pool this
+ * only parks or unparks workers (no thread is created or joined, nothing
+ * can fail); a larger pool is created anew, with new partitions.  A pool
+ * that cannot grow keeps its size. */
+static int resize_pool(seer_runtime *rt, uint32_t threads)
+{
+    if (threads <= rt->pool.nthreads) {
+        /* relaxed: published to the workers by the next call's release bump
+         * of job_gen; until then a parked worker at most spins a little. */
+        atomic_store_explicit(&rt->pool.active, threads, memory_order_relaxed);
+        return SEER_OK;
+    }
+    const uint32_t old = rt->pool.nthreads;
+    /* relaxed: the host is the only writer. */
+    const uint32_t old_active = atomic_load_explicit(&rt->pool.active, memory_order_relaxed);
+    seer_pool_stop(rt);
+    int rc = seer_set_partitions(rt, threads);
+    if (rc == SEER_OK) {
+        if (seer_pool_start(rt, threads) == SEER_OK)
+            return SEER_OK;
+        rc = SEER_E_NOMEM;
+        seer_fail(rt, "could not start %u threads (out of memory or threads); the pool keeps "
+                      "its %u",
+                  threads, old_active);
+    }
+    /* Back to the old pool, its parked workers parked (its memory was just
+     * freed, so this fails only if memory ran out meanwhile: then the
+     * runtime cannot run). */
+    if (seer_pool_restart(rt, old, old_active) != SEER_OK) {
+        rt->broken = 1;
+        seer_fail(rt, "out of memory restarting the worker pool: this runtime cannot run any "
+                      "more; close it and create a new one");
+    }
+    return rc;
+}
+
+int seer_runtime_set_threads(seer_runtime *rt, uint32_t threads)
+{
+    if (threads == 0 || threads > 1024) {
+        seer_fail(rt, "threads=%u must be in [1, 1024]", threads);
+        return SEER_E_ARG;
+    }
+    if (rt->executor == SEER_EXECUTOR_SERIAL && threads != 1) {
+        seer_fail(rt, "the serial executor runs on one thread");
+        return SEER_E_ARG;
+    }
+    int rc = seer_call_begin(rt);
+    if (rc != SEER_OK)
+        return rc;
+    if (rt->executor == SEER_EXECUTOR_SERIAL)
+        return SEER_OK;
+    return resize_pool(rt, seer_active_threads(rt->rt_flags, threads));
+}
+
+/* ---- executor switches ------------------------------------------------------ */
+
+static int check_executor_args(seer_runtime *rt, int executor, uint32_t threads)
+{
+    if (executor != SEER_EXECUTOR_SERIAL && executor != SEER_EXECUTOR_PARALLEL &&
+        executor != SEER_EXECUTOR_OPTIMISTIC) {
+        seer_fail(rt, "unknown executor %d", executor);
+        return SEER_E_ARG;
+    }
+    if (threads == 0 || threads > 1024) {
+        seer_fail(rt, "threads=%u must be in [1, 1024]", threads);
+        return SEER_E_ARG;
+    }
+    if (executor == SEER_EXECUTOR_SERIAL && threads != 1) {
+        seer_fail(rt, "the serial executor runs on one thread");
+        return SEER_E_ARG;
+    }
+    if (executor == SEER_EXECUTOR_PARALLEL && !(rt->sz.lookahead > 0.0)) {
+        seer_fail(rt, "model '%s' has lookahead 0: the parallel executor needs L > 0 "
+                  "(the optimistic executor runs it)",
+                  rt->model->name);
+        return SEER_E_EXECUTOR;
+    }
+    if (rt->check.mode) {
+        seer_fail(rt, "a runtime in checking mode keeps its executor");
+        return SEER_E_ARG;
+    }
+    return SEER_OK;
+}
+
+int seer_runtime_set_executor(seer_runtime *rt, int executor, uint32_t threads)
+{
+    int rc = check_executor_args(rt, executor, threads);
+    if (rc != SEER_OK)
+        return rc;
+    rc = seer_call_begin(rt);
+    if (rc != SEER_OK)
+        return rc;
+    /* relaxed: the host is the only writer. */
+    const uint32_t old_active = atomic_load_explicit(&rt->pool.active, memory_order_relaxed);
+    /* The pool first: one that cannot grow keeps its size (resize_pool), and
+     * the executor has not changed yet.  Then the events, which on failure
+     * go back, and the pool back to its old size (within the pool just
+     * started: parking only, which cannot fail).  So on failure nothing
+     * changed. */
+    rc = resize_pool(rt, seer_active_threads(rt->rt_flags, threads));
+    if (rc != SEER_OK || executor == rt->executor)
+        return rc;
+    if (seer_uses_parts(executor) == seer_uses_parts(rt->executor)) {
+        /* parallel <-> optimistic: the events stay in the partition queues */
+        rt->executor = executor;
+        return SEER_OK;
+    }
+    int lost = 0;
+    if (seer_migrate_all(rt, executor, &lost) != SEER_OK) {
+        (void)resize_pool(rt, old_active);
+        seer_fail(rt, "out of memory switching executors%s",
+                  lost ? ": instances need a reset" : "");
+        return SEER_E_NOMEM;
+    }
+    rt->executor = executor;
+    return SEER_OK;
+}
