@@ -170,6 +170,14 @@ def _flag(name: str, v: Any) -> bool:
     raise ConfigError(f"{name}={v!r} must be a bool")
 
 
+def _snapshot_bytes(data: Any) -> memoryview:
+    """``data`` (a runtime snapshot: bytes, bytearray or memoryview) as bytes."""
+    try:
+        return memoryview(data).cast("B")
+    except TypeError:
+        raise SnapshotError(f"a snapshot is bytes, got {type(data).__name__}") from None
+
+
 class Runtime:
     """B instances of one native model on one executor.
 
@@ -630,11 +638,7 @@ class Runtime:
         check and changes nothing (to check several snapshots before restoring
         any)."""
         i = self._instance(instance)
-        try:
-            view = memoryview(data).cast("B")
-        except TypeError:
-            raise SnapshotError(
-                f"a snapshot is bytes, got {type(data).__name__}") from None
+        view = _snapshot_bytes(data)
         fn = self.lib.seer_runtime_restore_check if check_only else self.lib.seer_runtime_restore
         with self._call() as h:
             self._check(h, fn(h, i, self.ffi.from_buffer("char[]", view), len(view)))
@@ -650,11 +654,7 @@ class Runtime:
         rt.restore(0, snap)
         ```"""
         i = self._instance(instance)
-        try:
-            view = memoryview(data).cast("B")
-        except TypeError:
-            raise SnapshotError(
-                f"a snapshot is bytes, got {type(data).__name__}") from None
+        view = _snapshot_bytes(data)
         out = np.zeros(self.sizes.num_agents, dtype=np.uint8)
         with self._call() as h:
             self._check(h, self.lib.seer_runtime_restore_check_alive(
