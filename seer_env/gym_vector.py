@@ -127,8 +127,8 @@ from gymnasium.vector.utils import batch_space
 from ._runtime import alloc_zeros
 from .errors import ClosedError, ConfigError, InvalidActionError, SnapshotError
 from .faces import EnvSnapshot, SeerVectorEnv
-from .faces.common import _check_options
-from .faces.snapshot import _check_intact
+from .faces.common import check_options
+from .faces.snapshot import check_intact
 
 __all__ = ["AgentVectorEnv", "agent_vector_env", "random_actions", "random_batched_actions"]
 
@@ -284,7 +284,7 @@ class AgentVectorEnv(gymnasium.vector.VectorEnv):
     ) -> tuple[np.ndarray, dict[str, Any]]:
         """Reset all instances (or the whole instances in ``options["reset_mask"]``)."""
         self._check_open("reset")
-        _check_options(options, ("reset_mask",))
+        check_options(options, ("reset_mask",))
         if options is not None and "reset_mask" in options:
             mask = np.asarray(options["reset_mask"])
             if mask.dtype != np.bool_ or mask.shape != (self.num_envs,):
@@ -454,7 +454,7 @@ class AgentVectorEnv(gymnasium.vector.VectorEnv):
             what = snap.face if isinstance(snap, EnvSnapshot) else type(snap).__name__
             raise SnapshotError(f"{name}: restore() takes an agent_vector_env's snapshot(), "
                                 f"got {what!r}")
-        _check_intact(snap, name)
+        check_intact(snap, name)
         st = snap.state
         if not (type(st) is dict and set(st) == {"venv", "group", "rng", "last"}
                 and (st["last"] is None or type(st["last"]) is tuple and len(st["last"]) == 2)):

@@ -123,8 +123,8 @@ from typing import Any, cast
 
 from .errors import ConfigError, SeerError, SnapshotError, StateError
 from .faces import EnvSnapshot
-from .faces.common import _raised_by_seer
-from .faces.snapshot import _check_intact
+from .faces.common import raised_by_seer
+from .faces.snapshot import check_intact
 from .registry import make
 
 __all__ = ["SeerMultiAgentEnv", "shared_policy", "group_policies", "env_creator",  # noqa: F822
@@ -306,7 +306,7 @@ def _build_class() -> type:
             try:
                 obs, infos = self.par_env.reset(seed=seed, options=options)
             except SeerError as exc:  # refused, or failed and the ParallelEnv says so
-                if _raised_by_seer(exc):
+                if raised_by_seer(exc):
                     self._cut_short = cut
                 raise
             out = self._obs(obs), self._infos(infos)
@@ -327,7 +327,7 @@ def _build_class() -> type:
             try:
                 obs, rew, term, trunc, infos = self.par_env.step(action_dict)
             except SeerError as exc:  # refused, or failed and the ParallelEnv says so
-                if _raised_by_seer(exc):
+                if raised_by_seer(exc):
                     self._cut_short = False
                 raise
             rewards = {a: float(r) for a, r in rew.items()}
@@ -365,7 +365,7 @@ def _build_class() -> type:
                 what = snap.face if isinstance(snap, EnvSnapshot) else type(snap).__name__
                 raise SnapshotError(f"{name}: restore() takes this adapter's snapshot(), got "
                                     f"{what!r}")
-            _check_intact(snap, name)
+            check_intact(snap, name)
             if not (isinstance(st, dict) and isinstance(st.get("parallel"), dict)
                     and isinstance(st.get("just_finished"), tuple)
                     and set(st["just_finished"]) <= self._agent_ids):

@@ -110,8 +110,8 @@ import numpy as np
 from ._runtime import alloc_zeros
 from .errors import ConfigError, InvalidActionError, SnapshotError, StateError
 from .faces import EnvSnapshot
-from .faces.common import _seed_value
-from .faces.snapshot import _check_intact
+from .faces.common import seed_value
+from .faces.snapshot import check_intact
 from .model import Model
 from .registry import get as _get_model
 
@@ -137,7 +137,7 @@ def group_names(model_groups: list[str], agents: list[str], counts: list[int]) -
 def _checked_seed(seed: Any) -> int | None:
     """``seed`` as the batched env takes it (None, or an int in [0, 2**64));
     `ConfigError` otherwise."""
-    return None if seed is None else _seed_value(seed)
+    return None if seed is None else seed_value(seed)
 
 
 def __getattr__(name: str) -> Any:
@@ -518,7 +518,7 @@ def _make_class() -> type:  # noqa: C901 - one class, built where torch is at ha
                 what = snap.face if isinstance(snap, EnvSnapshot) else type(snap).__name__
                 raise SnapshotError(f"{name}: restore() takes a SeerTorchEnv's snapshot(), "
                                     f"got {what!r}")
-            _check_intact(snap, name)
+            check_intact(snap, name)
             st = snap.state
             B = self.num_envs
             shapes = [(B, g.count) for g in self._groups]

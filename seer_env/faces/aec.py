@@ -28,7 +28,7 @@ from ..errors import (
     SnapshotError,
     StateError,
 )
-from .common import _CUT_SHORT_RESET, _CUT_SHORT_RESTORE, _CUT_SHORT_STEP, _PZ_DIR, _raised_by_seer
+from .common import _CUT_SHORT_RESET, _CUT_SHORT_RESTORE, _CUT_SHORT_STEP, _PZ_DIR, raised_by_seer
 from .parallel import SeerParallelEnv
 from .snapshot import EnvSnapshot
 
@@ -70,7 +70,7 @@ class SeerAECEnv(parallel_to_aec_wrapper):
         try:
             super().reset(seed=seed, options=options)
         except SeerError as exc:  # the ParallelEnv changed nothing of ours
-            if _raised_by_seer(exc, _PZ_DIR):
+            if raised_by_seer(exc, _PZ_DIR):
                 self._interrupted = cut
             raise
         self._reset_done = True
@@ -96,7 +96,7 @@ class SeerAECEnv(parallel_to_aec_wrapper):
         try:
             super().step(action)
         except SeerError as exc:  # nothing changed, or the ParallelEnv says what needs a reset
-            if _raised_by_seer(exc, _PZ_DIR):
+            if raised_by_seer(exc, _PZ_DIR):
                 self._interrupted = ""
             raise
         self._interrupted = ""
@@ -135,7 +135,7 @@ class SeerAECEnv(parallel_to_aec_wrapper):
         try:
             self.env._restore_unchecked(par)
         except SeerError as exc:  # checked already: out of memory, and nothing changed
-            if _raised_by_seer(exc):
+            if raised_by_seer(exc):
                 self._interrupted = cut
             raise
         for k in _AEC_STATE:

@@ -26,7 +26,7 @@ from ..errors import (
 )
 from ..stpa import attach as attach_stpa
 from ..stpa import describe as describe_stpa
-from .snapshot import SNAPSHOT_VERSION, EnvSnapshot, _check_intact
+from .snapshot import SNAPSHOT_VERSION, EnvSnapshot, check_intact
 from .spaces import _group_action_space
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -38,7 +38,7 @@ _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _PZ_DIR = os.path.dirname(os.path.abspath(pettingzoo.__file__)) + os.sep
 
 
-def _raised_by_seer(exc: BaseException, also: str = "") -> bool:
+def raised_by_seer(exc: BaseException, also: str = "") -> bool:
     """``exc`` came from seer_env's own code (the runtime saying what happened:
     nothing changed, or its instances need a reset and say so), not from user
     code that ran during the call -- a signal handler, which Python runs between
@@ -69,7 +69,7 @@ COMMON_KEYS = ("threads", "executor", "render_mode", "info_keys", "max_cycles",
 _MAX_SEED = 2**64 - 1
 
 
-def _seed_value(seed: Any) -> int:
+def seed_value(seed: Any) -> int:
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
         raise ConfigError(f"seed={seed!r} must be an int (or None)")
     if not 0 <= int(seed) <= _MAX_SEED:
@@ -77,7 +77,7 @@ def _seed_value(seed: Any) -> int:
     return int(seed)
 
 
-def _check_options(options: Any, known: tuple[str, ...] | None = None) -> None:
+def check_options(options: Any, known: tuple[str, ...] | None = None) -> None:
     """``reset(options=)``: None or a dict; with ``known``, of those keys only.
 
     The batched envs refuse an unknown key rather than ignore it: a mistyped
@@ -246,7 +246,7 @@ class _SeerEnvCommon:
         if not isinstance(snap, EnvSnapshot):
             raise SnapshotError(f"{name}: restore() takes what snapshot() returned (an "
                                 f"EnvSnapshot), got {type(snap).__name__}")
-        _check_intact(snap, name)
+        check_intact(snap, name)
         if snap.face != face:
             raise SnapshotError(f"{name}: a snapshot of a {snap.face!r} env cannot restore a "
                                 f"{face!r} env (restore into the kind of env it came from)")
@@ -283,5 +283,5 @@ class _SeerEnvCommon:
         """Seeds of n instances: ``seed + i`` (mod 2**64), or the spec's default."""
         if seed is None and self.seer_model.default_seed is not None:
             seed = self.seer_model.default_seed(self.config)
-        base = _fresh_seed() if seed is None else _seed_value(seed)
+        base = _fresh_seed() if seed is None else seed_value(seed)
         return [(base + i) & _MAX_SEED for i in range(n)]

@@ -30,9 +30,9 @@ from .common import (
     _CUT_SHORT_RESET,
     _CUT_SHORT_RESTORE,
     _CUT_SHORT_STEP,
-    _check_options,
-    _raised_by_seer,
     _SeerEnvCommon,
+    check_options,
+    raised_by_seer,
 )
 from .snapshot import EnvSnapshot
 from .spaces import _INT_TYPES, _box_value, _discrete_value, _group_value, _to_float32
@@ -197,14 +197,14 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
             ClosedError: the env was closed.
         """
         self._check_open("reset")
-        _check_options(options)
+        check_options(options)
         seeds = self._seeds(seed, 1)
         cut = self._interrupted
         self._interrupted = _CUT_SHORT_RESET  # until Python has caught up
         try:
             self.runtime.reset(seeds)
         except SeerError as exc:
-            if _raised_by_seer(exc):  # the runtime reports the truth (and marks its instances)
+            if raised_by_seer(exc):  # the runtime reports the truth (and marks its instances)
                 self._interrupted = cut
             raise
         self._live_names = self._all_names
@@ -427,7 +427,7 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
         try:
             self.runtime.step()
         except SeerError as exc:  # the runtime reports the truth itself (nothing changed,
-            if _raised_by_seer(exc):  # or its instances need a reset and say so)
+            if raised_by_seer(exc):  # or its instances need a reset and say so)
                 self._interrupted = ""
             raise
         live_idx = self._live_idx
@@ -576,7 +576,7 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
         try:
             self.runtime.restore(0, snap.instances[0])
         except SeerError as exc:  # checked already: out of memory, and nothing changed
-            if _raised_by_seer(exc):
+            if raised_by_seer(exc):
                 self._interrupted = cut
             raise
         live: tuple[str, ...] = snap.state["live"]

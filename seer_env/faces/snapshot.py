@@ -81,7 +81,7 @@ def _digest(snap: EnvSnapshot) -> bytes:
     return h.digest()
 
 
-def _check_intact(snap: EnvSnapshot, name: str) -> None:
+def check_intact(snap: EnvSnapshot, name: str) -> None:
     """SnapshotError unless ``snap`` (an EnvSnapshot) is of this seer_env's
     version and its contents still match the digest made with it: the first
     checks of every restore (a face that wraps another's snapshot makes them

@@ -35,10 +35,10 @@ from .common import (
     _CUT_SHORT_SEND,
     _CUT_SHORT_STEP,
     _MAX_SEED,
-    _check_options,
-    _raised_by_seer,
-    _seed_value,
     _SeerEnvCommon,
+    check_options,
+    raised_by_seer,
+    seed_value,
 )
 from .snapshot import EnvSnapshot
 from .spaces import _to_float32
@@ -274,7 +274,7 @@ class SeerVectorEnv(_SeerEnvCommon):
             if len(seed) != self.num_envs:
                 raise ConfigError(f"seed list has {len(seed)} entries; need {self.num_envs}")
             fresh = self._seeds(None, self.num_envs)
-            return [fresh[i] if s is None else _seed_value(s) for i, s in enumerate(seed)]
+            return [fresh[i] if s is None else seed_value(s) for i, s in enumerate(seed)]
         raise ConfigError(f"seed={seed!r} must be an int, a list of {self.num_envs} ints or None")
 
     @exclusive
@@ -291,7 +291,7 @@ class SeerVectorEnv(_SeerEnvCommon):
         """
         rt = self.runtime
         self._check_open("reset")
-        _check_options(options, ("reset_mask",))
+        check_options(options, ("reset_mask",))
         mask = None if options is None else options.get("reset_mask")
         cut = self._interrupted
         if mask is None:
@@ -303,7 +303,7 @@ class SeerVectorEnv(_SeerEnvCommon):
             try:
                 rt.reset(seeds)
             except SeerError as exc:
-                if _raised_by_seer(exc):  # the runtime reports the truth itself
+                if raised_by_seer(exc):  # the runtime reports the truth itself
                     self._interrupted = cut
                 raise
             self._next_seeds = [(s + self.num_envs) & _MAX_SEED for s in seeds]
@@ -340,7 +340,7 @@ class SeerVectorEnv(_SeerEnvCommon):
             try:
                 rt.reset(seeds, mask)
             except SeerError as exc:
-                if _raised_by_seer(exc):
+                if raised_by_seer(exc):
                     self._interrupted = cut
                 raise
             self._autoreset[mask] = False
@@ -480,7 +480,7 @@ class SeerVectorEnv(_SeerEnvCommon):
             else:
                 out = self._step_and_autoreset(rt, mode)
         except SeerError as exc:  # the runtime reports the truth itself (nothing changed,
-            if _raised_by_seer(exc):  # or its instances need a reset and say so)
+            if raised_by_seer(exc):  # or its instances need a reset and say so)
                 self._interrupted = ""
             raise
         self._interrupted = ""
@@ -925,7 +925,7 @@ class SeerVectorEnv(_SeerEnvCommon):
             try:
                 self.runtime.restore(i, data)
             except SeerError as exc:  # checked already: out of memory, nothing changed
-                if _raised_by_seer(exc) and i == targets[0]:
+                if raised_by_seer(exc) and i == targets[0]:
                     self._interrupted = cut
                 raise
             self._autoreset[i] = bool(flag)
