@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 #: user's model importing its own modules).  Nothing else may.
 SYS_PATH_ALLOWED = {
     "seer_env/_check_child.py": "the child imports the seer_env it belongs to",
-    "seer_env/check.py": "the child process gets the parent's sys.path",
+    "seer_env/check/child.py": "the child process gets the parent's sys.path",
 }
 CHECKOUT_ONLY = {"oracles", "benchmarks", "tests"}
 

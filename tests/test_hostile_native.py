@@ -82,7 +82,7 @@ def marked_interrupted(env):
     try:
         env.step({a: 0 for a in env.agents})
     except StateError as exc:
-        return "interrupted" in str(exc)
+        return "cut short" in str(exc) or "interrupted" in str(exc)
     return False
 """
 
