@@ -1734,3 +1734,35 @@ def test_an_unexpected_error_in_a_step_is_not_called_an_interrupt(monkeypatch):
     env.reset(seed=0)
     env.step({a: 0 for a in env.agents})
     env.close()
+
+
+def test_a_failing_start_from_the_cache_leaves_a_plain_preflight(tmp_path, monkeypatch, caplog):
+    """A bug while starting from a remembered decision changes nothing of the
+    controller: the run preflights as if there were no cache (the runtime is
+    put back on the features steps' executor) and the env is made."""
+    from seer_env.stpa import DecisionCache, controller
+
+    path = tmp_path / "stpa.json"
+    cfg = phold_cfg(num_entities=30, remote=0.6)
+    _preflight(path, cfg).close()
+    assert len(DecisionCache(path).entries()) == 1
+
+    def boom(*a, **k):
+        raise ZeroDivisionError("a bug")
+
+    monkeypatch.setattr(controller, "regime", boom)
+    opts = {**_auto_opts(), "cache": True, "cache_path": path}
+    with caplog.at_level(logging.ERROR, logger="seer_env.stpa"):
+        rt = Runtime("phold", cfg, 1, "parallel", "auto", oversubscribe=True,
+                     stpa_options=opts)
+    st = rt.stpa
+    assert any("decision cache failed" in r.getMessage() for r in caplog.records)
+    assert st.cache is None and not st.from_cache and st.state == "preflight"
+    assert st.decision is None and st.history == [] and st._running_ns is None
+    assert st.regimes == {} and st._baseline is None and not st._close_call_remembered
+    monkeypatch.undo()
+    rt.reset([0])
+    for _ in range(200):
+        rt.step()
+    assert st.decision is not None and st.decision.trigger == "preflight"
+    rt.close()

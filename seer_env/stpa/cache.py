@@ -12,7 +12,6 @@ import contextlib
 import hashlib
 import json
 import logging
-import math
 import os
 import platform
 import stat
@@ -164,9 +163,11 @@ class DecisionCache:
     @staticmethod
     def invalid(e: Any) -> str | None:
         """Why ``e`` is no valid cache entry (None when it is one)."""
-        def finite(v: Any, lo: float, hi: float = math.inf, hi_ok: bool = False) -> bool:
-            return (isinstance(v, (int, float)) and not isinstance(v, bool)
-                    and math.isfinite(v) and lo <= v and (v < hi or (hi_ok and v == hi)))
+        def number(v: Any, lo: float, hi: float) -> bool:  # in [lo, hi): never NaN nor inf
+            return isinstance(v, (int, float)) and not isinstance(v, bool) and lo <= v < hi
+
+        def time_ns(v: Any) -> bool:
+            return number(v, 0.0, 1e15) and v > 0
         if not isinstance(e, dict):
             return "not an object"
         if e.get("executor") not in EXECUTORS:
@@ -175,18 +176,18 @@ class DecisionCache:
             return f"threads {e.get('threads')!r} not an int in 1..1024"
         if not isinstance(e.get("reason"), str):
             return "reason not a string"
-        if not finite(e.get("events_per_step"), 0.0, 1e15):
+        if not number(e.get("events_per_step"), 0.0, 1e15):
             return f"events_per_step {e.get('events_per_step')!r} not a finite count"
         if type(e.get("alive_agents")) is not int or not 0 <= e["alive_agents"] < 1 << 31:
             return f"alive_agents {e.get('alive_agents')!r} not a count"
         med = e.get("medians_ns")
         if not isinstance(med, dict) or not all(
-                isinstance(k, str) and finite(v, 0.0, 1e15) and v > 0 for k, v in med.items()):
+                isinstance(k, str) and time_ns(v) for k, v in med.items()):
             return "medians_ns not a map of labels to positive finite times"
         step_ns = e.get("step_ns")
-        if step_ns is not None and not (finite(step_ns, 0.0, 1e15) and step_ns > 0):
+        if step_ns is not None and not time_ns(step_ns):
             return f"step_ns {step_ns!r} not a positive finite time"
-        if not finite(e.get("t"), 0.0):
+        if not number(e.get("t"), 0.0, 1e12):  # seconds since the epoch
             return f"t {e.get('t')!r} not a time"
         return None
 

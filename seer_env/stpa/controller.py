@@ -284,13 +284,10 @@ class Stpa(_Running):
                                                     self.caches)
                 self._start_from_cache()
             except Exception as exc:  # a bug here must not stop the env being made
+                # (`_start_from_cache` changes nothing until nothing can fail)
                 log.error("%s: STPA's decision cache failed (%s: %s): preflight",
                           runtime.model, type(exc).__name__, exc, exc_info=exc)
                 self.cache = None
-                self.decision, self.history, self.from_cache = None, [], False
-                self._probe, self.state = _Probe("preflight", self.rounds), "preflight"
-                self._running_ns, self._k, self._baseline = None, 2, None
-                self.regimes, self._close_call_remembered = {}, False
         if self._probe is not None:
             # the features steps' executor from the start: the switch (and a
             # second executor's first steps) are not the run's
@@ -564,26 +561,32 @@ class Stpa(_Running):
             log.info("%s: remembered choice %s not possible now (%s): preflight",
                      self.rt.model, c.label, exc)
             return
+        # everything that could fail first: the controller's state changes
+        # only once nothing is left to fail (the caller then goes on as if
+        # there were no cache)
         others = sorted(v for k, v in e["medians_ns"].items() if k != c.label)
         mine = e["medians_ns"].get(c.label)
-        self._close_call_remembered = bool(
-            mine and others and others[0] <= DecisionCache.CLOSE * mine)
         med = mine or e.get("step_ns")
-        if isinstance(med, (int, float)) and 0 < med < math.inf:
-            self._running_ns = float(med)
-            self._k = self._visit_steps(float(med))
+        running = float(med) if isinstance(med, (int, float)) and 0 < med < math.inf else None
         dec = Decision(c, f"{e['reason']} (remembered from an earlier run of this model "
                        "and configuration on this machine: no preflight)",
                        dict(e["medians_ns"]), {}, "cache")
+        baseline = Load(float(e["events_per_step"]), int(e["alive_agents"]))
+        kind = regime(baseline)
+        s = self.rt.stats()
+        self._close_call_remembered = bool(
+            mine and others and others[0] <= DecisionCache.CLOSE * mine)
+        if running is not None:
+            self._running_ns = running
+            self._k = self._visit_steps(running)
         self.decision = dec
         self.history.append(dec)
         self.timings = {}
         self.from_cache = True
         self._probe = None
         self.state = "monitor"
-        self._baseline = Load(float(e["events_per_step"]), int(e["alive_agents"]))
-        self.regimes[regime(self._baseline)] = c
-        s = self.rt.stats()
+        self._baseline = baseline
+        self.regimes[kind] = c
         self._mark = (s["events"], s["windows"], s["steps"])
         self.countdown = self._check_interval()
         log.info("%s (cache): %s", self.rt.model, dec.reason)
