@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import weakref
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import gymnasium
@@ -306,8 +306,7 @@ class SeerVectorEnv(_SeerEnvCommon):
                 if raised_by_seer(exc):  # the runtime reports the truth itself
                     self._interrupted = cut
                 raise
-            self._next_seeds = [(s + self.num_envs) & _MAX_SEED for s in seeds]
-            self._seed_strides = [self.num_envs] * self.num_envs
+            self._start_seeds(seeds)
             self._autoreset[:] = False
             self._any_autoreset = False
             self._needs_reset = False
@@ -358,8 +357,18 @@ class SeerVectorEnv(_SeerEnvCommon):
         seeds = [0] * self.num_envs
         for i in np.flatnonzero(mask):
             seeds[i] = self._next_seeds[i]
-            self._next_seeds[i] = (self._next_seeds[i] + self._seed_strides[i]) & _MAX_SEED
+            self._advance_seed(int(i))
         return seeds
+
+    def _start_seeds(self, seeds: Sequence[int]) -> None:
+        """Every instance reset with ``seeds``: each continues on this batch's
+        sequence (its seed, then steps of ``num_envs``)."""
+        self._next_seeds = [(s + self.num_envs) & _MAX_SEED for s in seeds]
+        self._seed_strides = [self.num_envs] * self.num_envs
+
+    def _advance_seed(self, i: int) -> None:
+        """Instance ``i`` used its next seed: the one after it, by its stride."""
+        self._next_seeds[i] = (self._next_seeds[i] + self._seed_strides[i]) & _MAX_SEED
 
     # -- step ----------------------------------------------------------------
 
@@ -707,8 +716,7 @@ class SeerVectorEnv(_SeerEnvCommon):
         seeds = self._instance_seeds(seed)
         B = self.num_envs
         self._interrupted = _CUT_SHORT.format("async_reset")
-        self._next_seeds = [(s + B) & _MAX_SEED for s in seeds]
-        self._seed_strides = [B] * B
+        self._start_seeds(seeds)
         self._autoreset[:] = False
         self._any_autoreset = False
         self._needs_reset = False
@@ -761,7 +769,7 @@ class SeerVectorEnv(_SeerEnvCommon):
             self._autoreset[ids] = ~self.runtime.alive[ids].any(axis=1)
             self._any_autoreset = bool(self._autoreset.any())
         for i in finals:  # SAME_STEP: these were reset with their next seeds
-            self._next_seeds[i] = (self._next_seeds[i] + self._seed_strides[i]) & _MAX_SEED
+            self._advance_seed(i)
         self._interrupted = ""
         return out
 
@@ -880,18 +888,16 @@ class SeerVectorEnv(_SeerEnvCommon):
                 type(v) is tuple and len(v) == n for v in st.values()):
             raise SnapshotError(f"{name}: the snapshot is malformed (a batched env's holds an "
                                 "autoreset flag, a next seed and a seed stride per instance)")
-        for what, values, ok in (
-                ("autoreset flag", st["autoreset"], lambda v: type(v) is bool),
-                ("next seed", st["next_seeds"], lambda v: type(v) is int and 0 <= v <= _MAX_SEED),
+        for what, values, ok, wanted in (
+                ("autoreset flag", st["autoreset"], lambda v: type(v) is bool, "a bool"),
+                ("next seed", st["next_seeds"], lambda v: type(v) is int and 0 <= v <= _MAX_SEED,
+                 "an int in [0, 2**64)"),
                 ("seed stride", st["seed_strides"],
-                 lambda v: type(v) is int and 1 <= v <= _MAX_SEED)):
+                 lambda v: type(v) is int and 1 <= v <= _MAX_SEED, "an int in [1, 2**64)")):
             wrong = [(i, v) for i, v in zip(snap.env_ids, values, strict=True) if not ok(v)]
             if wrong:
-                raise SnapshotError(
-                    f"{name}: the snapshot's {what} of instance {wrong[0][0]} is "
-                    f"{wrong[0][1]!r:.40}, not " + ("a bool" if what == "autoreset flag" else
-                                                     "an int in [0, 2**64)" if what == "next seed"
-                                                     else "an int in [1, 2**64)"))
+                raise SnapshotError(f"{name}: the snapshot's {what} of instance {wrong[0][0]} "
+                                    f"is {wrong[0][1]!r:.40}, not {wanted}")
         if n == 1 and (env_id is not None or snap.env_ids[0] < self.num_envs):
             targets: tuple[int, ...] = (
                 self._env_id(snap.env_ids[0] if env_id is None else env_id),)
