@@ -371,11 +371,10 @@ class Runtime:
                 arr = _aligned_zeros(shape, dtype)
             except MemoryError:
                 self._drop_host_buffers()
-                nbytes = int(lib.seer_buffer_bytes(csz, B, which))
-                raise OutOfMemoryError(
-                    f"{self.model}: out of memory allocating the runtime's "
-                    f"{_HOST_BUFFER_PARTS[name]} '{name}' ({nbytes} bytes, {shape} "
-                    f"{_dtype_name(dtype)}); {_total_note(self.memory)}") from None
+                raise _out_of_memory(
+                    self.model, f"the runtime's {_HOST_BUFFER_PARTS[name]} '{name}'",
+                    int(lib.seer_buffer_bytes(csz, B, which)), shape, dtype,
+                    f"; {_total_note(self.memory)}") from None
             assert arr.nbytes == lib.seer_buffer_bytes(csz, B, which), name
             setattr(self, name, arr)
             if arr.nbytes:
@@ -848,8 +847,11 @@ def _native_parts(memory: Mapping[str, int]) -> str:
     return f"the runtime's native memory ({', '.join(parts)}) could not be allocated"
 
 
-def _dtype_name(dtype: Any) -> str:
-    return np.dtype(dtype).name
+def _out_of_memory(owner: str, what: str, nbytes: int, shape: tuple[int, ...], dtype: Any,
+                   tail: str = "") -> OutOfMemoryError:
+    """The error for ``what`` of ``nbytes`` (``shape``, ``dtype``) not allocated."""
+    return OutOfMemoryError(f"{owner}: out of memory allocating {what} ({nbytes} bytes, "
+                            f"{tuple(shape)} {np.dtype(dtype).name}){tail}")
 
 
 def _threads_note(threads: int) -> str:
@@ -864,10 +866,8 @@ def alloc_zeros(owner: str, what: str, shape: tuple[int, ...], dtype: Any) -> np
     try:
         return np.zeros(shape, dtype)
     except MemoryError:
-        dt = np.dtype(dtype)
-        nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
-        raise OutOfMemoryError(f"{owner}: out of memory allocating {what} ({nbytes} bytes, "
-                               f"{tuple(shape)} {dt.name})") from None
+        nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        raise _out_of_memory(owner, what, nbytes, shape, dtype) from None
 
 
 def _aligned_zeros(shape: tuple[int, ...], dtype: Any, align: int = 64) -> np.ndarray:
