@@ -375,7 +375,6 @@ ObserveHook = Callable[[HandlerContext, int, np.ndarray, Callable[[], None]], No
 GlobalStateHook = Callable[[HandlerContext, np.ndarray, Callable[[], None]], None]
 
 
-
 #: The host functions that call a model hook, and the hook they call (see
 #: `NativeModel.watch_host_calls`).
 HOST_CALLS = {"seer_model_describe": "describe", "seer_model_group": "group",
