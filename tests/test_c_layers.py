@@ -51,6 +51,8 @@ LAYER: dict[str, str] = {
     "vec.h": "base",
     "process.h": "base",
     "process.c": "base",
+    "park.h": "base",
+    "park.c": "base",
     # the runtime's structures and what the executors share
     "runtime.h": "core",
     "event.h": "core",

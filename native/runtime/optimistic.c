@@ -317,6 +317,30 @@ static void handle_msg(seer_worker *w, opt_msg m)
     }
 }
 
+/* `work` reached 0: wake the slots parked in idle() (park.h's waker side). */
+static void ring_bell_any(struct seer_opt_shared *sh)
+{
+    /* seq_cst (the add, the load): the waker's half of park.h's protocol. */
+    atomic_fetch_add_explicit(&sh->bell, 1, memory_order_seq_cst);
+    if (atomic_load_explicit(&sh->sleepers, memory_order_seq_cst))
+        seer_park_wake_all_any(&sh->bell);
+}
+
+/* A slot that has waited through its spins and yields: sleep until the bell
+ * rings or OPT_PARK_NS pass (mail is looked for after each nap). */
+static void nap_any(struct seer_opt_shared *sh)
+{
+    /* seq_cst (the add, the load): the waiter's half of park.h's protocol;
+     * the caller re-reads `work` and its mailboxes with their own orders. */
+    atomic_fetch_add_explicit(&sh->sleepers, 1, memory_order_seq_cst);
+    const uint32_t b = atomic_load_explicit(&sh->bell, memory_order_seq_cst);
+    /* acquire: as idle()'s load of work */
+    if (atomic_load_explicit(&sh->work, memory_order_acquire) != 0)
+        seer_park_wait_any(&sh->bell, b, OPT_PARK_NS);
+    /* relaxed: only a count (the waker's seq_cst load pairs with the add). */
+    atomic_fetch_sub_explicit(&sh->sleepers, 1, memory_order_relaxed);
+}
+
 /* Handle every message waiting for this slot; then push the backlogs.
  * Returns the messages handled. */
 static uint32_t poll_mail(seer_worker *w)
@@ -336,11 +360,12 @@ static uint32_t poll_mail(seer_worker *w)
             n++;
         }
     }
-    if (n)
+    if (n &&
         /* release: the messages' effects (and the counts of what they made
          * us send, added before) come before the count drops; a slot that
          * reads 0 (acquire) has nothing left to wait for */
-        atomic_fetch_sub_explicit(&sh->work, n, memory_order_release);
+        atomic_fetch_sub_explicit(&sh->work, n, memory_order_release) == (int64_t)n)
+        ring_bell_any(sh);
     if (o->backlogged)
         flush_backlogs(w);
     return n;
@@ -617,8 +642,10 @@ static int idle(seer_worker *w)
     struct seer_opt_shared *sh = rt->opt.shared;
     /* acq_rel: release what this slot did (the last decrement is read by the
      * slots leaving the phase); acquire: if we make it 0, everybody else's */
-    if (atomic_fetch_sub_explicit(&sh->work, 1, memory_order_acq_rel) == 1)
+    if (atomic_fetch_sub_explicit(&sh->work, 1, memory_order_acq_rel) == 1) {
+        ring_bell_any(sh);
         return 1;
+    }
     for (uint32_t spins = 0;; spins++) {
         if (seer_aborted_any(rt))
             return 1;
@@ -641,8 +668,10 @@ static int idle(seer_worker *w)
         }
         if (spins < OPT_SPINS)
             seer_cpu_relax();
-        else
+        else if (spins < OPT_SPINS + OPT_YIELDS)
             sched_yield();
+        else
+            nap_any(sh);
     }
 }
 
@@ -723,7 +752,9 @@ void seer_opt_run_slot(seer_worker *w, seer_ctx *c, uint32_t slot, uint32_t bank
             continue;
         }
         if (o->backlogged) { /* a receiver is behind: let it run */
-            if (++stalls > OPT_SPINS)
+            if (++stalls > OPT_SPINS + OPT_YIELDS)
+                nap_any(sh);
+            else if (stalls > OPT_SPINS)
                 sched_yield();
             else
                 seer_cpu_relax();

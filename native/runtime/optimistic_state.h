@@ -18,6 +18,11 @@
 #define OPT_RING_MIN 64u              /* messages a ring holds, at least ...     */
 #define OPT_RING_MAX 1024u            /* ... and at most                         */
 #define OPT_SPINS 256u                /* idle pauses before yielding the CPU     */
+#define OPT_YIELDS 8u                 /* ... and yields before parking           */
+#define OPT_PARK_NS 50000u            /* a parked slot's longest nap: it is woken
+                                         at the phase's end, and looks at its
+                                         mailboxes after each nap (a sender never
+                                         pays for a wake)                         */
 #define OPT_CHUNK_MAX (1u << 20)      /* arena chunk bytes (smaller when the
                                          limit is small)                          */
 #define OPT_CHUNK_MIN (16u << 10)
@@ -95,6 +100,13 @@ struct seer_opt_shared {
     /* active slots + messages in flight: the phase ends at 0 */
     alignas(SEER_CACHE_LINE) _Atomic int64_t work;
     char pad_[SEER_CACHE_LINE - sizeof(int64_t)];
+    /* A slot that waits longer than its spins and yields parks on `bell`
+     * (park.h), counted in `sleepers`, so that a peer that is not running
+     * (descheduled: another thread pool, another process) gets the core back.
+     * The slot that brings `work` to 0 rings the bell. */
+    alignas(SEER_CACHE_LINE) _Atomic uint32_t bell;
+    _Atomic uint32_t sleepers;
+    char pad2_[SEER_CACHE_LINE - 2 * sizeof(uint32_t)];
     uint32_t slots;     /* of the current sizing                        */
     uint32_t nparts;    /* partitions it was cut for                    */
     uint32_t ring_cap;  /* messages per ring                            */

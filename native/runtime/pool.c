@@ -123,8 +123,8 @@ static void open_phase_completer(seer_runtime *rt, uint32_t kind)
     uint32_t count = phase_count(rt, kind);
     if (rt->call.perm && count)
         shuffle_visits_completer(rt, count);
-    /* relaxed: written by the host between calls. */
-    uint32_t active = atomic_load_explicit(&rt->pool.active, memory_order_relaxed);
+    /* relaxed: written by the host before the call, published with it. */
+    uint32_t active = atomic_load_explicit(&rt->pool.call_active, memory_order_relaxed);
     uint32_t chunk = count / (active * 16u);
     if (chunk < 1)
         chunk = 1;
@@ -444,8 +444,9 @@ static void *worker_main(void *arg)
         if (atomic_load_explicit(&rt->pool.shutdown, memory_order_relaxed))
             return NULL;
         /* relaxed: stored before the release bump of job_gen we acquired.  A
-         * parked worker skips the call (nobody waits for it). */
-        if (w->id >= atomic_load_explicit(&rt->pool.active, memory_order_relaxed))
+         * parked worker, or one the call's cap leaves out, skips the call
+         * (nobody waits for it). */
+        if (w->id >= atomic_load_explicit(&rt->pool.call_active, memory_order_relaxed))
             continue;
         run_phases(w, (uint32_t)g);
     }
@@ -652,9 +653,14 @@ int seer_pool_run(seer_runtime *rt, int job, const seer_events_phases *events)
         rt->call.window_t = rt->inst[rt->call.sel[0]].boundary - rt->sz.step_duration;
         rt->stats.windows++;
     }
+    /* relaxed: the host is the only writer of active and call_active; the
+     * workers read call_active after the release bump in publish_job. */
+    uint32_t n = atomic_load_explicit(&rt->pool.active, memory_order_relaxed);
+    if (rt->pool.call_cap && rt->pool.call_cap < n && rt->executor != SEER_EXECUTOR_OPTIMISTIC)
+        n = rt->pool.call_cap;
+    atomic_store_explicit(&rt->pool.call_active, n, memory_order_relaxed);
     open_phase_completer(rt, job == JOB_RESET ? PH_CLEAR : whole ? PH_INSTANCE : PH_ACT);
-    /* relaxed: the host is the only writer of pool_active. */
-    publish_job(rt, atomic_load_explicit(&rt->pool.active, memory_order_relaxed) > 1);
+    publish_job(rt, n > 1);
     run_phases(&rt->pool.workers[0], rt->pool.call_tag);
     /* DONE was opened after the last chunk completed: every worker's writes
      * are visible here (acq_rel completions, release open, acquire claim). */

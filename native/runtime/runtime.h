@@ -206,6 +206,15 @@ typedef struct seer_rt_pool {
     _Atomic uint32_t active;  /* workers that take part in calls (<= nthreads);
                                  the others are parked, asleep: resizing the
                                  pool within nthreads costs no thread creation */
+    /* The host's cap on the threads of the next calls (0: none), below
+     * `active`: the process's thread budget, shared by its runtimes, lends
+     * this runtime fewer threads while others run (seer_runtime_set_call_threads).
+     * The optimistic executor's speculation ignores it (each of its slots
+     * needs a thread of its own). */
+    uint32_t call_cap;
+    /* The threads taking part in the current call (<= active): written by the
+     * host before it publishes the call, read by workers after acquiring it. */
+    _Atomic uint32_t call_active;
     seer_worker *workers;
     pthread_mutex_t wake_lock;
     pthread_cond_t wake_cond;

@@ -258,6 +258,13 @@ void *seer_runtime_buffer(seer_runtime *rt, int which);
 
 /* Change the pool size (parallel executor; outputs do not depend on it). */
 int seer_runtime_set_threads(seer_runtime *rt, uint32_t threads);
+/* Cap the threads the next calls use (0: no cap; at most the pool's active
+ * ones are used anyway), without resizing the pool: the host lends a runtime
+ * fewer threads while other runtimes of its process run (the process's thread
+ * budget, seer_env.budget).  The workers beyond the cap skip those calls.
+ * Outputs do not depend on it.  The optimistic executor's speculative steps
+ * use every active thread whatever the cap.  Host thread, between calls. */
+int seer_runtime_set_call_threads(seer_runtime *rt, uint32_t threads);
 /* Switch executor (and pool size) between calls; the pending events of every
  * instance move to the new executor's queues.  Outputs do not depend on it:
  * every executor hands each entity the same events in the same (time, key)

@@ -37,6 +37,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "park.h"
+
 #define SEER_CACHE_LINE 64
 
 static inline void seer_cpu_relax(void)
@@ -71,8 +73,16 @@ static inline void seer_cpu_relax(void)
  *              and a claim that read it during the rewrite fails its CAS.
  *   remaining  chunks of the current phase not yet completed.
  *
+ *   seq_word   the low 32 bits of the current phase's sequence number, stored
+ *              after the ticket: the word a waiter parks on (park.h)
+ *   sleepers   waiters parked (or about to park) on seq_word: the opener
+ *              wakes them only when there are any
+ *
  * Progress: claim is lock-free (CAS loop), complete is wait-free; waiting for
- * the next phase is blocking (spin, then yield).
+ * the next phase is blocking: spin briefly, yield a few times, then park (a
+ * futex), so that a waiter gives its core back to whoever needs it -- a
+ * descheduled worker that holds the phase's last chunk, another thread pool,
+ * another process -- instead of spinning on it.
  */
 
 typedef struct seer_phase_desc {
@@ -87,8 +97,16 @@ typedef struct seer_phases {
     char pad0_[SEER_CACHE_LINE - sizeof(uint64_t)];
     alignas(SEER_CACHE_LINE) _Atomic uint32_t remaining;
     char pad1_[SEER_CACHE_LINE - sizeof(uint32_t)];
+    alignas(SEER_CACHE_LINE) _Atomic uint32_t seq_word;
+    _Atomic uint32_t sleepers;
+    char pad2_[SEER_CACHE_LINE - 2 * sizeof(uint32_t)];
     seer_phase_desc desc[2];
 } seer_phases;
+
+/* Yields, after the spins, before a waiter parks: on an idle machine a
+ * yield returns at once, so a wait a little longer than the spins costs no
+ * wake-up; on a busy one each gives the core away for a time slice. */
+#define SEER_PHASE_YIELDS 8u
 
 enum { SEER_CLAIMED = 1, SEER_EXHAUSTED = 0 };
 
@@ -96,6 +114,8 @@ static inline void seer_phases_init(seer_phases *p)
 {
     atomic_init(&p->ticket, 0);
     atomic_init(&p->remaining, 0);
+    atomic_init(&p->seq_word, 0);
+    atomic_init(&p->sleepers, 0);
     for (int i = 0; i < 2; i++) {
         atomic_init(&p->desc[i].kind, 0);
         atomic_init(&p->desc[i].count, 0);
@@ -136,6 +156,12 @@ static inline uint64_t seer_phases_open_completer(seer_phases *p, uint32_t kind,
      * every thread that acquires this ticket value or a later one of the same
      * release sequence (the claims' CAS are RMWs). */
     atomic_store_explicit(&p->ticket, seq << 32, memory_order_release);
+    /* seq_cst (store and load): the waker's half of park.h's protocol, in
+     * one total order with a waiter's count and re-check.  The waiters read
+     * the ticket for everything else; seq_word only tells them to wake. */
+    atomic_store_explicit(&p->seq_word, (uint32_t)seq, memory_order_seq_cst);
+    if (atomic_load_explicit(&p->sleepers, memory_order_seq_cst))
+        seer_park_wake_all_any(&p->seq_word);
     return seq;
 }
 
@@ -205,7 +231,8 @@ static inline int seer_phases_complete_any(seer_phases *p)
 }
 
 /* Wait until the phase sequence number differs from `seq`.  Any thread.
- * Blocking. */
+ * Blocking: `spin_limit` pauses, SEER_PHASE_YIELDS yields, then parked until
+ * the opener of the next phase wakes it. */
 static inline void seer_phases_wait_any(seer_phases *p, uint64_t seq, uint32_t spin_limit)
 {
     uint32_t spins = 0;
@@ -214,9 +241,21 @@ static inline void seer_phases_wait_any(seer_phases *p, uint64_t seq, uint32_t s
         if (spins < spin_limit) {
             spins++;
             seer_cpu_relax();
-        } else {
-            sched_yield();
+            continue;
         }
+        if (spins < spin_limit + SEER_PHASE_YIELDS) {
+            spins++;
+            sched_yield();
+            continue;
+        }
+        /* seq_cst (the add, the load): the waiter's half of park.h's
+         * protocol; the loop's acquire load of the ticket then orders what
+         * the opener published. */
+        atomic_fetch_add_explicit(&p->sleepers, 1, memory_order_seq_cst);
+        if (atomic_load_explicit(&p->seq_word, memory_order_seq_cst) == (uint32_t)seq)
+            seer_park_wait_any(&p->seq_word, (uint32_t)seq, 0);
+        /* relaxed: only a count; the opener's seq_cst load pairs with the add. */
+        atomic_fetch_sub_explicit(&p->sleepers, 1, memory_order_relaxed);
     }
 }
 

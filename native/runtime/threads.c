@@ -75,6 +75,17 @@ int seer_runtime_set_threads(seer_runtime *rt, uint32_t threads)
     return resize_pool(rt, seer_active_threads(rt->rt_flags, threads));
 }
 
+int seer_runtime_set_call_threads(seer_runtime *rt, uint32_t threads)
+{
+    if (threads > 1024) {
+        seer_fail(rt, "call threads=%u must be in [0, 1024]", threads);
+        return SEER_E_ARG;
+    }
+    /* host only, between calls: read by the host at the next call's start */
+    rt->pool.call_cap = threads;
+    return SEER_OK;
+}
+
 /* ---- executor switches ------------------------------------------------------ */
 
 static int check_executor_args(seer_runtime *rt, int executor, uint32_t threads)

@@ -71,7 +71,7 @@ for mode in "${modes[@]}"; do
     *) echo "unknown mode $mode" >&2; exit 2 ;;
   esac
   echo "== $mode"
-  "$CC" "${common[@]}" "${flags[@]}" "$here/stress_phases.c" -o "$out/stress_phases-$mode" -lm
+  "$CC" "${common[@]}" "${flags[@]}" "$here/stress_phases.c" "$rt/park.c" -o "$out/stress_phases-$mode" -lm
   "$out/stress_phases-$mode"
   "$CC" "${common[@]}" "${flags[@]}" "$here/test_squeue.c" "$rt/squeue.c" \
     -o "$out/test_squeue-$mode" -lm

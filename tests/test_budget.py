@@ -1,0 +1,190 @@
+"""The thread budget (seer_env.budget): the cgroup quota read from fixture
+files (v2, v1, nested, missing, unreadable, malformed), the explicit cap's
+validation, and the process-wide lease of threads to calls."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+from seer_env import budget
+from seer_env.errors import ConfigError
+
+
+def _fs(tmp_path: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        p = tmp_path / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    return tmp_path
+
+
+@pytest.fixture(autouse=True)
+def _no_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(budget.ENV_VAR, raising=False)
+    budget.set_thread_budget(None)
+    yield
+    budget.set_thread_budget(None)
+
+
+def test_v2_quota_of_the_container(tmp_path: Path) -> None:
+    root = _fs(tmp_path, {"proc/self/cgroup": "0::/\n",
+                          "sys/fs/cgroup/cpu.max": "150000 100000\n"})
+    q, src, notes = budget.cgroup_cpu_quota(root)
+    assert q == 1.5 and src == "cgroup v2 /sys/fs/cgroup/cpu.max" and notes == []
+
+
+def test_v2_no_quota(tmp_path: Path) -> None:
+    root = _fs(tmp_path, {"proc/self/cgroup": "0::/user.slice/x.scope\n",
+                          "sys/fs/cgroup/user.slice/x.scope/cpu.max": "max 100000\n",
+                          "sys/fs/cgroup/user.slice/cpu.max": "max 100000\n"})
+    assert budget.cgroup_cpu_quota(root) == (None, "", [])
+
+
+def test_v2_the_smallest_along_the_path(tmp_path: Path) -> None:
+    root = _fs(tmp_path, {"proc/self/cgroup": "0::/a/b\n",
+                          "sys/fs/cgroup/a/b/cpu.max": "400000 100000\n",
+                          "sys/fs/cgroup/a/cpu.max": "50000 50000\n",
+                          "sys/fs/cgroup/cpu.max": "max\n"})
+    q, src, _ = budget.cgroup_cpu_quota(root)
+    assert q == 1.0 and src.endswith("/sys/fs/cgroup/a/cpu.max")
+
+
+def test_v1_cfs_quota(tmp_path: Path) -> None:
+    root = _fs(tmp_path, {
+        "proc/self/cgroup": "12:memory:/docker/abc\n4:cpu,cpuacct:/docker/abc\n",
+        "proc/self/mountinfo":
+            "30 25 0:26 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n"
+            "31 25 0:27 /docker/abc /sys/fs/cgroup/cpu,cpuacct rw,nosuid - cgroup cgroup "
+            "rw,cpu,cpuacct\n",
+        "sys/fs/cgroup/cpu,cpuacct/cpu.cfs_quota_us": "250000\n",
+        "sys/fs/cgroup/cpu,cpuacct/cpu.cfs_period_us": "100000\n"})
+    q, src, notes = budget.cgroup_cpu_quota(root)
+    assert q == 2.5 and "cpu.cfs_quota_us" in src and notes == []
+
+
+def test_v1_no_quota(tmp_path: Path) -> None:
+    root = _fs(tmp_path, {
+        "proc/self/cgroup": "4:cpu,cpuacct:/\n",
+        "proc/self/mountinfo": "31 25 0:27 / /sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpu\n",
+        "sys/fs/cgroup/cpu/cpu.cfs_quota_us": "-1\n",
+        "sys/fs/cgroup/cpu/cpu.cfs_period_us": "100000\n"})
+    assert budget.cgroup_cpu_quota(root)[0] is None
+
+
+@pytest.mark.parametrize("text", ["", "abc 100000", "100000 0", "-5 100000", "1 2 3",
+                                  "max abc", "\xff"])
+def test_a_malformed_file_is_skipped_and_noted(tmp_path: Path, text: str) -> None:
+    root = _fs(tmp_path, {"proc/self/cgroup": "0::/\n"})
+    (root / "sys/fs/cgroup").mkdir(parents=True)
+    (root / "sys/fs/cgroup/cpu.max").write_bytes(text.encode("latin-1"))
+    q, src, notes = budget.cgroup_cpu_quota(root)
+    assert q is None and src == ""
+    assert len(notes) == 1 and notes[0].startswith("/sys/fs/cgroup/cpu.max skipped")
+
+
+def test_missing_files_mean_no_quota(tmp_path: Path) -> None:
+    assert budget.cgroup_cpu_quota(tmp_path) == (None, "", [])
+    root = _fs(tmp_path, {"proc/self/cgroup": "0::/\n"})
+    assert budget.cgroup_cpu_quota(root) == (None, "", [])
+
+
+def test_an_unreadable_file_is_skipped(tmp_path: Path) -> None:
+    root = _fs(tmp_path, {"proc/self/cgroup": "0::/\n"})
+    (root / "sys/fs/cgroup/cpu.max").mkdir(parents=True)  # a folder: EISDIR
+    q, _, notes = budget.cgroup_cpu_quota(root)
+    assert q is None and len(notes) == 1 and "skipped" in notes[0]
+
+
+def test_the_quota_rounds_up_and_binds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                       ) -> None:
+    root = _fs(tmp_path, {"proc/self/cgroup": "0::/\n",
+                          "sys/fs/cgroup/cpu.max": "50000 100000\n"})
+    monkeypatch.setattr(budget, "usable_cpus", lambda: 8)
+    b = budget.thread_budget(root)
+    assert (b.threads, b.cpus, b.quota, b.binding) == (1, 8, 0.5, "quota")
+    assert "CPU quota" in b.describe() and "0.5 CPUs" in b.describe()
+    (root / "sys/fs/cgroup/cpu.max").write_text("150000 100000\n")
+    b = budget.thread_budget(root)
+    assert (b.threads, b.binding) == (2, "quota")
+
+
+@pytest.mark.parametrize("value", ["0", "-3", "abc", "1.5", "99999"])
+def test_a_bad_cap_is_a_config_error(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv(budget.ENV_VAR, value)
+    with pytest.raises(ConfigError, match=rf"SEER_ENV_THREADS='{value}' must be a whole "
+                                          r"number from 1 to \d+"):
+        budget.thread_budget()
+
+
+@pytest.mark.parametrize("value", [0, -3, "abc", 1.5, True, 99999])
+def test_a_bad_api_cap_is_a_config_error(value: object) -> None:
+    with pytest.raises(ConfigError, match="must be a whole number from 1 to"):
+        budget.set_thread_budget(value)  # type: ignore[arg-type]
+    assert budget.thread_budget().cap is None
+
+
+def test_the_caps(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(budget.ENV_VAR, "1")
+    b = budget.thread_budget()
+    assert (b.threads, b.cap, b.binding) == (1, 1, "cap")
+    assert b.describe() == "1 thread: capped by SEER_ENV_THREADS=1"
+    budget.set_thread_budget(1, source="Ray (1 CPU for this env runner)")
+    assert budget.thread_budget().describe() == \
+        "1 thread: capped by Ray (1 CPU for this env runner)"
+
+
+def test_the_lease_shares_the_budget() -> None:
+    lease = budget._Lease()
+    lease._budget = 4
+    assert lease.take(3) == 3          # one call: its caller and two workers
+    assert lease.take(4) == 1          # a second call at the same time: the rest
+    assert lease.take(2) == 1          # the caller's own thread, always
+    assert lease.busy == 5
+    lease.give(3)
+    lease.give(1)
+    lease.give(1)
+    assert lease.busy == 0
+    assert lease.take(8) == 4
+
+
+def test_the_lease_under_threads() -> None:
+    lease = budget._Lease()
+    lease._budget = 3
+    peak = []
+    stop = threading.Event()
+
+    def call() -> None:
+        while not stop.is_set():
+            got = lease.take(3)
+            peak.append(lease.busy)
+            lease.give(got)
+
+    ts = [threading.Thread(target=call) for _ in range(4)]
+    for t in ts:
+        t.start()
+    stop.wait(0.3)
+    stop.set()
+    for t in ts:
+        t.join()
+    assert lease.busy == 0
+    # each call's caller counts even when the budget is spent: at most 3 from
+    # the budget plus the callers beyond the first
+    assert max(peak) <= 3 + len(ts) - 1
+
+
+def test_the_lease_starts_empty_after_fork() -> None:
+    got = budget.lease.take(2)
+    try:
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child
+            os.write(w, str(budget.lease.busy).encode())
+            os._exit(0)
+        os.waitpid(pid, 0)
+        assert os.read(r, 16) == b"0"
+    finally:
+        budget.lease.give(got)
