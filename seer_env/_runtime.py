@@ -49,6 +49,8 @@ import numpy as np
 
 from ._loader import core, runtime_module
 from ._native import _ERRLEN, Group, NativeModel, Sizes, error_for
+from .budget import lease as _lease
+from .budget import thread_budget
 from .errors import ClosedError, ConfigError, OutOfMemoryError, SnapshotError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -98,7 +100,7 @@ def resolve_threads(threads: int | str, executor: str) -> int:
     if isinstance(threads, str):
         if threads != "auto":
             raise ConfigError(f"threads={threads!r} must be 'auto' or a positive int")
-        return cpu_count() if executor == "optimistic" else 1
+        return thread_budget().threads if executor == "optimistic" else 1
     if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)):
         raise ConfigError(f"threads={threads!r} must be 'auto' or a positive int")
     if not 1 <= int(threads) <= 1024:
@@ -279,6 +281,10 @@ class Runtime:
         self.stpa: Any = None
         self._trace_cap = 0  # trace_capacity
         self._threads_now: int | None = None  # `threads`, as last read
+        self._call_cap = 0  # the cap on a call's threads last set in C (0: none)
+        #: the process's thread budget when the runtime was made (seer_env.budget;
+        #: a bad SEER_ENV_THREADS is a ConfigError here)
+        self.budget = thread_budget()
         B = _positive_int("num_instances", num_instances, 1, 1 << 20)
         _, sz = model.describe(config or {})
         #: the pool size asked for (``threads=``), before the cap at the CPUs
@@ -496,7 +502,27 @@ class Runtime:
         runs the step `step` hands it (``mask_ptr``: the mask it was
         handed, opaque)."""
         with self._call() as h:
-            self._check(h, self.lib.seer_runtime_step(h, mask_ptr))
+            self._check(h, self._leased(h, self._native_step, mask_ptr))
+
+    def _leased(self, h: Any, fn: Any, *args: Any) -> int:
+        """``fn(h, *args)``, a native call that runs the pool, on the threads
+        the process's budget lends it now (`seer_env.budget.lease`): all of
+        the pool when no other runtime's call runs, fewer (the caller's own
+        thread at least) while others do.  Under the runtime's lock."""
+        n = self._threads_now
+        if n is None:
+            n = self._threads_now = int(self.lib.seer_runtime_threads(h))
+        if n <= 1:
+            return int(fn(h, *args))
+        got = _lease.take(n)
+        try:
+            cap = 0 if got >= n else got
+            if cap != self._call_cap:
+                self.lib.seer_runtime_set_call_threads(h, cap)
+                self._call_cap = cap
+            return int(fn(h, *args))
+        finally:
+            _lease.give(got)
 
     def reset(self, seeds: Sequence[int], mask: ArrayLike | None = None) -> None:
         """Reset the instances selected by ``mask`` (all if None) with ``seeds[i]``."""
@@ -504,8 +530,9 @@ class Runtime:
         if s.shape != (self.num_instances,):
             raise ConfigError(f"need {self.num_instances} seeds, got {s.shape[0]}")
         with self._call() as h:
-            self._check(h, self.lib.seer_runtime_reset(
-                h, self.ffi.from_buffer("uint64_t[]", s), self._mask_ptr(mask)))
+            self._check(h, self._leased(h, self.lib.seer_runtime_reset,
+                                        self.ffi.from_buffer("uint64_t[]", s),
+                                        self._mask_ptr(mask)))
         if self.stpa is not None:
             self.stpa.notify_reset()
 
@@ -520,7 +547,8 @@ class Runtime:
             h = self._h  # set in __init__, None once closed
             if h is None:
                 raise ClosedError(f"the {self.model} runtime is closed")
-            rc = self._native_step(h, self._null if mask is None else self._mask_ptr(mask))
+            rc = self._leased(h, self._native_step,
+                              self._null if mask is None else self._mask_ptr(mask))
             if rc:
                 self._check(h, rc)
         if st is not None:  # counted only once the step ran: a refused one is no step

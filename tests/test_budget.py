@@ -188,3 +188,122 @@ def test_the_lease_starts_empty_after_fork() -> None:
         assert os.read(r, 16) == b"0"
     finally:
         budget.lease.give(got)
+
+
+def _pcs(threads: int, executor: str = "parallel") -> object:
+    from seer_env.envs import pcs_v0
+    v = pcs_v0.vector_env(3, width=12, height=12, threads=threads, executor=executor)
+    v.reset(seed=7)
+    v.single_action_space.seed(0)
+    return v
+
+
+def _run(v: object, steps: int) -> list[tuple[object, object]]:
+    import numpy as np
+    out = []
+    for _ in range(steps):
+        a = np.stack([[v.single_action_space.sample() for _ in range(v.num_agents)]
+                      for _ in range(v.num_envs)])
+        o, r, *_ = v.step(a)
+        out.append((o.copy(), r.copy()))
+    return out
+
+
+def test_a_call_borrows_its_threads_from_the_budget() -> None:
+    """A runtime whose call finds the budget taken runs on its caller's
+    thread alone (the other worker skips the call); once the budget is free
+    again, on its whole pool; the outputs are the serial executor's."""
+    import numpy as np
+    if budget.thread_budget().threads < 2:
+        pytest.skip("needs 2 usable cores")
+    ref = _pcs(1, "serial")
+    want = _run(ref, 6)
+    ref.close()
+    v = _pcs(2)
+    rt = v.runtime
+    assert rt.threads == 2
+    rt.trace(4096, events=False)
+    held = budget.lease.take(budget.lease.budget())  # another call holds the budget
+    try:
+        got = _run(v, 3)
+        assert rt._call_cap == 1
+        recs = rt.trace_records()
+        assert len(recs[0]) > 0 and all(len(r) == 0 for r in recs[1:])
+    finally:
+        budget.lease.give(held)
+    rt.trace(0)
+    rt.trace(4096, events=False)
+    got += _run(v, 3)
+    assert rt._call_cap == 0
+    assert budget.lease.busy == 0
+    v.close()
+    for (o1, r1), (o2, r2) in zip(want, got, strict=True):
+        assert np.array_equal(o1, o2) and np.array_equal(r1, r2)
+
+
+def test_runtimes_stepped_at_once_share_the_budget() -> None:
+    """Two pools of 2 stepped from two threads at once on a budget of 2: the
+    threads inside calls never exceed the budget plus the second caller, and
+    each keeps the serial executor's outputs."""
+    import numpy as np
+    budget.set_thread_budget(min(2, budget.usable_cpus()))
+    peak = [0]
+    take = budget.lease.take
+
+    def spy(want: int) -> int:
+        got = take(want)
+        peak[0] = max(peak[0], budget.lease.busy)
+        return got
+
+    ref = _pcs(1, "serial")
+    want = _run(ref, 8)
+    ref.close()
+    envs = [_pcs(2), _pcs(2)]
+    results: list[object] = [None, None]
+    try:
+        budget.lease.take = spy  # type: ignore[method-assign]
+        ts = [threading.Thread(target=lambda k=k: results.__setitem__(k, _run(envs[k], 8)))
+              for k in range(2)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+    finally:
+        budget.lease.take = take  # type: ignore[method-assign]
+        for v in envs:
+            v.close()
+    assert peak[0] <= budget.thread_budget().threads + 1
+    assert budget.lease.busy == 0
+    for res in results:
+        for (o1, r1), (o2, r2) in zip(want, res, strict=True):
+            assert np.array_equal(o1, o2) and np.array_equal(r1, r2)
+
+
+def test_a_bad_cap_stops_the_env_being_made(monkeypatch: pytest.MonkeyPatch) -> None:
+    from seer_env.envs import pcs_v0
+    monkeypatch.setenv(budget.ENV_VAR, "abc")
+    with pytest.raises(ConfigError, match="SEER_ENV_THREADS='abc'"):
+        pcs_v0.vector_env(1, width=4, height=4)
+
+
+def test_auto_threads_take_the_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    import numpy as np
+
+    from seer_env.envs import pcs_v0
+    monkeypatch.setenv(budget.ENV_VAR, "1")
+    v = pcs_v0.vector_env(1, width=8, height=8, executor="optimistic")
+    assert v.runtime.threads == 1
+    v.close()
+    monkeypatch.setenv("SEER_STPA_CACHE", "0")
+    v = pcs_v0.vector_env(1, width=24, height=24)  # STPA: the candidates stop at 1 thread
+    st = v.runtime.stpa
+    assert st.cores == 1
+    v.reset(seed=1)
+    a = np.zeros((1, v.num_agents), dtype=np.int64)
+    for _ in range(200):
+        v.step(a)
+        if st.settled:
+            break
+    assert st.threads == 1
+    assert "Limit: the thread budget: 1 thread: capped by SEER_ENV_THREADS=1" in st.reason
+    v.close()

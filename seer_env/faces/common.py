@@ -16,7 +16,8 @@ import numpy as np
 import pettingzoo
 
 from .. import _gate
-from .._runtime import Runtime, alloc_zeros, cpu_count
+from .._runtime import Runtime, alloc_zeros
+from ..budget import thread_budget
 from ..errors import (
     ClosedError,
     ConfigError,
@@ -128,9 +129,10 @@ class _SeerEnvCommon:
         self.executor = "parallel" if given is None else given
         threads = self.threads
         if given == "parallel" and threads == "auto":
-            # the executor given runs as asked, on every CPU (as "auto" does for
-            # the optimistic one): STPA chooses only when neither is given
-            threads = cpu_count()
+            # the executor given runs as asked, on the process's thread budget
+            # (as "auto" does for the optimistic one; seer_env.budget): STPA
+            # chooses only when neither is given
+            threads = thread_budget().threads
         self.render_mode = config.get("render_mode")
         if self.render_mode is not None and self.render_mode not in ("rgb_array", "human"):
             raise ConfigError(

@@ -247,7 +247,12 @@ class Stpa(_Running):
         self._t_first = math.inf
         self._clock = clock or time.perf_counter_ns
         self._hopeless: set[Candidate] = set()
-        self.cores = int(cores) if cores else cpu_count()
+        # the process's thread budget (seer_env.budget) when not given: the
+        # affinity mask, the cgroup's quota and SEER_ENV_THREADS
+        budget = getattr(runtime, "budget", None)
+        self.cores = int(cores) if cores else budget.threads if budget else cpu_count()
+        self._budget_note = (budget.describe() if budget is not None and not cores
+                             and budget.binding != "cpus" else "")
         self.caches = cache_sizes()
         self.decision: Decision | None = None
         self.history: list[Decision] = []
@@ -695,6 +700,7 @@ class Stpa(_Running):
             step_duration=sz.step_duration,
             entity_size=sz.entity_size,
             cores=self.cores,
+            budget=self._budget_note,
             cache_bytes=self.caches,
             events_per_step=float(events),
             windows_per_step=float(windows),

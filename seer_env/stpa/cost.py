@@ -80,6 +80,9 @@ class Features:
     windows_per_step: float
     alive_agents: int
     working_set_bytes: int
+    #: the thread budget in words when it, not the CPUs, sets ``cores``
+    #: (``seer_env.budget.ThreadBudget.describe``); "" otherwise
+    budget: str = ""
 
     @property
     def events_per_window(self) -> float:
@@ -425,6 +428,9 @@ def limiting_factor(features: Features, summary: TraceSummary | None,
     events ..."``).
     """
     p_max = max(c.threads for c in candidate_set(features))
+    if features.budget and choice.threads >= p_max and p_max == features.cores:
+        return (f"the thread budget: {features.budget} (seer_env.budget; more threads "
+                "would take cores the budget leaves to others)")
     if choice.threads >= p_max and p_max == features.cores:
         return (f"the cores: all {features.cores} usable core(s) run it "
                 "(more would only wait for each other)")
