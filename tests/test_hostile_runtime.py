@@ -125,7 +125,7 @@ def stpa_state(st: Stpa) -> dict[str, Any]:
 def assert_consistent(st: Stpa) -> None:
     """What the next step needs: a probe has a visit to run (or runs its
     features step first) and is called at the next step."""
-    pr = st._probe
+    pr = st.prober.probe
     if pr is not None:
         assert st.countdown <= 1
         assert pr.stage == "features" or (pr.queue and st.features is not None), pr

@@ -773,12 +773,12 @@ def test_a_mangled_probe_is_mended_by_the_next_step_or_reset():
             st = _fake_stpa(rt)
             for _ in range(stage_steps):
                 rt.step(st)
-            assert st._probe is not None and st._probe.stage == "timing"
-            st._probe.queue.clear()
+            assert st.prober.probe is not None and st.prober.probe.stage == "timing"
+            st.prober.probe.queue.clear()
             st.countdown = 5
             if mend == "reset":
                 st.notify_reset()
-                assert st._probe is None or (st._probe.queue and st.countdown == 0)
+                assert st.prober.probe is None or (st.prober.probe.queue and st.countdown == 0)
             for _ in range(60):
                 rt.step(st)
             assert st.decision is not None and st.state in ("monitor", "probing")
@@ -812,10 +812,10 @@ def test_a_decision_the_runtime_cannot_switch_to_keeps_the_step(caplog):
     rt = _FakeRuntime()
     st = _fake_stpa(rt, tie=0.0, confirm=False)
     calls = 0
-    while not (st._probe and st._probe.stage == "timing" and len(st._probe.queue) == 1):
+    while not ((pr := st.prober.probe) and pr.stage == "timing" and len(pr.queue) == 1):
         rt.step(st)
         calls += 1
-    last = st._probe.queue[0].cand
+    last = pr.queue[0].cand
     assert last == SERIAL  # the second round's order ends on the serial executor
     rt.fail_switch = {("parallel", 1), ("parallel", 2)}
     with caplog.at_level(logging.WARNING, logger="seer_env.stpa"):
@@ -972,20 +972,20 @@ def test_the_decision_is_written_once_the_run_has_paid_for_it():
     st = Stpa(rt, cores=2, rounds=1, reprobe_rounds=1, check_every=8, reprobe_gap=16, check_ns=0.0,
               trace=False, tie=0.0, clock=rt.clock, confirm=False, probe_share=None,
               cache_path=path, cache=True)
-    st._cache_key = "k"
+    st.decisions.cache_key = "k"
     while st.decision is None:
         rt.step(st)
-    assert st._unsaved is not None and DecisionCache(path).entries() == {}
+    assert st.decisions.unsaved is not None and DecisionCache(path).entries() == {}
     # 0.8 ms / 5% = 16 ms of steps of the choice (parallel-2: 72 us): 223 steps
     decided = rt.counts["steps"]
-    while st._unsaved is not None:
+    while st.decisions.unsaved is not None:
         rt.step(st)
     assert 223 <= rt.counts["steps"] - decided <= 223 + 64
     assert DecisionCache(path).get("k")["executor"] == "parallel"
     path.unlink()
     st2 = Stpa(_FakeRuntime(), cores=2, rounds=1, trace=False, clock=rt.clock,
                probe_share=None, cache_path=path, cache=True)
-    st2._cache_key = "k2"
+    st2.decisions.cache_key = "k2"
     while st2.decision is None:
         st2.rt.step(st2)
     assert DecisionCache(path).entries() == {}
@@ -1039,7 +1039,7 @@ def test_a_remembered_choice_the_runtime_cannot_take_is_probed_afresh(tmp_path):
     cfg = phold_cfg(num_entities=30, remote=0.6, lookahead=0.0)
     opts = {**_auto_opts(), "cache": True, "cache_path": path}
     rt = Runtime("phold", cfg, 1, "parallel", "auto", oversubscribe=True, stpa_options=opts)
-    key = rt.stpa._cache_key
+    key = rt.stpa.decisions.cache_key
     rt.close()
     DecisionCache(path).put(key, {"executor": "parallel", "threads": 2, "reason": "x",
                                   "medians_ns": {}, "events_per_step": 10.0,
@@ -1174,7 +1174,8 @@ def test_confirmation_reprobes_wait_for_their_budget():
         assert st.history[1].trigger == "confirm"
         assert first_allowed <= steps - decided <= first_allowed + 2 * 8 + 20
         if budget:  # the next waits for what the first cost, measured, if more
-            assert st._confirm_wait() >= math.ceil(50 * st._confirm_cost_ns / 100_000)
+            assert st.monitor.confirm_wait(st) >= math.ceil(
+                50 * st.prober.confirm_cost_ns / 100_000)
 
 
 def test_monitor_checks_are_spaced_by_what_they_cost_as_measured():
@@ -1197,7 +1198,7 @@ def test_monitor_checks_are_spaced_by_what_they_cost_as_measured():
         rt.step(st)
     gaps = [b - a for a, b in itertools.pairwise(at)]
     assert len(gaps) >= 4 and set(gaps) == {500}, gaps  # (no cost measured: 8 apart)
-    assert list(st._check_costs)[-1] == 50_000
+    assert list(st.monitor.check_costs)[-1] == 50_000
 
 
 def test_tiny_steps_seen_after_a_cold_first_step_still_leave_the_pools():
@@ -1445,7 +1446,7 @@ def test_a_remembered_close_call_is_confirmed_soon(tmp_path):
         assert st.history[1].trigger == "confirm"
         # a check every 8 steps; the confirmation's own steps (2 rounds of two)
         assert first_allowed <= steps <= first_allowed + 8 + 12
-        assert st.decision.candidate == P[1] and st._close_call_remembered is False
+        assert st.decision.candidate == P[1] and st.monitor.close_call_remembered is False
 
 
 def test_one_slow_visit_does_not_drop_a_candidate():
@@ -1495,7 +1496,7 @@ def test_an_entry_out_of_range_is_ignored_and_a_run_goes_on(tmp_path, bad, caplo
     cfg = phold_cfg(num_entities=30, remote=0.6)
     opts = {**_auto_opts(), "cache": True, "cache_path": path}
     rt = Runtime("phold", cfg, 1, "parallel", "auto", oversubscribe=True, stpa_options=opts)
-    key = rt.stpa._cache_key
+    key = rt.stpa.decisions.cache_key
     rt.close()
     assert DecisionCache.invalid(_entry(**bad)) is not None
     path.write_text(json.dumps({"version": 1, "entries": {key: _entry(**bad)}}))
@@ -1529,7 +1530,7 @@ def test_a_decision_without_a_step_time_is_remembered_without_one(tmp_path):
         key: {**entry, "executor": "serial", "threads": 1, "medians_ns": {}}}}))
     opts = {**_auto_opts(), "cache": True, "cache_path": path, "confirm_budget": 50.0}
     rt = Runtime("phold", cfg, 1, "parallel", "auto", oversubscribe=True, stpa_options=opts)
-    assert rt.stpa.from_cache and rt.stpa._running_ns is None
+    assert rt.stpa.from_cache and rt.stpa.monitor.running_ns is None
     rt.reset([0])
     ref = Runtime("phold", cfg, 1, "serial", 1)
     ref.reset([0])
@@ -1740,7 +1741,7 @@ def test_a_failing_start_from_the_cache_leaves_a_plain_preflight(tmp_path, monke
     """A bug while starting from a remembered decision changes nothing of the
     controller: the run preflights as if there were no cache (the runtime is
     put back on the features steps' executor) and the env is made."""
-    from seer_env.stpa import DecisionCache, controller
+    from seer_env.stpa import DecisionCache, decision
 
     path = tmp_path / "stpa.json"
     cfg = phold_cfg(num_entities=30, remote=0.6)
@@ -1750,7 +1751,7 @@ def test_a_failing_start_from_the_cache_leaves_a_plain_preflight(tmp_path, monke
     def boom(*a, **k):
         raise ZeroDivisionError("a bug")
 
-    monkeypatch.setattr(controller, "regime", boom)
+    monkeypatch.setattr(decision, "regime", boom)
     opts = {**_auto_opts(), "cache": True, "cache_path": path}
     with caplog.at_level(logging.ERROR, logger="seer_env.stpa"):
         rt = Runtime("phold", cfg, 1, "parallel", "auto", oversubscribe=True,
@@ -1758,8 +1759,8 @@ def test_a_failing_start_from_the_cache_leaves_a_plain_preflight(tmp_path, monke
     st = rt.stpa
     assert any("decision cache failed" in r.getMessage() for r in caplog.records)
     assert st.cache is None and not st.from_cache and st.state == "preflight"
-    assert st.decision is None and st.history == [] and st._running_ns is None
-    assert st.regimes == {} and st._baseline is None and not st._close_call_remembered
+    assert st.decision is None and st.history == [] and st.monitor.running_ns is None
+    assert st.regimes == {} and st.monitor.baseline is None and not st.monitor.close_call_remembered
     monkeypatch.undo()
     rt.reset([0])
     for _ in range(200):

@@ -84,17 +84,23 @@ and logged through `logging` (logger ``seer_env.stpa``, INFO: decisions,
 DEBUG: the evidence).
 
 The package, by concern: `seer_env.stpa.controller` is the controller (`Stpa`,
-`attach`): it runs the steps, switches and times them;
-`seer_env.stpa.cache` remembers its decisions across processes
-(`DecisionCache`); the cost model it consults -- the value types and the pure
-functions of the measurements ([`candidate_set`][seer_env.stpa.candidate_set],
-`summarize_trace`, `predict_step_ns`, `probe_plan`, `select`, `drift`, ...) --
-is `seer_env.stpa.cost`.  The public names of all three are re-exported here.
+`attach`): it runs the steps and switches the runtime, and hands the work to
+its parts, each with its own state: `seer_env.stpa.probe` (the probe's steps:
+features, trace, timing, pruning, the pools' probe put off),
+`seer_env.stpa.monitor` (the checks after a decision: drift, load regimes,
+confirmations) and `seer_env.stpa.decision` (deciding, and starting from and
+writing to the decision cache); `seer_env.stpa.cache` remembers its decisions
+across processes (`DecisionCache`); the cost model it consults -- the value
+types and the pure functions of the measurements
+([`candidate_set`][seer_env.stpa.candidate_set], `summarize_trace`,
+`predict_step_ns`, `probe_plan`, `select`, `drift`, ...) -- is
+`seer_env.stpa.cost`.  The public names of the controller, the cache and the
+cost model are re-exported here.
 """
 
 # The package by concern, bottom to top: the cost model (pure functions of the
-# measurements), the decision cache, the controller.  The public names are
-# seer_env.stpa's.
+# measurements), the decision cache, the controller's parts (probe, monitor,
+# decision), the controller.  The public names are seer_env.stpa's.
 from .cache import DecisionCache
 from .controller import FixedChoice, Stpa, attach, describe, run_workload
 from .cost import (

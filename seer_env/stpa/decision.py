@@ -1,0 +1,270 @@
+"""STPA's decisions: choosing from a probe, starting from a remembered choice,
+and remembering the preflight's.
+
+`Decisions.decide` ends a probe: it chooses from the probe's timings (`select`
+with the cost model; a confirmation keeps the running choice unless another is
+clearly faster) or takes the choice a probe was put off with, says why in
+words, switches the runtime to it and starts the monitor afresh
+(`seer_env.stpa.monitor`).  A preflight's decision is kept for the decision
+cache (`Decisions.remember`) and written once the run has paid for the write
+(`Decisions.save_if_paid`, at a monitor check) or when the runtime closes; a
+later run of the same model, configuration, build and machine starts from it
+without a preflight (`Decisions.start_from_cache`).
+
+`Decisions` holds the latest decision, every decision so far, the latest
+probe's timings and the cache; like the prober and the monitor it keeps no
+reference to the controller: the calls get it as ``host``, typed by
+`DecisionHost` (a `typing.Protocol`: the monitor's `MonitorHost` and what
+deciding needs more).  The controller's decision hook, for one:
+
+```python
+def _decide(self, pr, provisional=None):      # on Stpa
+    self.decisions.decide(self, pr, provisional)
+```
+
+In the layers of `seer_env.stpa`: below the controller
+(`seer_env.stpa.controller`), above the monitor, the probe
+(`seer_env.stpa.probe`), the decision cache (`seer_env.stpa.cache`) and the
+cost model (`seer_env.stpa.cost`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+from dataclasses import dataclass, field
+from typing import Any, Protocol, cast
+
+from ..errors import SeerError
+from .cache import DecisionCache, save_at_exit, saved
+from .cost import (
+    SERIAL,
+    Candidate,
+    Decision,
+    Load,
+    eliminated,
+    in_words,
+    limiting_factor,
+    predict_step_ns,
+    regime,
+    select,
+)
+from .monitor import Monitor, MonitorHost
+from .probe import Probe
+
+log = logging.getLogger("seer_env.stpa")
+
+
+class DecisionHost(MonitorHost, Protocol):
+    """What deciding needs of the controller (`Stpa`) beyond what the monitor
+    does: the monitor, the options of the choice and of the cache's write,
+    and the controller's own write of its decision (`Stpa.save_decision`)."""
+
+    monitor: Monitor
+    margin: float
+    hysteresis: float
+    save_ns: float
+
+    def save_decision(self) -> None: ...
+
+
+@dataclass
+class Decisions:
+    """The controller's decisions and the decision cache.
+
+    Attributes:
+        decision: the latest `Decision` (None during the first preflight).
+        history: every Decision, oldest first.
+        timings: ns per timed step by candidate label, of the latest probe.
+        from_cache: the run started from a remembered decision (no preflight).
+        cache: the `DecisionCache` (None when off).
+        cache_key: this run's key in it.
+        unsaved: a decision the cache has not got yet (its entry).
+        save_from: ... written at the first monitor check from this step of
+            the run on.
+    """
+
+    decision: Decision | None = None
+    history: list[Decision] = field(default_factory=list)
+    timings: dict[str, list[float]] = field(default_factory=dict)
+    from_cache: bool = False
+    cache: DecisionCache | None = None
+    cache_key: str = ""
+    unsaved: dict[str, Any] | None = None
+    save_from: int = 0
+
+    # -- deciding ----------------------------------------------------------------------
+
+    def decide(self, host: DecisionHost, pr: Probe,
+               provisional: Decision | None = None) -> None:
+        """Choose from ``pr``'s timings (or take ``provisional``, a choice made
+        while the pools' probe is put off) and switch to the choice."""
+        timings = {c: v for c, v in pr.timings.items() if c not in pr.unreachable}
+        dec = self._choose(host, pr, timings, provisional)
+        monitor = host.monitor
+        same = self.decision is not None and dec.candidate == self.decision.candidate
+        self.decision = dec
+        monitor.running_ns = dec.medians_ns.get(
+            dec.candidate.label, pr.step_ns if pr.tiny and not timings else None)
+        self.history.append(dec)
+        self.timings = {c.label: v for c, v in pr.timings.items()}
+        # pools far off the pace (or dropped after their first step) are left out
+        # of confirmation re-probes until the workload drifts
+        monitor.hopeless = (pr.dropped - set(pr.timings)) | eliminated(pr.timings, 3.0)
+        host._switch_after(dec.candidate)
+        host.prober.probe = None
+        host.state = "monitor"
+        s = host.rt.stats()
+        monitor.restart(host, pr, dec.candidate, same, s)
+        if pr.trigger == "preflight" and host.prober.deferred is None:
+            self.remember(host, dec, s["steps"] - host._steps0)
+        log.info("%s (%s): %s", host.rt.model, pr.trigger, dec.reason)
+        log.debug("features %s; trace %s; medians %s", host.prober.features,
+                  host.prober.trace_summary, dec.medians_ns)
+
+    def _choose(self, host: DecisionHost, pr: Probe, timings: dict[Candidate, list[float]],
+                provisional: Decision | None) -> Decision:
+        """The decision ``pr`` comes to from ``timings`` (its own, less the
+        candidates the runtime could not switch to), with its reason."""
+        features, summary = host.prober.features, host.prober.trace_summary
+        assert features is not None
+        tiny_why = (f"a step takes {pr.step_ns / 1e3:.1f} us, less than "
+                    f"{host.tiny_ns / 1e3:g} us: too short for a pool's synchronisation to "
+                    "pay, so " + ", ".join(d.label for d in pr.tiny) + " were not timed"
+                    ) if pr.tiny else ""
+        if provisional is not None:
+            dec = provisional
+        elif not timings and pr.tiny:
+            c = SERIAL if SERIAL in pr.candidates else pr.candidates[0]
+            if len(pr.candidates) == 1:
+                why = f"{c.label}: the only one-thread candidate"
+            else:
+                why = (f"{in_words(c).capitalize()}, untimed: on one thread the "
+                       "executors differ by a few percent of such a step, less than "
+                       "timing them costs (a confirmation re-probe times them once the "
+                       "run has lasted long enough to pay for it)")
+            dec = Decision(c, f"{why}. Limit: {tiny_why}.", {}, {}, pr.trigger)
+        elif len(pr.candidates) == 1 and not timings:
+            c = pr.candidates[0]
+            slow = pr.dropped - pr.unreachable
+            if pr.dropped:
+                why = f"{c.label}: the only candidate left ("
+                if slow:
+                    why += (", ".join(sorted(d.label for d in slow))
+                            + f" dropped: its traced step took over {host.drop_traced:g}x "
+                            "the first step")
+                if pr.unreachable:
+                    why += ("; " if slow else "") + ", ".join(
+                        sorted(d.label for d in pr.unreachable)) + ": the runtime could not switch"
+                why += ")"
+            elif pr.pruned:
+                pred = {d.label: predict_step_ns(features, summary, d)
+                        for d in [c, *pr.pruned]} if summary else {}
+                why = (f"{c.label}: the only candidate timed ("
+                       + ", ".join(f"{d.label} predicted {pred[d.label] / pred[c.label]:.2f}x "
+                                   "its step time" if pred else d.label
+                                   for d in pr.pruned)
+                       + f" from the traced step, over the {host.prune:g}x pruning bound)")
+            else:
+                why = (f"{c.label}: the only candidate "
+                       f"(lookahead {features.lookahead:g}, {host.cores} core(s))")
+            why += f". Limit: {limiting_factor(features, summary, {}, c)}."
+            dec = Decision(c, why, {}, {}, pr.trigger)
+        else:
+            confirm = pr.trigger == "confirm" and self.decision is not None
+            dec = select(timings, features, summary, host.margin,
+                         pr.trigger,
+                         incumbent=cast(Decision, self.decision).candidate if confirm
+                         else None,
+                         hysteresis=host.hysteresis if confirm else 0.0)
+            if pr.tiny and dec.candidate.threads == 1:
+                dec = dataclasses.replace(
+                    dec, reason=dec.reason.rsplit(" Limit: ", 1)[0] + f" Limit: {tiny_why}.")
+        return dec
+
+    # -- the decision cache ------------------------------------------------------------
+
+    def start_from_cache(self, host: DecisionHost) -> None:
+        """Start on a decision remembered for this model, configuration, batch,
+        build and machine: no preflight (the confirmation re-probes still run)."""
+        assert self.cache is not None
+        e = self.cache.get(self.cache_key)
+        if e is None:
+            return
+        c = Candidate(e["executor"], e["threads"])
+        try:
+            host._switch(c)
+        except SeerError as exc:
+            log.info("%s: remembered choice %s not possible now (%s): preflight",
+                     host.rt.model, c.label, exc)
+            return
+        # everything that could fail first: the controller's state changes
+        # only once nothing is left to fail (the caller then goes on as if
+        # there were no cache)
+        others = sorted(v for k, v in e["medians_ns"].items() if k != c.label)
+        mine = e["medians_ns"].get(c.label)
+        med = mine or e.get("step_ns")
+        running = float(med) if isinstance(med, (int, float)) and 0 < med < math.inf else None
+        dec = Decision(c, f"{e['reason']} (remembered from an earlier run of this model "
+                       "and configuration on this machine: no preflight)",
+                       dict(e["medians_ns"]), {}, "cache")
+        baseline = Load(float(e["events_per_step"]), int(e["alive_agents"]))
+        kind = regime(baseline)
+        s = host.rt.stats()
+        monitor, prober = host.monitor, host.prober
+        monitor.close_call_remembered = bool(
+            mine and others and others[0] <= DecisionCache.CLOSE * mine)
+        if running is not None:
+            monitor.running_ns = running
+            prober.k = prober.visit_steps(host, running)
+        self.decision = dec
+        self.history.append(dec)
+        self.timings = {}
+        self.from_cache = True
+        prober.probe = None
+        host.state = "monitor"
+        monitor.baseline = baseline
+        monitor.regimes[kind] = c
+        monitor.mark = (s["events"], s["windows"], s["steps"])
+        host.countdown = host._check_interval()
+        log.info("%s (cache): %s", host.rt.model, dec.reason)
+
+    def remember(self, host: DecisionHost, dec: Decision, run_steps: int) -> None:
+        """Keep ``dec`` (made ``run_steps`` into the run) for the cache: written
+        by a monitor check once the run has paid for the write (``save_ns``
+        within ``probe_share`` of its step time), else when the runtime closes
+        or the interpreter exits."""
+        features = host.prober.features
+        if self.cache is None or features is None:
+            return
+        # the step time only where one was measured: a decision made without
+        # timing anything (a model with one candidate) has none
+        step_ns = host._step_ns()
+        self.unsaved = {
+            "executor": dec.candidate.executor, "threads": dec.candidate.threads,
+            "reason": dec.reason, "medians_ns": dict(dec.medians_ns),
+            "step_ns": step_ns if 0.0 < step_ns < math.inf else None,
+            "events_per_step": features.events_per_step,
+            "alive_agents": features.alive_agents}
+        share = host.probe_share if host.probe_share is not None else 0.05
+        self.save_from = run_steps + math.ceil(
+            host.save_ns / share / max(1.0, min(step_ns, 1e12)))
+        save_at_exit(host)
+
+    def save_if_paid(self, host: DecisionHost, run_steps: int) -> None:
+        """At a monitor check ``run_steps`` into the run: write the decision
+        kept for the cache if the run has paid for the write by now."""
+        if self.unsaved is not None and run_steps >= self.save_from:
+            host.save_decision()
+
+    def save(self, host: DecisionHost) -> None:
+        """Write the decision kept for the cache now, if there is one (for
+        ``host``, whose write at exit is then off)."""
+        entry, self.unsaved = self.unsaved, None
+        saved(host)
+        if entry is not None and self.cache is not None:
+            self.cache.put(self.cache_key, entry)
+
+
+__all__ = ["DecisionHost", "Decisions"]

@@ -1,0 +1,612 @@
+"""STPA's probe: the steps that measure the candidates before a choice.
+
+A probe (`Probe`) is the preflight's, a confirmation's or a drift re-probe's.
+It goes through stages, one real step of the run at a time:
+
+1. ``"features"`` (the preflight's first two steps, on one thread:
+   `Prober.features_step`): the second gives events and windows per step and a
+   step's length, from which the candidates and the plan follow
+   (`Prober.plan_after_features`: tiny steps are decided at once, the pools'
+   probe waits until the run can pay for it, a traced step comes first where
+   there is more than one thread to consider);
+2. ``"trace"`` (a warm-up step and one traced step on the largest pool);
+3. ``"timing"`` (the planned candidates visited forth and back, a warm-up step
+   after each switch and ``k`` timed steps a visit: `Prober.plan_timing`;
+   after each visit the hopeless candidates are dropped, and a close call
+   gets extra rounds of the two fastest if the run can pay for them).
+
+`Prober` holds the probe in progress and what probing has measured (the
+features, the traced step's summary, what switches and confirmations cost, the
+probe steps and their time), and runs the steps (`Prober.visit_step`).  The
+pools' probe put off until the run can pay for it is here too
+(`Prober.deferred_check`).
+
+The prober keeps no reference to the controller that runs it: each call that
+needs the runtime, the controller's options, a switch or a decision gets the
+controller as ``host``, typed by `ProbeHost` (a `typing.Protocol`: the
+controller, `seer_env.stpa.controller`, is above this module and never
+imported by it).  The controller's step hook, for one:
+
+```python
+pr = controller.prober.probe
+if pr.stage == "features":
+    controller.prober.features_step(controller, pr, mask_ptr)
+else:
+    controller.prober.visit_step(controller, pr, mask_ptr)
+```
+
+In the layers of `seer_env.stpa`: below the monitor (`seer_env.stpa.monitor`),
+which starts re-probes, and the decisions (`seer_env.stpa.decision`), above
+the decision cache and the cost model (`seer_env.stpa.cost`, whose pure
+functions plan and prune).
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import math
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from .._runtime import EXECUTORS
+from ..errors import SeerError
+from .cost import (
+    SERIAL,
+    Candidate,
+    Decision,
+    Features,
+    TraceSummary,
+    candidate_set,
+    close_call,
+    eliminated,
+    first_candidate,
+    in_words,
+    probe_plan,
+    summarize_trace,
+)
+
+log = logging.getLogger("seer_env.stpa")
+
+
+@dataclass
+class Visit:
+    """One step of a probe on ``cand``: timed, traced, or (neither) a warm-up
+    step after a switch."""
+
+    cand: Candidate
+    timed: bool
+    traced: bool = False
+
+
+@dataclass
+class Probe:
+    """A probe in progress: the preflight's (``trigger`` "preflight"), a
+    confirmation's ("confirm") or a drift re-probe's (the drift in words).
+
+    ``queue`` holds the visits still to run, first in line first; ``timings``
+    the timed steps so far, by candidate; ``stage`` is "features", "trace" or
+    "timing" (see the module).
+    """
+
+    trigger: str
+    rounds: int
+    extended: bool = False
+    dropped: set[Candidate] = field(default_factory=set)
+    candidates: list[Candidate] = field(default_factory=list)
+    queue: list[Visit] = field(default_factory=list)
+    timings: dict[Candidate, list[float]] = field(default_factory=dict)
+    stage: str = "features"
+    warm: bool = False  # the features stage's first (untimed, cold) step ran
+    resumed: bool = False  # a preflight's pool stage, started once the run could pay
+    mark: tuple[int, int] = (0, 0)  # (events, steps) when a re-probe began
+    t_start: int = 0
+    steps: int = 0
+    unreachable: set[Candidate] = field(default_factory=set)  # switching to them failed
+    pruned: list[Candidate] = field(default_factory=list)  # predicted too slow to time
+    tiny: list[Candidate] = field(default_factory=list)  # left out: the steps are too short
+    step_ns: float = 0.0  # ... this short
+
+    def leave_out_pools(self, pools: list[Candidate], step_ns: float) -> None:
+        """Steps of ``step_ns`` are too short for ``pools`` to pay: not timed."""
+        self.tiny = pools
+        self.step_ns = step_ns
+        self.candidates = [c for c in self.candidates if c not in pools]
+
+
+class ProbeHost(Protocol):
+    """What the probe needs of the controller that runs it
+    (`Stpa`): the runtime, the options the probe reads,
+    the step and the switches, a decision once the probe is done, and how far
+    apart the controller's looks are."""
+
+    rt: Any
+    state: str
+    countdown: int
+    _steps0: int
+    _clock: Callable[[], int]
+    rounds: int
+    min_visit_ns: float
+    prune: float
+    max_threads: int | None
+    trace_enabled: bool
+    cores: int
+    budget_note: str
+    caches: dict[str, int]
+    drop: float
+    drop_traced: float
+    tie: float
+    extra_rounds: int
+    tiny_ns: float
+    probe_share: float | None
+    pool_probe_ns: float
+    probe_step_ns: float
+    check_every: int
+
+    def _native_step(self, mask_ptr: Any) -> None: ...
+
+    def _switch(self, c: Candidate) -> float: ...
+
+    def _switch_back(self, prev: Candidate) -> None: ...
+
+    def _current(self) -> Candidate: ...
+
+    def _decide(self, pr: Probe, provisional: Decision | None = None) -> None: ...
+
+    def _check_interval(self) -> int: ...
+
+
+@dataclass
+class Prober:
+    """The probe in progress (``probe``, None once decided) and what probing
+    has measured so far; its methods run a probe's steps for ``host``.
+
+    Attributes:
+        probe: the probe in progress, or None.
+        deferred: the pools' probe is put off until the run can pay for it:
+            the shortest step seen meanwhile (ns); None when not put off.
+        defer_countdown: steps to the next look at the put-off probe.
+        t_first: the features step's time (ns), or the put-off probe's shortest.
+        k: timed steps a visit takes.
+        features: the latest `Features`.
+        trace_summary: the latest traced step's `TraceSummary` (None without one).
+        switch_ns: executor switches made, how long each took.
+        confirm_cost_ns: the last confirmation's cost beyond its steps' own.
+        preflight_steps: steps of the first preflight (and a pool stage put off).
+        preflight_ns: their wall time.
+        probe_steps: steps of every probe so far.
+        probe_ns: their wall time.
+    """
+
+    probe: Probe | None
+    deferred: float | None = None
+    defer_countdown: int = 0
+    t_first: float = math.inf
+    k: int = 2
+    features: Features | None = None
+    trace_summary: TraceSummary | None = None
+    switch_ns: list[float] = field(default_factory=list)
+    confirm_cost_ns: float = 0.0
+    preflight_steps: int = 0
+    preflight_ns: int = 0
+    probe_steps: int = 0
+    probe_ns: int = 0
+
+    # -- the steps ---------------------------------------------------------------------
+
+    def features_step(self, host: ProbeHost, pr: Probe, mask_ptr: Any) -> None:
+        """The preflight's first two steps, on one thread: the second gives
+        events and windows per step and a step's length.  The first is not
+        measured: a process's first step is cold (caches, pages, lazily set-up
+        buffers) and took 5-30x a warm one, which made tiny steps look long."""
+        prev = host._current()
+        host._switch(first_candidate(host.rt.sizes.lookahead))
+        ev0, win0 = _counters(host.rt) if pr.warm else (0, 0)  # the cold step's go unused
+        try:
+            t0 = host._clock()
+            host._native_step(mask_ptr)
+            t1 = host._clock()
+        except BaseException:
+            host._switch_back(prev)
+            raise
+        if not pr.warm:
+            pr.warm = True
+            return
+        ev1, win1 = _counters(host.rt)
+        self.set_features(host, ev1 - ev0, win1 - win0)
+        self.t_first = float(t1 - t0)
+        self.k = self.visit_steps(host, self.t_first)
+        self.plan_after_features(host, pr)
+
+    def visit_steps(self, host: ProbeHost, step_ns: float) -> int:
+        """Timed steps a visit takes at steps of ``step_ns``: enough to last
+        ``min_visit_ns``, 2 to 8."""
+        return int(min(8, max(2, math.ceil(host.min_visit_ns / max(1.0, step_ns)))))
+
+    def visit_step(self, host: ProbeHost, pr: Probe, mask_ptr: Any) -> None:
+        """The first visit in line: switch to its candidate, step (traced or
+        timed), and only then take the visit off the queue."""
+        visit = pr.queue[0]
+        prev = host._current()
+        try:
+            switch_ns = host._switch(visit.cand)
+        except SeerError as exc:
+            # the runtime cannot run this candidate now (out of memory or
+            # threads): this step runs untimed where the runtime is, and the
+            # candidate is left out of the probe once it has
+            host._native_step(mask_ptr)
+            self._leave_out(host, pr, visit.cand, exc)
+            return
+        try:
+            if visit.traced:
+                ns, summary = self._traced_step(host, visit.cand, mask_ptr)
+            else:
+                t0 = host._clock()
+                host._native_step(mask_ptr)
+                ns, summary = float(host._clock() - t0), None
+        except BaseException:
+            host._switch_back(prev)
+            raise
+        pr.queue.pop(0)
+        if switch_ns:  # for what more probe visits would cost (`extend_or_decide`)
+            self.switch_ns.append(switch_ns)
+        if visit.traced:
+            if summary is not None:
+                self.trace_summary = summary
+            if ns > host.drop_traced * self.t_first:
+                # even with tracing's cost counted, hopeless: do not time it
+                pr.dropped.add(visit.cand)
+        elif visit.timed:
+            pr.timings.setdefault(visit.cand, []).append(ns)
+            if not pr.queue or pr.queue[0].cand != visit.cand:  # visit complete
+                self._prune_queue(host, pr)
+
+    def _traced_step(self, host: ProbeHost, cand: Candidate,
+                     mask_ptr: Any) -> tuple[float, TraceSummary | None]:
+        """One step traced on ``cand``: its time and the trace's summary (None
+        when the trace buffers could not be had: the probe goes on untraced)."""
+        try:
+            # the trace buffers are allocated (and their pages touched)
+            # outside the timed part: only the step itself is compared
+            self._trace_on(host, cand)
+        except SeerError as exc:
+            log.warning("%s: no trace for the preflight (%s); timing without one",
+                        host.rt.model, exc)
+            t0 = host._clock()
+            host._native_step(mask_ptr)
+            return float(host._clock() - t0), None
+        try:
+            t0 = host._clock()
+            host._native_step(mask_ptr)
+            t1 = host._clock()
+            summary = summarize_trace(host.rt.trace_records(active_only=True))
+        finally:
+            host.rt.trace(0)
+        return float(t1 - t0), summary
+
+    def _trace_on(self, host: ProbeHost, cand: Candidate) -> None:
+        """Trace the next step without a record per event (phases' spans with
+        their event counts, barrier waits: what `summarize_trace` needs): a
+        record per event cost PCS 64x64's preflight a step's time again, and
+        copying and summarizing them several more."""
+        assert self.features is not None
+        f = self.features
+        L = host.rt.sizes.lookahead
+        # windows of width L a step (and a phase a chunk of speculation)
+        windows = (f.step_duration / L if L > 0.0 else f.events_per_step / 256.0) + 2.0
+        per_worker = int(min(1 << 16, 8 * (windows + f.num_instances) + 256))
+        host.rt.trace(per_worker, events=False)
+
+    def settle(self, host: ProbeHost, pr: Probe) -> bool:
+        """Bring ``pr`` to where its next step can run: a stage whose visits
+        are done moves on (trace -> timing -> extra rounds or a decision).
+        Every step leaves a probe so; this also mends one whose bookkeeping
+        was cut short (a KeyboardInterrupt between two of its statements).
+        False when the probe decided."""
+        if pr.stage != "features" and self.features is None:
+            pr.stage, pr.queue = "features", []
+        if pr.stage == "trace" and not pr.queue:
+            self.plan_timing(host, pr)
+        if pr.stage == "timing" and not pr.queue:
+            self._extend_or_decide(host, pr)
+        return self.probe is pr
+
+    def account(self, pr: Probe, t_out: int, running_ns: float | None) -> None:
+        """Count ``pr``'s steps and time (it ended at ``t_out``) into the totals;
+        a confirmation's cost beyond its steps' own (steps of ``running_ns``,
+        the running choice's) is kept for when the next one may start."""
+        ns = t_out - pr.t_start
+        self.probe_steps += pr.steps
+        self.probe_ns += ns
+        if pr.trigger == "confirm" and running_ns is not None:
+            self.confirm_cost_ns = max(0.0, ns - pr.steps * running_ns)
+        if pr.trigger == "preflight":  # the features steps, and a pool stage put off
+            self.preflight_steps += pr.steps
+            self.preflight_ns += ns
+
+    # -- the features and the candidates -----------------------------------------------
+
+    def set_features(self, host: ProbeHost, events: int, windows: int) -> None:
+        """The run's `Features` now, at ``events`` and
+        ``windows`` per step."""
+        rt = host.rt
+        sz = rt.sizes
+        if windows == 0 and self.features is not None:
+            windows = int(round(self.features.windows_per_step))  # serial: no windows
+        pool = rt.stats()["pool_events"]
+        self.features = Features(
+            model=rt.model,
+            num_entities=sz.num_entities,
+            num_agents=sz.num_agents,
+            num_instances=rt.num_instances,
+            lookahead=sz.lookahead,
+            step_duration=sz.step_duration,
+            entity_size=sz.entity_size,
+            cores=host.cores,
+            budget=host.budget_note,
+            cache_bytes=host.caches,
+            events_per_step=float(events),
+            windows_per_step=float(windows),
+            alive_agents=int(np.count_nonzero(rt.alive)),
+            working_set_bytes=int(rt.num_instances * sz.num_entities * (sz.entity_size + 128)
+                                  + pool * 64),
+        )
+
+    def candidates(self, host: ProbeHost) -> list[Candidate]:
+        """The candidates for the latest features (`candidate_set`)."""
+        assert self.features is not None
+        return candidate_set(self.features, host.max_threads)
+
+    # -- planning ----------------------------------------------------------------------
+
+    def plan_after_features(self, host: ProbeHost, pr: Probe) -> None:
+        """After the features steps: decide at once on tiny steps, put the
+        pools' probe off while the run cannot pay for it, else trace (more
+        than one thread to consider) or time."""
+        pr.candidates = cands = pr.candidates or self.candidates(host)
+        if self.t_first < host.tiny_ns and any(c.threads == 1 for c in cands):
+            # probing pools costs more than they could win back on such steps
+            pr.leave_out_pools([c for c in cands if c.threads > 1], self.t_first)
+            # and timing the one-thread candidates too: they differ by a few
+            # percent of a tiny step (less than a probe's bookkeeping costs
+            # per step, and less than a young process's steps vary), so the
+            # serial executor runs untimed; a confirmation re-probe times
+            # them once the run has lasted long enough to pay for it
+            host._decide(pr)
+            return
+        if self._defer_pools(host, pr):
+            return
+        big = max(c.threads for c in pr.candidates)
+        if host.trace_enabled and big > 1 and host.rt.trace_capacity == 0:
+            pr.stage = "trace"
+            # the parallel executor's windows say most about the pools to time;
+            # for lookahead 0 the optimistic executor is the only pool
+            ex = "parallel" if host.rt.sizes.lookahead > 0.0 else "optimistic"
+            # one untraced step first: a pool's first step pays its one-time
+            # set-up (threads woken, the optimistic executor's logs and
+            # mailboxes), which the traced step must not be judged by
+            pr.queue = [Visit(Candidate(ex, big), timed=False),
+                        Visit(Candidate(ex, big), timed=False, traced=True)]
+        else:
+            self.plan_timing(host, pr)
+
+    def plan_timing(self, host: ProbeHost, pr: Probe) -> None:
+        """The timing stage's visits (`probe_plan`'s candidates, less those
+        dropped), forth and back from the running candidate."""
+        assert self.features is not None
+        plan = probe_plan(self.features, self.trace_summary, pr.candidates, host.prune)
+        pr.pruned = [c for c in pr.candidates if c not in plan]
+        plan = ([c for c in plan if c not in pr.dropped]
+                or [c for c in plan if c not in pr.unreachable][:1] or [host._current()])
+        pr.candidates = plan
+        pr.stage = "timing"
+        pr.queue = []
+        if len(plan) == 1:
+            return
+        # tiny steps: one round (what the one-thread candidates differ by is a
+        # fraction of a tiny step; every switch between them costs more)
+        # back and forth (ABC CBA ABC ...: balanced against a trend such as a
+        # warming process, like a rotation) from the running candidate, in
+        # executor order: a switch between executors moves every pending event
+        # (5 ms on PCS 64x64, two steps' worth) and is made about once a round,
+        # where a rotation made one per visit; changing a pool's size is cheap
+        cur = host._current()
+        plan = sorted(plan, key=lambda c: (c.executor != cur.executor, c != cur,
+                                           EXECUTORS.index(c.executor), c.threads))
+        prev = cur
+        for r in range(1 if pr.tiny else pr.rounds):
+            for c in (plan if r % 2 == 0 else plan[::-1]):
+                if c != prev:  # a warm-up step after a switch
+                    pr.queue.append(Visit(c, timed=False))
+                pr.queue.extend(Visit(c, timed=True) for _ in range(self.k))
+                prev = c
+
+    def _leave_out(self, host: ProbeHost, pr: Probe, c: Candidate, exc: Exception) -> None:
+        log.warning("%s: cannot switch to %s (%s); left out of this probe", host.rt.model,
+                    c.label, exc)
+        pr.unreachable.add(c)
+        pr.dropped.add(c)
+        pr.queue = self._without_idle_warmups(host, [v for v in pr.queue if v.cand != c])
+
+    def _without_idle_warmups(self, host: ProbeHost, queue: list[Visit]) -> list[Visit]:
+        """``queue`` less the warm-up steps no switch precedes any more (the
+        visit between two of a candidate's visits was taken out)."""
+        out: list[Visit] = []
+        prev = host._current()
+        for v in queue:
+            if v.timed or v.traced or v.cand != prev:
+                out.append(v)
+            prev = v.cand
+        return out
+
+    def _prune_queue(self, host: ProbeHost, pr: Probe) -> None:
+        self._leave_pools_if_tiny(host, pr)
+        # dropped after two visits, not one: one slow visit (a transient on the
+        # host) dropped the optimistic executor on classic PCS 32x32 in one of
+        # five bench runs, where it runs 1.2x the serial executor
+        out = {c for c in eliminated(pr.timings, host.drop)
+               if len(pr.timings[c]) >= 2 * self.k} - pr.dropped
+        if out:
+            pr.dropped |= out
+            pr.queue = self._without_idle_warmups(
+                host, [v for v in pr.queue if v.cand not in pr.dropped])
+
+    def _leave_pools_if_tiny(self, host: ProbeHost, pr: Probe) -> None:
+        """Once a one-thread candidate's visit is timed: if its steps take less
+        than ``tiny_ns`` (the first step, cold, may not have shown it), the pools
+        of several threads are not timed, and one round is enough."""
+        if pr.tiny:
+            return
+        ones = [statistics.median(v) for c, v in pr.timings.items() if c.threads == 1 and v]
+        if not ones or min(ones) >= host.tiny_ns:
+            return
+        pools = [c for c in pr.candidates if c.threads > 1]
+        if not pools:
+            return
+        pr.leave_out_pools(pools, min(ones))
+        pr.dropped |= set(pools)
+        timed = {c for c in pr.timings if pr.timings[c]}
+        keep, seen = [], set()
+        for v in pr.queue:  # the first visit of each one-thread candidate not timed yet
+            if v.cand.threads > 1 or v.cand in timed:
+                continue
+            if not v.timed and v.cand in seen:
+                break  # a second round starts
+            seen.add(v.cand)
+            keep.append(v)
+        pr.queue = keep
+
+    def _extend_or_decide(self, host: ProbeHost, pr: Probe) -> None:
+        # tiny steps: a close call between one-thread candidates is not worth
+        # more steps (what either wins is a fraction of a tiny step)
+        pair = None if pr.extended or pr.tiny else close_call(
+            {c: v for c, v in pr.timings.items() if c not in pr.dropped}, host.tie)
+        if pair is None:
+            host._decide(pr)
+            return
+        # a close call: more visits of the two fastest only, forth and back
+        pr.extended = True
+        for r in range(host.extra_rounds):
+            for c in (pair if r % 2 == 0 else pair[::-1]):
+                pr.queue.append(Visit(c, timed=False))
+                pr.queue.extend(Visit(c, timed=True) for _ in range(self.k))
+        pr.queue = self._without_idle_warmups(host, pr.queue)
+        # ... if the run can pay for them: the two are within `tie` of each
+        # other, and between executors each switch moves every pending event
+        # (0.5 ms and a slow step after it on classic PCS 32x32: the extra
+        # visits cost more than a short run could win back)
+        order = [host._current(), *(v.cand for v in pr.queue)]
+        switches = sum(1 for a, b in itertools.pairwise(order) if a.executor != b.executor)
+        cost = (switches * (statistics.median(self.switch_ns) if self.switch_ns else 0.0)
+                + len(pr.queue) * host.probe_step_ns)
+        best = min(statistics.median(pr.timings[c]) for c in pair)
+        if (host.probe_share is not None
+                and cost > host.probe_share * self._expected_steps(host) * best):
+            pr.queue = []
+        if not pr.queue:  # no extra rounds (extra_rounds=0, or more than the run can pay)
+            host._decide(pr)
+
+    # -- the pools' probe put off until the run can pay for it --------------------------
+
+    def _pool_probe_cost(self, host: ProbeHost, step_ns: float, n_cands: int) -> float:
+        """What probing ``n_cands`` candidates would cost beyond their steps'
+        own work (ns): the pools' fixed cost and the controller's per step."""
+        steps = 2 + host.rounds * n_cands * (self.visit_steps(host, step_ns) + 1)
+        return host.pool_probe_ns + steps * host.probe_step_ns
+
+    def _expected_steps(self, host: ProbeHost) -> int:
+        """Steps the run will take at least, as far as one can tell: those run
+        so far, and at least an episode (``max_cycles``) once one was reset."""
+        mc = getattr(host.rt, "max_cycles", 0)
+        run_steps = int(host.rt.stats()["steps"]) - host._steps0
+        return max(run_steps, mc if isinstance(mc, int) and mc > 0 else 0)
+
+    def _defer_pools(self, host: ProbeHost, pr: Probe) -> bool:
+        """After a preflight's features steps: put the pools' probe off while
+        it would cost more than ``probe_share`` of the run's step time (its
+        steps so far, an episode at least: `_expected_steps`; the serial
+        executor runs untimed meanwhile).  True when put off."""
+        if pr.trigger != "preflight" or pr.resumed or host.probe_share is None:
+            return False
+        pools = [c for c in pr.candidates if c.threads > 1]
+        if not pools:
+            return False
+        t = self.t_first
+        cost = self._pool_probe_cost(host, t, len(pr.candidates))
+        expected = self._expected_steps(host)
+        need = math.ceil(cost / (host.probe_share * t))
+        if need <= expected:
+            return False
+        c = SERIAL if SERIAL in pr.candidates else pr.candidates[0]
+        why = (f"{in_words(c).capitalize()} for now, untimed: a step takes {t / 1e3:.1f} us, "
+               f"and probing {', '.join(p.label for p in pools)} would cost about "
+               f"{cost / 1e6:.1f} ms beyond the steps' own work, over "
+               f"{host.probe_share:.0%} of the run's step time so far (an episode at least); "
+               "they are probed once "
+               f"the run has taken about {need} steps (more if its steps get shorter, none "
+               f"if they fall under {host.tiny_ns / 1e3:g} us). Limit: the run so far is too "
+               "short to pay for probing the pools")
+        self.deferred = t
+        host._decide(pr, Decision(c, why + ".", {}, {}, pr.trigger))
+        self.defer_countdown = self._next_deferred_check(host, need, expected)
+        return True
+
+    def _next_deferred_check(self, host: ProbeHost, need: int, expected: int) -> int:
+        """Steps to the next look at a put-off pool probe: when the run will
+        have taken the ``need`` steps that pay for it (``expected`` now), at
+        most ``check_every`` -- unless looks that often would cost over 1% of
+        the steps (the controller's `_check_interval`: a look costs what a
+        monitor check does)."""
+        return max(1, min(host._check_interval(), need - expected))
+
+    def deferred_check(self, host: ProbeHost, step_ns: float,
+                       since: tuple[int, int, int]) -> None:
+        """A step of a run whose pool probe was put off (every ``check_every``
+        steps and after each reset): start the probe once the run can pay for
+        it; settle on the tiny choice if its steps turned out tiny.  ``since``:
+        the runtime's (events, windows, steps) at the monitor's mark (the
+        provisional decision, or the latest reset), for the features."""
+        assert self.deferred is not None and self.features is not None
+        assert host.probe_share is not None
+        t = self.deferred = min(self.deferred, step_ns)
+        cands = self.candidates(host)
+        expected = self._expected_steps(host)
+        need = math.ceil(self._pool_probe_cost(host, t, len(cands)) / (host.probe_share * t))
+        host.countdown = self._next_deferred_check(host, need, expected)
+        if t < host.tiny_ns:
+            # a young process's steps were slow; warm, they are tiny
+            self.deferred = None
+            pr = Probe("preflight", host.rounds, resumed=True)
+            pr.candidates = cands
+            pr.leave_out_pools([c for c in cands if c.threads > 1], t)
+            host._decide(pr)
+            return
+        if need > expected:
+            return
+        self.deferred = None
+        s = host.rt.stats()
+        ev0, win0, st0 = since
+        steps = max(1, s["steps"] - st0)
+        self.set_features(host, int(round((s["events"] - ev0) / steps)),
+                          int(round((s["windows"] - win0) / steps)))
+        pr = Probe("preflight", host.rounds, resumed=True)
+        pr.candidates = cands
+        self.t_first = t
+        self.k = self.visit_steps(host, t)
+        self.probe = pr
+        host.state = "preflight"
+        log.info("%s: the run can now pay for probing the pools", host.rt.model)
+        self.plan_after_features(host, pr)
+        host.countdown = 0 if self.probe is not None else host.check_every
+
+
+def _counters(rt: Any) -> tuple[int, int]:
+    s = rt.stats()
+    return s["events"], s["windows"]
+
+
+__all__ = ["Probe", "ProbeHost", "Prober", "Visit"]
