@@ -124,7 +124,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
-from ._runtime import alloc_zeros
+from ._bind.runtime import alloc_zeros
 from .errors import ClosedError, ConfigError, InvalidActionError, SnapshotError
 from .faces import EnvSnapshot, SeerVectorEnv
 from .faces.common import check_options

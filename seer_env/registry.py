@@ -38,8 +38,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from . import _paths, _runtime, stpa
-from ._native import NativeModel
+from . import _paths, stpa
+from ._bind import runtime as _runtime
+from ._bind.native import NativeModel
 from .errors import ConfigError, ModelError, SeerError
 from .model import NAME_RULE as NAME_RULE  # the naming rule lives with Model; kept here too
 from .model import Model, _ensure_namespace, _ident
@@ -221,7 +222,7 @@ class Runtime(_runtime.Runtime):
     ```
 
     ``stpa_options``: the controller's keyword arguments; the other arguments
-    are the bindings' (`seer_env._runtime.Runtime`).
+    are the bindings' (`seer_env._bind.runtime.Runtime`).
     """
 
     def __init__(self, model: NativeModel | str, config: Mapping[str, Any] | None = None,
@@ -238,7 +239,7 @@ class Runtime(_runtime.Runtime):
 def memory_estimate(model: NativeModel | str, config: Mapping[str, Any] | None = None,
                     num_instances: int = 1, executor: str = "serial", check: int = 0
                     ) -> dict[str, int]:
-    """`seer_env._runtime.memory_estimate` of a native model or of a
+    """`seer_env._bind.runtime.memory_estimate` of a native model or of a
     registered model's name:
 
     ```python

@@ -15,8 +15,8 @@ import gymnasium
 import numpy as np
 import pettingzoo
 
-from .. import _gate
-from .._runtime import Runtime, alloc_zeros, cpu_count
+from .._bind import gate as _gate
+from .._bind.runtime import Runtime, alloc_zeros, cpu_count
 from ..errors import (
     ClosedError,
     ConfigError,

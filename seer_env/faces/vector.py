@@ -15,9 +15,10 @@ import gymnasium
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
-from .. import _async, _kernels
-from .._gate import close_now, exclusive
-from .._runtime import Runtime
+from .. import _async
+from .._bind import kernels as _kernels
+from .._bind.gate import close_now, exclusive
+from .._bind.runtime import Runtime
 from ..errors import (
     AsyncStateError,
     ClosedError,

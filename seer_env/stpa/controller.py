@@ -24,7 +24,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from .._runtime import EXECUTORS, Runtime, cpu_count
+from .._bind.runtime import EXECUTORS, Runtime, cpu_count
 from ..errors import SeerError
 from .cache import DecisionCache, cache_wanted, save_at_exit, saved
 from .cost import (
