@@ -18,15 +18,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import faces as _env
-from . import gym_vector
 from ._bind import build as _build
 from ._bind.loader import load_module
 from ._bind.native import NativeModel, Param
 from .errors import BuildError, ConfigError
+from .faces import gym_vector
 
 if TYPE_CHECKING:  # pragma: no cover
     from .faces import SeerParallelEnv, SeerVectorEnv
-    from .gym_vector import AgentVectorEnv
+    from .faces.gym_vector import AgentVectorEnv
 
 
 #: The rule every model name follows (`check_name`).

@@ -276,7 +276,8 @@ def make(name: str, api: str = "parallel", num_envs: int = 1, **config: Any) -> 
         api: ``"parallel"`` (PettingZoo ParallelEnv), ``"aec"`` (PettingZoo AEC),
             ``"vector"`` (batched arrays over ``num_envs`` instances) or
             ``"agent_vector"`` (a Gymnasium ``VectorEnv`` with one sub-env per agent
-            of each of ``num_envs`` instances, see [`seer_env.gym_vector`][seer_env.gym_vector]).
+            of each of ``num_envs`` instances, see
+            [`seer_env.gym_vector`][seer_env.faces.gym_vector]).
         **config: the env's config (plus ``threads``, ``executor``, ``render_mode``;
             ``copy`` and ``autoreset_mode`` for the vector APIs).
     """

@@ -20,6 +20,7 @@ MOVED = {
     "seer_env.env": "seer_env.faces",
     "seer_env._runtime": "seer_env._bind.runtime",
     "seer_env._loader": "seer_env._bind.loader",
+    "seer_env.gym_vector": "seer_env.faces.gym_vector",
 }
 
 
@@ -55,7 +56,7 @@ def test_the_documented_paths_import() -> None:
 @pytest.mark.parametrize("name", [
     "seer_env.stpa", "seer_env.stpa.controller", "seer_env.stpa.cache", "seer_env.stpa.cost",
     "seer_env.perf.bench", "seer_env.perf.trace", "seer_env.perf.parallelism",
-    "seer_env.errors", "seer_env.sdk", "seer_env.gym_vector",
+    "seer_env.errors", "seer_env.sdk", "seer_env.gym_vector", "seer_env.faces.gym_vector",
     "seer_env.check", "seer_env.check.bounds", "seer_env.check.race", "seer_env.faces",
 ])
 def test_a_public_module_says_what_it_exports(name: str) -> None:

@@ -154,8 +154,8 @@ def test_vector_face_buffer_out_of_memory_closes_the_runtime(
 
 def test_agent_vector_face_out_of_memory_closes_the_batched_env(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from seer_env import gym_vector
     from seer_env.envs import pcs_v0
+    from seer_env.faces import gym_vector
 
     live = len(_runtime._live_runtimes)
     _fail_on(monkeypatch, gym_vector, "the all-agents mask")

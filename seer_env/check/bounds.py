@@ -55,7 +55,7 @@ from typing import Any, cast
 import numpy as np
 
 from .._bind.runtime import group_action_view
-from ..gym_vector import random_actions as random_group_actions
+from ..faces.gym_vector import random_actions as random_group_actions
 
 #: How to fix what each rule's breach means (merged into seer_env.check.FIXES).
 FIXES: dict[str, str] = {

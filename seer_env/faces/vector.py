@@ -15,7 +15,6 @@ import gymnasium
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
-from .. import _async
 from .._bind import kernels as _kernels
 from .._bind.gate import close_now, exclusive
 from .._bind.runtime import Runtime
@@ -28,6 +27,7 @@ from ..errors import (
     SnapshotError,
     StateError,
 )
+from .async_step import Job, Stepper
 from .common import (
     _CUT_SHORT,
     _CUT_SHORT_RECV,
@@ -216,7 +216,7 @@ class SeerVectorEnv(_SeerEnvCommon):
         # background stepper (made by the first send)
         self._pending = self._zeros("the pending-instance flags", (B,), bool)
         self._n_pending = 0
-        self._stepper: _async.Stepper | None = None
+        self._stepper: Stepper | None = None
 
     # -- outputs -------------------------------------------------------------
 
@@ -593,10 +593,10 @@ class SeerVectorEnv(_SeerEnvCommon):
         if self._stepper is not None:
             self._stepper.clear()
 
-    def _the_stepper(self) -> _async.Stepper:
+    def _the_stepper(self) -> Stepper:
         st = self._stepper
         if st is None:
-            st = self._stepper = _async.Stepper(
+            st = self._stepper = Stepper(
                 self.runtime, self.autoreset_mode is AutoresetMode.SAME_STEP, self)
             # the thread holds the stepper, never the env: once the env is
             # collected, the thread ends after the call that runs
@@ -693,7 +693,7 @@ class SeerVectorEnv(_SeerEnvCommon):
             seeds[reset] = np.asarray(self._take_seeds(reset), dtype=np.uint64)[reset]
         if mode is AutoresetMode.SAME_STEP:  # the seeds of a reset the step may cause
             seeds[step] = [self._next_seeds[i] for i in np.flatnonzero(step)]
-        self._the_stepper().submit(_async.Job(ids, step, reset, seeds))
+        self._the_stepper().submit(Job(ids, step, reset, seeds))
         self._pending[ids] = True
         self._n_pending += len(ids)
         self._interrupted = ""
@@ -721,7 +721,7 @@ class SeerVectorEnv(_SeerEnvCommon):
         self._autoreset[:] = False
         self._any_autoreset = False
         self._needs_reset = False
-        self._the_stepper().submit(_async.Job(
+        self._the_stepper().submit(Job(
             self.all_env_ids.copy(), np.zeros(B, dtype=bool), np.ones(B, dtype=bool),
             np.asarray(seeds, dtype=np.uint64)))
         self._pending[:] = True

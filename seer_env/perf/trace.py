@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from .._bind.runtime import Runtime, trace_kinds
-from ..gym_vector import random_batched_actions
+from ..faces.gym_vector import random_batched_actions
 
 PHASE_NAMES = {"act": "act", "boundary": "boundary", "init": "reset", "window": "window",
                "barrier": "barrier wait"}

@@ -32,7 +32,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from .errors import SeerError
+from ..errors import SeerError
 
 #: How often a waiting recv() wakes up (to see whether the thread is still
 #: there, and to run a signal handler whose signal another thread took).
