@@ -17,7 +17,8 @@ keeps.
 
 The package, by concern (bottom to top): `snapshot` (`EnvSnapshot`),
 `spaces` (action spaces and values) and `async_step` (the batched env's
-background stepper), `common` (what every face shares), `parallel`
+background stepper), `common` (what every face shares) and `vector_arrays`
+(the batched env's arrays in and out), `parallel`
 (`SeerParallelEnv`) and `vector` (`SeerVectorEnv`), `aec` (`SeerAECEnv`, over
 the parallel face) and `gym_vector` (every agent as one Gymnasium
 ``VectorEnv``, over the batched face).  ``seer_env.env``, the old path,
