@@ -1,4 +1,4 @@
-"""Build the package's extensions with seer_env/_build.py (the model SDK's builder).
+"""Build the package's extensions with seer_env/_bind/build.py (the model SDK's builder).
 
 ``seer_env._core`` is the runtime alone; every shipped model folder
 (``envs/<name>/`` with C sources) becomes ``seer_env.envs.<name>._model``,
@@ -21,7 +21,8 @@ from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 ROOT = Path(__file__).resolve().parent
-_spec = importlib.util.spec_from_file_location("_seer_build", ROOT / "seer_env" / "_build.py")
+_spec = importlib.util.spec_from_file_location("_seer_build",
+                                               ROOT / "seer_env" / "_bind" / "build.py")
 _build = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_build)
 

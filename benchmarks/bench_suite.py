@@ -52,7 +52,7 @@ if str(REPO) not in sys.path:  # the checkout's oracles/ (run as a script)
 
 import oracles.pcs_numpy  # noqa: E402
 import oracles.phold_py  # noqa: E402
-from seer_env._runtime import cpu_count  # noqa: E402
+from seer_env._bind.runtime import cpu_count  # noqa: E402
 from seer_env.perf.bench import (  # noqa: E402
     _pcs_config,
     bench_api,
@@ -513,8 +513,8 @@ def bench_trace_overhead(rounds: int = 15, steps: int = 3, log: Log = print) -> 
     alternated round by round; ns per event, medians; serial and parallel-2.
     """
     from seer_env import registry
-    from seer_env._loader import load_module
-    from seer_env._native import NativeModel
+    from seer_env._bind.loader import load_module
+    from seer_env._bind.native import NativeModel
 
     shipped = registry.get("phold_v0")
     mod, _ = load_module(shipped.folder, None, werror=True, extra_cflags=("-DSEER_NO_TRACE",),

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The per-event path's instruction counts under callgrind: PHOLD on the serial
 # executor (benchmarks/callgrind_schedule.c), the runtime built with the
-# extension's flags (-O2, seer_env/_build.py).  Prints the events handled, and
+# extension's flags (-O2, seer_env/_bind/build.py).  Prints the events handled, and
 # Ir per event of the whole run of the steps (seer_runtime_step, inclusive),
 # of seer_schedule (inclusive) and of the event loop (seer_run_queue,
 # inclusive).  Compare two versions of the runtime with the same arguments.
@@ -14,9 +14,9 @@ trap 'rm -rf "$out"' EXIT
 [ -n "${KEEP:-}" ] && trap - EXIT && echo "files: $out"
 CC=${CC:-gcc}
 # the runtime links the C library's generators and clocks through checking
-# wrappers (as seer_env/_build.py and tests/native/run_sanitizers.sh do)
+# wrappers (as seer_env/_bind/build.py and tests/native/run_sanitizers.sh do)
 wrap=()
-for f in $(python3 -c "import ast,sys; t=ast.parse(open(sys.argv[1]).read()); print(' '.join(next(ast.literal_eval(n.value) for n in t.body if isinstance(n, ast.Assign) and getattr(n.targets[0], 'id', '') == 'WRAPPED')))" "$root/seer_env/_build.py"); do
+for f in $(python3 -c "import ast,sys; t=ast.parse(open(sys.argv[1]).read()); print(' '.join(next(ast.literal_eval(n.value) for n in t.body if isinstance(n, ast.Assign) and getattr(n.targets[0], 'id', '') == 'WRAPPED')))" "$root/seer_env/_bind/build.py"); do
   wrap+=("-Wl,--wrap=$f")
 done
 "$CC" -std=c11 -O2 -g -ffp-contract=off -fno-strict-aliasing -Wall -Wextra -Werror -pthread \

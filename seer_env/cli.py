@@ -91,7 +91,7 @@ def _policy_actions(venv: Any, infos: dict[str, Any], policy: str,
     first allowed one where a mask forbids 0 -- or the zero vector).  One
     array for a model with one group, a dict group -> array otherwise."""
     if policy == "random":
-        from .gym_vector import random_batched_actions
+        from .faces.gym_vector import random_batched_actions
 
         return random_batched_actions(venv, rng)
     B = venv.num_envs

@@ -2,7 +2,7 @@
 
 The layer between the env classes (`seer_env.env`) and the registry
 (`seer_env.registry`): a `Model` knows its folder, builds its
-native part (`seer_env._runtime`) and makes its envs; registering it by
+native part (`seer_env._bind.runtime`) and makes its envs; registering it by
 name (`seer_env.sdk.declare`, `seer_env.sdk.load`) is the
 registry's job.  [`seer_env.sdk`][seer_env.sdk] re-exports everything here.
 """
@@ -17,15 +17,16 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import _build, gym_vector
 from . import faces as _env
-from ._loader import load_module
-from ._native import NativeModel, Param
+from ._bind import build as _build
+from ._bind.loader import load_module
+from ._bind.native import NativeModel, Param
 from .errors import BuildError, ConfigError
+from .faces import gym_vector
 
 if TYPE_CHECKING:  # pragma: no cover
     from .faces import SeerParallelEnv, SeerVectorEnv
-    from .gym_vector import AgentVectorEnv
+    from .faces.gym_vector import AgentVectorEnv
 
 
 #: The rule every model name follows (`check_name`).

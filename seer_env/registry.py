@@ -38,8 +38,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from . import _paths, _runtime, stpa
-from ._native import NativeModel
+from . import _paths, stpa
+from ._bind import runtime as _runtime
+from ._bind.native import NativeModel
 from .errors import ConfigError, ModelError, SeerError
 from .model import NAME_RULE as NAME_RULE  # the naming rule lives with Model; kept here too
 from .model import Model, _ensure_namespace, _ident
@@ -221,7 +222,7 @@ class Runtime(_runtime.Runtime):
     ```
 
     ``stpa_options``: the controller's keyword arguments; the other arguments
-    are the bindings' (`seer_env._runtime.Runtime`).
+    are the bindings' (`seer_env._bind.runtime.Runtime`).
     """
 
     def __init__(self, model: NativeModel | str, config: Mapping[str, Any] | None = None,
@@ -238,7 +239,7 @@ class Runtime(_runtime.Runtime):
 def memory_estimate(model: NativeModel | str, config: Mapping[str, Any] | None = None,
                     num_instances: int = 1, executor: str = "serial", check: int = 0
                     ) -> dict[str, int]:
-    """`seer_env._runtime.memory_estimate` of a native model or of a
+    """`seer_env._bind.runtime.memory_estimate` of a native model or of a
     registered model's name:
 
     ```python
@@ -275,7 +276,8 @@ def make(name: str, api: str = "parallel", num_envs: int = 1, **config: Any) -> 
         api: ``"parallel"`` (PettingZoo ParallelEnv), ``"aec"`` (PettingZoo AEC),
             ``"vector"`` (batched arrays over ``num_envs`` instances) or
             ``"agent_vector"`` (a Gymnasium ``VectorEnv`` with one sub-env per agent
-            of each of ``num_envs`` instances, see [`seer_env.gym_vector`][seer_env.gym_vector]).
+            of each of ``num_envs`` instances, see
+            [`seer_env.gym_vector`][seer_env.faces.gym_vector]).
         **config: the env's config (plus ``threads``, ``executor``, ``render_mode``;
             ``copy`` and ``autoreset_mode`` for the vector APIs).
     """

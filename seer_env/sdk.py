@@ -45,7 +45,7 @@ runtime <-> model calls are direct calls), once per content: editing a source
 rebuilds it on the next load; an unchanged one loads from the cache
 (``seer_env._loader.cache_dir()``, ``$SEER_ENV_CACHE``).  A cached build is
 used only when it matches the stamp (size, SHA-256) written beside it; a
-damaged one is built again, once (``seer_env._build.load_cached``).  A cache
+damaged one is built again, once (``seer_env._bind.build.load_cached``).  A cache
 that cannot be written still serves the builds it holds.  A compiler error,
 or a build needed where the cache cannot be written, raises
 [`BuildError`][seer_env.errors.BuildError].  A model's name is an ASCII identifier

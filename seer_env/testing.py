@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from .errors import ConfigError, ExecutorError
-from .gym_vector import random_batched_actions
+from .faces.gym_vector import random_batched_actions
 from .registry import env_module
 
 FIELDS = ("obs", "reward", "terminated", "truncated", "info", "alive", "mask")

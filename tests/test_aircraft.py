@@ -12,7 +12,7 @@ import pytest
 
 from oracles.aircraft_numpy import AircraftNumpy, Xoshiro256
 from seer_env import ConfigError, InvalidActionError, StateError
-from seer_env._runtime import rng_seed_state
+from seer_env._bind.runtime import rng_seed_state
 from seer_env.envs import aircraft_v0
 from seer_env.registry import Runtime
 from seer_env.sdk import describe_config

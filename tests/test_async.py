@@ -33,7 +33,7 @@ from seer_env.errors import (
     SeerError,
     StateError,
 )
-from seer_env.gym_vector import random_actions
+from seer_env.faces.gym_vector import random_actions
 
 ROOT = Path(seer_env.__file__).resolve().parent.parent
 

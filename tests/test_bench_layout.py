@@ -94,7 +94,7 @@ def test_bench_stpa_runs_whole_episodes_and_remembers(monkeypatch):
     """seer-env bench stpa: every fixed configuration and threads="auto" over the
     same episodes; the second auto run starts from the decision the first one
     remembered (no preflight), and the user's cache settings are left as they were."""
-    from seer_env._runtime import cpu_count
+    from seer_env._bind.runtime import cpu_count
     from seer_env.perf import bench
 
     monkeypatch.setenv("SEER_STPA_CACHE", "0")

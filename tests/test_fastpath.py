@@ -1,5 +1,5 @@
 """The dict and batched APIs' C fast path (seer_env._fast) against the plain
-Python path it replaces (seer_env._kernels' NumPy kernels and the env's
+Python path it replaces (seer_env._bind.kernels' NumPy kernels and the env's
 checked path): the same outputs, the same errors, for every kind of action a
 user passes."""
 
@@ -10,8 +10,9 @@ from collections import UserDict
 import numpy as np
 import pytest
 
-from seer_env import _gate, _kernels
 from seer_env import env as _base
+from seer_env._bind import gate as _gate
+from seer_env._bind import kernels as _kernels
 from seer_env.envs import aircraft_v0, pcs_v0, phold_v0
 from seer_env.errors import InvalidActionError
 from tests.models import load as load_test_model
@@ -24,7 +25,7 @@ ENVS = {
 
 
 def _numpy_kernels(m: pytest.MonkeyPatch) -> None:
-    """Within ``m``'s context the envs run the NumPy kernels (seer_env._kernels
+    """Within ``m``'s context the envs run the NumPy kernels (seer_env._bind.kernels
     without the C extension)."""
     for name in _kernels.NAMES:
         m.setattr(_kernels, name, _kernels.NUMPY[name])

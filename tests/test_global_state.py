@@ -12,7 +12,7 @@ import pytest
 
 from seer_env.envs import hunt_v0, pcs_v0
 from seer_env.errors import ClosedError, ConfigError
-from seer_env.gym_vector import random_actions
+from seer_env.faces.gym_vector import random_actions
 
 PCS = dict(width=3, height=2, portables_per_cell=8, max_cycles=40, threads=1)
 HUNT = dict(max_cycles=40, threads=1)

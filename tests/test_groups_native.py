@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from seer_env._runtime import Runtime
+from seer_env._bind.runtime import Runtime
 from seer_env.errors import ConfigError, ContractViolation, InvalidActionError, ModelError
 from tests.models import load as load_test_model
 

@@ -18,7 +18,7 @@ from gymnasium.wrappers.vector import (
 from oracles.pcs_numpy import INFO_NAMES
 from seer_env.envs import pcs_v0, phold_v0
 from seer_env.errors import ConfigError, InvalidActionError
-from seer_env.gym_vector import AgentVectorEnv
+from seer_env.faces.gym_vector import AgentVectorEnv
 from tests.models import ends_terminated, life
 from tests.models import load as load_test_model
 

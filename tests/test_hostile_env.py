@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import seer_env
-from seer_env import _gate
+from seer_env._bind import gate as _gate
 from seer_env.envs import aircraft_v0, pcs_v0, phold_v0
 from seer_env.errors import (
     ClosedError,
@@ -38,7 +38,7 @@ FACES = ("parallel", "aec", "vector", "agent_vector")
 PRELUDE = '''
 import gc, os, random, signal, sys, threading, time
 import numpy as np
-from seer_env import _gate
+from seer_env._bind import gate as _gate
 from seer_env.envs import phold_v0
 from seer_env.errors import ClosedError, InvalidActionError, SeerError, StateError
 if os.environ.get("SEER_TEST_PYGATE"):  # the pure-Python gate (no built _fast)

@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from seer_env import _build, cli, registry, sdk
+from seer_env import cli, registry, sdk
+from seer_env._bind import build as _build
 from seer_env.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from oracles.hunt_numpy import HuntOracle
-from seer_env._runtime import Runtime
+from seer_env._bind.runtime import Runtime
 from seer_env.check import check
 from seer_env.envs import hunt_v0
 from seer_env.errors import ConfigError, InvalidActionError

@@ -18,6 +18,9 @@ MOVED = {
     "seer_env.check_bounds": "seer_env.check.bounds",
     "seer_env.check_race": "seer_env.check.race",
     "seer_env.env": "seer_env.faces",
+    "seer_env._runtime": "seer_env._bind.runtime",
+    "seer_env._loader": "seer_env._bind.loader",
+    "seer_env.gym_vector": "seer_env.faces.gym_vector",
 }
 
 
@@ -54,7 +57,7 @@ def test_the_documented_paths_import() -> None:
     "seer_env.stpa", "seer_env.stpa.controller", "seer_env.stpa.cache", "seer_env.stpa.cost",
     "seer_env.stpa.decision", "seer_env.stpa.monitor", "seer_env.stpa.probe",
     "seer_env.perf.bench", "seer_env.perf.trace", "seer_env.perf.parallelism",
-    "seer_env.errors", "seer_env.sdk", "seer_env.gym_vector",
+    "seer_env.errors", "seer_env.sdk", "seer_env.gym_vector", "seer_env.faces.gym_vector",
     "seer_env.check", "seer_env.check.bounds", "seer_env.check.race", "seer_env.faces",
 ])
 def test_a_public_module_says_what_it_exports(name: str) -> None:
@@ -62,3 +65,19 @@ def test_a_public_module_says_what_it_exports(name: str) -> None:
     assert isinstance(m.__all__, (list, tuple)) and m.__all__
     for export in m.__all__:
         assert hasattr(m, export), (name, export)
+
+
+def test_the_bindings_old_paths_reach_the_whole_module() -> None:
+    """``seer_env._runtime.Runtime`` (the shipped models' examples) and
+    ``seer_env._loader.cache_dir`` (the guides) stay where the docs say; any
+    other name of the bindings' modules, the ones computed on first use
+    included, reads through."""
+    from seer_env._bind import loader, runtime
+    from seer_env._loader import cache_dir
+    from seer_env._runtime import TRACE_DTYPE, Group, Runtime
+
+    assert (Runtime, cache_dir, Group) == (runtime.Runtime, loader.cache_dir, runtime.Group)
+    assert TRACE_DTYPE == runtime.trace_dtype()
+    import seer_env._runtime as old
+
+    assert old._live_runtimes is runtime._live_runtimes

@@ -33,10 +33,10 @@ ROOT = Path(__file__).resolve().parent.parent
 PKG = ROOT / "seer_env"
 
 #: The modules that call the runtime through ffi/lib (docs/architecture.md, "bindings").
-BINDINGS = frozenset({"seer_env/_loader.py", "seer_env/_native.py", "seer_env/_runtime.py",
-                      "seer_env/_pytable.py"})
+BINDINGS = frozenset({"seer_env/_bind/loader.py", "seer_env/_bind/native.py",
+                      "seer_env/_bind/runtime.py", "seer_env/_bind/pytable.py"})
 #: The builder: it makes the cffi modules (cffi's ``FFI`` builder) and loads none.
-BUILDER = frozenset({"seer_env/_build.py"})
+BUILDER = frozenset({"seer_env/_bind/build.py"})
 
 CFFI_NAMES = frozenset({"ffi", "lib"})
 #: Attribute names that hold them (``self._lib = lib`` keeps a module's lib).

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import seer_env
-from seer_env import _runtime
+from seer_env._bind import runtime as _runtime
 from seer_env.errors import OutOfMemoryError, SeerError
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
@@ -30,7 +30,7 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
 CHILD = r"""
 import json, resource, sys
 import seer_env
-from seer_env import _runtime
+from seer_env._bind import runtime as _runtime
 from seer_env.envs import pcs_v0
 from seer_env.registry import memory_estimate
 
@@ -110,7 +110,7 @@ def test_runtime_out_of_memory_names_its_parts_and_bytes() -> None:
 
 
 def test_status_out_of_memory_is_out_of_memory_error() -> None:
-    from seer_env._native import error_for
+    from seer_env._bind.native import error_for
     from seer_env.registry import native_model
 
     lib = native_model("pcs_v0").lib
@@ -154,8 +154,8 @@ def test_vector_face_buffer_out_of_memory_closes_the_runtime(
 
 def test_agent_vector_face_out_of_memory_closes_the_batched_env(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from seer_env import gym_vector
     from seer_env.envs import pcs_v0
+    from seer_env.faces import gym_vector
 
     live = len(_runtime._live_runtimes)
     _fail_on(monkeypatch, gym_vector, "the all-agents mask")

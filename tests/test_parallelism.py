@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from seer_env._runtime import trace_dtype, trace_kinds
+from seer_env._bind.runtime import trace_dtype, trace_kinds
 from seer_env.perf import parallelism
 
 K = {v: k for k, v in trace_kinds().items()}

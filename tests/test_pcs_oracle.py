@@ -9,7 +9,7 @@ import pytest
 from pcs_helpers import c_config
 
 from oracles.pcs_numpy import INFO_NAMES, PcsOracle, clcg4_seed, xoshiro_seed
-from seer_env._runtime import rng_seed_state
+from seer_env._bind.runtime import rng_seed_state
 from seer_env.registry import Runtime
 
 CONFIGS = [

@@ -17,7 +17,7 @@ from pettingzoo.test import api_test, parallel_api_test
 
 import seer_env
 from seer_env import pymodel as seer
-from seer_env._runtime import Runtime
+from seer_env._bind.runtime import Runtime
 from seer_env.check import check
 from seer_env.errors import ConfigError, ContractViolation, InvalidActionError, ModelError
 from tests.models import load as load_test_model

@@ -16,7 +16,7 @@ import seer_env
 from seer_env import cli
 from seer_env.envs import pcs_v0
 from seer_env.errors import ConfigError
-from seer_env.gym_vector import AgentVectorEnv
+from seer_env.faces.gym_vector import AgentVectorEnv
 
 SMALL = dict(width=3, height=2, max_cycles=5, threads=1)
 

@@ -16,7 +16,7 @@ import pytest
 
 import seer_env
 from seer_env import errors
-from seer_env._runtime import cpu_count
+from seer_env._bind.runtime import cpu_count
 from seer_env.envs import aircraft_v0, pcs_v0, phold_v0
 from seer_env.registry import Runtime
 from tests.models import load as load_test_model

@@ -9,7 +9,7 @@ import pytest
 from oracles.phold_py import PholdPy
 from oracles.rng import seed_state
 from seer_env import errors
-from seer_env._runtime import rng_seed_state
+from seer_env._bind.runtime import rng_seed_state
 from seer_env.registry import Runtime
 from tests.models import load as load_test_model
 

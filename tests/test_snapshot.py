@@ -21,11 +21,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from seer_env import registry
-from seer_env._runtime import Runtime
+from seer_env._bind.runtime import Runtime
 from seer_env.env import SNAPSHOT_VERSION, EnvSnapshot
 from seer_env.envs import hunt_v0, pcs_v0, phold_v0
 from seer_env.errors import ClosedError, SnapshotError, StateError
-from seer_env.gym_vector import random_batched_actions
+from seer_env.faces.gym_vector import random_batched_actions
 from tests.models import load as load_test_model
 
 ROOT = Path(__file__).resolve().parents[1]

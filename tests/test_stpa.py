@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from seer_env import errors
-from seer_env._runtime import TRACE_DTYPE, cpu_count
+from seer_env._bind.runtime import TRACE_DTYPE, cpu_count
 from seer_env.envs import pcs_v0, phold_v0
 from seer_env.registry import Runtime
 from seer_env.stpa import FixedChoice, Stpa
@@ -462,7 +462,7 @@ class _FakeRuntime:
     config: dict = {}
 
     def __init__(self) -> None:
-        from seer_env._native import Sizes
+        from seer_env._bind.native import Sizes
 
         self.sizes = Sizes(64, 8, 1, 1, "discrete", 2, 0.0, 1.0, 0, 0, 16, 1.0, 1.0)
         self.num_instances = 1

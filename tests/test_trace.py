@@ -172,7 +172,7 @@ def test_trace_records_cover_parked_threads():
 def test_rollbacks_are_traced() -> None:
     """Every rollback of the optimistic executor is a trace record (entity, the
     simulated time it went back to, the handlings undone) and a Chrome span."""
-    from seer_env._runtime import trace_kinds
+    from seer_env._bind.runtime import trace_kinds
 
     kind = {v: k for k, v in trace_kinds().items()}["rollback"]
     rt = Runtime("pcs", c_config(classic=1, width=8, height=8), 1, "optimistic", 3,
@@ -198,7 +198,7 @@ def test_rollbacks_are_traced() -> None:
 def test_each_workers_records_read_through_the_runtimes_own_module() -> None:
     """Runtime.worker_trace_records(w) (what the race pass's child reads, without
     seer_env._core) is trace_records()[w], and Runtime.trace_kinds() the module's."""
-    from seer_env._runtime import trace_kinds
+    from seer_env._bind.runtime import trace_kinds
 
     rt = Runtime("phold", phold_cfg(num_entities=32, remote=0.5), 1, "parallel", 3,
                  oversubscribe=True)

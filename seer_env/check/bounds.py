@@ -54,8 +54,8 @@ from typing import Any, cast
 
 import numpy as np
 
-from .._runtime import group_action_view
-from ..gym_vector import random_actions as random_group_actions
+from .._bind.runtime import group_action_view
+from ..faces.gym_vector import random_actions as random_group_actions
 
 #: How to fix what each rule's breach means (merged into seer_env.check.FIXES).
 FIXES: dict[str, str] = {
@@ -312,7 +312,7 @@ def _watched_run(watch: _Watch, config: Mapping[str, Any], steps: int, batch: in
     resets every 17 steps, autoresets), every output of every step;
     ``progress(k)`` is called before step k (0: the reset)."""
     note = progress or (lambda k: None)
-    from .._runtime import Runtime
+    from .._bind.runtime import Runtime
     from ..errors import SeerError
 
     rt = Runtime(watch.wrapped, config, batch, "serial", 1, None)
@@ -362,9 +362,9 @@ def _watched_run(watch: _Watch, config: Mapping[str, Any], steps: int, batch: in
 def _painted(native: Any) -> list[tuple[str, Any]] | None:
     """The model built with its locals zeroed and painted (None: not a C model
     folder, or the compiler has no -ftrivial-auto-var-init)."""
-    from .. import _build
-    from .._loader import load_module
-    from .._native import NativeModel
+    from .._bind import build as _build
+    from .._bind.loader import load_module
+    from .._bind.native import NativeModel
     from ..errors import BuildError
 
     src = Path(native.source)

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._native import NativeModel
+from .._bind.native import NativeModel
 from ..errors import ConfigError
 from . import bounds as check_bounds
 from .passes import STARTUP_BUDGET, JobContext, _ref_key

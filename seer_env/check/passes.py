@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .._native import NativeModel
+from .._bind.native import NativeModel
 from ..errors import SeerError
 from ..registry import Runtime
 from . import bounds as check_bounds

@@ -117,7 +117,7 @@ _GLOBAL_RE = re.compile(r"^\s*Location is global '([^']*)'")
 
 def tsan_runtime() -> str | None:
     """The compiler's ThreadSanitizer runtime (``libtsan.so``), or None."""
-    from .. import _build
+    from .._bind import build as _build
 
     try:
         cc = _build.compiler()
@@ -134,8 +134,8 @@ def build_tsan(model_dir: Path, log: Any = None) -> tuple[str, Path]:
     folder ``model_dir``: returns ``(module name, path of the .so)``.  It can
     be imported only by a process that preloads libtsan.  Raises
     [`seer_env.errors.BuildError`][seer_env.errors.BuildError]."""
-    from .. import _build
-    from .._loader import cache_dir, file_lock, safe_name
+    from .._bind import build as _build
+    from .._bind.loader import cache_dir, file_lock, safe_name
     from ..errors import BuildError
 
     model_dir = Path(model_dir).resolve()
@@ -165,7 +165,7 @@ def build_tsan(model_dir: Path, log: Any = None) -> tuple[str, Path]:
 
 def _model_of(model: Any) -> tuple[Any, Path | None, str]:
     """(native model, model folder or None, why there is no folder)."""
-    from .._native import NativeModel
+    from .._bind.native import NativeModel
 
     if isinstance(model, NativeModel):
         native = model
@@ -179,7 +179,7 @@ def _model_of(model: Any) -> tuple[Any, Path | None, str]:
     src = Path(native.source)
     if native.source.startswith("Python model"):
         return native, None, "a Python model (compiled Python cannot allocate memory)"
-    from .. import _build
+    from .._bind import build as _build
 
     if not src.is_dir() or not _build.model_sources(src):
         return native, None, f"no model folder with C sources ({native.source})"
@@ -195,7 +195,7 @@ def race_findings(model_dir_or_native: Any, config: Mapping[str, Any] | None = N
     entities' handlers (see the module docstring).
 
     ``model_dir_or_native``: a model folder, a registered name, a
-    [`seer_env.sdk.Model`][seer_env.sdk.Model] or a `seer_env._native.NativeModel`.
+    [`seer_env.sdk.Model`][seer_env.sdk.Model] or a `seer_env._bind.native.NativeModel`.
     Returns the findings, ``(rule, message)`` with rule ``"shared-heap"``
     (a heap block) or ``"data-race"`` (other memory), at most one per rule
     (the first report, with how many there were); or a string starting with
@@ -426,9 +426,9 @@ def _child(job: dict[str, Any]) -> None:
     """One run of the instrumented model (in a process that preloads libtsan)."""
     import numpy as np
 
-    from .._loader import import_file
-    from .._native import NativeModel
-    from .._runtime import Runtime
+    from .._bind.loader import import_file
+    from .._bind.native import NativeModel
+    from .._bind.runtime import Runtime
     from .bounds import random_actions
 
     mod = import_file(job["module"], Path(job["path"]))

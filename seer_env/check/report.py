@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._native import NativeModel
+from .._bind.native import NativeModel
 from ..errors import BudgetError, ModelError
 
 #: How to fix what each rule's breach means.

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from .. import errors
-from .._native import NativeModel
+from .._bind.native import NativeModel
 from ..errors import ConfigError, SeerError
 from .child import _NEAR, _Stop, _Worker
 from .passes import (

@@ -15,11 +15,14 @@ from its C table, which validates every value) plus the keys in
 actions' structure (agents, shapes, dtypes) and copies the outputs the user
 keeps.
 
-The package, by concern (bottom to top): `snapshot` (`EnvSnapshot`) and
-`spaces` (action spaces and values), `common` (what every face shares),
-`parallel` (`SeerParallelEnv`) and `vector` (`SeerVectorEnv`), `aec`
-(`SeerAECEnv`, over the parallel face).  ``seer_env.env``, the old path,
-re-exports the public names.
+The package, by concern (bottom to top): `snapshot` (`EnvSnapshot`),
+`spaces` (action spaces and values) and `async_step` (the batched env's
+background stepper), `common` (what every face shares) and `vector_arrays`
+(the batched env's arrays in and out), `parallel`
+(`SeerParallelEnv`) and `vector` (`SeerVectorEnv`), `aec` (`SeerAECEnv`, over
+the parallel face) and `gym_vector` (every agent as one Gymnasium
+``VectorEnv``, over the batched face).  ``seer_env.env``, the old path,
+re-exports the public names; ``seer_env.gym_vector`` those of `gym_vector`.
 """
 
 from __future__ import annotations

@@ -19,8 +19,8 @@ from pettingzoo.utils.wrappers.order_enforcing import (
     AECOrderEnforcingIterator,
 )
 
-from .. import _gate
-from .._gate import close_now, exclusive
+from .._bind import gate as _gate
+from .._bind.gate import close_now, exclusive
 from ..errors import (
     ClosedError,
     InvalidActionError,

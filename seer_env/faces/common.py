@@ -15,8 +15,8 @@ import gymnasium
 import numpy as np
 import pettingzoo
 
-from .. import _gate
-from .._runtime import Runtime, alloc_zeros
+from .._bind import gate as _gate
+from .._bind.runtime import Runtime, alloc_zeros
 from ..budget import thread_budget
 from ..errors import (
     ClosedError,

@@ -16,8 +16,8 @@ import gymnasium
 import numpy as np
 from pettingzoo import ParallelEnv
 
-from .. import _kernels
-from .._gate import close_now, exclusive
+from .._bind import kernels as _kernels
+from .._bind.gate import close_now, exclusive
 from ..errors import (
     ConfigError,
     InvalidActionError,

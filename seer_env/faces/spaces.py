@@ -69,7 +69,7 @@ class MultiDiscreteMasked(gymnasium.spaces.MultiDiscrete):
 
 
 def _group_action_space(g: Any) -> gymnasium.Space:
-    """The action space of a group (``seer_env._runtime.Group``)."""
+    """The action space of a group (``seer_env._bind.runtime.Group``)."""
     if g.action_kind == "discrete":
         return gymnasium.spaces.Discrete(g.action_n)
     if g.action_kind == "multi_discrete":

@@ -1,6 +1,12 @@
 """`SeerVectorEnv`: ``num_envs`` instances in one runtime as batched arrays,
 Gymnasium's autoreset modes and EnvPool's asynchronous ``send``/``recv``.
 
+The env keeps its instances' state: resets, Gymnasium's autoreset, the seed
+sequences, the sends in flight (the background thread is `async_step`'s) and
+snapshots.  What goes into and out of the runtime's buffers -- actions checked
+and written, outputs split by group, the rows a ``recv`` returns -- is
+`vector_arrays`'s.
+
 Part of `seer_env.faces` (`seer_env.env`, its old path, re-exports the public names).
 """
 
@@ -8,25 +14,25 @@ from __future__ import annotations
 
 import functools
 import weakref
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import gymnasium
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
-from .. import _async, _kernels
-from .._gate import close_now, exclusive
-from .._runtime import Runtime
+from .._bind import kernels as _kernels
+from .._bind.gate import close_now, exclusive
+from .._bind.runtime import Runtime
 from ..errors import (
     AsyncStateError,
     ClosedError,
     ConfigError,
-    InvalidActionError,
     SeerError,
     SnapshotError,
     StateError,
 )
+from .async_step import Job, Stepper
 from .common import (
     _CUT_SHORT,
     _CUT_SHORT_RECV,
@@ -41,7 +47,13 @@ from .common import (
     seed_value,
 )
 from .snapshot import EnvSnapshot
-from .spaces import _to_float32
+from .vector_arrays import (
+    by_group,
+    gather,
+    instance_ids,
+    write_flat_actions,
+    write_group_actions,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..model import Model
@@ -203,7 +215,7 @@ class SeerVectorEnv(_SeerEnvCommon):
         rt = self.runtime
         self._act_buf = rt.actions  # (B, A) int32 or (B, A, dim) float32
         # the buffers a call's outputs come from, for vec_outputs
-        # (a model with groups: its infos are per group, added by _structure)
+        # (a model with groups: its infos are per group, added by by_group)
         self._bufs = (rt.obs, rt.reward, rt.terminated, rt.truncated, rt.alive, rt.active,
                       np.zeros((B, A, 0)) if self._grouped else rt.info,
                       () if self._grouped else tuple(self.info_names))
@@ -215,7 +227,7 @@ class SeerVectorEnv(_SeerEnvCommon):
         # background stepper (made by the first send)
         self._pending = self._zeros("the pending-instance flags", (B,), bool)
         self._n_pending = 0
-        self._stepper: _async.Stepper | None = None
+        self._stepper: Stepper | None = None
 
     # -- outputs -------------------------------------------------------------
 
@@ -349,7 +361,7 @@ class SeerVectorEnv(_SeerEnvCommon):
         # instances' Python state may be behind): only a full reset clears it
         self._interrupted = cut
         if self._structured:
-            obs, _, _, _, infos = self._structure((obs, None, None, None, infos))
+            obs, _, _, _, infos = by_group((obs, None, None, None, infos), self.runtime, self.copy)
         return obs, infos
 
     def _take_seeds(self, mask: np.ndarray) -> list[int]:
@@ -372,89 +384,14 @@ class SeerVectorEnv(_SeerEnvCommon):
 
     # -- step ----------------------------------------------------------------
 
-    def _write_group_actions(self, actions: Any, rows: np.ndarray | None = None) -> None:
-        """Actions of a structured model: one array per group (a dict keyed by
-        group name; a model with one group also takes the array itself),
-        ``(B, count)`` ints (discrete), ``(B, count, components)`` ints
-        (multi-discrete) or ``(B, count, dim)`` floats (box).  Every array is
-        checked before any is written.  ``rows``: the instances the actions are
-        for (`send`; ``B`` is their number), else all."""
-        names = [g.name for g in self.groups]
-        if not self._grouped and not isinstance(actions, Mapping):
-            actions = {names[0]: actions}
-        if not isinstance(actions, Mapping):
-            raise InvalidActionError(
-                f"{self.seer_model.name}: actions must be a dict group -> array with the "
-                f"groups {names}, got {type(actions).__name__}")
-        try:
-            keys = list(actions)
-        except Exception as exc:
-            raise InvalidActionError(f"the actions' keys cannot be read: {exc!r}") from exc
-        if sorted(map(str, keys)) != sorted(names) or len(keys) != len(names):
-            raise InvalidActionError(
-                f"{self.seer_model.name}: actions must have one array per group {names}, got "
-                f"keys {keys}")
-        staged = []
-        for g in self.groups:
-            try:
-                arr = np.asarray(actions[g.name])
-            except Exception as exc:
-                raise InvalidActionError(
-                    f"actions of group {g.name!r} cannot be read as an array: {exc!r}") from exc
-            B = self.num_envs if rows is None else len(rows)
-            want = (B, g.count) if g.action_kind == "discrete" else (B, g.count, g.action_dim)
-            if g.action_kind == "box":
-                if arr.dtype.kind not in "fiu":
-                    raise InvalidActionError(
-                        f"actions of group {g.name!r} must be real numbers, got {arr.dtype}")
-            elif arr.dtype.kind not in "iu":
-                raise InvalidActionError(
-                    f"actions of group {g.name!r} must be integers, got dtype {arr.dtype}")
-            if arr.shape != want:
-                raise InvalidActionError(
-                    f"actions of group {g.name!r} must have shape {want}, got {arr.shape}")
-            if g.action_kind != "box" and arr.size and (
-                    arr.min() < -(2**31) or arr.max() >= 2**31):
-                raise InvalidActionError(f"actions of group {g.name!r} out of int32 range")
-            staged.append(_to_float32(arr) if g.action_kind == "box" else arr)
-        for view, arr in zip(self.runtime.group_actions, staged, strict=True):
-            if rows is None:
-                view[...] = arr
-            else:
-                view[rows] = arr
-
     def _write_actions(self, actions: Any, rows: np.ndarray | None = None) -> None:
+        """``actions`` into the runtime's action buffer, checked (``rows``: the
+        instances they are for, `send`'s; else all)."""
         if self._structured:
-            self._write_group_actions(actions, rows)
-            return
+            write_group_actions(self.runtime, self.seer_model.name, actions, rows)
         # the common case, an array of the right shape and kind: one pass in C
-        if rows is None and _kernels.copy_actions(actions, self._act_buf):
-            return
-        sz = self.sizes
-        try:
-            arr = np.asarray(actions)
-        except Exception as exc:  # ragged nested sequences, an __array__ that fails
-            raise InvalidActionError(f"actions cannot be read as an array: {exc!r}") from exc
-        B = self.num_envs if rows is None else len(rows)
-        if sz.action_kind == "discrete":
-            want: tuple[int, ...] = (B, sz.num_agents)
-            if arr.dtype.kind not in "iu":  # not bool, timedelta, complex, object
-                raise InvalidActionError(f"actions must be integers, got dtype {arr.dtype}")
-        else:
-            want = (B, sz.num_agents, sz.action_dim)
-            if arr.dtype.kind not in "fiu":
-                raise InvalidActionError(f"actions must be real numbers, got dtype {arr.dtype}")
-        if arr.shape != want:
-            raise InvalidActionError(f"actions must have shape {want}, got {arr.shape}")
-        if sz.action_kind == "discrete" and arr.size and (
-            arr.min() < -(2**31) or arr.max() >= 2**31
-        ):
-            raise InvalidActionError("discrete actions out of int32 range")
-        val = arr if sz.action_kind == "discrete" else _to_float32(arr)
-        if rows is None:
-            self.runtime.actions[:] = val
-        else:
-            self.runtime.actions[rows] = val
+        elif rows is not None or not _kernels.copy_actions(actions, self._act_buf):
+            write_flat_actions(self.runtime, actions, rows)
 
     @exclusive
     def step(
@@ -494,41 +431,8 @@ class SeerVectorEnv(_SeerEnvCommon):
             raise
         self._interrupted = ""
         if self._structured:
-            return self._structure(out)
+            return by_group(out, rt, self.copy)
         return out
-
-    def _structure(self, out: tuple[Any, ...], rows: np.ndarray | None = None
-                   ) -> tuple[Any, ...]:
-        """A structured model's outputs: the action masks in ``infos`` and, for a
-        model with groups, every array split by group (dicts keyed by group
-        name; each group's own observation and info elements).  ``rows``: the
-        instances ``out`` holds (`recv`), else all of them."""
-        obs, rew, term, trunc, infos = out
-        rt = self.runtime
-        sz = self.sizes
-        if not self._grouped:
-            if sz.mask_dim:
-                infos["action_mask"] = self._arr(rt.mask) if rows is None else rt.mask[rows]
-            return obs, rew, term, trunc, infos
-
-        def split(a: Any, dim: str | None = None) -> dict[str, Any] | None:
-            if a is None:
-                return None
-            return {g.name: a[:, g.first:g.first + g.count] if dim is None else
-                    a[:, g.first:g.first + g.count, :getattr(g, dim)] for g in self.groups}
-
-        grouped: dict[str, Any] = {"alive": split(infos["alive"]),
-                                   "active": split(infos["active"])}
-        if sz.mask_dim:
-            mask = self._arr(rt.mask) if rows is None else rt.mask[rows]
-            grouped["action_mask"] = {g.name: mask[:, g.first:g.first + g.count, :g.mask_len]
-                                      for g in self.groups if g.mask_len}
-        info = rt.info[rows] if rows is not None else rt.info.copy() if self.copy \
-            else self._arr(rt.info)
-        for g in self.groups:
-            grouped[g.name] = {k: info[:, g.first:g.first + g.count, j]
-                               for j, k in enumerate(g.info_names)}
-        return split(obs, "obs_dim"), split(rew), split(term), split(trunc), grouped
 
     def _step_and_autoreset(
         self, rt: Runtime, mode: AutoresetMode
@@ -592,42 +496,15 @@ class SeerVectorEnv(_SeerEnvCommon):
         if self._stepper is not None:
             self._stepper.clear()
 
-    def _the_stepper(self) -> _async.Stepper:
+    def _the_stepper(self) -> Stepper:
         st = self._stepper
         if st is None:
-            st = self._stepper = _async.Stepper(
+            st = self._stepper = Stepper(
                 self.runtime, self.autoreset_mode is AutoresetMode.SAME_STEP, self)
             # the thread holds the stepper, never the env: once the env is
             # collected, the thread ends after the call that runs
             weakref.finalize(self, st.abandon)
         return st
-
-    def _env_ids(self, env_ids: Any) -> np.ndarray:
-        """``env_ids`` as an int32 array of distinct instance ids (None: all)."""
-        if env_ids is None:
-            return self.all_env_ids.copy()
-        try:
-            ids = np.asarray(env_ids)
-        except Exception as exc:
-            raise InvalidActionError(f"env_ids cannot be read as an array: {exc!r}") from exc
-        if ids.ndim == 0:
-            ids = ids.reshape(1)
-        if ids.ndim != 1 or ids.size == 0 or ids.dtype.kind not in "iu":
-            raise InvalidActionError(
-                f"env_ids must be a non-empty 1-D array of ints (instance ids), got "
-                f"{ids.dtype} {ids.shape}")
-        bad = ids[(ids < 0) | (ids >= self.num_envs)]
-        if bad.size:
-            raise InvalidActionError(
-                f"{self.seer_model.name}: env_ids {bad.tolist()} are not instances "
-                f"(num_envs={self.num_envs}: ids 0..{self.num_envs - 1})")
-        ids = ids.astype(np.int32)
-        counts = np.bincount(ids, minlength=self.num_envs)
-        if len(ids) != self.num_envs - int((counts == 0).sum()):  # a repeated id
-            raise InvalidActionError(
-                f"{self.seer_model.name}: env_ids {np.flatnonzero(counts > 1).tolist()} appear "
-                "more than once in one send()")
-        return ids
 
     @exclusive
     def send(self, actions: Any, env_ids: Any = None) -> None:
@@ -663,7 +540,7 @@ class SeerVectorEnv(_SeerEnvCommon):
         if self._needs_reset:
             raise StateError(f"{self.seer_model.name}: call reset() (or async_reset()) "
                              "before send()")
-        ids = self._env_ids(env_ids)
+        ids = instance_ids(env_ids, self.all_env_ids, self.seer_model.name)
         busy = ids[self._pending[ids]]
         if busy.size:
             raise AsyncStateError(
@@ -692,7 +569,7 @@ class SeerVectorEnv(_SeerEnvCommon):
             seeds[reset] = np.asarray(self._take_seeds(reset), dtype=np.uint64)[reset]
         if mode is AutoresetMode.SAME_STEP:  # the seeds of a reset the step may cause
             seeds[step] = [self._next_seeds[i] for i in np.flatnonzero(step)]
-        self._the_stepper().submit(_async.Job(ids, step, reset, seeds))
+        self._the_stepper().submit(Job(ids, step, reset, seeds))
         self._pending[ids] = True
         self._n_pending += len(ids)
         self._interrupted = ""
@@ -720,7 +597,7 @@ class SeerVectorEnv(_SeerEnvCommon):
         self._autoreset[:] = False
         self._any_autoreset = False
         self._needs_reset = False
-        self._the_stepper().submit(_async.Job(
+        self._the_stepper().submit(Job(
             self.all_env_ids.copy(), np.zeros(B, dtype=bool), np.ones(B, dtype=bool),
             np.asarray(seeds, dtype=np.uint64)))
         self._pending[:] = True
@@ -776,44 +653,11 @@ class SeerVectorEnv(_SeerEnvCommon):
     def _gather(self, ids: np.ndarray, finals: dict[int, tuple[np.ndarray, ...]]
                 ) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
         """`recv`'s outputs: rows ``ids`` of the runtime's buffers (and,
-        SAME_STEP, the final rows of the instances their step finished)."""
-        rt = self.runtime
-        lo = int(ids[0])
-        if int(ids[-1]) - lo == len(ids) - 1 and (len(ids) < 3 or (np.diff(ids) == 1).all()):
-            sel: Any = slice(lo, lo + len(ids))  # consecutive ids (two halves): block copies
-
-            def take(a: np.ndarray) -> np.ndarray:
-                return a[sel].copy()
-        else:
-            sel = ids
-
-            def take(a: np.ndarray) -> np.ndarray:
-                return a[sel]  # fancy indexing: a copy
-        obs, rew, term, trunc = take(rt.obs), take(rt.reward), take(rt.terminated), \
-            take(rt.truncated)
-        infos: dict[str, Any] = {"alive": take(rt.alive), "active": take(rt.active)}
-        if not self._grouped:
-            inf = rt.info[sel].transpose(2, 0, 1).copy(order="C")  # a copy, always
-            for j, name in enumerate(self.info_names):
-                infos[name] = inf[j]
-        if finals:
-            fin = np.array([i in finals for i in ids.tolist()])
-            final_obs = np.zeros_like(obs)
-            final_info = {k: np.zeros_like(v) for k, v in infos.items()}
-            for k, i in enumerate(ids.tolist()):
-                if i in finals:
-                    o, r, te, tr, al, ac, inf_i = finals[i]
-                    rew[k], term[k], trunc[k], final_obs[k] = r, te, tr, o
-                    final_info["alive"][k], final_info["active"][k] = al, ac
-                    for j, name in enumerate(self.info_names):
-                        final_info[name][k] = inf_i[:, j]
-            infos["final_obs"] = final_obs
-            infos["_final_obs"] = fin
-            infos["final_info"] = final_info
-            infos["_final_info"] = fin.copy()
-        out: tuple[Any, ...] = (obs, rew, term, trunc, infos)
+        SAME_STEP, the final rows of the instances their step finished), by
+        group for a structured model, with ``infos["env_id"]``."""
+        out: tuple[Any, ...] = gather(self.runtime, ids, finals)
         if self._structured:
-            out = self._structure(out, ids)
+            out = by_group(out, self.runtime, self.copy, ids)
         out[-1]["env_id"] = ids
         return out
 
@@ -944,7 +788,7 @@ class SeerVectorEnv(_SeerEnvCommon):
         self._interrupted = cut
         (obs, _, _, _, infos), _ = _kernels.vec_outputs(self._bufs, self.copy, None)
         if self._structured:
-            obs, _, _, _, infos = self._structure((obs, None, None, None, infos))
+            obs, _, _, _, infos = by_group((obs, None, None, None, infos), self.runtime, self.copy)
         return obs, infos
 
     def close(self) -> None:

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from .._runtime import cpu_count, cpu_model
+from .._bind.runtime import cpu_count, cpu_model
 from ..registry import Runtime
 
 
@@ -451,7 +451,7 @@ STPA_RUNS: tuple[tuple[str, str, dict[str, Any], int], ...] = (
 
 def _fixed_choices(lookahead: float, step_duration: float, cores: int) -> list[str]:
     """Every fixed configuration STPA could pick, as labels."""
-    from .._runtime import opt_windows_max
+    from .._bind.runtime import opt_windows_max
 
     out = ["serial"]
     if lookahead > 0.0:

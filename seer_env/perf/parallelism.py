@@ -55,7 +55,7 @@ from typing import Any
 
 import numpy as np
 
-from .._runtime import Runtime, trace_kinds
+from .._bind.runtime import Runtime, trace_kinds
 from ..errors import ConfigError
 
 DEFAULT_THREADS = (1, 2, 4, 16, 64)

@@ -37,8 +37,8 @@ from typing import Any
 
 import numpy as np
 
-from .._runtime import Runtime, trace_kinds
-from ..gym_vector import random_batched_actions
+from .._bind.runtime import Runtime, trace_kinds
+from ..faces.gym_vector import random_batched_actions
 
 PHASE_NAMES = {"act": "act", "boundary": "boundary", "init": "reset", "window": "window",
                "barrier": "barrier wait"}
@@ -51,7 +51,7 @@ def chrome_trace(runtime: Runtime, records: Sequence[np.ndarray] | None = None,
 
     Args:
         runtime: the Runtime (for event type names and the model name).
-        records: per-worker structured arrays of ``seer_env._runtime.trace_dtype()``.
+        records: per-worker structured arrays of ``seer_env._bind.runtime.trace_dtype()``.
         step_spans: ``(step index, t0_ns, t1_ns)`` of host step calls
             (``time.monotonic_ns()``, the clock of the records).
         metadata: extra values for ``otherData``.

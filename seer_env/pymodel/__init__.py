@@ -129,7 +129,7 @@ from ..errors import ConfigError, MissingExtraError, ModelError, StateError
 from ..model import Model, _caller_file
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .._native import NativeModel
+    from .._bind.native import NativeModel
 
 __all__ = [
     "declare", "param", "Param", "Sizes", "PythonModel", "Output", "jit",

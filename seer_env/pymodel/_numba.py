@@ -3,7 +3,7 @@ compiled as direct calls into the runtime's C functions, and the views
 handlers get (records, arrays, ``out``).
 
 The runtime's C functions live in ``seer_env._core`` (the runtime without a
-model).  Their addresses (`seer_env._pytable.function_address`) are
+model).  Their addresses (`seer_env._bind.pytable.function_address`) are
 given to LLVM's symbol table under
 ``seerpy_<name>`` (``llvmlite.binding.add_symbol``) before anything compiles,
 and compiled code refers to them by name: machine code cached on disk stays
@@ -27,7 +27,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic, models, overload, register_model
 
 from .. import pymodel as api
-from .._pytable import function_address, output_offsets, sizes_dtype
+from .._bind.pytable import function_address, output_offsets, sizes_dtype
 
 SYMBOL_PREFIX = "seerpy_"
 

@@ -14,8 +14,8 @@ from typing import Any, cast
 
 import numpy as np
 
-from .._native import HandlerContext
-from .._pytable import agent_group, group_first, handler_hook, sizes_dtype
+from .._bind.native import HandlerContext
+from .._bind.pytable import agent_group, group_first, handler_hook, sizes_dtype
 from . import HANDLERS, Output, PythonModel
 
 

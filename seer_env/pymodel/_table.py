@@ -1,7 +1,7 @@
 """Turning a [`PythonModel`][seer_env.pymodel.PythonModel] into a model table.
 
 The table is a ``seer_model`` in ``seer_env._core`` (the runtime without a
-model), made by the bindings (`seer_env._pytable`) from the
+model), made by the bindings (`seer_env._bind.pytable`) from the
 declaration: parameters and state fields from the dtypes, the host hooks
 (describe, agent names, bounds, groups, multi-discrete choices) as callbacks
 into the Python functions, and
@@ -39,9 +39,9 @@ from typing import Any, cast
 
 import numpy as np
 
-from .. import _pytable
-from .._loader import cache_dir, file_lock
-from .._native import NativeModel
+from .._bind import pytable as _pytable
+from .._bind.loader import cache_dir, file_lock
+from .._bind.native import NativeModel
 from .._version import __version__ as SEER_VERSION
 from ..errors import BuildError, ConfigError, ModelError
 from ..model import _ensure_namespace

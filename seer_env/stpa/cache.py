@@ -21,8 +21,8 @@ import weakref
 from pathlib import Path
 from typing import Any, Protocol
 
-from .._loader import cache_dir
-from .._runtime import EXECUTORS, cpu_model
+from .._bind.loader import cache_dir
+from .._bind.runtime import EXECUTORS, cpu_model
 from .._version import __version__
 
 log = logging.getLogger("seer_env.stpa")

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .._runtime import Runtime, cpu_count
+from .._bind.runtime import Runtime, cpu_count
 from ..errors import SeerError
 from .cache import DecisionCache, cache_wanted, saved
 from .cost import (

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from .._runtime import opt_windows_max
+from .._bind.runtime import opt_windows_max
 
 _KIND_EVENT, _KIND_WINDOW, _KIND_BARRIER = 0, 2, 4
 

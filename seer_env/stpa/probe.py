@@ -53,7 +53,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from .._runtime import EXECUTORS
+from .._bind.runtime import EXECUTORS
 from ..errors import SeerError
 from .cost import (
     SERIAL,

@@ -16,9 +16,9 @@ CC=${CC:-gcc}
 common=(-std=c11 -O1 -g -ffp-contract=off -Wall -Wextra -Werror -pthread -I"$inc" -I"$rt"
         -I"$phold")
 # the runtime links the C library's generators and clocks through checking
-# wrappers (seer_env/_build.py passes the same flags)
+# wrappers (seer_env/_bind/build.py passes the same flags)
 wrap=()
-for f in $(python3 -c "import ast,sys; t=ast.parse(open(sys.argv[1]).read()); print(' '.join(next(ast.literal_eval(n.value) for n in t.body if isinstance(n, ast.Assign) and getattr(n.targets[0], 'id', '') == 'WRAPPED')))" "$root/seer_env/_build.py"); do
+for f in $(python3 -c "import ast,sys; t=ast.parse(open(sys.argv[1]).read()); print(' '.join(next(ast.literal_eval(n.value) for n in t.body if isinstance(n, ast.Assign) and getattr(n.targets[0], 'id', '') == 'WRAPPED')))" "$root/seer_env/_bind/build.py"); do
   wrap+=("-Wl,--wrap=$f")
 done
 runtime_src=("$rt"/*.c "$phold/phold.c")

@@ -2,7 +2,7 @@
 
 A Python model ([`seer_env.pymodel`][seer_env.pymodel]) has no extension module of its own:
 its ``seer_model`` table is allocated with the cffi of ``seer_env._core``
-(the runtime without a model, `seer_env._loader.core`) and filled
+(the runtime without a model, `seer_env._bind.loader.core`) and filled
 here from plain Python values (`model_table`).  Its hooks are either
 machine-code addresses (handlers compiled with Numba, which call the
 runtime's C functions by address: `function_address`) or callbacks
@@ -21,7 +21,7 @@ made here around Python functions:
 The layouts compiled handlers bake in come from here too
 (`sizes_dtype`, `output_offsets`).  One of the bindings
 (``[tool.importlinter]`` in ``pyproject.toml``): it imports only
-`seer_env._native`, `seer_env._loader` and [`seer_env.errors`][seer_env.errors].
+`seer_env._bind.native`, `seer_env._bind.loader` and [`seer_env.errors`][seer_env.errors].
 """
 
 from __future__ import annotations
@@ -31,9 +31,9 @@ from typing import Any, Protocol, cast
 
 import numpy as np
 
-from ._loader import core
-from ._native import NativeModel
-from .errors import ConfigError
+from ..errors import ConfigError
+from .loader import core
+from .native import NativeModel
 
 #: The C type of each handler's table entry (``seer_model`` in ``seer.h``).
 _HANDLER_CTYPES = {

@@ -30,10 +30,10 @@ from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
 try:  # the C gate (built with the package)
-    from . import _fast  # type: ignore[attr-defined]  # a C extension: no source, no stub
+    from .. import _fast  # type: ignore[attr-defined]  # a C extension: no source, no stub
 except ImportError:  # pragma: no cover - a source tree without built extensions
     _fast = None
-from .errors import ClosedError, StateError
+from ..errors import ClosedError, StateError
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 try:  # the kernels in C (built with the package)
-    from . import _fast  # type: ignore[attr-defined]  # a C extension: no source, no stub
+    from .. import _fast  # type: ignore[attr-defined]  # a C extension: no source, no stub
 except ImportError:  # pragma: no cover - a source tree without built extensions
     _fast = None
 

@@ -38,7 +38,8 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, cast
 
-PKG = Path(__file__).resolve().parent
+#: The package's folder (``seer_env/``; this file is in its ``_bind/``).
+PKG = Path(__file__).resolve().parent.parent
 
 
 def _mapped(name: str) -> Path:
@@ -107,7 +108,7 @@ class BuildFailed(Exception):
         return f"{self.args[0]}\n{self.log}" if self.log else str(self.args[0])
 
 
-#: The environment variable naming the build cache (``seer_env._loader.cache_dir``).
+#: The environment variable naming the build cache (``seer_env._bind.loader.cache_dir``).
 CACHE_VAR = "SEER_ENV_CACHE"
 
 

@@ -16,7 +16,7 @@ The thread holds the runtime, never the env: an env dropped with steps in
 flight lets its stepper finish the call that runs, drop the queued ones and
 end (`weakref.finalize`), and the runtime is freed after that.  In a
 child of ``fork()`` the thread does not exist: a stepper with work queued or
-running marks its env as needing ``reset()`` (as `seer_env._gate` marks
+running marks its env as needing ``reset()`` (as `seer_env._bind.gate` marks
 a call another thread was in), one without keeps its finished results and
 starts a new thread on its next send.
 """
@@ -32,7 +32,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from .errors import SeerError
+from ..errors import SeerError
 
 #: How often a waiting recv() wakes up (to see whether the thread is still
 #: there, and to run a signal handler whose signal another thread took).

@@ -1,7 +1,7 @@
 """A model's table in a loaded extension module, marshalled to and from Python.
 
 `NativeModel` wraps one model table (``seer_model`` of ``seer.h``) of
-an extension module (`seer_env._loader`): its parameters
+an extension module (`seer_env._bind.loader`): its parameters
 ([`Param`][seer_env.pymodel.Param]) and state fields (`Field`) as the C tables declare
 them, configurations filled and checked through the parameter table, the
 sizes ``describe`` gives ([`Sizes`][seer_env.pymodel.Sizes]), agent names, bounds, and the NumPy
@@ -20,8 +20,8 @@ its ``seer_ctx *`` as a `HandlerContext`: the accessors of ``seer.h``
 as methods, records and arrays as NumPy views of native memory.
 
 One of the bindings (``[tool.importlinter]`` in ``pyproject.toml``): it
-imports only `seer_env._loader` and [`seer_env.errors`][seer_env.errors];
-`seer_env._runtime` runs a `NativeModel`.
+imports only `seer_env._bind.loader` and [`seer_env.errors`][seer_env.errors];
+`seer_env._bind.runtime` runs a `NativeModel`.
 """
 
 from __future__ import annotations
@@ -33,8 +33,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from ._loader import core
-from .errors import (
+from ..errors import (
     BudgetError,
     ConfigError,
     ContractViolation,
@@ -47,6 +46,7 @@ from .errors import (
     SnapshotError,
     StateError,
 )
+from .loader import core
 
 # Status codes of seer.h (the constants are read from each module's lib; these
 # names only map them to exceptions).
