@@ -6,6 +6,9 @@ exports (``__all__``)."""
 from __future__ import annotations
 
 import importlib
+import pickle
+import subprocess
+import sys
 
 import pytest
 
@@ -61,3 +64,44 @@ def test_a_public_module_says_what_it_exports(name: str) -> None:
     assert isinstance(m.__all__, (list, tuple)) and m.__all__
     for export in m.__all__:
         assert hasattr(m, export), (name, export)
+
+
+# -- the library adapters (seer_env/adapters/): the short paths import their classes on
+# first use, so that they, like the package, import without torch and Ray
+
+#: short path -> the adapter module, the library it needs, its class
+ADAPTERS = {
+    "seer_env.torchrl": ("seer_env.adapters.torchrl", "torchrl", "SeerTorchEnv"),
+    "seer_env.rllib": ("seer_env.adapters.rllib", "ray", "SeerMultiAgentEnv"),
+}
+
+
+@pytest.mark.parametrize("old", sorted(ADAPTERS))
+def test_an_adapters_short_path_gives_the_adapters_own_objects(old: str) -> None:
+    new, library, cls_name = ADAPTERS[old]
+    pytest.importorskip(library)
+    o, n = importlib.import_module(old), importlib.import_module(new)
+    assert list(o.__all__) == list(n.__all__) and cls_name in n.__all__
+    for name in n.__all__:
+        assert getattr(o, name) is getattr(n, name), (old, name)
+    cls = getattr(n, cls_name)
+    # pickled by reference (RLlib sends env classes to its workers), and a pickle
+    # naming the short path loads the same class
+    assert (cls.__module__, cls.__qualname__) == (new, cls_name)
+    assert pickle.loads(pickle.dumps(cls)) is cls
+    assert pickle.loads(f"c{old}\n{cls_name}\n.".encode()) is cls
+
+
+def test_the_adapters_package_and_short_paths_import_without_torch_or_ray() -> None:
+    code = (
+        "import sys\n"
+        "import seer_env, seer_env.adapters, seer_env.torchrl, seer_env.rllib\n"
+        "from seer_env.rllib import env_creator, group_policies, shared_policy\n"
+        "from seer_env.rllib import UntruncatedEpisodesWarning\n"
+        "from seer_env.torchrl import group_names\n"
+        "loaded = sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('torch', 'tensordict', 'torchrl', 'ray'))\n"
+        "assert not loaded, loaded\n"
+        "assert seer_env.adapters.__all__ == []\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
