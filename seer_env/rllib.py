@@ -2,32 +2,46 @@
 [`seer_env.adapters.rllib`][seer_env.adapters.rllib], importable without Ray:
 the helpers (``shared_policy``, ``group_policies``, ``env_creator``,
 ``UntruncatedEpisodesWarning``) are here at once, and ``SeerMultiAgentEnv``
-(an RLlib ``MultiAgentEnv``) is the adapter's own class, made with Ray the
+(an RLlib ``MultiAgentEnv``) is the adapter's own class, imported with Ray the
 first time the name is looked up:
 
 ```python
 from seer_env.rllib import SeerMultiAgentEnv   # the same class as
 from seer_env.adapters.rllib import SeerMultiAgentEnv
 ```
+
+Without Ray, looking ``SeerMultiAgentEnv`` up (or calling ``env_creator``)
+raises [`MissingExtraError`][seer_env.errors.MissingExtraError] (an
+``ImportError``: ``pip install 'seer_env[rllib]'``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from .adapters import rllib as _adapter
-from .adapters.rllib import (
-    UntruncatedEpisodesWarning,
-    env_creator,
-    group_policies,
-    shared_policy,
-)
+from .adapters.rllib_config import UntruncatedEpisodesWarning, group_policies, shared_policy
 
 __all__ = ["SeerMultiAgentEnv", "shared_policy", "group_policies", "env_creator",  # noqa: F822
            "UntruncatedEpisodesWarning"]
 
 
+def env_creator(env_config: Mapping[str, Any]) -> Any:
+    """``SeerMultiAgentEnv(env_config)``; for ``ray.tune.registry.register_env``.
+
+    The adapter's [`env_creator`][seer_env.adapters.rllib.env_creator], called
+    through this path so that importing it needs no Ray."""
+    from .adapters.rllib import env_creator
+
+    return env_creator(env_config)
+
+
 def __getattr__(name: str) -> Any:
+    # SeerMultiAgentEnv subclasses RLlib's MultiAgentEnv: its module imports Ray,
+    # so it is imported when the name is first looked up, not with this module
     if name == "SeerMultiAgentEnv":
-        return _adapter.SeerMultiAgentEnv
+        from .adapters.rllib import SeerMultiAgentEnv
+
+        globals()["SeerMultiAgentEnv"] = SeerMultiAgentEnv
+        return SeerMultiAgentEnv
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,7 +1,11 @@
 """RLlib adapter: seer_env envs as RLlib ``MultiAgentEnv``s (new API stack).
 
-This module imports without Ray; Ray is imported when
-`SeerMultiAgentEnv` is first used (``pip install 'seer_env[rllib]'``).
+This module imports Ray (``pip install 'seer_env[rllib]'``; without it,
+importing it raises [`MissingExtraError`][seer_env.errors.MissingExtraError],
+an ``ImportError``).  ``seer_env.rllib``, the short path below, imports
+without Ray: its helpers (`shared_policy`, `group_policies`, `env_creator`,
+`UntruncatedEpisodesWarning`) are there at once, and `SeerMultiAgentEnv`, this
+module's class, is imported with Ray the first time the name is looked up.
 
 Example (PPO, one policy shared by every agent, two remote env runners):
 
@@ -74,8 +78,9 @@ env_config = {"env": "pcs_v0", "global_state_in_infos": True}
 ```
 
 **Agent groups and masks.**  A model with groups gives each agent its group's
-spaces; [`group_policies`][seer_env.rllib.group_policies] maps each group to a policy of its own (a
-policy per group, as RLlib's multi-agent examples do with predators and prey).
+spaces; [`group_policies`][seer_env.adapters.rllib.group_policies] maps each
+group to a policy of its own (a policy per group, as RLlib's multi-agent
+examples do with predators and prey).
 A masked group's observation is a dict with ``"action_mask"`` (1 = allowed; a
 multi-discrete action's components one after another) beside the
 observation, under ``"observation"`` as PettingZoo has it, or under the key
@@ -119,66 +124,29 @@ from __future__ import annotations
 import dataclasses
 import warnings
 from collections.abc import Mapping
+from importlib.util import find_spec
 from typing import Any, cast
 
-from ..errors import ConfigError, SeerError, SnapshotError, StateError
+import gymnasium
+
+from ..errors import ConfigError, MissingExtraError, SeerError, SnapshotError, StateError
 from ..faces import EnvSnapshot
 from ..faces.common import raised_by_seer
 from ..faces.snapshot import check_intact
 from ..registry import make
+from .rllib_config import UntruncatedEpisodesWarning, group_policies, shared_policy
 
-__all__ = ["SeerMultiAgentEnv", "shared_policy", "group_policies", "env_creator",  # noqa: F822
+# RLlib's MultiAgentEnv is this module's base class: without Ray it cannot be
+# imported at all (seer_env.rllib, the short path, can)
+if find_spec("ray") is None:
+    raise MissingExtraError(
+        "seer_env.adapters.rllib (SeerMultiAgentEnv) needs Ray's RLlib; not installed: "
+        "ray.  Install it with: pip install 'seer_env[rllib]'")
+
+from ray.rllib.env.multi_agent_env import MultiAgentEnv
+
+__all__ = ["SeerMultiAgentEnv", "shared_policy", "group_policies", "env_creator",
            "UntruncatedEpisodesWarning"]
-
-
-def shared_policy(policy_id: str = "shared") -> dict[str, Any]:
-    """Arguments for ``AlgorithmConfig.multi_agent``: every agent maps to one policy.
-
-    Example: ``config.multi_agent(**shared_policy("shared"))``.
-    """
-
-    def mapping(agent_id: Any, episode: Any = None, **kwargs: Any) -> str:
-        return policy_id
-
-    return {"policies": {policy_id}, "policy_mapping_fn": mapping}
-
-
-def group_policies(env_config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Arguments for ``AlgorithmConfig.multi_agent``: one policy per agent group,
-    named ``prefix + group``; every agent maps to its group's.
-
-    ``env_config`` is the env's (``{"env": name, **config}``: the groups and
-    their sizes may depend on the configuration).  A model without groups gives
-    one policy, ``prefix + "agents"``.  Example:
-
-    ```python
-    config.multi_agent(**group_policies({"env": "hunt_v0", "num_prey": 4}))
-    ```
-    """
-    cfg = dict(env_config)
-    if "env" not in cfg:
-        raise ConfigError("env_config needs 'env', e.g. {'env': 'hunt_v0', ...}")
-    name = cfg.pop("env")
-    cfg.pop("observation_key", None)
-    env = make(name, api="parallel", **{**cfg, "threads": 1})
-    try:
-        of = {a: prefix + env.group_of(a) for a in env.possible_agents}
-        groups = [prefix + g.name for g in env.groups]
-    finally:
-        env.close()
-
-    def mapping(agent_id: Any, episode: Any = None, **kwargs: Any) -> str:
-        try:
-            return of[agent_id]
-        except KeyError:
-            raise ConfigError(f"{name}: no agent {agent_id!r}") from None
-
-    return {"policies": set(groups), "policy_mapping_fn": mapping}
-
-
-class UntruncatedEpisodesWarning(UserWarning):
-    """``max_cycles=0``: the env never truncates an episode (see the module
-    docstring, "episode_return_mean is NaN")."""
 
 
 _NO_TRUNCATION = (
@@ -196,210 +164,184 @@ def _rename_obs(obs: dict[str, Any], key: str) -> dict[str, Any]:
             if isinstance(o, dict) else o for a, o in obs.items()}
 
 
-def env_creator(env_config: Mapping[str, Any]) -> Any:
-    """``SeerMultiAgentEnv(env_config)``; for ``ray.tune.registry.register_env``."""
-    return _env_class()(env_config)
-
-
 def _to_python_infos(infos: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return {a: {k: float(v) for k, v in d.items()} for a, d in infos.items()}
 
 
-def _build_class() -> type:
-    import gymnasium
-    from ray.rllib.env.multi_agent_env import MultiAgentEnv
+class SeerMultiAgentEnv(MultiAgentEnv):
+    """A seer_env ParallelEnv as an RLlib ``MultiAgentEnv`` (see the module docstring).
 
-    class SeerMultiAgentEnv(MultiAgentEnv):
-        """A seer_env ParallelEnv as an RLlib ``MultiAgentEnv`` (see the module docstring).
+    Args:
+        config: ``{"env": name, **env config}`` (RLlib's ``env_config``; an
+            ``EnvContext`` works too).
+    """
 
-        Args:
-            config: ``{"env": name, **env config}`` (RLlib's ``env_config``; an
-                ``EnvContext`` works too).
-        """
+    def __init__(self, config: Mapping[str, Any] | None = None) -> None:
+        super().__init__()
+        cfg = dict(config or {})
+        if "env" not in cfg:
+            raise ConfigError("env_config needs 'env', e.g. {'env': 'pcs_v0', ...}")
+        name = cfg.pop("env")
+        self._obs_key = str(cfg.pop("observation_key", "observation"))
+        in_infos = cfg.pop("global_state_in_infos", False)
+        if not isinstance(in_infos, bool):
+            raise ConfigError(
+                f"global_state_in_infos={in_infos!r} must be True or False")
+        #: whether reset/step put the global state in every agent's infos
+        self.global_state_in_infos = in_infos
+        self._cut_short = False
+        self.par_env = make(name, api="parallel", **cfg)
+        if self.par_env.max_cycles == 0:
+            warnings.warn(_NO_TRUNCATION.format(name=name), UntruncatedEpisodesWarning,
+                          stacklevel=2)
+        self.metadata = self.par_env.metadata
+        self.render_mode = self.par_env.render_mode
+        self.possible_agents = list(self.par_env.possible_agents)
+        self._agent_ids = set(self.possible_agents)
+        self.observation_spaces = {
+            a: self._space(self.par_env.observation_space(a)) for a in self.possible_agents
+        }
+        self.action_spaces = {a: self.par_env.action_space(a) for a in self.possible_agents}
+        # the old API stack reads these; RLlib's checker needs them present
+        # (keyed by the agents' names: str, where RLlib's AgentID is any hashable)
+        self.observation_space = gymnasium.spaces.Dict(
+            cast("dict[str, gymnasium.Space]", self.observation_spaces))
+        self.action_space = gymnasium.spaces.Dict(
+            cast("dict[str, gymnasium.Space]", self.action_spaces))
+        #: the global state's space (``state()``, ``infos[agent]["state"]``)
+        self.state_space = self.par_env.state_space
 
-        def __init__(self, config: Mapping[str, Any] | None = None) -> None:
-            super().__init__()
-            cfg = dict(config or {})
-            if "env" not in cfg:
-                raise ConfigError("env_config needs 'env', e.g. {'env': 'pcs_v0', ...}")
-            name = cfg.pop("env")
-            self._obs_key = str(cfg.pop("observation_key", "observation"))
-            in_infos = cfg.pop("global_state_in_infos", False)
-            if not isinstance(in_infos, bool):
-                raise ConfigError(
-                    f"global_state_in_infos={in_infos!r} must be True or False")
-            #: whether reset/step put the global state in every agent's infos
-            self.global_state_in_infos = in_infos
-            self._cut_short = False
-            self.par_env = make(name, api="parallel", **cfg)
-            if self.par_env.max_cycles == 0:
-                warnings.warn(_NO_TRUNCATION.format(name=name), UntruncatedEpisodesWarning,
-                              stacklevel=2)
-            self.metadata = self.par_env.metadata
-            self.render_mode = self.par_env.render_mode
-            self.possible_agents = list(self.par_env.possible_agents)
-            self._agent_ids = set(self.possible_agents)
-            self.observation_spaces = {
-                a: self._space(self.par_env.observation_space(a)) for a in self.possible_agents
-            }
-            self.action_spaces = {a: self.par_env.action_space(a) for a in self.possible_agents}
-            # the old API stack reads these; RLlib's checker needs them present
-            # (keyed by the agents' names: str, where RLlib's AgentID is any hashable)
-            self.observation_space = gymnasium.spaces.Dict(
-                cast("dict[str, gymnasium.Space]", self.observation_spaces))
-            self.action_space = gymnasium.spaces.Dict(
-                cast("dict[str, gymnasium.Space]", self.action_spaces))
-            #: the global state's space (``state()``, ``infos[agent]["state"]``)
-            self.state_space = self.par_env.state_space
+    def _space(self, space: Any) -> Any:
+        if self._obs_key == "observation" or not isinstance(space, gymnasium.spaces.Dict):
+            return space
+        return gymnasium.spaces.Dict({self._obs_key: space["observation"],
+                                      "action_mask": space["action_mask"]})
 
-        def _space(self, space: Any) -> Any:
-            if self._obs_key == "observation" or not isinstance(space, gymnasium.spaces.Dict):
-                return space
-            return gymnasium.spaces.Dict({self._obs_key: space["observation"],
-                                          "action_mask": space["action_mask"]})
+    def _obs(self, obs: dict[str, Any]) -> dict[str, Any]:
+        return obs if self._obs_key == "observation" else _rename_obs(obs, self._obs_key)
 
-        def _obs(self, obs: dict[str, Any]) -> dict[str, Any]:
-            return obs if self._obs_key == "observation" else _rename_obs(obs, self._obs_key)
+    def _infos(self, infos: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        out = _to_python_infos(infos)
+        if self.global_state_in_infos and out:
+            st = self.par_env.state()
+            st.flags.writeable = False  # one array, shared by every agent's infos
+            for d in out.values():
+                d["state"] = st
+        return out
 
-        def _infos(self, infos: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-            out = _to_python_infos(infos)
-            if self.global_state_in_infos and out:
-                st = self.par_env.state()
-                st.flags.writeable = False  # one array, shared by every agent's infos
-                for d in out.values():
-                    d["state"] = st
-            return out
+    def state(self) -> Any:
+        """The global state now (the ParallelEnv's ``state()``, float32)."""
+        return self.par_env.state()
 
-        def state(self) -> Any:
-            """The global state now (the ParallelEnv's ``state()``, float32)."""
-            return self.par_env.state()
+    @property
+    def agents(self) -> list[Any]:
+        """The agents the last results speak of: alive now (the ParallelEnv's,
+        so never behind it) or finished in the last step."""
+        par_env = self.__dict__.get("par_env")
+        if par_env is None:
+            return []
+        just = self.__dict__.get("_just_finished", ())
+        if not just or not par_env.agents:  # the episode over: none (`while env.agents`)
+            return list(par_env.agents)
+        keep = set(par_env.agents) | set(just)
+        return [a for a in self.possible_agents if a in keep]
 
-        @property
-        def agents(self) -> list[Any]:
-            """The agents the last results speak of: alive now (the ParallelEnv's,
-            so never behind it) or finished in the last step."""
-            par_env = self.__dict__.get("par_env")
-            if par_env is None:
-                return []
-            just = self.__dict__.get("_just_finished", ())
-            if not just or not par_env.agents:  # the episode over: none (`while env.agents`)
-                return list(par_env.agents)
-            keep = set(par_env.agents) | set(just)
-            return [a for a in self.possible_agents if a in keep]
+    @agents.setter
+    def agents(self, value: Any) -> None:  # MultiAgentEnv.__init__ sets it
+        pass
 
-        @agents.setter
-        def agents(self, value: Any) -> None:  # MultiAgentEnv.__init__ sets it
-            pass
+    @property
+    def agents_alive(self) -> list[Any]:
+        """The agents alive now (those that act in the next step)."""
+        par_env = self.__dict__.get("par_env")
+        return [] if par_env is None else list(par_env.agents)
 
-        @property
-        def agents_alive(self) -> list[Any]:
-            """The agents alive now (those that act in the next step)."""
-            par_env = self.__dict__.get("par_env")
-            return [] if par_env is None else list(par_env.agents)
+    # reset and step: dicts keyed by the agents' names (str), where RLlib's
+    # types allow any hashable AgentID and gymnasium.Env's step is one agent's
+    def reset(  # type: ignore[override]  # str agent ids (see above)
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        cut, self._cut_short = self._cut_short, True  # until this call is done (see step)
+        try:
+            obs, infos = self.par_env.reset(seed=seed, options=options)
+        except SeerError as exc:  # refused, or failed and the ParallelEnv says so
+            if raised_by_seer(exc):
+                self._cut_short = cut
+            raise
+        out = self._obs(obs), self._infos(infos)
+        self._just_finished: tuple[Any, ...] = ()
+        self._cut_short = False
+        return out
 
-        # reset and step: dicts keyed by the agents' names (str), where RLlib's
-        # types allow any hashable AgentID and gymnasium.Env's step is one agent's
-        def reset(  # type: ignore[override]  # str agent ids (see above)
-            self, *, seed: int | None = None, options: dict[str, Any] | None = None
-        ) -> tuple[dict[str, Any], dict[str, Any]]:
-            cut, self._cut_short = self._cut_short, True  # until this call is done (see step)
-            try:
-                obs, infos = self.par_env.reset(seed=seed, options=options)
-            except SeerError as exc:  # refused, or failed and the ParallelEnv says so
-                if raised_by_seer(exc):
-                    self._cut_short = cut
-                raise
-            out = self._obs(obs), self._infos(infos)
-            self._just_finished: tuple[Any, ...] = ()
-            self._cut_short = False
-            return out
+    def step(self, action_dict: dict[str, Any]) -> tuple[  # type: ignore[override]  # (above)
+        dict[str, Any], dict[str, float], dict[str, bool], dict[str, bool], dict[str, Any]
+    ]:
+        if self._cut_short:
+            raise StateError(f"{self.par_env.seer_model.name}: the last reset() or step() "
+                             "was interrupted before it finished; call reset()")
+        # set first: a KeyboardInterrupt between the ParallelEnv's step and
+        # the end of this one would lose that step's flags (RLlib would not
+        # end the episode of an agent that finished in it)
+        self._cut_short = True
+        try:
+            obs, rew, term, trunc, infos = self.par_env.step(action_dict)
+        except SeerError as exc:  # refused, or failed and the ParallelEnv says so
+            if raised_by_seer(exc):
+                self._cut_short = False
+            raise
+        rewards = {a: float(r) for a, r in rew.items()}
+        terminateds = {a: bool(x) for a, x in term.items()}
+        truncateds = {a: bool(x) for a, x in trunc.items()}
+        self._just_finished = tuple(a for a in obs if terminateds[a] or truncateds[a])
+        over = not self.agents_alive
+        any_trunc = any(truncateds.values())
+        terminateds["__all__"] = over and not any_trunc
+        truncateds["__all__"] = over and any_trunc
+        out = self._obs(obs), rewards, terminateds, truncateds, self._infos(infos)
+        self._cut_short = False
+        return out
 
-        def step(self, action_dict: dict[str, Any]) -> tuple[  # type: ignore[override]  # (above)
-            dict[str, Any], dict[str, float], dict[str, bool], dict[str, bool], dict[str, Any]
-        ]:
-            if self._cut_short:
-                raise StateError(f"{self.par_env.seer_model.name}: the last reset() or step() "
-                                 "was interrupted before it finished; call reset()")
-            # set first: a KeyboardInterrupt between the ParallelEnv's step and
-            # the end of this one would lose that step's flags (RLlib would not
-            # end the episode of an agent that finished in it)
-            self._cut_short = True
-            try:
-                obs, rew, term, trunc, infos = self.par_env.step(action_dict)
-            except SeerError as exc:  # refused, or failed and the ParallelEnv says so
-                if raised_by_seer(exc):
-                    self._cut_short = False
-                raise
-            rewards = {a: float(r) for a, r in rew.items()}
-            terminateds = {a: bool(x) for a, x in term.items()}
-            truncateds = {a: bool(x) for a, x in trunc.items()}
-            self._just_finished = tuple(a for a in obs if terminateds[a] or truncateds[a])
-            over = not self.agents_alive
-            any_trunc = any(truncateds.values())
-            terminateds["__all__"] = over and not any_trunc
-            truncateds["__all__"] = over and any_trunc
-            out = self._obs(obs), rewards, terminateds, truncateds, self._infos(infos)
-            self._cut_short = False
-            return out
+    def snapshot(self) -> EnvSnapshot:
+        """The env's state: the ParallelEnv's
+        (`seer_env.env.SeerParallelEnv.snapshot`) and the agents that
+        finished in the last step (`agents` still names them)."""
+        if self._cut_short:
+            raise StateError(f"{self.par_env.seer_model.name}: the last reset() or step() "
+                             "was interrupted before it finished; call reset()")
+        snap = self.par_env.snapshot()
+        just = tuple(self.__dict__.get("_just_finished", ()))
+        return dataclasses.replace(snap, face="rllib",
+                                   state={"parallel": snap.state, "just_finished": just})
 
-        def snapshot(self) -> EnvSnapshot:
-            """The env's state: the ParallelEnv's
-            (`seer_env.env.SeerParallelEnv.snapshot`) and the agents that
-            finished in the last step (`agents` still names them)."""
-            if self._cut_short:
-                raise StateError(f"{self.par_env.seer_model.name}: the last reset() or step() "
-                                 "was interrupted before it finished; call reset()")
-            snap = self.par_env.snapshot()
-            just = tuple(self.__dict__.get("_just_finished", ()))
-            return dataclasses.replace(snap, face="rllib",
-                                       state={"parallel": snap.state, "just_finished": just})
+    def restore(self, snap: EnvSnapshot) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Go back to a `snapshot` of an env of the same model and
+        configuration; returns ``(obs, infos)`` of the live agents, as
+        ``reset`` does.  Anything else raises
+        `SnapshotError` and changes nothing."""
+        name = self.par_env.seer_model.name
+        st = snap.state if isinstance(snap, EnvSnapshot) else None
+        if not isinstance(snap, EnvSnapshot) or snap.face != "rllib":
+            what = snap.face if isinstance(snap, EnvSnapshot) else type(snap).__name__
+            raise SnapshotError(f"{name}: restore() takes this adapter's snapshot(), got "
+                                f"{what!r}")
+        check_intact(snap, name)
+        if not (isinstance(st, dict) and isinstance(st.get("parallel"), dict)
+                and isinstance(st.get("just_finished"), tuple)
+                and set(st["just_finished"]) <= self._agent_ids):
+            raise SnapshotError(f"{name}: the snapshot is malformed")
+        obs, infos = self.par_env.restore(
+            dataclasses.replace(snap, face="parallel", state=st["parallel"]))
+        self._just_finished = st["just_finished"]
+        self._cut_short = False
+        return self._obs(obs), self._infos(infos)
 
-        def restore(self, snap: EnvSnapshot) -> tuple[dict[str, Any], dict[str, Any]]:
-            """Go back to a `snapshot` of an env of the same model and
-            configuration; returns ``(obs, infos)`` of the live agents, as
-            ``reset`` does.  Anything else raises
-            `SnapshotError` and changes nothing."""
-            name = self.par_env.seer_model.name
-            st = snap.state if isinstance(snap, EnvSnapshot) else None
-            if not isinstance(snap, EnvSnapshot) or snap.face != "rllib":
-                what = snap.face if isinstance(snap, EnvSnapshot) else type(snap).__name__
-                raise SnapshotError(f"{name}: restore() takes this adapter's snapshot(), got "
-                                    f"{what!r}")
-            check_intact(snap, name)
-            if not (isinstance(st, dict) and isinstance(st.get("parallel"), dict)
-                    and isinstance(st.get("just_finished"), tuple)
-                    and set(st["just_finished"]) <= self._agent_ids):
-                raise SnapshotError(f"{name}: the snapshot is malformed")
-            obs, infos = self.par_env.restore(
-                dataclasses.replace(snap, face="parallel", state=st["parallel"]))
-            self._just_finished = st["just_finished"]
-            self._cut_short = False
-            return self._obs(obs), self._infos(infos)
+    def render(self) -> Any:
+        return self.par_env.render()
 
-        def render(self) -> Any:
-            return self.par_env.render()
-
-        def close(self) -> None:
-            self.par_env.close()
-
-    SeerMultiAgentEnv.__module__ = __name__
-    SeerMultiAgentEnv.__qualname__ = "SeerMultiAgentEnv"
-    return SeerMultiAgentEnv
+    def close(self) -> None:
+        self.par_env.close()
 
 
-_CLASS: type | None = None
-
-
-def _env_class() -> type:
-    global _CLASS
-    if _CLASS is None:
-        _CLASS = _build_class()
-    return _CLASS
-
-
-def __getattr__(name: str) -> Any:
-    # SeerMultiAgentEnv subclasses Ray's MultiAgentEnv: build it on first use so
-    # that importing this module does not import Ray.
-    if name == "SeerMultiAgentEnv":
-        return _env_class()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+def env_creator(env_config: Mapping[str, Any]) -> SeerMultiAgentEnv:
+    """``SeerMultiAgentEnv(env_config)``; for ``ray.tune.registry.register_env``."""
+    return SeerMultiAgentEnv(env_config)
