@@ -6,6 +6,9 @@ exports (``__all__``)."""
 from __future__ import annotations
 
 import importlib
+import pickle
+import subprocess
+import sys
 
 import pytest
 
@@ -59,6 +62,7 @@ def test_the_documented_paths_import() -> None:
     "seer_env.perf.bench", "seer_env.perf.trace", "seer_env.perf.parallelism",
     "seer_env.errors", "seer_env.sdk", "seer_env.gym_vector", "seer_env.faces.gym_vector",
     "seer_env.check", "seer_env.check.bounds", "seer_env.check.race", "seer_env.faces",
+    "seer_env.adapters.torchrl_groups", "seer_env.adapters.rllib_config",
 ])
 def test_a_public_module_says_what_it_exports(name: str) -> None:
     m = importlib.import_module(name)
@@ -81,3 +85,83 @@ def test_the_bindings_old_paths_reach_the_whole_module() -> None:
     import seer_env._runtime as old
 
     assert old._live_runtimes is runtime._live_runtimes
+
+
+# -- the library adapters (seer_env/adapters/): the short paths import their classes on
+# first use, so that they, like the package, import without torch and Ray
+
+#: short path -> the adapter module, the library it needs, its class
+ADAPTERS = {
+    "seer_env.torchrl": ("seer_env.adapters.torchrl", "torchrl", "SeerTorchEnv"),
+    "seer_env.rllib": ("seer_env.adapters.rllib", "ray", "SeerMultiAgentEnv"),
+}
+
+
+@pytest.mark.parametrize("old", sorted(ADAPTERS))
+def test_an_adapters_short_path_gives_the_adapters_own_objects(old: str) -> None:
+    new, library, cls_name = ADAPTERS[old]
+    pytest.importorskip(library)
+    o, n = importlib.import_module(old), importlib.import_module(new)
+    assert list(o.__all__) == list(n.__all__) and cls_name in n.__all__
+    for name in n.__all__:
+        if name == "env_creator":  # the short path's calls the adapter's (imports Ray then)
+            continue
+        assert getattr(o, name) is getattr(n, name), (old, name)
+    cls = getattr(n, cls_name)
+    # a plain module-level class: pickled by reference (RLlib sends env classes to
+    # its workers), and a pickle naming the short path loads the same class
+    assert (cls.__module__, cls.__qualname__) == (new, cls_name)
+    assert pickle.loads(pickle.dumps(cls)) is cls
+    assert pickle.loads(f"c{old}\n{cls_name}\n.".encode()) is cls
+
+
+def test_the_rllib_short_paths_env_creator_makes_the_adapters_env() -> None:
+    pytest.importorskip("ray")
+    from seer_env import rllib
+    from seer_env.adapters import rllib as adapter
+
+    cfg = {"env": "pcs_v0", "width": 3, "height": 3, "threads": 1}
+    for creator in (rllib.env_creator, adapter.env_creator):
+        env = creator(cfg)
+        assert type(env) is adapter.SeerMultiAgentEnv
+        env.close()
+
+
+def test_the_adapters_package_and_short_paths_import_without_torch_or_ray() -> None:
+    code = (
+        "import sys\n"
+        "import seer_env, seer_env.adapters, seer_env.torchrl, seer_env.rllib\n"
+        "import seer_env.adapters.torchrl_groups, seer_env.adapters.rllib_config\n"
+        "from seer_env.rllib import env_creator, group_policies, shared_policy\n"
+        "from seer_env.rllib import UntruncatedEpisodesWarning\n"
+        "from seer_env.torchrl import group_names\n"
+        "loaded = sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('torch', 'tensordict', 'torchrl', 'ray'))\n"
+        "assert not loaded, loaded\n"
+        "assert seer_env.adapters.__all__ == []\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize("old,blocked,extra", [
+    ("seer_env.torchrl", "torch", "torchrl"), ("seer_env.torchrl", "torchrl", "torchrl"),
+    ("seer_env.rllib", "ray", "rllib"),
+])
+def test_an_adapter_without_its_library_says_which_extra_installs_it(
+        old: str, blocked: str, extra: str) -> None:
+    new, _, cls_name = ADAPTERS[old]
+    code = (
+        f"import sys; sys.modules[{blocked!r}] = None\n"
+        "from seer_env.errors import MissingExtraError\n"
+        f"import {old} as short\n"
+        f"for get in (lambda: getattr(short, {cls_name!r}), lambda: __import__({new!r})):\n"
+        "    try:\n"
+        "        get()\n"
+        "    except MissingExtraError as exc:\n"
+        "        assert isinstance(exc, ImportError)\n"
+        "        print(exc)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.splitlines()
+    assert len(out) == 2 and all(f"pip install 'seer_env[{extra}]'" in line for line in out)
+    assert all(blocked in line for line in out)

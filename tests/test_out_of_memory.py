@@ -168,7 +168,7 @@ def test_agent_vector_face_out_of_memory_closes_the_batched_env(
 def test_torchrl_face_out_of_memory_closes_the_batched_env(
         monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("torchrl")
-    from seer_env import torchrl as torchrl_mod
+    from seer_env.adapters import torchrl as torchrl_mod
 
     live = len(_runtime._live_runtimes)
     _fail_on(monkeypatch, torchrl_mod, "the truncations of group 'cell'")
