@@ -53,6 +53,7 @@ def test_the_documented_paths_import() -> None:
 @pytest.mark.parametrize("name", [
     "seer_env.stpa", "seer_env.stpa.controller", "seer_env.stpa.cache", "seer_env.stpa.cost",
     "seer_env.perf.bench", "seer_env.perf.trace", "seer_env.perf.parallelism",
+    "seer_env.perf.company",
     "seer_env.errors", "seer_env.sdk", "seer_env.gym_vector",
     "seer_env.check", "seer_env.check.bounds", "seer_env.check.race", "seer_env.faces",
 ])
