@@ -11,6 +11,7 @@ Examples::
     seer-env run aircraft_v0 --policy constant --set num_uavs=256 --threads 2
     seer-env verify pcs_v0 --steps 200 --threads 2 --num-envs 3
     seer-env bench phold                       # PHOLD events/s, ns/event (also api, pcs, ...)
+    seer-env bench company -o company.json     # the executors beside torch, burners, processes
     python benchmarks/bench_suite.py -o bench_out   # in a checkout: suite, plots, README table
     seer-env trace pcs_v0 --steps 20 -o trace.json   # open in https://ui.perfetto.dev
 """
@@ -197,11 +198,13 @@ def cmd_bench(a: argparse.Namespace) -> int:
     if a.what == "stpa":
         bench.bench_stpa(quick=a.quick)
         return 0
+    if a.what == "company":
+        return _bench_company(a)
     # the suite and its parts live in the repository checkout (benchmarks/): they
     # need the NumPy ports of oracles/, which the package does not ship
     cmd = f"python benchmarks/bench_suite.py {a.what}"
     if a.what != "trace-overhead":
-        cmd += f" -o {a.output}"
+        cmd += f" -o {a.output or 'bench_out'}"
     if a.quick:
         cmd += " --quick"
     if a.what == "scaling":
@@ -209,6 +212,47 @@ def cmd_bench(a: argparse.Namespace) -> int:
     print(f"seer-env bench {a.what}: the benchmark suite is not part of the installed "
           f"package; run it from a repository checkout:\n    {cmd}", file=sys.stderr)
     return 2
+
+
+def _bench_company(a: argparse.Namespace) -> int:
+    from .perf import company
+
+    out = Path(a.output).expanduser() if a.output else None
+    if out is not None and (not out.parent.is_dir() or not os.access(out.parent, os.W_OK)):
+        # before the run: its figures were taken whole, then lost to a traceback
+        print(f"seer-env: cannot write the results to {out}: its folder {out.parent} "
+              f"{'is not writable' if out.parent.is_dir() else 'does not exist'}",
+              file=sys.stderr)
+        return 2
+    # PCS 64x64 by default; another env: its own defaults; --set on top
+    cfg = dict(company.DEFAULT_CONFIG) if a.env == company.DEFAULT_ENV else {}
+    cfg.update(_parse_sets(a.set, a.env))
+    try:
+        res = company.bench_company(
+            situations=a.situations or company.SITUATIONS, threads=a.threads, quick=a.quick,
+            rounds=min(a.rounds, 3) if a.quick else a.rounds, block=a.block, env=a.env,
+            config=cfg, num_envs=a.num_envs, update_every=a.update_every,
+            stpa_cache=a.stpa_cache)
+    except KeyboardInterrupt:
+        print("seer-env bench company: interrupted (Ctrl-C): the burner and env processes "
+              "were stopped; no results written", file=sys.stderr)
+        return 130
+    print()
+    print(company.table(res))
+    if out is not None:
+        company.save(res, out)
+        print(f"wrote {out}")
+    return 0
+
+
+def _names(v: str) -> list[str]:
+    """An argparse type: a comma-separated list (``alone,torch``)."""
+    return [x.strip() for x in v.split(",") if x.strip()]
+
+
+def _counts(v: str) -> list[int]:
+    """An argparse type: comma-separated counts of at least 1 (``2,4``)."""
+    return [_at_least(1)(x) for x in _names(v)]
 
 
 def cmd_trace(a: argparse.Namespace) -> int:
@@ -432,6 +476,12 @@ def build_parser() -> argparse.ArgumentParser:
         "stpa: threads='auto' over whole runs (episodes with resets; tiny and large PCS "
         "and Aircraft, classic PCS) against every fixed configuration, a first run and one "
         "from the remembered decision: auto/best per workload (stdout).  "
+        "company: the executors in company, as users train: alone, in a training loop "
+        "with a torch policy on CPU, beside a CPU burner at 50%% and 100%% duty, 2 and 4 env "
+        "processes sharing the cores, 2 and 4 envs in one process, and async send/recv "
+        "overlapping the policy; serial, parallel and optimistic at 2 to all cores and "
+        "threads='auto', medians of rotated blocks and ratios to serial (a table on "
+        "stdout, progress on stderr, every figure with -o/--json FILE).  "
         "suite, scaling, trace-overhead: the benchmark suite (STPA workloads, the "
         "NumPy ports, the Python layer, a rollout, thread scaling, the tracing-off cost; "
         "JSON, PNG plots and the README's table) is not in the package: it needs the "
@@ -439,16 +489,38 @@ def build_parser() -> argparse.ArgumentParser:
         "asked for one of them, this command prints that command line and exits with "
         "status 2.")
     b.add_argument("what", choices=["phold", "api", "pcs", "optimistic", "suite", "stpa",
-                                    "scaling", "trace-overhead"],
+                                    "company", "scaling", "trace-overhead"],
                    nargs="?", default="phold",
                    help="which benchmark (default phold; see the description above)")
     b.add_argument("--rounds", type=_at_least(1), default=7,
-                   help="timed rounds of 'phold', 'api' and 'pcs' per configuration; the "
-                        "median is reported (default 7)")
-    b.add_argument("-o", "--output", default="bench_out",
-                   help="the suite's output folder, passed on to the printed "
-                        "benchmarks/bench_suite.py command (default %(default)s)")
+                   help="timed rounds of 'phold', 'api', 'pcs' and 'company' per "
+                        "configuration; the median is reported (default 7)")
+    b.add_argument("-o", "--output", "--json", dest="output", default=None,
+                   help="'company': write every figure to this JSON file; the suite's: its "
+                        "output folder, passed on to the printed benchmarks/bench_suite.py "
+                        "command (default bench_out)")
     b.add_argument("--quick", action="store_true", help="fewer rounds and sizes")
+    b.add_argument("--situations", type=_names, default=None, metavar="A,B,...",
+                   help="'company': the situations to measure, comma-separated: alone, torch, "
+                        "burner-D (D%% duty), procs-N, envs-N, async (default: alone, torch, "
+                        "burner-50, burner-100, procs-2, procs-4, envs-2, envs-4, async)")
+    b.add_argument("--threads", type=_counts, default=None, metavar="P,Q,...",
+                   help="'company': pool sizes of the parallel and optimistic executors "
+                        "(default: 2 to the usable cores)")
+    b.add_argument("--block", type=_at_least(1), default=None,
+                   help="'company': iterations per timed block (default 32; --quick 16)")
+    b.add_argument("--env", default="pcs_v0",
+                   help="'company': the env (default pcs_v0 at 64x64)")
+    b.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="'company': env config value, e.g. --set width=32 (repeatable; "
+                        "on top of pcs_v0's width=64 height=64, or another env's defaults)")
+    b.add_argument("--num-envs", type=_at_least(1), default=1,
+                   help="'company': instances stepped together in one env (default 1)")
+    b.add_argument("--update-every", type=_at_least(1), default=16,
+                   help="'company': training-loop iterations per update (default 16)")
+    b.add_argument("--stpa-cache", action="store_true",
+                   help="'company': let threads='auto' start from a remembered decision "
+                        "(default: it decides afresh in each situation)")
     b.add_argument("--max-threads", type=_at_least(1), default=16,
                    help="largest pool of 'scaling', passed on to the printed command "
                         "(default %(default)s)")

@@ -60,6 +60,7 @@ def test_the_documented_paths_import() -> None:
     "seer_env.stpa", "seer_env.stpa.controller", "seer_env.stpa.cache", "seer_env.stpa.cost",
     "seer_env.stpa.decision", "seer_env.stpa.monitor", "seer_env.stpa.probe",
     "seer_env.perf.bench", "seer_env.perf.trace", "seer_env.perf.parallelism",
+    "seer_env.perf.company", "seer_env.budget",
     "seer_env.errors", "seer_env.sdk", "seer_env.gym_vector", "seer_env.faces.gym_vector",
     "seer_env.check", "seer_env.check.bounds", "seer_env.check.race", "seer_env.faces",
     "seer_env.adapters.torchrl_groups", "seer_env.adapters.rllib_config",

@@ -187,15 +187,24 @@ def _block_s(fn: Callable[[], Any], n: int) -> float:
     return (time.perf_counter_ns() - t0) / 1e9
 
 
-def _blocks(runs: dict[str, Callable[[], Any]], rounds: int, block: int
-            ) -> dict[str, list[float]]:
+def _blocks(runs: dict[str, Callable[[], Any]], rounds: int, block: int,
+            before: Callable[[str], Any] | None = None,
+            after: Callable[[str], Any] | None = None) -> dict[str, list[float]]:
     """Seconds per block of ``block`` consecutive calls of each run, the order
-    rotating every round (warm caches, as a user steps one env in a loop)."""
+    rotating every round (warm caches, as a user steps one env in a loop).
+    ``before``/``after``: called with the run's key around each of its blocks,
+    outside the timing (``seer-env bench company`` waits at a barrier shared
+    with other processes before a block, and reads what a run measured inside
+    its own calls after one)."""
     keys = list(runs)
     out: dict[str, list[float]] = {k: [] for k in keys}
     for r in range(rounds):
         for k in keys[r % len(keys):] + keys[:r % len(keys)]:
+            if before is not None:
+                before(k)
             out[k].append(_block_s(runs[k], block))
+            if after is not None:
+                after(k)
     return out
 
 

@@ -1,0 +1,806 @@
+"""``seer-env bench company``: the executors measured in company, as users train.
+
+Every other benchmark times an env on an otherwise idle machine.  Nobody
+trains on one: the env shares the cores with the learner (torch's own thread
+pool), with other env processes (RLlib's env runners, process vector envs) and
+with whatever else runs.  This benchmark measures the executors in those
+situations, each against the serial executor in the same situation:
+
+* ``alone``: the env alone, per step;
+* ``torch``: a CleanRL-style training loop with a torch policy on CPU at
+  torch's default thread settings (an MLP forward on the batched observations,
+  sampled actions, ``step()``; every ``update_every`` iterations a backward and
+  an optimizer step on the collected batch), per iteration, and the ``step()``
+  alone inside it;
+* ``burner-D``: the env beside a separate process that keeps a core busy
+  ``D``% of the time (busy for ``D``% of every 10 ms), per step;
+* ``procs-N``: ``N`` processes, each with the same env and executor, stepping
+  blocks together (a barrier starts each block): aggregate steps/s, against
+  ``N`` serial processes;
+* ``envs-N``: ``N`` envs in one process, stepped round-robin by one thread,
+  per round;
+* ``async``: the torch loop on ``send``/``recv`` (two halves of the batch,
+  the policy's forward pass of one half overlapping the other's step), per
+  iteration.
+
+Executors: ``serial``, ``parallel-P`` and ``optimistic-P`` for ``P`` in
+``threads`` (default 2 to the usable cores) and ``auto`` (``threads="auto"``,
+STPA; warmed up until it has settled, in the situation itself; its decision
+cache off unless ``stpa_cache=True``, so each situation decides afresh).
+Within a situation every executor has its env(s) made and warmed, then they
+take turns, blocks of ``block`` iterations in an order that rotates every
+round (`seer_env.perf.bench`'s blocks); the figures are the medians of the
+blocks and their ratios to the serial executor's (> 1: faster than serial).
+
+```python
+from seer_env.perf.company import bench_company, save
+
+res = bench_company(["alone", "burner-100"], quick=True)
+print(res["situations"]["burner-100"]["executors"]["parallel-2"]["ratio"])
+save(res, "benchmarks/results/company.json")
+```
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import multiprocessing
+import os
+import queue
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .._version import __version__
+from ..errors import ConfigError
+from ..gym_vector import random_batched_actions
+from ..registry import env_module
+from .bench import _block_s, _blocks, machine
+
+#: The situations of a default run, in order.
+SITUATIONS: tuple[str, ...] = ("alone", "torch", "burner-50", "burner-100", "procs-2",
+                               "procs-4", "envs-2", "envs-4", "async")
+
+#: The default workload: PCS 64x64 (reports on) through the batched API, one
+#: instance (a serial step takes about 2 ms on one core of the development machine).
+DEFAULT_ENV = "pcs_v0"
+DEFAULT_CONFIG: dict[str, Any] = {"width": 64, "height": 64}
+
+#: A burner's period: busy for duty x this, then asleep for the rest.
+BURNER_PERIOD_S = 0.01
+#: How long a process of ``procs-N`` waits at the barrier for its siblings.
+_BARRIER_S = 600.0
+#: Calls taken to warm each configuration before its blocks (as blocks).
+_WARM_BLOCKS = 1
+
+Log = Callable[[str], None]
+
+
+def _stderr(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+# -- the workload and its executors ---------------------------------------------------------
+
+
+@dataclass
+class Workload:
+    """The env every situation steps: a registered env (or a model folder's
+    path), its config and the instances stepped together in one env.
+    Episodes never end unless the config sets ``max_cycles``."""
+
+    env: str = DEFAULT_ENV
+    config: dict[str, Any] = field(default_factory=lambda: dict(DEFAULT_CONFIG))
+    num_envs: int = 1
+
+    def make(self, label: str, num_envs: int | None = None, **options: Any) -> Any:
+        """A batched env of this workload on the executor ``label``
+        (``serial``, ``parallel-2``, ``optimistic-2``, ``auto``)."""
+        cfg = {"max_cycles": 0, **self.config, **options}
+        if label == "auto":
+            cfg.update(threads="auto")
+            cfg.pop("executor", None)
+        elif label == "serial":
+            cfg.update(executor="serial", threads=1)
+        else:
+            ex, _, th = label.partition("-")
+            cfg.update(executor=ex, threads=int(th))
+        return env_module(self.env).vector_env(num_envs or self.num_envs, **cfg)
+
+
+def executors(threads: Sequence[int], lookahead: float) -> list[str]:
+    """The labels measured: serial, parallel (where the lookahead allows
+    windows) and optimistic on each of ``threads``, and auto."""
+    out = ["serial"]
+    if lookahead > 0.0:
+        out += [f"parallel-{p}" for p in threads]
+    out += [f"optimistic-{p}" for p in threads]
+    return [*out, "auto"]
+
+
+def _parse(name: str) -> tuple[str, int]:
+    """A situation's kind and number (``burner-50`` -> ``("burner", 50)``)."""
+    kind, _, n = name.partition("-")
+    if kind in ("alone", "torch", "async") and not n:
+        return kind, 0
+    if kind in ("burner", "procs", "envs") and n.isdigit():
+        v = int(n)
+        lo, hi = (1, 100) if kind == "burner" else (1, 64)
+        if lo <= v <= hi:
+            return kind, v
+    raise ConfigError(f"unknown situation {name!r}: one of alone, torch, async, burner-D "
+                      "(D = 1..100, the burner's duty in %), procs-N, envs-N (N = 1..64)")
+
+
+def _title(name: str, update_every: int) -> tuple[str, str]:
+    """What a situation measures, and the unit of its time."""
+    kind, n = _parse(name)
+    return {
+        "alone": ("the env alone", "s per step"),
+        "torch": (f"training loop: torch policy forward, sample, step(); an update every "
+                  f"{update_every} iterations", "s per iteration"),
+        "burner": (f"beside a CPU burner process at {n}% duty", "s per step"),
+        "procs": (f"{n} env processes stepping together (aggregate)",
+                  "s per step of all processes together"),
+        "envs": (f"{n} envs in one process, stepped round-robin", "s per round (one step each)"),
+        "async": ("training loop on send()/recv(): the forward of one half overlaps the "
+                  "other half's step", "s per iteration"),
+    }[kind]
+
+
+# -- warm-up and the auto configuration's record -------------------------------------------
+
+
+def _label_of(stpa: Any) -> str:
+    return "serial" if stpa.executor == "serial" else f"{stpa.executor}-{stpa.threads}"
+
+
+def _settle(stpas: Sequence[Any], fn: Callable[[], Any], max_calls: int,
+            max_s: float) -> dict[str, Any]:
+    """Call ``fn`` until every STPA controller of ``stpas`` has settled (or a
+    limit is reached); how long that took."""
+    t0 = time.perf_counter()
+    n = 0
+    while (not all(s.settled for s in stpas) and n < max_calls
+           and time.perf_counter() - t0 < max_s):
+        fn()
+        n += 1
+    return {"warmup_calls": n, "warmup_s": time.perf_counter() - t0,
+            "settled_after_warmup": all(s.settled for s in stpas),
+            "choice_after_warmup": [_label_of(s) for s in stpas]}
+
+
+def _auto_record(stpas: Sequence[Any], warm: dict[str, Any]) -> dict[str, Any]:
+    """What STPA chose (each env's, for envs-N), why, and its warm-up."""
+    return {**warm, "choice": [_label_of(s) for s in stpas],
+            "reason": [s.reason for s in stpas], "state": [s.state for s in stpas],
+            "settled": all(s.settled for s in stpas)}
+
+
+# -- a CPU burner beside the env -------------------------------------------------------------
+
+
+def _burn(duty: float, period: float, started: Any, stop: Any, parent: int) -> None:
+    """The burner's process: busy ``duty`` of every ``period``, until ``stop``
+    is set or its parent is gone.  Ctrl-C is its parent's to handle."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    started.set()
+    busy = duty * period
+    while not stop.is_set() and os.getppid() == parent:
+        end = time.perf_counter() + busy
+        while time.perf_counter() < end:
+            pass
+        if busy < period:
+            time.sleep(period - busy)
+
+
+def _stop(p: Any, wait: float = 5.0) -> None:
+    """End a child process: it was asked to stop; terminate, then kill it."""
+    p.join(wait)
+    if p.is_alive():
+        p.terminate()
+        p.join(wait)
+    if p.is_alive():
+        p.kill()
+        p.join()
+
+
+@contextlib.contextmanager
+def burner(duty: float, period: float = BURNER_PERIOD_S) -> Iterator[Any]:
+    """A separate process that keeps one core busy ``duty`` (0..1] of the time
+    while the block runs; it is gone when the block ends, also on an
+    exception or Ctrl-C.
+
+    ```python
+    with burner(1.0):
+        ...  # measure beside it
+    ```
+    """
+    if not 0.0 < duty <= 1.0:
+        raise ConfigError(f"duty={duty!r} must be in (0, 1]")
+    ctx = multiprocessing.get_context("spawn")
+    started, stop = ctx.Event(), ctx.Event()
+    p = ctx.Process(target=_burn, args=(duty, period, started, stop, os.getpid()),
+                    name=f"seer-env burner {duty:.0%}", daemon=True)
+    p.start()
+    try:
+        while not started.wait(0.05):
+            if not p.is_alive():
+                raise RuntimeError(f"the burner process ended at start (exit code "
+                                   f"{p.exitcode})")
+        yield p
+    finally:
+        stop.set()
+        _stop(p, 2.0)
+
+
+# -- one iteration of each situation ----------------------------------------------------------
+
+
+class _Stepper:
+    """One step of an env with fixed random actions (drawn each step where
+    the model has action masks)."""
+
+    def __init__(self, venv: Any, seed: int = 0) -> None:
+        self.venv = venv
+        self.rng = np.random.default_rng(seed)
+        venv.reset(seed=seed)
+        self.masked = any(g.mask_len for g in venv.groups)
+        self.actions = random_batched_actions(venv, self.rng)
+
+    def __call__(self) -> None:
+        if self.masked:
+            self.actions = random_batched_actions(self.venv, self.rng)
+        self.venv.step(self.actions)
+
+
+class _Round:
+    """One step of each of several envs, in turn."""
+
+    def __init__(self, steppers: Sequence[_Stepper]) -> None:
+        self.steppers = list(steppers)
+
+    def __call__(self) -> None:
+        for s in self.steppers:
+            s()
+
+
+def _torch_support(venv: Any) -> str | None:
+    """Why the torch loop cannot drive this env (None: it can)."""
+    if venv.grouped:
+        return "the torch loop drives models with one agent group"
+    kind = venv.groups[0].action_kind
+    if kind not in ("discrete", "box"):
+        return f"the torch loop samples Discrete or Box actions, not {kind}"
+    return None
+
+
+class _Policy:
+    """CleanRL's MLP (obs -> 64 -> 64 -> out, tanh) on every agent's row of the
+    batched observations, with an Adam optimizer; Discrete actions from
+    categorical logits (within the action masks), Box actions from a normal
+    distribution."""
+
+    def __init__(self, venv: Any, seed: int = 0) -> None:
+        import torch
+
+        self.torch = torch
+        g = venv.groups[0]
+        self.discrete = g.action_kind == "discrete"
+        self.low, self.high = g.action_low, g.action_high
+        n_out = g.action_n if self.discrete else g.action_dim
+        torch.manual_seed(seed)
+        nn = torch.nn
+        self.net = nn.Sequential(nn.Linear(g.obs_dim, 64), nn.Tanh(), nn.Linear(64, 64),
+                                 nn.Tanh(), nn.Linear(64, n_out))
+        self.log_std = nn.Parameter(torch.zeros(n_out))
+        self.opt = torch.optim.Adam([*self.net.parameters(), self.log_std], lr=1e-4)
+
+    def dist(self, obs: Any, mask: Any) -> Any:
+        torch = self.torch
+        out = self.net(obs)
+        if self.discrete:
+            if mask is not None:
+                out = out.masked_fill(~mask, -1e9)
+            return torch.distributions.Categorical(logits=out)
+        return torch.distributions.Normal(out, self.log_std.exp())
+
+    def act(self, obs: Any, mask: Any) -> tuple[Any, np.ndarray]:
+        """Sampled actions: as a tensor (for the update) and for the env."""
+        with self.torch.no_grad():
+            a = self.dist(obs, mask).sample()
+        if self.discrete:
+            return a, a.numpy()
+        return a, np.clip(a.numpy(), self.low, self.high)
+
+    def update(self, obs: list[Any], acts: list[Any], rews: list[Any],
+               masks: list[Any]) -> None:
+        """A policy-gradient step on the collected batch (REINFORCE with the
+        batch's mean reward as baseline): forward, backward, optimizer step."""
+        torch = self.torch
+        mask = torch.cat(masks) if masks[0] is not None else None
+        d = self.dist(torch.cat(obs), mask)
+        logp = d.log_prob(torch.cat(acts))
+        if not self.discrete:
+            logp = logp.sum(-1)
+        r = torch.cat(rews)
+        loss = -(logp * (r - r.mean())).mean()
+        self.opt.zero_grad()
+        loss.backward()
+        self.opt.step()
+
+
+class _Loop:
+    """One iteration of a training loop: the policy's forward pass on the last
+    observations, sampled actions, ``step()`` (or, ``asynchronous``: ``recv()``
+    of one half of the instances, forward, ``send()`` of its actions), and
+    every ``update_every`` iterations an update on the collected batch.
+    ``env_s``: seconds inside ``step()`` (or ``recv()`` and ``send()``)."""
+
+    def __init__(self, venv: Any, policy: _Policy, update_every: int,
+                 asynchronous: bool = False, seed: int = 0) -> None:
+        self.venv, self.policy, self.k = venv, policy, update_every
+        self.asynchronous = asynchronous
+        self.env_s = 0.0
+        self.batch: tuple[list[Any], list[Any], list[Any], list[Any]] = ([], [], [], [])
+        if asynchronous:
+            venv.async_reset(seed=seed)
+            self.obs = self.mask = self.ids = None
+        else:
+            self.obs, infos = venv.reset(seed=seed)
+            self.mask = infos.get("action_mask")
+
+    def __call__(self) -> None:
+        torch, venv = self.policy.torch, self.venv
+        if self.asynchronous:
+            t0 = time.perf_counter()
+            obs, rew, _, _, infos = venv.recv()
+            self.env_s += time.perf_counter() - t0
+            self.ids, mask = infos["env_id"], infos.get("action_mask")
+        else:
+            obs, mask = self.obs, self.mask
+        o = torch.from_numpy(obs)
+        m = None if mask is None else torch.from_numpy(np.asarray(mask, bool))
+        a, act = self.policy.act(o, m)
+        t0 = time.perf_counter()
+        if self.asynchronous:
+            venv.send(act, self.ids)
+        else:
+            self.obs, rew, _, _, infos = venv.step(act)
+            self.mask = infos.get("action_mask")
+        self.env_s += time.perf_counter() - t0
+        obs_b, act_b, rew_b, mask_b = self.batch
+        obs_b.append(o)
+        act_b.append(a)
+        rew_b.append(torch.from_numpy(np.asarray(rew, np.float32)))
+        mask_b.append(m)
+        if len(obs_b) >= self.k:
+            self.policy.update(*self.batch)
+            self.batch = ([], [], [], [])
+
+
+# -- measuring a situation --------------------------------------------------------------------
+
+
+@dataclass
+class _Plan:
+    """What every situation shares."""
+
+    workload: Workload
+    labels: list[str]
+    rounds: int
+    block: int
+    update_every: int
+    auto_calls: int
+    auto_s: float
+    progress: Log
+
+
+def _figures(samples: dict[str, list[float]], per: float,
+             inner: dict[str, list[float]] | None = None) -> dict[str, dict[str, Any]]:
+    """Per label: the median seconds per iteration over the blocks, its ratio
+    to serial's (> 1: faster), the median of the rounds' own ratios (each
+    round's blocks ran back to back), the blocks; ``inner``: the env's part
+    of each block (``env_s``)."""
+    base = samples["serial"]
+    med_serial = statistics.median(base) / per
+    out: dict[str, dict[str, Any]] = {}
+    for k, v in samples.items():
+        s = statistics.median(v) / per
+        row: dict[str, Any] = {
+            "s": s, "ratio": med_serial / s,
+            "ratio_paired": statistics.median(b / x for b, x in zip(base, v, strict=True)),
+            "blocks_s": [x / per for x in v]}
+        if inner is not None:
+            row["env_s"] = statistics.median(inner[k]) / per
+        out[k] = row
+    return out
+
+
+def _rotate(plan: _Plan, runs: dict[str, Callable[[], Any]], autos: Sequence[Any],
+            inner: Callable[[str], float] | None = None, block: int | None = None
+            ) -> tuple[dict[str, list[float]], dict[str, list[float]] | None, dict[str, Any]]:
+    """Warm every run (auto until its controllers have settled), then the
+    rotated blocks; per label the seconds of each block, the env's seconds
+    inside each (``inner(label)``: a running total), auto's record."""
+    block = block or plan.block
+    plan.progress(f"  warming {len(runs)} configurations ({_WARM_BLOCKS * block} iterations "
+                  "each; auto until STPA settles)")
+    for fn in runs.values():
+        _block_s(fn, _WARM_BLOCKS * block)
+    warm = _settle(autos, runs["auto"], plan.auto_calls, plan.auto_s) if autos else {}
+    plan.progress(f"  {plan.rounds} rounds of {block}-iteration blocks")
+    got: dict[str, list[float]] = {k: [] for k in runs}
+    last: dict[str, float] = {}
+
+    def before(k: str) -> None:
+        if inner is not None:
+            last[k] = inner(k)
+
+    def after(k: str) -> None:
+        if inner is not None:
+            got[k].append(inner(k) - last[k])
+
+    samples = _blocks(runs, plan.rounds, block, before=before, after=after)
+    return samples, (got if inner is not None else None), _auto_record(autos, warm)
+
+
+def _alone(plan: _Plan, envs: list[Any]) -> dict[str, Any]:
+    runs: dict[str, Callable[[], Any]] = {}
+    for k in plan.labels:
+        envs.append(plan.workload.make(k))
+        runs[k] = _Stepper(envs[-1])
+    autos = [envs[plan.labels.index("auto")].runtime.stpa]
+    samples, _, auto = _rotate(plan, runs, autos)
+    return {"executors": _figures(samples, plan.block), "auto": auto}
+
+
+def _envs(plan: _Plan, envs: list[Any], n: int) -> dict[str, Any]:
+    runs: dict[str, Callable[[], Any]] = {}
+    autos: list[Any] = []
+    for k in plan.labels:
+        mine = [plan.workload.make(k) for _ in range(n)]
+        envs.extend(mine)
+        runs[k] = _Round([_Stepper(e, seed=i) for i, e in enumerate(mine)])
+        if k == "auto":
+            autos = [e.runtime.stpa for e in mine]
+    samples, _, auto = _rotate(plan, runs, autos)
+    return {"executors": _figures(samples, plan.block), "auto": auto}
+
+
+def _loop(plan: _Plan, envs: list[Any], asynchronous: bool) -> dict[str, Any]:
+    wl = plan.workload
+    probe = wl.make("serial")
+    envs.append(probe)
+    why = _torch_support(probe)
+    if why is not None:
+        return {"skipped": why}
+    policy = _Policy(probe)
+    loops: dict[str, _Loop] = {}
+    for k in plan.labels:
+        if asynchronous:  # two halves: one steps while the policy runs on the other
+            envs.append(wl.make(k, num_envs=2 * wl.num_envs, batch_size=wl.num_envs))
+        else:
+            envs.append(wl.make(k))
+        loops[k] = _Loop(envs[-1], policy, plan.update_every, asynchronous)
+    autos = [loops["auto"].venv.runtime.stpa]
+    # whole updates in every block
+    block = plan.update_every * max(1, math.ceil(plan.block / plan.update_every))
+    runs: dict[str, Callable[[], Any]] = dict(loops)
+    samples, inner, auto = _rotate(plan, runs, autos, lambda k: loops[k].env_s, block)
+    return {"executors": _figures(samples, block, inner), "auto": auto, "block": block}
+
+
+def _burner(plan: _Plan, envs: list[Any], duty: int) -> dict[str, Any]:
+    with burner(duty / 100.0):
+        return _alone(plan, envs)
+
+
+# -- procs-N: env processes side by side --------------------------------------------------------
+
+
+def _proc_main(idx: int, wl: Workload, labels: list[str], rounds: int, block: int,
+               auto_calls: int, auto_s: float, barrier: Any, results: Any, parent: int) -> None:
+    """One process of ``procs-N``: an env of each label, warmed together with
+    its siblings (a barrier before each label), then the rotated blocks, each
+    started together; its block times (and auto's record) go to ``results``."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C: the parent ends us
+    envs: dict[str, Any] = {}
+
+    def together(_k: str) -> None:
+        if os.getppid() != parent:
+            raise SystemExit(1)
+        barrier.wait(_BARRIER_S)
+
+    try:
+        runs: dict[str, Callable[[], Any]] = {}
+        for k in labels:
+            envs[k] = wl.make(k)
+            runs[k] = _Stepper(envs[k], seed=idx)
+        warm: dict[str, Any] = {}
+        for k, fn in runs.items():
+            together(k)
+            _block_s(fn, _WARM_BLOCKS * block)
+            if k == "auto":
+                warm = _settle([envs[k].runtime.stpa], fn, auto_calls, auto_s)
+        samples = _blocks(runs, rounds, block, before=together)
+        together("end")  # nobody's last block runs beside a finished sibling's quiet
+        results.put((idx, {"blocks": samples,
+                           "auto": _auto_record([envs["auto"].runtime.stpa], warm)}))
+    except BaseException as exc:  # noqa: BLE001 (reported to the parent, which raises)
+        barrier.abort()
+        results.put((idx, {"error": f"{type(exc).__name__}: {exc}"}))
+    finally:
+        for e in envs.values():
+            e.close()
+
+
+def _procs(plan: _Plan, n: int) -> dict[str, Any]:
+    ctx = multiprocessing.get_context("spawn")
+    barrier, results = ctx.Barrier(n), ctx.Queue()
+    procs = [ctx.Process(target=_proc_main, name=f"seer-env bench company env {i}",
+                         args=(i, plan.workload, plan.labels, plan.rounds, plan.block,
+                               plan.auto_calls, plan.auto_s, barrier, results, os.getpid()),
+                         daemon=True) for i in range(n)]
+    got: dict[int, dict[str, Any]] = {}
+    try:
+        for p in procs:
+            p.start()
+        while len(got) < n:
+            try:
+                idx, res = results.get(timeout=0.5)
+            except queue.Empty:
+                dead = [p.exitcode for p in procs if p.exitcode not in (None, 0)]
+                if dead:
+                    barrier.abort()
+                    raise RuntimeError(f"an env process of procs-{n} died (exit code "
+                                       f"{dead[0]})") from None
+                continue
+            if "error" in res:
+                raise RuntimeError(f"env process {idx} of procs-{n}: {res['error']}")
+            got[idx] = res
+    finally:
+        if len(got) < n:
+            barrier.abort()
+        for p in procs:
+            _stop(p)
+        results.close()
+    # a round's block of a label ends when the slowest process is done
+    samples = {k: [max(got[i]["blocks"][k][r] for i in range(n)) for r in range(plan.rounds)]
+               for k in plan.labels}
+    figs = _figures(samples, n * plan.block)
+    for row in figs.values():
+        row["steps_per_s"] = 1.0 / row["s"]
+    autos = [got[i]["auto"] for i in range(n)]
+    auto: dict[str, Any] = {key: [x for a in autos for x in a[key]]
+                            for key in ("choice", "reason", "state")}
+    auto["settled"] = all(a["settled"] for a in autos)
+    auto["warmup_s"] = max(a.get("warmup_s", 0.0) for a in autos)
+    return {"executors": figs, "auto": auto}
+
+
+# -- the run ------------------------------------------------------------------------------------
+
+
+def _commit() -> dict[str, Any]:
+    """The checkout's commit (None outside a git checkout) and whether it has
+    uncommitted changes."""
+    root = Path(__file__).resolve().parents[2]
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
+                              text=True, timeout=10)
+        if head.returncode != 0:
+            return {"commit": None, "dirty": None}
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               cwd=root, capture_output=True, text=True, timeout=10)
+        return {"commit": head.stdout.strip(), "dirty": bool(dirty.stdout.strip())}
+    except (OSError, subprocess.SubprocessError):
+        return {"commit": None, "dirty": None}
+
+
+def _load() -> list[float] | None:
+    return list(os.getloadavg()) if hasattr(os, "getloadavg") else None
+
+
+def _torch_info() -> dict[str, Any] | None:
+    """torch's version and default thread settings (read, never set); None
+    without torch."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    return {"version": torch.__version__, "threads": torch.get_num_threads(),
+            "interop_threads": torch.get_num_interop_threads(),
+            "env": {k: os.environ[k] for k in ("OMP_NUM_THREADS", "OMP_WAIT_POLICY",
+                                               "MKL_NUM_THREADS", "GOMP_SPINCOUNT")
+                    if k in os.environ}}
+
+
+def table(res: Mapping[str, Any]) -> str:
+    """The results as a plain-text table, situation x executor: the serial
+    executor's time (aggregate steps/s for ``procs-N``), every other
+    executor's ratio to it (> 1: faster than serial) and auto's choice; under
+    a training loop, a row of the env's part of an iteration (``step()``, or
+    ``recv()`` and ``send()``) in ms."""
+    labels: list[str] = list(res.get("executors", []))
+    w = max([12, *(len(k) + 2 for k in labels)])
+    lines = [f"{'':<16}" + "".join(f"{k:>{w}}" for k in labels) + "   auto chose"]
+    for name, sit in res["situations"].items():
+        ex = sit["executors"]
+        serial = ex["serial"]
+        first = (f"{serial['steps_per_s']:.0f}/s" if "steps_per_s" in serial
+                 else f"{serial['s'] * 1e3:.3f} ms")
+        cells = [first] + [f"{ex[k]['ratio']:.2f}x" for k in labels[1:]]
+        auto = sit.get("auto") or {}
+        chose = ", ".join(dict.fromkeys(auto.get("choice", [])))
+        if chose and not auto.get("settled"):
+            chose += " (not settled)"
+        lines.append(f"{name:<16}" + "".join(f"{c:>{w}}" for c in cells) + f"   {chose}")
+        if "env_s" in serial:
+            part = "recv+send" if name == "async" else "step()"
+            lines.append(f"{'  ' + part + ' ms':<16}"
+                         + "".join(f"{ex[k]['env_s'] * 1e3:>{w}.3f}" for k in labels))
+    for name, why in res.get("skipped", {}).items():
+        lines.append(f"{name:<16}skipped: {why}")
+    lines.append("(serial: its median time per step, iteration or round, or aggregate steps/s; "
+                 "the others: serial's time over theirs, > 1 is faster)")
+    return "\n".join(lines)
+
+
+def _rows(name: str, sit: Mapping[str, Any]) -> str:
+    out = []
+    procs = name.startswith("procs-")
+    for i, (k, r) in enumerate(sit["executors"].items()):
+        t = (f"{r['steps_per_s']:8.1f}/s" if procs else f"{r['s'] * 1e3:7.3f} ms")
+        env = f"{r['env_s'] * 1e3:7.3f} ms" if "env_s" in r else ""
+        out.append(f"{name if i == 0 else '':<12} {k:<14} {t:>10} {r['ratio']:9.2f}x "
+                   f"{env:>10}")
+    auto = sit.get("auto") or {}
+    if auto.get("choice"):
+        out.append(f"{'':<12} auto chose {', '.join(auto['choice'])}"
+                   + ("" if auto.get("settled") else " (not settled)"))
+    return "\n".join(out)
+
+
+def bench_company(situations: Sequence[str] = SITUATIONS, threads: Sequence[int] | None = None,
+                  rounds: int | None = None, block: int | None = None, quick: bool = False,
+                  env: str = DEFAULT_ENV, config: Mapping[str, Any] | None = None,
+                  num_envs: int = 1, update_every: int = 16, stpa_cache: bool = False,
+                  settle_s: float | None = None, log: Log = print,
+                  progress: Log = _stderr) -> dict[str, Any]:
+    """Measure the executors in every situation of ``situations`` (`SITUATIONS`
+    by default; see the module's docstring) and return every figure as a dict
+    (``json``-ready); each situation's table goes to ``log`` as it is done,
+    progress to ``progress``.
+
+    Args:
+        situations: names from `SITUATIONS`, or ``burner-D``, ``procs-N``,
+            ``envs-N`` with other numbers.
+        threads: the pool sizes of the parallel and optimistic executors (default
+            2 to the usable cores).
+        rounds: blocks of each executor per situation (default 7; ``quick`` 3).
+        block: iterations per block (default 32; ``quick`` 16); the loops round it
+            up to whole updates.
+        quick: fewer rounds, shorter blocks, a shorter wait for auto to settle.
+        env, config, num_envs: the workload (default PCS 64x64, one instance).
+        update_every: the loops' iterations per update (K).
+        stpa_cache: let auto start from a remembered decision (default: off, so
+            each situation's auto decides afresh, in company).
+        settle_s: how long auto's warm-up may wait for STPA to settle (default
+            30 s; ``quick`` 5 s); its record says whether it had.
+
+    Example:
+
+    ```python
+    res = bench_company(["alone"], quick=True, config={"width": 8, "height": 8})
+    print(table(res))
+    ```
+    """
+    cores = machine()["cpus_usable"]
+    threads = tuple(threads) if threads is not None else tuple(range(2, cores + 1))
+    bad = [t for t in threads if not 2 <= t <= cores]
+    if bad:
+        raise ConfigError(f"threads {bad}: the pools measured take 2 to {cores} threads (the "
+                          "usable cores; the runtime caps a pool there)")
+    for what, v in (("rounds", rounds), ("block", block), ("num_envs", num_envs),
+                    ("update_every", update_every)):
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+            raise ConfigError(f"{what}={v!r} must be a positive int")
+    if settle_s is not None and not settle_s >= 0:
+        raise ConfigError(f"settle_s={settle_s!r} must be a number of seconds >= 0")
+    names = list(dict.fromkeys(situations))
+    for name in names:
+        _parse(name)
+    wl = Workload(env, dict(DEFAULT_CONFIG if config is None else config), num_envs)
+    t_start = time.perf_counter()
+    res: dict[str, Any] = {
+        "benchmark": "company", "seer_env": __version__, **_commit(), "machine": machine(),
+        "load_avg_before": _load(), "workload": {"env": env, "config": wl.config,
+                                                 "num_envs": num_envs},
+        "quick": quick, "stpa_cache": stpa_cache, "update_every": update_every,
+        # (imported only for the loops: importing torch takes seconds)
+        "torch": (_torch_info() if any(_parse(n)[0] in ("torch", "async") for n in names)
+                  else None),
+        "situations": {}, "skipped": {}}
+    saved = os.environ.get("SEER_STPA_CACHE")
+    if not stpa_cache:
+        os.environ["SEER_STPA_CACHE"] = "0"
+    try:
+        probe = wl.make("serial")
+        try:
+            labels = executors(threads, probe.runtime.sizes.lookahead)
+        finally:
+            probe.close()
+        plan = _Plan(wl, labels, rounds or (3 if quick else 7), block or (16 if quick else 32),
+                     update_every, 500 if quick else 3000,
+                     settle_s if settle_s is not None else 5.0 if quick else 30.0, progress)
+        res.update(executors=labels, threads=list(threads), rounds=plan.rounds,
+                   block=plan.block)
+        log(f"seer-env bench company: {env} {wl.config}, {num_envs} instance(s); "
+            f"{', '.join(labels)}; {plan.rounds} rounds of {plan.block}-iteration blocks\n"
+            f"{'':<12} {'executor':<14} {'time':>10} {'vs serial':>10} {'env part':>10}  "
+            "(time: median per step, iteration or round; procs-N: aggregate steps/s)")
+        has_torch = res["torch"] is not None
+        for i, name in enumerate(names):
+            kind, n = _parse(name)
+            if kind in ("torch", "async") and not has_torch:
+                why = "torch is not installed (pip install 'seer_env[train]')"
+                res["skipped"][name] = why
+                log(f"{name}: skipped: {why}")
+                continue
+            progress(f"[company {i + 1}/{len(names)}] {name}: {_title(name, update_every)[0]}")
+            load0 = _load()
+            t0 = time.perf_counter()
+            mine: list[Any] = []
+            try:
+                if kind == "alone":
+                    sit = _alone(plan, mine)
+                elif kind in ("torch", "async"):
+                    sit = _loop(plan, mine, kind == "async")
+                elif kind == "burner":
+                    sit = _burner(plan, mine, n)
+                elif kind == "procs":
+                    sit = _procs(plan, n)
+                else:
+                    sit = _envs(plan, mine, n)
+            finally:
+                for e in mine:
+                    e.close()
+            if "skipped" in sit:
+                res["skipped"][name] = sit["skipped"]
+                log(f"{name}: skipped: {sit['skipped']}")
+                continue
+            title, unit = _title(name, update_every)
+            sit = {"title": title, "unit": unit, "block": sit.pop("block", plan.block),
+                   "load_avg_before": load0, "wall_s": time.perf_counter() - t0, **sit}
+            res["situations"][name] = sit
+            log(f"{name}: {title} ({unit})\n{_rows(name, sit)}")
+    finally:
+        if saved is None:
+            os.environ.pop("SEER_STPA_CACHE", None)
+        else:
+            os.environ["SEER_STPA_CACHE"] = saved
+    res["load_avg_after"] = _load()
+    res["wall_s"] = time.perf_counter() - t_start
+    return res
+
+
+def save(res: Mapping[str, Any], path: str | os.PathLike[str]) -> None:
+    """Write the results as JSON (e.g. to ``benchmarks/results/company.json``)."""
+    with open(path, "w") as f:
+        json.dump(res, f, indent=1, default=float)
+        f.write("\n")
+
+
+__all__ = ["DEFAULT_CONFIG", "DEFAULT_ENV", "SITUATIONS", "Workload", "bench_company",
+           "burner", "executors", "save", "table"]

@@ -1,0 +1,195 @@
+"""``seer-env bench company``: behaviour, never speed.  The command line parses;
+a quick run of a few situations on a tiny PCS returns every figure (finite,
+positive); the burner process is gone afterwards, also when the measurement
+raises; situations that need torch are skipped with a message without it; the
+JSON file is written."""
+
+from __future__ import annotations
+
+import json
+import math
+import multiprocessing
+import os
+
+import pytest
+
+from seer_env import cli
+from seer_env.errors import ConfigError
+from seer_env.perf import company
+from seer_env.perf.bench import machine
+
+TINY = {"width": 8, "height": 8}
+QUICK = dict(quick=True, config=TINY, rounds=2, block=4, update_every=2, settle_s=0.5,
+             log=lambda s: None, progress=lambda s: None)
+TOP_KEYS = {"benchmark", "seer_env", "commit", "dirty", "machine", "load_avg_before",
+            "load_avg_after", "workload", "executors", "threads", "rounds", "block", "quick",
+            "stpa_cache", "update_every", "torch", "situations", "skipped", "wall_s"}
+SITUATION_KEYS = {"title", "unit", "block", "load_avg_before", "wall_s", "executors", "auto"}
+AUTO_KEYS = {"choice", "reason", "state", "settled"}
+
+
+def _alive(pid: int) -> bool:
+    """The process exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def _finite_positive(x: float) -> bool:
+    return isinstance(x, float) and math.isfinite(x) and x > 0
+
+
+def _check_figures(sit: dict, labels: list[str], rounds: int) -> None:
+    assert set(sit) >= SITUATION_KEYS
+    assert list(sit["executors"]) == labels
+    for row in sit["executors"].values():
+        for key in ("s", "ratio", "ratio_paired"):
+            assert _finite_positive(row[key]), (key, row)
+        assert len(row["blocks_s"]) == rounds
+        assert all(_finite_positive(x) for x in row["blocks_s"])
+    assert sit["executors"]["serial"]["ratio"] == 1.0
+    assert set(sit["auto"]) >= AUTO_KEYS and sit["auto"]["choice"]
+
+
+def test_cli_parses_the_company_options() -> None:
+    a = cli.build_parser().parse_args([
+        "bench", "company", "--situations", "alone, burner-50,procs-2", "--threads", "2",
+        "--quick", "--rounds", "2", "--block", "8", "--env", "pcs_v0", "--set", "width=8",
+        "--num-envs", "2", "--update-every", "4", "--stpa-cache", "-o", "out.json"])
+    assert (a.what, a.situations, a.threads, a.quick, a.rounds, a.block) == (
+        "company", ["alone", "burner-50", "procs-2"], [2], True, 2, 8)
+    assert (a.env, a.set, a.num_envs, a.update_every, a.stpa_cache, a.output) == (
+        "pcs_v0", ["width=8"], 2, 4, True, "out.json")
+    assert cli.build_parser().parse_args(["bench", "company", "--json", "x.json"]).output \
+        == "x.json"
+    with pytest.raises(SystemExit):
+        cli.build_parser().parse_args(["bench", "company", "--threads", "0"])
+
+
+def test_cli_refuses_an_unknown_situation_and_an_unwritable_file(tmp_path, capsys) -> None:
+    assert cli.main(["bench", "company", "--situations", "crowd"]) == 2
+    assert "unknown situation 'crowd'" in capsys.readouterr().err
+    assert cli.main(["bench", "company", "-o", str(tmp_path / "no" / "x.json")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    with pytest.raises(ConfigError, match="threads"):
+        company.bench_company(["alone"], threads=[machine()["cpus_usable"] + 1], **QUICK)
+    with pytest.raises(ConfigError, match="burner-D"):
+        company.bench_company(["burner-0"], **QUICK)
+
+
+def test_a_quick_run_returns_every_figure(monkeypatch) -> None:
+    """alone, two processes and two envs in one process: every key, figures
+    finite and positive, no child process left, the user's STPA cache setting
+    as it was."""
+    monkeypatch.delenv("SEER_STPA_CACHE", raising=False)
+    lines: list[str] = []
+    children = set(multiprocessing.active_children())
+    res = company.bench_company(["alone", "procs-2", "envs-2"],
+                                **{**QUICK, "log": lines.append})
+    assert "SEER_STPA_CACHE" not in os.environ
+    assert set(multiprocessing.active_children()) == children
+    assert set(res) >= TOP_KEYS and res["benchmark"] == "company"
+    assert res["executors"][0] == "serial" and res["executors"][-1] == "auto"
+    assert res["workload"] == {"env": "pcs_v0", "config": TINY, "num_envs": 1}
+    assert list(res["situations"]) == ["alone", "procs-2", "envs-2"]
+    assert res["torch"] is None  # no training loop: torch is not even imported
+    for sit in res["situations"].values():
+        _check_figures(sit, res["executors"], 2)
+    procs = res["situations"]["procs-2"]
+    assert all(_finite_positive(r["steps_per_s"]) for r in procs["executors"].values())
+    assert len(procs["auto"]["choice"]) == 2  # one decision per process
+    assert len(res["situations"]["envs-2"]["auto"]["choice"]) == 2  # one per env
+    assert lines[0].startswith("seer-env bench company: pcs_v0")
+    assert any(line.startswith("envs-2: 2 envs in one process") for line in lines)
+    text = company.table(res)
+    assert text.splitlines()[0].split()[:2] == res["executors"][:2]
+    assert "/s" in text.split("procs-2", 1)[1].split("\n", 1)[0]  # aggregate steps/s
+
+
+@pytest.fixture
+def torch_one_thread():  # type: ignore[no-untyped-def]
+    """torch on one thread for the test's duration: the benchmark leaves torch
+    at its defaults, whose spinning OpenMP workers can take 100x longer per
+    iteration on a loaded 2-core machine (what the benchmark is for; a test of
+    behaviour need not wait for it)."""
+    torch = pytest.importorskip("torch")
+    was = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield torch
+    torch.set_num_threads(was)
+
+
+def test_the_training_loops_time_the_env_inside_an_iteration(torch_one_thread) -> None:
+    res = company.bench_company(["torch", "async"], **{**QUICK, "rounds": 1, "block": 3})
+    assert res["torch"]["threads"] == 1 and res["skipped"] == {}
+    for sit in res["situations"].values():
+        assert sit["block"] == 4  # whole updates of 2 iterations
+        _check_figures(sit, res["executors"], 1)
+        for row in sit["executors"].values():
+            assert _finite_positive(row["env_s"]) and row["env_s"] < row["s"]
+    assert "step() ms" in company.table(res) and "recv+send ms" in company.table(res)
+
+
+def test_without_torch_its_situations_are_skipped(monkeypatch) -> None:
+    monkeypatch.setattr(company, "_torch_info", lambda: None)
+    lines: list[str] = []
+    res = company.bench_company(["torch", "async"], **{**QUICK, "log": lines.append})
+    assert res["situations"] == {} and res["torch"] is None
+    assert set(res["skipped"]) == {"torch", "async"}
+    assert "torch is not installed" in res["skipped"]["torch"]
+    assert any("torch: skipped: torch is not installed" in line for line in lines)
+
+
+def test_the_burner_is_gone_after_its_block() -> None:
+    with company.burner(0.5) as p:
+        assert p.is_alive()
+    assert not _alive(p.pid)
+
+
+@pytest.mark.parametrize("exc", [RuntimeError, KeyboardInterrupt])
+def test_the_burner_is_gone_when_the_measurement_raises(monkeypatch, exc) -> None:
+    """An error, or Ctrl-C, while the env is measured beside the burner."""
+    seen: list[int] = []
+    children = set(multiprocessing.active_children())
+
+    def measure_and_fail(plan, envs):  # type: ignore[no-untyped-def]
+        seen.extend(c.pid for c in multiprocessing.active_children()
+                    if c.is_alive() and c not in children)
+        raise exc("the measurement failed")
+
+    monkeypatch.setattr(company, "_alone", measure_and_fail)
+    monkeypatch.setenv("SEER_STPA_CACHE", "1")
+    with pytest.raises(exc, match="the measurement failed"):
+        company.bench_company(["burner-100"], **QUICK)
+    assert len(seen) == 1 and not _alive(seen[0])
+    assert set(multiprocessing.active_children()) == children
+    assert os.environ["SEER_STPA_CACHE"] == "1"
+
+
+def test_cli_writes_the_json_file(tmp_path, capsys) -> None:
+    """Beside a burner at 50%, which is gone afterwards."""
+    out = tmp_path / "company.json"
+    rc = cli.main(["bench", "company", "--situations", "burner-50", "--set", "width=8",
+                   "--set", "height=8", "--quick", "--rounds", "1", "--block", "4",
+                   "--json", str(out)])
+    assert rc == 0
+    assert not any(c.name.startswith("seer-env burner") for c in multiprocessing.active_children())
+    res = json.loads(out.read_text())
+    assert set(res) >= TOP_KEYS and res["rounds"] == 1
+    assert res["workload"]["config"] == {"width": 8, "height": 8}
+    _check_figures(res["situations"]["burner-50"], res["executors"], 1)
+    assert res["situations"]["burner-50"]["title"] == "beside a CPU burner process at 50% duty"
+    text = capsys.readouterr().out
+    assert f"wrote {out}" in text and "auto chose" in text
+
+
+def test_cli_says_what_ctrl_c_stopped(monkeypatch, capsys) -> None:
+    def interrupted(**kw):  # type: ignore[no-untyped-def]
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(company, "bench_company", interrupted)
+    assert cli.main(["bench", "company", "--situations", "burner-50"]) == 130
+    assert "interrupted (Ctrl-C): the burner and env processes were stopped" \
+        in capsys.readouterr().err
