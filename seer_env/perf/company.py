@@ -63,7 +63,7 @@ import numpy as np
 
 from .._version import __version__
 from ..errors import ConfigError
-from ..gym_vector import random_batched_actions
+from ..faces.gym_vector import random_batched_actions
 from ..registry import env_module
 from .bench import _block_s, _blocks, machine
 
