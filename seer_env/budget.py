@@ -91,7 +91,7 @@ class ThreadBudget:
         """What sets the budget: ``"cap"``, ``"quota"`` or ``"cpus"``."""
         if self.cap is not None and self.cap == self.threads:
             return "cap"
-        if self.quota is not None and math.ceil(self.quota) == self.threads < self.cpus:
+        if self.quota is not None and _cores(self.cpus, self.quota) == self.threads < self.cpus:
             return "quota"
         return "cpus"
 
@@ -244,6 +244,11 @@ def _whole(name: str, value: object, most: int) -> int:
     return n
 
 
+def _cores(cpus: int, quota: float | None) -> int:
+    """The cores the process can really get: its CPUs, within the quota rounded up."""
+    return cpus if quota is None else max(1, min(cpus, math.ceil(quota - 1e-9)))
+
+
 def thread_budget(root: str | os.PathLike[str] = "/") -> ThreadBudget:
     """The thread budget now (read afresh: the files are small).
 
@@ -252,7 +257,7 @@ def thread_budget(root: str | os.PathLike[str] = "/") -> ThreadBudget:
     """
     cpus = usable_cpus()
     quota, qsrc, notes = cgroup_cpu_quota(root)
-    cores = cpus if quota is None else max(1, min(cpus, math.ceil(quota - 1e-9)))
+    cores = _cores(cpus, quota)
     cap: int | None = None
     src = ""
     with _lock:
@@ -279,9 +284,8 @@ def set_thread_budget(threads: int | None, source: str = "") -> None:
             _cap = None
         lease.forget()
         return
-    b = thread_budget()
-    cores = b.cpus if b.quota is None else max(1, min(b.cpus, math.ceil(b.quota - 1e-9)))
-    n = _whole("threads", threads, cores)
+    # the cores alone: a bad SEER_ENV_THREADS is not this call's error
+    n = _whole("threads", threads, _cores(usable_cpus(), cgroup_cpu_quota()[0]))
     with _lock:
         _cap = (n, source or f"set_thread_budget({n})")
     lease.forget()
