@@ -307,3 +307,11 @@ def test_auto_threads_take_the_budget(monkeypatch: pytest.MonkeyPatch) -> None:
     assert st.threads == 1
     assert "Limit: the thread budget: 1 thread: capped by SEER_ENV_THREADS=1" in st.reason
     v.close()
+
+
+def test_the_api_cap_overrides_a_bad_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    """set_thread_budget wins over SEER_ENV_THREADS, so a bad variable is not
+    the call's error (it was: the call read the whole budget, variable and all)."""
+    monkeypatch.setenv(budget.ENV_VAR, "abc")
+    budget.set_thread_budget(1)
+    assert budget.thread_budget().describe() == "1 thread: capped by set_thread_budget(1)"
