@@ -34,7 +34,8 @@ PKG = ROOT / "seer_env"
 
 #: The modules that call the runtime through ffi/lib (docs/architecture.md, "bindings").
 BINDINGS = frozenset({"seer_env/_bind/loader.py", "seer_env/_bind/native.py",
-                      "seer_env/_bind/runtime.py", "seer_env/_bind/pytable.py"})
+                      "seer_env/_bind/runtime.py", "seer_env/_bind/pytable.py",
+                      "seer_env/_bind/records.py"})
 #: The builder: it makes the cffi modules (cffi's ``FFI`` builder) and loads none.
 BUILDER = frozenset({"seer_env/_bind/build.py"})
 

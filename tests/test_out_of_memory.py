@@ -130,6 +130,15 @@ def _fail_on(monkeypatch: pytest.MonkeyPatch, module: Any, what: str) -> None:
     monkeypatch.setattr(module, "alloc_zeros", alloc)
 
 
+def _runtimes_made_since(before: list[Any]) -> list[Any]:
+    """The runtimes not closed that were made after ``before`` was taken.
+
+    A count would do only on a quiet heap: an earlier test's env dropped
+    unclosed in a reference cycle leaves the set when the collector runs,
+    which may be in the middle of a test (the count then read one fewer)."""
+    return [r for r in _runtime._live_runtimes if all(r is not b for b in before)]
+
+
 @pytest.mark.parametrize("what", ["the autoreset flags", "the final-step rewards",
                                   "the final-step truncations", "the pending-instance flags"])
 def test_vector_face_buffer_out_of_memory_closes_the_runtime(
@@ -137,7 +146,7 @@ def test_vector_face_buffer_out_of_memory_closes_the_runtime(
     from seer_env.envs import pcs_v0
     from seer_env.faces import common as env_mod
 
-    live = len(_runtime._live_runtimes)
+    live = list(_runtime._live_runtimes)  # strong references: none leaves mid-test
     _fail_on(monkeypatch, env_mod, what)
     with pytest.raises(OutOfMemoryError) as info:
         pcs_v0.vector_env(2, width=3, height=3, threads=1)
@@ -145,7 +154,7 @@ def test_vector_face_buffer_out_of_memory_closes_the_runtime(
                                f"({1 << 50 if 'rewards' not in what else 4 << 50} bytes, "
                                f"({1 << 50},) {'float32' if 'rewards' in what else 'bool'})")
     del info
-    assert len(_runtime._live_runtimes) == live  # the runtime made before was closed
+    assert _runtimes_made_since(live) == []  # the runtime made before was closed
     monkeypatch.undo()
     venv = pcs_v0.vector_env(2, width=3, height=3, threads=1)
     venv.reset(seed=0)
@@ -157,12 +166,12 @@ def test_agent_vector_face_out_of_memory_closes_the_batched_env(
     from seer_env.envs import pcs_v0
     from seer_env.faces import gym_vector
 
-    live = len(_runtime._live_runtimes)
+    live = list(_runtime._live_runtimes)  # strong references: none leaves mid-test
     _fail_on(monkeypatch, gym_vector, "the all-agents mask")
     with pytest.raises(OutOfMemoryError, match=r"^pcs_v0: out of memory allocating the "
                        r"all-agents mask \(1125899906842624 bytes"):
         pcs_v0.agent_vector_env(2, width=3, height=3, threads=1)
-    assert len(_runtime._live_runtimes) == live
+    assert _runtimes_made_since(live) == []
 
 
 def test_torchrl_face_out_of_memory_closes_the_batched_env(
@@ -170,12 +179,12 @@ def test_torchrl_face_out_of_memory_closes_the_batched_env(
     pytest.importorskip("torchrl")
     from seer_env.adapters import torchrl as torchrl_mod
 
-    live = len(_runtime._live_runtimes)
+    live = list(_runtime._live_runtimes)  # strong references: none leaves mid-test
     _fail_on(monkeypatch, torchrl_mod, "the truncations of group 'cell'")
     with pytest.raises(OutOfMemoryError, match=r"^pcs_v0: out of memory allocating the "
                        r"truncations of group 'cell' \(1125899906842624 bytes"):
         torchrl_mod.SeerTorchEnv("pcs_v0", 2, width=3, height=3, threads=1)
-    assert len(_runtime._live_runtimes) == live
+    assert _runtimes_made_since(live) == []
 
 
 def test_out_of_memory_error_is_public() -> None:

@@ -25,7 +25,7 @@ views are zero-copy and valid until `Runtime.close`; callers that hand
 arrays to users copy them.
 
 The top of the bindings (``[tool.importlinter]`` in ``pyproject.toml``), beside
-`seer_env._bind.pytable` (tables made at run time), with `seer_env._bind.native`
+`seer_env._bind.pytable` (tables made at run time), with `seer_env._bind.records`, `seer_env._bind.native`
 and `seer_env._bind.loader` below it: the modules that touch ``ffi``/``lib``
 (``tests/test_layers.py`` checks that no other does).  A `Runtime` takes a
 `NativeModel`, not a name
@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import platform
 import threading
 import weakref
 from collections.abc import Mapping, Sequence
@@ -50,8 +49,26 @@ import numpy as np
 from ..budget import lease as _lease
 from ..budget import thread_budget
 from ..errors import ClosedError, ConfigError, OutOfMemoryError, SnapshotError
-from .loader import core, runtime_module
+from .memory import (
+    HOST_BUFFER_PARTS,
+    aligned_zeros,
+    alloc_zeros,
+    native_parts_note,
+    out_of_memory_error,
+    threads_note,
+    total_note,
+)
 from .native import _ERRLEN, Group, NativeModel, Sizes, error_for
+from .records import (
+    cpu_count,
+    cpu_model,
+    opt_windows_max,
+    rng_seed_state,
+    trace_dtype,
+    trace_dtype_of,
+    trace_kinds,
+    trace_kinds_of,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from numpy.typing import ArrayLike  # a mask: anything np.asarray(mask, dtype=bool) reads
@@ -70,26 +87,6 @@ def _executor_code(lib: Any, executor: str) -> int:
         raise ConfigError(f"executor={executor!r} must be one of {list(EXECUTORS)}")
     return {"serial": lib.SEER_EXECUTOR_SERIAL, "parallel": lib.SEER_EXECUTOR_PARALLEL,
             "optimistic": lib.SEER_EXECUTOR_OPTIMISTIC}[executor]
-
-
-def cpu_count() -> int:
-    """CPUs this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - non-Linux
-        return os.cpu_count() or 1
-
-
-def cpu_model() -> str:
-    """The CPU's model name (``/proc/cpuinfo``), else ``platform.processor()``."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
 
 
 def resolve_threads(threads: int | str, executor: str) -> int:
@@ -328,8 +325,8 @@ class Runtime:
             self._drop_host_buffers()  # nothing half-made kept (a held traceback holds self)
             if rc == lib.SEER_E_NOMEM:  # the C side freed what it had made
                 raise OutOfMemoryError(
-                    f"{self.model}: {ffi.string(err).decode()}: {_native_parts(self.memory)}"
-                    f"{_threads_note(opts.threads)}; {_total_note(self.memory)}") from None
+                    f"{self.model}: {ffi.string(err).decode()}: {native_parts_note(self.memory)}"
+                    f"{threads_note(opts.threads)}; {total_note(self.memory)}") from None
             raise error_for(lib, rc, ffi.string(err).decode())
         self._h = ffi.gc(out[0], lib.seer_runtime_destroy)
         self._native_step, self._null = lib.seer_runtime_step, ffi.NULL  # step()'s shortcuts
@@ -378,13 +375,13 @@ class Runtime:
             A, sz.obs_dim, sz.action_dim, sz.info_dim, sz.mask_dim)
         for name, (which, dtype, shape) in bufs.items():
             try:
-                arr = _aligned_zeros(shape, dtype)
+                arr = aligned_zeros(shape, dtype)
             except MemoryError:
                 self._drop_host_buffers()
-                raise _out_of_memory(
-                    self.model, f"the runtime's {_HOST_BUFFER_PARTS[name]} '{name}'",
+                raise out_of_memory_error(
+                    self.model, f"the runtime's {HOST_BUFFER_PARTS[name]} '{name}'",
                     int(lib.seer_buffer_bytes(csz, B, which)), shape, dtype,
-                    f"; {_total_note(self.memory)}") from None
+                    f"; {total_note(self.memory)}") from None
             assert arr.nbytes == lib.seer_buffer_bytes(csz, B, which), name
             setattr(self, name, arr)
             if arr.nbytes:
@@ -399,7 +396,7 @@ class Runtime:
         """Forget the host buffers made so far (a failed ``__init__``): the
         arrays go now, not when the exception's traceback (which holds this
         half-made runtime) goes."""
-        for name in _HOST_BUFFER_PARTS:
+        for name in HOST_BUFFER_PARTS:
             self.__dict__.pop(name, None)
 
     # -- plumbing -------------------------------------------------------------
@@ -795,7 +792,7 @@ class Runtime:
         is built with ThreadSanitizer, reads its records here).  Its kinds:
         [`trace_kinds`][seer_env.registry.Runtime.trace_kinds]."""
         w = _positive_int("worker", worker, 0, 1023)
-        dt = _trace_dtype_of(self.ffi)
+        dt = trace_dtype_of(self.ffi)
         with self._call() as h:
             pool = int(self.lib.seer_runtime_pool_size(h))
             if w >= pool:
@@ -809,7 +806,7 @@ class Runtime:
     def trace_kinds(self) -> dict[int, str]:
         """Trace record kind -> name, from this runtime's own module (what the
         module function `trace_kinds` reads from ``seer_env._core``)."""
-        return _trace_kinds_of(self.lib)
+        return trace_kinds_of(self.lib)
 
     def trace_dropped(self) -> int:
         with self._call() as h:
@@ -857,60 +854,6 @@ def group_action_view(raw: np.ndarray, g: Group) -> np.ndarray:
     return rows.view(np.float32 if g.action_kind == "box" else np.int32)
 
 
-#: The host buffers by attribute, named as `memory_estimate` names their parts.
-_HOST_BUFFER_PARTS = {
-    "actions": "action buffer", "obs": "observation buffer", "reward": "reward buffer",
-    "terminated": "terminated flags", "truncated": "truncated flags", "alive": "alive flags",
-    "active": "active flags", "info": "info buffer", "mask": "action masks",
-}
-
-
-def _total_note(memory: Mapping[str, int]) -> str:
-    """The end of an out-of-memory message: the configuration's total."""
-    return (f"this configuration takes about {sum(memory.values())} bytes in all "
-            "(seer_env.registry.memory_estimate); lower the sizes or num_instances, or "
-            "raise the process's memory limit")
-
-
-def _native_parts(memory: Mapping[str, int]) -> str:
-    """The runtime's native memory, by part, in an out-of-memory message."""
-    host = set(_HOST_BUFFER_PARTS.values())
-    parts = [f"{k} {v} bytes" for k, v in memory.items() if k not in host]
-    return f"the runtime's native memory ({', '.join(parts)}) could not be allocated"
-
-
-def _out_of_memory(owner: str, what: str, nbytes: int, shape: tuple[int, ...], dtype: Any,
-                   tail: str = "") -> OutOfMemoryError:
-    """The error for ``what`` of ``nbytes`` (``shape``, ``dtype``) not allocated."""
-    return OutOfMemoryError(f"{owner}: out of memory allocating {what} ({nbytes} bytes, "
-                            f"{tuple(shape)} {np.dtype(dtype).name}){tail}")
-
-
-def _threads_note(threads: int) -> str:
-    return f" or its {threads} worker threads started" if threads > 1 else ""
-
-
-def alloc_zeros(owner: str, what: str, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
-    """``np.zeros(shape, dtype)`` for a face's own per-env buffer; out of
-    memory raises [`OutOfMemoryError`][seer_env.errors.OutOfMemoryError]
-    naming ``owner`` (the model), ``what`` and its size in bytes, not NumPy's
-    bare `MemoryError`.  The caller closes what it made before."""
-    try:
-        return np.zeros(shape, dtype)
-    except MemoryError:
-        nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
-        raise _out_of_memory(owner, what, nbytes, shape, dtype) from None
-
-
-def _aligned_zeros(shape: tuple[int, ...], dtype: Any, align: int = 64) -> np.ndarray:
-    """Zeros with the data ``align``-byte aligned (the runtime's buffers are)."""
-    dt = np.dtype(dtype)
-    n = int(np.prod(shape)) * dt.itemsize
-    raw = np.zeros(n + align, dtype=np.uint8)
-    off = (-raw.ctypes.data) % align
-    return raw[off:off + n].view(dt).reshape(shape)
-
-
 #: Runtimes not closed yet (their locks are re-created in a child of fork()).
 _live_runtimes: weakref.WeakSet[Runtime] = weakref.WeakSet()
 
@@ -927,63 +870,6 @@ def _after_fork_in_child() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
-
-
-# -- trace records and the RNG, from the core module --------------------------------
-
-_trace_dtype: np.dtype | None = None
-
-_CTYPE_NP = {"uint64_t": "<u8", "int64_t": "<i8", "uint32_t": "<u4", "int32_t": "<i4",
-             "double": "<f8", "float": "<f4", "uint8_t": "u1"}
-
-
-def _trace_dtype_of(ffi: Any) -> np.dtype:
-    t = ffi.typeof("seer_trace_rec")
-    return np.dtype({
-        "names": [name for name, _ in t.fields],
-        "formats": [_CTYPE_NP[f.type.cname] for _, f in t.fields],
-        "offsets": [f.offset for _, f in t.fields],
-        "itemsize": ffi.sizeof(t),
-    })
-
-
-def trace_dtype() -> np.dtype:
-    """NumPy layout of ``seer_trace_rec``, read from the header's declaration."""
-    global _trace_dtype
-    if _trace_dtype is None:
-        _trace_dtype = _trace_dtype_of(runtime_module().ffi)
-    return _trace_dtype
-
-
-def trace_kinds() -> dict[int, str]:
-    """Trace record kind -> name."""
-    return _trace_kinds_of(runtime_module().lib)
-
-
-def _trace_kinds_of(lib: Any) -> dict[int, str]:
-    return {
-        int(lib.SEER_TRACE_EVENT): "event",
-        int(lib.SEER_TRACE_ACT): "act",
-        int(lib.SEER_TRACE_WINDOW): "window",
-        int(lib.SEER_TRACE_BOUNDARY): "boundary",
-        int(lib.SEER_TRACE_BARRIER): "barrier",
-        int(lib.SEER_TRACE_INIT): "init",
-        int(lib.SEER_TRACE_ROLLBACK): "rollback",
-    }
-
-
-def opt_windows_max() -> int:
-    """``SEER_OPT_WINDOWS_MAX``: the most conservative windows of width L the
-    optimistic executor runs in one step before it speculates instead."""
-    return int(runtime_module().lib.SEER_OPT_WINDOWS_MAX)
-
-
-def rng_seed_state(seed: int, entity: int) -> tuple[int, int, int, int]:
-    """The xoshiro256** state of entity ``entity`` under instance seed ``seed``."""
-    m = core()
-    s = m.ffi.new("uint64_t[4]")
-    m.lib.seer_rng_seed_state(int(seed) & 0xFFFFFFFFFFFFFFFF, int(entity), s)
-    return (int(s[0]), int(s[1]), int(s[2]), int(s[3]))
 
 
 def __getattr__(name: str) -> Any:
