@@ -89,6 +89,7 @@ LAYER: dict[str, str] = {
     "optimistic_phases.c": "exec",
     "optimistic_state.h": "exec",
     # the host API's entry points
+    "api.h": "api",
     "create.c": "api",
     "runtime.c": "api",
     "threads.c": "api",

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api.h"
 #include "base.h"
 #include "check.h"
 #include "ctx.h"

@@ -344,11 +344,4 @@ static inline void seer_note_window_min_local(seer_worker *w, uint32_t inst, dou
         w->local_min[inst] = t;
 }
 
-/* ---- runtime.c ------------------------------------------------------------- */
-
-/* Every call that runs the model or changes the pool starts here (host):
- * re-creates the pool in a child of fork(), refuses on a broken runtime,
- * watches SIGINT from here on. */
-int seer_call_begin(seer_runtime *rt);
-
 #endif /* SEER_RUNTIME_INTERNAL_H */

@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api.h"
 #include "base.h"
 #include "ctx.h"
 #include "errors.h"

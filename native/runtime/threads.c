@@ -12,6 +12,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 
+#include "api.h"
 #include "base.h"
 #include "errors.h"
 #include "partition.h"
