@@ -42,7 +42,7 @@ PACKAGES = ["seer_env", *SUBPACKAGES, "seer_env.native", "seer_env.envs",
 # with it (the model is rebuilt from them when its prebuilt module is stale)
 PACKAGE_DATA = {
     "seer_env": ["templates/**/*", "py.typed"],
-    "seer_env.native": ["runtime/*.c", "runtime/*.h", "include/*.h", "fast/*.c"],
+    "seer_env.native": ["runtime/*.c", "runtime/*.h", "include/*.h", "fast/*.c", "fast/*.h"],
     **{f"seer_env.envs.{d.name}": ["*.c", "*.h", "README.md"] for d in MODELS},
 }
 
@@ -80,7 +80,7 @@ def _ext(name, model_dir=None):
 
 # The dict and batched APIs' per-step work (CPython's and NumPy's C APIs; no cffi,
 # no runtime).
-FAST = Extension("seer_env._fast", sources=["native/fast/_fast.c"],
+FAST = Extension("seer_env._fast", sources=["native/fast/_fast.c", "native/fast/gate.c"],
                  extra_compile_args=["-O2", "-Wall", "-Wextra", "-Werror"])
 
 

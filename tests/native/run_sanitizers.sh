@@ -48,7 +48,7 @@ run_fast() {
     -fno-sanitize-recover=all -Wall -Wextra -Werror \
     -I"$("$py" -c "import sysconfig; print(sysconfig.get_paths()['include'])")" \
     -I"$("$py" -c "import numpy; print(numpy.get_include())")" \
-    "$root/native/fast/_fast.c" -o "$tmp/seer_env/$so"
+    "$root/native/fast/_fast.c" "$root/native/fast/gate.c" -o "$tmp/seer_env/$so"
   local pre
   pre="$("$CC" -print-file-name=libasan.so):$("$CC" -print-file-name=libubsan.so)"
   (cd "$tmp" && ASAN_OPTIONS="halt_on_error=1 detect_leaks=0" LD_PRELOAD="$pre" \
