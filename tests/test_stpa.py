@@ -99,7 +99,8 @@ def test_tiny_env_picks_one_thread():
     d = select(t, feats(events_per_step=40, windows_per_step=8))
     assert d.candidate == SERIAL and d.threads == 1 and d.executor == "serial"
     assert d.medians_ns == {"serial": 9.2e3, "parallel-1": 10e3, "parallel-2": 30e3}
-    assert d.reason.startswith("The serial executor: its steps took")
+    assert d.reason.startswith("The serial executor: its iterations took 9.2 us (median; a "
+                               "step and the caller's work before it)")
 
 
 def test_big_parallel_workload_picks_more_threads():
@@ -1767,3 +1768,150 @@ def test_a_failing_start_from_the_cache_leaves_a_plain_preflight(tmp_path, monke
         rt.step()
     assert st.decision is not None and st.decision.trigger == "preflight"
     rt.close()
+
+
+# -- company: STPA times what the user pays ------------------------------------------------
+
+
+class _Company:
+    """A training loop's company on the fake runtime: the caller's own work
+    between steps (``work_ns`` beside one thread, ``spin`` times more beside a
+    pool whose threads fight the caller's), a CPU burner that makes a pool's
+    steps ``burner`` times slower from a step on, and what other processes'
+    load a `CpuSample` reports."""
+
+    def __init__(self, rt: _FakeRuntime, work_ns: int = 0, spin: float = 1.0) -> None:
+        self.rt, self.work_ns, self.spin = rt, work_ns, spin
+        self.others = 0.0  # cores' worth other processes use
+        self.busy = self.last = 0
+
+    def loop(self, st: Stpa, steps: int) -> None:
+        """``steps`` iterations: the caller's work, then a step."""
+        for _ in range(steps):
+            pool = self.rt.threads > 1
+            self.rt.now += int(self.work_ns * (self.spin if pool else 1.0))
+            self.rt.step(st)
+
+    def sample(self):
+        from seer_env.stpa.company import CpuSample
+
+        # the machine's busy time: ours (a core's worth while we run) plus
+        # others', at the rate in force since the last sample
+        now = self.rt.now
+        self.busy += (now - self.last) * (1.0 + self.others)
+        self.last = now
+        return CpuSample(now, now, int(self.busy))
+
+
+def _company_stpa(rt: _FakeRuntime, company: _Company, **opts: object) -> Stpa:
+    kw = dict(cores=2, rounds=2, reprobe_rounds=1, check_every=64, reprobe_gap=64, check_ns=0.0,
+              trace=False, tie=0.0, clock=rt.clock, tiny_ns=0.0, probe_share=None,
+              confirm=False, cpu_sampler=company.sample)
+    kw.update(opts)
+    return Stpa(rt, **kw)
+
+
+def test_a_pool_that_slows_the_callers_work_loses_its_probe():
+    """The pool's step alone is faster (PCS-like: 72 us against 110), but the
+    caller's work between steps (a torch policy) takes 400 us beside one
+    thread and 480 beside the pool's threads: per iteration the pool loses,
+    so STPA keeps one thread and says why (timed alone, it chose the pool)."""
+    for work, spin, want in ((0, 1.0, 2), (400_000, 1.2, 1)):
+        rt = _FakeRuntime()
+        rt.events_per_step = 1000
+        co = _Company(rt, work, spin)
+        st = _company_stpa(rt, co)
+        co.loop(st, 60)
+        assert st.settled and st.threads == want, (work, st.reason)
+        if want == 1:
+            assert "Limit: company: another thread pool in this process spins on the same " \
+                "cores (the caller's work between steps took 480 us beside parallel-2's " \
+                "threads, 400 us beside" in st.reason, st.reason
+            # the medians are the iterations: the step and the caller's work before it
+            assert st.decision.medians_ns["parallel-2"] == 72_000 + 480_000
+            assert st.monitor.running_ns == (110_000 if st.executor == "serial" else 100_000)
+
+
+def test_company_that_comes_after_the_decision_is_left_within_a_few_windows():
+    """A pool chosen alone; then a CPU burner makes its steps 3x slower: the
+    looks between the checks see the iterations rise, a company re-probe
+    times the pool against one thread and falls back, well before the next
+    full check (64 steps); the reason names the company."""
+    rt = _FakeRuntime()
+    rt.events_per_step = 1000
+    co = _Company(rt, work_ns=1_000_000)  # a policy's forward: 1 ms
+    st = _company_stpa(rt, co)
+    co.loop(st, 80)
+    assert st.settled and st.threads == 2
+    decisions = len(st.history)
+    rt.slow[("parallel", 2)] = 10**9  # the burner from here on
+    rt.slow_factor = 3.0
+    co.others = 1.0
+    n = 0
+    while n < 200 and not (st.settled and len(st.history) > decisions):
+        co.loop(st, 1)
+        n += 1
+    assert st.threads == 1 and n <= 40, (n, st.reason)
+    assert st.history[-1].trigger.startswith("company: iterations took")
+    assert "another process holds a core (other processes kept 1.0 of the machine's cores " \
+        "busy during the probe; this run may use 2)" in st.reason
+    assert st.monitor.company_probes == 1
+    # the company leaves: the pool is not hopeless, a confirmation times it again
+    assert ("parallel", 2) not in {(c.executor, c.threads) for c in st.monitor.hopeless}
+
+
+def test_company_looks_cost_nothing_on_one_thread_and_stay_spaced():
+    """One thread running: no looks between the checks (the controller comes
+    only at the full checks, 64 steps apart); a pool: a look every few steps,
+    none closer than 4 (with steps of 72 us, a look's 3 us stays under half a
+    percent from 9 steps on)."""
+    for cap, lo, hi in ((1, 64, 64), (None, 9, 9)):
+        rt = _FakeRuntime()
+        rt.events_per_step = 1000
+        co = _Company(rt)
+        st = _company_stpa(rt, co, max_threads=cap)
+        co.loop(st, 200)
+        assert st.settled and st.threads == (cap or 2)
+        calls: list[int] = []
+        real = st.step
+        st.step = lambda m, real=real, calls=calls, rt=rt: (  # type: ignore[method-assign]
+            calls.append(rt.counts["steps"]), real(m))[1]
+        co.loop(st, 400)
+        gaps = {b - a for a, b in itertools.pairwise(calls)}
+        assert gaps and lo <= min(gaps) and max(gaps) <= hi, (cap, sorted(gaps))
+
+
+def test_a_remembered_pool_is_confirmed_at_once_in_company(tmp_path):
+    """A decision remembered from a run alone (parallel-2, 72 us iterations) is
+    kept without a probe in a run alone as it was, and confirmed at once in
+    company: other processes holding a core (once the machine's load can be
+    read, 50 ms in), or iterations slower than remembered (a training loop's
+    policy between the steps)."""
+    import unittest.mock as mock
+
+    from seer_env.stpa import DecisionCache
+
+    path = tmp_path / "cache.json"
+    entry = {"executor": "parallel", "threads": 2, "reason": "r", "events_per_step": 1000.0,
+             "alive_agents": 8, "step_ns": 72_000.0,
+             "medians_ns": {"serial": 110_000.0, "parallel-1": 100_000.0,
+                            "parallel-2": 72_000.0}}
+    for others, work, probed_by in ((0.0, 0, None), (1.0, 0, 800), (0.0, 1_000_000, 40)):
+        path.unlink(missing_ok=True)
+        DecisionCache(path).put("k", entry)
+        rt = _FakeRuntime()
+        rt.events_per_step = 1000
+        co = _Company(rt, work)
+        co.others = others
+        with mock.patch.object(DecisionCache, "key", staticmethod(lambda *a: "k")):
+            st = _company_stpa(rt, co, cache=True, cache_path=path)
+        assert st.from_cache and st.threads == 2
+        n = 0
+        while n < 1500 and st.prober.probe is None:
+            co.loop(st, 1)
+            n += 1
+        if probed_by is None:
+            assert st.prober.probe is None and len(st.history) == 1
+        else:
+            assert st.prober.probe is not None and st.prober.probe.trigger == "confirm"
+            assert n <= probed_by, (others, work, n)

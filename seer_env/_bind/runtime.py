@@ -25,8 +25,8 @@ views are zero-copy and valid until `Runtime.close`; callers that hand
 arrays to users copy them.
 
 The top of the bindings (``[tool.importlinter]`` in ``pyproject.toml``), beside
-`seer_env._bind.pytable` (tables made at run time), with `seer_env._bind.records`, `seer_env._bind.native`
-and `seer_env._bind.loader` below it: the modules that touch ``ffi``/``lib``
+`seer_env._bind.pytable` (tables made at run time), with `seer_env._bind.records`,
+`seer_env._bind.native` and `seer_env._bind.loader` below it: the modules that touch ``ffi``/``lib``
 (``tests/test_layers.py`` checks that no other does).  A `Runtime` takes a
 `NativeModel`, not a name
 ([`seer_env.registry.Runtime`][seer_env.registry.Runtime] resolves names), and knows nothing of

@@ -45,9 +45,13 @@ The preflight, step by step.  It probes only as much as the run can win back:
    ABC), grouped by executor, so an executor switch, which moves every pending
    event, comes about once a round; each visit runs one warm-up step after a
    switch and ``k`` timed steps (``k`` from the step's length, so a visit lasts
-   long enough to time).
+   long enough to time).  What is timed is what the user pays: the
+   *iteration*, from the end of the call before to the end of the step, so the
+   caller's own work between two steps (a policy's forward pass, a learner's
+   update), done beside the candidate's threads, counts; a pool whose threads
+   slow the caller's computation loses by what it costs there.
 8. **Choice** ([`select`][seer_env.stpa.select], a pure function of the timings and features): the
-   fastest median wins; a candidate with fewer threads within ``margin`` of
+   fastest median iteration wins; a candidate with fewer threads within ``margin`` of
    the fastest is preferred (it leaves cores free for the policy).  The
    decision is written to the decision cache once the run has paid for the
    write (or when the runtime closes).  A later run starts from it without a
@@ -66,6 +70,26 @@ the workload drifted ([`drift`][seer_env.stpa.drift]: events per step changed by
 or fewer than ``alive_drop`` of the agents are alive) and then re-probes the
 chosen configuration and its neighbours.  A re-probe that confirms the choice
 doubles the gap to the next allowed one.
+
+**In company.**  Between the checks, while a pool runs, the controller looks
+every few steps (a clock read: under half a percent of the iterations) at the
+user's iterations, step call to step call.  Company that comes after the
+decision (a CPU burner, another env process, a learner's threads) slows them:
+once they are 25% over the first iterations after the decision (and over one
+thread's at the decision), or 5% where the caller's own work is most of an
+iteration, a *company re-probe* times the pool against the one-thread
+candidates and falls back within a few windows when the pool loses.  Pools
+that lost in company are not written off: the confirmation re-probes time
+them again once the run has paid for it, so the pool comes back when the
+company leaves.  A decision remembered from an earlier run is confirmed at
+once when the run's iterations are slower than the remembered ones or other
+processes hold a core: made alone, it is not trusted in company.  Where
+company kept a pool from winning, the reason's limit says which
+(`seer_env.stpa.company`): ``"company: another thread pool in this process
+spins on the same cores (the caller's work between steps took ... beside
+parallel-2's threads, ... beside the serial executor; ...)"`` or ``"company:
+another process holds a core (other processes kept 1.0 of the machine's cores
+busy ...)"``.
 
 Everything is inspectable:
 
@@ -88,13 +112,13 @@ The package, by concern: `seer_env.stpa.controller` is the controller (`Stpa`,
 its parts, each with its own state: `seer_env.stpa.probe` (the probe's steps:
 features, trace, timing, pruning, the pools' probe put off),
 `seer_env.stpa.monitor` (the checks after a decision: drift, load regimes,
-confirmations) and `seer_env.stpa.decision` (deciding, and starting from and
+confirmations, company) and `seer_env.stpa.decision` (deciding, and starting from and
 writing to the decision cache); `seer_env.stpa.cache` remembers its decisions
 across processes (`DecisionCache`); the cost model it consults -- the value
 types and the pure functions of the measurements
 ([`candidate_set`][seer_env.stpa.candidate_set], `summarize_trace`,
 `predict_step_ns`, `probe_plan`, `select`, `drift`, ...) -- is
-`seer_env.stpa.cost`.  The public names of the controller, the cache and the
+`seer_env.stpa.cost`, and what it says of company, `seer_env.stpa.company`.  The public names of the controller, the cache and the
 cost model are re-exported here.
 """
 

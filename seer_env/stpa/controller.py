@@ -29,6 +29,7 @@ from typing import Any
 from .._bind.runtime import Runtime, cpu_count
 from ..errors import SeerError
 from .cache import DecisionCache, cache_wanted, saved
+from .company import CpuSample, cpu_sample
 from .cost import (
     SERIAL,
     Candidate,
@@ -131,6 +132,11 @@ class Stpa(_Running):
             when the runtime closes or the interpreter exits.
         clock: a monotonic ns clock (default ``time.perf_counter_ns``; tests
             pass a simulated one).
+        cpu_sampler: what the probe reads to see other processes' load
+            (`seer_env.stpa.company.cpu_sample`: this process's CPU time and
+            the machine's busy time); default that with the default clock,
+            none with a clock of the caller's (a simulated clock's run has no
+            company to compare with the machine's).
         cache: remember the preflight's decision across processes and start
             from a remembered one ([DecisionCache][seer_env.stpa.DecisionCache]);
             default on unless ``SEER_STPA_CACHE=0``.
@@ -164,6 +170,7 @@ class Stpa(_Running):
                  pool_probe_ns: float = 1_000_000.0, probe_step_ns: float = 20_000.0,
                  check_ns: float = 100_000.0, save_ns: float = 800_000.0,
                  clock: Callable[[], int] | None = None,
+                 cpu_sampler: Callable[[], CpuSample] | None = None,
                  cache: bool | None = None, cache_path: Path | None = None) -> None:
         self.rt = runtime
         self.rounds = int(rounds)
@@ -192,6 +199,8 @@ class Stpa(_Running):
         self.save_ns = float(save_ns)
         self._steps0 = int(runtime.stats()["steps"])
         self._clock: Callable[[], int] = clock or time.perf_counter_ns
+        self.cpu_sampler: Callable[[], CpuSample] | None = (
+            cpu_sampler if cpu_sampler is not None or clock is not None else cpu_sample)
         # the process's thread budget (seer_env.budget) when not given: the
         # affinity mask, the cgroup's quota and SEER_ENV_THREADS
         budget = getattr(runtime, "budget", None)
@@ -211,6 +220,12 @@ class Stpa(_Running):
         self.monitor = Monitor(gap=self.reprobe_gap)
         self.decisions = Decisions()
         self._ran = self._native_failed = False  # see `step`
+        # the caller's own work between two steps (`ProbeHost.between_ns`):
+        # from the end of one call of the controller to the start of the next,
+        # known only where no step ran in between without it
+        self.between_ns: float | None = None
+        self._t_exit: int | None = None
+        self._t_in = 0  # the clock when the controller's running call began
         if cache_wanted(cache):
             self.decisions.cache = DecisionCache(cache_path)
             try:
@@ -362,6 +377,10 @@ class Stpa(_Running):
             self._native_step(mask_ptr)
             self.countdown = _NEVER
             return
+        before = (self.between_ns, self._t_exit, self._t_in)
+        t_in = self._t_in = self._clock()
+        self.between_ns = None if self._t_exit is None else float(t_in - self._t_exit)
+        self._t_exit = None
         try:
             self._step(mask_ptr)
         except Exception as exc:
@@ -371,6 +390,10 @@ class Stpa(_Running):
             if not self._ran:
                 self._native_step(mask_ptr)
         finally:
+            if not self._ran:  # refused: as if the call had not been made
+                self.between_ns, self._t_exit, self._t_in = before
+            elif self.countdown <= 1:  # the next step comes here too: time the caller's work
+                self._t_exit = self._clock()
             self._ran = self._native_failed = False  # for the next call
 
     def _fail(self, exc: BaseException) -> None:
@@ -410,10 +433,14 @@ class Stpa(_Running):
                 return
             self._native_step(mask_ptr)
             t0 = self._clock()
-            self._check_drift()
-            if prober.probe is None:  # spaced by what the checks cost (`_check_interval`)
-                self.monitor.check_costs.append(float(self._clock() - t0))
-                self.countdown = self._check_interval()
+            # a look at the user's iterations (a company re-probe if they
+            # slowed), then, when due, a full check
+            if self.monitor.window(self, self._t_in) and prober.probe is None:
+                self._check_drift()
+                if prober.probe is None:  # spaced by what the checks cost (`_check_interval`)
+                    self.monitor.check_costs.append(float(self._clock() - t0))
+            if prober.probe is None:
+                self.countdown = self.monitor.next_countdown(self)
             return
         t_in = self._clock()
         if pr.stage == "features":
@@ -429,7 +456,7 @@ class Stpa(_Running):
         if prober.probe is None:  # decided in this call: account the whole probe
             prober.account(pr, t_out, self.monitor.running_ns)
         self.countdown = (0 if prober.probe is not None else prober.defer_countdown
-                          if prober.deferred is not None else self._check_interval())
+                          if prober.deferred is not None else self.monitor.next_countdown(self))
 
     def _check_drift(self) -> None:
         """A monitor check (`step` spaces the next by what this one cost): the
@@ -468,6 +495,7 @@ class Stpa(_Running):
         back to an episode's start, so the next step's load is checked at once.
         During a probe the next step goes on with it (a probe cut short is
         mended first: `Prober.settle`)."""
+        self._t_exit = None  # a reset is not the caller's work between two steps
         if self.state == "failed":
             return
         try:
@@ -488,6 +516,7 @@ class Stpa(_Running):
         if prober.probe is None:
             s = self.rt.stats()
             monitor.mark = (s["events"], s["windows"], s["steps"])
+            monitor.restart_windows()  # a new episode's iterations, checked at once
             self.countdown = 1
         else:
             self.countdown = 0

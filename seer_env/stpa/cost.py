@@ -355,7 +355,10 @@ def select(timings: Mapping[Candidate, Sequence[float]], features: Features,
            summary: TraceSummary | None = None, margin: float = 0.02,
            trigger: str = "preflight", incumbent: Candidate | None = None,
            hysteresis: float = 0.0) -> Decision:
-    """Choose from measured step times (ns per step, several samples per candidate).
+    """Choose from measured times per step (ns, several samples per candidate):
+    the user's iterations as the probe times them, a step and the caller's own
+    work before it (`seer_env.stpa.probe`), so a pool that slows the caller's
+    computation loses by what it costs there.
 
     The fastest median wins, except that a candidate with fewer threads whose
     median is within ``margin`` of the fastest is preferred, and that an
@@ -391,7 +394,8 @@ def select(timings: Mapping[Candidate, Sequence[float]], features: Features,
             and medians[choice] > medians[incumbent] * (1.0 - hysteresis)):
         choice, kept = incumbent, True
     words = in_words(choice)
-    why = f"{words.capitalize()}: its steps took {choice_ns(medians[choice])} (median)"
+    why = (f"{words.capitalize()}: its iterations took {choice_ns(medians[choice])} "
+           "(median; a step and the caller's work before it)")
     if kept:
         why += f"; kept, as no other choice was faster by more than {hysteresis:.0%}"
     elif choice != best_c:

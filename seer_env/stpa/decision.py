@@ -33,11 +33,13 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
+import statistics
 from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
 from ..errors import SeerError
 from .cache import DecisionCache, save_at_exit, saved
+from .company import between_medians, company_words, others_busy_cores
 from .cost import (
     SERIAL,
     Candidate,
@@ -101,17 +103,24 @@ class Decisions:
         """Choose from ``pr``'s timings (or take ``provisional``, a choice made
         while the pools' probe is put off) and switch to the choice."""
         timings = {c: v for c, v in pr.timings.items() if c not in pr.unreachable}
-        dec = self._choose(host, pr, timings, provisional)
+        company = self._company(host, pr) if provisional is None else ""
+        dec = self._choose(host, pr, timings, provisional, company)
         monitor = host.monitor
         same = self.decision is not None and dec.candidate == self.decision.candidate
         self.decision = dec
-        monitor.running_ns = dec.medians_ns.get(
+        # the step alone (what tiny steps and the checks' spacing are about);
+        # the decision's medians are the user's iterations
+        alone = pr.steps_alone.get(dec.candidate)
+        monitor.running_ns = statistics.median(alone) if alone else dec.medians_ns.get(
             dec.candidate.label, pr.step_ns if pr.tiny and not timings else None)
+        monitor.start_iterations(host, dec, timings)
         self.history.append(dec)
         self.timings = {c.label: v for c, v in pr.timings.items()}
         # pools far off the pace (or dropped after their first step) are left out
-        # of confirmation re-probes until the workload drifts
-        monitor.hopeless = (pr.dropped - set(pr.timings)) | eliminated(pr.timings, 3.0)
+        # of confirmation re-probes until the workload drifts -- unless company
+        # slowed them, which may leave (the confirmations then time them again)
+        monitor.hopeless = (pr.dropped - set(pr.timings)) | eliminated(pr.timings, 3.0) \
+            if not company else set(pr.unreachable)
         host._switch_after(dec.candidate)
         host.prober.probe = None
         host.state = "monitor"
@@ -123,10 +132,30 @@ class Decisions:
         log.debug("features %s; trace %s; medians %s", host.prober.features,
                   host.prober.trace_summary, dec.medians_ns)
 
+    def _company(self, host: DecisionHost, pr: Probe) -> str:
+        """The company ``pr`` saw, in words (`seer_env.stpa.company`): other
+        processes' load over its timed steps, the caller's work between steps
+        slower beside a pool than beside one thread; "" for none."""
+        others = None
+        if host.cpu_sampler is not None:
+            now = host.cpu_sampler()
+            # over the probe's timed steps, or, where that is too short for
+            # /proc/stat's ticks to say, since the monitor's last mark
+            m = host.monitor
+            for mark in (pr.cpu0, m.cpu_mark, m.cpu_mark_before):
+                if mark is not None and others is None:
+                    others = others_busy_cores(mark, now)
+        between = {c.label: v for c, v in between_medians(pr.between).items()}
+        ones = sorted((c for c in pr.between if c.threads == 1 and pr.between[c]),
+                      key=lambda c: between[c.label])
+        return company_words(others, host.cores, between, ones[0].label if ones else None)
+
     def _choose(self, host: DecisionHost, pr: Probe, timings: dict[Candidate, list[float]],
-                provisional: Decision | None) -> Decision:
+                provisional: Decision | None, company: str = "") -> Decision:
         """The decision ``pr`` comes to from ``timings`` (its own, less the
-        candidates the runtime could not switch to), with its reason."""
+        candidates the runtime could not switch to), with its reason; where
+        ``company`` (in words) kept a pool from winning, the reason's limit
+        says so."""
         features, summary = host.prober.features, host.prober.trace_summary
         assert features is not None
         tiny_why = (f"a step takes {pr.step_ns / 1e3:.1f} us, less than "
@@ -181,6 +210,10 @@ class Decisions:
             if pr.tiny and dec.candidate.threads == 1:
                 dec = dataclasses.replace(
                     dec, reason=dec.reason.rsplit(" Limit: ", 1)[0] + f" Limit: {tiny_why}.")
+            elif company and any(c.threads > dec.candidate.threads for c in timings):
+                dec = dataclasses.replace(
+                    dec, reason=dec.reason.rsplit(" Limit: ", 1)[0]
+                    + f" Limit: company: {company}.")
         return dec
 
     # -- the decision cache ------------------------------------------------------------
@@ -227,7 +260,14 @@ class Decisions:
         monitor.baseline = baseline
         monitor.regimes[kind] = c
         monitor.mark = (s["events"], s["windows"], s["steps"])
-        host.countdown = host._check_interval()
+        # made alone, perhaps: confirmed at once in company (`Monitor.window`)
+        monitor.restart_windows()
+        monitor.iter_decided_ns = float(mine) if isinstance(mine, (int, float)) and mine > 0 \
+            else None
+        monitor.one_iter_ns = None
+        monitor.remembered = c.threads > 1
+        monitor.cpu_mark = host.cpu_sampler() if host.cpu_sampler is not None else None
+        host.countdown = monitor.next_countdown(host)
         log.info("%s (cache): %s", host.rt.model, dec.reason)
 
     def remember(self, host: DecisionHost, dec: Decision, run_steps: int) -> None:

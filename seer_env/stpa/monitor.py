@@ -14,6 +14,19 @@ the choice was made at (`Monitor.check`):
 * with no drift, a confirmation re-probe starts once the run has paid for it
   (`Monitor.confirm_wait`), leaving out the pools found hopeless.
 
+Between the checks, while a pool runs, the controller looks every few steps
+(`Monitor.window`: a clock read, far under 1% of the steps) at what the user
+pays per iteration, step call to step call.  Company that comes after the
+decision (a CPU burner, another env process, a learner's threads) shows as
+iterations slower than the decision's: once the last three windows' median is
+``COMPANY_RISE`` over the first windows' after the decision and over the
+one-thread candidate's iteration at the decision (or ``COMPANY_LOSS`` over
+both, where the caller's work is most of an iteration), a company re-probe times the
+pool against one thread and falls back within a few windows when the pool
+loses.  A decision remembered from an earlier run (the decision cache) is
+confirmed at once when the run's iterations are slower than the remembered
+ones or other processes hold a core: made alone, it is not trusted in company.
+
 `Monitor` holds what the checks compare and count: the load and step time of
 the running choice, the counters at the last check, the steps since the last
 probe, the choice for each load regime.  Like the prober it keeps no reference
@@ -43,10 +56,28 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from .cost import Candidate, Decision, Load, drift, neighbours, regime
+from .company import MIN_SPAN_NS, OTHERS_BUSY, CpuSample, others_busy_cores
+from .cost import Candidate, Decision, Load, choice_ns, drift, neighbours, regime
 from .probe import Probe, ProbeHost, Prober
 
 log = logging.getLogger("seer_env.stpa")
+
+#: a pool's iterations this much slower than just after its decision (and than
+#: one thread's at the decision) start a company re-probe
+COMPANY_RISE = 0.25
+#: ... or this much slower than one thread's iterations at the decision
+COMPANY_LOSS = 0.05
+#: windows (of several steps) the company check takes a median of
+COMPANY_WINDOWS = 3
+#: steps after a decision before the first company re-probe may start (doubles
+#: each time one keeps the pool)
+COMPANY_GAP = 16
+#: the monitor's marks of the machine's load (`seer_env.stpa.company`) are
+#: taken at full checks at least this far apart (ns)
+MARK_AGE_NS = 100_000_000
+#: what a look between the checks costs (a clock read and a few operations in
+#: Python), for spacing them under half a percent of the iterations
+WINDOW_NS = 3_000.0
 
 
 class MonitorHost(ProbeHost, Protocol):
@@ -107,6 +138,21 @@ class Monitor:
     close_call_remembered: bool = False
     regimes: dict[int, Candidate] = field(default_factory=dict)
     regime_switches: int = 0
+    # -- the user's iterations between the checks (`window`) --
+    since: int = 0
+    to_check: int = 0
+    t_mark: int | None = None
+    windows: collections.deque[float] = field(
+        default_factory=lambda: collections.deque(maxlen=COMPANY_WINDOWS))
+    iter_base_ns: float | None = None
+    iter_decided_ns: float | None = None
+    one_iter_ns: float | None = None
+    iter_steps: int = 0
+    company_gap: int = COMPANY_GAP
+    company_probes: int = 0
+    remembered: bool = False
+    cpu_mark: CpuSample | None = None
+    cpu_mark_before: CpuSample | None = None
 
     def restart(self, host: MonitorHost, pr: Probe, chosen: Candidate, same: bool,
                 s: dict[str, Any]) -> None:
@@ -129,7 +175,108 @@ class Monitor:
             self.close_call_remembered = False  # confirmed (or replaced)
         self.mark = (s["events"], s["windows"], s["steps"])
         self.regimes[regime(self.baseline)] = chosen
+        if pr.trigger.startswith("company"):
+            self.company_gap = min(1 << 14, self.company_gap * 2) if same else COMPANY_GAP
+        self.remembered = False
+        self.restart_windows()
+        self.cpu_mark_before = self.cpu_mark
+        self.cpu_mark = host.cpu_sampler() if host.cpu_sampler is not None else None
 
+    def restart_windows(self) -> None:
+        """Look at the iterations afresh: after a decision or a reset (the
+        next look starts a window, the next check is a full one)."""
+        self.t_mark = None
+        self.windows.clear()
+        self.iter_base_ns = None
+        self.iter_steps = 0
+        self.since = 1
+        self.to_check = 1
+
+    def start_iterations(self, host: MonitorHost, dec: Decision,
+                         timings: dict[Candidate, list[float]]) -> None:
+        """What the iterations are compared with after ``dec``: its own
+        iteration (the median the probe timed) and the fastest one-thread
+        candidate's."""
+        self.iter_decided_ns = dec.medians_ns.get(dec.candidate.label)
+        ones = [statistics.median(v) for c, v in timings.items() if c.threads == 1 and v]
+        self.one_iter_ns = min(ones) if ones else None
+
+    def next_countdown(self, host: MonitorHost) -> int:
+        """Steps to the controller's next look: the next full check
+        (`check_interval`) or, while a pool runs, a window of a few steps."""
+        per = 0
+        if host._current().threads > 1:
+            t = self.iter_decided_ns or host._step_ns()
+            per = max(4, math.ceil(WINDOW_NS / (0.005 * t))) if 0.0 < t < math.inf else 0
+        if self.to_check <= 0:
+            n = self.check_interval(host)
+            # a whole number of windows to the full check: no look a step
+            # apart (and none between checks closer than a window)
+            per = per if per < n else 0
+            self.to_check = -(-n // per) * per if per else n
+        n = min(self.to_check, per) if per else self.to_check
+        self.since = n
+        return n
+
+    def window(self, host: MonitorHost, t_in: int) -> bool:
+        """A look between the checks at ``t_in`` (the controller's entry, the
+        step just run): the iterations since the last look, a company
+        re-probe if they say so.  True when a full check is due now."""
+        n, self.since = self.since, 0
+        self.to_check -= n
+        self.iter_steps += n
+        if self.t_mark is not None and n > 0:
+            self.windows.append((t_in - self.t_mark) / n)
+        self.t_mark = t_in
+        if len(self.windows) < COMPANY_WINDOWS or host._current().threads <= 1 \
+                or host.prober.probe is not None:
+            return self.to_check <= 0
+        now = statistics.median(self.windows)
+        if self.remembered:
+            # until the machine's load can be read (MIN_SPAN_NS after the
+            # start), the iterations alone can call for a confirmation
+            others = None
+            mark = self.cpu_mark
+            if mark is None or host.cpu_sampler is None:
+                self.remembered = False
+            elif t_in - mark.wall_ns >= MIN_SPAN_NS:
+                others = others_busy_cores(mark, host.cpu_sampler())
+                self.remembered = False
+            seen = self.iter_decided_ns
+            if (seen and now > seen * (1 + COMPANY_RISE)) or \
+                    (others is not None and others >= OTHERS_BUSY):
+                self.remembered = False
+                why = (f"other processes kept {others:.1f} cores busy" if others is not None
+                       and others >= OTHERS_BUSY else
+                       f"iterations took {choice_ns(now)}, {choice_ns(seen or 0.0)} when "
+                       "remembered")
+                log.info("%s: remembered choice in company (%s): confirming it now",
+                         host.rt.model, why)
+                self.start_probe(host, "confirm", host.rt.stats())
+                return False
+        if self.iter_base_ns is None:
+            self.iter_base_ns = now
+            return self.to_check <= 0
+        one, base = self.one_iter_ns, self.iter_base_ns
+        rose = now > base * (1 + COMPANY_RISE) and (one is None or now > one)
+        # ... or, by less, past what one thread gave at the decision: where the
+        # caller's own work is most of an iteration, a pool that lost its
+        # cores adds a smaller share to it
+        lost = one is not None and now > one * (1 + COMPANY_LOSS) \
+            and now > base * (1 + COMPANY_LOSS)
+        if (rose or lost) and self.iter_steps >= self.company_gap:
+            s = host.rt.stats()
+            self.check(host, s)  # a drift first: it says more than company does
+            if host.prober.probe is not None:
+                return False
+            why = (f"company: iterations took {choice_ns(now)} on {host._current().label}, "
+                   f"{choice_ns(self.iter_base_ns)} after the decision"
+                   + (f" ({choice_ns(one)} on one thread)" if one is not None else ""))
+            log.info("%s: %s: re-probing", host.rt.model, why)
+            self.company_probes += 1
+            self.start_probe(host, why, s)
+            return False
+        return self.to_check <= 0
     def check_interval(self, host: MonitorHost) -> int:
         """Steps between two monitor checks: ``check_every``, or more where a
         check's own cost (the last checks' median as measured, ``check_ns``
@@ -193,6 +340,12 @@ class Monitor:
             return
         self.steps_since_probe += steps
         self.mark = (s["events"], s["windows"], s["steps"])
+        if host.cpu_sampler is not None and not self.remembered:
+            # two marks, the newer at least MARK_AGE_NS after the older: a
+            # probe's company is measured over one at least that long
+            sample = host.cpu_sampler()
+            if self.cpu_mark is None or sample.wall_ns - self.cpu_mark.wall_ns >= MARK_AGE_NS:
+                self.cpu_mark_before, self.cpu_mark = self.cpu_mark, sample
         now = Load((s["events"] - ev0) / steps, int(np.count_nonzero(host.rt.alive)))
         assert self.baseline is not None
         why = drift(self.baseline, now, host.drift_factor, host.alive_drop)
@@ -228,8 +381,20 @@ class Monitor:
                     or self.steps_since_probe < max(self.gap, self.confirm_wait(host))):
                 return
             why = "confirm"
-        windows = (s["windows"] - win0) / steps
+        self.start_probe(host, why, s, now, (s["windows"] - win0) / steps)
+
+    def start_probe(self, host: MonitorHost, why: str, s: dict[str, Any],
+                    now: Load | None = None, windows: float | None = None) -> None:
+        """Start a re-probe (``why``: "confirm", a drift or company in words)
+        of the running choice and its neighbours, at the runtime's counters
+        ``s`` (the load ``now`` and ``windows`` per step since the last check,
+        where known; else the running choice's)."""
         prober = host.prober
+        if now is None or windows is None:
+            assert self.baseline is not None
+            f = prober.features
+            now = self.baseline
+            windows = f.windows_per_step if f is not None else 1.0
         prober.set_features(host, int(round(now.events_per_step * 1)),
                             int(round(windows)))
         decision = host.decision
@@ -242,6 +407,7 @@ class Monitor:
                                 if c.threads > 1 and c != decision.candidate], running)
         if why == "confirm":
             pr.candidates = [c for c in pr.candidates if c not in self.hopeless]
+        self.t_mark = None
         prober.probe = pr
         host.state = "probing"
         prober.plan_timing(host, pr)

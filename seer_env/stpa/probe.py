@@ -55,6 +55,7 @@ import numpy as np
 
 from .._bind.runtime import EXECUTORS
 from ..errors import SeerError
+from .company import CpuSample
 from .cost import (
     SERIAL,
     Candidate,
@@ -89,8 +90,12 @@ class Probe:
     confirmation's ("confirm") or a drift re-probe's (the drift in words).
 
     ``queue`` holds the visits still to run, first in line first; ``timings``
-    the timed steps so far, by candidate; ``stage`` is "features", "trace" or
-    "timing" (see the module).
+    the timed iterations so far, by candidate: what the user pays for a step,
+    from the end of the call before it to the end of the step (the caller's
+    own work between the calls, done beside the candidate's idle threads, and
+    the step); ``steps_alone`` the steps alone and ``between`` the caller's
+    work, of the same samples; ``stage`` is "features", "trace" or "timing"
+    (see the module).
     """
 
     trigger: str
@@ -100,6 +105,9 @@ class Probe:
     candidates: list[Candidate] = field(default_factory=list)
     queue: list[Visit] = field(default_factory=list)
     timings: dict[Candidate, list[float]] = field(default_factory=dict)
+    steps_alone: dict[Candidate, list[float]] = field(default_factory=dict)
+    between: dict[Candidate, list[float]] = field(default_factory=dict)
+    cpu0: CpuSample | None = None  # the clocks when its first timed step ran
     stage: str = "features"
     warm: bool = False  # the features stage's first (untimed, cold) step ran
     resumed: bool = False  # a preflight's pool stage, started once the run could pay
@@ -146,6 +154,11 @@ class ProbeHost(Protocol):
     pool_probe_ns: float
     probe_step_ns: float
     check_every: int
+    #: the caller's time since the controller's last call returned (its own
+    #: work between two steps); None when unknown (a step in between ran
+    #: without the controller, or a reset came)
+    between_ns: float | None
+    cpu_sampler: Callable[[], CpuSample] | None
 
     def _native_step(self, mask_ptr: Any) -> None: ...
 
@@ -248,6 +261,8 @@ class Prober:
                 t0 = host._clock()
                 host._native_step(mask_ptr)
                 ns, summary = float(host._clock() - t0), None
+                if visit.timed and pr.cpu0 is None and host.cpu_sampler is not None:
+                    pr.cpu0 = host.cpu_sampler()
         except BaseException:
             host._switch_back(prev)
             raise
@@ -261,7 +276,18 @@ class Prober:
                 # even with tracing's cost counted, hopeless: do not time it
                 pr.dropped.add(visit.cand)
         elif visit.timed:
-            pr.timings.setdefault(visit.cand, []).append(ns)
+            # what the user pays: the step and the caller's work before it
+            # (beside this candidate's threads: the step before ran on it too,
+            # a warm-up's or a timed one); where that is unknown, the median
+            # of this candidate's so far
+            seen = pr.between.setdefault(visit.cand, [])
+            b = host.between_ns
+            if b is not None:
+                seen.append(b)
+            else:
+                b = statistics.median(seen) if seen else 0.0
+            pr.steps_alone.setdefault(visit.cand, []).append(ns)
+            pr.timings.setdefault(visit.cand, []).append(ns + b)
             if not pr.queue or pr.queue[0].cand != visit.cand:  # visit complete
                 self._prune_queue(host, pr)
 
@@ -461,7 +487,7 @@ class Prober:
         of several threads are not timed, and one round is enough."""
         if pr.tiny:
             return
-        ones = [statistics.median(v) for c, v in pr.timings.items() if c.threads == 1 and v]
+        ones = [statistics.median(v) for c, v in pr.steps_alone.items() if c.threads == 1 and v]
         if not ones or min(ones) >= host.tiny_ns:
             return
         pools = [c for c in pr.candidates if c.threads > 1]

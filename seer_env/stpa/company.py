@@ -1,0 +1,139 @@
+"""STPA's view of the company a run keeps: what else uses the cores.
+
+A training loop shares the cores with the learner's thread pool (torch's
+OpenMP workers), with other env processes and with whatever else the machine
+runs.  STPA times the user's whole iteration (from one step call to the next,
+`seer_env.stpa.probe`), so a pool that loses in company loses its probe; this
+module says *why*, in words a decision's reason ends with, from two pieces of
+evidence:
+
+* `CpuSample`: the process's CPU time and the machine's busy time
+  (``/proc/self/stat``-free: ``time.process_time_ns`` and ``/proc/stat``) at
+  one moment; between two samples, `others_busy_cores` is the cores' worth of
+  CPU that *other* processes used (the machine's busy time less ours).
+* the caller's own work between steps (the iteration less the step), per
+  candidate: slower beside a pool's threads than beside one thread means the
+  caller's computation and our pool fight for the same cores.
+
+```python
+a = cpu_sample()
+...                                   # steps run
+b = cpu_sample()
+print(others_busy_cores(a, b))        # e.g. 0.97: another process held a core
+print(company_words(others=0.97, cores=2, between={}, one=None))
+```
+
+Pure functions and a sampler; at the bottom of `seer_env.stpa` beside the cost
+model (`seer_env.stpa.cost`): it imports nothing of the package.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+K = TypeVar("K")
+
+#: other processes busy on at least this many cores' worth of CPU during a
+#: probe: "another process holds a core"
+OTHERS_BUSY = 0.5
+
+#: the caller's work between steps slower beside a pool by this fraction (and
+#: ``BETWEEN_MIN_NS``) than beside one thread: "another thread pool in this
+#: process spins on the same cores"
+BETWEEN_SLOWER = 0.10
+BETWEEN_MIN_NS = 20_000.0
+
+#: the shortest interval `others_busy_cores` reads (``/proc/stat`` counts in
+#: ticks of 10 ms)
+MIN_SPAN_NS = 50_000_000
+
+_STAT = "/proc/stat"
+
+
+@dataclass(frozen=True)
+class CpuSample:
+    """One moment's clocks: wall time, this process's CPU time (all its
+    threads) and the machine's busy CPU time (all cores, every process; None
+    where ``/proc/stat`` cannot be read), each in ns."""
+
+    wall_ns: int
+    self_ns: int
+    machine_busy_ns: int | None
+
+
+def _machine_busy_ns() -> int | None:
+    """The machine's busy CPU time so far (``/proc/stat``'s first line: user,
+    nice, system, irq, softirq, steal; idle and iowait left out), in ns."""
+    try:
+        with open(_STAT, "rb") as f:
+            fields = f.readline().split()
+    except OSError:
+        return None
+    if len(fields) < 8 or fields[0] != b"cpu":
+        return None
+    try:
+        user, nice, system, _idle, _iowait, irq, softirq = (int(x) for x in fields[1:8])
+        steal = int(fields[8]) if len(fields) > 8 else 0
+    except ValueError:
+        return None
+    hz = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    return (user + nice + system + irq + softirq + steal) * (1_000_000_000 // max(1, hz))
+
+
+def cpu_sample() -> CpuSample:
+    """The clocks now (a read of ``/proc/stat``: 10-30 us)."""
+    return CpuSample(time.perf_counter_ns(), time.process_time_ns(), _machine_busy_ns())
+
+
+def others_busy_cores(a: CpuSample, b: CpuSample) -> float | None:
+    """Cores' worth of CPU other processes used between ``a`` and ``b`` (the
+    machine's busy time less this process's, over the wall time); None when
+    the machine's time is unknown or the interval too short to say (under
+    50 ms: ``/proc/stat`` counts in ticks of 10 ms)."""
+    wall = b.wall_ns - a.wall_ns
+    if a.machine_busy_ns is None or b.machine_busy_ns is None or wall < MIN_SPAN_NS:
+        return None
+    others = (b.machine_busy_ns - a.machine_busy_ns) - (b.self_ns - a.self_ns)
+    return max(0.0, others / wall)
+
+
+def between_medians(between: Mapping[K, Sequence[float]]) -> dict[K, float]:
+    """Median of each candidate's samples of the caller's work between steps."""
+    return {c: statistics.median(v) for c, v in between.items() if v}
+
+
+def company_words(others: float | None, cores: int, between: Mapping[str, float],
+                  one: str | None) -> str:
+    """What company a probe saw, in words ("" for none worth saying).
+
+    Args:
+        others: `others_busy_cores` over the probe (None: unknown).
+        cores: the cores the run may use.
+        between: median ns of the caller's work between steps, by candidate label.
+        one: the label of the one-thread candidate to compare the pools with.
+    """
+    said = []
+    if one is not None and one in between:
+        base = between[one]
+        slow = [(lab, v) for lab, v in between.items()
+                if lab != one and v > base * (1 + BETWEEN_SLOWER) and v - base > BETWEEN_MIN_NS]
+        if slow:
+            lab, v = max(slow, key=lambda x: x[1])
+            said.append(
+                "another thread pool in this process spins on the same cores (the caller's "
+                f"work between steps took {v / 1e3:.0f} us beside {lab}'s threads, "
+                f"{base / 1e3:.0f} us beside {one}; a CPU-bound learner: give it fewer "
+                "threads, or OMP_WAIT_POLICY=PASSIVE)")
+    if others is not None and others >= OTHERS_BUSY:
+        said.append(f"another process holds a core (other processes kept {others:.1f} of "
+                    f"the machine's cores busy during the probe; this run may use {cores})")
+    return "; ".join(said)
+
+
+__all__ = ["BETWEEN_MIN_NS", "BETWEEN_SLOWER", "CpuSample", "MIN_SPAN_NS", "OTHERS_BUSY",
+           "between_medians", "company_words", "cpu_sample", "others_busy_cores"]
