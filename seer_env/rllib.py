@@ -20,10 +20,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .adapters.rllib_config import UntruncatedEpisodesWarning, group_policies, shared_policy
+from .adapters.rllib_config import (
+    UntruncatedEpisodesWarning,
+    group_policies,
+    ray_assigned_cpus,
+    shared_policy,
+    take_ray_cpus,
+)
 
 __all__ = ["SeerMultiAgentEnv", "shared_policy", "group_policies", "env_creator",  # noqa: F822
-           "UntruncatedEpisodesWarning"]
+           "UntruncatedEpisodesWarning", "ray_assigned_cpus", "take_ray_cpus"]
 
 
 def env_creator(env_config: Mapping[str, Any]) -> Any:

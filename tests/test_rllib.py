@@ -186,6 +186,15 @@ def _ppo_two_iterations(env_config: dict[str, Any]) -> list[dict[str, Any]]:
             if hasattr(r.env.unwrapped, "envs") else type(r.env.unwrapped).__name__,
             local_env_runner=False)
         assert kinds == ["SeerMultiAgentEnv"] * 2
+        # each runner got one CPU from Ray: its process's budget is one thread
+        # (on this 2-core machine it is 2 otherwise), and the driver's is untouched
+        from seer_env.budget import thread_budget
+
+        budgets = runners.foreach_env_runner(lambda r: thread_budget().describe(),
+                                             local_env_runner=False)
+        assert budgets == ["1 thread: capped by Ray: 1 CPU(s) assigned to this env runner "
+                           "(num_cpus_per_env_runner)"] * 2
+        assert thread_budget().cap is None
         return results
     finally:
         algo.stop()

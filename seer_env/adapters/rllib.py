@@ -30,6 +30,14 @@ print(algo.train()["env_runners"]["episode_return_mean"])
 ``env_config`` holds ``"env"`` (a name from `seer_env.ENVS`) and the env's
 config (``threads=1`` suits env runners, which get one CPU each).
 
+**The CPUs Ray gave the runner.**  Each remote env runner is a Ray actor
+with ``num_cpus_per_env_runner`` CPUs (1 by default).  The env caps its
+process's thread budget (`seer_env.budget`) at that, rounded up
+(`take_ray_cpus`), so ``threads="auto"`` and every runtime of the runner's
+process stay within the CPUs Ray reserved, and ``env.stpa.reason`` says so
+when it binds.  Give the runners more CPUs to let STPA use pools:
+``.env_runners(num_env_runners=2, num_cpus_per_env_runner=4)``.
+
 What this adapter does that RLlib's ``ParallelPettingZooEnv`` does not:
 
 * ``agents`` and ``possible_agents`` are lists in the env's order (not built
@@ -134,7 +142,13 @@ from ..faces import EnvSnapshot
 from ..faces.common import raised_by_seer
 from ..faces.snapshot import check_intact
 from ..registry import make
-from .rllib_config import UntruncatedEpisodesWarning, group_policies, shared_policy
+from .rllib_config import (
+    UntruncatedEpisodesWarning,
+    group_policies,
+    ray_assigned_cpus,
+    shared_policy,
+    take_ray_cpus,
+)
 
 # RLlib's MultiAgentEnv is this module's base class: without Ray it cannot be
 # imported at all (seer_env.rllib, the short path, can)
@@ -146,7 +160,7 @@ if find_spec("ray") is None:
 from ray.rllib.env.multi_agent_env import MultiAgentEnv
 
 __all__ = ["SeerMultiAgentEnv", "shared_policy", "group_policies", "env_creator",
-           "UntruncatedEpisodesWarning"]
+           "UntruncatedEpisodesWarning", "ray_assigned_cpus", "take_ray_cpus"]
 
 
 _NO_TRUNCATION = (
@@ -190,6 +204,9 @@ class SeerMultiAgentEnv(MultiAgentEnv):
         #: whether reset/step put the global state in every agent's infos
         self.global_state_in_infos = in_infos
         self._cut_short = False
+        #: the process's thread budget, set from the CPUs Ray assigned to this
+        #: env runner where Ray assigned some (`take_ray_cpus`), else None
+        self.ray_budget = take_ray_cpus()
         self.par_env = make(name, api="parallel", **cfg)
         if self.par_env.max_cycles == 0:
             warnings.warn(_NO_TRUNCATION.format(name=name), UntruncatedEpisodesWarning,

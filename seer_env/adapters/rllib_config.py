@@ -13,13 +13,16 @@ config.multi_agent(**group_policies({"env": "hunt_v0"}))      # one per agent gr
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
+from ..budget import set_thread_budget, thread_budget
 from ..errors import ConfigError
 from ..registry import make
 
-__all__ = ["shared_policy", "group_policies", "UntruncatedEpisodesWarning"]
+__all__ = ["shared_policy", "group_policies", "UntruncatedEpisodesWarning", "ray_assigned_cpus",
+           "take_ray_cpus"]
 
 
 def shared_policy(policy_id: str = "shared") -> dict[str, Any]:
@@ -70,3 +73,47 @@ def group_policies(env_config: Mapping[str, Any], prefix: str = "") -> dict[str,
 class UntruncatedEpisodesWarning(UserWarning):
     """``max_cycles=0``: the env never truncates an episode (see the module
     docstring of `seer_env.adapters.rllib`, "episode_return_mean is NaN")."""
+
+
+def ray_assigned_cpus() -> float | None:
+    """The CPUs Ray assigned to this process's worker (an env runner is an
+    actor with ``num_cpus_per_env_runner`` CPUs, 1 by default); None outside
+    a Ray worker (the driver, the local env runner) or where none were
+    assigned."""
+    try:
+        import ray
+
+        if not ray.is_initialized():
+            return None
+        cpus = ray.get_runtime_context().get_assigned_resources().get("CPU")
+    except Exception:  # the driver (Ray asserts it is a worker), an older Ray
+        return None
+    return float(cpus) if cpus else None
+
+
+def take_ray_cpus() -> int | None:
+    """Cap the process's thread budget (`seer_env.budget`) at the CPUs Ray
+    assigned to this env runner, rounded up (``num_cpus_per_env_runner=0.5``
+    gives 1), unless it is lower already (a container's quota,
+    ``SEER_ENV_THREADS``).  Returns the budget's threads where Ray assigned
+    CPUs, else None (nothing changed).  Every runtime of the runner's process
+    then shares those CPUs: several envs per runner
+    (``num_envs_per_env_runner``) and STPA's pools stay within what Ray
+    reserved, instead of each taking every core of the node.
+
+    ```python
+    config.env_runners(num_env_runners=4, num_cpus_per_env_runner=2)
+    # in each runner: thread_budget().describe() ==
+    #   "2 threads: capped by Ray: 2 CPU(s) assigned to this env runner ..."
+    ```
+    """
+    cpus = ray_assigned_cpus()
+    if cpus is None:
+        return None
+    n = max(1, math.ceil(cpus - 1e-9))
+    now = thread_budget()
+    if now.threads <= n:
+        return now.threads
+    set_thread_budget(n, source=f"Ray: {cpus:g} CPU(s) assigned to this env runner "
+                                "(num_cpus_per_env_runner)")
+    return n

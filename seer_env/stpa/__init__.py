@@ -118,8 +118,9 @@ across processes (`DecisionCache`); the cost model it consults -- the value
 types and the pure functions of the measurements
 ([`candidate_set`][seer_env.stpa.candidate_set], `summarize_trace`,
 `predict_step_ns`, `probe_plan`, `select`, `drift`, ...) -- is
-`seer_env.stpa.cost`, and what it says of company, `seer_env.stpa.company`.  The public names of the controller, the cache and the
-cost model are re-exported here.
+`seer_env.stpa.cost`, and what it says of company, `seer_env.stpa.company`.
+The public names of the controller, the cache and the cost model are
+re-exported here.
 """
 
 # The package by concern, bottom to top: the cost model (pure functions of the
