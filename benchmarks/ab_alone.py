@@ -21,6 +21,7 @@ import json
 import statistics
 import subprocess
 import sys
+import tempfile
 
 #: (workload, env config, executor, threads)
 CONFIGS = [
@@ -61,8 +62,13 @@ for env, _ in envs:
 
 
 def _run(python: str, blocks: int, block: int) -> list[float]:
-    out = subprocess.run([python, "-c", _CHILD, json.dumps(CONFIGS), str(blocks), str(block)],
-                         capture_output=True, text=True, check=True)
+    # run outside any checkout: ``python -c`` puts the working directory first
+    # on the path, where a checkout's seer_env/ would shadow the build's
+    with tempfile.TemporaryDirectory() as cwd:
+        out = subprocess.run([python, "-c", _CHILD, json.dumps(CONFIGS), str(blocks),
+                              str(block)], capture_output=True, text=True, cwd=cwd)
+    if out.returncode != 0:
+        raise SystemExit(f"{python} failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -73,7 +79,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pairs", type=int, default=5, help="A/B process pairs (default 5)")
     ap.add_argument("--blocks", type=int, default=9, help="timed blocks per config (default 9)")
     ap.add_argument("--block", type=int, default=32, help="steps per block (default 32)")
+    ap.add_argument("--only", default="", help="configs whose label contains this "
+                    "(e.g. 'pcs32 parallel'; default all)")
     args = ap.parse_args(argv)
+    global CONFIGS
+    CONFIGS = [c for c in CONFIGS if args.only in f"{c[0]} {c[2]}-{c[3]}"]
     a_runs, b_runs = [], []
     for i in range(args.pairs):
         first, second = (args.python_a, args.python_b) if i % 2 == 0 else \
