@@ -1915,3 +1915,29 @@ def test_a_remembered_pool_is_confirmed_at_once_in_company(tmp_path):
         else:
             assert st.prober.probe is not None and st.prober.probe.trigger == "confirm"
             assert n <= probed_by, (others, work, n)
+
+
+def test_a_company_reprobe_times_the_serial_executor_the_trace_pruned():
+    """Alone, a trace predicting the pool far ahead leaves the serial executor
+    untimed (parallel-1 is the one-thread baseline); in company that lead is
+    what was lost, so the company re-probe times every candidate it has, the
+    serial executor among them."""
+    from seer_env.stpa_cost import probe_plan
+
+    rt = _FakeRuntime()
+    rt.events_per_step = 1000
+    co = _Company(rt, work_ns=1_000_000)
+    st = _company_stpa(rt, co)
+    co.loop(st, 80)
+    assert st.settled and st.threads == 2
+    st.prober.trace_summary = summary(threads=2, events_per_window=1000, barrier_ns=100.0)
+    assert SERIAL not in probe_plan(st.features, st.prober.trace_summary,
+                                     [SERIAL, P[1], P[2]], st.prune)
+    rt.slow[("parallel", 2)] = 10**9
+    n = 0
+    while st.prober.probe is None and n < 100:
+        co.loop(st, 1)
+        n += 1
+    pr = st.prober.probe
+    assert pr is not None and pr.trigger.startswith("company")
+    assert {v.cand for v in pr.queue} == {SERIAL, P[1], P[2]}

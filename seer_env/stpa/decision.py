@@ -145,9 +145,11 @@ class Decisions:
             for mark in (pr.cpu0, m.cpu_mark, m.cpu_mark_before):
                 if mark is not None and others is None:
                     others = others_busy_cores(mark, now)
-        between = {c.label: v for c, v in between_medians(pr.between).items()}
-        ones = sorted((c for c in pr.between if c.threads == 1 and pr.between[c]),
-                      key=lambda c: between[c.label])
+        medians = between_medians(pr.between)
+        ones = sorted((c for c in medians if c.threads == 1), key=lambda c: medians[c])
+        # the pools against the one-thread candidate whose caller's work was quickest
+        between = {c.label: v for c, v in medians.items() if c.threads > 1 or c == ones[0]} \
+            if ones else {}
         return company_words(others, host.cores, between, ones[0].label if ones else None)
 
     def _choose(self, host: DecisionHost, pr: Probe, timings: dict[Candidate, list[float]],

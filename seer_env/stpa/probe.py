@@ -424,7 +424,11 @@ class Prober:
         """The timing stage's visits (`probe_plan`'s candidates, less those
         dropped), forth and back from the running candidate."""
         assert self.features is not None
-        plan = probe_plan(self.features, self.trace_summary, pr.candidates, host.prune)
+        # in company the trace's predictions (made alone) do not hold: a
+        # company re-probe times every candidate it has, the serial executor
+        # among them (the pool's predicted lead is what company took away)
+        plan = list(pr.candidates) if pr.trigger.startswith("company") else probe_plan(
+            self.features, self.trace_summary, pr.candidates, host.prune)
         pr.pruned = [c for c in pr.candidates if c not in plan]
         plan = ([c for c in plan if c not in pr.dropped]
                 or [c for c in plan if c not in pr.unreachable][:1] or [host._current()])
