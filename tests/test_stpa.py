@@ -1941,3 +1941,21 @@ def test_a_company_reprobe_times_the_serial_executor_the_trace_pruned():
     pr = st.prober.probe
     assert pr is not None and pr.trigger.startswith("company")
     assert {v.cand for v in pr.queue} == {SERIAL, P[1], P[2]}
+
+
+def test_when_the_trace_prediction_fails_the_serial_executor_is_timed_too():
+    """The trace predicts the pool far ahead of one thread, so the preflight
+    leaves the serial executor untimed; but the pool ran 3x slower than that
+    (company), and parallel-1 won: the one-thread choice is then made between
+    both executors, and the serial executor (10% faster here) is chosen."""
+    rt = _FakeRuntime()
+    rt.events_per_step = 1000
+    rt.serial_factor = 0.9
+    rt.slow[("parallel", 2)] = 10**9
+    co = _Company(rt, work_ns=100_000)
+    st = _company_stpa(rt, co)
+    st.prober.trace_summary = summary(threads=2, events_per_window=1000, barrier_ns=100.0)
+    co.loop(st, 120)
+    assert st.settled, st.reason
+    assert st.decision.candidate == SERIAL, st.reason
+    assert set(st.decision.medians_ns) == {"serial", "parallel-1", "parallel-2"}

@@ -511,6 +511,8 @@ class Prober:
         pr.queue = keep
 
     def _extend_or_decide(self, host: ProbeHost, pr: Probe) -> None:
+        if self._time_pruned_serial(host, pr):
+            return
         # tiny steps: a close call between one-thread candidates is not worth
         # more steps (what either wins is a fraction of a tiny step)
         pair = None if pr.extended or pr.tiny else close_call(
@@ -539,6 +541,32 @@ class Prober:
             pr.queue = []
         if not pr.queue:  # no extra rounds (extra_rounds=0, or more than the run can pay)
             host._decide(pr)
+
+    def _time_pruned_serial(self, host: ProbeHost, pr: Probe) -> bool:
+        """The trace predicted a pool far ahead of one thread, so the serial
+        executor was not timed (`probe_plan`), yet parallel-1 won: the
+        prediction did not hold (company: another pool, another process), and
+        the one-thread choice is between the two executors.  Adds rounds of
+        the serial executor and parallel-1, forth and back; True when it did
+        (once a probe)."""
+        one = Candidate("parallel", 1)
+        timed = {c: statistics.median(v) for c, v in pr.timings.items()
+                 if v and c not in pr.dropped}
+        if pr.extended or SERIAL not in pr.pruned or one not in timed \
+                or min(timed, key=lambda c: timed[c]) != one:
+            return False
+        pr.extended = True
+        pr.pruned.remove(SERIAL)
+        pr.candidates.append(SERIAL)
+        pair = [SERIAL, one] if host._current() == one else [one, SERIAL]
+        for r in range(host.rounds):
+            for c in (pair if r % 2 == 0 else pair[::-1]):
+                pr.queue.append(Visit(c, timed=False))
+                pr.queue.extend(Visit(c, timed=True) for _ in range(self.k))
+        pr.queue = self._without_idle_warmups(host, pr.queue)
+        log.info("%s: parallel-1 won though the trace predicted a pool far ahead: "
+                 "timing the serial executor too", host.rt.model)
+        return True
 
     # -- the pools' probe put off until the run can pay for it --------------------------
 
