@@ -1959,3 +1959,40 @@ def test_when_the_trace_prediction_fails_the_serial_executor_is_timed_too():
     assert st.settled, st.reason
     assert st.decision.candidate == SERIAL, st.reason
     assert set(st.decision.medians_ns) == {"serial", "parallel-1", "parallel-2"}
+
+
+def test_iterations_that_slow_with_our_steps_as_they_were_start_no_company_reprobe():
+    """The caller's own work doubles after the decision (a heavier update,
+    another env of the loop probing) while this run's steps stay as they
+    were: no choice of ours mends that, so no company re-probe starts; when
+    the pool's steps slow as well, one does."""
+    rt = _FakeRuntime()
+    rt.events_per_step = 1000
+    co = _Company(rt, work_ns=1_000_000)
+    st = _company_stpa(rt, co)
+    co.loop(st, 80)
+    assert st.settled and st.threads == 2
+    co.work_ns = 2_000_000
+    co.loop(st, 60)
+    assert st.prober.probe is None and st.monitor.company_probes == 0
+    rt.slow[("parallel", 2)] = 10**9
+    co.loop(st, 60)
+    assert st.monitor.company_probes == 1
+
+
+def test_iterations_pool_the_callers_work_unless_a_candidate_changes_it():
+    from seer_env.stpa.company import iterations
+
+    alone = {SERIAL: [100.0e3, 102.0e3], P[2]: [60.0e3, 62.0e3]}
+    # the caller's work wanders by 5% from sample to sample: pooled (400 us)
+    noisy = {SERIAL: [380.0e3, 420.0e3], P[2]: [410.0e3, 430.0e3]}
+    it = iterations(alone, noisy, {SERIAL: [0.0], P[2]: [0.0]})
+    assert it[SERIAL] == [100.0e3 + 415.0e3, 102.0e3 + 415.0e3]
+    assert it[P[2]] == [60.0e3 + 415.0e3, 62.0e3 + 415.0e3]
+    # beside the pool it really runs 40% slower: the pool's own counts
+    slowed = {SERIAL: [400.0e3, 400.0e3], P[2]: [560.0e3, 560.0e3], P[1]: [400.0e3]}
+    it = iterations({**alone, P[1]: [90.0e3]}, slowed,
+                    {SERIAL: [0.0], P[2]: [0.0], P[1]: [0.0], P[3]: [7.0]})
+    assert it[P[2]] == [620.0e3, 622.0e3] and it[SERIAL] == [500.0e3, 502.0e3]
+    assert it[P[3]] == [7.0]  # timed without the split: as timed
+    assert iterations({}, {}, {SERIAL: [5.0]}) == {SERIAL: [5.0]}

@@ -107,6 +107,36 @@ def between_medians(between: Mapping[K, Sequence[float]]) -> dict[K, float]:
     return {c: statistics.median(v) for c, v in between.items() if v}
 
 
+def iterations(steps_alone: Mapping[K, Sequence[float]], between: Mapping[K, Sequence[float]],
+               timings: Mapping[K, Sequence[float]]) -> dict[K, list[float]]:
+    """The iterations to choose from: each candidate's steps alone plus the
+    caller's work between steps -- everyone's median, or the candidate's own
+    where it differs from everyone's by more than ``BETWEEN_SLOWER`` (and
+    ``BETWEEN_MIN_NS``): beside that candidate's threads the caller's work
+    really ran slower (or faster).  What the caller does between two steps
+    varies for reasons of its own (a policy's update, another env of a
+    round-robin loop probing at the same time), which, added sample by
+    sample, only made the candidates' medians noisier.  Candidates without
+    the split (``timings`` only) keep their timed iterations."""
+    pooled = [b for v in between.values() for b in v]
+    if not pooled:
+        return {c: list(v) for c, v in timings.items()}
+    mid = statistics.median(pooled)
+    out: dict[K, list[float]] = {}
+    for c, v in timings.items():
+        alone, seen = steps_alone.get(c), between.get(c)
+        if not alone:
+            out[c] = list(v)
+            continue
+        b = mid
+        if seen:
+            own = statistics.median(seen)
+            if abs(own - mid) > max(BETWEEN_MIN_NS, BETWEEN_SLOWER * mid):
+                b = own
+        out[c] = [a + b for a in alone]
+    return out
+
+
 def company_words(others: float | None, cores: int, between: Mapping[str, float],
                   one: str | None) -> str:
     """What company a probe saw, in words ("" for none worth saying).
@@ -136,4 +166,4 @@ def company_words(others: float | None, cores: int, between: Mapping[str, float]
 
 
 __all__ = ["BETWEEN_MIN_NS", "BETWEEN_SLOWER", "CpuSample", "MIN_SPAN_NS", "OTHERS_BUSY",
-           "between_medians", "company_words", "cpu_sample", "others_busy_cores"]
+           "between_medians", "company_words", "cpu_sample", "iterations", "others_busy_cores"]

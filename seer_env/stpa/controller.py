@@ -431,11 +431,13 @@ class Stpa(_Running):
                 if prober.deferred is not None:
                     self.monitor.check_costs.append(float(self._clock() - t1))
                 return
+            t_step = self._clock()
             self._native_step(mask_ptr)
             t0 = self._clock()
-            # a look at the user's iterations (a company re-probe if they
-            # slowed), then, when due, a full check
-            if self.monitor.window(self, self._t_in) and prober.probe is None:
+            # a look at the user's iterations and this step (a company
+            # re-probe if both slowed), then, when due, a full check
+            if self.monitor.window(self, self._t_in, float(t0 - t_step)) \
+                    and prober.probe is None:
                 self._check_drift()
                 if prober.probe is None:  # spaced by what the checks cost (`_check_interval`)
                     self.monitor.check_costs.append(float(self._clock() - t0))

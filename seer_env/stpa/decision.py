@@ -39,7 +39,7 @@ from typing import Any, Protocol, cast
 
 from ..errors import SeerError
 from .cache import DecisionCache, save_at_exit, saved
-from .company import between_medians, company_words, others_busy_cores
+from .company import between_medians, company_words, iterations, others_busy_cores
 from .cost import (
     SERIAL,
     Candidate,
@@ -102,7 +102,8 @@ class Decisions:
                provisional: Decision | None = None) -> None:
         """Choose from ``pr``'s timings (or take ``provisional``, a choice made
         while the pools' probe is put off) and switch to the choice."""
-        timings = {c: v for c, v in pr.timings.items() if c not in pr.unreachable}
+        timings = {c: v for c, v in iterations(pr.steps_alone, pr.between, pr.timings).items()
+                   if c not in pr.unreachable}
         company = self._company(host, pr) if provisional is None else ""
         dec = self._choose(host, pr, timings, provisional, company)
         monitor = host.monitor

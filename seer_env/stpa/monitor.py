@@ -144,6 +144,8 @@ class Monitor:
     t_mark: int | None = None
     windows: collections.deque[float] = field(
         default_factory=lambda: collections.deque(maxlen=COMPANY_WINDOWS))
+    step_samples: collections.deque[float] = field(
+        default_factory=lambda: collections.deque(maxlen=COMPANY_WINDOWS))
     iter_base_ns: float | None = None
     iter_decided_ns: float | None = None
     one_iter_ns: float | None = None
@@ -187,6 +189,7 @@ class Monitor:
         next look starts a window, the next check is a full one)."""
         self.t_mark = None
         self.windows.clear()
+        self.step_samples.clear()
         self.iter_base_ns = None
         self.iter_steps = 0
         self.since = 1
@@ -218,13 +221,16 @@ class Monitor:
         self.since = n
         return n
 
-    def window(self, host: MonitorHost, t_in: int) -> bool:
+    def window(self, host: MonitorHost, t_in: int, step_ns: float | None = None) -> bool:
         """A look between the checks at ``t_in`` (the controller's entry, the
-        step just run): the iterations since the last look, a company
-        re-probe if they say so.  True when a full check is due now."""
+        step just run, which took ``step_ns`` alone): the iterations since
+        the last look, a company re-probe if they say so.  True when a full
+        check is due now."""
         n, self.since = self.since, 0
         self.to_check -= n
         self.iter_steps += n
+        if step_ns is not None:
+            self.step_samples.append(step_ns)
         if self.t_mark is not None and n > 0:
             self.windows.append((t_in - self.t_mark) / n)
         self.t_mark = t_in
@@ -258,6 +264,15 @@ class Monitor:
             self.iter_base_ns = now
             return self.to_check <= 0
         one, base = self.one_iter_ns, self.iter_base_ns
+        # ... and only when this run's own steps slowed too: company that came
+        # after the decision (a burner, another process, a learner's pool)
+        # takes our pool's cores; iterations that slowed with our steps as
+        # they were are the caller's own business (another env of the loop
+        # probing, a heavier update), which no choice of ours can mend
+        alone = self.running_ns
+        if alone is not None and len(self.step_samples) == COMPANY_WINDOWS \
+                and statistics.median(self.step_samples) <= alone * (1 + COMPANY_LOSS):
+            return self.to_check <= 0
         rose = now > base * (1 + COMPANY_RISE) and (one is None or now > one)
         # ... or, by less, past what one thread gave at the decision: where the
         # caller's own work is most of an iteration, a pool that lost its
