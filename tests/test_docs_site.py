@@ -261,3 +261,42 @@ def test_site_builds_every_page(built_site: Path):
 def test_site_has_no_broken_markup_links_or_images(built_site: Path):
     problems = check_site(built_site)
     assert problems == [], "\n".join(problems)
+
+
+def test_readme_company_table_is_the_results_files():
+    """The README's table of `seer-env bench company` is the one the results
+    file in the repository gives (the Performance page renders it from the
+    file at build time, `docs/hooks.py`): a new run that did not update the
+    README fails here."""
+    import json
+    import re
+
+    from seer_env.perf.company import table
+
+    root = Path(__file__).resolve().parent.parent
+    readme = (root / "README.md").read_text()
+    m = re.search(r"<!-- company-table:start -->\n```text\n(.*?)\n```\n<!-- company-table:end -->",
+                  readme, re.S)
+    assert m is not None, "README.md lost its company-table block"
+    res = json.loads((root / "benchmarks/results/company.json").read_text())
+    assert m.group(1) == table(res)
+
+
+def test_company_table_markers_render_the_results_file(tmp_path: Path):
+    import importlib.util
+    import json
+
+    root = Path(__file__).resolve().parent.parent
+    spec = importlib.util.spec_from_file_location("docs_hooks", root / "docs" / "hooks.py")
+    assert spec is not None and spec.loader is not None
+    hooks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hooks)
+    from seer_env.perf.company import table
+
+    page = "a\n<!-- company-table: benchmarks/results/company.json -->\nb\n"
+    out = hooks.company_tables(page, root)
+    res = json.loads((root / "benchmarks/results/company.json").read_text())
+    assert out == ("a\n```text\n" + table(res) + "\n```\n\n*From "
+                   "`benchmarks/results/company.json`.*\nb\n")
+    with pytest.raises(FileNotFoundError):
+        hooks.company_tables("<!-- company-table: benchmarks/results/nope.json -->", root)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -123,3 +124,19 @@ def test_plan_pcs_smoke() -> None:
     planner = next(v for k, v in value.items() if k.startswith("planner"))
     assert "72 restores" in out
     assert planner > value["random policy"] and planner > max(fixed), out
+
+
+@pytest.mark.parametrize("script", ["ppo", "ppo_hunt", "ppo_pcs", "async_rollout"])
+def test_cpu_training_examples_let_torchs_workers_sleep(script: str) -> None:
+    """The CPU-training examples set OMP_WAIT_POLICY=PASSIVE before torch is
+    imported (the Performance page: torch's spinning workers made every pool
+    lose inside the loop), and leave a value the caller set alone."""
+    code = (f"import os, sys; sys.path.insert(0, {str(ROOT / 'examples')!r}); import {script}; "
+            "import torch; print(os.environ['OMP_WAIT_POLICY'])")
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["PASSIVE"]
+    env["OMP_WAIT_POLICY"] = "ACTIVE"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert out.stdout.split() == ["ACTIVE"], out.stderr[-2000:]
