@@ -210,3 +210,74 @@ def test_black_death_gives_agilerl_only_finite_values() -> None:
     assert (seen["obs"] == 0).all(axis=-1).any()
     low = aircraft_v0.parallel_env(num_uavs=8, threads=1).observation_space("uav_0")
     assert ((seen["obs"] >= low.low) & (seen["obs"] <= low.high)).all()
+
+
+def _legal(space: Any, mask: np.ndarray, rng: np.random.Generator) -> Any:
+    """A random action the mask allows (a multi-discrete one part by part), as
+    a policy sampling from masked logits draws."""
+    if hasattr(space, "nvec"):
+        out, off = [], 0
+        for k in space.nvec:
+            out.append(rng.choice(np.flatnonzero(mask[off:off + int(k)])))
+            off += int(k)
+        return np.array(out, dtype=np.int64)
+    return int(rng.choice(np.flatnonzero(mask)))
+
+
+def test_masks_in_infos_drive_a_masked_policy_through_whole_episodes() -> None:
+    """AgileRL reads masks from ``infos[agent]["action_mask"]``
+    (``extract_action_masks``), not from the observation dict: with
+    ``mask_in_infos=True`` every masked agent's infos hold its mask (equal to
+    the observation's, a copy of its own) at reset and at every step, and a
+    policy drawing only from those masks plays Hunt through whole episodes
+    without one refused action; without the option the infos hold no mask."""
+    from seer_env.envs import hunt_v0
+
+    rng = np.random.default_rng(0)
+    env = hunt_v0.parallel_env(mask_in_infos=True, max_cycles=40)
+    plain = hunt_v0.parallel_env(max_cycles=40)
+    steps = masked = 0
+    for episode in range(3):
+        obs, infos = env.reset(seed=episode)
+        plain_obs, plain_infos = plain.reset(seed=episode)
+        while env.agents:
+            masks = {a: infos[a]["action_mask"] for a in env.agents if "action_mask" in infos[a]}
+            for a in env.agents:
+                if isinstance(obs[a], dict):
+                    assert np.array_equal(masks[a], obs[a]["action_mask"])
+                    assert masks[a] is not obs[a]["action_mask"]
+                    assert masks[a].dtype == np.int8
+                    masked += 1
+                else:
+                    assert a not in masks
+                assert "action_mask" not in plain_infos[a]
+            masks_before = {a: m.copy() for a, m in masks.items()}
+            for m in masks.values():
+                m[:] = 0  # a reader that changes its copy changes nothing else
+            actions = {a: _legal(env.action_space(a), masks_before[a], rng) if a in masks_before
+                       else env.action_space(a).sample() for a in env.agents}
+            obs, _, _, _, infos = env.step(actions)
+            plain_obs, _, _, _, plain_infos = plain.step(actions)
+            steps += 1
+    assert steps > 40 and masked > 0
+    env.close()
+    plain.close()
+
+
+def test_mask_in_infos_must_be_a_bool_and_is_the_dict_faces_own() -> None:
+    from seer_env import errors
+    from seer_env.envs import hunt_v0
+
+    for bad in ("yes", 1, None):
+        with pytest.raises(errors.ConfigError, match="mask_in_infos=.* must be True or False"):
+            hunt_v0.parallel_env(mask_in_infos=bad)
+    # the batched faces have their masks in infos["action_mask"] already
+    with pytest.raises(errors.ConfigError, match="unknown config key.*mask_in_infos"):
+        hunt_v0.vector_env(2, mask_in_infos=True)
+    aec = hunt_v0.env(mask_in_infos=True)
+    aec.reset(seed=1)
+    a = aec.agent_selection
+    obs = aec.observe(a)
+    if isinstance(obs, dict):
+        assert np.array_equal(aec.infos[a]["action_mask"], obs["action_mask"])
+    aec.close()

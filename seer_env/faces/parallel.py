@@ -78,6 +78,17 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
     ``env.agents`` is the env's answer, not its state: the env keeps its own
     record of the live agents (a user or wrapper changing the list changes
     nothing inside).
+
+    A masked agent's observation is PettingZoo's dict, ``{"observation": ...,
+    "action_mask": ...}`` (int8, 1 = allowed).  With ``mask_in_infos=True``
+    the mask is in its infos too, ``infos[agent]["action_mask"]`` (a copy of
+    its own), where AgileRL and other libraries read it:
+
+    ```python
+    env = hunt_v0.parallel_env(mask_in_infos=True)
+    obs, infos = env.reset(seed=0)
+    masks = {a: infos[a]["action_mask"] for a in env.agents if "action_mask" in infos[a]}
+    ```
     """
 
     #: PettingZoo's metadata; each model's env class has its own
@@ -87,6 +98,11 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
 
     def __init__(self, model: Model, **config: Any) -> None:
         self._init_config = dict(config)
+        in_infos = config.pop("mask_in_infos", False)
+        if not isinstance(in_infos, (bool, np.bool_)):
+            raise ConfigError(f"mask_in_infos={in_infos!r} must be True or False")
+        #: each masked agent's mask also in its infos (``infos[agent]["action_mask"]``)
+        self.mask_in_infos = bool(in_infos)
         self._setup(model, 1, config)
         self.agents: list[str] = []
         if self._structured:
@@ -481,12 +497,18 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
         keys = set(self.info_keys)
         rows = live_idx.tolist()
         ob, mk, info = rt.obs[0], rt.mask[0], rt.info[0]
+        in_infos = self.mask_in_infos
         for name, a in zip(names, rows, strict=True):
             g = self.groups[self._group_of[a]]
             o = ob[a, :g.obs_dim].copy()
-            obs[name] = {"observation": o, "action_mask": mk[a, :g.mask_len].astype(np.int8)} \
-                if g.mask_len else o
             infos[name] = {k: float(info[a, j]) for j, k in enumerate(g.info_names) if k in keys}
+            if g.mask_len:
+                m = mk[a, :g.mask_len].astype(np.int8)
+                obs[name] = {"observation": o, "action_mask": m}
+                if in_infos:  # a copy of its own: a reader may change one
+                    infos[name]["action_mask"] = m.copy()
+            else:
+                obs[name] = o
         term, trunc = rt.terminated[0][live_idx], rt.truncated[0][live_idx]
         return (
             obs,
