@@ -148,3 +148,79 @@ def test_the_shipped_hunt_env_under_pettingzoos_tests_and_torchrl() -> None:
     assert td["predator", "action_mask"].shape[-1] == 7 and td["prey", "action_mask"].shape[
         -1] == 5
     env.close()
+
+
+def test_pettingzoos_seed_and_max_cycles_tests_pass_on_a_masked_model() -> None:
+    """PettingZoo's ``parallel_seed_test`` and ``max_cycles_test`` step with
+    ``action_space(agent).sample()``: a masked agent's space samples within
+    its mask now, so they draw legal actions on Hunt (they raised
+    InvalidActionError when the spaces ignored the masks)."""
+    from pettingzoo.test import max_cycles_test, parallel_seed_test
+
+    from seer_env.envs import hunt_v0
+
+    parallel_seed_test(lambda: hunt_v0.parallel_env(threads=1, max_cycles=40), num_cycles=60)
+    max_cycles_test(hunt_v0)
+
+
+def test_rllibs_env_checker_passes_a_masked_model_with_its_defaults() -> None:
+    """RLlib's env checker (on by default) samples ``get_action_space(agent)``
+    without masks; it passes on Hunt with masks enforced."""
+    pytest.importorskip("ray.rllib")
+    from ray.rllib.utils.pre_checks.env import check_multiagent_environments
+
+    from seer_env import rllib
+
+    for key in ("observation", "observations"):
+        env = rllib.SeerMultiAgentEnv({"env": "hunt_v0", "threads": 1, "observation_key": key})
+        for _ in range(5):  # the checker resets and steps once; several draws
+            check_multiagent_environments(env)
+        env.close()
+
+
+def test_mask_bound_spaces_sample_legal_actions_and_copy_unbound() -> None:
+    import copy
+    import pickle
+
+    import gymnasium
+
+    from seer_env.envs import hunt_v0
+    from seer_env.faces import DiscreteMasked, MultiDiscreteMasked
+
+    env = hunt_v0.parallel_env(threads=1, max_cycles=60)
+    spaces = {a: env.action_space(a) for a in env.possible_agents}
+    assert all(isinstance(s, (DiscreteMasked, MultiDiscreteMasked)) for s in spaces.values())
+    assert all(env.action_spaces[a] is s for a, s in spaces.items())
+    # before reset: no mask to follow, a plain draw
+    assert all(s.mask_now() is None for s in spaces.values())
+    obs, _ = env.reset(seed=4)
+    seen = 0
+    while env.agents:
+        for a in env.agents:
+            mask = obs[a]["action_mask"]
+            assert np.array_equal(spaces[a].mask_now(), mask)
+            for _ in range(3):
+                act = spaces[a].sample()
+                if isinstance(spaces[a], MultiDiscreteMasked):
+                    offs = np.concatenate([[0], np.cumsum(spaces[a].nvec)[:-1]])
+                    assert all(mask[o + int(v)] for o, v in zip(offs, act, strict=True))
+                else:
+                    assert mask[int(act)]
+                seen += 1
+            # a mask of the caller's is the caller's (Gymnasium's form)
+            one = np.zeros_like(mask)
+            if isinstance(spaces[a], MultiDiscreteMasked):
+                one[[0, int(spaces[a].nvec[0])]] = 1
+                assert spaces[a].sample(mask=one).tolist() == [0, 0]
+            else:
+                one[2] = 1
+                assert spaces[a].sample(mask=one) == 2
+        obs, *_ = env.step({a: spaces[a].sample() for a in env.agents})
+    assert seen > 0
+    for s in spaces.values():  # copies (RLlib ships spaces to its learners) are unbound
+        for c in (pickle.loads(pickle.dumps(s)), copy.deepcopy(s)):
+            assert c == s and type(c) is type(s) and c.mask_now() is None
+            assert isinstance(c, (gymnasium.spaces.Discrete, gymnasium.spaces.MultiDiscrete))
+    env.close()
+    assert all(s.mask_now() is None for s in spaces.values())  # closed: nothing to follow
+    del env

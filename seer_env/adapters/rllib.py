@@ -97,17 +97,15 @@ action-masking RLModule (its ``action_masking`` example) reads:
 
 ```python
 config.environment(SeerMultiAgentEnv, env_config={"env": "hunt_v0",
-                                                  "observation_key": "observations"},
-                   disable_env_checking=True)
+                                                  "observation_key": "observations"})
 config.multi_agent(**group_policies({"env": "hunt_v0"}))
 ```
 
-RLlib's env checker steps the env with actions drawn from the action spaces,
-not from the masks: with masks enforced (the default) a forbidden one raises
-`InvalidActionError` and the env runners fail to start.  Turn the checker off
-(``disable_env_checking=True``, as above) or make the masks advice
-(``"enforce_masks": False`` in ``env_config``: a forbidden move is a stay that
-costs ``forbidden_penalty``).
+RLlib's env checker (on by default) steps the env with
+``get_action_space(agent).sample()``: a masked agent's space samples within
+the mask the agent has now (`seer_env.faces.DiscreteMasked`,
+`seer_env.faces.MultiDiscreteMasked`), so the checker passes with masks
+enforced.  A space RLlib copies to its learners is a plain one (unbound).
 
 **``episode_return_mean`` is NaN.**  RLlib's ``env_runners/episode_return_mean``
 (and ``episode_len_mean``, ``module_episode_returns_mean``) are means over the

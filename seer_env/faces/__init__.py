@@ -31,8 +31,9 @@ from .aec import SeerAECEnv, aec_env
 from .common import COMMON_KEYS
 from .parallel import SeerParallelEnv, env_class
 from .snapshot import SNAPSHOT_VERSION, EnvSnapshot
-from .spaces import MultiDiscreteMasked
+from .spaces import DiscreteMasked, MultiDiscreteMasked
 from .vector import SeerVectorEnv, autoreset_mode_of
 
 __all__ = ["SeerParallelEnv", "SeerAECEnv", "SeerVectorEnv", "EnvSnapshot", "MultiDiscreteMasked",
+           "DiscreteMasked",
            "COMMON_KEYS", "SNAPSHOT_VERSION", "aec_env", "autoreset_mode_of", "env_class"]

@@ -9,6 +9,7 @@ import collections
 import functools
 import itertools
 import os
+import weakref
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -35,7 +36,14 @@ from .common import (
     raised_by_seer,
 )
 from .snapshot import EnvSnapshot
-from .spaces import _INT_TYPES, _box_value, _discrete_value, _group_value, _to_float32
+from .spaces import (
+    _INT_TYPES,
+    _box_value,
+    _discrete_value,
+    _group_value,
+    _to_float32,
+    bound_action_space,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..model import Model
@@ -108,7 +116,7 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
         if self._structured:
             self.observation_spaces = {a: self._group_obs_spaces[self._group_of[i]]
                                        for i, a in enumerate(self.possible_agents)}
-            self.action_spaces = {a: self._group_act_spaces[self._group_of[i]]
+            self.action_spaces = {a: self._agent_action_space(i)
                                   for i, a in enumerate(self.possible_agents)}
         else:
             self.observation_spaces = dict.fromkeys(self.possible_agents, self._obs_space)
@@ -168,9 +176,32 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
         return self._group_obs_spaces[self._group_of[i]] if self._structured else self._obs_space
 
     def action_space(self, agent: str) -> gymnasium.Space:
-        """``agent``'s action space (its group's; a finished agent keeps it)."""
+        """``agent``'s action space (its group's; a finished agent keeps it).
+        In a masked group it is the agent's own, bound to its mask: ``sample()``
+        draws within the mask the agent has now (`DiscreteMasked`,
+        `MultiDiscreteMasked`), so code that samples plain actions (RLlib's
+        env checker, PettingZoo's tests) draws legal ones; Gymnasium's
+        ``sample(mask=...)`` is as it was."""
         i = self._agent_idx(agent)
-        return self._group_act_spaces[self._group_of[i]] if self._structured else self._act_space
+        return self.action_spaces[self._all_names[i]] if self._structured else self._act_space
+
+    def _agent_action_space(self, i: int) -> gymnasium.Space:
+        """Agent ``i``'s action space: its group's, or, in a masked group of
+        discrete or multi-discrete actions, one of its own bound to its mask."""
+        g = self.groups[self._group_of[i]]
+        if not g.mask_len or g.action_kind not in ("discrete", "multi_discrete"):
+            return self._group_act_spaces[self._group_of[i]]
+        ref = weakref.ref(self)
+        width = g.mask_len
+
+        def mask_now() -> np.ndarray | None:
+            env = ref()
+            if env is None or env._needs_reset or env.runtime.closed \
+                    or not env.runtime.alive[0, i]:
+                return None
+            return env.runtime.mask[0][i, :width].astype(np.int8)
+
+        return bound_action_space(g, mask_now)
 
     def group_of(self, agent: str) -> str:
         """The name of ``agent``'s group (``"agents"`` for a model without groups)."""

@@ -7,6 +7,7 @@ Part of `seer_env.faces` (`seer_env.env`, its old path, re-exports the public na
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import gymnasium
@@ -48,24 +49,92 @@ def _discrete_value(agent: str, a: Any, n: int) -> int:
     return v
 
 
-class MultiDiscreteMasked(gymnasium.spaces.MultiDiscrete):
+#: what a mask-bound space reads its agent's mask now through (None: no mask now)
+MaskSource = Callable[[], "np.ndarray | None"]
+
+
+class _BoundToMask:
+    """What the mask-bound spaces share: the agent's current mask (`mask_now`),
+    which `sample` without a mask of its own draws within, and pickling
+    without the binding (a copy samples like a plain space)."""
+
+    _mask_source: MaskSource | None = None
+
+    def mask_now(self) -> np.ndarray | None:
+        """The agent's mask as the env holds it now (int8, 1 = allowed), or
+        None: unbound, before ``reset()``, after ``close()``, or a finished agent."""
+        src = self._mask_source
+        return None if src is None else src()
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.pop("_mask_source", None)
+        return state
+
+
+class DiscreteMasked(_BoundToMask, gymnasium.spaces.Discrete):
+    """A ``Discrete`` bound to one agent of a masked group: `sample()` without
+    a mask draws within the agent's current mask, so a checker or test that
+    samples plain actions (RLlib's env checker, PettingZoo's seed and
+    max-cycles tests) draws legal ones.  ``sample(mask=...)`` with a mask of
+    the caller's behaves as Gymnasium's; equality, ``n``, ``contains`` and
+    seeding are a plain ``Discrete``'s, and a pickled or deep-copied one is
+    unbound (it samples like a plain ``Discrete``):
+
+    ```python
+    space = env.action_space("predator_0")   # DiscreteMasked(5)
+    space.sample()                           # within the agent's mask now
+    space.sample(mask=np.ones(5, np.int8))   # within the caller's
+    ```
+    """
+
+    def __init__(self, n: int, mask_source: MaskSource | None = None,
+                 seed: int | np.random.Generator | None = None) -> None:
+        super().__init__(n, seed=seed)
+        self._mask_source = mask_source
+
+    def sample(self, mask: Any = None, *args: Any, **kwargs: Any) -> np.int64:
+        if mask is None and not args and kwargs.get("probability") is None:
+            mask = self.mask_now()
+        return super().sample(mask, *args, **kwargs)
+
+
+class MultiDiscreteMasked(_BoundToMask, gymnasium.spaces.MultiDiscrete):
     """A ``MultiDiscrete`` whose `sample` also takes the mask as the
     agents' observations carry it: one flat ``int8`` array, every component's
     choices one after another (the layout MaskablePPO and RLlib's action
     masking read).  Gymnasium's own form, a tuple of one mask per component,
-    works as well; everything else is a plain ``MultiDiscrete``:
+    works as well.  Bound to an agent (the dict faces' spaces), `sample()`
+    without a mask draws within the agent's current mask, as `DiscreteMasked`
+    does; everything else is a plain ``MultiDiscrete``:
 
     ```python
     space = env.action_space("runner_0")      # MultiDiscreteMasked([3 2])
+    space.sample()                            # within runner_0's mask now
     space.sample(mask=obs["runner_0"]["action_mask"])   # 5 bytes: 3 + 2
     ```
     """
 
+    def __init__(self, nvec: Any, mask_source: MaskSource | None = None,
+                 seed: int | np.random.Generator | None = None) -> None:
+        super().__init__(nvec, seed=seed)
+        self._mask_source = mask_source
+
     def sample(self, mask: Any = None, *args: Any, **kwargs: Any) -> np.ndarray:
+        if mask is None and not args and kwargs.get("probability") is None:
+            mask = self.mask_now()
         nvec = self.nvec
         if isinstance(mask, np.ndarray) and nvec.ndim == 1 and mask.shape == (int(nvec.sum()),):
             mask = tuple(np.split(mask.astype(np.int8), np.cumsum(nvec)[:-1].tolist()))
         return super().sample(mask, *args, **kwargs)
+
+
+def bound_action_space(g: Any, mask_source: MaskSource) -> gymnasium.Space:
+    """The action space of one agent of the masked group ``g``, bound to its
+    mask (``mask_source``); a group without masks gets its shared space."""
+    if g.action_kind == "discrete":
+        return DiscreteMasked(g.action_n, mask_source)
+    return MultiDiscreteMasked(np.array(g.nvec, dtype=np.int64), mask_source)
 
 
 def _group_action_space(g: Any) -> gymnasium.Space:
