@@ -8,6 +8,7 @@ agent; configuration errors name the parameter."""
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numpy as np
@@ -298,3 +299,43 @@ def test_the_contract_checker_finds_no_breach() -> None:
     report = check("hunt_v0", dict(torus=0, obstacle_density=0.35, catch_need=2), quick=True,
                    steps=12)
     assert report.ok, str(report)
+
+
+def test_hunt_renders_the_grid_from_its_global_state() -> None:
+    """``rgb_array`` frames show the obstacles, the predators and the prey
+    not caught where the global state puts them; the frame changes as they
+    move; an env without a render mode does not render."""
+    from seer_env.envs import hunt_v0
+
+    env = hunt_v0.parallel_env(width=16, height=12, num_predators=3, num_prey=2,
+                               render_mode="rgb_array", max_cycles=50)
+    assert "rgb_array" in env.metadata["render_modes"] and "human" in env.metadata["render_modes"]
+    env.reset(seed=3)
+    frames = []
+    while env.agents and len(frames) < 6:
+        frame = env.render()
+        assert frame.shape == (12 * 32, 16 * 32, 3) and frame.dtype == np.uint8
+        gs = env.state()
+        walls = gs[15:].reshape(12, 16)  # after 3 floats for each of the 5 agents
+        cs = 32
+        for y, x in zip(*np.nonzero(walls > 0.5), strict=True):
+            assert tuple(frame[y * cs + cs // 2, x * cs + cs // 2]) == (70, 70, 78)
+        ag = gs[:15].reshape(5, 3)
+        for e in range(5):
+            x, y = int(round(ag[e, 0] * 16)) % 16, int(round(ag[e, 1] * 12)) % 12
+            centre = tuple(frame[y * cs + cs // 2, x * cs + cs // 2])
+            if e < 3:
+                assert centre == (200, 40, 40)
+            elif ag[e, 2] > 0.5 and not any(
+                    int(round(ag[k, 0] * 16)) % 16 == x and int(round(ag[k, 1] * 12)) % 12 == y
+                    for k in range(3)):
+                assert centre == (40, 150, 70)
+        frames.append(frame)
+        env.step({a: env.action_space(a).sample() for a in env.agents})
+    assert any((a != b).any() for a, b in itertools.pairwise(frames))
+    env.close()
+    # PettingZoo's own render test (it failed: "hunt_v0 cannot render")
+    from pettingzoo.test import render_test
+
+    render_test(lambda render_mode=None: hunt_v0.env(width=10, height=8, max_cycles=20,
+                                                     render_mode=render_mode))
