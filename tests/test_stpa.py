@@ -1996,3 +1996,27 @@ def test_iterations_pool_the_callers_work_unless_a_candidate_changes_it():
     assert it[P[2]] == [620.0e3, 622.0e3] and it[SERIAL] == [500.0e3, 502.0e3]
     assert it[P[3]] == [7.0]  # timed without the split: as timed
     assert iterations({}, {}, {SERIAL: [5.0]}) == {SERIAL: [5.0]}
+
+
+def test_a_pool_found_hopeless_is_left_out_of_one_confirmation_only():
+    """A pool that ran 5x slower during the preflight (a moment of company)
+    is left out of the next confirmation, and timed again by the one after:
+    it wins back its place once the moment has passed."""
+    rt = _FakeRuntime()
+    rt.events_per_step = 1000
+    rt.slow[("parallel", 2)] = 3  # its steps of the preflight only (a warm-up, 2 timed)
+    rt.slow_factor = 5.0
+    st = _fake_stpa(rt, rounds=1, confirm=True, confirm_budget=0.0, reprobe_gap=8,
+                    check_every=4, tie=0.0)
+    probes: list = []
+    for _ in range(400):
+        rt.step(st)
+        pr = st.prober.probe
+        if pr is not None and pr.trigger == "confirm" and (not probes or probes[-1] is not pr):
+            probes.append(pr)
+    first = st.history[0]
+    assert first.candidate != P[2]
+    confirms = [set(pr.candidates) for pr in probes]
+    assert len(confirms) >= 2
+    assert P[2] not in confirms[0] and P[2] in confirms[1]
+    assert st.decision.candidate == P[2]  # back once timed in a quiet moment

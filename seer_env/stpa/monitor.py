@@ -12,7 +12,8 @@ the choice was made at (`Monitor.check`):
   re-probe keeps the choice), and none where steps are too short for a pool
   to pay;
 * with no drift, a confirmation re-probe starts once the run has paid for it
-  (`Monitor.confirm_wait`), leaving out the pools found hopeless.
+  (`Monitor.confirm_wait`), leaving out the pools found hopeless (once: the
+  next confirmation times them again).
 
 Between the checks, while a pool runs, the controller looks every few steps
 (`Monitor.window`: a clock read, far under 1% of the steps) at what the user
@@ -115,7 +116,10 @@ class Monitor:
         running_ns: the running choice's step (its median, or the untimed
             features step a tiny decision was made from); None when not measured.
         hopeless: pools far off the pace (or dropped after their first step),
-            left out of confirmation re-probes until the workload drifts.
+            left out of the next confirmation re-probe; its decision, which
+            did not time them, finds none hopeless, so the one after times
+            them again (a moment of company -- another process, a learner
+            warming up -- can make pools look hopeless that are not).
         mark: the runtime's (events, windows, steps) at the last check.
         steps_since_probe: steps counted by the checks since the last probe.
         check_costs: the last checks' own cost (ns): cold between steps, a
