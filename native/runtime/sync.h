@@ -36,6 +36,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "park.h"
 
@@ -79,10 +80,12 @@ static inline void seer_cpu_relax(void)
  *              wakes them only when there are any
  *
  * Progress: claim is lock-free (CAS loop), complete is wait-free; waiting for
- * the next phase is blocking: spin briefly, yield a few times, then park (a
- * futex), so that a waiter gives its core back to whoever needs it -- a
- * descheduled worker that holds the phase's last chunk, another thread pool,
- * another process -- instead of spinning on it.
+ * the next phase is blocking: spin briefly, then yield (a yield gives the
+ * core to whoever else is runnable on it -- a descheduled worker that holds
+ * the phase's last chunk, another thread pool, another process -- and keeps
+ * the waiter runnable, so it answers the next phase at once), and after
+ * SEER_PHASE_YIELD_NS park (a futex): a wait that long gives the core back
+ * for good.
  */
 
 typedef struct seer_phase_desc {
@@ -107,6 +110,18 @@ typedef struct seer_phases {
  * yield returns at once, so a wait a little longer than the spins costs no
  * wake-up; on a busy one each gives the core away for a time slice. */
 #define SEER_PHASE_YIELDS 8u
+/* ... then yields on for this long before it parks (ns): a waiter that
+ * parked at once lost the core to a spinning neighbour pool (torch's OpenMP
+ * workers) for a whole wake-up, where one that yields stays runnable; only a
+ * wait this long (a straggler descheduled for a time slice or more) parks. */
+#define SEER_PHASE_YIELD_NS 2000000u
+
+static inline uint64_t seer_phase_clock_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 enum { SEER_CLAIMED = 1, SEER_EXHAUSTED = 0 };
 
@@ -231,11 +246,13 @@ static inline int seer_phases_complete_any(seer_phases *p)
 }
 
 /* Wait until the phase sequence number differs from `seq`.  Any thread.
- * Blocking: `spin_limit` pauses, SEER_PHASE_YIELDS yields, then parked until
- * the opener of the next phase wakes it. */
+ * Blocking: `spin_limit` pauses, SEER_PHASE_YIELDS yields, more yields until
+ * SEER_PHASE_YIELD_NS have passed, then parked until the opener of the next
+ * phase wakes it. */
 static inline void seer_phases_wait_any(seer_phases *p, uint64_t seq, uint32_t spin_limit)
 {
     uint32_t spins = 0;
+    uint64_t yield_from = 0;
     /* acquire: pairs with seer_phases_open_completer's release store. */
     while ((atomic_load_explicit(&p->ticket, memory_order_acquire) >> 32) == seq) {
         if (spins < spin_limit) {
@@ -245,6 +262,14 @@ static inline void seer_phases_wait_any(seer_phases *p, uint64_t seq, uint32_t s
         }
         if (spins < spin_limit + SEER_PHASE_YIELDS) {
             spins++;
+            sched_yield();
+            continue;
+        }
+        if (spins == spin_limit + SEER_PHASE_YIELDS) {
+            spins++;
+            yield_from = seer_phase_clock_ns();
+        }
+        if (seer_phase_clock_ns() - yield_from < SEER_PHASE_YIELD_NS) {
             sched_yield();
             continue;
         }
