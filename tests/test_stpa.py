@@ -1811,6 +1811,18 @@ def _company_stpa(rt: _FakeRuntime, company: _Company, **opts: object) -> Stpa:
     return Stpa(rt, **kw)
 
 
+def _settled_on_the_pool() -> tuple[_FakeRuntime, _Company, Stpa]:
+    """A run of 110 us steps (72 us on parallel-2) with a policy's forward of
+    1 ms between them, settled on parallel-2 after 80 iterations."""
+    rt = _FakeRuntime()
+    rt.events_per_step = 1000
+    co = _Company(rt, work_ns=1_000_000)
+    st = _company_stpa(rt, co)
+    co.loop(st, 80)
+    assert st.settled and st.threads == 2
+    return rt, co, st
+
+
 def test_a_pool_that_slows_the_callers_work_loses_its_probe():
     """The pool's step alone is faster (PCS-like: 72 us against 110), but the
     caller's work between steps (a torch policy) takes 400 us beside one
@@ -1837,12 +1849,7 @@ def test_company_that_comes_after_the_decision_is_left_within_a_few_windows():
     looks between the checks see the iterations rise, a company re-probe
     times the pool against one thread and falls back, well before the next
     full check (64 steps); the reason names the company."""
-    rt = _FakeRuntime()
-    rt.events_per_step = 1000
-    co = _Company(rt, work_ns=1_000_000)  # a policy's forward: 1 ms
-    st = _company_stpa(rt, co)
-    co.loop(st, 80)
-    assert st.settled and st.threads == 2
+    rt, co, st = _settled_on_the_pool()
     decisions = len(st.history)
     rt.slow[("parallel", 2)] = 10**9  # the burner from here on
     rt.slow_factor = 3.0
@@ -1924,12 +1931,7 @@ def test_a_company_reprobe_times_the_serial_executor_the_trace_pruned():
     serial executor among them."""
     from seer_env.stpa_cost import probe_plan
 
-    rt = _FakeRuntime()
-    rt.events_per_step = 1000
-    co = _Company(rt, work_ns=1_000_000)
-    st = _company_stpa(rt, co)
-    co.loop(st, 80)
-    assert st.settled and st.threads == 2
+    rt, co, st = _settled_on_the_pool()
     st.prober.trace_summary = summary(threads=2, events_per_window=1000, barrier_ns=100.0)
     assert SERIAL not in probe_plan(st.features, st.prober.trace_summary,
                                      [SERIAL, P[1], P[2]], st.prune)
@@ -1966,12 +1968,7 @@ def test_iterations_that_slow_with_our_steps_as_they_were_start_no_company_repro
     another env of the loop probing) while this run's steps stay as they
     were: no choice of ours mends that, so no company re-probe starts; when
     the pool's steps slow as well, one does."""
-    rt = _FakeRuntime()
-    rt.events_per_step = 1000
-    co = _Company(rt, work_ns=1_000_000)
-    st = _company_stpa(rt, co)
-    co.loop(st, 80)
-    assert st.settled and st.threads == 2
+    rt, co, st = _settled_on_the_pool()
     co.work_ns = 2_000_000
     co.loop(st, 60)
     assert st.prober.probe is None and st.monitor.company_probes == 0

@@ -54,11 +54,24 @@ MaskSource = Callable[[], "np.ndarray | None"]
 
 
 class _BoundToMask:
-    """What the mask-bound spaces share: the agent's current mask (`mask_now`),
-    which `sample` without a mask of its own draws within, and pickling
-    without the binding (a copy samples like a plain space)."""
+    """What the mask-bound spaces share: the binding (a Gymnasium space's
+    one argument, then ``mask_source``), the agent's current mask
+    (`mask_now`), which `sample` without a mask of its own draws within, and
+    pickling without the binding (a copy samples like a plain space)."""
 
     _mask_source: MaskSource | None = None
+
+    def __init__(self, n_or_nvec: Any, mask_source: MaskSource | None = None,
+                 seed: int | np.random.Generator | None = None) -> None:
+        super().__init__(n_or_nvec, seed=seed)  # type: ignore[call-arg]
+        self._mask_source = mask_source
+
+    def _mask_for_sample(self, mask: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """The mask `sample` draws within: the caller's, else (nothing else
+        given) the agent's now."""
+        if mask is None and not args and kwargs.get("probability") is None:
+            return self.mask_now()
+        return mask
 
     def mask_now(self) -> np.ndarray | None:
         """The agent's mask as the env holds it now (int8, 1 = allowed), or
@@ -88,15 +101,8 @@ class DiscreteMasked(_BoundToMask, gymnasium.spaces.Discrete):
     ```
     """
 
-    def __init__(self, n: int, mask_source: MaskSource | None = None,
-                 seed: int | np.random.Generator | None = None) -> None:
-        super().__init__(n, seed=seed)
-        self._mask_source = mask_source
-
     def sample(self, mask: Any = None, *args: Any, **kwargs: Any) -> np.int64:
-        if mask is None and not args and kwargs.get("probability") is None:
-            mask = self.mask_now()
-        return super().sample(mask, *args, **kwargs)
+        return super().sample(self._mask_for_sample(mask, args, kwargs), *args, **kwargs)
 
 
 class MultiDiscreteMasked(_BoundToMask, gymnasium.spaces.MultiDiscrete):
@@ -115,14 +121,8 @@ class MultiDiscreteMasked(_BoundToMask, gymnasium.spaces.MultiDiscrete):
     ```
     """
 
-    def __init__(self, nvec: Any, mask_source: MaskSource | None = None,
-                 seed: int | np.random.Generator | None = None) -> None:
-        super().__init__(nvec, seed=seed)
-        self._mask_source = mask_source
-
     def sample(self, mask: Any = None, *args: Any, **kwargs: Any) -> np.ndarray:
-        if mask is None and not args and kwargs.get("probability") is None:
-            mask = self.mask_now()
+        mask = self._mask_for_sample(mask, args, kwargs)
         nvec = self.nvec
         if isinstance(mask, np.ndarray) and nvec.ndim == 1 and mask.shape == (int(nvec.sum()),):
             mask = tuple(np.split(mask.astype(np.int8), np.cumsum(nvec)[:-1].tolist()))

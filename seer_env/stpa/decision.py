@@ -118,8 +118,8 @@ class Decisions:
         self.history.append(dec)
         self.timings = {c.label: v for c, v in pr.timings.items()}
         # pools far off the pace (or dropped after their first step) are left out
-        # of confirmation re-probes until the workload drifts -- unless company
-        # slowed them, which may leave (the confirmations then time them again)
+        # of the next confirmation re-probe (`Monitor.hopeless`) -- unless company
+        # slowed them, which may leave (the next confirmation times them then)
         monitor.hopeless = (pr.dropped - set(pr.timings)) | eliminated(pr.timings, 3.0) \
             if not company else set(pr.unreachable)
         host._switch_after(dec.candidate)

@@ -47,7 +47,7 @@ import itertools
 import logging
 import math
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -522,11 +522,7 @@ class Prober:
             return
         # a close call: more visits of the two fastest only, forth and back
         pr.extended = True
-        for r in range(host.extra_rounds):
-            for c in (pair if r % 2 == 0 else pair[::-1]):
-                pr.queue.append(Visit(c, timed=False))
-                pr.queue.extend(Visit(c, timed=True) for _ in range(self.k))
-        pr.queue = self._without_idle_warmups(host, pr.queue)
+        self._queue_pair(host, pr, pair, host.extra_rounds)
         # ... if the run can pay for them: the two are within `tie` of each
         # other, and between executors each switch moves every pending event
         # (0.5 ms and a slow step after it on classic PCS 32x32: the extra
@@ -541,6 +537,17 @@ class Prober:
             pr.queue = []
         if not pr.queue:  # no extra rounds (extra_rounds=0, or more than the run can pay)
             host._decide(pr)
+
+    def _queue_pair(self, host: ProbeHost, pr: Probe, pair: Sequence[Candidate],
+                    rounds: int) -> None:
+        """Queue ``rounds`` rounds of visits of the two candidates of ``pair``,
+        forth and back (a warm-up step and ``k`` timed ones a visit; the
+        warm-ups no switch precedes left out)."""
+        for r in range(rounds):
+            for c in (pair if r % 2 == 0 else pair[::-1]):
+                pr.queue.append(Visit(c, timed=False))
+                pr.queue.extend(Visit(c, timed=True) for _ in range(self.k))
+        pr.queue = self._without_idle_warmups(host, pr.queue)
 
     def _time_pruned_serial(self, host: ProbeHost, pr: Probe) -> bool:
         """The trace predicted a pool far ahead of one thread, so the serial
@@ -558,12 +565,8 @@ class Prober:
         pr.extended = True
         pr.pruned.remove(SERIAL)
         pr.candidates.append(SERIAL)
-        pair = [SERIAL, one] if host._current() == one else [one, SERIAL]
-        for r in range(host.rounds):
-            for c in (pair if r % 2 == 0 else pair[::-1]):
-                pr.queue.append(Visit(c, timed=False))
-                pr.queue.extend(Visit(c, timed=True) for _ in range(self.k))
-        pr.queue = self._without_idle_warmups(host, pr.queue)
+        self._queue_pair(host, pr, [SERIAL, one] if host._current() == one else [one, SERIAL],
+                         host.rounds)
         log.info("%s: parallel-1 won though the trace predicted a pool far ahead: "
                  "timing the serial executor too", host.rt.model)
         return True
