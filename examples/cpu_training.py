@@ -4,8 +4,8 @@ need (``OMP_WAIT_POLICY=PASSIVE``, unless the caller set it).
 
 Measured on 2 cores in a CleanRL-style loop (PCS 64x64, the Performance page's
 "What to set when training on CPU"): at torch's defaults every pool of the env
-lost to the serial executor inside the loop (0.76-0.93x per iteration); with
-this, the pools win (1.13-1.20x).  libgomp reads the variable once, when torch
+lost to the serial executor inside the loop (0.89-0.92x per iteration); with
+this, the pools win (1.17-1.20x).  libgomp reads the variable once, when torch
 loads it: setting it after ``import torch`` does nothing.
 
 ```python
