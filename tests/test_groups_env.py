@@ -186,8 +186,102 @@ def test_the_batched_api_returns_arrays_per_group() -> None:
                        (np.zeros((B, 6)), "dict group -> array")]:
         with pytest.raises(InvalidActionError, match=match):
             venv.step(bad)
-    with pytest.raises(ConfigError, match="SAME_STEP is not supported"):
-        TEAMS.vector_env(2, threads=1, autoreset_mode="same_step")
+
+
+def _same_as(got: Any, want: Any, rows: Any = slice(None)) -> None:
+    """Two outputs, dicts keyed by group (nested as infos are), equal in ``rows``."""
+    if isinstance(want, dict):
+        assert set(got) == set(want)
+        for k in want:
+            _same_as(got[k], want[k], rows)
+    elif isinstance(want, tuple):
+        assert isinstance(got, tuple) and len(got) == len(want)
+        for g, w in zip(got, want, strict=True):
+            _same_as(g, w, rows)
+    else:
+        assert np.array_equal(np.asarray(got)[rows], np.asarray(want)[rows])
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_same_step_autoreset_with_groups_keeps_each_groups_final_rows(threads: int) -> None:
+    """SAME_STEP on a model with groups: the instances that finish are reset
+    in the call; the returned rows are the reset ones and the final step's
+    observations and infos come by group in ``final_obs`` / ``final_info``,
+    equal to a DISABLED twin's final step followed by a masked reset (which
+    draws the same next seeds)."""
+    from seer_env.faces.gym_vector import random_batched_actions
+
+    B = 3
+    same = TEAMS.vector_env(B, threads=threads, life=3, autoreset_mode="same_step")
+    twin = TEAMS.vector_env(B, threads=1, life=3, autoreset_mode="disabled")
+    _same_as(same.reset(seed=4), twin.reset(seed=4))
+    rng = np.random.default_rng(0)
+    finished = 0
+    for _ in range(12):
+        acts = random_batched_actions(twin, rng)
+        obs, rew, term, trunc, infos = same.step(acts)
+        t_obs, t_rew, t_term, t_trunc, t_infos = twin.step(acts)
+        _same_as((rew, term, trunc), (t_rew, t_term, t_trunc))  # the final step's
+        done = ~twin.runtime.alive.any(axis=1)
+        if not done.any():
+            assert not any(k in infos for k in ("final_obs", "final_info"))
+            _same_as((obs, infos), (t_obs, t_infos))
+            continue
+        finished += int(done.sum())
+        assert infos["_final_obs"].tolist() == done.tolist() == infos["_final_info"].tolist()
+        _same_as(infos["final_obs"], t_obs, done)
+        assert set(infos["final_obs"]) == {"hunter", "runner", "scout"}
+        assert all(not a[~done].any() for a in infos["final_obs"].values())
+        want_final = {"alive": t_infos["alive"], "active": t_infos["active"],
+                      **{g: t_infos[g] for g in ("hunter", "runner", "scout")}}
+        _same_as(infos["final_info"], want_final, done)
+        r_obs, r_infos = twin.reset(options={"reset_mask": done})
+        _same_as(obs, r_obs)
+        _same_as({k: v for k, v in infos.items() if not k.startswith(("final", "_final"))},
+                 r_infos)
+    assert finished >= B  # every instance finished at least once (life=3)
+    same.close()
+    twin.close()
+
+
+def test_same_step_with_groups_through_send_recv_and_the_group_vectorenv() -> None:
+    """send/recv gives what step gives under SAME_STEP with groups, and the
+    per-group VectorEnv hands each sub-env's final observation as Gymnasium's
+    SAME_STEP does (``final_obs`` rows of the sub-envs that finished)."""
+    from seer_env.faces.gym_vector import random_batched_actions
+
+    B = 4
+    sync = TEAMS.vector_env(B, threads=1, life=3, autoreset_mode="same_step")
+    asy = TEAMS.vector_env(B, threads=1, life=3, autoreset_mode="same_step", batch_size=B)
+    sync.reset(seed=9)
+    asy.reset(seed=9)
+    rng = np.random.default_rng(1)
+    for _ in range(8):
+        acts = random_batched_actions(sync, rng)
+        want = sync.step(acts)
+        asy.send(acts)
+        got = asy.recv()
+        assert got[4].pop("env_id").tolist() == list(range(B))
+        _same_as(got, want)
+    sync.close()
+    asy.close()
+
+    envs = TEAMS.agent_vector_env(2, group="runner", threads=1, life=3,
+                                  autoreset_mode="same_step")
+    obs, infos = envs.reset(seed=2)
+    ends = 0
+    for _ in range(7):
+        acts = np.stack([envs.single_action_space.sample(mask=infos["action_mask"][i])
+                         for i in range(envs.num_envs)])
+        obs, rew, term, trunc, infos = envs.step(acts)
+        if "final_obs" in infos:
+            fin = infos["_final_obs"]
+            assert fin.tolist() == (term | trunc).tolist()
+            assert infos["final_obs"].shape == (6, 2) and infos["final_info"]["_active"][
+                fin].all()
+            ends += int(fin.sum())
+    assert ends >= 6  # every runner's episode ended at least once
+    envs.close()
 
 
 def test_one_masked_group_keeps_the_flat_arrays() -> None:

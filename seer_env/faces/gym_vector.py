@@ -225,6 +225,12 @@ class AgentVectorEnv(gymnasium.vector.VectorEnv):
         infos = {"alive": vinfos["alive"][g], "active": vinfos["active"][g], **vinfos[g]}
         if g in vinfos.get("action_mask", {}):
             infos["action_mask"] = vinfos["action_mask"][g]
+        if "final_obs" in vinfos:  # SAME_STEP: the finished instances' final rows
+            fin = vinfos["final_info"]
+            infos["final_obs"] = vinfos["final_obs"][g]
+            infos["_final_obs"] = vinfos["_final_obs"]
+            infos["final_info"] = {"alive": fin["alive"][g], "active": fin["active"][g],
+                                   **fin[g]}
         picked = tuple(None if a is None else a[g] for a in out[:-1])
         return (*picked, infos)
 

@@ -49,6 +49,7 @@ from .common import (
 from .snapshot import EnvSnapshot
 from .vector_arrays import (
     by_group,
+    final_outputs,
     gather,
     instance_ids,
     write_flat_actions,
@@ -104,7 +105,11 @@ class SeerVectorEnv(_SeerEnvCommon):
       ``infos["final_obs"]`` ``(B, A, obs_dim)`` / ``infos["final_info"]`` (a
       dict of ``(B, A)`` arrays) hold the final step's, with the ``(B,)`` masks
       ``infos["_final_obs"]`` / ``infos["_final_info"]`` marking the instances
-      that finished (rows of the others are zeros).
+      that finished (rows of the others are zeros).  With agent groups they
+      are split by group as the step's outputs are:
+      ``infos["final_obs"][group]`` ``(B, count, obs_dim)``,
+      ``infos["final_info"]["alive"][group]`` and
+      ``infos["final_info"][group][name]``.
     * ``DISABLED``: nothing resets by itself; stepping a finished instance
       raises [`StateError`][seer_env.errors.StateError].  Reset chosen instances with
       ``reset(options={"reset_mask": mask})`` (``mask`` a ``(B,)`` bool array).
@@ -175,11 +180,6 @@ class SeerVectorEnv(_SeerEnvCommon):
                            **config}
         self._setup(model, int(num_envs), config)
         self._grouped = len(self.groups) > 1
-        if self._grouped and self.autoreset_mode is AutoresetMode.SAME_STEP:
-            self.runtime.close()
-            raise ConfigError(
-                f"{model.name}: autoreset_mode=SAME_STEP is not supported for a model with "
-                "agent groups yet; use NEXT_STEP (the default) or DISABLED")
         self.num_envs = int(num_envs)
         self.num_agents = self.sizes.num_agents
         self.copy = bool(copy)
@@ -462,17 +462,14 @@ class SeerVectorEnv(_SeerEnvCommon):
         np.copyto(term, rt.terminated)
         np.copyto(trunc, rt.truncated)
         keep = ~finished
-        final_obs = rt.obs.copy()
-        final_obs[keep] = 0.0
-        final_info = self._infos()
-        final_info = {k: np.where(keep[:, None], np.zeros_like(v), v)
-                      for k, v in final_info.items()}
+        final = [rt.obs.copy(), rt.alive.copy(), rt.active.copy(), rt.info.copy()]
+        for a in final:
+            a[keep] = 0
         rt.reset(self._take_seeds(finished), finished)
         infos = self._infos()
-        infos["final_obs"] = final_obs
-        infos["_final_obs"] = finished
-        infos["final_info"] = final_info
-        infos["_final_info"] = finished.copy()
+        final_obs, final_info = final_outputs(rt, *final)
+        infos["final_obs"], infos["_final_obs"] = final_obs, finished
+        infos["final_info"], infos["_final_info"] = final_info, finished.copy()
         return self._arr(rt.obs), self._arr(rew), self._arr(term), self._arr(trunc), infos
 
     # -- asynchronous stepping (EnvPool's send / recv) --------------------------

@@ -11,6 +11,8 @@ function of its runtime (a `Runtime`) and the arguments of the call:
 * `instance_ids` -- the ``env_ids`` of a ``send``, checked;
 * `by_group` -- a call's outputs as a structured model gives them (the
   action masks in ``infos``; with groups, everything split by group);
+* `final_outputs` -- SAME_STEP's final observations and infos, in the same
+  layout;
 * `gather` -- the rows of the instances a ``recv`` returns.
 
 ```python
@@ -157,13 +159,57 @@ def instance_ids(env_ids: Any, all_ids: np.ndarray, name: str) -> np.ndarray:
     return ids
 
 
+def _split(groups: Any, a: np.ndarray | None, dim: str | None = None) -> dict[str, Any] | None:
+    """``(B, A, ...)`` rows split by group: ``{name: (B, count, ...)}`` views
+    (``dim``: the group's width of the last axis, e.g. ``"obs_dim"``); None
+    stays None (a reset has no rewards)."""
+    if a is None:
+        return None
+    return {g.name: a[:, g.first:g.first + g.count] if dim is None else
+            a[:, g.first:g.first + g.count, :getattr(g, dim)] for g in groups}
+
+
+def _group_infos(groups: Any, alive: np.ndarray, active: np.ndarray,
+                 info: np.ndarray) -> dict[str, Any]:
+    """A model with groups: ``alive`` and ``active`` by group, and each group's
+    own info values (``infos[group][name]``, ``(B, count)``) from ``info``
+    ``(B, A, info_dim)``."""
+    grouped: dict[str, Any] = {"alive": _split(groups, alive), "active": _split(groups, active)}
+    for g in groups:
+        grouped[g.name] = {k: info[:, g.first:g.first + g.count, j]
+                           for j, k in enumerate(g.info_names)}
+    return grouped
+
+
+def final_outputs(rt: Runtime, obs: np.ndarray, alive: np.ndarray, active: np.ndarray,
+                  info: np.ndarray) -> tuple[Any, dict[str, Any]]:
+    """SAME_STEP's ``infos["final_obs"]`` and ``infos["final_info"]`` from the
+    final step's rows (``(B, A, ...)`` copies; zeros in the rows of instances
+    that did not finish): the flat arrays and infos of a one-group model, or,
+    with groups, the observations and infos split by group as `by_group`
+    splits a step's (``final_info["alive"][group]``,
+    ``final_info[group][name]``)."""
+    groups = rt.sizes.groups
+    if len(groups) > 1:
+        return _split(groups, obs, "obs_dim"), _group_infos(groups, alive, active, info)
+    final: dict[str, Any] = {"alive": alive, "active": active}
+    for j, name in enumerate(rt.info_names):
+        final[name] = info[:, :, j]
+    return obs, final
+
+
+#: the keys SAME_STEP adds to a step's infos (already in the model's layout)
+_FINAL_KEYS = ("final_obs", "_final_obs", "final_info", "_final_info")
+
+
 def by_group(out: tuple[Any, ...], rt: Runtime, copy: bool, rows: np.ndarray | None = None
              ) -> tuple[Any, ...]:
     """A structured model's outputs: the action masks in ``infos`` and, for a
     model with groups, every array split by group (dicts keyed by group
     name; each group's own observation and info elements).  ``rows``: the
     instances ``out`` holds (``recv``), else all of them (then ``copy``, the
-    env's, says whether the arrays added are copies or read-only views)."""
+    env's, says whether the arrays added are copies or read-only views).
+    SAME_STEP's final observations and infos (`final_outputs`) pass through."""
     obs, rew, term, trunc, infos = out
     sz = rt.sizes
     groups = sz.groups
@@ -173,24 +219,18 @@ def by_group(out: tuple[Any, ...], rt: Runtime, copy: bool, rows: np.ndarray | N
                 else rt.mask[rows]
         return obs, rew, term, trunc, infos
 
-    def split(a: Any, dim: str | None = None) -> dict[str, Any] | None:
-        if a is None:
-            return None
-        return {g.name: a[:, g.first:g.first + g.count] if dim is None else
-                a[:, g.first:g.first + g.count, :getattr(g, dim)] for g in groups}
-
-    grouped: dict[str, Any] = {"alive": split(infos["alive"]),
-                               "active": split(infos["active"])}
+    info = rt.info[rows] if rows is not None else rt.info.copy() if copy \
+        else _kernels.view_or_copy(rt.info, copy)
+    grouped = _group_infos(groups, infos["alive"], infos["active"], info)
     if sz.mask_dim:
         mask = _kernels.view_or_copy(rt.mask, copy) if rows is None else rt.mask[rows]
         grouped["action_mask"] = {g.name: mask[:, g.first:g.first + g.count, :g.mask_len]
                                   for g in groups if g.mask_len}
-    info = rt.info[rows] if rows is not None else rt.info.copy() if copy \
-        else _kernels.view_or_copy(rt.info, copy)
-    for g in groups:
-        grouped[g.name] = {k: info[:, g.first:g.first + g.count, j]
-                           for j, k in enumerate(g.info_names)}
-    return split(obs, "obs_dim"), split(rew), split(term), split(trunc), grouped
+    for k in _FINAL_KEYS:
+        if k in infos:
+            grouped[k] = infos[k]
+    return (_split(groups, obs, "obs_dim"), _split(groups, rew), _split(groups, term),
+            _split(groups, trunc), grouped)
 
 
 def gather(rt: Runtime, ids: np.ndarray, finals: dict[int, tuple[np.ndarray, ...]]
@@ -220,16 +260,16 @@ def gather(rt: Runtime, ids: np.ndarray, finals: dict[int, tuple[np.ndarray, ...
     if finals:
         fin = np.array([i in finals for i in ids.tolist()])
         final_obs = np.zeros_like(obs)
-        final_info = {k: np.zeros_like(v) for k, v in infos.items()}
+        final_alive = np.zeros_like(infos["alive"])
+        final_active = np.zeros_like(infos["active"])
+        final_inf = np.zeros((len(ids), *rt.info.shape[1:]), rt.info.dtype)
         for k, i in enumerate(ids.tolist()):
             if i in finals:
                 o, r, te, tr, al, ac, inf_i = finals[i]
                 rew[k], term[k], trunc[k], final_obs[k] = r, te, tr, o
-                final_info["alive"][k], final_info["active"][k] = al, ac
-                for j, name in enumerate(info_names):
-                    final_info[name][k] = inf_i[:, j]
-        infos["final_obs"] = final_obs
-        infos["_final_obs"] = fin
-        infos["final_info"] = final_info
-        infos["_final_info"] = fin.copy()
+                final_alive[k], final_active[k], final_inf[k] = al, ac, inf_i
+        final_obs, final_info = final_outputs(rt, final_obs, final_alive, final_active,
+                                              final_inf)
+        infos["final_obs"], infos["_final_obs"] = final_obs, fin
+        infos["final_info"], infos["_final_info"] = final_info, fin.copy()
     return obs, rew, term, trunc, infos
