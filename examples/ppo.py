@@ -3,9 +3,15 @@
 One policy network drives every agent of every instance: the env is the
 model's ``agent_vector_env``, a Gymnasium ``VectorEnv`` whose sub-envs are the
 agents (``num_instances x agents``).  Works for shipped envs and for your own
-model folders, discrete (categorical policy) or Box actions (Gaussian policy;
-the env clips actions to its bounds).  Samples of agents that died while their
-instance goes on (``infos["active"]`` False) are left out of the loss.
+model folders, discrete (categorical policy), multi-discrete (one categorical
+per component) or Box actions (Gaussian policy; the env clips actions to its
+bounds); with action masks the logits of forbidden choices are masked.
+Samples of agents that died while their instance goes on (``infos["active"]``
+False) are left out of the loss.
+
+A model with agent groups trains one group (``--group NAME``; the first group
+by default): its agents share the policy and the other groups act uniformly at
+random within their masks (the per-group VectorEnv's default).
 
 Run::
 
@@ -13,6 +19,7 @@ Run::
     python examples/ppo.py --env pcs_v0 --set width=6 --set height=6
     python examples/ppo.py --env examples/traffic --updates 30
     python examples/ppo.py --env path/to/mymodel --smoke      # a few updates
+    python examples/ppo.py --env hunt_v0 --group prey         # one group of a grouped model
 
 At the end it compares the trained policy (greedy) with a random policy on
 held-out seeds.  Structure (CleanRL's ``ppo.py``): arguments, environment,
@@ -37,6 +44,7 @@ import gymnasium
 import numpy as np
 import torch
 import torch.nn as nn
+from gymnasium.spaces import Discrete, MultiDiscrete
 from torch.distributions.categorical import Categorical
 from torch.distributions.normal import Normal
 
@@ -71,6 +79,8 @@ class Args:
     eval_instances: int = 4
     eval_steps: int = 128
     torch_threads: int = 2
+    group: str = ""
+    """the group to train, for a model with agent groups (default: its first)"""
     config: dict[str, Any] = field(default_factory=dict)
     """env config (--set key=value)"""
 
@@ -120,12 +130,26 @@ def _mlp(n_in: int, n_out: int, std: float) -> nn.Sequential:
 
 
 class Agent(nn.Module):
-    """Actor-critic for one agent's observation; categorical or Gaussian policy."""
+    """Actor-critic for one agent's observation: a categorical policy
+    (``Discrete``), one categorical per component over its slice of the logits
+    (``MultiDiscrete``, CleanRL's ``ppo_multidiscrete``) or a Gaussian (Box).
+    A mask row (1 = allowed; a multi-discrete action's components one after
+    another) gives the logits of forbidden choices ``-1e8``: never sampled,
+    probability 0 in the log-probabilities and entropies."""
 
     def __init__(self, obs_dim: int, action_space: gymnasium.Space) -> None:
         super().__init__()
-        self.discrete = isinstance(action_space, gymnasium.spaces.Discrete)
-        n_out = int(action_space.n) if self.discrete else int(np.prod(action_space.shape))
+        #: integer actions (the rollout stores them as long)
+        self.discrete = isinstance(action_space, (Discrete, MultiDiscrete))
+        if isinstance(action_space, Discrete):
+            self.nvec: list[int] | None = None
+            n_out = int(action_space.n)
+        elif isinstance(action_space, MultiDiscrete):
+            self.nvec = [int(k) for k in np.asarray(action_space.nvec).reshape(-1)]
+            n_out = sum(self.nvec)
+        else:
+            self.nvec = None
+            n_out = int(np.prod(action_space.shape))
         self.critic = _mlp(obs_dim, 1, 1.0)
         self.actor = _mlp(obs_dim, n_out, 0.01)
         if not self.discrete:
@@ -134,19 +158,29 @@ class Agent(nn.Module):
     def get_value(self, x: torch.Tensor) -> torch.Tensor:
         return self.critic(x)
 
-    def dist(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> Any:
+    def _logits(self, x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
         out = self.actor(x)
-        if self.discrete:
-            if mask is not None:  # forbidden choices (mask False) get no probability
-                out = torch.where(mask, out, torch.full_like(out, -1e8))
-            return Categorical(logits=out)
-        return Normal(out, self.logstd.expand_as(out).exp())
+        if mask is not None:  # forbidden choices (mask False) get no probability
+            out = out.masked_fill(~mask, -1e8)
+        return out
 
     def get_action_and_value(
         self, x: torch.Tensor, action: torch.Tensor | None = None,
         mask: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        d = self.dist(x, mask)
+        if self.nvec is not None:  # one categorical per component
+            parts = torch.split(self._logits(x, mask), self.nvec, dim=1)
+            dists = [Categorical(logits=lg) for lg in parts]
+            if action is None:
+                action = torch.stack([d.sample() for d in dists], dim=1)
+            logprob = torch.stack([d.log_prob(action[:, i]) for i, d in enumerate(dists)])
+            entropy = torch.stack([d.entropy() for d in dists])
+            return action, logprob.sum(0), entropy.sum(0), self.critic(x)
+        if self.discrete:
+            d: Any = Categorical(logits=self._logits(x, mask))
+        else:
+            out = self.actor(x)
+            d = Normal(out, self.logstd.expand_as(out).exp())
         if action is None:
             action = d.sample()
         logprob, entropy = d.log_prob(action), d.entropy()
@@ -156,10 +190,37 @@ class Agent(nn.Module):
 
     def greedy(self, obs: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
         with torch.no_grad():
-            out = self.actor(torch.as_tensor(obs))
-            if self.discrete and mask is not None:
-                out = torch.where(torch.as_tensor(mask != 0), out, torch.full_like(out, -1e8))
-        return out.argmax(dim=1).numpy() if self.discrete else out.numpy()
+            x = torch.as_tensor(obs)
+            if not self.discrete:
+                return self.actor(x).numpy()
+            out = self._logits(x, None if mask is None else torch.as_tensor(mask != 0))
+            if self.nvec is not None:
+                parts = torch.split(out, self.nvec, dim=1)
+                return torch.stack([lg.argmax(dim=1) for lg in parts], dim=1).numpy()
+        return out.argmax(dim=1).numpy()
+
+
+def random_policy(space: gymnasium.Space, rng: np.random.Generator
+                  ) -> Callable[..., np.ndarray]:
+    """``policy(obs, mask=None)``: uniformly random actions of ``space``, each
+    (component) among the choices its mask row allows."""
+    nvec = [int(space.n)] if isinstance(space, Discrete) else \
+        [int(k) for k in np.asarray(space.nvec).reshape(-1)] \
+        if isinstance(space, MultiDiscrete) else None
+
+    def policy(o: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
+        if nvec is None:  # Box
+            return rng.uniform(space.low, space.high,
+                               size=(len(o), *space.shape)).astype(np.float32)
+        if mask is None:
+            mask = np.ones((len(o), sum(nvec)), np.int8)
+        out, off = np.zeros((len(o), len(nvec)), np.int64), 0
+        for j, k in enumerate(nvec):  # argmax of noise on the allowed choices
+            allowed = mask[:, off:off + k] != 0
+            out[:, j] = np.where(allowed, rng.random(allowed.shape), -1.0).argmax(axis=1)
+            off += k
+        return out[:, 0] if isinstance(space, Discrete) else out
+    return policy
 
 
 # --- evaluation ----------------------------------------------------------------------------
@@ -318,34 +379,44 @@ def train(envs: Any, args: Args, log: Callable[[str], None] = print, agent: Any 
     return agent, curve
 
 
+def groups_of(model: Any, config: dict[str, Any]) -> list[str]:
+    """The model's agent group names under ``config`` (one for a model without groups)."""
+    probe = model.vector_env(1, threads=1, **config)
+    try:
+        return [g.name for g in probe.groups]
+    finally:
+        probe.close()
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parse_args(argv)
     model = seer_env.registry.get(args.env)
+    groups = groups_of(model, args.config)
+    group: dict[str, Any] = {}
+    if len(groups) > 1 or args.group:
+        name = args.group or groups[0]
+        if name not in groups:
+            raise SystemExit(f"--group {name!r}: {model.name}'s groups are {groups}")
+        if len(groups) > 1:
+            group = {"group": name}
+            print(f"{model.name} has agent groups {groups}: training {name!r} (--group to "
+                  "choose); the others act uniformly at random within their masks", flush=True)
 
     def make_envs(instances: int, **kw: Any) -> Any:
-        return model.agent_vector_env(instances, **{"threads": 1, **args.config, **kw})
+        return model.agent_vector_env(instances, **{"threads": 1, **group, **args.config, **kw})
 
     envs = make_envs(args.num_instances, autoreset_mode="same_step")
     print(f"{model.name}: {envs.num_envs} sub-envs, obs {envs.single_observation_space.shape}, "
           f"action {envs.single_action_space}", flush=True)
     t0 = time.time()
-    rng = np.random.default_rng(args.seed)
-    space = envs.single_action_space
-
-    def random_policy(o: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
-        if isinstance(space, gymnasium.spaces.Discrete):
-            if mask is not None:  # uniform over the allowed choices
-                return np.array([rng.choice(np.flatnonzero(m)) for m in mask])
-            return rng.integers(0, int(space.n), size=len(o))
-        return rng.uniform(space.low, space.high, size=(len(o), *space.shape)).astype(np.float32)
-
+    rand_policy = random_policy(envs.single_action_space, np.random.default_rng(args.seed))
     # a model with action masks: the policy's logits are masked (a forbidden
     # action would be refused)
     _, first = envs.reset(seed=args.seed)
     masked = "action_mask" in first
     agent, curve = train(envs, args, log=lambda s: print(s, flush=True), masked=masked)
     envs.close()
-    rand = evaluate(random_policy, make_envs, args.eval_instances, args.eval_steps)
+    rand = evaluate(rand_policy, make_envs, args.eval_instances, args.eval_steps)
     trained = evaluate(agent.greedy, make_envs, args.eval_instances, args.eval_steps)
     print(f"held-out mean reward per agent-step: random policy {rand:.5f}, "
           f"PPO policy (greedy) {trained:.5f}; wall time {time.time() - t0:.0f}s")

@@ -31,9 +31,9 @@ CI smoke mode (a few updates, tiny sizes)::
 
 The training loop is ``examples/ppo.py``'s (``ppo.train(..., agent=, masked=True)``
 keeps each sample's mask row and hands it to the agent); this script adds the
-masked two-head agent, the hunt setting and the evaluation.  Hunt has agent
-groups, so it runs with autoreset ``NEXT_STEP`` (the env's only mode for groups
-besides ``DISABLED``): the step after an episode ends resets the instance and
+masked two-head agent, the hunt setting and the evaluation.  It runs with
+autoreset ``NEXT_STEP`` (``examples/ppo.py --env hunt_v0`` runs the same group
+with ``SAME_STEP``): the step after an episode ends resets the instance and
 ignores the actions, so :class:`Decisions` marks the samples of that step (and of
 idle predators) inactive, and the loop drops them.
 """

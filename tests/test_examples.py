@@ -50,27 +50,43 @@ def test_ppo_pcs_smoke(tmp_path: Path) -> None:
 
 
 
-@pytest.mark.parametrize("env,sets", [
-    ("aircraft_v0", ["num_uavs=4", "max_cycles=30"]),  # Box actions, agents that die
-    ("dying", ["num_agents=6"]),                        # a model folder by path
-    ("template", []),  # seer-env new's model: action masks (the logits are masked)
+@pytest.mark.parametrize("env,sets,more", [
+    ("aircraft_v0", ["num_uavs=4", "max_cycles=30"], []),  # Box actions, agents that die
+    ("dying", ["num_agents=6"], []),                        # a model folder by path
+    ("template", [], []),  # seer-env new's model: action masks (the logits are masked)
+    # agent groups: the first group by default (hunt's predators: masked
+    # multi-discrete actions), or one chosen (a masked multi-discrete group)
+    ("hunt_v0", ["max_cycles=20"], []),
+    ("teams", ["life=3"], ["--group", "runner"]),
+    ("template_groups", [], ["--group", "worker"]),  # seer-env new --groups, as written
 ])
-def test_generic_ppo_smoke(env: str, sets: list[str], tmp_path: Path) -> None:
+def test_generic_ppo_smoke(env: str, sets: list[str], more: list[str], tmp_path: Path) -> None:
     pytest.importorskip("torch")
-    if env == "dying":
-        env = str(ROOT / "tests" / "models" / "dying")
-    if env == "template":
+    if env in ("dying", "teams"):
+        env = str(ROOT / "tests" / "models" / env)
+    if env.startswith("template"):
         from seer_env import sdk
 
-        env = str(sdk.new("tplmodel", tmp_path))
+        env = str(sdk.new("tplmodel", tmp_path, groups=env == "template_groups"))
     cmd = [sys.executable, str(ROOT / "examples" / "ppo.py"), "--env", env, "--smoke",
-           "--torch-threads", "1"]
+           "--torch-threads", "1", *more]
     for s in sets:
         cmd += ["--set", s]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=True).stdout
     assert "update   3" in out
+    if more or env == "hunt_v0":
+        group = more[1] if more else "predator"
+        assert f"training {group!r}" in out
     m = re.search(r"random policy (-?[\d.]+), PPO policy \(greedy\) (-?[\d.]+)", out)
     assert m and all(np.isfinite(float(x)) for x in m.groups())
+
+
+def test_generic_ppo_names_the_groups_when_the_group_is_unknown() -> None:
+    out = subprocess.run([sys.executable, str(ROOT / "examples" / "ppo.py"), "--env",
+                          "hunt_v0", "--group", "wolves", "--smoke"],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode != 0
+    assert "--group 'wolves': hunt_v0's groups are ['predator', 'prey']" in out.stderr
 
 
 @pytest.mark.parametrize("mode", ["--masks", "--no-masks"])
