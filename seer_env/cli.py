@@ -41,7 +41,7 @@ _FALSE = {"false", "no", "off", "0"}
 
 
 #: Yes/no keys every env takes besides its model's parameters (`COMMON_KEYS`).
-_BOOL_KEYS = ("enforce_masks",)
+_BOOL_KEYS = ("enforce_masks", "flatten_actions")
 
 
 def _parse_sets(items: list[str], env: str | None = None) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from ..errors import (
 )
 from ..stpa import attach as attach_stpa
 from ..stpa import describe as describe_stpa
+from .flat_actions import Flat, flat_groups
 from .snapshot import SNAPSHOT_VERSION, EnvSnapshot, check_intact
 from .spaces import _group_action_space
 
@@ -65,7 +66,7 @@ _CUT_SHORT_RESTORE = _CUT_SHORT.format("restore")
 
 #: Keys every env accepts besides its model's parameters.
 COMMON_KEYS = ("threads", "executor", "render_mode", "info_keys", "max_cycles",
-               "max_step_events", "memory_limit", "enforce_masks")
+               "max_step_events", "memory_limit", "enforce_masks", "flatten_actions")
 
 _MAX_SEED = 2**64 - 1
 
@@ -140,6 +141,12 @@ class _SeerEnvCommon:
             )
         if self.render_mode is not None and model.render is None:
             raise ConfigError(f"{model.name} cannot render")
+        flatten = config.get("flatten_actions", False)
+        if not isinstance(flatten, (bool, np.bool_)):
+            raise ConfigError(f"flatten_actions={flatten!r} must be True or False")
+        #: multi-discrete groups handed out as one Discrete of their joint actions
+        #: (`seer_env.faces.flat_actions`)
+        self.flatten_actions = bool(flatten)
         self.runtime = Runtime(native, params, num_instances, self.executor, threads,
                                config.get("max_cycles", native.max_cycles),
                                max_step_events=config.get("max_step_events", 0),
@@ -178,12 +185,17 @@ class _SeerEnvCommon:
         #: are its group's (the one-group, unmasked models keep the fast paths)
         self._structured = sz.num_groups > 1 or sz.mask_dim > 0 or any(
             g.action_kind == "multi_discrete" for g in sz.groups)
-        #: the agent groups (one, "agents", for a model without groups)
+        #: the agent groups (one, "agents", for a model without groups), as the
+        #: face hands them out: with ``flatten_actions``, a multi-discrete group is
+        #: a discrete one of its joint actions (``_flat`` translates)
         self.groups = sz.groups
+        self._flat: dict[int, Flat] = {}
+        if self.flatten_actions:
+            self.groups, self._flat = flat_groups(sz.groups, self.seer_model.name)
         self._group_of = np.repeat(np.arange(len(sz.groups)), [g.count for g in sz.groups])
         self._group_obs_spaces = [self._group_obs_space(native, i, g)
-                                  for i, g in enumerate(sz.groups)]
-        self._group_act_spaces = [_group_action_space(g) for g in sz.groups]
+                                  for i, g in enumerate(self.groups)]
+        self._group_act_spaces = [_group_action_space(g) for g in self.groups]
         if self._structured:
             self._obs_space = self._group_obs_spaces[0]
             self._act_space = self._group_act_spaces[0]
@@ -198,6 +210,14 @@ class _SeerEnvCommon:
             "observation": box,
             "action_mask": gymnasium.spaces.Box(0, 1, shape=(g.mask_len,), dtype=np.int8),
         })
+
+    def _mask_rows(self, gi: int, raw: np.ndarray) -> np.ndarray:
+        """Group ``gi``'s action-mask rows as the face hands them out, from the
+        runtime's rows ``raw`` (``(..., mask_dim)``): its first ``mask_len``
+        bytes (a view), or the joint mask of a flattened group (a new bool
+        array)."""
+        f = self._flat.get(gi)
+        return raw[..., :self.groups[gi].mask_len] if f is None else f.joint_mask(raw)
 
     def _zeros(self, what: str, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
         """Zeros for one of the face's own per-env buffers.  Out of memory

@@ -528,8 +528,8 @@ def random_batched_actions(venv: SeerVectorEnv, rng: np.random.Generator) -> Any
     array for a model with one group, a dict group -> array otherwise."""
     rt = venv.runtime
     acts = {g.name: random_actions(
-        g, rt.mask[:, g.first:g.first + g.count, :g.mask_len] if g.mask_len else None,
-        venv.num_envs, rng) for g in venv.groups}
+        g, venv._mask_rows(gi, rt.mask[:, g.first:g.first + g.count]) if g.mask_len else None,
+        venv.num_envs, rng) for gi, g in enumerate(venv.groups)}
     return acts if venv.grouped else acts[venv.groups[0].name]
 
 

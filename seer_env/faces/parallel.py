@@ -188,18 +188,18 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
     def _agent_action_space(self, i: int) -> gymnasium.Space:
         """Agent ``i``'s action space: its group's, or, in a masked group of
         discrete or multi-discrete actions, one of its own bound to its mask."""
-        g = self.groups[self._group_of[i]]
+        gi = int(self._group_of[i])
+        g = self.groups[gi]
         if not g.mask_len or g.action_kind not in ("discrete", "multi_discrete"):
-            return self._group_act_spaces[self._group_of[i]]
+            return self._group_act_spaces[gi]
         ref = weakref.ref(self)
-        width = g.mask_len
 
         def mask_now() -> np.ndarray | None:
             env = ref()
             if env is None or env._needs_reset or env.runtime.closed \
                     or not env.runtime.alive[0, i]:
                 return None
-            return env.runtime.mask[0][i, :width].astype(np.int8)
+            return env._mask_rows(gi, env.runtime.mask[0][i]).astype(np.int8)
 
         return bound_action_space(g, mask_now)
 
@@ -361,7 +361,8 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
             return
         parts = [int(v)] if g.action_kind == "discrete" else [int(x) for x in v]
         sizes = [g.action_n] if g.action_kind == "discrete" else list(g.nvec)
-        mask = self.runtime.mask[0, i] if g.mask_len and self.runtime.enforce_masks else None
+        mask = self._mask_rows(int(self._group_of[i]), self.runtime.mask[0, i]) \
+            if g.mask_len and self.runtime.enforce_masks else None
         off = 0
         for j, (x, n) in enumerate(zip(parts, sizes, strict=True)):
             what = "" if g.action_kind == "discrete" else f" component {j}"
@@ -427,9 +428,11 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
             )
         if self._structured:  # each into its group's view of the buffer
             views = self.runtime.group_actions
-            for a, row in zip(self._live_idx.tolist(), rows, strict=True):
-                g = self.groups[self._group_of[a]]
-                views[self._group_of[a]][0, a - g.first] = row
+            for agent, a, row in zip(names, self._live_idx.tolist(), rows, strict=True):
+                gi = self._group_of[a]
+                f = self._flat.get(gi)
+                views[gi][0, a - self.groups[gi].first] = row if f is None else \
+                    f.checked_components(row, f"{model}: action for {agent!r} is")
         elif rows:
             self.runtime.actions[0][self._live_idx] = np.asarray(rows)
 
@@ -534,7 +537,7 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
             o = ob[a, :g.obs_dim].copy()
             infos[name] = {k: float(info[a, j]) for j, k in enumerate(g.info_names) if k in keys}
             if g.mask_len:
-                m = mk[a, :g.mask_len].astype(np.int8)
+                m = self._mask_rows(self._group_of[a], mk[a]).astype(np.int8)
                 obs[name] = {"observation": o, "action_mask": m}
                 if in_infos:  # a copy of its own: a reader may change one
                     infos[name]["action_mask"] = m.copy()

@@ -361,7 +361,8 @@ class SeerVectorEnv(_SeerEnvCommon):
         # instances' Python state may be behind): only a full reset clears it
         self._interrupted = cut
         if self._structured:
-            obs, _, _, _, infos = by_group((obs, None, None, None, infos), self.runtime, self.copy)
+            obs, _, _, _, infos = by_group((obs, None, None, None, infos), self.runtime, self.copy,
+                                           flat=self._flat)
         return obs, infos
 
     def _take_seeds(self, mask: np.ndarray) -> list[int]:
@@ -388,7 +389,7 @@ class SeerVectorEnv(_SeerEnvCommon):
         """``actions`` into the runtime's action buffer, checked (``rows``: the
         instances they are for, `send`'s; else all)."""
         if self._structured:
-            write_group_actions(self.runtime, self.seer_model.name, actions, rows)
+            write_group_actions(self.runtime, self.seer_model.name, actions, rows, self._flat)
         # the common case, an array of the right shape and kind: one pass in C
         elif rows is not None or not _kernels.copy_actions(actions, self._act_buf):
             write_flat_actions(self.runtime, actions, rows)
@@ -431,7 +432,7 @@ class SeerVectorEnv(_SeerEnvCommon):
             raise
         self._interrupted = ""
         if self._structured:
-            return by_group(out, rt, self.copy)
+            return by_group(out, rt, self.copy, flat=self._flat)
         return out
 
     def _step_and_autoreset(
@@ -654,7 +655,7 @@ class SeerVectorEnv(_SeerEnvCommon):
         group for a structured model, with ``infos["env_id"]``."""
         out: tuple[Any, ...] = gather(self.runtime, ids, finals)
         if self._structured:
-            out = by_group(out, self.runtime, self.copy, ids)
+            out = by_group(out, self.runtime, self.copy, ids, self._flat)
         out[-1]["env_id"] = ids
         return out
 
@@ -785,7 +786,8 @@ class SeerVectorEnv(_SeerEnvCommon):
         self._interrupted = cut
         (obs, _, _, _, infos), _ = _kernels.vec_outputs(self._bufs, self.copy, None)
         if self._structured:
-            obs, _, _, _, infos = by_group((obs, None, None, None, infos), self.runtime, self.copy)
+            obs, _, _, _, infos = by_group((obs, None, None, None, infos), self.runtime, self.copy,
+                                           flat=self._flat)
         return obs, infos
 
     def close(self) -> None:

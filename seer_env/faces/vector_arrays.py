@@ -37,6 +37,7 @@ import numpy as np
 
 from .._bind import kernels as _kernels
 from ..errors import InvalidActionError
+from .flat_actions import Flat
 from .spaces import _to_float32
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -46,14 +47,18 @@ __all__ = ["by_group", "gather", "instance_ids", "write_flat_actions", "write_gr
 
 
 def write_group_actions(rt: Runtime, name: str, actions: Any,
-                        rows: np.ndarray | None = None) -> None:
+                        rows: np.ndarray | None = None,
+                        flat: Mapping[int, Flat] | None = None) -> None:
     """Actions of a structured model (``name``: the model's, for the messages):
     one array per group (a dict keyed by group name; a model with one group also
     takes the array itself), ``(B, count)`` ints (discrete), ``(B, count,
     components)`` ints (multi-discrete) or ``(B, count, dim)`` floats (box).
     Every array is checked before any is written.  ``rows``: the instances the
-    actions are for (``send``; ``B`` is their number), else all."""
+    actions are for (``send``; ``B`` is their number), else all.  ``flat``:
+    the groups flattened (``flatten_actions``), whose arrays are ``(B, count)``
+    joint actions, checked and written as their components."""
     groups = rt.sizes.groups
+    flat = flat or {}
     names = [g.name for g in groups]
     if not len(groups) > 1 and not isinstance(actions, Mapping):
         actions = {names[0]: actions}
@@ -70,13 +75,23 @@ def write_group_actions(rt: Runtime, name: str, actions: Any,
             f"{name}: actions must have one array per group {names}, got "
             f"keys {keys}")
     staged = []
-    for g in groups:
+    for gi, g in enumerate(groups):
         try:
             arr = np.asarray(actions[g.name])
         except Exception as exc:
             raise InvalidActionError(
                 f"actions of group {g.name!r} cannot be read as an array: {exc!r}") from exc
         B = rt.num_instances if rows is None else len(rows)
+        f = flat.get(gi)
+        if f is not None:  # joint actions: (B, count) ints in [0, prod(nvec))
+            if arr.dtype.kind not in "iu":
+                raise InvalidActionError(
+                    f"actions of group {g.name!r} must be integers, got dtype {arr.dtype}")
+            if arr.shape != (B, g.count):
+                raise InvalidActionError(f"actions of group {g.name!r} must have shape "
+                                         f"{(B, g.count)}, got {arr.shape}")
+            staged.append(f.checked_components(arr, f"{name}: actions of group {g.name!r}:"))
+            continue
         want = (B, g.count) if g.action_kind == "discrete" else (B, g.count, g.action_dim)
         if g.action_kind == "box":
             if arr.dtype.kind not in "fiu":
@@ -202,21 +217,25 @@ def final_outputs(rt: Runtime, obs: np.ndarray, alive: np.ndarray, active: np.nd
 _FINAL_KEYS = ("final_obs", "_final_obs", "final_info", "_final_info")
 
 
-def by_group(out: tuple[Any, ...], rt: Runtime, copy: bool, rows: np.ndarray | None = None
-             ) -> tuple[Any, ...]:
+def by_group(out: tuple[Any, ...], rt: Runtime, copy: bool, rows: np.ndarray | None = None,
+             flat: Mapping[int, Flat] | None = None) -> tuple[Any, ...]:
     """A structured model's outputs: the action masks in ``infos`` and, for a
     model with groups, every array split by group (dicts keyed by group
     name; each group's own observation and info elements).  ``rows``: the
     instances ``out`` holds (``recv``), else all of them (then ``copy``, the
     env's, says whether the arrays added are copies or read-only views).
-    SAME_STEP's final observations and infos (`final_outputs`) pass through."""
+    SAME_STEP's final observations and infos (`final_outputs`) pass through.
+    ``flat``: the groups flattened (``flatten_actions``), whose masks are their
+    joint masks (new arrays)."""
     obs, rew, term, trunc, infos = out
     sz = rt.sizes
     groups = sz.groups
+    flat = flat or {}
     if not len(groups) > 1:
         if sz.mask_dim:
-            infos["action_mask"] = _kernels.view_or_copy(rt.mask, copy) if rows is None \
-                else rt.mask[rows]
+            raw = rt.mask if rows is None else rt.mask[rows]
+            infos["action_mask"] = flat[0].joint_mask(raw) if flat else \
+                _kernels.view_or_copy(raw, copy) if rows is None else raw
         return obs, rew, term, trunc, infos
 
     info = rt.info[rows] if rows is not None else rt.info.copy() if copy \
@@ -224,8 +243,10 @@ def by_group(out: tuple[Any, ...], rt: Runtime, copy: bool, rows: np.ndarray | N
     grouped = _group_infos(groups, infos["alive"], infos["active"], info)
     if sz.mask_dim:
         mask = _kernels.view_or_copy(rt.mask, copy) if rows is None else rt.mask[rows]
-        grouped["action_mask"] = {g.name: mask[:, g.first:g.first + g.count, :g.mask_len]
-                                  for g in groups if g.mask_len}
+        grouped["action_mask"] = {
+            g.name: mask[:, g.first:g.first + g.count, :g.mask_len] if gi not in flat else
+            flat[gi].joint_mask(mask[:, g.first:g.first + g.count]) for gi, g in enumerate(groups)
+            if g.mask_len}
     for k in _FINAL_KEYS:
         if k in infos:
             grouped[k] = infos[k]
