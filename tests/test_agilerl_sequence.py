@@ -268,8 +268,9 @@ def test_mask_in_infos_must_be_a_bool_and_is_the_dict_faces_own() -> None:
     from seer_env import errors
     from seer_env.envs import hunt_v0
 
-    for bad in ("yes", 1, None):
-        with pytest.raises(errors.ConfigError, match="mask_in_infos=.* must be True or False"):
+    for bad in ("yes", "Only", 1, None):
+        with pytest.raises(errors.ConfigError,
+                           match="mask_in_infos=.* must be True, False or 'only'"):
             hunt_v0.parallel_env(mask_in_infos=bad)
     # the batched faces have their masks in infos["action_mask"] already
     with pytest.raises(errors.ConfigError, match="unknown config key.*mask_in_infos"):
@@ -281,3 +282,64 @@ def test_mask_in_infos_must_be_a_bool_and_is_the_dict_faces_own() -> None:
     if isinstance(obs, dict):
         assert np.array_equal(aec.infos[a]["action_mask"], obs["action_mask"])
     aec.close()
+
+
+def test_mask_in_infos_only_gives_agilerl_observations_without_masks() -> None:
+    """``mask_in_infos="only"``: the observation (and its space) is the Box and
+    the mask is in the infos alone -- AgileRL's ``IPPO.get_action`` asserts
+    that no observation holds an ``"action_mask"`` (``key_in_nested_dict``);
+    PettingZoo's API test passes, and a policy drawing from the infos' masks
+    plays whole episodes with masks enforced."""
+    from pettingzoo.test import parallel_api_test
+
+    from seer_env.envs import hunt_v0
+
+    env = hunt_v0.parallel_env(mask_in_infos="only", max_cycles=30, threads=1)
+    ref = hunt_v0.parallel_env(max_cycles=30, threads=1)
+    assert env.observation_space("predator_0") == ref.observation_space("predator_0")[
+        "observation"]
+    assert env.observation_space("prey_0") == ref.observation_space("prey_0")["observation"]
+    rng = np.random.default_rng(2)
+    for episode in range(2):
+        obs, infos = env.reset(seed=episode)
+        robs, rinfos = ref.reset(seed=episode)
+        while env.agents:
+            for a in env.agents:
+                assert isinstance(obs[a], np.ndarray)  # no dict, no "action_mask" key
+                assert np.array_equal(obs[a], robs[a]["observation"])
+                assert np.array_equal(infos[a]["action_mask"], robs[a]["action_mask"])
+            acts = {a: _legal(env.action_space(a), infos[a]["action_mask"], rng)
+                    for a in env.agents}
+            obs, rew, term, trunc, infos = env.step(acts)
+            robs, rrew, _, _, rinfos = ref.step(acts)
+            assert rew == rrew
+    env.close()
+    ref.close()
+    parallel_api_test(hunt_v0.parallel_env(mask_in_infos="only", max_cycles=30, threads=1),
+                      num_cycles=40)
+
+
+def test_the_agilerl_example_stacks_masks_as_agilerl_with_finished_agents_free() -> None:
+    """``examples/agilerl_hunt.py``'s `stack_masks` (its workaround for AgileRL
+    2.58's ``extract_action_masks``): masks stacked per group as AgileRL
+    stacks them, ``(agents, num_envs, n)``; an agent finished in a sub-env
+    (its vector env's all-zero row) or in every sub-env (no mask) allows every
+    action; the Gymnasium ``_<agent>`` flags are skipped."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "examples" / "agilerl_hunt.py"
+    spec = importlib.util.spec_from_file_location("agilerl_hunt", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    live = np.array([[1, 0, 1], [0, 1, 1]], np.int8)
+    infos = {"prey_0": {"action_mask": live}, "_prey_0": np.array([True, True]),
+             "prey_1": {"action_mask": np.array([[1, 1, 0], [0, 0, 0]], np.int8)},
+             "prey_2": {}, "scout_0": {"steps": np.zeros(2)}}
+    out = mod.stack_masks(infos, ["prey", "scout"], lambda a: a.split("_")[0])
+    assert out["scout"] is None
+    assert out["prey"].shape == (3, 2, 3) and out["prey"].dtype == np.float32
+    assert out["prey"][0].tolist() == live.tolist()
+    assert out["prey"][1].tolist() == [[1, 1, 0], [1, 1, 1]]
+    assert out["prey"][2].tolist() == [[1, 1, 1], [1, 1, 1]]

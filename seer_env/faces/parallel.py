@@ -90,7 +90,9 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
     A masked agent's observation is PettingZoo's dict, ``{"observation": ...,
     "action_mask": ...}`` (int8, 1 = allowed).  With ``mask_in_infos=True``
     the mask is in its infos too, ``infos[agent]["action_mask"]`` (a copy of
-    its own), where AgileRL and other libraries read it:
+    its own), where some libraries read it; with ``mask_in_infos="only"`` it is
+    in the infos alone and the observation (and its space) is the Box, as
+    AgileRL requires (its ``get_action`` refuses observations holding a mask):
 
     ```python
     env = hunt_v0.parallel_env(mask_in_infos=True)
@@ -107,12 +109,18 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
     def __init__(self, model: Model, **config: Any) -> None:
         self._init_config = dict(config)
         in_infos = config.pop("mask_in_infos", False)
-        if not isinstance(in_infos, (bool, np.bool_)):
-            raise ConfigError(f"mask_in_infos={in_infos!r} must be True or False")
-        #: each masked agent's mask also in its infos (``infos[agent]["action_mask"]``)
-        self.mask_in_infos = bool(in_infos)
+        if not (isinstance(in_infos, (bool, np.bool_)) or isinstance(in_infos, str)
+                and in_infos == "only"):
+            raise ConfigError(f"mask_in_infos={in_infos!r} must be True, False or 'only'")
+        #: each masked agent's mask also in its infos (``infos[agent]["action_mask"]``):
+        #: False, True, or "only" (in its infos and not in its observation)
+        self.mask_in_infos: bool | str = in_infos if isinstance(in_infos, str) else \
+            bool(in_infos)
         self._setup(model, 1, config)
         self.agents: list[str] = []
+        if self.mask_in_infos == "only":  # the observation is the Box alone
+            self._group_obs_spaces = [sp["observation"] if isinstance(sp, gymnasium.spaces.Dict)
+                                      else sp for sp in self._group_obs_spaces]
         if self._structured:
             self.observation_spaces = {a: self._group_obs_spaces[self._group_of[i]]
                                        for i, a in enumerate(self.possible_agents)}
@@ -532,15 +540,20 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
         rows = live_idx.tolist()
         ob, mk, info = rt.obs[0], rt.mask[0], rt.info[0]
         in_infos = self.mask_in_infos
+        only = in_infos == "only"
         for name, a in zip(names, rows, strict=True):
             g = self.groups[self._group_of[a]]
             o = ob[a, :g.obs_dim].copy()
             infos[name] = {k: float(info[a, j]) for j, k in enumerate(g.info_names) if k in keys}
             if g.mask_len:
                 m = self._mask_rows(self._group_of[a], mk[a]).astype(np.int8)
-                obs[name] = {"observation": o, "action_mask": m}
-                if in_infos:  # a copy of its own: a reader may change one
-                    infos[name]["action_mask"] = m.copy()
+                if only:
+                    obs[name] = o
+                    infos[name]["action_mask"] = m
+                else:
+                    obs[name] = {"observation": o, "action_mask": m}
+                    if in_infos:  # a copy of its own: a reader may change one
+                        infos[name]["action_mask"] = m.copy()
             else:
                 obs[name] = o
         term, trunc = rt.terminated[0][live_idx], rt.truncated[0][live_idx]
