@@ -2,7 +2,8 @@
 # Install seer_env with its test dependencies into ./.venv and run everything:
 # ruff, import-linter (the Python layers), mypy (the package's type
 # annotations), the documentation site (strict),
-# the pytest suite, the runtime's C stress tests plain and under
+# the pytest suite, BenchMARL's task and the TorchRL face at TorchRL 0.11 in a
+# venv of their own (tests/in_benchmarl_venv/run.sh), the runtime's C stress tests plain and under
 # ThreadSanitizer and AddressSanitizer+UBSan (and seer_env._fast under ASan),
 # and the package as a user gets
 # it (sdist and wheel built, the wheel installed in a fresh venv, a model
@@ -29,6 +30,8 @@ echo "== docs (mkdocs build --strict)"
 NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict -d "$(mktemp -d)"
 echo "== pytest"
 .venv/bin/python -m pytest -q "$@"
+echo "== BenchMARL's task and TorchRL 0.11 (a venv of their own: BenchMARL pins TorchRL < 0.12)"
+bash tests/in_benchmarl_venv/run.sh
 echo "== C stress tests (plain, TSan, ASan+UBSan) and seer_env._fast under ASan+UBSan"
 bash tests/native/run_sanitizers.sh
 echo "== the wheel, installed in a fresh venv"

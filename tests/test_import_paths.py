@@ -95,6 +95,7 @@ def test_the_bindings_old_paths_reach_the_whole_module() -> None:
 ADAPTERS = {
     "seer_env.torchrl": ("seer_env.adapters.torchrl", "torchrl", "SeerTorchEnv"),
     "seer_env.rllib": ("seer_env.adapters.rllib", "ray", "SeerMultiAgentEnv"),
+    "seer_env.benchmarl": ("seer_env.adapters.benchmarl", "benchmarl", "SeerTask"),
 }
 
 
@@ -132,12 +133,13 @@ def test_the_adapters_package_and_short_paths_import_without_torch_or_ray() -> N
     code = (
         "import sys\n"
         "import seer_env, seer_env.adapters, seer_env.torchrl, seer_env.rllib\n"
+        "import seer_env.benchmarl\n"
         "import seer_env.adapters.torchrl_groups, seer_env.adapters.rllib_config\n"
         "from seer_env.rllib import env_creator, group_policies, shared_policy\n"
         "from seer_env.rllib import UntruncatedEpisodesWarning\n"
         "from seer_env.torchrl import group_names\n"
         "loaded = sorted(m for m in sys.modules if m.split('.')[0] in "
-        "('torch', 'tensordict', 'torchrl', 'ray'))\n"
+        "('torch', 'tensordict', 'torchrl', 'ray', 'benchmarl'))\n"
         "assert not loaded, loaded\n"
         "assert seer_env.adapters.__all__ == []\n"
     )
@@ -166,3 +168,23 @@ def test_an_adapter_without_its_library_says_which_extra_installs_it(
                          check=True).stdout.splitlines()
     assert len(out) == 2 and all(f"pip install 'seer_env[{extra}]'" in line for line in out)
     assert all(blocked in line for line in out)
+
+
+def test_the_benchmarl_task_without_benchmarl_says_what_to_install() -> None:
+    """BenchMARL is no extra of ours (it pins TorchRL < 0.12): the short path
+    imports, and a name looked up there, or the adapter, raises
+    MissingExtraError naming BenchMARL."""
+    code = (
+        "import sys; sys.modules['benchmarl'] = None\n"
+        "from seer_env.errors import MissingExtraError\n"
+        "import seer_env.benchmarl as short\n"
+        "for get in (lambda: short.SeerTask, lambda: __import__('seer_env.adapters.benchmarl')):\n"
+        "    try:\n"
+        "        get()\n"
+        "    except MissingExtraError as exc:\n"
+        "        assert isinstance(exc, ImportError)\n"
+        "        print(exc)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.splitlines()
+    assert len(out) == 2 and all("not installed: benchmarl" in line for line in out)
