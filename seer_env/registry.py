@@ -31,6 +31,7 @@ import functools
 import hashlib
 import importlib
 import importlib.util
+import socket
 import sys
 import threading
 import traceback
@@ -161,7 +162,13 @@ def load(path: str | Path, build: bool = True, log: Callable[[str], None] | None
     """
     folder = Path(path).expanduser().resolve()
     if not folder.is_dir():
-        raise ConfigError(f"{path}: no such model folder")
+        # in a remote worker (a Ray env runner on another node) the path is
+        # this machine's: say which machine, and how the folder gets there
+        raise ConfigError(
+            f"{path}: no such model folder on {socket.gethostname()} (resolved: {folder}); "
+            "a process on another machine (a Ray env runner) needs the folder at this path "
+            "there too: copy it to each node, or ship it with Ray's runtime_env "
+            "(ray.init(runtime_env={'working_dir': ...})) and give its path relative to that")
     with _load_lock:
         model = _loaded.get(folder)
         if model is None:

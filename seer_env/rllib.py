@@ -22,6 +22,7 @@ from typing import Any
 
 from .adapters.rllib_config import (
     UntruncatedEpisodesWarning,
+    check_nodes,
     group_policies,
     ray_assigned_cpus,
     shared_policy,
@@ -29,7 +30,7 @@ from .adapters.rllib_config import (
 )
 
 __all__ = ["SeerMultiAgentEnv", "shared_policy", "group_policies", "env_creator",  # noqa: F822
-           "UntruncatedEpisodesWarning", "ray_assigned_cpus", "take_ray_cpus"]
+           "UntruncatedEpisodesWarning", "ray_assigned_cpus", "take_ray_cpus", "check_nodes"]
 
 
 def env_creator(env_config: Mapping[str, Any]) -> Any:

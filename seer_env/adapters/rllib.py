@@ -142,6 +142,7 @@ from ..faces.snapshot import check_intact
 from ..registry import make
 from .rllib_config import (
     UntruncatedEpisodesWarning,
+    check_nodes,
     group_policies,
     ray_assigned_cpus,
     shared_policy,
@@ -158,7 +159,7 @@ if find_spec("ray") is None:
 from ray.rllib.env.multi_agent_env import MultiAgentEnv
 
 __all__ = ["SeerMultiAgentEnv", "shared_policy", "group_policies", "env_creator",
-           "UntruncatedEpisodesWarning", "ray_assigned_cpus", "take_ray_cpus"]
+           "UntruncatedEpisodesWarning", "ray_assigned_cpus", "take_ray_cpus", "check_nodes"]
 
 
 _NO_TRUNCATION = (
