@@ -11,6 +11,7 @@ import functools
 from types import SimpleNamespace
 from typing import Any
 
+import gymnasium
 import numpy as np
 import pytest
 
@@ -57,12 +58,15 @@ def test_rllib_env_checker_and_one_policy_per_group() -> None:
 
     from seer_env import rllib
 
-    # RLlib's checker steps actions drawn without the masks (unseeded): with masks
-    # enforced the env may refuse them, as it should; with enforce_masks=False
-    # they reach the model, which takes any in-range action
+    # RLlib's checker samples get_action_space(agent) without masks: a masked
+    # agent's space samples within its current mask, so it passes with the
+    # masks enforced (the default), and with them off
     cfg = {"env": "teams", "threads": 1, "observation_key": "observations"}
-    env = rllib.SeerMultiAgentEnv({**cfg, "enforce_masks": False})
+    env = rllib.SeerMultiAgentEnv(cfg)
     check_multiagent_environments(env)
+    advisory = rllib.SeerMultiAgentEnv({**cfg, "enforce_masks": False})
+    check_multiagent_environments(advisory)
+    advisory.close()
     obs, _ = env.reset(seed=1)
     assert set(obs["hunter_0"]) == {"observations", "action_mask"}
     assert obs["scout_0"].shape == (4,)
@@ -173,6 +177,30 @@ def test_pettingzoos_seed_and_max_cycles_tests_pass_on_a_masked_model() -> None:
     max_cycles_test(SimpleNamespace(
         parallel_env=functools.partial(hunt_v0.parallel_env, **no_early_end),
         env=functools.partial(hunt_v0.env, **no_early_end)))
+
+
+@pytest.mark.parametrize("scouts", [0, 1])
+def test_pettingzoos_seed_max_cycles_and_benchmark_on_a_grouped_model_of_our_own(
+        scouts: int) -> None:
+    """The same PettingZoo tests on the ``teams`` test model (not shipped):
+    hunters (Discrete, masked) and runners (MultiDiscrete([3, 2]), masked),
+    with or without a Box group; PettingZoo's performance_benchmark, which
+    samples plain actions of every agent, with the runners' actions
+    flattened."""
+    from pettingzoo.test import max_cycles_test, parallel_seed_test, performance_benchmark
+
+    def par(**kw: Any) -> Any:
+        return TEAMS.parallel_env(threads=1, num_scouts=scouts, **kw)
+
+    def aec(**kw: Any) -> Any:
+        return TEAMS.env(threads=1, num_scouts=scouts, **kw)
+
+    parallel_seed_test(lambda: par(max_cycles=40), num_cycles=60)
+    # teams' agents live life=6 steps by default: none ends before max_cycles=4
+    max_cycles_test(SimpleNamespace(parallel_env=par, env=aec))
+    env = aec(flatten_actions=True)
+    assert env.action_space("runner_0") == gymnasium.spaces.Discrete(6)
+    performance_benchmark(env)
 
 
 def test_rllibs_env_checker_passes_a_masked_model_with_its_defaults() -> None:

@@ -124,6 +124,32 @@ def test_a_users_model_folder_is_a_task_and_mixed_action_kinds_are_refused() -> 
     assert sdk  # the SDK's models load the same way (task(folder) above)
 
 
+def test_a_two_group_masked_model_of_our_own_trains_under_mappo(tmp_path: Path) -> None:
+    """The ``teams`` test model without its Box group: hunters (Discrete,
+    masked) and runners (MultiDiscrete([3, 2]), masked, flattened to 6 joint
+    actions); masks enforced, so a forbidden action would fail the run."""
+    t = task(ROOT / "tests" / "models" / "teams", num_scouts=0, life=20, threads=1)
+    assert t.supports_discrete_actions()
+    ex = Experiment(task=t, algorithm_config=MappoConfig.get_from_yaml(),
+                    model_config=MlpConfig.get_from_yaml(),
+                    critic_model_config=MlpConfig.get_from_yaml(), seed=0,
+                    config=_config(tmp_path))
+    ex.run()
+    assert ex.n_iters_performed == 2 and math.isfinite(float(ex.mean_return))
+
+
+def test_a_task_naming_an_unknown_model_or_option_says_so() -> None:
+    with pytest.raises(ConfigError, match="unknown env 'nosuch_v0'"):
+        task("nosuch_v0")
+    with pytest.raises(ConfigError, match="no such model folder"):
+        task("/nonexistent/mymodel")
+    bad = SeerTask.HUNT_V0.get_task({"widht": 8})
+    with pytest.raises(ConfigError, match=r"unknown config key\(s\) \['widht'\]"):
+        bad.supports_discrete_actions()
+    with pytest.raises(ConfigError, match=r"unknown config key\(s\) \['widht'\]"):
+        bad.get_env_fun(num_envs=1, continuous_actions=False, seed=0, device="cpu")
+
+
 def test_the_short_path_gives_the_adapters_classes() -> None:
     import pickle
 
