@@ -44,7 +44,8 @@ def main() -> None:
     if args.address:
         ray.init(address=args.address)
     else:
-        ray.init(num_cpus=args.env_runners + 1, include_dashboard=False)
+        # "local": a new Ray of its own, even where a cluster runs on this machine
+        ray.init(address="local", num_cpus=args.env_runners + 1, include_dashboard=False)
     env_config = {"env": "pcs_v0", "width": args.width, "height": args.height,
                   "max_cycles": 72, "profile_amplitude": 0.8, "next_call_mean": 180.0,
                   "move_mean": 300.0, "threads": 1}

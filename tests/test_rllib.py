@@ -148,7 +148,8 @@ def test_env_config_needs_env_name() -> None:
 
 @pytest.fixture(scope="module")
 def ray_session() -> Any:
-    ray.init(num_cpus=3, include_dashboard=False, object_store_memory=150 * 1024**2,
+    ray.init(address="local", num_cpus=3, include_dashboard=False,
+             object_store_memory=150 * 1024**2,
              log_to_driver=False)
     yield
     ray.shutdown()
