@@ -369,8 +369,10 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
             return
         parts = [int(v)] if g.action_kind == "discrete" else [int(x) for x in v]
         sizes = [g.action_n] if g.action_kind == "discrete" else list(g.nvec)
-        mask = self._mask_rows(int(self._group_of[i]), self.runtime.mask[0, i]) \
-            if g.mask_len and self.runtime.enforce_masks else None
+        mask = None
+        if g.mask_len and self.runtime.enforce_masks:
+            mask = self.runtime.mask[0, i] if not self._flat else \
+                self._mask_rows(int(self._group_of[i]), self.runtime.mask[0, i])
         off = 0
         for j, (x, n) in enumerate(zip(parts, sizes, strict=True)):
             what = "" if g.action_kind == "discrete" else f" component {j}"
@@ -436,11 +438,16 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
             )
         if self._structured:  # each into its group's view of the buffer
             views = self.runtime.group_actions
-            for agent, a, row in zip(names, self._live_idx.tolist(), rows, strict=True):
-                gi = self._group_of[a]
-                f = self._flat.get(gi)
-                views[gi][0, a - self.groups[gi].first] = row if f is None else \
-                    f.checked_components(row, f"{model}: action for {agent!r} is")
+            if not self._flat:
+                for a, row in zip(self._live_idx.tolist(), rows, strict=True):
+                    gi = self._group_of[a]
+                    views[gi][0, a - self.groups[gi].first] = row
+            else:  # flatten_actions: a flattened group's joint actions as components
+                for agent, a, row in zip(names, self._live_idx.tolist(), rows, strict=True):
+                    gi = self._group_of[a]
+                    f = self._flat.get(gi)
+                    views[gi][0, a - self.groups[gi].first] = row if f is None else \
+                        f.checked_components(row, f"{model}: action for {agent!r} is")
         elif rows:
             self.runtime.actions[0][self._live_idx] = np.asarray(rows)
 
@@ -541,12 +548,14 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
         ob, mk, info = rt.obs[0], rt.mask[0], rt.info[0]
         in_infos = self.mask_in_infos
         only = in_infos == "only"
+        flat = bool(self._flat)
         for name, a in zip(names, rows, strict=True):
             g = self.groups[self._group_of[a]]
             o = ob[a, :g.obs_dim].copy()
             infos[name] = {k: float(info[a, j]) for j, k in enumerate(g.info_names) if k in keys}
             if g.mask_len:
-                m = self._mask_rows(self._group_of[a], mk[a]).astype(np.int8)
+                m = (mk[a, :g.mask_len] if not flat else
+                     self._mask_rows(self._group_of[a], mk[a])).astype(np.int8)
                 if only:
                     obs[name] = o
                     infos[name]["action_mask"] = m
