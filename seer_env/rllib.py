@@ -22,7 +22,6 @@ from typing import Any
 
 from .adapters.rllib_config import (
     UntruncatedEpisodesWarning,
-    check_nodes,
     group_policies,
     ray_assigned_cpus,
     shared_policy,
@@ -41,6 +40,16 @@ def env_creator(env_config: Mapping[str, Any]) -> Any:
     from .adapters.rllib import env_creator
 
     return env_creator(env_config)
+
+
+def check_nodes(env_config: Mapping[str, Any], timeout_s: float = 120.0) -> dict[str, str]:
+    """Make the env on every node of the Ray cluster; a `ConfigError` names each
+    node that cannot.  The adapter's
+    [`check_nodes`][seer_env.adapters.rllib.check_nodes], called through this
+    path so that importing it needs no Ray."""
+    from .adapters.rllib import check_nodes
+
+    return check_nodes(env_config, timeout_s)
 
 
 def __getattr__(name: str) -> Any:

@@ -18,11 +18,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..budget import set_thread_budget, thread_budget
-from ..errors import ConfigError, MissingExtraError, StateError
+from ..errors import ConfigError
 from ..registry import make
 
 __all__ = ["shared_policy", "group_policies", "UntruncatedEpisodesWarning", "ray_assigned_cpus",
-           "take_ray_cpus", "check_nodes"]
+           "take_ray_cpus"]
 
 
 def shared_policy(policy_id: str = "shared") -> dict[str, Any]:
@@ -118,69 +118,3 @@ def take_ray_cpus() -> int | None:
                                 "(num_cpus_per_env_runner)")
     return n
 
-
-def check_nodes(env_config: Mapping[str, Any], timeout_s: float = 120.0) -> dict[str, str]:
-    """Make the env of ``env_config`` once on every alive node of the Ray
-    cluster this process is connected to (``ray.init`` first) and close it;
-    returns ``{node_id: hostname}``.
-
-    Where an env runner cannot make its env (a model folder missing on its
-    node, a configuration its node's seer_env refuses), RLlib logs the
-    runner's error and ``build_algo()`` raises ``IndexError: list index out of
-    range`` from ``get_spaces``, without the cause.  Call this before
-    ``build_algo()``: it raises a `ConfigError` naming each node that failed
-    (address, host and our message: e.g. "no such model folder on node-7 ...")
-    or that did not answer within ``timeout_s`` seconds.  Each node's probe
-    asks for no CPU (it runs beside busy runners).
-
-    ```python
-    ray.init(address="auto")
-    check_nodes({"env": "path/to/mymodel", "threads": 1})   # before build_algo()
-    ```
-    """
-    try:
-        import ray
-        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-    except ImportError as exc:
-        raise MissingExtraError(f"check_nodes needs Ray ({exc}): pip install "
-                                "'seer_env[rllib]'") from exc
-    if not ray.is_initialized():
-        raise StateError("check_nodes: connect to the cluster first (ray.init(address=...))")
-    cfg = dict(env_config)
-
-    def probe(cfg: dict[str, Any]) -> str:  # on the node
-        import socket
-
-        from seer_env.adapters.rllib import SeerMultiAgentEnv
-
-        env = SeerMultiAgentEnv(cfg)
-        try:
-            env.reset(seed=0)
-        finally:
-            env.close()
-        return socket.gethostname()
-
-    task = ray.remote(num_cpus=0, max_retries=0)(probe)
-    nodes = [n for n in ray.nodes() if n.get("Alive")]
-    refs = {n["NodeID"]: task.options(scheduling_strategy=NodeAffinitySchedulingStrategy(
-        n["NodeID"], soft=False)).remote(cfg) for n in nodes}
-    _, late = ray.wait(list(refs.values()), num_returns=len(refs), timeout=timeout_s)
-    hosts: dict[str, str] = {}
-    failures: list[str] = []
-    for n in nodes:
-        node, ref = n["NodeID"], refs[n["NodeID"]]
-        where = f"node {n.get('NodeManagerAddress', '?')} ({node[:8]})"
-        if ref in late:
-            ray.cancel(ref, force=True)
-            failures.append(f"{where}: no answer within {timeout_s:g} s")
-            continue
-        try:
-            hosts[node] = ray.get(ref)
-        except Exception as exc:  # the task's error, raised here as a RayTaskError
-            cause = getattr(exc, "cause", None) or exc
-            failures.append(f"{where}: {type(cause).__name__}: {cause}")
-    if failures:
-        raise ConfigError(
-            f"the env {cfg.get('env')!r} cannot be made on {len(failures)} of {len(nodes)} "
-            f"Ray node(s): " + "; ".join(failures))
-    return hosts

@@ -160,3 +160,19 @@ def test_the_short_path_gives_the_adapters_classes() -> None:
         adapter.SeerTask, adapter.SeerTaskClass, adapter.task)
     t = short.SeerTask.PHOLD_V0.get_task({"num_entities": 8})
     assert pickle.loads(pickle.dumps(t)) == t  # BenchMARL pickles tasks into its runs
+
+
+def test_the_docs_benchmarl_blocks_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The docs' blocks marked ``needs: benchmarl`` (skipped in the main venv by
+    tests/test_docs_examples.py) run here, each in a fresh namespace."""
+    from tests.test_docs_examples import PAGES, page_blocks
+
+    monkeypatch.chdir(tmp_path)
+    ran = []
+    for page in PAGES:
+        for b in page_blocks(page)[1]:
+            if b["mark"] == ("needs", "benchmarl"):
+                where = f"{page.relative_to(ROOT)}:{b['line']}"
+                exec(compile(str(b["body"]), where, "exec"), {"__name__": "__main__"})
+                ran.append(where)
+    assert len(ran) >= 2, ran  # the README's and the Training page's

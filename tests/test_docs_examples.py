@@ -1,0 +1,136 @@
+"""Every ```` ```python ```` block of the docs runs: the README, the site's pages
+(Getting started, Training, the model guides, the API pages' examples) and
+the env pages (the envs' READMEs, which the site includes).
+
+A page's blocks run in order in one fresh interpreter, one namespace, in a
+temporary folder (as a reader runs them one after another); a block that
+raises fails the test, naming the page and line.  Markers in HTML comments
+(invisible on the site and on GitHub) say what a page or block needs:
+
+* ``<!-- docs-test: setup: COMMAND -->`` -- a shell command run in the folder
+  before the page's blocks (``seer-env new mymodel``: the model the page's
+  reader made);
+* ``<!-- docs-test: needs: MODULE -->`` before a block -- it runs only where
+  ``MODULE`` is installed (BenchMARL's blocks run in its venv:
+  ``tests/in_benchmarl_venv/run.sh``);
+* ``<!-- docs-test: skip: REASON -->`` before a block -- not run, and the
+  reason is required (a fragment of a file, the same recipe as a block run
+  elsewhere).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: the pages whose python blocks run
+PAGES = sorted(
+    [ROOT / "README.md", *(ROOT / "docs").glob("*.md"), *(ROOT / "docs" / "api").glob("*.md"),
+     *(ROOT / "envs").glob("*/README.md")], key=str)
+
+_FENCE = re.compile(r"^(?P<indent>[ ]*)```(?P<lang>[^\n`]*)\n(?P<body>.*?)^(?P=indent)```[ ]*$",
+                    re.S | re.M)
+_MARK = re.compile(r"<!-- docs-test: (?P<kind>setup|needs|skip): (?P<arg>.*?) -->", re.S)
+
+
+def page_blocks(path: Path) -> tuple[list[str], list[dict[str, object]]]:
+    """The page's setup commands and its python blocks, each with its line,
+    body (dedented by its fence's indent) and the marker just before it."""
+    text = path.read_text()
+    setups = [m.group("arg").strip() for m in _MARK.finditer(text) if m.group("kind") == "setup"]
+    blocks: list[dict[str, object]] = []
+    last_end = 0
+    for m in _FENCE.finditer(text):
+        between = text[last_end:m.start()]
+        last_end = m.end()
+        if m.group("lang").strip() != "python":
+            continue
+        marks = [mk for mk in _MARK.finditer(between) if mk.group("kind") != "setup"]
+        mark = marks[-1] if marks and not between[marks[-1].end():].strip() else None
+        indent = len(m.group("indent"))
+        body = "\n".join(line[indent:] for line in m.group("body").splitlines())
+        blocks.append({"line": text.count("\n", 0, m.start()) + 2, "body": body,
+                       "mark": None if mark is None else (mark.group("kind"),
+                                                          mark.group("arg").strip())})
+    return setups, blocks
+
+
+_RUNNER = r"""
+import json, sys, traceback
+blocks = json.load(open(sys.argv[1]))
+ns = {"__name__": "__main__"}
+for b in blocks:
+    try:
+        exec(compile(b["body"], b["where"], "exec"), ns)
+    except BaseException:
+        print("DOCS-TEST-FAILED " + b["where"], flush=True)
+        traceback.print_exc()
+        sys.exit(1)
+    print("DOCS-TEST-OK " + b["where"], flush=True)
+"""
+
+
+def _pages_with_blocks() -> list[Path]:
+    return [p for p in PAGES if page_blocks(p)[1]]
+
+
+@pytest.mark.parametrize("page", _pages_with_blocks(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_python_block_of_the_page_runs(page: Path, tmp_path: Path) -> None:
+    setups, blocks = page_blocks(page)
+    rel = page.relative_to(ROOT)
+    run = []
+    for b in blocks:
+        where = f"{rel}:{b['line']}"
+        mark = b["mark"]
+        if mark is not None and mark[0] == "skip":
+            assert len(str(mark[1])) > 10, f"{where}: a skip needs its reason"
+            continue
+        if mark is not None and mark[0] == "needs" and importlib.util.find_spec(
+                str(mark[1])) is None:
+            continue
+        run.append({"where": where, "body": b["body"]})
+    if not run:
+        pytest.skip(f"{rel}: no block can run here (they need what is not installed)")
+    env = {**os.environ, "SEER_STPA_CACHE": "0", "MPLBACKEND": "Agg",
+           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+           "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])}
+    for cmd in setups:
+        subprocess.run(cmd, shell=True, cwd=tmp_path, env=env, check=True,
+                       capture_output=True, timeout=300)
+    spec = tmp_path / "blocks.json"
+    spec.write_text(json.dumps(run))
+    script = tmp_path / "run_blocks.py"
+    script.write_text(_RUNNER)
+    out = subprocess.run([sys.executable, str(script), str(spec)], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=900)
+    ran = [line.split(" ", 1)[1] for line in out.stdout.splitlines()
+           if line.startswith("DOCS-TEST-OK ")]
+    assert out.returncode == 0, f"{out.stdout[-3000:]}\n{out.stderr[-6000:]}"
+    assert ran == [b["where"] for b in run]
+
+
+def test_the_markers_are_read_as_written(tmp_path: Path) -> None:
+    page = tmp_path / "p.md"
+    page.write_text(
+        "<!-- docs-test: setup: seer-env new m -->\n"
+        "```python\nx = 1\n```\n"
+        "<!-- docs-test: skip: a fragment of a model's file -->\n"
+        "```python\nfrom nowhere import y\n```\n"
+        "text between\n<!-- docs-test: needs: nosuchmodule -->\n\n"
+        "  ```python\n  z = 2\n  ```\n"
+        "<!-- docs-test: skip: not for the next block -->\nprose\n"
+        "```python\nw = 3\n```\n```bash\nls\n```\n")
+    setups, blocks = page_blocks(page)
+    assert setups == ["seer-env new m"]
+    assert [(b["line"], b["body"], b["mark"]) for b in blocks] == [
+        (3, "x = 1", None), (7, "from nowhere import y", ("skip", "a fragment of a model's file")),
+        (13, "z = 2", ("needs", "nosuchmodule")), (18, "w = 3", None)]
