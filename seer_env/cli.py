@@ -293,7 +293,7 @@ def cmd_new(a: argparse.Namespace) -> int:
     print(f"  seer-env build {folder}      # compile")
     print(f"  seer-env check {folder}      # contract checker + determinism matrix")
     print(f"  seer-env run {folder}        # random policy, steps/s")
-    print(f"  python -m pytest {folder}    # its tests")
+    print(f"  python -m pytest {folder}    # its tests (needs pytest: pip install pytest)")
     return 0
 
 
