@@ -1,3 +1,3 @@
 """The package version (the bottom layer: imports nothing; ``pyproject.toml`` reads it)."""
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"

@@ -35,9 +35,9 @@ and from Python:
 ```python
 import seer_env
 model = seer_env.sdk.load("mymodel")          # builds if needed, registers
-env = model.parallel_env(num_things=8)
+env = model.parallel_env(num_agents=8)
 env = seer_env.make("mymodel")                # by its declared name, once loaded
-report = seer_env.sdk.check("mymodel")        # or seer_env.check(...)
+report = seer_env.check(model, {"num_agents": 6}, progress=False)   # seer-env check
 ```
 
 A model is compiled together with the runtime into one extension module (so

@@ -168,7 +168,8 @@ static const seer_param pcs_params[] = {
     {SEER_MEMBER(seer_pcs_config, max_guard), .def = 4, .lo = 0, .hi = 65535,
      .doc = "actions are Discrete(max_guard + 1) guard channels (<= channels)"},
     {SEER_MEMBER(seer_pcs_config, classic), .def = 0,
-     .doc = "the exact ROSS-Models dynamics (lookahead 0: serial executor)"},
+     .doc = "the exact ROSS-Models dynamics (lookahead 0: the serial executor, or the optimistic "
+            "one on several threads)"},
     {SEER_MEMBER(seer_pcs_config, move_mean), .def = 4500.0, .lo = 0, .hi = 1e300,
      .flags = SEER_P_GT | SEER_P_INF | SEER_P_NONE, .none = HUGE_VAL,
      .doc = "mean minutes between moves (None or inf: no moves)"},
