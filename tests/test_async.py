@@ -558,12 +558,17 @@ def test_close_from_another_thread_while_recv_waits() -> None:
     errors: list[BaseException] = []
 
     def close() -> None:
+        # close once recv() holds the env (a fixed delay lost the race to a
+        # main thread descheduled for longer: about 1 run in 240 on a loaded host)
+        deadline = time.monotonic() + 10
+        while not venv._busy.locked() and time.monotonic() < deadline:
+            time.sleep(0.001)
         try:
             venv.close()
         except BaseException as exc:  # pragma: no cover - reported below
             errors.append(exc)
 
-    t = threading.Timer(0.01, close)
+    t = threading.Thread(target=close)
     t.start()
     out = venv.recv()  # the call holds the env: close() waits for it
     t.join(30)

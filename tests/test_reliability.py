@@ -245,7 +245,9 @@ def test_ctrl_c_reaches_the_user_promptly_and_marks_the_env() -> None:
     except KeyboardInterrupt:
         latency = time.monotonic() - sent[0]
     print(f"latency {latency * 1000:.1f} ms")
-    assert latency < 0.5, latency
+    # 20-40 ms on a quiet host, up to about 0.2 s on a saturated one: the bound
+    # says "promptly" (the step would run about a minute) without timing the host
+    assert latency < 2.0, latency
     try:
         env.step({a: 0 for a in env.agents})
         raise SystemExit(4)

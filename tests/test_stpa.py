@@ -601,9 +601,16 @@ def test_regime_buckets():
     assert regime(Load(1400.0, 5)) == 10 and regime(Load(1500.0, 5)) == 11
 
 
-def test_a_returning_load_regime_gets_its_choice_back_without_a_probe():
+def test_a_returning_load_regime_gets_its_choice_back_without_a_probe(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     # PHOLD's action sets the delay scale: 1 (x0.5) quadruples the events per
-    # step of action 2 (x2.0): two load regimes
+    # step of action 2 (x2.0): two load regimes.  The monitor looks every
+    # check_every steps: its own cost-based spacing (one preempted check of
+    # a few ms against 22 us steps spaced the next 10k+ steps away) made the
+    # test miss the second regime about 1 run in 100 on a loaded host
+    from seer_env.stpa.monitor import Monitor
+
+    monkeypatch.setattr(Monitor, "check_interval", lambda self, host: host.check_every)
     rt = Runtime("phold", phold_cfg(num_entities=64, remote=0.5), 1, "parallel", "auto",
                  stpa_options=dict(_auto_opts(), check_every=2, reprobe_gap=0, confirm=False),
                  oversubscribe=True)
@@ -2017,3 +2024,23 @@ def test_a_pool_found_hopeless_is_left_out_of_one_confirmation_only():
     assert len(confirms) >= 2
     assert P[2] not in confirms[0] and P[2] in confirms[1]
     assert st.decision.candidate == P[2]  # back once timed in a quiet moment
+
+
+def test_one_preempted_check_does_not_space_the_next_checks_far_apart() -> None:
+    """The monitor spaces its checks so that they cost at most 1% of the steps;
+    a check preempted for 5 ms (a loaded host) beside 20 us ones must not push
+    the next check 25k steps away: the least cost counts while fewer than 3
+    are known, then their median."""
+    from types import SimpleNamespace
+
+    from seer_env.stpa.monitor import Monitor
+
+    host = SimpleNamespace(check_every=16, check_ns=8_000.0, _step_ns=lambda: 20_000.0)
+    m = Monitor(gap=0)
+    assert m.check_interval(host) == 40  # 8 us floor / (1% of 20 us)
+    m.check_costs.extend([20_000.0, 5_000_000.0])
+    assert m.check_interval(host) == 100  # the least: 20 us
+    m.check_costs.append(30_000.0)
+    assert m.check_interval(host) == 150  # the median of 3: 30 us
+    m.check_costs.extend([5_000_000.0, 6_000_000.0])
+    assert m.check_interval(host) == 25_000  # most checks cost 5 ms: they are spaced

@@ -298,13 +298,18 @@ class Monitor:
         return self.to_check <= 0
     def check_interval(self, host: MonitorHost) -> int:
         """Steps between two monitor checks: ``check_every``, or more where a
-        check's own cost (the last checks' median as measured, ``check_ns``
-        at least) would be over 1% of the steps'."""
+        check's own cost (the last checks' median as measured, their least
+        while there are fewer than 3; ``check_ns`` at least) would be over 1%
+        of the steps'."""
         t = host._step_ns()
         if not 0.0 < t < math.inf:
             return host.check_every
-        cost = max(host.check_ns, statistics.median(self.check_costs)) if self.check_costs \
-            else host.check_ns
+        costs = self.check_costs
+        # the median of the last checks, the least of them while there are
+        # fewer than 3: one check preempted for a few ms (a loaded host) must
+        # not space the next ones 10k+ steps apart
+        seen = statistics.median(costs) if len(costs) >= 3 else min(costs) if costs else 0.0
+        cost = max(host.check_ns, seen)
         return max(host.check_every, math.ceil(cost / (0.01 * t)))
 
     def tiny_now(self, host: MonitorHost, now: Load) -> bool:
