@@ -13,12 +13,18 @@ Prints, as medians over rotated blocks of consecutive steps:
 
 Run on a quiet machine::
 
-    python benchmarks/bench_pymodel.py [--rounds 9] [--work 0]
+    python benchmarks/bench_pymodel.py [--rounds 9] [--work 0] \
+        [--out benchmarks/results/pymodel.json]
+
+``--out`` writes the figures, stamped with the machine, its load before and
+after, the commit and the configuration; the docs state them from that file
+(``benchmarks/results_marks.py``).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -34,6 +40,8 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 
 import seer_env  # noqa: E402
+from seer_env.perf.bench import machine  # noqa: E402
+from seer_env.perf.company import _commit  # noqa: E402
 from seer_env.registry import Runtime  # noqa: E402
 
 
@@ -97,7 +105,9 @@ def main() -> None:
     ap.add_argument("--entities", type=int, default=4096)
     ap.add_argument("--work", type=int, default=0)
     ap.add_argument("--no-build", action="store_true", help="skip the build-time figures")
+    ap.add_argument("--out", type=Path, help="write the figures to this JSON file")
     a = ap.parse_args()
+    load_before = list(os.getloadavg())
     cfg = dict(num_entities=a.entities, events_per_entity=4, remote=0.5, mean=1.0,
                lookahead=1.0, work=a.work, step_duration=8.0)
     py = seer_env.sdk.load(ROOT / "examples/phold_py").native
@@ -127,10 +137,27 @@ def main() -> None:
     orc = oracle_ns(cfg, 2 if a.entities >= 1024 else 10)
     print(f"  pure-Python port (oracles/phold_py.py): {orc:,.0f} ns/event = "
           f"{orc / med[('python', 1)]:.0f}x the Python-API model (serial)")
+    res: dict[str, Any] = {
+        "benchmark": "pymodel", "seer_env": seer_env.__version__, **_commit(),
+        "machine": machine(), "load_avg_before": load_before,
+        "workload": {"model": "phold", "config": cfg, "rounds": a.rounds, "block": a.block},
+        "ns_per_event": {f"{n}_{'serial' if t == 1 else 'parallel2'}": round(v, 1)
+                         for (n, t), v in med.items()},
+        "serial_ratio": med[("python", 1)] / med[("c", 1)],
+        "parallel_ratio": med[("python", 2)] / med[("c", 2)],
+        "speedup_python": med[("python", 1)] / med[("python", 2)],
+        "speedup_c": med[("c", 1)] / med[("c", 2)],
+        "pure_python_x": orc / med[("python", 1)],
+    }
     if not a.no_build:
         first, cached = build_times()
         print(f"  first build (Numba compiles 7 handlers, fresh cache): {first:.1f} s; "
               f"load from the cache: {cached:.1f} s (interpreter start and imports included)")
+        res.update(first_build_s=first, cached_load_s=cached)
+    res["load_avg_after"] = list(os.getloadavg())
+    if a.out:
+        a.out.write_text(json.dumps(res, indent=1) + "\n")
+        print(f"  wrote {a.out}")
 
 
 if __name__ == "__main__":

@@ -11,10 +11,16 @@ The tables of ``seer-env bench company`` are rendered the same way: a line
 table of that results file, as ``seer_env.perf.company.table`` prints it (a
 missing or unreadable file fails the build), so the page shows the figures of
 the file in the repository and nothing else.
+
+A figure stated inline between ``<!-- result: FILE KEY FORMAT -->`` and
+``<!-- /result -->`` is rendered from its results file too
+(``benchmarks/results_marks.py``; the test suite fails where the page's text
+differs from the file).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 from pathlib import Path
@@ -45,5 +51,16 @@ def company_tables(markdown: str, root: Path) -> str:
     return _TABLE.sub(render, markdown)
 
 
+def _results_marks(root: Path):  # benchmarks/results_marks.py, by path (no package import)
+    spec = importlib.util.spec_from_file_location(
+        "results_marks", root / "benchmarks" / "results_marks.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def on_page_markdown(markdown: str, page, config, files) -> str:
-    return company_tables(markdown, Path(config["config_file_path"]).parent)
+    root = Path(config["config_file_path"]).parent
+    marks = _results_marks(root)
+    return marks.render(company_tables(markdown, root), root / RESULTS)

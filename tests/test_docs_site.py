@@ -18,6 +18,7 @@ The build needs the ``[docs]`` extra (skipped with the reason without it);
 
 from __future__ import annotations
 
+import json
 import os
 import posixpath
 import re
@@ -300,3 +301,41 @@ def test_company_table_markers_render_the_results_file(tmp_path: Path):
                    "`benchmarks/results/company.json`.*\nb\n")
     with pytest.raises(FileNotFoundError):
         hooks.company_tables("<!-- company-table: benchmarks/results/nope.json -->", root)
+
+
+def test_every_figure_a_page_cites_is_its_results_files():
+    """Figures stated between ``<!-- result: FILE KEY FORMAT -->`` and
+    ``<!-- /result -->`` (benchmarks/results_marks.py) equal their results
+    file's values: a benchmark that writes new results fails this until the
+    pages are regenerated (``python benchmarks/results_marks.py --write``)."""
+    import importlib.util
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location(
+        "results_marks", root / "benchmarks" / "results_marks.py")
+    marks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(marks)
+    stale, cited = [], 0
+    for page in marks.pages(root):
+        text = page.read_text()
+        cited += len(marks._SPAN.findall(text))
+        stale += [f"{page.relative_to(root)}: {b}" for b in marks.check(text)]
+    assert not stale, stale
+    assert cited >= 6  # the Python model's figures in the README and its guide
+
+
+def test_a_changed_results_file_changes_the_figure(tmp_path: Path):
+    import importlib.util
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location(
+        "results_marks", root / "benchmarks" / "results_marks.py")
+    marks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(marks)
+    (tmp_path / "r.json").write_text(json.dumps({"a": {"b": 1.234}}))
+    page = "costs <!-- result: r.json a.b {:.2f}x -->1.23x<!-- /result --> per event"
+    assert marks.check(page, tmp_path) == []
+    (tmp_path / "r.json").write_text(json.dumps({"a": {"b": 1.5}}))
+    assert marks.check(page, tmp_path) == [
+        "r.json a.b: the page says '1.23x', the file '1.50x'"]
+    assert marks.render(page, tmp_path) == page.replace("1.23x", "1.50x")
