@@ -20,6 +20,8 @@ runtime restored from it (a restored env must step as fast as the original).
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import statistics
 import sys
 import time
@@ -32,6 +34,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+import seer_env  # noqa: E402
+from seer_env.perf.bench import machine  # noqa: E402
+from seer_env.perf.company import _commit  # noqa: E402
 from seer_env.registry import Runtime  # noqa: E402
 
 MODELS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -105,10 +110,25 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--reps", type=int, default=30)
     p.add_argument("--warm", type=int, default=10, help="steps before measuring")
+    p.add_argument("--out", type=Path, help="write the figures to this JSON file (the docs "
+                   "state them from benchmarks/results/snapshot.json)")
     args = p.parse_args(argv)
     ms = 1e3
+    out: dict[str, Any] = {"benchmark": "snapshot", "seer_env": seer_env.__version__,
+                           **_commit(), "machine": machine(),
+                           "load_avg_before": list(os.getloadavg()), "reps": args.reps,
+                           "models": {}}
     for label, (name, cfg) in MODELS.items():
         r = bench(name, cfg, args.reps, args.warm)
+        key = label.lower().replace(" ", "_")  # pcs_64x64, aircraft_1024
+        out["models"][key] = {"label": label, "model": name, "config": cfg,
+                              **{k: float(v) for k, v in r.items()},
+                              "snapshot_ms": r["snapshot"] * ms, "restore_ms": r["restore"] * ms,
+                              "snapshot_steps": r["snapshot"] / r["step"],
+                              "restore_steps": r["restore"] / r["step"],
+                              "restored_step_ratio": r["step_restored"] / r["step"],
+                              "fresh_step_ratio": r["step_fresh"] / r["step"],
+                              "mib": r["bytes"] / 2**20}
         print(f"{label}: snapshot {r['bytes'] / 2**20:.2f} MiB (entity states "
               f"{r['state_bytes'] / 2**20:.2f} MiB, {int(r['pending'])} pending events)")
         print(f"  entity_states copy {r['copy'] * ms:8.3f} ms; a copy of the snapshot's bytes "
@@ -121,6 +141,10 @@ def main(argv: list[str] | None = None) -> None:
         print(f"  step (serial)      {r['step'] * ms:8.3f} ms; the same steps after a restore "
               f"{r['step_restored'] / r['step']:.2f}x, in a new runtime restored from the "
               f"snapshot {r['step_fresh'] / r['step']:.2f}x")
+    out["load_avg_after"] = list(os.getloadavg())
+    if args.out:
+        args.out.write_text(json.dumps(out, indent=1) + "\n")
+        print(f"wrote {args.out}")
 
 
 if __name__ == "__main__":

@@ -339,3 +339,14 @@ def test_a_changed_results_file_changes_the_figure(tmp_path: Path):
     assert marks.check(page, tmp_path) == [
         "r.json a.b: the page says '1.23x', the file '1.50x'"]
     assert marks.render(page, tmp_path) == page.replace("1.23x", "1.50x")
+
+
+def test_the_readme_counts_the_checkers_passes_as_the_code_does():
+    """The README's account of the contract checker names as many passes as
+    `seer_env.check.passes.PASSES` runs (it said seven when eight ran)."""
+    from seer_env.check.passes import PASSES
+
+    words = {4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine", 10: "ten"}
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    m = re.search(r"runs the model\s+through (\w+) passes", text)
+    assert m is not None and m.group(1) == words[len(PASSES)], (m and m.group(1), len(PASSES))
