@@ -70,7 +70,7 @@ echo "== the documentation site from the installed wheel (mkdocs build --strict)
 site_src="$work/site-src"
 mkdir -p "$site_src/benchmarks"
 cp -r "$root/docs" "$root/mkdocs.yml" "$root/README.md" "$root/CHANGELOG.md" "$site_src/"
-cp -r "$root/benchmarks/results" "$site_src/benchmarks/"
+cp -r "$root/benchmarks/results" "$root/benchmarks/results_marks.py" "$site_src/benchmarks/"
 for d in "$root"/envs/*/; do
   if [ -f "$d/README.md" ]; then
     mkdir -p "$site_src/envs/$(basename "$d")" && cp "$d/README.md" "$site_src/envs/$(basename "$d")/"
