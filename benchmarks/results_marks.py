@@ -29,7 +29,7 @@ RESULTS = ROOT / "benchmarks" / "results"
 #: the pages whose spans are checked and rewritten
 PAGES = ("README.md", "docs/*.md", "docs/api/*.md", "envs/*/README.md")
 
-_SPAN = re.compile(r"<!-- result: (?P<file>[\w.-]+\.json) (?P<key>[\w.]+) (?P<fmt>.*?) -->"
+_SPAN = re.compile(r"<!-- result: (?P<file>[\w.-]+\.json) (?P<key>[\w.-]+) (?P<fmt>.*?) -->"
                    r"(?P<text>.*?)<!-- /result -->")
 
 
