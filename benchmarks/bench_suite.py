@@ -679,10 +679,14 @@ def plot(res: dict[str, Any], outdir: str, log: Log = print) -> list[str]:
             axes[0][j].set_yscale("log")
             axes[1][j].set_title(f"{env}: events/s vs size")
             axes[1][j].set_ylabel("M events / s")
-            axes[0][j].legend(fontsize=6)
+        # one legend for every panel, below them (a legend per panel was
+        # unreadable at a page's width)
+        handles, labels = axes[0][0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="lower center", ncol=min(len(labels), 4), fontsize=9,
+                   frameon=False)
         fig.suptitle(f"Executors and thread counts, medians of interleaved rounds — {mdesc}",
-                     fontsize=9)
-        fig.tight_layout()
+                     fontsize=10)
+        fig.tight_layout(rect=(0, 0.02 + 0.035 * ((len(labels) + 3) // 4), 1, 1))
         files.append(_save(fig, outdir, "latency_events_vs_size.png"))
         fig, ax = plt.subplots(figsize=(max(8, len(rows) * 0.5), 4))
         names = [f"{r['env'][:-3]}/{r['size'][0]}/B{r['batch']}" for r in rows]
@@ -693,7 +697,7 @@ def plot(res: dict[str, Any], outdir: str, log: Log = print) -> list[str]:
         ax.set_xticks(x, names, rotation=60, fontsize=7)
         ax.set_ylabel("step latency ratio")
         ax.set_title(f"STPA: auto vs best fixed and serial — {mdesc}", fontsize=9)
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))  # off the bars
         fig.tight_layout()
         files.append(_save(fig, outdir, "stpa_ratios.png"))
         fig, axes = plt.subplots(1, len(envs), figsize=(5 * len(envs), 4), squeeze=False)
@@ -704,7 +708,8 @@ def plot(res: dict[str, Any], outdir: str, log: Log = print) -> list[str]:
                                      r["median_ns_per_step"][k] for k in ks], marker="o",
                                 label=f"{r['size']} B={r['batch']}")
             axes[0][j].set_title(f"{env}: speedup vs serial by configuration")
-            axes[0][j].legend(fontsize=7)
+            axes[0][j].set_ylabel("speedup vs serial (median step)")
+            axes[0][j].legend(fontsize=8)
         fig.tight_layout()
         files.append(_save(fig, outdir, "speedup_vs_threads.png"))
     if "layers" in res or "rollout" in res:
@@ -715,9 +720,18 @@ def plot(res: dict[str, Any], outdir: str, log: Log = print) -> list[str]:
                 axes[0].bar(np.arange(len(ks)) + (i - 1) * 0.27,
                             [res["layers"][k]["median_ns_per_step"][api] / 1e3 for k in ks],
                             0.27, label=api)
-            axes[0].set_xticks(np.arange(len(ks)), ks, fontsize=7)
-            axes[0].set_ylabel("median us / step")
+            axes[0].set_xticks(np.arange(len(ks)), [_short(k) for k in ks], fontsize=8)
+            axes[0].set_ylabel("median us / step (log)")
             axes[0].set_yscale("log")
+            from matplotlib.ticker import FixedLocator, NullFormatter, ScalarFormatter
+
+            # plain labels at 1-2-5 steps (20, 500), not 2x10^1
+            top = max(res["layers"][k]["median_ns_per_step"][a] / 1e3 for k in ks
+                      for a in ("C step", "batched API", "dict API"))
+            ticks = [m * 10**e for e in range(0, 8) for m in (1, 2, 5) if m * 10**e <= top * 2]
+            axes[0].yaxis.set_major_locator(FixedLocator(ticks))
+            axes[0].yaxis.set_major_formatter(ScalarFormatter())
+            axes[0].yaxis.set_minor_formatter(NullFormatter())
             axes[0].set_title("Python layer cost")
             axes[0].legend(fontsize=7)
         if "rollout" in res:
@@ -775,6 +789,20 @@ def plot(res: dict[str, Any], outdir: str, log: Log = print) -> list[str]:
     for f in files:
         log(f"  wrote {f}")
     return files
+
+
+def _short(workload: str) -> str:
+    """A workload's label for an axis: ``pcs_v0 width=32 height=32`` -> ``pcs 32x32``,
+    ``phold_v0 num_entities=256 work=20`` -> ``phold 256 (work 20)``."""
+    env, *kv = workload.split()
+    cfg = dict(x.split("=", 1) for x in kv)
+    name = env.removesuffix("_v0")
+    if "width" in cfg and "height" in cfg:
+        return f"{name} {cfg.pop('width')}x{cfg.pop('height')}"
+    if "num_entities" in cfg:
+        n = cfg.pop("num_entities")
+        return f"{name} {n}" + "".join(f" ({k} {v})" for k, v in cfg.items())
+    return " ".join([name, *(f"{k}={v}" for k, v in cfg.items())])
 
 
 def _save(fig: Any, outdir: str, name: str) -> str:
@@ -866,7 +894,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help="fewer rounds and sizes")
     p.add_argument("--max-threads", type=int, default=16,
                    help="largest pool of 'scaling' (default %(default)s)")
+    p.add_argument("--replot", metavar="JSON",
+                   help="measure nothing: draw the plots of a results file again (e.g. "
+                   "benchmarks/results/bench_suite.json) into -o")
     a = p.parse_args(argv)
+    if a.replot:
+        with open(a.replot) as f:
+            plot(json.load(f), a.output)
+        return 0
     run(a.what, a.output, quick=a.quick, max_threads=a.max_threads)
     return 0
 
