@@ -350,3 +350,22 @@ def test_the_readme_counts_the_checkers_passes_as_the_code_does():
     text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     m = re.search(r"runs the model\s+through (\w+) passes", text)
     assert m is not None and m.group(1) == words[len(PASSES)], (m and m.group(1), len(PASSES))
+
+
+def test_the_readmes_command_line_block_is_the_clis_usage(monkeypatch: pytest.MonkeyPatch):
+    """The README's "Command line" block is what the CLI's parser prints as each
+    command's usage (at 100 columns): an option added, renamed or dropped in
+    the code fails this until the README says so too."""
+    import argparse
+
+    from seer_env.cli import build_parser
+
+    monkeypatch.setenv("COLUMNS", "100")
+    sub = next(a for a in build_parser()._actions
+               if isinstance(a, argparse._SubParsersAction))
+    want = "\n".join(sp.format_usage().replace("usage: ", "").rstrip()
+                     for sp in sub.choices.values()) + "\nseer-env --version"
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    m = re.search(r"## Command line\n\n<!--[^\n]*-->\n```\n(.*?)\n```", text, re.S)
+    assert m is not None, "README.md lost its Command line block"
+    assert m.group(1) == want
