@@ -12,7 +12,7 @@ env = seer_env.make("phold_v0", num_entities=32)          # ParallelEnv
 aec = seer_env.make("phold_v0", api="aec")                 # AEC env
 venv = seer_env.make("phold_v0", api="vector", num_envs=8) # batched arrays
 gym_venv = seer_env.make("pcs_v0", api="agent_vector", num_envs=4)  # Gymnasium VectorEnv
-mine = seer_env.make("path/to/mymodel", num_things=4)     # a model folder
+mine = seer_env.make("path/to/mymodel", num_agents=4)     # a model folder
 ```
 
 ``import seer_env`` also registers every shipped env in PettingZoo's registry

@@ -134,3 +134,102 @@ def test_the_markers_are_read_as_written(tmp_path: Path) -> None:
     assert [(b["line"], b["body"], b["mark"]) for b in blocks] == [
         (3, "x = 1", None), (7, "from nowhere import y", ("skip", "a fragment of a model's file")),
         (13, "z = 2", ("needs", "nosuchmodule")), (18, "w = 3", None)]
+
+
+# -- the API pages' examples: the docstrings mkdocstrings renders ------------------------
+
+_API_TARGET = re.compile(r"^::: ([\w.]+)", re.M)
+
+
+def api_examples() -> list[tuple[str, str]]:
+    """The self-contained python blocks (those that import what they use) of
+    the docstrings the API pages render: each ``::: target``'s docstring and,
+    for a module, those of its own classes and functions.  A block without an
+    import continues its docstring's story (``venv.send(...)`` on the venv of
+    the class's example) and is not run alone."""
+    import importlib
+    import inspect
+
+    out: list[tuple[str, str]] = []
+    seen: set[int] = set()
+    targets = sorted({t for page in (ROOT / "docs" / "api").glob("*.md")
+                      for t in _API_TARGET.findall(page.read_text())})
+    for target in targets:
+        obj = _resolve(target)
+        if obj is None:  # its module needs a library this venv lacks (BenchMARL's)
+            continue
+        objs = [(target, obj)]
+        if inspect.ismodule(obj):
+            objs += [(f"{target}.{n}", o) for n, o in vars(obj).items()
+                     if (inspect.isclass(o) or inspect.isfunction(o))
+                     and getattr(o, "__module__", None) == obj.__name__]
+        for name, o in objs:
+            if id(o) in seen:
+                continue
+            seen.add(id(o))
+            doc = inspect.getdoc(o) or ""
+            for m in _FENCE.finditer(doc):
+                if m.group("lang").strip() != "python":
+                    continue
+                body = "\n".join(line[len(m.group("indent")):]
+                                 for line in m.group("body").splitlines())
+                if re.search(r"^(import|from) \w", body, re.M):
+                    out.append((name, body))
+    return out
+
+
+def _resolve(target: str) -> object | None:
+    """The object ``a.b.C`` names: the longest importable module prefix, then
+    attributes; None where the module cannot be imported here."""
+    import importlib
+
+    parts = target.split(".")
+    for i in range(len(parts), 0, -1):
+        name = ".".join(parts[:i])
+        if importlib.util.find_spec(parts[0]) is None:
+            return None
+        try:
+            obj: object = importlib.import_module(name)
+        except ModuleNotFoundError:
+            continue  # a class or function name, not a module
+        except ImportError:
+            return None  # the module exists but needs what is not installed
+        for attr in parts[i:]:
+            obj = getattr(obj, attr)
+        return obj
+    return None
+
+
+_LIBS = {"ray": "ray", "torchrl": "torchrl", "benchmarl": "benchmarl", "torch": "torch"}
+
+
+def test_the_api_pages_self_contained_examples_run(tmp_path: Path) -> None:
+    examples = api_examples()
+    assert len(examples) >= 15, [n for n, _ in examples]
+    run = []
+    for name, body in examples:
+        libs = set(re.findall(r"^(?:import|from) (\w+)", body, re.M)) & set(_LIBS)
+        if any(importlib.util.find_spec(lib) is None for lib in libs):
+            continue  # needs what this venv lacks (BenchMARL's: its own venv)
+        run.append({"where": f"docstring of {name}", "body": body})
+    env = {**os.environ, "SEER_STPA_CACHE": "0", "MPLBACKEND": "Agg",
+           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+           "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])}
+    # the model a reader made: "mymodel" and "path/to/mymodel" in the examples
+    for where in ("mymodel", "path/to/mymodel"):
+        (tmp_path / where).parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run([sys.executable, "-m", "seer_env.cli", "new", Path(where).name, "--dir",
+                        str((tmp_path / where).parent)], cwd=tmp_path, env=env, check=True,
+                       capture_output=True, timeout=300)
+    # one interpreter per example: each stands alone
+    failures = []
+    for b in run:
+        spec = tmp_path / "blocks.json"
+        spec.write_text(json.dumps([b]))
+        script = tmp_path / "run_blocks.py"
+        script.write_text(_RUNNER)
+        out = subprocess.run([sys.executable, str(script), str(spec)], cwd=tmp_path, env=env,
+                             capture_output=True, text=True, timeout=600)
+        if out.returncode != 0:
+            failures.append(f"{b['where']}:\n{out.stderr[-2000:]}")
+    assert not failures, "\n\n".join(failures)

@@ -10,6 +10,7 @@ in-place buffers are NumPy views:
 
 ```python
 from seer_env import registry
+from seer_env.registry import Runtime       # this class, where the public API exports it
 model = registry.native_model("phold_v0")   # a NativeModel (registry: a higher layer)
 rt = Runtime(model, {"num_entities": 64}, num_instances=2, threads=2)
 rt.reset([1, 2])

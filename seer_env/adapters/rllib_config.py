@@ -5,7 +5,10 @@ never truncates an episode.  [`seer_env.adapters.rllib`][seer_env.adapters.rllib
 does not) re-export them:
 
 ```python
+from ray.rllib.algorithms.ppo import PPOConfig
 from seer_env.rllib import group_policies, shared_policy
+
+config = PPOConfig()
 config.multi_agent(**shared_policy("shared"))                 # one policy for all
 config.multi_agent(**group_policies({"env": "hunt_v0"}))      # one per agent group
 ```

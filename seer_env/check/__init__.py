@@ -7,13 +7,13 @@ broken and how to fix it:
 
 ```python
 import seer_env
-report = seer_env.check("path/to/mymodel", config={"num_things": 8})
+report = seer_env.check("path/to/mymodel", config={"num_agents": 8}, quick=True)
 print(report)            # one line per pass, then the findings
 assert report.ok
 ```
 
 ```bash
-seer-env check path/to/mymodel --set num_things=8
+seer-env check path/to/mymodel --set num_agents=8
 ```
 
 The passes:
