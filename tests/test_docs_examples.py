@@ -147,7 +147,6 @@ def api_examples() -> list[tuple[str, str]]:
     for a module, those of its own classes and functions.  A block without an
     import continues its docstring's story (``venv.send(...)`` on the venv of
     the class's example) and is not run alone."""
-    import importlib
     import inspect
 
     out: list[tuple[str, str]] = []
