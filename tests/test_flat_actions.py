@@ -94,9 +94,16 @@ def test_a_bad_joint_action_is_refused_by_name_and_nothing_changes() -> None:
                            "outside"):
             env.check_action("predator_0", bad)
     jm = obs["predator_0"]["action_mask"]
-    if (jm == 0).any():  # a joint action the mask forbids: refused by its component
-        with pytest.raises(InvalidActionError, match="forbid"):
-            env.check_action("predator_0", int(np.flatnonzero(jm == 0)[0]))
+    assert (jm == 0).any()  # the seed's start has a forbidden move
+    bad = int(np.flatnonzero(jm == 0)[0])
+    with pytest.raises(InvalidActionError, match="forbid"):
+        env.check_action("predator_0", bad)
+    # step() names the joint action given and the components it stands for
+    comps = np.unravel_index(bad, (5, 2))
+    with pytest.raises(InvalidActionError, match=(
+            rf"action for 'predator_0' is {bad}, which its joint action mask forbids "
+            rf"\(flatten_actions: {bad} stands for the components \[{comps[0]}, {comps[1]}\]")):
+        env.step({**legal, "predator_0": bad})
     out = env.step(legal)  # nothing changed: the legal actions step
     assert set(out[1]) == {*legal}
     env.close()
@@ -130,6 +137,17 @@ def test_the_batched_env_and_send_recv_step_joint_actions() -> None:
                        (np.zeros((B, 3)), "integers")]:
         with pytest.raises(InvalidActionError, match=match):
             flat.step({"predator": bad, "prey": prey})
+    m = jf["action_mask"]["predator"]
+    alive = flat.runtime.alive[:, :3]
+    forbidden = np.argwhere(~m & alive[..., None])
+    assert len(forbidden)  # the bounded grid with obstacles forbids some moves
+    b, i, j = (int(x) for x in forbidden[0])
+    given = np.where(m, 1.0, -1.0).argmax(-1)  # legal everywhere ...
+    given[b, i] = j                             # ... but one
+    with pytest.raises(InvalidActionError, match=(
+            rf"the action of predator_{i} of instance {b} is {j}, which its joint action mask "
+            r"forbids")):
+        flat.step({"predator": given, "prey": prey * 0})
     flat.step({"predator": joint * 0, "prey": prey * 0})  # staying is always allowed
     plain.close()
     flat.close()

@@ -29,7 +29,7 @@ translation; `flat_groups` the face's groups with it.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -87,6 +87,27 @@ class Flat:
                 f"{what} {bad if arr.ndim else int(arr)} outside [0, {self.n}) (flatten_actions: "
                 f"joint actions of MultiDiscrete({list(self.nvec)}))")
         return self.components(arr)
+
+    def refuse_forbidden(self, joint: np.ndarray, raw_mask: np.ndarray, alive: np.ndarray,
+                         what: str | Callable[[tuple[int, ...]], str]) -> None:
+        """`InvalidActionError` where a live agent's joint action is one its
+        joint mask forbids (``joint`` ints checked in range, ``raw_mask`` the
+        runtime's mask rows of the same agents, ``alive`` which of them act):
+        the message names the joint action and the components it stands for
+        (``what``, or ``what(index)``, names the agent at that index of ``joint``)."""
+        jm = self.joint_mask(raw_mask)
+        j = np.asarray(joint, np.int64)
+        ok = np.take_along_axis(jm, j[..., None], axis=-1)[..., 0] | ~np.asarray(alive, bool)
+        if ok.all():
+            return
+        idx = tuple(int(x) for x in np.argwhere(~ok)[0])
+        v = int(j[idx])
+        comps = [int(c) for c in self.components(np.int64(v))]
+        who = what if isinstance(what, str) else what(idx)
+        raise InvalidActionError(
+            f"{who} is {v}, which its joint action mask forbids (flatten_actions: {v} "
+            f"stands for the components {comps} of MultiDiscrete({list(self.nvec)}); a joint "
+            "action is allowed when every component's mask allows its part)")
 
     def joint(self, components: np.ndarray) -> np.ndarray:
         """The joint actions of ``components`` (``(..., len(nvec))``): the inverse

@@ -443,11 +443,18 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
                     gi = self._group_of[a]
                     views[gi][0, a - self.groups[gi].first] = row
             else:  # flatten_actions: a flattened group's joint actions as components
+                rt = self.runtime
                 for agent, a, row in zip(names, self._live_idx.tolist(), rows, strict=True):
                     gi = self._group_of[a]
                     f = self._flat.get(gi)
-                    views[gi][0, a - self.groups[gi].first] = row if f is None else \
-                        f.checked_components(row, f"{model}: action for {agent!r} is")
+                    if f is None:
+                        views[gi][0, a - self.groups[gi].first] = row
+                        continue
+                    comps = f.checked_components(row, f"{model}: action for {agent!r} is")
+                    if self.groups[gi].mask_len and rt.enforce_masks:
+                        f.refuse_forbidden(np.array([row]), rt.mask[0, a:a + 1],
+                                           np.ones(1, bool), f"{model}: action for {agent!r}")
+                    views[gi][0, a - self.groups[gi].first] = comps
         elif rows:
             self.runtime.actions[0][self._live_idx] = np.asarray(rows)
 

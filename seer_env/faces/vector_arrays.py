@@ -30,7 +30,7 @@ Part of `seer_env.faces`; a split of the batched env by concern.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -90,7 +90,13 @@ def write_group_actions(rt: Runtime, name: str, actions: Any,
             if arr.shape != (B, g.count):
                 raise InvalidActionError(f"actions of group {g.name!r} must have shape "
                                          f"{(B, g.count)}, got {arr.shape}")
-            staged.append(f.checked_components(arr, f"{name}: actions of group {g.name!r}:"))
+            comps = f.checked_components(arr, f"{name}: actions of group {g.name!r}:")
+            if g.mask_len and rt.enforce_masks:  # named as the joint action given
+                sel = slice(None) if rows is None else rows
+                f.refuse_forbidden(arr, rt.mask[sel, g.first:g.first + g.count],
+                                   rt.alive[sel, g.first:g.first + g.count],
+                                   _batched_agent(name, g.name, rows))
+            staged.append(comps)
             continue
         want = (B, g.count) if g.action_kind == "discrete" else (B, g.count, g.action_dim)
         if g.action_kind == "box":
@@ -112,6 +118,15 @@ def write_group_actions(rt: Runtime, name: str, actions: Any,
             view[...] = arr
         else:
             view[rows] = arr
+
+
+def _batched_agent(model: str, group: str, rows: np.ndarray | None
+                   ) -> Callable[[tuple[int, ...]], str]:
+    """Names the agent at ``(row, i)`` of a group's action array."""
+    def what(at: tuple[int, ...]) -> str:
+        inst = at[0] if rows is None else int(rows[at[0]])
+        return f"{model}: the action of {group}_{at[1]} of instance {inst}"
+    return what
 
 
 def write_flat_actions(rt: Runtime, actions: Any, rows: np.ndarray | None = None) -> None:
