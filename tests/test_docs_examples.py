@@ -79,6 +79,14 @@ for b in blocks:
 """
 
 
+def _reader_env() -> dict[str, str]:
+    """The environment a page's blocks run in: this venv's tools on PATH, the
+    repository root importable (``oracles``), no STPA cache, no display."""
+    return {**os.environ, "SEER_STPA_CACHE": "0", "MPLBACKEND": "Agg",
+            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+            "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])}
+
+
 def _pages_with_blocks() -> list[Path]:
     return [p for p in PAGES if page_blocks(p)[1]]
 
@@ -100,9 +108,7 @@ def test_every_python_block_of_the_page_runs(page: Path, tmp_path: Path) -> None
         run.append({"where": where, "body": b["body"]})
     if not run:
         pytest.skip(f"{rel}: no block can run here (they need what is not installed)")
-    env = {**os.environ, "SEER_STPA_CACHE": "0", "MPLBACKEND": "Agg",
-           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-           "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])}
+    env = _reader_env()
     for cmd in setups:
         subprocess.run(cmd, shell=True, cwd=tmp_path, env=env, check=True,
                        capture_output=True, timeout=300)
@@ -183,10 +189,10 @@ def _resolve(target: str) -> object | None:
     import importlib
 
     parts = target.split(".")
+    if importlib.util.find_spec(parts[0]) is None:
+        return None
     for i in range(len(parts), 0, -1):
         name = ".".join(parts[:i])
-        if importlib.util.find_spec(parts[0]) is None:
-            return None
         try:
             obj: object = importlib.import_module(name)
         except ModuleNotFoundError:
@@ -211,9 +217,7 @@ def test_the_api_pages_self_contained_examples_run(tmp_path: Path) -> None:
         if any(importlib.util.find_spec(lib) is None for lib in libs):
             continue  # needs what this venv lacks (BenchMARL's: its own venv)
         run.append({"where": f"docstring of {name}", "body": body})
-    env = {**os.environ, "SEER_STPA_CACHE": "0", "MPLBACKEND": "Agg",
-           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-           "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])}
+    env = _reader_env()
     # the model a reader made: "mymodel" and "path/to/mymodel" in the examples
     for where in ("mymodel", "path/to/mymodel"):
         (tmp_path / where).parent.mkdir(parents=True, exist_ok=True)

@@ -303,18 +303,23 @@ def test_company_table_markers_render_the_results_file(tmp_path: Path):
         hooks.company_tables("<!-- company-table: benchmarks/results/nope.json -->", root)
 
 
+def _results_marks(root: Path):  # benchmarks/results_marks.py, by path, as docs/hooks.py
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "results_marks", root / "benchmarks" / "results_marks.py")
+    marks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(marks)
+    return marks
+
+
 def test_every_figure_a_page_cites_is_its_results_files():
     """Figures stated between ``<!-- result: FILE KEY FORMAT -->`` and
     ``<!-- /result -->`` (benchmarks/results_marks.py) equal their results
     file's values: a benchmark that writes new results fails this until the
     pages are regenerated (``python benchmarks/results_marks.py --write``)."""
-    import importlib.util
-
     root = Path(__file__).resolve().parents[1]
-    spec = importlib.util.spec_from_file_location(
-        "results_marks", root / "benchmarks" / "results_marks.py")
-    marks = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(marks)
+    marks = _results_marks(root)
     stale, cited = [], 0
     for page in marks.pages(root):
         text = page.read_text()
@@ -325,13 +330,8 @@ def test_every_figure_a_page_cites_is_its_results_files():
 
 
 def test_a_changed_results_file_changes_the_figure(tmp_path: Path):
-    import importlib.util
-
     root = Path(__file__).resolve().parents[1]
-    spec = importlib.util.spec_from_file_location(
-        "results_marks", root / "benchmarks" / "results_marks.py")
-    marks = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(marks)
+    marks = _results_marks(root)
     (tmp_path / "r.json").write_text(json.dumps({"a": {"b": 1.234}}))
     page = "costs <!-- result: r.json a.b {:.2f}x -->1.23x<!-- /result --> per event"
     assert marks.check(page, tmp_path) == []

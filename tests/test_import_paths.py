@@ -146,13 +146,10 @@ def test_the_adapters_package_and_short_paths_import_without_torch_or_ray() -> N
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
-@pytest.mark.parametrize("old,blocked,extra", [
-    ("seer_env.torchrl", "torch", "torchrl"), ("seer_env.torchrl", "torchrl", "torchrl"),
-    ("seer_env.rllib", "ray", "rllib"),
-])
-def test_an_adapter_without_its_library_says_which_extra_installs_it(
-        old: str, blocked: str, extra: str) -> None:
-    new, _, cls_name = ADAPTERS[old]
+def _missing_extra_messages(old: str, new: str, cls_name: str, blocked: str) -> list[str]:
+    """In a fresh interpreter with ``blocked`` unimportable: the messages of the
+    MissingExtraError (an ImportError) that looking ``cls_name`` up on the
+    short path ``old``, then importing the adapter ``new``, raise."""
     code = (
         f"import sys; sys.modules[{blocked!r}] = None\n"
         "from seer_env.errors import MissingExtraError\n"
@@ -164,8 +161,18 @@ def test_an_adapter_without_its_library_says_which_extra_installs_it(
         "        assert isinstance(exc, ImportError)\n"
         "        print(exc)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout.splitlines()
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True).stdout.splitlines()
+
+
+@pytest.mark.parametrize("old,blocked,extra", [
+    ("seer_env.torchrl", "torch", "torchrl"), ("seer_env.torchrl", "torchrl", "torchrl"),
+    ("seer_env.rllib", "ray", "rllib"),
+])
+def test_an_adapter_without_its_library_says_which_extra_installs_it(
+        old: str, blocked: str, extra: str) -> None:
+    new, _, cls_name = ADAPTERS[old]
+    out = _missing_extra_messages(old, new, cls_name, blocked)
     assert len(out) == 2 and all(f"pip install 'seer_env[{extra}]'" in line for line in out)
     assert all(blocked in line for line in out)
 
@@ -174,17 +181,6 @@ def test_the_benchmarl_task_without_benchmarl_says_what_to_install() -> None:
     """BenchMARL is no extra of ours (it pins TorchRL < 0.12): the short path
     imports, and a name looked up there, or the adapter, raises
     MissingExtraError naming BenchMARL."""
-    code = (
-        "import sys; sys.modules['benchmarl'] = None\n"
-        "from seer_env.errors import MissingExtraError\n"
-        "import seer_env.benchmarl as short\n"
-        "for get in (lambda: short.SeerTask, lambda: __import__('seer_env.adapters.benchmarl')):\n"
-        "    try:\n"
-        "        get()\n"
-        "    except MissingExtraError as exc:\n"
-        "        assert isinstance(exc, ImportError)\n"
-        "        print(exc)\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout.splitlines()
+    out = _missing_extra_messages("seer_env.benchmarl", "seer_env.adapters.benchmarl",
+                                  "SeerTask", "benchmarl")
     assert len(out) == 2 and all("not installed: benchmarl" in line for line in out)

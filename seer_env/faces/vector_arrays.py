@@ -83,23 +83,11 @@ def write_group_actions(rt: Runtime, name: str, actions: Any,
                 f"actions of group {g.name!r} cannot be read as an array: {exc!r}") from exc
         B = rt.num_instances if rows is None else len(rows)
         f = flat.get(gi)
-        if f is not None:  # joint actions: (B, count) ints in [0, prod(nvec))
-            if arr.dtype.kind not in "iu":
-                raise InvalidActionError(
-                    f"actions of group {g.name!r} must be integers, got dtype {arr.dtype}")
-            if arr.shape != (B, g.count):
-                raise InvalidActionError(f"actions of group {g.name!r} must have shape "
-                                         f"{(B, g.count)}, got {arr.shape}")
-            comps = f.checked_components(arr, f"{name}: actions of group {g.name!r}:")
-            if g.mask_len and rt.enforce_masks:  # named as the joint action given
-                sel = slice(None) if rows is None else rows
-                f.refuse_forbidden(arr, rt.mask[sel, g.first:g.first + g.count],
-                                   rt.alive[sel, g.first:g.first + g.count],
-                                   _batched_agent(name, g.name, rows))
-            staged.append(comps)
-            continue
-        want = (B, g.count) if g.action_kind == "discrete" else (B, g.count, g.action_dim)
-        if g.action_kind == "box":
+        # a flattened group's arrays are (B, count) joint actions: checked as
+        # a discrete group's, then as joint actions, and staged as components
+        kind = "discrete" if f is not None else g.action_kind
+        want = (B, g.count) if kind == "discrete" else (B, g.count, g.action_dim)
+        if kind == "box":
             if arr.dtype.kind not in "fiu":
                 raise InvalidActionError(
                     f"actions of group {g.name!r} must be real numbers, got {arr.dtype}")
@@ -109,8 +97,16 @@ def write_group_actions(rt: Runtime, name: str, actions: Any,
         if arr.shape != want:
             raise InvalidActionError(
                 f"actions of group {g.name!r} must have shape {want}, got {arr.shape}")
-        if g.action_kind != "box" and arr.size and (
-                arr.min() < -(2**31) or arr.max() >= 2**31):
+        if f is not None:  # in [0, prod(nvec)), and allowed by the joint masks
+            comps = f.checked_components(arr, f"{name}: actions of group {g.name!r}:")
+            if g.mask_len and rt.enforce_masks:  # named as the joint action given
+                sel = slice(None) if rows is None else rows
+                f.refuse_forbidden(arr, rt.mask[sel, g.first:g.first + g.count],
+                                   rt.alive[sel, g.first:g.first + g.count],
+                                   _batched_agent(name, g.name, rows))
+            staged.append(comps)
+            continue
+        if kind != "box" and arr.size and (arr.min() < -(2**31) or arr.max() >= 2**31):
             raise InvalidActionError(f"actions of group {g.name!r} out of int32 range")
         staged.append(_to_float32(arr) if g.action_kind == "box" else arr)
     for view, arr in zip(rt.group_actions, staged, strict=True):
