@@ -148,9 +148,11 @@ def test_cli_help(cmd, capsys):
 def test_trace_records_cover_parked_threads():
     """One array per pool thread, the active ones first; a shrunk pool keeps
     its parked threads' arrays (empty unless one took a chunk late) and the
-    events of a step are all in the records either way."""
-    rt = Runtime("phold", phold_cfg(num_entities=64), 1, "parallel", 3, oversubscribe=True)
-    rt.reset([2])
+    events of a step are all in the records either way.  Twelve instances:
+    one partition each on 3 threads as on 1, so the shrink parks workers (on
+    one instance it would make the pool anew, on the 1-thread partitions)."""
+    rt = Runtime("phold", phold_cfg(num_entities=64), 12, "parallel", 3, oversubscribe=True)
+    rt.reset(list(range(12)))
     rt.trace(1 << 16)
     rt.actions[:] = 0
     rt.step()

@@ -134,7 +134,7 @@ static void abandon_events(seer_runtime *rt, seer_inst *in, const char *why)
  * thread keeps the events that cross partitions, and with them the traffic
  * between cores, few (a PCS 64x64 step ran 1.9x faster on 2 threads than
  * serially with 2 partitions, 1.75x with 4 and 1.6x with 16). */
-static uint32_t partition_count(const seer_runtime *rt, uint32_t np)
+uint32_t seer_partition_count(const seer_runtime *rt, uint32_t np)
 {
     const uint32_t N = rt->sz.num_entities;
     /* Many instances per thread (a multiple of the threads, or at least
@@ -265,7 +265,12 @@ static int unpark_events(seer_runtime *rt, uint64_t *counts, uint32_t parked)
  * the new partitions' queues. */
 int seer_set_partitions(seer_runtime *rt, uint32_t threads)
 {
-    struct new_parts n = {.np = partition_count(rt, threads)};
+    return seer_set_partition_count(rt, seer_partition_count(rt, threads));
+}
+
+int seer_set_partition_count(seer_runtime *rt, uint32_t np)
+{
+    struct new_parts n = {.np = np};
     if (n.np == rt->part.n)
         return SEER_OK;
     uint32_t parked = 0;

@@ -14,11 +14,17 @@
 /* The pool size that takes part in calls: `threads`, capped at the usable
  * CPUs unless flags has SEER_RT_OVERSUBSCRIBE. */
 uint32_t seer_active_threads(uint32_t flags, uint32_t threads);
+/* The partitions per instance a pool of `threads` works on (one per
+ * thread, one per instance where instances outnumber the threads, one per
+ * entity when checking with shuffled visits).  Any thread. */
+uint32_t seer_partition_count(const seer_runtime *rt, uint32_t threads);
 /* Cut every instance's entities into partitions for a pool of `threads`
  * (moving pending events to the new partitions' queues).  On failure
  * nothing changed, or instances that could not be restored need a reset
  * (rt->err says which). */
 int seer_set_partitions(seer_runtime *rt, uint32_t threads);
+/* The same, `np` partitions (1 to the entities). */
+int seer_set_partition_count(seer_runtime *rt, uint32_t np);
 /* Free an instance's partition queues (rt->part.n of them) and the array. */
 void seer_free_part_queues(const seer_runtime *rt, seer_squeue *parts);
 /* Migration counts per destination queue (the scratch of
