@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -65,8 +66,8 @@ def _run(python: str, blocks: int, block: int) -> list[float]:
     # run outside any checkout: ``python -c`` puts the working directory first
     # on the path, where a checkout's seer_env/ would shadow the build's
     with tempfile.TemporaryDirectory() as cwd:
-        out = subprocess.run([python, "-c", _CHILD, json.dumps(CONFIGS), str(blocks),
-                              str(block)], capture_output=True, text=True, cwd=cwd)
+        out = subprocess.run([os.path.abspath(python), "-c", _CHILD, json.dumps(CONFIGS),
+                              str(blocks), str(block)], capture_output=True, text=True, cwd=cwd)
     if out.returncode != 0:
         raise SystemExit(f"{python} failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])

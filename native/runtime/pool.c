@@ -81,6 +81,16 @@
 #include "trace.h"
 
 #define WAKE_SPINS 4000u  /* pauses before a worker sleeps between calls   */
+/* A worker spins for the next call only where one of the last three gaps
+ * between calls was at most this long (about what WAKE_SPINS pauses take:
+ * 105 us on the AMD EPYC of the benchmarks).  Gaps that are all longer -- a
+ * training loop's policy and update, the other envs' steps of a round-robin
+ * loop -- would see the spin run out anyway, and meanwhile it takes a core
+ * from the caller's own work (torch's threads) or the next env's pool.  One
+ * long gap among short ones (the caller preempted by a burner) keeps the
+ * spin: a worker asleep under load wakes late. */
+#define WAKE_SPIN_NS 100000u
+#define WAKE_GAPS 3u
 #define PHASE_SPINS 2000u /* pauses before a waiting worker yields the CPU */
 #define POOL_LO 1024u      /* initial free events per worker at a call's start */
 #define POOL_MAX (1u << 22) /* cap of the adaptive stock                        */
@@ -425,10 +435,13 @@ static void *worker_main(void *arg)
          * the host changes it between calls. */
         const int parked =
             w->id >= atomic_load_explicit(&rt->pool.active, memory_order_relaxed);
+        /* relaxed: a hint written before the call we took part in. */
+        const uint32_t spin_limit =
+            parked ? 0u : atomic_load_explicit(&rt->pool.wake_spins, memory_order_relaxed);
         /* acquire: pairs with the release fetch_add in publish_job, so the
          * call's description and first phase are visible. */
         while ((g = atomic_load_explicit(&rt->pool.job_gen, memory_order_acquire)) == seen) {
-            if (!parked && spins++ < WAKE_SPINS) {
+            if (spins++ < spin_limit) {
                 seer_cpu_relax();
                 continue;
             }
@@ -659,6 +672,20 @@ int seer_pool_run(seer_runtime *rt, int job, const seer_events_phases *events)
     if (rt->pool.call_cap && rt->pool.call_cap < n && rt->executor != SEER_EXECUTOR_OPTIMISTIC)
         n = rt->pool.call_cap;
     atomic_store_explicit(&rt->pool.call_active, n, memory_order_relaxed);
+    if (n > 1) {
+        const uint64_t now = seer_clock_ns();
+        int soon = 1;
+        if (rt->pool.last_end_ns) {
+            rt->pool.gaps_ns[rt->pool.gap_next] = now - rt->pool.last_end_ns;
+            rt->pool.gap_next = (rt->pool.gap_next + 1) % WAKE_GAPS;
+            soon = 0;
+            for (uint32_t k = 0; k < WAKE_GAPS; k++)
+                soon |= rt->pool.gaps_ns[k] <= WAKE_SPIN_NS;
+        }
+        /* relaxed: a hint, published with the call by publish_job's release. */
+        atomic_store_explicit(&rt->pool.wake_spins, soon ? WAKE_SPINS : 0u,
+                              memory_order_relaxed);
+    }
     open_phase_completer(rt, job == JOB_RESET ? PH_CLEAR : whole ? PH_INSTANCE : PH_ACT);
     publish_job(rt, n > 1);
     run_phases(&rt->pool.workers[0], rt->pool.call_tag);
@@ -674,5 +701,7 @@ int seer_pool_run(seer_runtime *rt, int job, const seer_events_phases *events)
             memcpy(rt->err, w->msg, sizeof rt->err);
         }
     }
+    if (n > 1)
+        rt->pool.last_end_ns = seer_clock_ns();
     return code;
 }

@@ -219,6 +219,14 @@ typedef struct seer_rt_pool {
     pthread_mutex_t wake_lock;
     pthread_cond_t wake_cond;
     _Atomic uint64_t job_gen;
+    /* Pauses a worker spins for the next call once its part of this one is
+     * done, before it sleeps (pool.c): WAKE_SPINS where the gap before this
+     * call was short enough for a spin to catch the next, else none.  The
+     * host writes it before publishing a call (a hint: relaxed). */
+    _Atomic uint32_t wake_spins;
+    uint64_t last_end_ns; /* host: when the last call returned (0: none yet) */
+    uint64_t gaps_ns[3];  /* host: the last gaps between calls (a ring)          */
+    uint32_t gap_next;    /* host: the ring's next slot                          */
     _Atomic int shutdown;
     seer_phases ph;    /* the executive list: phases of the current call
                           (its ticket and counter on lines of their own) */
