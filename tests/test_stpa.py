@@ -137,6 +137,24 @@ def test_select_ties_prefer_fewer_threads_then_serial():
     assert select(t, feats()).candidate == SERIAL
 
 
+def test_the_serial_executor_wins_over_a_one_thread_pool_not_clearly_faster():
+    """parallel-1 runs the serial executor's events through the pool's phases
+    (3-5% slower alone): within SERIAL_MARGIN the serial executor is chosen,
+    and the reason says why; clearly faster, parallel-1 keeps it; a pool of
+    more threads is not affected."""
+    O1 = Candidate("optimistic", 1)
+    t = {SERIAL: [1.05e6] * 3, P[1]: [1.0e6] * 3, P[2]: [1.5e6] * 3}
+    d = select(t, feats())
+    assert d.candidate == SERIAL
+    assert "within 8% of the parallel executor on 1 thread (1.00 ms)" in d.reason
+    t = {SERIAL: [1.05e6] * 3, O1: [0.99e6] * 3}
+    assert select(t, feats()).candidate == SERIAL
+    t = {SERIAL: [1.10e6] * 3, P[1]: [1.0e6] * 3}
+    assert select(t, feats()).candidate == P[1]
+    t = {SERIAL: [1.05e6] * 3, P[1]: [1.0e6] * 3, P[2]: [0.6e6] * 3}
+    assert select(t, feats()).candidate == P[2]
+
+
 def test_select_without_timings_uses_prediction_or_default():
     assert select({}, feats()).candidate == SERIAL
     assert select({}, feats(lookahead=0.0)).candidate == SERIAL
