@@ -312,6 +312,9 @@ def test_set_threads_mid_run_keeps_results():
     rt.close()
 
 
+SETTLE_STEPS = 16  # SEER_SETTLE_STEPS (native/runtime/api.h)
+
+
 @pytest.mark.parametrize("path", [
     [("parallel", 2), ("parallel", 1)],
     [("optimistic", 2), ("optimistic", 1)],
@@ -322,9 +325,10 @@ def test_set_threads_mid_run_keeps_results():
 ], ids=lambda p: "-".join(f"{e}{t}" for e, t in p))
 def test_a_switched_runtime_runs_as_one_made_so(path):
     """After switches of executor and threads, a runtime works on the
-    partitions of one created with its executor and threads: the same windows
-    per step and the same outputs.  (A pool of 2 parked down to 1 kept its 2
-    partitions and stepped them window by window: 9% slower on PCS 64x64.)"""
+    partitions of one created with its executor and threads once the new
+    configuration has lasted SETTLE_STEPS steps: the same windows per step
+    (and the same outputs all along).  A pool of 2 parked down to 1 kept its 2
+    partitions and stepped them window by window: 9% slower on PCS 64x64."""
     cfg = phold_cfg(num_entities=64)
     executor, threads = path[-1]
     fresh = Runtime("phold", cfg, 1, executor, threads, oversubscribe=True)
@@ -336,7 +340,12 @@ def test_a_switched_runtime_runs_as_one_made_so(path):
         rt.set_executor(ex, th)
         for r in (fresh, rt):
             r.step()
+        assert rt.obs.tobytes() == fresh.obs.tobytes()
     assert (rt.executor, rt.threads) == (executor, threads)
+    for _ in range(SETTLE_STEPS):
+        for r in (fresh, rt):
+            r.step()
+        assert rt.obs.tobytes() == fresh.obs.tobytes()
     w0 = {id(r): r.stats()["windows"] for r in (fresh, rt)}
     for _ in range(4):
         for r in (fresh, rt):
@@ -344,6 +353,34 @@ def test_a_switched_runtime_runs_as_one_made_so(path):
         assert rt.obs.tobytes() == fresh.obs.tobytes()
     assert rt.stats()["windows"] - w0[id(rt)] == fresh.stats()["windows"] - w0[id(fresh)]
     fresh.close()
+    rt.close()
+
+
+def test_switches_back_and_forth_keep_the_partitions_until_one_lasts():
+    """STPA's probe visits switch between pool sizes every few steps: the
+    partitions stay (a cut moves every pending event and makes the pool anew,
+    2.5 ms on PCS 64x64) until a size has lasted SETTLE_STEPS steps."""
+    cfg = phold_cfg(num_entities=64)
+    rt = Runtime("phold", cfg, 1, "parallel", 2, oversubscribe=True)
+    rt.reset([7])
+    rt.actions[:] = 0
+
+    def windows(steps):
+        w = rt.stats()["windows"]
+        for _ in range(steps):
+            rt.step()
+        return rt.stats()["windows"] - w
+
+    two = windows(4)  # a pool of 2: windows between its partitions
+    assert two > 4
+    for _ in range(6):  # visits of 3 steps: parallel-1, parallel-2, ...
+        rt.set_threads(1)
+        assert windows(3) == two * 3 // 4  # still the 2 partitions' windows
+        rt.set_threads(2)
+        assert windows(3) == two * 3 // 4
+    rt.set_threads(1)
+    windows(SETTLE_STEPS)
+    assert windows(4) == 4  # settled: one partition, one 'window' a step
     rt.close()
 
 

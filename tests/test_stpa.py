@@ -1886,7 +1886,8 @@ def test_company_that_comes_after_the_decision_is_left_within_a_few_windows():
     assert st.threads == 1 and n <= 40, (n, st.reason)
     assert st.history[-1].trigger.startswith("company: iterations took")
     assert "another process holds a core (other processes kept 1.0 of the machine's cores " \
-        "busy during the probe; this run may use 2)" in st.reason
+        "busy during the probe; this run may use 2); so this run takes its share of the " \
+        "cores, 1 of 2" in st.reason
     assert st.monitor.company_probes == 1
     # the company leaves: the pool is not hopeless, a confirmation times it again
     assert ("parallel", 2) not in {(c.executor, c.threads) for c in st.monitor.hopeless}

@@ -22,40 +22,27 @@
 
 /* ---- pool size -------------------------------------------------------------- */
 
-/* Make `threads` workers take part in calls, on the partitions a pool of
- * `threads` works on when `parts` (the executor that will run uses them):
- * a runtime runs as it would have been created with that many threads
- * (a pool of 2 parked down to 1 kept its 2 partitions, and its one thread
- * stepped them window by window: PCS 64x64 ran 9% slower alone, 14%
- * beside another env process, than on the one partition a 1-thread
- * runtime has).  Within the created pool at the same partitions this only
- * parks or unparks workers (no thread is created or joined, nothing can
- * fail); otherwise the pool is made anew, on new partitions (each worker's
- * outboxes are sized by them).  A pool that cannot be made anew keeps its
- * size and partitions. */
-static int resize_pool(seer_runtime *rt, uint32_t threads, int parts)
+/* Stop the pool and start it anew: `n` workers, `active` of them taking
+ * part in calls, on the partitions of a pool of `parts_for` threads (each
+ * worker's outboxes are sized by the partitions).  On failure the old pool
+ * and partitions come back (if even that runs out of memory the runtime is
+ * broken, and says so). */
+static int remake_pool(seer_runtime *rt, uint32_t n, uint32_t active, uint32_t parts_for)
 {
-    const uint32_t np = parts ? seer_partition_count(rt, threads) : rt->part.n;
-    if (threads <= rt->pool.nthreads && np == rt->part.n) {
-        /* relaxed: published to the workers by the next call's release bump
-         * of job_gen; until then a parked worker at most spins a little. */
-        atomic_store_explicit(&rt->pool.active, threads, memory_order_relaxed);
-        return SEER_OK;
-    }
     const uint32_t old = rt->pool.nthreads, old_np = rt->part.n;
     /* relaxed: the host is the only writer. */
     const uint32_t old_active = atomic_load_explicit(&rt->pool.active, memory_order_relaxed);
     seer_pool_stop(rt);
-    int rc = seer_set_partitions(rt, threads);
+    int rc = seer_set_partitions(rt, parts_for);
     if (rc == SEER_OK) {
-        if (seer_pool_start(rt, threads) == SEER_OK)
+        if (seer_pool_restart(rt, n, active) == SEER_OK)
             return SEER_OK;
         rc = SEER_E_NOMEM;
         seer_fail(rt, "could not start %u threads (out of memory or threads); the pool keeps "
                       "its %u",
-                  threads, old_active);
-        /* the partitions back to the old pool's (best effort: the events
-         * stay where they are should this run out of memory too) */
+                  n, old_active);
+        /* the old pool's partitions (best effort: the events stay where they
+         * are should this run out of memory too) */
         (void)seer_set_partition_count(rt, old_np);
     }
     /* Back to the old pool, its parked workers parked (its memory was just
@@ -67,6 +54,36 @@ static int resize_pool(seer_runtime *rt, uint32_t threads, int parts)
                       "more; close it and create a new one");
     }
     return rc;
+}
+
+/* Make `threads` workers take part in calls.  Within the created pool this
+ * only parks or unparks workers (no thread is created or joined, nothing
+ * can fail; the partitions follow once the new size has lasted:
+ * seer_settle_partitions_host); a larger pool is created anew, with new
+ * partitions.  A pool that cannot grow keeps its size. */
+static int resize_pool(seer_runtime *rt, uint32_t threads)
+{
+    if (threads <= rt->pool.nthreads) {
+        /* relaxed: published to the workers by the next call's release bump
+         * of job_gen; until then a parked worker at most spins a little. */
+        atomic_store_explicit(&rt->pool.active, threads, memory_order_relaxed);
+        return SEER_OK;
+    }
+    return remake_pool(rt, threads, threads, threads);
+}
+
+int seer_settle_partitions_host(seer_runtime *rt)
+{
+    /* relaxed: the host is the only writer. */
+    const uint32_t active = atomic_load_explicit(&rt->pool.active, memory_order_relaxed);
+    if (!seer_uses_parts(rt->executor) || seer_partition_count(rt, active) == rt->part.n) {
+        rt->pool.unsettled_steps = 0;
+        return SEER_OK;
+    }
+    if (++rt->pool.unsettled_steps < SEER_SETTLE_STEPS)
+        return SEER_OK;
+    rt->pool.unsettled_steps = 0;
+    return remake_pool(rt, rt->pool.nthreads, active, active);
 }
 
 int seer_runtime_set_threads(seer_runtime *rt, uint32_t threads)
@@ -84,7 +101,7 @@ int seer_runtime_set_threads(seer_runtime *rt, uint32_t threads)
         return rc;
     if (rt->executor == SEER_EXECUTOR_SERIAL)
         return SEER_OK;
-    return resize_pool(rt, seer_active_threads(rt->rt_flags, threads), 1);
+    return resize_pool(rt, seer_active_threads(rt->rt_flags, threads));
 }
 
 int seer_runtime_set_call_threads(seer_runtime *rt, uint32_t threads)
@@ -138,13 +155,12 @@ int seer_runtime_set_executor(seer_runtime *rt, int executor, uint32_t threads)
         return rc;
     /* relaxed: the host is the only writer. */
     const uint32_t old_active = atomic_load_explicit(&rt->pool.active, memory_order_relaxed);
-    /* The pool first (and the partitions, for an executor that uses them):
-     * one that cannot be made keeps its size (resize_pool), and the executor
-     * has not changed yet.  Then the events, which on failure go back, and
-     * the pool back to its old size and partitions.  So on failure nothing
-     * changed (but for the partitions, should memory run out moving the
-     * events back to the old ones: then the instances say so). */
-    rc = resize_pool(rt, seer_active_threads(rt->rt_flags, threads), seer_uses_parts(executor));
+    /* The pool first: one that cannot grow keeps its size (resize_pool), and
+     * the executor has not changed yet.  Then the events, which on failure
+     * go back, and the pool back to its old size (within the pool just
+     * started: parking only, which cannot fail).  So on failure nothing
+     * changed. */
+    rc = resize_pool(rt, seer_active_threads(rt->rt_flags, threads));
     if (rc != SEER_OK || executor == rt->executor)
         return rc;
     if (seer_uses_parts(executor) == seer_uses_parts(rt->executor)) {
@@ -154,7 +170,7 @@ int seer_runtime_set_executor(seer_runtime *rt, int executor, uint32_t threads)
     }
     int lost = 0;
     if (seer_migrate_all(rt, executor, &lost) != SEER_OK) {
-        (void)resize_pool(rt, old_active, seer_uses_parts(rt->executor));
+        (void)resize_pool(rt, old_active);
         seer_fail(rt, "out of memory switching executors%s",
                   lost ? ": instances need a reset" : "");
         return SEER_E_NOMEM;
