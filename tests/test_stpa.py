@@ -1372,6 +1372,73 @@ def test_a_pool_whose_traced_step_is_hopeless_is_not_timed():
     assert rt.slow[("parallel", 2)] == 0  # (both slow steps were the warm-up and the trace)
 
 
+def test_pools_dropped_with_the_serial_executor_pruned_leave_the_serial_executor(monkeypatch):
+    """Where the plan pruned the serial executor for a pool predicted far
+    ahead (parallel-1 the one-thread baseline) and the pool is then dropped
+    (its traced step over 3x the first: another env process probing beside
+    this one), the serial executor runs, not parallel-1 (which runs the same
+    events through the pool's phases, a few percent slower); the reason says
+    why.  (It chose parallel-1, untimed, as "the only candidate left".)"""
+    from seer_env.stpa import probe as probe_mod
+
+    real = probe_mod.probe_plan
+
+    def pruning(features, summary, candidates, prune=1.5):
+        return [c for c in real(features, summary, candidates, prune) if c != SERIAL]
+
+    monkeypatch.setattr(probe_mod, "probe_plan", pruning)
+    rt = _FakeRuntime()
+    rt.events_per_step = 1000
+    rt.slow[("parallel", 2)] = 2
+    rt.slow_factor = 10.0
+    st = Stpa(rt, cores=2, rounds=1, reprobe_rounds=1, check_every=8, reprobe_gap=16,
+              check_ns=0.0, trace=True, tie=0.0, clock=rt.clock, probe_share=None,
+              confirm=False)
+    while st.decision is None:
+        rt.step(st)
+    assert st.decision.candidate == SERIAL and st.executor == "serial"
+    assert st.reason.startswith("The serial executor, untimed: the one-thread executor, as the "
+                                "pools were dropped (parallel-2 dropped: its traced step took "
+                                "over 3x the first step)")
+
+
+def test_fair_cores():
+    from seer_env.stpa.company import fair_cores
+
+    assert fair_cores(None, 2) == 2
+    assert [fair_cores(x, 2) for x in (0.0, 0.4, 0.6, 1.0, 1.9, 5.0)] == [2, 2, 1, 1, 1, 1]
+    assert [fair_cores(x, 8) for x in (0.0, 2.6, 3.0, 7.5)] == [8, 5, 5, 1]
+
+
+def test_beside_busy_processes_a_run_takes_its_share_of_the_cores():
+    """Other processes keep a core busy from the start (another env process,
+    a burner): a pool of 2 still wins this run's own iterations (72 us
+    against 100, with 1 ms of the caller's work), but on 2 cores the run's
+    share is 1, so STPA goes to one thread once the monitor's marks (100 ms
+    apart) have seen the load -- the probe, 20 ms, was too short for
+    /proc/stat's ticks -- without a probe, and says why; fair_share=False
+    keeps the pool; with the machine to itself the pool stays."""
+    for others, fair, want in ((1.0, True, 1), (1.0, False, 2), (0.0, True, 2)):
+        rt = _FakeRuntime()
+        rt.events_per_step = 1000
+        co = _Company(rt, work_ns=1_000_000)
+        co.others = others
+        st = _company_stpa(rt, co, fair_share=fair)
+        co.loop(st, 40)
+        assert st.settled and st.threads == 2 and st.decision.trigger == "preflight"
+        co.loop(st, 360)
+        assert st.settled and st.threads == want, (others, fair, st.reason)
+        assert (st.decision.trigger == "share") == (want == 1)
+        if want == 1:
+            assert st.reason.startswith("The serial executor: other processes kept 1.0 of the "
+                                        "machine's cores busy after the decision on "
+                                        "parallel-2, so this run takes its share of the "
+                                        "cores, 1 of 2"), st.reason
+            probes = st.probe_steps
+            co.loop(st, 200)
+            assert st.threads == 1 and st.probe_steps == probes  # no probe, no flip-flop
+
+
 def test_the_reason_gives_events_per_window_as_the_traced_pool_ran_them():
     """The features step runs on one thread, where the parallel executor takes
     each instance whole (one 'window' a step): the reason's events per window

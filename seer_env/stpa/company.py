@@ -29,6 +29,7 @@ model (`seer_env.stpa.cost`): it imports nothing of the package.
 
 from __future__ import annotations
 
+import math
 import os
 import statistics
 import time
@@ -102,6 +103,26 @@ def others_busy_cores(a: CpuSample, b: CpuSample) -> float | None:
     return max(0.0, others / wall)
 
 
+def fair_cores(others: float | None, cores: int) -> int:
+    """The cores a run takes beside other processes that kept ``others``
+    cores' worth of CPU busy: the ``cores`` it may use less theirs, rounded,
+    one at least (all of them where ``others`` is unknown).  As OpenMP's
+    dynamic teams (``OMP_DYNAMIC``: the online CPUs less the load average)
+    and ``make -l``: a pool that takes the cores other processes run on
+    wins its own iterations, a little, and loses theirs more (two env
+    processes on 2 cores, each with a pool of 2: 0.77-0.83x two serial
+    ones, in aggregate).
+
+    ```python
+    fair_cores(None, 2), fair_cores(0.3, 2), fair_cores(1.0, 2), fair_cores(3.0, 8)
+    # (2, 2, 1, 5)
+    ```
+    """
+    if others is None:
+        return cores
+    return max(1, min(cores, math.floor(cores - others + 0.5)))
+
+
 def between_medians(between: Mapping[K, Sequence[float]]) -> dict[K, float]:
     """Median of each candidate's samples of the caller's work between steps."""
     return {c: statistics.median(v) for c, v in between.items() if v}
@@ -166,4 +187,5 @@ def company_words(others: float | None, cores: int, between: Mapping[str, float]
 
 
 __all__ = ["BETWEEN_MIN_NS", "BETWEEN_SLOWER", "CpuSample", "MIN_SPAN_NS", "OTHERS_BUSY",
-           "between_medians", "company_words", "cpu_sample", "iterations", "others_busy_cores"]
+           "between_medians", "company_words", "cpu_sample", "fair_cores", "iterations",
+           "others_busy_cores"]

@@ -137,6 +137,12 @@ class Stpa(_Running):
             the machine's busy time); default that with the default clock,
             none with a clock of the caller's (a simulated clock's run has no
             company to compare with the machine's).
+        fair_share: beside other processes that keep cores busy during a probe,
+            choose no pool of more threads than this run's share of the cores
+            (`seer_env.stpa.company.fair_cores`: the cores less the others'
+            load, rounded), as OpenMP's dynamic teams do: a pool on their cores
+            wins its own iterations a little and slows theirs more.  False:
+            the fastest iteration of this run alone decides.
         cache: remember the preflight's decision across processes and start
             from a remembered one ([DecisionCache][seer_env.stpa.DecisionCache]);
             default on unless ``SEER_STPA_CACHE=0``.
@@ -171,12 +177,14 @@ class Stpa(_Running):
                  check_ns: float = 100_000.0, save_ns: float = 800_000.0,
                  clock: Callable[[], int] | None = None,
                  cpu_sampler: Callable[[], CpuSample] | None = None,
+                 fair_share: bool = True,
                  cache: bool | None = None, cache_path: Path | None = None) -> None:
         self.rt = runtime
         self.rounds = int(rounds)
         self.reprobe_rounds = int(reprobe_rounds)
         self.min_visit_ns = float(min_visit_ns)
         self.margin = float(margin)
+        self.fair_share = bool(fair_share)
         self.prune = float(prune)
         self.check_every = int(check_every)
         self.drift_factor = float(drift_factor)
@@ -201,6 +209,10 @@ class Stpa(_Running):
         self._clock: Callable[[], int] = clock or time.perf_counter_ns
         self.cpu_sampler: Callable[[], CpuSample] | None = (
             cpu_sampler if cpu_sampler is not None or clock is not None else cpu_sample)
+        # the machine's load since the run began: what a first probe, too short
+        # for /proc/stat's ticks, reads the company from
+        self.cpu_start: CpuSample | None = (
+            self.cpu_sampler() if self.cpu_sampler is not None else None)
         # the process's thread budget (seer_env.budget) when not given: the
         # affinity mask, the cgroup's quota and SEER_ENV_THREADS
         budget = getattr(runtime, "budget", None)
@@ -471,6 +483,11 @@ class Stpa(_Running):
     def _decide(self, pr: Probe, provisional: Decision | None = None) -> None:
         """End ``pr`` with a decision (`Decisions.decide`; the parts call this)."""
         self.decisions.decide(self, pr, provisional)
+
+    def _take_share(self, others: float) -> bool:
+        """Beside other processes' load, the running pool cut to this run's
+        share of the cores (`Decisions.take_share`; the monitor calls this)."""
+        return self.decisions.take_share(self, others)
 
     def _check_interval(self) -> int:
         """Steps between two monitor checks (`Monitor.check_interval`)."""

@@ -39,12 +39,20 @@ from typing import Any, Protocol, cast
 
 from ..errors import SeerError
 from .cache import DecisionCache, save_at_exit, saved
-from .company import between_medians, company_words, iterations, others_busy_cores
+from .company import (
+    CpuSample,
+    between_medians,
+    company_words,
+    fair_cores,
+    iterations,
+    others_busy_cores,
+)
 from .cost import (
     SERIAL,
     Candidate,
     Decision,
     Load,
+    candidate_set,
     eliminated,
     in_words,
     limiting_factor,
@@ -67,6 +75,8 @@ class DecisionHost(MonitorHost, Protocol):
     margin: float
     hysteresis: float
     save_ns: float
+    fair_share: bool
+    cpu_start: CpuSample | None
 
     def save_decision(self) -> None: ...
 
@@ -104,8 +114,25 @@ class Decisions:
         while the pools' probe is put off) and switch to the choice."""
         timings = {c: v for c, v in iterations(pr.steps_alone, pr.between, pr.timings).items()
                    if c not in pr.unreachable}
-        company = self._company(host, pr) if provisional is None else ""
+        others = self._others(host, pr) if provisional is None else None
+        company = self._company(host, pr, others) if provisional is None else ""
+        # other processes' cores are left to them: the pools of more threads
+        # than this run's share are not chosen (`fair_cores`)
+        share = fair_cores(others, host.cores) if host.fair_share else host.cores
+        within = {c: v for c, v in timings.items() if c.threads <= share}
+        capped = within and len(within) < len(timings)
+        if capped:
+            timings = within
         dec = self._choose(host, pr, timings, provisional, company)
+        if capped:
+            assert others is not None
+            dec = dataclasses.replace(
+                dec, reason=dec.reason.rsplit(" Limit: ", 1)[0]
+                + " Limit: company: "
+                + (company or f"other processes kept {others:.1f} of the machine's cores busy")
+                + f"; so this run takes its share of the cores, {share} of {host.cores} (a "
+                "pool on theirs would win its own iterations a little and slow theirs "
+                "more; fair_share=False takes them all).")
         monitor = host.monitor
         same = self.decision is not None and dec.candidate == self.decision.candidate
         self.decision = dec
@@ -133,19 +160,57 @@ class Decisions:
         log.debug("features %s; trace %s; medians %s", host.prober.features,
                   host.prober.trace_summary, dec.medians_ns)
 
-    def _company(self, host: DecisionHost, pr: Probe) -> str:
+    @staticmethod
+    def _others(host: DecisionHost, pr: Probe) -> float | None:
+        """Cores' worth of CPU other processes used over ``pr``'s timed steps
+        or, where that is too short for /proc/stat's ticks to say, since the
+        monitor's last mark, or since the run began (None: unknown)."""
+        if host.cpu_sampler is None:
+            return None
+        now = host.cpu_sampler()
+        m = host.monitor
+        for mark in (pr.cpu0, m.cpu_mark, m.cpu_mark_before, host.cpu_start):
+            if mark is not None:
+                others = others_busy_cores(mark, now)
+                if others is not None:
+                    return others
+        return None
+
+    def take_share(self, host: DecisionHost, others: float) -> bool:
+        """Beside other processes that kept ``others`` cores busy between the
+        monitor's marks: where the running choice has more threads than this
+        run's share of the cores (`fair_cores`; with ``fair_share``), the
+        fastest candidate the last probe timed within the share (the serial
+        executor where it timed none) runs from the next step, without a
+        probe (the next confirmation times the pools again).  True when it
+        switched."""
+        dec = self.decision
+        share = fair_cores(others, host.cores)
+        if dec is None or not host.fair_share or dec.candidate.threads <= share:
+            return False
+        features, summary = host.prober.features, host.prober.trace_summary
+        within = {Candidate.parse(k): [v] for k, v in dec.medians_ns.items()
+                  if Candidate.parse(k).threads <= share}
+        c = select(within, features, summary, host.margin).candidate \
+            if within and features is not None else SERIAL
+        reason = (f"{in_words(c).capitalize()}: other processes kept {others:.1f} of the "
+                  f"machine's cores busy after the decision on {dec.candidate.label}, so this "
+                  f"run takes its share of the cores, {share} of {host.cores} (a pool on theirs "
+                  "would win its own iterations a little and slow theirs more; fair_share=False "
+                  "takes them all); the next confirmation times the pools again.")
+        new = Decision(c, reason, dec.medians_ns, dec.predicted_ns, "share")
+        self.decision = new
+        self.history.append(new)
+        host._switch_after(c)
+        host.monitor.running_ns = dec.medians_ns.get(c.label, host.monitor.running_ns)
+        host.monitor.iter_decided_ns = dec.medians_ns.get(c.label)
+        log.info("%s (share): %s", host.rt.model, reason)
+        return True
+
+    def _company(self, host: DecisionHost, pr: Probe, others: float | None) -> str:
         """The company ``pr`` saw, in words (`seer_env.stpa.company`): other
-        processes' load over its timed steps, the caller's work between steps
-        slower beside a pool than beside one thread; "" for none."""
-        others = None
-        if host.cpu_sampler is not None:
-            now = host.cpu_sampler()
-            # over the probe's timed steps, or, where that is too short for
-            # /proc/stat's ticks to say, since the monitor's last mark
-            m = host.monitor
-            for mark in (pr.cpu0, m.cpu_mark, m.cpu_mark_before):
-                if mark is not None and others is None:
-                    others = others_busy_cores(mark, now)
+        processes' load over its timed steps (``others``), the caller's work
+        between steps slower beside a pool than beside one thread; "" for none."""
         medians = between_medians(pr.between)
         ones = sorted((c for c in medians if c.threads == 1), key=lambda c: medians[c])
         # the pools against the one-thread candidate whose caller's work was quickest
@@ -180,8 +245,17 @@ class Decisions:
         elif len(pr.candidates) == 1 and not timings:
             c = pr.candidates[0]
             slow = pr.dropped - pr.unreachable
+            # the pools dropped, the serial executor (which the plan pruned for
+            # them) rather than another on one thread: that one runs the same
+            # events through the pool's phases, a few percent slower
+            one = bool(pr.dropped) and c.threads == 1 and c != SERIAL \
+                and SERIAL in candidate_set(features)
+            if one:
+                c = SERIAL
             if pr.dropped:
-                why = f"{c.label}: the only candidate left ("
+                why = (f"{in_words(c).capitalize()}, untimed: the one-thread executor, as "
+                       "the pools were dropped (" if one else f"{c.label}: the only candidate "
+                       "left (")
                 if slow:
                     why += (", ".join(sorted(d.label for d in slow))
                             + f" dropped: its traced step took over {host.drop_traced:g}x "

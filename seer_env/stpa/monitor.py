@@ -103,6 +103,8 @@ class MonitorHost(ProbeHost, Protocol):
 
     def _step_ns(self) -> float: ...
 
+    def _take_share(self, others: float) -> bool: ...
+
 
 @dataclass
 class Monitor:
@@ -370,6 +372,15 @@ class Monitor:
             sample = host.cpu_sampler()
             if self.cpu_mark is None or sample.wall_ns - self.cpu_mark.wall_ns >= MARK_AGE_NS:
                 self.cpu_mark_before, self.cpu_mark = self.cpu_mark, sample
+                # other processes' load between the marks: a pool of more
+                # threads than this run's share of the cores gives way
+                # (a decision whose probe was too short to see the load)
+                others = (others_busy_cores(self.cpu_mark_before, sample)
+                          if self.cpu_mark_before is not None else None)
+                if others is not None and host._current().threads > 1 \
+                        and host._take_share(others):
+                    self.restart_windows()
+                    return
         now = Load((s["events"] - ev0) / steps, int(np.count_nonzero(host.rt.alive)))
         assert self.baseline is not None
         why = drift(self.baseline, now, host.drift_factor, host.alive_drop)
