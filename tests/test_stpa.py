@@ -1936,6 +1936,30 @@ def test_a_pool_that_slows_the_callers_work_loses_its_probe():
             assert st.monitor.running_ns == (110_000 if st.executor == "serial" else 100_000)
 
 
+def test_other_runtimes_calls_between_steps_are_not_the_callers_work():
+    """Envs stepped in turn: between two steps of this run the others step,
+    and their time is no work of this run's caller that its pool could slow.
+    Counted as the caller's work, the envs' probes blamed each other's pools
+    ("another thread pool in this process spins on the same cores") and the
+    envs of a round-robin loop settled on one thread, 1.09x serial where
+    fixed pools ran 2.09x.  The same loop as in the test above (the work
+    between steps 1.2x slower beside the pool), with another runtime called
+    between the steps: the steps alone decide, and the pool wins."""
+    from seer_env._bind import runtime as rtmod
+
+    for other_env, want in ((0, 1), (1, 2)):
+        rt = _FakeRuntime()
+        rt.events_per_step = 1000
+        co = _Company(rt, 400_000, 1.2)
+        st = _company_stpa(rt, co)
+        for _ in range(60):
+            rt.now += int(co.work_ns * (co.spin if rt.threads > 1 else 1.0))
+            rtmod._CALLS[0] += 1 + other_env  # this run's step, as Runtime.step counts it
+            rt.step(st)
+        assert st.settled and st.threads == want, (other_env, st.reason)
+        assert ("another thread pool" in st.reason) == (want == 1)
+
+
 def test_company_that_comes_after_the_decision_is_left_within_a_few_windows():
     """A pool chosen alone; then a CPU burner makes its steps 3x slower: the
     looks between the checks see the iterations rise, a company re-probe

@@ -75,8 +75,19 @@ if TYPE_CHECKING:  # pragma: no cover
     from numpy.typing import ArrayLike  # a mask: anything np.asarray(mask, dtype=bool) reads
 
 __all__ = ["EXECUTORS", "Runtime", "alloc_zeros", "cpu_count", "cpu_model", "group_action_view",
-           "memory_estimate", "opt_windows_max", "resolve_threads", "rng_seed_state",
-           "trace_dtype", "trace_kinds"]
+           "memory_estimate", "opt_windows_max", "process_calls", "resolve_threads",
+           "rng_seed_state", "trace_dtype", "trace_kinds"]
+
+#: steps and resets of every Runtime of this process, counted as each starts
+#: (a hint: threads may lose a count): STPA reads it to tell the caller's own
+#: work between two of its steps from other runtimes' calls (the other envs of
+#: a round-robin loop), whose time no choice of its own changes
+_CALLS = [0]
+
+
+def process_calls() -> int:
+    """How many steps and resets the runtimes of this process have started."""
+    return _CALLS[0]
 
 # -- runtimes -----------------------------------------------------------------------
 
@@ -528,6 +539,7 @@ class Runtime:
 
     def reset(self, seeds: Sequence[int], mask: ArrayLike | None = None) -> None:
         """Reset the instances selected by ``mask`` (all if None) with ``seeds[i]``."""
+        _CALLS[0] += 1
         s = np.asarray([int(x) & 0xFFFFFFFFFFFFFFFF for x in seeds], dtype=np.uint64)
         if s.shape != (self.num_instances,):
             raise ConfigError(f"need {self.num_instances} seeds, got {s.shape[0]}")
@@ -540,6 +552,7 @@ class Runtime:
 
     def step(self, mask: ArrayLike | None = None) -> None:
         """Step the selected instances with the actions in `actions` (GIL released)."""
+        _CALLS[0] += 1
         st = self.stpa
         if st is not None and st.countdown <= 1:  # a probe, or a periodic drift check
             st.step(self._mask_ptr(mask))  # which changes nothing unless the step ran

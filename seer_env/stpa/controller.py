@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .._bind.runtime import Runtime, cpu_count
+from .._bind.runtime import Runtime, cpu_count, process_calls
 from ..errors import SeerError
 from .cache import DecisionCache, cache_wanted, saved
 from .company import CpuSample, cpu_sample
@@ -237,6 +237,7 @@ class Stpa(_Running):
         # known only where no step ran in between without it
         self.between_ns: float | None = None
         self._t_exit: int | None = None
+        self._calls_exit = 0  # the process's calls (`process_calls`) at _t_exit
         self._t_in = 0  # the clock when the controller's running call began
         if cache_wanted(cache):
             self.decisions.cache = DecisionCache(cache_path)
@@ -391,7 +392,14 @@ class Stpa(_Running):
             return
         before = (self.between_ns, self._t_exit, self._t_in)
         t_in = self._t_in = self._clock()
-        self.between_ns = None if self._t_exit is None else float(t_in - self._t_exit)
+        # the caller's own work since our last step -- unknown where another
+        # runtime of this process was called meanwhile (this call counts once
+        # for a Runtime): the other envs of a round-robin loop, whose steps no
+        # choice of ours changes, taken for the caller's work, made the envs'
+        # probes blame each other's pools ("another thread pool spins ...")
+        others = process_calls() - self._calls_exit > 1
+        self.between_ns = None if self._t_exit is None or others \
+            else float(t_in - self._t_exit)
         self._t_exit = None
         try:
             self._step(mask_ptr)
@@ -406,6 +414,7 @@ class Stpa(_Running):
                 self.between_ns, self._t_exit, self._t_in = before
             elif self.countdown <= 1:  # the next step comes here too: time the caller's work
                 self._t_exit = self._clock()
+                self._calls_exit = process_calls()
             self._ran = self._native_failed = False  # for the next call
 
     def _fail(self, exc: BaseException) -> None:
