@@ -283,6 +283,24 @@ def test_readme_company_table_is_the_results_files():
     assert m.group(1) == table(res)
 
 
+def test_readme_suite_results_are_the_suite_results_file():
+    """The README's benchmark-suite section (the STPA table, the Python
+    layer, the ports, the rollout, tracing off; the Performance page includes
+    it) is the markdown the suite's run wrote beside its figures
+    (``readme_markdown`` of `benchmarks/results/bench_suite.json`): a new run
+    that did not update the README, or a hand edit of a figure, fails here."""
+    import json
+    import re
+
+    root = Path(__file__).resolve().parent.parent
+    readme = (root / "README.md").read_text()
+    m = re.search(r"<!-- --8<-- \[start:perf-results\] -->\n(.*?)\n"
+                  r"<!-- --8<-- \[end:perf-results\] -->", readme, re.S)
+    assert m is not None, "README.md lost its perf-results block"
+    res = json.loads((root / "benchmarks/results/bench_suite.json").read_text())
+    assert m.group(1).strip() == res["readme_markdown"].strip()
+
+
 def test_company_table_markers_render_the_results_file(tmp_path: Path):
     import importlib.util
     import json
