@@ -147,15 +147,13 @@ def test_the_markers_are_read_as_written(tmp_path: Path) -> None:
 _API_TARGET = re.compile(r"^::: ([\w.]+)", re.M)
 
 
-def api_examples() -> list[tuple[str, str]]:
-    """The self-contained python blocks (those that import what they use) of
-    the docstrings the API pages render: each ``::: target``'s docstring and,
-    for a module, those of its own classes and functions.  A block without an
-    import continues its docstring's story (``venv.send(...)`` on the venv of
-    the class's example) and is not run alone."""
+def _api_docstrings() -> list[tuple[str, list[str]]]:
+    """The python blocks of each docstring the API pages render: each ``:::
+    target``'s docstring and, for a module, those of its own classes and
+    functions, by name."""
     import inspect
 
-    out: list[tuple[str, str]] = []
+    out: list[tuple[str, list[str]]] = []
     seen: set[int] = set()
     targets = sorted({t for page in (ROOT / "docs" / "api").glob("*.md")
                       for t in _API_TARGET.findall(page.read_text())})
@@ -173,14 +171,48 @@ def api_examples() -> list[tuple[str, str]]:
                 continue
             seen.add(id(o))
             doc = inspect.getdoc(o) or ""
-            for m in _FENCE.finditer(doc):
-                if m.group("lang").strip() != "python":
-                    continue
-                body = "\n".join(line[len(m.group("indent")):]
-                                 for line in m.group("body").splitlines())
-                if re.search(r"^(import|from) \w", body, re.M):
-                    out.append((name, body))
+            blocks = ["\n".join(line[len(m.group("indent")):]
+                                for line in m.group("body").splitlines())
+                      for m in _FENCE.finditer(doc) if m.group("lang").strip() == "python"]
+            if blocks:
+                out.append((name, blocks))
     return out
+
+
+def _self_contained(body: str) -> bool:
+    return re.search(r"^(import|from) \w", body, re.M) is not None
+
+
+def api_examples() -> list[tuple[str, str]]:
+    """The runnable examples of the docstrings the API pages render: from a
+    docstring's first self-contained block (one that imports what it uses)
+    on, every block of it, in order, as one script: a block without an
+    import continues the story (``venv.send(...)`` on the venv of the class's
+    example) and runs after it."""
+    out: list[tuple[str, str]] = []
+    for name, blocks in _api_docstrings():
+        first = next((i for i, b in enumerate(blocks) if _self_contained(b)), None)
+        if first is not None:
+            out.append((name, "\n\n".join(blocks[first:])))
+    return out
+
+
+def test_the_api_pages_fragments_are_python() -> None:
+    """The blocks no self-contained block comes before (a decorator's use, a
+    call on the reader's own config) cannot run alone: each must at least be
+    valid Python."""
+    import ast
+
+    fragments = [(name, b) for name, blocks in _api_docstrings() for b in blocks
+                 if not any(_self_contained(x) for x in blocks[:blocks.index(b) + 1])]
+    assert fragments  # (twelve when this was written)
+    bad = []
+    for name, b in fragments:
+        try:
+            ast.parse(b)
+        except SyntaxError as exc:
+            bad.append(f"{name}: {exc}")
+    assert not bad, bad
 
 
 def _resolve(target: str) -> object | None:

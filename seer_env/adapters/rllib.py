@@ -96,8 +96,12 @@ observation, under ``"observation"`` as PettingZoo has it, or under the key
 action-masking RLModule (its ``action_masking`` example) reads:
 
 ```python
-config.environment(SeerMultiAgentEnv, env_config={"env": "hunt_v0",
-                                                  "observation_key": "observations"})
+from ray.rllib.algorithms.ppo import PPOConfig
+from seer_env.rllib import SeerMultiAgentEnv, group_policies
+
+config = PPOConfig().environment(SeerMultiAgentEnv,
+                                 env_config={"env": "hunt_v0",
+                                             "observation_key": "observations"})
 config.multi_agent(**group_policies({"env": "hunt_v0"}))
 ```
 

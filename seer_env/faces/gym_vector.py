@@ -106,9 +106,13 @@ group), by default uniformly random actions their masks allow, drawn from a
 generator seeded by ``reset(seed=...)``:
 
 ```python
+from seer_env.envs import hunt_v0
+
 envs = hunt_v0.agent_vector_env(8, group="predator")
 obs, infos = envs.reset(seed=0)     # obs: (8 * predators, obs_dim)
-logits[~infos["action_mask"].astype(bool)] = -inf   # masked sampling
+mask = infos["action_mask"].astype(bool)   # (8 * predators, 5 + 2): both parts' choices
+logits = np.zeros(mask.shape)              # a policy's logits, one row per sub-env
+logits[~mask] = -np.inf                    # masked sampling
 ```
 """
 

@@ -95,6 +95,8 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
     AgileRL requires (its ``get_action`` refuses observations holding a mask):
 
     ```python
+    from seer_env.envs import hunt_v0
+
     env = hunt_v0.parallel_env(mask_in_infos=True)
     obs, infos = env.reset(seed=0)
     masks = {a: infos[a]["action_mask"] for a in env.agents if "action_mask" in infos[a]}

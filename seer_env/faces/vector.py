@@ -146,12 +146,19 @@ class SeerVectorEnv(_SeerEnvCommon):
     loop (``examples/async_rollout.py``):
 
     ```python
+    import numpy as np
+    from seer_env.envs import pcs_v0
+
+    def policy(obs):                                  # yours: (4, A, obs) -> (4, A)
+        return np.zeros(obs.shape[:2], np.int64)
+
     venv = pcs_v0.vector_env(8, batch_size=4, width=8, height=8)
     venv.async_reset(seed=0)
     for _ in range(100):
         obs, rew, term, trunc, infos = venv.recv()    # 4 instances
         ids = infos["env_id"]
         venv.send(policy(obs), ids)                   # (4, A) actions
+    venv.close()
     ```
     """
 
