@@ -312,7 +312,7 @@ def test_set_threads_mid_run_keeps_results():
     rt.close()
 
 
-SETTLE_STEPS = 16  # SEER_SETTLE_STEPS (native/runtime/api.h)
+SETTLE_STEPS = 16  # SEER_SETTLE_STEPS (native/runtime/pool.h)
 
 
 @pytest.mark.parametrize("path", [

@@ -96,6 +96,24 @@ int seer_pool_start(seer_runtime *rt, uint32_t threads);
 /* seer_pool_start after a stop, with `active` (<= threads) of the workers
  * taking part in calls: the pool's parked workers stay parked. */
 int seer_pool_restart(seer_runtime *rt, uint32_t threads, uint32_t active);
+/* Stop the pool and start it anew (host, between calls): `n` workers,
+ * `active` of them taking part, on the partitions of a pool of `parts_for`
+ * threads.  On failure the old pool and partitions come back (if even that
+ * runs out of memory the runtime is broken, and says so). */
+int seer_pool_remake(seer_runtime *rt, uint32_t n, uint32_t active, uint32_t parts_for);
+/* Steps a runtime runs on partitions other than its pool size's (after a
+ * switch parked workers or changed executor) before it is cut anew. */
+#define SEER_SETTLE_STEPS 16u
+/* At a step's start (host thread, between calls): once a runtime has run
+ * SEER_SETTLE_STEPS steps on partitions other than those of a runtime
+ * created with its executor and pool size, cut it into those.  A pool of 2
+ * parked down to 1 kept its 2 partitions, stepped window by window by one
+ * thread: PCS 64x64 ran 9% slower alone, 14% beside another env process,
+ * than on the 1-thread runtime's one partition; cutting at every switch
+ * cost STPA's probe visits 2.5 ms a switch (the events move twice, the
+ * pool is made anew).  On failure (out of memory) nothing changed, or the
+ * instances that lost their events say so. */
+int seer_pool_settle_host(seer_runtime *rt);
 /* In a child of fork(): forget the parent's workers and start this
  * process's own (returns SEER_E_NOMEM when that fails). */
 int seer_pool_after_fork(seer_runtime *rt);

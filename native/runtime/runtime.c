@@ -434,7 +434,7 @@ int seer_runtime_step(seer_runtime *rt, const uint8_t *mask)
     int rc = seer_call_begin(rt);
     if (rc != SEER_OK)
         return rc;
-    rc = seer_settle_partitions_host(rt);
+    rc = seer_pool_settle_host(rt);
     if (rc != SEER_OK)
         return rc;
     if (select_instances(rt, mask) == 0)

@@ -22,44 +22,10 @@
 
 /* ---- pool size -------------------------------------------------------------- */
 
-/* Stop the pool and start it anew: `n` workers, `active` of them taking
- * part in calls, on the partitions of a pool of `parts_for` threads (each
- * worker's outboxes are sized by the partitions).  On failure the old pool
- * and partitions come back (if even that runs out of memory the runtime is
- * broken, and says so). */
-static int remake_pool(seer_runtime *rt, uint32_t n, uint32_t active, uint32_t parts_for)
-{
-    const uint32_t old = rt->pool.nthreads, old_np = rt->part.n;
-    /* relaxed: the host is the only writer. */
-    const uint32_t old_active = atomic_load_explicit(&rt->pool.active, memory_order_relaxed);
-    seer_pool_stop(rt);
-    int rc = seer_set_partitions(rt, parts_for);
-    if (rc == SEER_OK) {
-        if (seer_pool_restart(rt, n, active) == SEER_OK)
-            return SEER_OK;
-        rc = SEER_E_NOMEM;
-        seer_fail(rt, "could not start %u threads (out of memory or threads); the pool keeps "
-                      "its %u",
-                  n, old_active);
-        /* the old pool's partitions (best effort: the events stay where they
-         * are should this run out of memory too) */
-        (void)seer_set_partition_count(rt, old_np);
-    }
-    /* Back to the old pool, its parked workers parked (its memory was just
-     * freed, so this fails only if memory ran out meanwhile: then the
-     * runtime cannot run). */
-    if (seer_pool_restart(rt, old, old_active) != SEER_OK) {
-        rt->broken = 1;
-        seer_fail(rt, "out of memory restarting the worker pool: this runtime cannot run any "
-                      "more; close it and create a new one");
-    }
-    return rc;
-}
-
 /* Make `threads` workers take part in calls.  Within the created pool this
  * only parks or unparks workers (no thread is created or joined, nothing
  * can fail; the partitions follow once the new size has lasted:
- * seer_settle_partitions_host); a larger pool is created anew, with new
+ * seer_pool_settle_host); a larger pool is created anew, with new
  * partitions.  A pool that cannot grow keeps its size. */
 static int resize_pool(seer_runtime *rt, uint32_t threads)
 {
@@ -69,21 +35,7 @@ static int resize_pool(seer_runtime *rt, uint32_t threads)
         atomic_store_explicit(&rt->pool.active, threads, memory_order_relaxed);
         return SEER_OK;
     }
-    return remake_pool(rt, threads, threads, threads);
-}
-
-int seer_settle_partitions_host(seer_runtime *rt)
-{
-    /* relaxed: the host is the only writer. */
-    const uint32_t active = atomic_load_explicit(&rt->pool.active, memory_order_relaxed);
-    if (!seer_uses_parts(rt->executor) || seer_partition_count(rt, active) == rt->part.n) {
-        rt->pool.unsettled_steps = 0;
-        return SEER_OK;
-    }
-    if (++rt->pool.unsettled_steps < SEER_SETTLE_STEPS)
-        return SEER_OK;
-    rt->pool.unsettled_steps = 0;
-    return remake_pool(rt, rt->pool.nthreads, active, active);
+    return seer_pool_remake(rt, threads, threads, threads);
 }
 
 int seer_runtime_set_threads(seer_runtime *rt, uint32_t threads)
