@@ -25,12 +25,14 @@ from seer_env.stpa import FixedChoice, Stpa
 from seer_env.stpa_cost import (
     SERIAL,
     Candidate,
+    Decision,
     Features,
     Load,
     TraceSummary,
     cache_sizes,
     candidate_set,
     drift,
+    in_words,
     neighbours,
     predict_step_ns,
     probe_plan,
@@ -1400,6 +1402,29 @@ def test_pools_dropped_with_the_serial_executor_pruned_leave_the_serial_executor
     assert st.reason.startswith("The serial executor, untimed: the one-thread executor, as the "
                                 "pools were dropped (parallel-2 dropped: its traced step took "
                                 "over 3x the first step)")
+
+
+def test_a_share_no_timed_pool_fits_takes_the_pool_the_trace_predicts_within_it():
+    """16 cores, other processes busy on 10: the run's share is 6, but the
+    probe timed only the pools the trace put ahead (12-16 threads) and
+    parallel-1: the pool within the share the trace predicts fastest runs
+    (it fell back to parallel-1: 4 env processes on 16 cores, 0.73x serial
+    in aggregate where parallel-4 ran 1.79x).  A share of one, or a pool
+    within the share that was timed, leaves the choice alone."""
+    from types import SimpleNamespace
+
+    from seer_env.stpa.decision import Decisions
+
+    f = feats(cores=16, events_per_step=46_000.0, windows_per_step=20.0)
+    s = summary(threads=16, events_per_window=2300.0, handler_ns=30.0, barrier_ns=2000.0)
+    host = SimpleNamespace(prober=SimpleNamespace(features=f, trace_summary=s), margin=0.02)
+    one = Decision(P[1], "The parallel executor on 1 thread: ...", {"parallel-1": 1.5e6}, {})
+    dec = Decisions._within_share(host, one, {P[1]: [1.5e6]}, 6)
+    assert dec.candidate.threads > 1 and dec.candidate.threads <= 6, dec.reason
+    assert dec.reason.startswith(f"{in_words(dec.candidate).capitalize()}, untimed: within "
+                                 "this run's share of the cores the trace predicts it fastest")
+    assert Decisions._within_share(host, one, {P[1]: [1.5e6]}, 1) is one
+    assert Decisions._within_share(host, one, {P[1]: [1.5e6], P[4]: [2e6]}, 6) is one
 
 
 def test_fair_cores():

@@ -53,6 +53,7 @@ from .cost import (
     Decision,
     Load,
     candidate_set,
+    choice_ns,
     eliminated,
     in_words,
     limiting_factor,
@@ -126,6 +127,7 @@ class Decisions:
         dec = self._choose(host, pr, timings, provisional, company)
         if capped:
             assert others is not None
+            dec = self._within_share(host, dec, timings, share)
             dec = dataclasses.replace(
                 dec, reason=dec.reason.rsplit(" Limit: ", 1)[0]
                 + " Limit: company: "
@@ -159,6 +161,38 @@ class Decisions:
         log.info("%s (%s): %s", host.rt.model, pr.trigger, dec.reason)
         log.debug("features %s; trace %s; medians %s", host.prober.features,
                   host.prober.trace_summary, dec.medians_ns)
+
+    @staticmethod
+    def _within_share(host: DecisionHost, dec: Decision,
+                      timings: dict[Candidate, list[float]], share: int) -> Decision:
+        """Where the share binds and the probe timed no pool within it (it
+        timed the pools the trace put ahead, larger ones: 4 env processes on
+        16 cores each fell back to one thread with a share of 6), the pool
+        within the share the trace predicts fastest, when that prediction,
+        scaled by the one-thread candidate's measured iteration, beats it by
+        more than the margin.  A prediction in company can be far off: the
+        monitor compares the pool's iterations with one thread's and
+        re-probes when it loses."""
+        features, summary = host.prober.features, host.prober.trace_summary
+        if share <= 1 or dec.candidate.threads > 1 or features is None or summary is None \
+                or summary.empty or any(c.threads > 1 for c in timings):
+            return dec
+        pools = [c for c in candidate_set(features, share) if c.threads > 1]
+        one = Candidate("parallel", 1)
+        if not pools or dec.candidate.label not in dec.medians_ns:
+            return dec
+        pred = {c: predict_step_ns(features, summary, c) for c in pools}
+        best = min(pools, key=lambda c: (pred[c], c.threads))
+        est = dec.medians_ns[dec.candidate.label] * pred[best] / max(
+            predict_step_ns(features, summary, one), 1.0)
+        if est >= dec.medians_ns[dec.candidate.label] * (1.0 - host.margin):
+            return dec
+        return Decision(best, f"{in_words(best).capitalize()}, untimed: within this run's "
+                        f"share of the cores the trace predicts it fastest ({choice_ns(est)} "
+                        f"an iteration, scaled from {dec.candidate.label}'s "
+                        f"{choice_ns(dec.medians_ns[dec.candidate.label])}); the probe had "
+                        "timed the larger pools only.", dec.medians_ns,
+                        {c.label: v for c, v in pred.items()}, dec.trigger)
 
     @staticmethod
     def _others(host: DecisionHost, pr: Probe) -> float | None:
