@@ -1427,6 +1427,31 @@ def test_a_share_no_timed_pool_fits_takes_the_pool_the_trace_predicts_within_it(
     assert Decisions._within_share(host, one, {P[1]: [1.5e6], P[4]: [2e6]}, 6) is one
 
 
+def test_a_company_look_whose_check_cuts_the_pool_to_the_share_goes_on():
+    """A look between the checks that sees the iterations rise runs a full
+    check first; when that check cuts the pool to the run's share of the
+    cores (other processes busy for the last 100 ms), the look ends there.
+    It went on to word a company re-probe from the windows the cut had
+    cleared: TypeError ('>=' between None and float), and STPA stopped
+    ("failed") in one of three bench runs of 2 env processes."""
+    rt = _FakeRuntime()
+    rt.events_per_step = 1000
+    co = _Company(rt, work_ns=1_000_000)
+    st = _company_stpa(rt, co, check_every=10**6)  # the looks' checks alone
+    co.loop(st, 80)
+    assert st.settled and st.threads == 2
+    rt.now += 150_000_000  # a long pause (a learner's update): the marks can be read
+    rt.slow[("parallel", 2)] = 10**9
+    rt.slow_factor = 3.0
+    co.others = 1.0
+    for _ in range(200):
+        co.loop(st, 1)
+        if st.threads == 1:
+            break
+    assert st.state != "failed", st.reason
+    assert st.threads == 1
+
+
 def test_fair_cores():
     from seer_env.stpa.company import fair_cores
 

@@ -288,8 +288,8 @@ class Monitor:
         if (rose or lost) and self.iter_steps >= self.company_gap:
             s = host.rt.stats()
             self.check(host, s)  # a drift first: it says more than company does
-            if host.prober.probe is not None:
-                return False
+            if host.prober.probe is not None or self.iter_base_ns is None:
+                return False  # a drift re-probe, or the pool cut to the share (windows afresh)
             why = (f"company: iterations took {choice_ns(now)} on {host._current().label}, "
                    f"{choice_ns(self.iter_base_ns)} after the decision"
                    + (f" ({choice_ns(one)} on one thread)" if one is not None else ""))
