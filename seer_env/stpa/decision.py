@@ -236,8 +236,11 @@ class Decisions:
         self.decision = new
         self.history.append(new)
         host._switch_after(c)
-        host.monitor.running_ns = dec.medians_ns.get(c.label, host.monitor.running_ns)
-        host.monitor.iter_decided_ns = dec.medians_ns.get(c.label)
+        monitor = host.monitor
+        monitor.running_ns = dec.medians_ns.get(c.label, monitor.running_ns)
+        monitor.iter_decided_ns = dec.medians_ns.get(c.label)
+        if monitor.baseline is not None:  # a returning load regime gets this choice back
+            monitor.regimes[regime(monitor.baseline)] = c
         log.info("%s (share): %s", host.rt.model, reason)
         return True
 
