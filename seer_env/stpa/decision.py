@@ -225,8 +225,12 @@ class Decisions:
         features, summary = host.prober.features, host.prober.trace_summary
         within = {Candidate.parse(k): [v] for k, v in dec.medians_ns.items()
                   if Candidate.parse(k).threads <= share}
-        c = select(within, features, summary, host.margin).candidate \
-            if within and features is not None else SERIAL
+        c = SERIAL
+        if within and features is not None:
+            # the fastest timed within the share, or the pool within it the
+            # trace predicts fastest where only larger pools were timed
+            c = self._within_share(host, select(within, features, summary, host.margin),
+                                   within, share).candidate
         reason = (f"{in_words(c).capitalize()}: other processes kept {others:.1f} of the "
                   f"machine's cores busy after the decision on {dec.candidate.label}, so this "
                   f"run takes its share of the cores, {share} of {host.cores} (a pool on theirs "
