@@ -1353,12 +1353,9 @@ def test_looks_at_a_put_off_probe_cost_under_1_percent_of_the_steps():
     assert 288 <= steps <= 288 + 28
 
 
-def test_a_pool_whose_traced_step_is_hopeless_is_not_timed():
-    """drop_traced: a pool whose traced step took over 3x the first (one-thread)
-    step -- a loaded machine, a hopeless pool -- is dropped before its timed
-    visits, and the reason says the pools were not timed; the others are
-    timed as usual.  (This fake has no trace buffers: the traced step is
-    timed untraced, and the rule reads its time.)"""
+def _decided_with_parallel_2_hopeless() -> tuple[_FakeRuntime, Stpa]:
+    """A run whose parallel-2 runs its warm-up and traced steps 10x slower
+    (720 us, over 3x the first step's 110), stepped until STPA decides."""
     rt = _FakeRuntime()
     rt.events_per_step = 1000  # serial 110 us, parallel-1 100 us, parallel-2 72 us
     rt.slow[("parallel", 2)] = 2  # its warm-up and traced steps 10x: 720 us > 3 x 110
@@ -1368,6 +1365,16 @@ def test_a_pool_whose_traced_step_is_hopeless_is_not_timed():
               confirm=False)
     while st.decision is None:
         rt.step(st)
+    return rt, st
+
+
+def test_a_pool_whose_traced_step_is_hopeless_is_not_timed():
+    """drop_traced: a pool whose traced step took over 3x the first (one-thread)
+    step -- a loaded machine, a hopeless pool -- is dropped before its timed
+    visits, and the reason says the pools were not timed; the others are
+    timed as usual.  (This fake has no trace buffers: the traced step is
+    timed untraced, and the rule reads its time.)"""
+    rt, st = _decided_with_parallel_2_hopeless()
     assert set(st.timings) == {"serial", "parallel-1"}  # (it would win at 72 us)
     assert st.decision.candidate.label == "parallel-1"
     assert "the pools with more threads were not timed" in st.reason
@@ -1389,15 +1396,7 @@ def test_pools_dropped_with_the_serial_executor_pruned_leave_the_serial_executor
         return [c for c in real(features, summary, candidates, prune) if c != SERIAL]
 
     monkeypatch.setattr(probe_mod, "probe_plan", pruning)
-    rt = _FakeRuntime()
-    rt.events_per_step = 1000
-    rt.slow[("parallel", 2)] = 2
-    rt.slow_factor = 10.0
-    st = Stpa(rt, cores=2, rounds=1, reprobe_rounds=1, check_every=8, reprobe_gap=16,
-              check_ns=0.0, trace=True, tie=0.0, clock=rt.clock, probe_share=None,
-              confirm=False)
-    while st.decision is None:
-        rt.step(st)
+    _, st = _decided_with_parallel_2_hopeless()
     assert st.decision.candidate == SERIAL and st.executor == "serial"
     assert st.reason.startswith("The serial executor, untimed: the one-thread executor, as the "
                                 "pools were dropped (parallel-2 dropped: its traced step took "

@@ -226,9 +226,9 @@ typedef struct seer_rt_pool {
     _Atomic uint32_t wake_spins;
     uint64_t last_end_ns; /* host: when the last call returned (0: none yet) */
     uint64_t gaps_ns[3];  /* host: the last gaps between calls (a ring)          */
+    uint32_t gap_next;    /* host: the ring's next slot                          */
     uint32_t unsettled_steps; /* host: steps run on partitions other than the
                                  pool size's (seer_pool_settle_host)         */
-    uint32_t gap_next;    /* host: the ring's next slot                          */
     _Atomic int shutdown;
     seer_phases ph;    /* the executive list: phases of the current call
                           (its ticket and counter on lines of their own) */

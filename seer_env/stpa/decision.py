@@ -67,6 +67,13 @@ from .probe import Probe
 log = logging.getLogger("seer_env.stpa")
 
 
+def _share_words(share: int, cores: int) -> str:
+    """Why a run takes ``share`` of its ``cores``, in the words of a reason."""
+    return (f"this run takes its share of the cores, {share} of {cores} (a pool on theirs "
+            "would win its own iterations a little and slow theirs more; fair_share=False "
+            "takes them all)")
+
+
 class DecisionHost(MonitorHost, Protocol):
     """What deciding needs of the controller (`Stpa`) beyond what the monitor
     does: the monitor, the options of the choice and of the cache's write,
@@ -132,9 +139,7 @@ class Decisions:
                 dec, reason=dec.reason.rsplit(" Limit: ", 1)[0]
                 + " Limit: company: "
                 + (company or f"other processes kept {others:.1f} of the machine's cores busy")
-                + f"; so this run takes its share of the cores, {share} of {host.cores} (a "
-                "pool on theirs would win its own iterations a little and slow theirs "
-                "more; fair_share=False takes them all).")
+                + f"; so {_share_words(share, host.cores)}.")
         monitor = host.monitor
         same = self.decision is not None and dec.candidate == self.decision.candidate
         self.decision = dec
@@ -223,8 +228,8 @@ class Decisions:
         if dec is None or not host.fair_share or dec.candidate.threads <= share:
             return False
         features, summary = host.prober.features, host.prober.trace_summary
-        within = {Candidate.parse(k): [v] for k, v in dec.medians_ns.items()
-                  if Candidate.parse(k).threads <= share}
+        timed = {Candidate.parse(k): [v] for k, v in dec.medians_ns.items()}
+        within = {c: v for c, v in timed.items() if c.threads <= share}
         c = SERIAL
         if within and features is not None:
             # the fastest timed within the share, or the pool within it the
@@ -232,10 +237,9 @@ class Decisions:
             c = self._within_share(host, select(within, features, summary, host.margin),
                                    within, share).candidate
         reason = (f"{in_words(c).capitalize()}: other processes kept {others:.1f} of the "
-                  f"machine's cores busy after the decision on {dec.candidate.label}, so this "
-                  f"run takes its share of the cores, {share} of {host.cores} (a pool on theirs "
-                  "would win its own iterations a little and slow theirs more; fair_share=False "
-                  "takes them all); the next confirmation times the pools again.")
+                  f"machine's cores busy after the decision on {dec.candidate.label}, so "
+                  f"{_share_words(share, host.cores)}; the next confirmation times the pools "
+                  "again.")
         new = Decision(c, reason, dec.medians_ns, dec.predicted_ns, "share")
         self.decision = new
         self.history.append(new)
