@@ -14,8 +14,10 @@ import random
 import stat
 from pathlib import Path
 
+import hypothesis
 import numpy as np
 import pytest
+from hypothesis import strategies as st_h
 
 from seer_env import errors
 from seer_env._bind.runtime import TRACE_DTYPE, cpu_count
@@ -502,6 +504,7 @@ class _FakeRuntime:
         self.slow: dict[tuple[str, int], int] = {}  # steps to run 3x slower, by candidate
         self.stats_cost_ns = 0  # what reading the counters costs (a check's cost)
         self.slow_factor = 3.0  # how much slower a step of `slow` runs
+        self.scales = False  # pools: the work split among the threads
 
     def switch_executor(self, executor: str, threads: int) -> None:
         if (executor, threads) in self.fail_switch:
@@ -523,7 +526,7 @@ class _FakeRuntime:
         if self.executor == "serial":
             cost *= self.serial_factor
         elif self.threads > 1:
-            cost = cost * 0.7 + 2000.0
+            cost = cost / self.threads + 2000.0 if self.scales else cost * 0.7 + 2000.0
         if self.counts["steps"] == 0:
             cost += self.first_extra_ns
         if self.slow.get((self.executor, self.threads), 0) > 0:  # a transient
@@ -1488,6 +1491,116 @@ def test_beside_busy_processes_a_run_takes_its_share_of_the_cores():
             assert st.threads == 1 and st.probe_steps == probes  # no probe, no flip-flop
 
 
+def test_fair_cores_with_each_processs_load_is_max_min_fair():
+    """Read process by process, the cores are shared out as the scheduler
+    shares them among runnable threads: processes that used less than an
+    equal share keep theirs, the rest get the same as this run; CPU no
+    process accounts for stays with its owners."""
+    from seer_env.stpa.company import fair_cores
+
+    # 8 env processes on 16 cores, the others' probes taking all they could
+    assert fair_cores(14.0, 16, [2.0] * 7) == 2
+    assert fair_cores(15.5, 16, [4.0, 6.0, 5.5]) == 4
+    assert fair_cores(15.9, 16, [15.9]) == 8  # one greedy process: half each
+    # the light ones keep what they used; the share of the rest is equal
+    assert fair_cores(9.0, 16, [1.0, 8.0]) == 8
+    assert fair_cores(3.0, 16, [1.0, 1.0, 1.0]) == 13
+    # unaccounted CPU (ended processes, other containers) is left to its owners
+    assert fair_cores(15.0, 16, [1.0]) == 1
+    assert fair_cores(10.0, 16, []) == 6
+    assert fair_cores(None, 16, [3.0]) == 16
+
+
+@hypothesis.given(
+    cores=st_h.integers(1, 64),
+    loads=st_h.lists(st_h.floats(0.0, 64.0), max_size=12),
+    extra=st_h.floats(0.0, 64.0))
+def test_fair_cores_by_process_never_takes_less_than_the_whole_machines_rule(cores, loads, extra):
+    """The share process by process is at least the cores less everyone's
+    load, at most the cores, one at least; on 2 cores the two rules agree."""
+    from seer_env.stpa.company import fair_cores
+
+    others = sum(loads) + extra
+    whole, each = fair_cores(others, cores), fair_cores(others, cores, loads)
+    assert 1 <= whole <= each <= cores
+    if cores <= 2:
+        assert each == whole
+
+
+def test_other_env_processes_that_probe_at_once_share_the_cores_out():
+    """16 cores and 7 other env processes using 1.5-2.5 cores' worth each
+    (their own pools, probing as this one): the machine's busy time alone
+    says 15 cores are taken and leaves this run one (4 env processes on 16 cores:
+    1.15x serial in aggregate where pools of 4 ran 2.01x); read process by
+    process, this run's share is an equal one, 2 -- at the probe's decision
+    (other processes busy from the start) and at the monitor's marks (a run
+    settled on 16 threads alone, then the others start)."""
+    for from_start in (True, False):
+        for by_process, want in ((True, 2), (False, 1)):
+            rt = _FakeRuntime()
+            rt.events_per_step, rt.scales = 10_000, True
+            co = _Company(rt, work_ns=100_000)
+            if from_start:
+                co.others, co.peers = 15.0, [1.5, 2.0, 2.0, 2.5, 2.5, 2.0, 2.5]
+            st = _company_stpa(rt, co, cores=16,
+                               proc_sampler=co.procs if by_process else None)
+            for _ in range(2000):
+                co.loop(st, 1)
+                if st.settled:
+                    break
+            assert st.settled
+            if not from_start:
+                assert st.threads > 2
+                co.others, co.peers = 15.0, [1.5, 2.0, 2.0, 2.5, 2.5, 2.0, 2.5]
+            co.loop(st, 3000)  # 0.5 s: the monitor's marks, 100 ms apart
+            assert st.settled and st.threads == want, (from_start, by_process, st.reason)
+            if by_process:
+                assert "this run takes its share of the cores, 2 of 16, shared out among 8 " \
+                    "busy processes" in st.reason, st.reason
+            probes = st.probe_steps
+            co.loop(st, 3000)
+            assert st.threads == want and st.probe_steps == probes  # it stays
+
+
+def test_process_cpu_ns_reads_every_other_process(tmp_path):
+    """utime and stime of each /proc/<pid>/stat but this process's, in ns
+    (comm may hold spaces and parentheses); what cannot be read or parsed is
+    left out; a /proc that cannot be listed gives None."""
+    import os
+
+    from seer_env.stpa.company import process_cpu_ns
+
+    tick = 1_000_000_000 // os.sysconf("SC_CLK_TCK")
+    rest = " 0 0 0 0 0 0 0 0 0 0 20 0 0 0"
+
+    def write_stat(pid: str, text: str) -> None:
+        (tmp_path / pid).mkdir()
+        (tmp_path / pid / "stat").write_text(text)
+
+    write_stat("12", "12 (python) R 1 1 1 0 -1 0 0 0 0 0 30 7" + rest)
+    write_stat("40", "40 (a (b) c) S 1 1 1 0 -1 0 0 0 0 0 5 5" + rest)
+    write_stat("41", "41 (cut")                          # ended while read: left out
+    write_stat("42", "42 (x) S 1 1 1 0 -1 0 0 0 0 0 a b" + rest)
+    write_stat("99", "99 (me) R 1 1 1 0 -1 0 0 0 0 0 100 100" + rest)
+    (tmp_path / "43").mkdir()                      # no stat file
+    (tmp_path / "self").mkdir()                    # not a pid
+    (tmp_path / "stat").write_text("cpu 1 2 3")
+    assert process_cpu_ns(str(tmp_path), self_pid=99) == {12: 37 * tick, 40: 10 * tick}
+    assert process_cpu_ns(str(tmp_path / "absent")) is None
+    mine = process_cpu_ns()
+    assert mine is not None and os.getpid() not in mine and all(v >= 0 for v in mine.values())
+
+
+def test_others_loads_counts_the_processes_seen_at_both_marks():
+    from seer_env.stpa.company import CpuSample, others_loads
+
+    a = CpuSample(0, 0, 0, {1: 0, 2: 10**8, 3: 5})
+    b = CpuSample(10**8, 0, 0, {1: 2 * 10**8, 2: 1.5 * 10**8, 3: 5, 4: 10**9})
+    assert others_loads(a, b) == [2.0, 0.5]  # 3 idle, 4 new: left out
+    assert others_loads(CpuSample(0, 0, 0), b) is None
+    assert others_loads(a, CpuSample(10**7, 0, 0, {})) is None  # under 50 ms
+
+
 def test_the_reason_gives_events_per_window_as_the_traced_pool_ran_them():
     """The features step runs on one thread, where the parallel executor takes
     each instance whole (one 'window' a step): the reason's events per window
@@ -1925,6 +2038,9 @@ class _Company:
         self.rt, self.work_ns, self.spin = rt, work_ns, spin
         self.others = 0.0  # cores' worth other processes use
         self.busy = self.last = 0
+        #: other processes' own loads (cores each; their sum within ``others``)
+        self.peers: list[float] = []
+        self.peer_ns: list[float] = []
 
     def loop(self, st: Stpa, steps: int) -> None:
         """``steps`` iterations: the caller's work, then a step."""
@@ -1938,10 +2054,21 @@ class _Company:
 
         # the machine's busy time: ours (a core's worth while we run) plus
         # others', at the rate in force since the last sample
+        self._advance()
+        return CpuSample(self.rt.now, self.rt.now, int(self.busy))
+
+    def _advance(self) -> None:
         now = self.rt.now
+        self.peer_ns += [0.0] * (len(self.peers) - len(self.peer_ns))
+        for i, x in enumerate(self.peers):
+            self.peer_ns[i] += (now - self.last) * x
         self.busy += (now - self.last) * (1.0 + self.others)
         self.last = now
-        return CpuSample(now, now, int(self.busy))
+
+    def procs(self) -> dict[int, int]:
+        """Every other process's CPU time so far, by pid (`process_cpu_ns`)."""
+        self._advance()
+        return {1000 + i: int(ns) for i, ns in enumerate(self.peer_ns)}
 
 
 def _company_stpa(rt: _FakeRuntime, company: _Company, **opts: object) -> Stpa:

@@ -11,6 +11,10 @@ evidence:
   (``/proc/self/stat``-free: ``time.process_time_ns`` and ``/proc/stat``) at
   one moment; between two samples, `others_busy_cores` is the cores' worth of
   CPU that *other* processes used (the machine's busy time less ours).
+* `process_cpu_ns`: each other process's CPU time, read where the machine
+  is busy, so that the cores are shared out process by process
+  (`fair_cores` with ``loads``: other env processes that also adapt get an
+  equal share each, a burner keeps what it uses).
 * the caller's own work between steps (the iteration less the step), per
   candidate: slower beside a pool's threads than beside one thread means the
   caller's computation and our pool fight for the same cores.
@@ -65,6 +69,9 @@ class CpuSample:
     wall_ns: int
     self_ns: int
     machine_busy_ns: int | None
+    #: every other process's CPU time (user and system, all its threads) by
+    #: pid, in ns (`process_cpu_ns`); None where it was not read
+    procs: Mapping[int, int] | None = None
 
 
 def _machine_busy_ns() -> int | None:
@@ -82,13 +89,69 @@ def _machine_busy_ns() -> int | None:
         steal = int(fields[8]) if len(fields) > 8 else 0
     except ValueError:
         return None
-    hz = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    hz = _hz()
     return (user + nice + system + irq + softirq + steal) * (1_000_000_000 // max(1, hz))
 
 
 def cpu_sample() -> CpuSample:
     """The clocks now (a read of ``/proc/stat``: 10-30 us)."""
     return CpuSample(time.perf_counter_ns(), time.process_time_ns(), _machine_busy_ns())
+
+
+def process_cpu_ns(proc: str = "/proc", self_pid: int | None = None) -> dict[int, int] | None:
+    """Every other process's CPU time so far (``/proc/<pid>/stat``'s utime
+    and stime: all its threads), by pid, in ns; None where ``proc`` cannot be
+    listed.  A process that ends while it is read, or whose file does not
+    parse, is left out.  About 10 us a process (a scan of 70 processes
+    0.8 ms here): read at a probe's start and, while other processes keep
+    cores busy, at the monitor's marks -- never on a machine to itself.
+
+    ```python
+    mine = os.getpid()
+    assert mine not in process_cpu_ns()
+    ```
+    """
+    me = os.getpid() if self_pid is None else self_pid
+    try:
+        names = os.listdir(proc)
+    except OSError:
+        return None
+    tick = 1_000_000_000 // max(1, _hz())
+    out: dict[int, int] = {}
+    for name in names:
+        if not name.isdigit() or int(name) == me:
+            continue
+        try:
+            fd = os.open(f"{proc}/{name}/stat", os.O_RDONLY)
+            try:
+                raw = os.read(fd, 1024)
+            finally:
+                os.close(fd)
+            # "pid (comm) state ppid ...": comm may hold spaces and parens;
+            # utime and stime are the 14th and 15th fields
+            fields = raw[raw.rindex(b")") + 2:].split()
+            out[int(name)] = (int(fields[11]) + int(fields[12])) * tick
+        except (OSError, ValueError, IndexError):
+            continue
+    return out
+
+
+def _hz() -> int:
+    return os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def others_loads(a: CpuSample, b: CpuSample) -> list[float] | None:
+    """Each other process's cores' worth of CPU between ``a`` and ``b`` (those
+    seen at both, busiest first; idle ones left out), or None where either
+    sample lacks the processes (`CpuSample.procs`) or the interval is too
+    short to say (`others_busy_cores`)."""
+    wall = b.wall_ns - a.wall_ns
+    if a.procs is None or b.procs is None or wall < MIN_SPAN_NS:
+        return None
+    before = a.procs
+    loads = [(ns - before[pid]) / wall for pid, ns in b.procs.items()
+             if pid in before and ns > before[pid]]
+    return sorted(loads, reverse=True)
 
 
 def others_busy_cores(a: CpuSample, b: CpuSample) -> float | None:
@@ -103,24 +166,51 @@ def others_busy_cores(a: CpuSample, b: CpuSample) -> float | None:
     return max(0.0, others / wall)
 
 
-def fair_cores(others: float | None, cores: int) -> int:
+def fair_cores(others: float | None, cores: int, loads: Sequence[float] | None = None) -> int:
     """The cores a run takes beside other processes that kept ``others``
-    cores' worth of CPU busy: the ``cores`` it may use less theirs, rounded,
-    one at least (all of them where ``others`` is unknown).  As OpenMP's
+    cores' worth of CPU busy, rounded, one at least (all of them where
+    ``others`` is unknown).
+
+    Without ``loads``: the ``cores`` it may use less the others', as OpenMP's
     dynamic teams (``OMP_DYNAMIC``: the online CPUs less the load average)
     and ``make -l``: a pool that takes the cores other processes run on
     wins its own iterations, a little, and loses theirs more (two env
     processes on 2 cores, each with a pool of 2: 0.77-0.83x two serial
     ones, in aggregate).
 
+    With ``loads``, each other process's cores (`others_loads`): a max-min
+    fair share, as the kernel's scheduler gives each runnable thread.  A
+    process that used less than the share keeps what it used (a burner, a
+    serial env); those that used more -- other env processes whose pools
+    took all they could while they probed, as this one -- get the same share
+    as this run; CPU no process accounts for (``others`` less the loads:
+    processes that ended, other containers) is left to its owners.  Without
+    it, N env processes on 16 cores that probed at once each saw the
+    others' probes as load and fell back to one thread (8 processes: 0.73x
+    serial in aggregate, where pools of 2 ran 1.66x).  The two rules agree
+    on 2 cores.
+
     ```python
     fair_cores(None, 2), fair_cores(0.3, 2), fair_cores(1.0, 2), fair_cores(3.0, 8)
     # (2, 2, 1, 5)
+    fair_cores(14.0, 16, [2.0] * 7), fair_cores(14.5, 16, [4.5, 5.0, 5.0])
+    # (2, 4)
+    fair_cores(3.0, 16, [1.0, 1.0, 1.0]), fair_cores(16.0, 16, [8.0, 8.0])
+    # (13, 5)
     ```
     """
     if others is None:
         return cores
-    return max(1, min(cores, math.floor(cores - others + 0.5)))
+    if loads is None:
+        return max(1, min(cores, math.floor(cores - others + 0.5)))
+    left = cores - max(0.0, others - sum(loads))  # unaccounted CPU: its owners'
+    n = len(loads) + 1  # this run and every other process not yet served
+    for x in sorted(loads):  # water-filling: the lightest keep what they used
+        if x * n > left:
+            break
+        left -= x
+        n -= 1
+    return max(1, min(cores, math.floor(left / n + 0.5)))
 
 
 def between_medians(between: Mapping[K, Sequence[float]]) -> dict[K, float]:
@@ -188,4 +278,4 @@ def company_words(others: float | None, cores: int, between: Mapping[str, float]
 
 __all__ = ["BETWEEN_MIN_NS", "BETWEEN_SLOWER", "CpuSample", "MIN_SPAN_NS", "OTHERS_BUSY",
            "between_medians", "company_words", "cpu_sample", "fair_cores", "iterations",
-           "others_busy_cores"]
+           "others_busy_cores", "others_loads", "process_cpu_ns"]

@@ -20,16 +20,17 @@ The top of the `seer_env.stpa` package: above those parts, the decision cache
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from .._bind.runtime import Runtime, cpu_count, process_calls
 from ..errors import SeerError
 from .cache import DecisionCache, cache_wanted, saved
-from .company import CpuSample, cpu_sample
+from .company import CpuSample, cpu_sample, process_cpu_ns
 from .cost import (
     SERIAL,
     Candidate,
@@ -137,11 +138,18 @@ class Stpa(_Running):
             the machine's busy time); default that with the default clock,
             none with a clock of the caller's (a simulated clock's run has no
             company to compare with the machine's).
+        proc_sampler: what reads every other process's CPU time where the
+            machine is busy, to share the cores out process by process
+            (`seer_env.stpa.company.process_cpu_ns`, from ``/proc``); default
+            that with the default clock, none with a clock of the caller's.
         fair_share: beside other processes that keep cores busy during a probe,
             choose no pool of more threads than this run's share of the cores
             (`seer_env.stpa.company.fair_cores`: the cores less the others'
             load, rounded), as OpenMP's dynamic teams do: a pool on their cores
-            wins its own iterations a little and slows theirs more.  False:
+            wins its own iterations a little and slows theirs more.  Where
+            each process's load is read, a max-min fair share: processes
+            that used less keep theirs, the others (env processes that adapt
+            as this one) get an equal share each.  False:
             the fastest iteration of this run alone decides.
         cache: remember the preflight's decision across processes and start
             from a remembered one ([DecisionCache][seer_env.stpa.DecisionCache]);
@@ -177,6 +185,7 @@ class Stpa(_Running):
                  check_ns: float = 100_000.0, save_ns: float = 800_000.0,
                  clock: Callable[[], int] | None = None,
                  cpu_sampler: Callable[[], CpuSample] | None = None,
+                 proc_sampler: Callable[[], Mapping[int, int] | None] | None = None,
                  fair_share: bool = True,
                  cache: bool | None = None, cache_path: Path | None = None) -> None:
         self.rt = runtime
@@ -209,10 +218,14 @@ class Stpa(_Running):
         self._clock: Callable[[], int] = clock or time.perf_counter_ns
         self.cpu_sampler: Callable[[], CpuSample] | None = (
             cpu_sampler if cpu_sampler is not None or clock is not None else cpu_sample)
+        self.proc_sampler: Callable[[], Mapping[int, int] | None] | None = (
+            proc_sampler if proc_sampler is not None or clock is not None else process_cpu_ns)
         # the machine's load since the run began: what a first probe, too short
         # for /proc/stat's ticks, reads the company from
         self.cpu_start: CpuSample | None = (
             self.cpu_sampler() if self.cpu_sampler is not None else None)
+        if self.cpu_start is not None and self.proc_sampler is not None:
+            self.cpu_start = dataclasses.replace(self.cpu_start, procs=self.proc_sampler())
         # the process's thread budget (seer_env.budget) when not given: the
         # affinity mask, the cgroup's quota and SEER_ENV_THREADS
         budget = getattr(runtime, "budget", None)
@@ -493,10 +506,10 @@ class Stpa(_Running):
         """End ``pr`` with a decision (`Decisions.decide`; the parts call this)."""
         self.decisions.decide(self, pr, provisional)
 
-    def _take_share(self, others: float) -> bool:
+    def _take_share(self, others: float, loads: list[float] | None = None) -> bool:
         """Beside other processes' load, the running pool cut to this run's
         share of the cores (`Decisions.take_share`; the monitor calls this)."""
-        return self.decisions.take_share(self, others)
+        return self.decisions.take_share(self, others, loads)
 
     def _check_interval(self) -> int:
         """Steps between two monitor checks (`Monitor.check_interval`)."""

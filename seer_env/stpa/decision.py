@@ -40,12 +40,14 @@ from typing import Any, Protocol, cast
 from ..errors import SeerError
 from .cache import DecisionCache, save_at_exit, saved
 from .company import (
+    OTHERS_BUSY,
     CpuSample,
     between_medians,
     company_words,
     fair_cores,
     iterations,
     others_busy_cores,
+    others_loads,
 )
 from .cost import (
     SERIAL,
@@ -67,11 +69,15 @@ from .probe import Probe
 log = logging.getLogger("seer_env.stpa")
 
 
-def _share_words(share: int, cores: int) -> str:
-    """Why a run takes ``share`` of its ``cores``, in the words of a reason."""
-    return (f"this run takes its share of the cores, {share} of {cores} (a pool on theirs "
-            "would win its own iterations a little and slow theirs more; fair_share=False "
-            "takes them all)")
+def _share_words(share: int, cores: int, loads: list[float] | None = None) -> str:
+    """Why a run takes ``share`` of its ``cores``, in the words of a reason
+    (``loads``: the other processes' own, where they were read)."""
+    busy = sum(x >= OTHERS_BUSY for x in loads) if loads else 0
+    among = (f", shared out among {busy + 1} busy processes (each keeps what it used up to "
+             "an equal share)" if busy > 1 else "")
+    return (f"this run takes its share of the cores, {share} of {cores}{among} (a pool on "
+            "theirs would win its own iterations a little and slow theirs more; "
+            "fair_share=False takes them all)")
 
 
 class DecisionHost(MonitorHost, Protocol):
@@ -83,7 +89,6 @@ class DecisionHost(MonitorHost, Protocol):
     margin: float
     hysteresis: float
     save_ns: float
-    fair_share: bool
     cpu_start: CpuSample | None
 
     def save_decision(self) -> None: ...
@@ -122,11 +127,11 @@ class Decisions:
         while the pools' probe is put off) and switch to the choice."""
         timings = {c: v for c, v in iterations(pr.steps_alone, pr.between, pr.timings).items()
                    if c not in pr.unreachable}
-        others = self._others(host, pr) if provisional is None else None
+        others, loads = self._others(host, pr) if provisional is None else (None, None)
         company = self._company(host, pr, others) if provisional is None else ""
         # other processes' cores are left to them: the pools of more threads
         # than this run's share are not chosen (`fair_cores`)
-        share = fair_cores(others, host.cores) if host.fair_share else host.cores
+        share = fair_cores(others, host.cores, loads) if host.fair_share else host.cores
         within = {c: v for c, v in timings.items() if c.threads <= share}
         capped = within and len(within) < len(timings)
         if capped:
@@ -139,7 +144,7 @@ class Decisions:
                 dec, reason=dec.reason.rsplit(" Limit: ", 1)[0]
                 + " Limit: company: "
                 + (company or f"other processes kept {others:.1f} of the machine's cores busy")
-                + f"; so {_share_words(share, host.cores)}.")
+                + f"; so {_share_words(share, host.cores, loads)}.")
         monitor = host.monitor
         same = self.decision is not None and dec.candidate == self.decision.candidate
         self.decision = dec
@@ -200,31 +205,36 @@ class Decisions:
                         {c.label: v for c, v in pred.items()}, dec.trigger)
 
     @staticmethod
-    def _others(host: DecisionHost, pr: Probe) -> float | None:
+    def _others(host: DecisionHost, pr: Probe) -> tuple[float | None, list[float] | None]:
         """Cores' worth of CPU other processes used over ``pr``'s timed steps
         or, where that is too short for /proc/stat's ticks to say, since the
-        monitor's last mark, or since the run began (None: unknown)."""
+        monitor's last mark, or since the run began (None: unknown); and each
+        other process's share of it where the mark read them (`others_loads`)."""
         if host.cpu_sampler is None:
-            return None
+            return None, None
         now = host.cpu_sampler()
         m = host.monitor
         for mark in (pr.cpu0, m.cpu_mark, m.cpu_mark_before, host.cpu_start):
             if mark is not None:
                 others = others_busy_cores(mark, now)
                 if others is not None:
-                    return others
-        return None
+                    if mark.procs is not None and host.proc_sampler is not None:
+                        now = dataclasses.replace(now, procs=host.proc_sampler())
+                    return others, others_loads(mark, now)
+        return None, None
 
-    def take_share(self, host: DecisionHost, others: float) -> bool:
+    def take_share(self, host: DecisionHost, others: float,
+                   loads: list[float] | None = None) -> bool:
         """Beside other processes that kept ``others`` cores busy between the
-        monitor's marks: where the running choice has more threads than this
+        monitor's marks (``loads``: each one's, where the marks read them):
+        where the running choice has more threads than this
         run's share of the cores (`fair_cores`; with ``fair_share``), the
         fastest candidate the last probe timed within the share (the serial
         executor where it timed none) runs from the next step, without a
         probe (the next confirmation times the pools again).  True when it
         switched."""
         dec = self.decision
-        share = fair_cores(others, host.cores)
+        share = fair_cores(others, host.cores, loads)
         if dec is None or not host.fair_share or dec.candidate.threads <= share:
             return False
         features, summary = host.prober.features, host.prober.trace_summary
@@ -238,8 +248,8 @@ class Decisions:
                                    within, share).candidate
         reason = (f"{in_words(c).capitalize()}: other processes kept {others:.1f} of the "
                   f"machine's cores busy after the decision on {dec.candidate.label}, so "
-                  f"{_share_words(share, host.cores)}; the next confirmation times the pools "
-                  "again.")
+                  f"{_share_words(share, host.cores, loads)}; the next confirmation times "
+                  "the pools again.")
         new = Decision(c, reason, dec.medians_ns, dec.predicted_ns, "share")
         self.decision = new
         self.history.append(new)

@@ -49,6 +49,7 @@ the probe (`seer_env.stpa.probe`), whose re-probes it starts.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import logging
 import math
 import statistics
@@ -57,7 +58,14 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from .company import MIN_SPAN_NS, OTHERS_BUSY, CpuSample, others_busy_cores
+from .company import (
+    MIN_SPAN_NS,
+    OTHERS_BUSY,
+    CpuSample,
+    fair_cores,
+    others_busy_cores,
+    others_loads,
+)
 from .cost import Candidate, Decision, Load, choice_ns, drift, neighbours, regime
 from .probe import Probe, ProbeHost, Prober
 
@@ -88,6 +96,7 @@ class MonitorHost(ProbeHost, Protocol):
     step time."""
 
     prober: Prober
+    fair_share: bool
     drift_factor: float
     alive_drop: float
     confirm: bool
@@ -103,7 +112,7 @@ class MonitorHost(ProbeHost, Protocol):
 
     def _step_ns(self) -> float: ...
 
-    def _take_share(self, others: float) -> bool: ...
+    def _take_share(self, others: float, loads: list[float] | None = None) -> bool: ...
 
 
 @dataclass
@@ -371,14 +380,24 @@ class Monitor:
             # probe's company is measured over one at least that long
             sample = host.cpu_sampler()
             if self.cpu_mark is None or sample.wall_ns - self.cpu_mark.wall_ns >= MARK_AGE_NS:
-                self.cpu_mark_before, self.cpu_mark = self.cpu_mark, sample
+                prev = self.cpu_mark
                 # other processes' load between the marks: a pool of more
                 # threads than this run's share of the cores gives way
                 # (a decision whose probe was too short to see the load)
-                others = (others_busy_cores(self.cpu_mark_before, sample)
-                          if self.cpu_mark_before is not None else None)
-                if others is not None and host._current().threads > 1 \
-                        and host._take_share(others):
+                others = others_busy_cores(prev, sample) if prev is not None else None
+                threads = host._current().threads
+                cut = (others is not None and threads > 1 and host.fair_share
+                       and fair_cores(others, host.cores) < threads)
+                if cut and host.proc_sampler is not None:
+                    # shared out process by process (`fair_cores`): each
+                    # one's load is read at the marks while the load would
+                    # cut the pool -- the first such mark waits for the next
+                    sample = dataclasses.replace(sample, procs=host.proc_sampler())
+                self.cpu_mark_before, self.cpu_mark = prev, sample
+                loads = others_loads(prev, sample) if prev is not None else None
+                wait = loads is None and sample.procs is not None
+                if cut and not wait and others is not None \
+                        and host._take_share(others, loads):
                     self.restart_windows()
                     return
         now = Load((s["events"] - ev0) / steps, int(np.count_nonzero(host.rt.alive)))

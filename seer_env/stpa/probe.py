@@ -43,11 +43,12 @@ functions plan and prune).
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import logging
 import math
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -159,6 +160,8 @@ class ProbeHost(Protocol):
     #: without the controller, or a reset came)
     between_ns: float | None
     cpu_sampler: Callable[[], CpuSample] | None
+    #: every other process's CPU time by pid (`seer_env.stpa.company.process_cpu_ns`)
+    proc_sampler: Callable[[], Mapping[int, int] | None] | None
 
     def _native_step(self, mask_ptr: Any) -> None: ...
 
@@ -263,6 +266,8 @@ class Prober:
                 ns, summary = float(host._clock() - t0), None
                 if visit.timed and pr.cpu0 is None and host.cpu_sampler is not None:
                     pr.cpu0 = host.cpu_sampler()
+                    if host.proc_sampler is not None:  # the share, process by process
+                        pr.cpu0 = dataclasses.replace(pr.cpu0, procs=host.proc_sampler())
         except BaseException:
             host._switch_back(prev)
             raise
