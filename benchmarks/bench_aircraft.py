@@ -18,7 +18,6 @@ Python = ``ParallelEnv.step`` (dict API, 2 threads) - ``Runtime.step`` (2 thread
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import sys
@@ -211,10 +210,20 @@ def main() -> None:
         print(f"# N=256 C vs NumPy port (target >= 20x): serial {r['numpy'] / r['serial']:.1f}x,"
               f" parallel 2 threads {r['numpy'] / r['par2']:.1f}x")
     if args.json:
+        from seer_env.perf.bench import commit, load_avg, write_results
+
+        summary: dict[str, float] = {}
+        for n, r in results.items():
+            summary[f"par2_vs_serial_{n}"] = r["serial"] / r["par2"]
+            summary[f"c_vs_numpy_serial_{n}"] = r["numpy"] / r["serial"]
+            summary[f"c_vs_numpy_par2_{n}"] = r["numpy"] / r["par2"]
+        if 256 in results and 1024 in results:
+            summary["n1024_vs_n256_serial"] = results[1024]["serial"] / results[256]["serial"]
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(
-            {"machine": machine(), "results": {str(k): v for k, v in results.items()}},
-            indent=2))
+        write_results(args.json, {"benchmark": "bench_aircraft.py", **commit(),
+                                  "machine": machine(), "load_avg": load_avg(),
+                                  "summary": summary,
+                                  "results": {str(k): v for k, v in results.items()}})
 
 
 if __name__ == "__main__":

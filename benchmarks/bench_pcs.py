@@ -15,6 +15,8 @@ Usage::
 
     python benchmarks/bench_pcs.py            # full table (a few minutes)
     python benchmarks/bench_pcs.py --quick    # fewer steps
+    python benchmarks/bench_pcs.py --json benchmarks/results/pcs.json
+                                              # and the results file the docs cite
 """
 
 from __future__ import annotations
@@ -141,7 +143,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer steps and repetitions")
     ap.add_argument("--reps", type=int, default=3, help="repetitions of the classic runs")
+    ap.add_argument("--json", default="", help="write the figures to this JSON file "
+                    "(stamped with the commit and the machine; a summary the docs cite)")
     args = ap.parse_args()
+    rows: dict[str, dict[str, float]] = {}
     reps = 1 if args.quick else args.reps
     scale = 4 if args.quick else 1
     print(f"machine: {platform.processor() or platform.machine()}, "
@@ -168,10 +173,34 @@ def main() -> None:
                   f"{m['serial'] / m['par2']:7.2f}x | {m['numpy'] * 1e3:9.1f} "
                   f"{m['numpy'] / m['serial']:7.0f}x | {ev / m['serial'] / 1e6:9.2f} "
                   f"{ev / m['par2'] / 1e6:10.2f} | {per_agent:13.3f}")
+            rows[f"{w}_reports_{'on' if reports else 'off'}"] = {
+                "serial_ms": m["serial"] * 1e3, "par1_ms": m["par1"] * 1e3,
+                "par2_ms": m["par2"] * 1e3, "numpy_ms": m["numpy"] * 1e3,
+                "par2_vs_serial": m["serial"] / m["par2"],
+                "c_vs_numpy": m["numpy"] / m["serial"],
+                "serial_mev_per_s": ev / m["serial"] / 1e6,
+                "dict_us_per_agent": per_agent}
     print("\nclassic mode (serial executor, t = 0..10000, base seed):")
+    classic = {}
     for w in (32, 64):
         r = statistics.median(time_classic(w) for _ in range(reps))
+        classic[w] = r / 1e6
         print(f"  {w}x{w}: {r / 1e6:.2f} M events/s")
+    if args.json:
+        from seer_env.perf.bench import commit, load_avg, machine, write_results
+
+        summary: dict[str, float] = {f"classic_mev_per_s_{w}": v for w, v in classic.items()}
+        for k, row in rows.items():
+            summary[f"par2_vs_serial_{k}"] = row["par2_vs_serial"]
+            summary[f"c_vs_numpy_{k}"] = row["c_vs_numpy"]
+        per_agent = [row["dict_us_per_agent"] for row in rows.values()]
+        summary["dict_us_per_agent_min"] = min(per_agent)
+        summary["dict_us_per_agent_max"] = max(per_agent)
+        write_results(args.json, {"benchmark": "bench_pcs.py", **commit(), "machine": machine(),
+                                  "load_avg": load_avg(), "quick": args.quick,
+                                  "summary": summary,
+                                  "results": {"default": rows, "classic_mev_per_s": classic}})
+        print(f"results: {args.json}")
 
 
 if __name__ == "__main__":

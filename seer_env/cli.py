@@ -26,7 +26,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -183,20 +183,20 @@ def cmd_verify(a: argparse.Namespace) -> int:
 
 
 def cmd_bench(a: argparse.Namespace) -> int:
-    if a.what == "phold":
-        bench.bench_phold(a.rounds)
-        return 0
-    if a.what == "api":
-        bench.bench_api(a.rounds)
-        return 0
-    if a.what == "optimistic":
-        bench.bench_optimistic(quick=a.quick)
-        return 0
-    if a.what == "pcs":
-        bench.bench_pcs(rounds=3 if a.quick else a.rounds)
-        return 0
-    if a.what == "stpa":
-        bench.bench_stpa(quick=a.quick)
+    runs: dict[str, Callable[[], dict[str, Any]]] = {
+        "phold": lambda: bench.bench_phold(a.rounds),
+        "api": lambda: bench.bench_api(a.rounds),
+        "optimistic": lambda: bench.bench_optimistic(quick=a.quick),
+        "pcs": lambda: bench.bench_pcs(rounds=3 if a.quick else a.rounds),
+        "stpa": lambda: bench.bench_stpa(quick=a.quick)}
+    if a.what in runs:
+        out = _writable(a.output)
+        if out is False:
+            return 2
+        res = runs[a.what]()
+        if out is not None:
+            bench.write_results(out, bench.results_file(a.what, res, quick=a.quick))
+            print(f"results: {out}")
         return 0
     if a.what == "company":
         return _bench_company(a)
@@ -214,15 +214,24 @@ def cmd_bench(a: argparse.Namespace) -> int:
     return 2
 
 
-def _bench_company(a: argparse.Namespace) -> int:
-    from .perf import company
-
-    out = Path(a.output).expanduser() if a.output else None
+def _writable(output: str | None) -> Path | None | Literal[False]:
+    """The results file asked for (None: none), or False, said on stderr,
+    where its folder cannot be written -- checked before the run: its
+    figures were taken whole, then lost to a traceback."""
+    out = Path(output).expanduser() if output else None
     if out is not None and (not out.parent.is_dir() or not os.access(out.parent, os.W_OK)):
-        # before the run: its figures were taken whole, then lost to a traceback
         print(f"seer-env: cannot write the results to {out}: its folder {out.parent} "
               f"{'is not writable' if out.parent.is_dir() else 'does not exist'}",
               file=sys.stderr)
+        return False
+    return out
+
+
+def _bench_company(a: argparse.Namespace) -> int:
+    from .perf import company
+
+    out = _writable(a.output)
+    if out is False:
         return 2
     # PCS 64x64 by default; another env: its own defaults; --set on top
     cfg = dict(company.DEFAULT_CONFIG) if a.env == company.DEFAULT_ENV else {}
@@ -496,9 +505,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="timed rounds of 'phold', 'api', 'pcs' and 'company' per "
                         "configuration; the median is reported (default 7)")
     b.add_argument("-o", "--output", "--json", dest="output", default=None,
-                   help="'company': write every figure to this JSON file; the suite's: its "
-                        "output folder, passed on to the printed benchmarks/bench_suite.py "
-                        "command (default bench_out)")
+                   help="phold, api, pcs, optimistic, stpa, company: write every figure to "
+                        "this JSON file (stamped with the commit, the machine and its load; "
+                        "a summary the docs cite, as in benchmarks/results/); the suite's: "
+                        "its output folder, passed on to the printed "
+                        "benchmarks/bench_suite.py command (default bench_out)")
     b.add_argument("--quick", action="store_true", help="fewer rounds and sizes")
     b.add_argument("--situations", type=_names, default=None, metavar="A,B,...",
                    help="'company': the situations to measure, comma-separated: alone, torch, "

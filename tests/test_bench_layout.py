@@ -120,3 +120,58 @@ def test_bench_stpa_runs_whole_episodes_and_remembers(monkeypatch):
         assert row["auto_vs_best_total"] == (row["wall_s"]["auto"]
                                              / row["wall_s"][row["best_fixed"]])
     assert lines[0].startswith("PCS 4x4: 2 run(s) of 2 episodes, 80 steps each: serial ")
+
+
+def test_a_benchmarks_results_file_is_stamped_and_summed_up_in_keys_the_docs_cite(tmp_path):
+    """`seer-env bench pcs -o FILE` writes the commit, the machine, its load,
+    every figure and a flat summary whose keys a result span can cite (a
+    span's key is ``[\\w.-]+``: the raw results' keys, "work~1us" or
+    "classic 32x32 step 200", cannot be)."""
+    import re
+
+    from seer_env.perf import bench
+
+    out = tmp_path / "pcs.json"
+    assert cli.main(["bench", "pcs", "--quick", "--rounds", "1", "-o", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["benchmark"] == "pcs" and doc["quick"] is True
+    assert {"commit", "dirty", "machine", "load_avg", "date"} <= set(doc)
+    for w in (32, 64):
+        assert doc["summary"][f"speedup_{w}"] == doc["results"][f"{w}x{w}"]["speedup"]
+    # the other benchmarks' summaries, from results of their shape
+    phold = {"work~1us": {"serial": {"events_per_s": 1e6}, "parallel-1": {"events_per_s": 0.99e6},
+                          "parallel-2": {"events_per_s": 1.9e6}},
+             "work=0": {"serial": {"events_per_s": 1e7}, "parallel-2": {"events_per_s": 2e7}}}
+    opt = {"threads": 2, "quick": False,
+           "classic 32x32 step 200": {"speedup_total": 1.2, "events_rolled_back": 7,
+                                      "identical": True},
+           "classic 64x64 step 2000": {"speedup_total": 1.5, "events_rolled_back": 9,
+                                       "identical": True},
+           "default PCS 64x64": {"optimistic_vs_parallel": 0.98},
+           "PHOLD 4096 lookahead 1e-3": {"optimistic_vs_parallel": 1.2}}
+    stpa = {"PCS 4x4": {"auto_vs_best": 1.1, "remembered_vs_best": 1.0},
+            "Aircraft 1024": {"auto_vs_best": 0.99, "remembered_vs_best": 1.02}}
+    api = {"fixed_cost_us": {"native_step": 1.2, "batched_above_native": 2.5,
+                             "dict_above_native": 2.7},
+           "dict_per_agent": {16: {"ratio": 0.3}, 1024: {"ratio": 0.35}, 4096: {"ratio": 0.4}}}
+    sums = {k: bench.SUMMARIES[k](v) for k, v in
+            (("phold", phold), ("optimistic", opt), ("stpa", stpa), ("api", api))}
+    assert sums["phold"]["parallel2_vs_serial"] == pytest.approx(1.9)
+    assert sums["phold"]["serial_ns_per_event_work0"] == pytest.approx(100.0)
+    assert sums["optimistic"] == {"classic_32_step_200": 1.2, "classic_64_step_2000": 1.5,
+                                  "optimistic_vs_parallel_pcs_64": 0.98,
+                                  "optimistic_vs_parallel_phold_small_lookahead": 1.2,
+                                  "classic_rolled_back_max": 9, "classic_identical": True}
+    assert sums["stpa"]["pcs_4x4_auto_vs_best"] == 1.1
+    assert sums["stpa"]["remembered_vs_best_max"] == 1.02
+    assert sums["api"]["dict_vs_pure_max_to_1024"] == 0.35
+    assert sums["api"]["dict_vs_pure_max_above_1024"] == 0.4
+    for s in [doc["summary"], *sums.values()]:
+        assert all(re.fullmatch(r"[\w.-]+", k) for k in s), s
+
+
+def test_bench_results_to_a_folder_that_cannot_take_them_stop_before_the_run(tmp_path, capsys):
+    missing = tmp_path / "no" / "such.json"
+    for what in ("phold", "api", "pcs", "optimistic", "stpa", "company"):
+        assert cli.main(["bench", what, "-o", str(missing)]) == 2
+        assert "cannot write the results" in capsys.readouterr().err

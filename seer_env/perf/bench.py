@@ -19,12 +19,15 @@ PHOLD figures (issue targets in brackets):
 from __future__ import annotations
 
 import json
+import math
 import os
 import platform
 import statistics
+import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -42,6 +45,137 @@ def machine() -> dict[str, Any]:
         "platform": platform.platform(),
         "load_avg": os.getloadavg() if hasattr(os, "getloadavg") else None,
     }
+
+
+def commit() -> dict[str, Any]:
+    """The checkout's commit (None outside a git checkout) and whether it has
+    uncommitted changes: what a results file is stamped with."""
+    root = Path(__file__).resolve().parents[2]
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
+                              text=True, timeout=10)
+        if head.returncode != 0:
+            return {"commit": None, "dirty": None}
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               cwd=root, capture_output=True, text=True, timeout=10)
+        return {"commit": head.stdout.strip(), "dirty": bool(dirty.stdout.strip())}
+    except (OSError, subprocess.SubprocessError):
+        return {"commit": None, "dirty": None}
+
+
+def load_avg() -> list[float] | None:
+    """The machine's load averages (1, 5, 15 minutes); None where unknown."""
+    return list(os.getloadavg()) if hasattr(os, "getloadavg") else None
+
+
+def _ratio(a: float, b: float) -> float:
+    return a / b if b else math.nan
+
+
+def _summary_phold(res: Mapping[str, Any]) -> dict[str, float]:
+    one, zero = res["work~1us"], res["work=0"]
+    return {"parallel2_vs_serial": _ratio(one["parallel-2"]["events_per_s"],
+                                          one["serial"]["events_per_s"]),
+            "parallel1_vs_serial": _ratio(one["parallel-1"]["events_per_s"],
+                                          one["serial"]["events_per_s"]),
+            "serial_ns_per_event_work0": 1e9 / zero["serial"]["events_per_s"],
+            "parallel2_ns_per_event_work0": 1e9 / zero["parallel-2"]["events_per_s"]}
+
+
+def _summary_api(res: Mapping[str, Any]) -> dict[str, float]:
+    fixed, rows = res["fixed_cost_us"], res["dict_per_agent"]
+    small = [r["ratio"] for n, r in rows.items() if int(n) <= 1024]
+    large = [r["ratio"] for n, r in rows.items() if int(n) > 1024]
+    return {"native_step_us": fixed["native_step"],
+            "batched_above_native_us": fixed["batched_above_native"],
+            "dict_above_native_us": fixed["dict_above_native"],
+            "dict_vs_pure_min_to_1024": min(small, default=math.nan),
+            "dict_vs_pure_max_to_1024": max(small, default=math.nan),
+            "dict_vs_pure_max_above_1024": max(large, default=math.nan)}
+
+
+def _summary_pcs(res: Mapping[str, Any]) -> dict[str, float]:
+    out = {}
+    for k, row in res.items():
+        if isinstance(row, dict) and "speedup" in row:
+            w = k.split("x")[0]
+            out[f"speedup_{w}"] = row["speedup"]
+            out[f"speedup_paired_{w}"] = row["speedup_paired"]
+    return out
+
+
+def _summary_optimistic(res: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    rolled, identical = [], True
+    for k, row in res.items():
+        if not isinstance(row, dict):
+            continue
+        if k.startswith("classic "):  # "classic 32x32 step 200"
+            _, grid, _, minutes = k.split()
+            out[f"classic_{grid.split('x')[0]}_step_{minutes}"] = row["speedup_total"]
+            rolled.append(row["events_rolled_back"])
+            identical = identical and bool(row["identical"])
+        else:
+            key = ("phold_small_lookahead" if k.startswith("PHOLD")
+                   else f"pcs_{k.split()[-1].split('x')[0]}")
+            out[f"optimistic_vs_parallel_{key}"] = row["optimistic_vs_parallel"]
+    out["classic_rolled_back_max"] = max(rolled, default=0)
+    out["classic_identical"] = identical
+    return out
+
+
+def _summary_stpa(res: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, row in res.items():
+        if isinstance(row, dict) and "auto_vs_best" in row:
+            key = name.lower().replace(" ", "_")
+            out[f"{key}_auto_vs_best"] = row["auto_vs_best"]
+            out[f"{key}_remembered_vs_best"] = row["remembered_vs_best"]
+    firsts = [v for k, v in out.items() if k.endswith("_auto_vs_best")]
+    remembered = [v for k, v in out.items() if k.endswith("_remembered_vs_best")]
+    out["auto_vs_best_max"] = max(firsts, default=math.nan)
+    out["remembered_vs_best_max"] = max(remembered, default=math.nan)
+    return out
+
+
+#: how each benchmark's figures are summed up in its results file (flat keys
+#: that the docs' result spans cite: `benchmarks/results_marks.py`)
+SUMMARIES: dict[str, Callable[[Mapping[str, Any]], dict[str, Any]]] = {
+    "phold": _summary_phold, "api": _summary_api, "pcs": _summary_pcs,
+    "optimistic": _summary_optimistic, "stpa": _summary_stpa}
+
+
+def results_file(what: str, res: Mapping[str, Any], **meta: Any) -> dict[str, Any]:
+    """A benchmark's results as its file in ``benchmarks/results/`` holds
+    them: stamped with the commit, the machine and its load, a flat
+    ``summary`` the docs cite, and every figure under ``results``.
+
+    ```python
+    from seer_env.perf.bench import bench_pcs, results_file
+    doc = results_file("pcs", bench_pcs(rounds=3, widths=(32,)))
+    print(doc["summary"]["speedup_32"], doc["commit"])
+    ```
+    """
+    return {"benchmark": what, **commit(), "machine": machine(), "load_avg": load_avg(),
+            "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), **meta,
+            "summary": SUMMARIES[what](res), "results": res}
+
+
+def write_results(path: str | os.PathLike[str], doc: Mapping[str, Any]) -> None:
+    """Write a results document (`results_file`) as JSON, whole or not at all
+    (a temporary file renamed over ``path``)."""
+    out = Path(path)
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text(json.dumps(doc, indent=2, default=_json_default) + "\n")
+    tmp.replace(out)
+
+
+def _json_default(x: Any) -> Any:
+    if isinstance(x, np.generic):
+        return x.item()
+    if isinstance(x, tuple | set):
+        return list(x)
+    raise TypeError(f"not JSON: {type(x).__name__}")
 
 
 @dataclass
@@ -622,4 +756,5 @@ if __name__ == "__main__":
 
 
 __all__ = ["bench_api", "bench_optimistic", "bench_pcs", "bench_phold", "bench_stpa",
-           "calibrate_work", "machine", "run_cases", "Case", "MinimalDictEnv", "STPA_RUNS"]
+           "calibrate_work", "commit", "load_avg", "machine", "results_file", "run_cases",
+           "write_results", "Case", "MinimalDictEnv", "STPA_RUNS", "SUMMARIES"]

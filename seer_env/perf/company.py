@@ -51,12 +51,10 @@ import os
 import queue
 import signal
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -65,7 +63,7 @@ from .._version import __version__
 from ..errors import ConfigError
 from ..faces.gym_vector import random_batched_actions
 from ..registry import env_module
-from .bench import _block_s, _blocks, machine
+from .bench import _block_s, _blocks, commit, load_avg, machine
 
 #: The situations of a default run, in order.
 SITUATIONS: tuple[str, ...] = ("alone", "torch", "burner-50", "burner-100", "procs-2",
@@ -592,26 +590,6 @@ def _procs(plan: _Plan, n: int) -> dict[str, Any]:
 # -- the run ------------------------------------------------------------------------------------
 
 
-def _commit() -> dict[str, Any]:
-    """The checkout's commit (None outside a git checkout) and whether it has
-    uncommitted changes."""
-    root = Path(__file__).resolve().parents[2]
-    try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
-                              text=True, timeout=10)
-        if head.returncode != 0:
-            return {"commit": None, "dirty": None}
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
-                               cwd=root, capture_output=True, text=True, timeout=10)
-        return {"commit": head.stdout.strip(), "dirty": bool(dirty.stdout.strip())}
-    except (OSError, subprocess.SubprocessError):
-        return {"commit": None, "dirty": None}
-
-
-def _load() -> list[float] | None:
-    return list(os.getloadavg()) if hasattr(os, "getloadavg") else None
-
-
 def _torch_info() -> dict[str, Any] | None:
     """torch's version and default thread settings (read, never set); None
     without torch."""
@@ -724,8 +702,8 @@ def bench_company(situations: Sequence[str] = SITUATIONS, threads: Sequence[int]
     wl = Workload(env, dict(DEFAULT_CONFIG if config is None else config), num_envs)
     t_start = time.perf_counter()
     res: dict[str, Any] = {
-        "benchmark": "company", "seer_env": __version__, **_commit(), "machine": machine(),
-        "load_avg_before": _load(), "workload": {"env": env, "config": wl.config,
+        "benchmark": "company", "seer_env": __version__, **commit(), "machine": machine(),
+        "load_avg_before": load_avg(), "workload": {"env": env, "config": wl.config,
                                                  "num_envs": num_envs},
         "quick": quick, "stpa_cache": stpa_cache, "update_every": update_every,
         # (imported only for the loops: importing torch takes seconds)
@@ -759,7 +737,7 @@ def bench_company(situations: Sequence[str] = SITUATIONS, threads: Sequence[int]
                 log(f"{name}: skipped: {why}")
                 continue
             progress(f"[company {i + 1}/{len(names)}] {name}: {_title(name, update_every)[0]}")
-            load0 = _load()
+            load0 = load_avg()
             t0 = time.perf_counter()
             mine: list[Any] = []
             try:
@@ -790,7 +768,7 @@ def bench_company(situations: Sequence[str] = SITUATIONS, threads: Sequence[int]
             os.environ.pop("SEER_STPA_CACHE", None)
         else:
             os.environ["SEER_STPA_CACHE"] = saved
-    res["load_avg_after"] = _load()
+    res["load_avg_after"] = load_avg()
     res["wall_s"] = time.perf_counter() - t_start
     return res
 
