@@ -33,6 +33,7 @@ sys.path.insert(0, str(ROOT))
 from oracles.aircraft_numpy import AircraftNumpy  # noqa: E402
 from seer_env.envs import aircraft_v0  # noqa: E402
 from seer_env.registry import Runtime  # noqa: E402
+from seer_env.sdk import describe_config  # noqa: E402
 
 
 def actions_for(rng: np.random.Generator, obs: np.ndarray) -> np.ndarray:
@@ -68,7 +69,7 @@ def lockstep(n: int, runs: dict[str, tuple[str, int]], steps: int, warmup: int,
              seed: int = 1, **extra: Any) -> tuple[dict[str, list[float]], float, float]:
     """Step times of several executors stepping the same episode, the mean number
     of live UAVs and the events handled per measured step."""
-    cfg = aircraft_v0.c_config(num_uavs=n, **extra)
+    cfg = describe_config(aircraft_v0.MODEL, dict(num_uavs=n, **extra))
     rts = {k: Runtime("aircraft", cfg, 1, ex, th) for k, (ex, th) in runs.items()}
     for rt in rts.values():
         rt.reset([seed])
@@ -102,7 +103,7 @@ def lockstep(n: int, runs: dict[str, tuple[str, int]], steps: int, warmup: int,
 
 
 def numpy_port(n: int, steps: int, seed: int = 1) -> list[float]:
-    cfg = aircraft_v0.c_config(num_uavs=n)
+    cfg = describe_config(aircraft_v0.MODEL, dict(num_uavs=n))
     sim = AircraftNumpy(cfg, seed)
     out = sim.reset()
     rng = np.random.default_rng(seed)

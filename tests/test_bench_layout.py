@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -175,3 +176,19 @@ def test_bench_results_to_a_folder_that_cannot_take_them_stop_before_the_run(tmp
     for what in ("phold", "api", "pcs", "optimistic", "stpa", "company"):
         assert cli.main(["bench", what, "-o", str(missing)]) == 2
         assert "cannot write the results" in capsys.readouterr().err
+
+
+def test_bench_aircraft_runs_and_writes_its_results_file(tmp_path):
+    """The script ran into a helper the env module no longer had
+    (``aircraft_v0.c_config``) and nothing noticed: a tiny run of it, whose
+    results file holds the summary the docs cite."""
+    out = tmp_path / "aircraft.json"
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_aircraft.py"),
+                        "--sizes", "8", "--steps", "2", "--warmup", "1", "--numpy-steps", "1",
+                        "--json", str(out)], capture_output=True, text=True, timeout=300,
+                       cwd=ROOT)
+    assert r.returncode == 0, r.stderr[-2000:]
+    doc = json.loads(out.read_text())
+    assert doc["benchmark"] == "bench_aircraft.py" and "commit" in doc
+    row = doc["results"]["8"]
+    assert doc["summary"]["par2_vs_serial_8"] == pytest.approx(row["serial"] / row["par2"])
