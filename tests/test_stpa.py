@@ -2217,6 +2217,36 @@ def test_a_remembered_pool_is_confirmed_at_once_in_company(tmp_path):
             assert n <= probed_by, (others, work, n)
 
 
+def test_a_decision_made_in_company_is_not_remembered(tmp_path):
+    """A preflight beside other processes that keep a core busy (a burner:
+    its probe too short to see them), or one whose pools slowed the caller's
+    work (a torch loop's spinning threads), decides for the moment: written
+    to the cache, every later run alone started on it and never timed the
+    pools again (PCS 64x64 decided serial beside a burner and later runs
+    alone stayed serial, 1.8x slower than parallel-2).  Alone, the decision
+    is remembered as before."""
+    import unittest.mock as mock
+
+    from seer_env.stpa import DecisionCache
+
+    for others, work, spin, kept in ((0.0, 0, 1.0, True), (1.0, 0, 1.0, False),
+                                     (0.0, 400_000, 1.2, False)):
+        path = tmp_path / f"cache-{others}-{work}.json"
+        rt = _FakeRuntime()
+        rt.events_per_step = 1000
+        co = _Company(rt, work, spin)
+        co.others = others
+        with mock.patch.object(DecisionCache, "key", staticmethod(lambda *a: "k")):
+            st = _company_stpa(rt, co, cache=True, cache_path=path)
+            co.loop(st, 1000)  # 72 ms and more: the load since the start can be read
+            assert st.settled
+            st.save_decision()
+        got = DecisionCache(path).get("k")
+        assert (got is not None) is kept, (others, work, st.reason)
+        if kept:
+            assert (got["executor"], got["threads"]) == (st.executor, st.threads)
+
+
 def test_a_company_reprobe_times_the_serial_executor_the_trace_pruned():
     """Alone, a trace predicting the pool far ahead leaves the serial executor
     untimed (parallel-1 is the one-thread baseline); in company that lead is

@@ -49,14 +49,17 @@ def machine() -> dict[str, Any]:
 
 def commit() -> dict[str, Any]:
     """The checkout's commit (None outside a git checkout) and whether it has
-    uncommitted changes: what a results file is stamped with."""
+    uncommitted changes (the results files aside): what a results file is
+    stamped with."""
     root = Path(__file__).resolve().parents[2]
     try:
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
                               text=True, timeout=10)
         if head.returncode != 0:
             return {"commit": None, "dirty": None}
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+        # the results files themselves (a benchmark run rewrites them) do not count
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--",
+                                ".", ":(exclude)benchmarks/results"],
                                cwd=root, capture_output=True, text=True, timeout=10)
         return {"commit": head.stdout.strip(), "dirty": bool(dirty.stdout.strip())}
     except (OSError, subprocess.SubprocessError):

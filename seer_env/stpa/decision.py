@@ -40,6 +40,7 @@ from typing import Any, Protocol, cast
 from ..errors import SeerError
 from .cache import DecisionCache, save_at_exit, saved
 from .company import (
+    MIN_SPAN_NS,
     OTHERS_BUSY,
     CpuSample,
     between_medians,
@@ -167,7 +168,12 @@ class Decisions:
         s = host.rt.stats()
         monitor.restart(host, pr, dec.candidate, same, s)
         if pr.trigger == "preflight" and host.prober.deferred is None:
-            self.remember(host, dec, s["steps"] - host._steps0)
+            if company or share < host.cores:
+                # the moment's company, not the model's: a later run alone
+                # would start on it and never time the pools again
+                log.info("%s: the decision is not remembered: made in company", host.rt.model)
+            else:
+                self.remember(host, dec, s["steps"] - host._steps0)
         log.info("%s (%s): %s", host.rt.model, pr.trigger, dec.reason)
         log.debug("features %s; trace %s; medians %s", host.prober.features,
                   host.prober.trace_summary, dec.medians_ns)
@@ -428,6 +434,10 @@ class Decisions:
         """At a monitor check ``run_steps`` into the run: write the decision
         kept for the cache if the run has paid for the write by now."""
         if self.unsaved is not None and run_steps >= self.save_from:
+            start = host.cpu_start
+            if host.cpu_sampler is not None and start is not None and \
+                    host.cpu_sampler().wall_ns - start.wall_ns < MIN_SPAN_NS:
+                return  # the load since the run began cannot be read yet: a later check
             host.save_decision()
 
     def save(self, host: DecisionHost) -> None:
@@ -436,7 +446,25 @@ class Decisions:
         entry, self.unsaved = self.unsaved, None
         saved(host)
         if entry is not None and self.cache is not None:
+            others = self._others_since_start(host)
+            if others is not None and others >= OTHERS_BUSY:
+                # other processes kept cores busy around the decision, which
+                # its probe was too short to see: a pool that lost to them
+                # would be remembered as slower than it is (PCS 64x64 decided
+                # beside a burner: serial, and every later run alone started
+                # on serial and stayed there, 1.8x slower than the pool)
+                log.info("%s: the decision is not remembered: other processes kept "
+                         "%.1f cores busy since the run began", host.rt.model, others)
+                return
             self.cache.put(self.cache_key, entry)
+
+    @staticmethod
+    def _others_since_start(host: DecisionHost) -> float | None:
+        """Cores' worth of CPU other processes used since the run began (None:
+        unknown, or too short to say)."""
+        if host.cpu_sampler is None or host.cpu_start is None:
+            return None
+        return others_busy_cores(host.cpu_start, host.cpu_sampler())
 
 
 __all__ = ["DecisionHost", "Decisions"]
