@@ -23,7 +23,7 @@ from seer_env import errors
 from seer_env._bind.runtime import TRACE_DTYPE, cpu_count
 from seer_env.envs import pcs_v0, phold_v0
 from seer_env.registry import Runtime
-from seer_env.stpa import FixedChoice, Stpa
+from seer_env.stpa import DecisionCache, FixedChoice, Stpa
 from seer_env.stpa_cost import (
     SERIAL,
     Candidate,
@@ -1044,8 +1044,9 @@ def test_the_cache_key_follows_the_build_and_the_machine(monkeypatch):
 
 @pytest.mark.parametrize("content", [
     b"\x00\xff not json", b"[]", b'{"version": 99, "entries": {}}',
-    b'{"version": 1, "entries": {"k": {"executor": "warp", "threads": 2}}}',
-    b'{"version": 1, "entries": []}', b"",
+    b'{"version": %d, "entries": {"k": {"executor": "warp", "threads": 2}}}'
+    % DecisionCache.VERSION,
+    b'{"version": %d, "entries": []}' % DecisionCache.VERSION, b"",
 ])
 def test_a_corrupted_cache_is_an_empty_one(tmp_path, content):
     """Garbage, another version or invalid entries: ignored (a preflight runs),
@@ -1754,7 +1755,8 @@ def test_an_entry_out_of_range_is_ignored_and_a_run_goes_on(tmp_path, bad, caplo
     key = rt.stpa.decisions.cache_key
     rt.close()
     assert DecisionCache.invalid(_entry(**bad)) is not None
-    path.write_text(json.dumps({"version": 1, "entries": {key: _entry(**bad)}}))
+    path.write_text(json.dumps({"version": DecisionCache.VERSION,
+                                "entries": {key: _entry(**bad)}}))
     with caplog.at_level(logging.INFO, logger="seer_env.stpa"):
         rt = Runtime("phold", cfg, 1, "parallel", "auto", oversubscribe=True,
                      stpa_options=opts)
@@ -1781,7 +1783,7 @@ def test_a_decision_without_a_step_time_is_remembered_without_one(tmp_path):
     ((key, entry),) = DecisionCache(path).entries().items()
     # as a one-candidate model's untimed decision is remembered
     entry = {k: v for k, v in entry.items() if k != "step_ns"}
-    path.write_text(json.dumps({"version": 1, "entries": {
+    path.write_text(json.dumps({"version": DecisionCache.VERSION, "entries": {
         key: {**entry, "executor": "serial", "threads": 1, "medians_ns": {}}}}))
     opts = {**_auto_opts(), "cache": True, "cache_path": path, "confirm_budget": 50.0}
     rt = Runtime("phold", cfg, 1, "parallel", "auto", oversubscribe=True, stpa_options=opts)

@@ -80,7 +80,10 @@ class DecisionCache:
     ```
     """
 
-    VERSION = 1
+    #: 2: decisions made in company are no longer written; files of 1 may
+    #: hold such ones (a serial decision made beside a busy process, kept by
+    #: every later run alone), so they are read as empty
+    VERSION = 2
     MAX_ENTRIES = 256
     #: a file larger than this is no cache of ours (256 entries take about 200 KB)
     MAX_BYTES = 4 << 20
