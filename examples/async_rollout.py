@@ -62,6 +62,7 @@ class Args:
     # policy on an accelerator, which leaves the CPU to the env meanwhile)
     policy: str = "mlp"
     smoke: bool = False
+    json: str = ""  # write the figures to this results file (as benchmarks/results/ holds)
 
 
 def parse() -> Args:
@@ -220,6 +221,19 @@ def main() -> None:
           f"{statistics.median(cores['async']):.2f} (overlapping needs a second core free)")
     sync_env.close()
     async_env.close()
+    if args.json:
+        from seer_env.perf.bench import commit, load_avg, machine, write_results
+
+        write_results(args.json, {
+            "benchmark": "examples/async_rollout.py", **commit(), "machine": machine(),
+            "load_avg": load_avg(), "args": vars(args),
+            "summary": {"async_vs_sync": statistics.median(ratios),
+                        "cores_busy_sync": statistics.median(cores["sync"]),
+                        "cores_busy_async": statistics.median(cores["async"]),
+                        "env_step_ms": t_env * 1e3, "policy_ms": t_pol * 1e3},
+            "results": {"sync_fps": sync_fps, "async_fps": async_fps, "ratios": ratios,
+                        "cores": cores}})
+        print(f"results: {args.json}")
 
 
 if __name__ == "__main__":

@@ -344,7 +344,25 @@ def test_every_figure_a_page_cites_is_its_results_files():
         cited += len(marks._SPAN.findall(text))
         stale += [f"{page.relative_to(root)}: {b}" for b in marks.check(text)]
     assert not stale, stale
-    assert cited >= 6  # the Python model's figures in the README and its guide
+    assert cited >= 80  # the README's targets table, the Performance page, the guides
+    # a span that starts a line ends a paragraph in Markdown (an HTML block)
+    starts = [f"{page.relative_to(root)}:{i}" for page in marks.pages(root)
+              for i, line in enumerate(page.read_text().splitlines(), 1)
+              if line.lstrip().startswith("<!-- result")]
+    assert not starts, starts
+
+
+def test_every_row_of_the_readmes_targets_table_cites_a_results_file():
+    """Each row's result comes from the results file its command writes (the
+    table was a log of hand-copied ranges over runs)."""
+    root = Path(__file__).resolve().parents[1]
+    marks = _results_marks(root)
+    text = (root / "README.md").read_text()
+    block = text[text.index("[start:perf-targets]"):text.index("[end:perf-targets]")]
+    rows = [r for r in block.splitlines() if r.startswith("| ") and not r.startswith("| what")]
+    assert len(rows) >= 20
+    bare = [r.split(" | ")[0] for r in rows if not marks._SPAN.search(r.split(" | ")[2])]
+    assert not bare, bare
 
 
 def test_a_changed_results_file_changes_the_figure(tmp_path: Path):

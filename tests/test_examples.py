@@ -116,10 +116,12 @@ def test_ppo_hunt_smoke(mode: str, tmp_path: Path) -> None:
         assert 0.0 <= res["forbidden"] <= 1.0 and np.isfinite(res["trained_masked_eval"])
 
 
-def test_async_rollout_smoke() -> None:
+def test_async_rollout_smoke(tmp_path: Path) -> None:
     pytest.importorskip("torch")
+    res = tmp_path / "async.json"
     out = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "async_rollout.py"), "--smoke"],
+        [sys.executable, str(ROOT / "examples" / "async_rollout.py"), "--smoke",
+         "--json", str(res)],
         capture_output=True, text=True, timeout=600, check=True,
     ).stdout
     # both loops make the same agent-steps (smoke: 6 steps of 4 instances x 16 cells)
@@ -128,6 +130,10 @@ def test_async_rollout_smoke() -> None:
     m = re.search(r"^median: sync ([\d,]+) frames/s, async ([\d,]+) frames/s: ([\d.]+)x", out,
                   re.M)
     assert m and all(float(x.replace(",", "")) > 0 for x in m.groups())
+    # its results file, as the README's row cites it
+    doc = json.loads(res.read_text())
+    assert doc["summary"]["async_vs_sync"] == pytest.approx(float(m.group(3)), abs=0.006)
+    assert doc["args"]["smoke"] is True and "commit" in doc
 
 def test_plan_pcs_smoke() -> None:
     """The snapshot/restore planner runs, and on its (deterministic) smoke episode
