@@ -39,9 +39,17 @@ import statistics
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 K = TypeVar("K")
+
+
+class _Pool(Protocol):
+    @property
+    def threads(self) -> int: ...
+
+
+C = TypeVar("C", bound=_Pool)
 
 #: other processes busy on at least this many cores' worth of CPU during a
 #: probe: "another process holds a core"
@@ -218,29 +226,35 @@ def between_medians(between: Mapping[K, Sequence[float]]) -> dict[K, float]:
     return {c: statistics.median(v) for c, v in between.items() if v}
 
 
-def iterations(steps_alone: Mapping[K, Sequence[float]], between: Mapping[K, Sequence[float]],
-               timings: Mapping[K, Sequence[float]]) -> dict[K, list[float]]:
+def iterations(steps_alone: Mapping[C, Sequence[float]], between: Mapping[C, Sequence[float]],
+               timings: Mapping[C, Sequence[float]]) -> dict[C, list[float]]:
     """The iterations to choose from: each candidate's steps alone plus the
-    caller's work between steps -- everyone's median, or the candidate's own
-    where it differs from everyone's by more than ``BETWEEN_SLOWER`` (and
-    ``BETWEEN_MIN_NS``): beside that candidate's threads the caller's work
+    caller's work between steps.  That work is the one-thread candidates'
+    median (none of our threads runs while the caller works beside them, so
+    which of them ran cannot change it: their own samples differ by noise
+    alone -- a torch policy's forward wandering by 10-30% made parallel-1
+    look 1.35x faster than the serial executor, which runs the same event
+    loop); or everyone's median where no one-thread candidate was timed; or a
+    pool's own where it differs from that by more than ``BETWEEN_SLOWER``
+    (and ``BETWEEN_MIN_NS``): beside that pool's threads the caller's work
     really ran slower (or faster).  What the caller does between two steps
     varies for reasons of its own (a policy's update, another env of a
     round-robin loop probing at the same time), which, added sample by
     sample, only made the candidates' medians noisier.  Candidates without
     the split (``timings`` only) keep their timed iterations."""
-    pooled = [b for v in between.values() for b in v]
+    ones = [b for c, v in between.items() if c.threads <= 1 for b in v]
+    pooled = ones or [b for v in between.values() for b in v]
     if not pooled:
         return {c: list(v) for c, v in timings.items()}
     mid = statistics.median(pooled)
-    out: dict[K, list[float]] = {}
+    out: dict[C, list[float]] = {}
     for c, v in timings.items():
         alone, seen = steps_alone.get(c), between.get(c)
         if not alone:
             out[c] = list(v)
             continue
         b = mid
-        if seen:
+        if seen and c.threads > 1:
             own = statistics.median(seen)
             if abs(own - mid) > max(BETWEEN_MIN_NS, BETWEEN_SLOWER * mid):
                 b = own
