@@ -1588,6 +1588,11 @@ def test_process_cpu_ns_reads_every_other_process(tmp_path):
     (tmp_path / "stat").write_text("cpu 1 2 3")
     assert process_cpu_ns(str(tmp_path), self_pid=99) == {12: 37 * tick, 40: 10 * tick}
     assert process_cpu_ns(str(tmp_path / "absent")) is None
+    import seer_env.stpa.company as company_mod
+
+    with pytest.MonkeyPatch.context() as mp:  # a crowded host: not read at all
+        mp.setattr(company_mod, "MAX_PROCS", 3)
+        assert process_cpu_ns(str(tmp_path), self_pid=99) is None
     mine = process_cpu_ns()
     assert mine is not None and os.getpid() not in mine and all(v >= 0 for v in mine.values())
 

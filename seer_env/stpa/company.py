@@ -65,6 +65,9 @@ BETWEEN_MIN_NS = 20_000.0
 #: ticks of 10 ms)
 MIN_SPAN_NS = 50_000_000
 
+#: `process_cpu_ns` reads no more than this many /proc entries (about 20 ms)
+MAX_PROCS = 2048
+
 _STAT = "/proc/stat"
 
 
@@ -112,7 +115,9 @@ def process_cpu_ns(proc: str = "/proc", self_pid: int | None = None) -> dict[int
     listed.  A process that ends while it is read, or whose file does not
     parse, is left out.  About 10 us a process (a scan of 70 processes
     0.8 ms here): read at a probe's start and, while other processes keep
-    cores busy, at the monitor's marks -- never on a machine to itself.
+    cores busy, at the monitor's marks -- never on a machine to itself; None
+    on a host with more than ``MAX_PROCS`` entries in ``proc`` (the share is
+    then the machine's busy time's).
 
     ```python
     mine = os.getpid()
@@ -123,6 +128,8 @@ def process_cpu_ns(proc: str = "/proc", self_pid: int | None = None) -> dict[int
     try:
         names = os.listdir(proc)
     except OSError:
+        return None
+    if len(names) > MAX_PROCS:  # a crowded host: the scan would cost tens of ms
         return None
     tick = 1_000_000_000 // max(1, _hz())
     out: dict[int, int] = {}
@@ -290,6 +297,7 @@ def company_words(others: float | None, cores: int, between: Mapping[str, float]
     return "; ".join(said)
 
 
-__all__ = ["BETWEEN_MIN_NS", "BETWEEN_SLOWER", "CpuSample", "MIN_SPAN_NS", "OTHERS_BUSY",
+__all__ = ["BETWEEN_MIN_NS", "BETWEEN_SLOWER", "CpuSample", "MAX_PROCS", "MIN_SPAN_NS",
+           "OTHERS_BUSY",
            "between_medians", "company_words", "cpu_sample", "fair_cores", "iterations",
            "others_busy_cores", "others_loads", "process_cpu_ns"]
