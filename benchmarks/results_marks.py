@@ -6,7 +6,8 @@ GitHub and on the site):
     <!-- result: pymodel.json serial_ratio {:.2f}x -->1.14x<!-- /result -->
 
 ``pymodel.json`` is a file of ``benchmarks/results/``, ``serial_ratio`` a key
-of it (``a.b`` for a nested one), ``{:.2f}x`` the format of the value.
+of it (``a.b`` for a nested one, ``a.3.b`` for the fourth item of a list),
+``{:.2f}x`` the format of the value.
 `check` lists every span whose text is not its file's value so formatted
 (``tests/test_docs_site.py`` fails on any), and ``python
 benchmarks/results_marks.py --write`` rewrites the spans of every page from
@@ -37,7 +38,7 @@ def value(file: str, key: str, root: Path = RESULTS) -> Any:
     """``key`` (dotted for nested dicts) of the results file ``file``."""
     data: Any = json.loads((root / file).read_text())
     for part in key.split("."):
-        data = data[part]
+        data = data[int(part)] if isinstance(data, list) else data[part]
     return data
 
 
