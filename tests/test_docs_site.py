@@ -375,6 +375,10 @@ def test_a_changed_results_file_changes_the_figure(tmp_path: Path):
     assert marks.check(page, tmp_path) == [
         "r.json a.b: the page says '1.23x', the file '1.50x'"]
     assert marks.render(page, tmp_path) == page.replace("1.23x", "1.50x")
+    # a list's item by its position
+    (tmp_path / "l.json").write_text(json.dumps({"w": [{"r": 0.5}, {"r": 0.25}]}))
+    assert marks.check("<!-- result: l.json w.1.r {:.2f}x -->0.25x<!-- /result -->",
+                       tmp_path) == []
 
 
 def test_the_readme_counts_the_checkers_passes_as_the_code_does():
