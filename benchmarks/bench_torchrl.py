@@ -9,7 +9,9 @@ the PettingZooWrapper baseline.  Random actions (the collector's random policy
 over the action spec), ``threads=1`` everywhere (the figures compare the faces,
 not the runtime's threads).
 
-    python benchmarks/bench_torchrl.py [--rounds 5] [--steps 200] [--quick]
+    python benchmarks/bench_torchrl.py [--rounds 5] [--steps 200] [--quick] [--json FILE]
+
+(``--json benchmarks/results/torchrl.json``: the results file the docs cite.)
 
 Variants per workload (PCS 16x16: 256 cells; Aircraft: 256 UAVs):
 
@@ -19,22 +21,10 @@ Variants per workload (PCS 16x16: 256 cells; Aircraft: 256 UAVs):
 * ``seer B=1``: ``SeerTorchEnv(..., num_envs=1)``, the same work per frame;
 * ``seer B=8``: ``SeerTorchEnv(..., num_envs=8)``, eight instances per frame.
 
-One run (5 rounds x 200 steps, 2-core machine, torch 2.13 CPU, TorchRL 0.14.1),
-median frames/s and the ratio of agent-steps/s to ``pz``:
-
-============  ==============  ================
-variant       PCS 16x16       Aircraft 256
-============  ==============  ================
-pz            32.7 (1.00)     33.7 (1.00)
-seer B=1      1217.9 (37.3)   802.8 (23.8)
-seer B=8      3622.2 (110.8)  1621.2 (48.1)
-============  ==============  ================
-
-Without TorchRL, one instance: ParallelEnv 4632 / 3405 steps/s,
-SeerVectorEnv(copy=False) 10076 / 3423 steps/s.  ``PettingZooWrapper`` spends
-its ~30 ms per step in its per-agent Python loops; the native face's own
-``_step`` costs about 0.18 ms on PCS 16x16 (0.12 ms of it the runtime's step),
-``env.step`` 0.35 ms and a collector frame 0.80 ms (TorchRL's bookkeeping).
+The last run's figures are in ``benchmarks/results/torchrl.json`` (the README
+and the Training page cite them).  ``PettingZooWrapper`` spends most of a step
+in its per-agent Python loops; the native face's own ``_step`` is a small part
+of a collector frame, most of which is TorchRL's bookkeeping.
 """
 
 from __future__ import annotations
@@ -137,6 +127,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--steps", type=int, default=200, help="env steps per batch")
     ap.add_argument("--quick", action="store_true", help="2 rounds of 40 steps")
+    ap.add_argument("--json", default="", help="write the figures to this results file "
+                    "(stamped with the commit and the machine; a summary the docs cite)")
     args = ap.parse_args()
     if args.quick:
         args.rounds, args.steps = 2, 40
@@ -145,8 +137,21 @@ def main() -> None:
     torch.set_num_threads(1)
     warnings.filterwarnings("ignore", category=FutureWarning)
     warnings.filterwarnings("ignore", category=DeprecationWarning)
-    bench("pcs_v0", dict(width=16, height=16, threads=1), args.rounds, args.steps)
-    bench("aircraft_v0", dict(num_uavs=256, threads=1), args.rounds, args.steps)
+    res = {"pcs": bench("pcs_v0", dict(width=16, height=16, threads=1), args.rounds,
+                        args.steps),
+           "aircraft": bench("aircraft_v0", dict(num_uavs=256, threads=1), args.rounds,
+                             args.steps)}
+    if args.json:
+        from seer_env.perf.bench import commit, load_avg, machine, write_results
+
+        summary = {f"{w}_{label.replace('seer B=', 'seer_b')}_vs_pz": v / r["pz"]
+                   for w, r in res.items() for label, v in r.items() if label != "pz"}
+        write_results(args.json, {
+            "benchmark": "bench_torchrl.py", **commit(), "machine": machine(),
+            "load_avg": load_avg(), "rounds": args.rounds, "steps": args.steps,
+            "torch": torch.__version__, "summary": summary,
+            "results": {"frames_per_s": res}})
+        print(f"results: {args.json}")
 
 
 if __name__ == "__main__":
