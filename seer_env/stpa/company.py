@@ -298,6 +298,5 @@ def company_words(others: float | None, cores: int, between: Mapping[str, float]
 
 
 __all__ = ["BETWEEN_MIN_NS", "BETWEEN_SLOWER", "CpuSample", "MAX_PROCS", "MIN_SPAN_NS",
-           "OTHERS_BUSY",
-           "between_medians", "company_words", "cpu_sample", "fair_cores", "iterations",
-           "others_busy_cores", "others_loads", "process_cpu_ns"]
+           "OTHERS_BUSY", "between_medians", "company_words", "cpu_sample", "fair_cores",
+           "iterations", "others_busy_cores", "others_loads", "process_cpu_ns"]
