@@ -596,6 +596,44 @@ def test_confirmation_reprobes_back_off():
     assert st.state == "monitor"
 
 
+def test_a_confirmation_that_would_replace_the_choice_unexplained_is_timed_again():
+    """Settled on parallel-2 alone; a confirmation's visits of it run 3x
+    slower (a moment of the host's own noise: the pool timed 1.8x slower than
+    its trace predicts) with no company to explain it.  The running choice
+    stays and a second confirmation starts at once: where the moment passed,
+    parallel-2 stays (it went to one thread for hundreds of steps, until the
+    next confirmation); where the slowness stays, the second confirmation
+    moves the run to one thread."""
+    for lasting, want in ((False, 2), (True, 1)):
+        rt = _FakeRuntime()
+        rt.events_per_step = 1000  # serial 110 us, parallel-1 100 us, parallel-2 72 us
+        st = Stpa(rt, cores=2, rounds=1, reprobe_rounds=1, check_every=8, reprobe_gap=16,
+                  check_ns=0.0, trace=False, tie=0.0, clock=rt.clock, confirm_budget=0.0,
+                  probe_share=None)
+        while st.decision is None:
+            rt.step(st)
+        assert st.threads == 2
+        starts: list[str] = []
+        real = st.monitor.start_probe
+
+        def start(host, why, *a, real=real, starts=starts, rt=rt, lasting=lasting, **k):
+            starts.append(why)
+            if why == "confirm" and len(starts) == 1:  # the first confirmation's moment
+                rt.slow[("parallel", 2)] = 10**9 if lasting else 3
+            return real(host, why, *a, **k)
+
+        st.monitor.start_probe = start  # type: ignore[method-assign]
+        n = 0
+        while starts.count("confirm") < 3 and n < 3000:
+            rt.step(st)
+            n += 1
+        assert starts[:2] == ["confirm", "confirm"], starts
+        assert st.threads == want, (lasting, st.reason)
+        changed = [d for d in st.history[1:] if d.candidate.threads != 2]
+        assert bool(changed) == lasting
+        assert not st.decisions.rechecking or st.prober.probe is not None
+
+
 def test_eliminated_and_close_call():
     from seer_env.stpa_cost import close_call, eliminated
 
@@ -1705,8 +1743,10 @@ def test_a_remembered_close_call_is_confirmed_soon(tmp_path):
             rt.step(st)
             steps += 1
         assert st.history[1].trigger == "confirm"
-        # a check every 8 steps; the confirmation's own steps (2 rounds of two)
-        assert first_allowed <= steps <= first_allowed + 8 + 12
+        # a check every 8 steps; the confirmation's own steps (2 rounds of two),
+        # twice: a confirmation that replaces the choice with no company to
+        # explain it is timed once more (`Decisions._recheck`)
+        assert first_allowed <= steps <= first_allowed + 8 + 2 * 12
         assert st.decision.candidate == P[1] and st.monitor.close_call_remembered is False
 
 

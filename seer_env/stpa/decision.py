@@ -109,6 +109,8 @@ class Decisions:
         unsaved: a decision the cache has not got yet (its entry).
         save_from: ... written at the first monitor check from this step of
             the run on.
+        rechecking: a confirmation that would have replaced the running
+            choice, with no company to explain it, is being timed again.
     """
 
     decision: Decision | None = None
@@ -119,6 +121,7 @@ class Decisions:
     cache_key: str = ""
     unsaved: dict[str, Any] | None = None
     save_from: int = 0
+    rechecking: bool = False
 
     # -- deciding ----------------------------------------------------------------------
 
@@ -146,6 +149,8 @@ class Decisions:
                 + " Limit: company: "
                 + (company or f"other processes kept {others:.1f} of the machine's cores busy")
                 + f"; so {_share_words(share, host.cores, loads)}.")
+        if self._recheck(host, pr, dec, bool(company) or share < host.cores):
+            return
         monitor = host.monitor
         same = self.decision is not None and dec.candidate == self.decision.candidate
         self.decision = dec
@@ -177,6 +182,29 @@ class Decisions:
         log.info("%s (%s): %s", host.rt.model, pr.trigger, dec.reason)
         log.debug("features %s; trace %s; medians %s", host.prober.features,
                   host.prober.trace_summary, dec.medians_ns)
+
+    def _recheck(self, host: DecisionHost, pr: Probe, dec: Decision, company: bool) -> bool:
+        """A confirmation that would replace the running choice where no
+        company explains the change is timed once more before it is trusted:
+        the running choice stays and another confirmation starts at once
+        (True).  A moment of the host's own noise (the parallel executor
+        timed 1.8x slower than its trace predicts, alone) moved a run alone
+        from 2 threads to the serial executor until the next confirmation,
+        hundreds of steps later.  The second confirmation decides whatever it
+        finds."""
+        incumbent = self.decision
+        if (pr.trigger != "confirm" or incumbent is None or self.rechecking or company
+                or dec.candidate == incumbent.candidate):
+            self.rechecking = False
+            return False
+        self.rechecking = True
+        log.info("%s (confirm): %s timed ahead of the running %s with no company to explain "
+                 "it: timing them again", host.rt.model, dec.candidate.label,
+                 incumbent.candidate.label)
+        host.prober.probe = None
+        host.state = "monitor"
+        host.monitor.start_probe(host, "confirm", host.rt.stats())
+        return True
 
     @staticmethod
     def _within_share(host: DecisionHost, dec: Decision,
