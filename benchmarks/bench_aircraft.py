@@ -157,6 +157,12 @@ def main() -> None:
                     help="NumPy port steps (default: 20 / 8 / 3 for N <= 32 / 256 / more)")
     ap.add_argument("--json", type=str, default="")
     args = ap.parse_args()
+    if args.json:
+        from seer_env.perf.bench import results_path_problem
+
+        problem = results_path_problem(args.json)
+        if problem is not None:  # before the run, whose figures it would lose
+            raise SystemExit(f"{__file__.rsplit('/', 1)[-1]}: {problem}")
     print(f"# Aircraft step latency; machine: {machine()}")
     print("# defaults: substeps=10, msg_every=2, num_rays=16, comm_radius=60, "
           "arena side max(200, 40*sqrt(N)) (constant density)")
@@ -220,7 +226,6 @@ def main() -> None:
             summary[f"c_vs_numpy_par2_{n}"] = r["numpy"] / r["par2"]
         if 256 in results and 1024 in results:
             summary["n1024_vs_n256_serial"] = results[1024]["serial"] / results[256]["serial"]
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         write_results(args.json, {"benchmark": "bench_aircraft.py", **commit(),
                                   "machine": machine(), "load_avg": load_avg(),
                                   "summary": summary,

@@ -147,6 +147,12 @@ def main() -> None:
                     "(stamped with the commit and the machine; a summary the docs cite)")
     args = ap.parse_args()
     rows: dict[str, dict[str, float]] = {}
+    if args.json:
+        from seer_env.perf.bench import results_path_problem
+
+        problem = results_path_problem(args.json)
+        if problem is not None:  # before the run, whose figures it would lose
+            raise SystemExit(f"{__file__.rsplit('/', 1)[-1]}: {problem}")
     reps = 1 if args.quick else args.reps
     scale = 4 if args.quick else 1
     print(f"machine: {platform.processor() or platform.machine()}, "

@@ -130,6 +130,12 @@ def main() -> None:
     ap.add_argument("--json", default="", help="write the figures to this results file "
                     "(stamped with the commit and the machine; a summary the docs cite)")
     args = ap.parse_args()
+    if args.json:
+        from seer_env.perf.bench import results_path_problem
+
+        problem = results_path_problem(args.json)
+        if problem is not None:  # before the run, whose figures it would lose
+            raise SystemExit(f"{__file__.rsplit('/', 1)[-1]}: {problem}")
     if args.quick:
         args.rounds, args.steps = 2, 40
     import torch

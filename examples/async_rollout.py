@@ -73,6 +73,12 @@ def parse() -> Args:
         else:
             p.add_argument(f"--{name.replace('_', '-')}", type=type(default), default=default)
     args = Args(**vars(p.parse_args()))
+    if args.json:
+        from seer_env.perf.bench import results_path_problem
+
+        problem = results_path_problem(args.json)
+        if problem is not None:  # before the run, whose figures it would lose
+            raise SystemExit(f"{__file__.rsplit('/', 1)[-1]}: {problem}")
     if args.smoke:
         args.num_envs, args.size, args.steps, args.repeats = 4, 4, 6, 1
         args.hidden = args.hidden or 16

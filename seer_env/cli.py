@@ -218,13 +218,13 @@ def _writable(output: str | None) -> Path | None | Literal[False]:
     """The results file asked for (None: none), or False, said on stderr,
     where its folder cannot be written -- checked before the run: its
     figures were taken whole, then lost to a traceback."""
-    out = Path(output).expanduser() if output else None
-    if out is not None and (not out.parent.is_dir() or not os.access(out.parent, os.W_OK)):
-        print(f"seer-env: cannot write the results to {out}: its folder {out.parent} "
-              f"{'is not writable' if out.parent.is_dir() else 'does not exist'}",
-              file=sys.stderr)
+    if not output:
+        return None
+    problem = bench.results_path_problem(output)
+    if problem is not None:
+        print(f"seer-env: {problem}", file=sys.stderr)
         return False
-    return out
+    return Path(output).expanduser()
 
 
 def _bench_company(a: argparse.Namespace) -> int:

@@ -174,8 +174,16 @@ def test_a_benchmarks_results_file_is_stamped_and_summed_up_in_keys_the_docs_cit
 def test_bench_results_to_a_folder_that_cannot_take_them_stop_before_the_run(tmp_path, capsys):
     missing = tmp_path / "no" / "such.json"
     for what in ("phold", "api", "pcs", "optimistic", "stpa", "company"):
-        assert cli.main(["bench", what, "-o", str(missing)]) == 2
-        assert "cannot write the results" in capsys.readouterr().err
+        for bad, why in ((missing, "does not exist"), (tmp_path, "it is a folder")):
+            assert cli.main(["bench", what, "-o", str(bad)]) == 2
+            err = capsys.readouterr().err
+            assert f"cannot write the results to {bad}" in err and why in err
+    # the scripts that write results files refuse such a path before they run
+    for script in ("benchmarks/bench_pcs.py", "benchmarks/bench_aircraft.py",
+                   "benchmarks/bench_torchrl.py", "examples/async_rollout.py"):
+        r = subprocess.run([sys.executable, str(ROOT / script), "--json", str(missing)],
+                           capture_output=True, text=True, timeout=120, cwd=ROOT)
+        assert r.returncode != 0 and "does not exist" in r.stderr, (script, r.stderr[-500:])
 
 
 def test_bench_aircraft_runs_and_writes_its_results_file(tmp_path):

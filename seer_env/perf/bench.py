@@ -164,6 +164,20 @@ def results_file(what: str, res: Mapping[str, Any], **meta: Any) -> dict[str, An
             "summary": SUMMARIES[what](res), "results": res}
 
 
+def results_path_problem(path: str | os.PathLike[str]) -> str | None:
+    """Why a results file cannot be written at ``path`` (None: it can) --
+    asked before a benchmark runs, whose figures a traceback at the end
+    would lose."""
+    out = Path(path).expanduser()
+    if out.is_dir():
+        return f"cannot write the results to {out}: it is a folder"
+    if not out.parent.is_dir():
+        return f"cannot write the results to {out}: its folder {out.parent} does not exist"
+    if not os.access(out.parent, os.W_OK) or (out.exists() and not os.access(out, os.W_OK)):
+        return f"cannot write the results to {out}: it is not writable"
+    return None
+
+
 def write_results(path: str | os.PathLike[str], doc: Mapping[str, Any]) -> None:
     """Write a results document (`results_file`) as JSON, whole or not at all
     (a temporary file renamed over ``path``)."""
@@ -759,5 +773,6 @@ if __name__ == "__main__":
 
 
 __all__ = ["bench_api", "bench_optimistic", "bench_pcs", "bench_phold", "bench_stpa",
-           "calibrate_work", "commit", "load_avg", "machine", "results_file", "run_cases",
+           "calibrate_work", "commit", "load_avg", "machine", "results_file",
+           "results_path_problem", "run_cases",
            "write_results", "Case", "MinimalDictEnv", "STPA_RUNS", "SUMMARIES"]
