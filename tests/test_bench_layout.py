@@ -200,3 +200,17 @@ def test_bench_aircraft_runs_and_writes_its_results_file(tmp_path):
     assert doc["benchmark"] == "bench_aircraft.py" and "commit" in doc
     row = doc["results"]["8"]
     assert doc["summary"]["par2_vs_serial_8"] == pytest.approx(row["serial"] / row["par2"])
+
+
+def test_bench_step_length_runs_and_writes_its_results_file(tmp_path):
+    """The guide's step-length figures come from this script's results file."""
+    out = tmp_path / "step_length.json"
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_step_length.py"),
+                        "--rounds", "1", "--json", str(out)], capture_output=True, text=True,
+                       timeout=600, cwd=ROOT)
+    assert r.returncode == 0, r.stderr[-2000:]
+    doc = json.loads(out.read_text())
+    row = doc["results"]["d16"]
+    assert row["windows_per_step"] == pytest.approx(16.0)
+    assert doc["summary"]["d16_serial_ns_per_event"] == row["ns_per_event"]["serial"]
+    assert doc["summary"]["d0p25_events_per_step"] < doc["summary"]["d16_events_per_step"]
