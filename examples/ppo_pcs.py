@@ -27,7 +27,6 @@ baselines and the plot.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from dataclasses import dataclass
@@ -164,9 +163,20 @@ def main() -> None:
     fig.savefig(args.out, dpi=120)
     print(f"learning curve written to {args.out}")
     if args.json_out:
-        with open(args.json_out, "w") as f:
-            json.dump({"baselines": baselines, "untrained": untrained, "trained": trained,
-                       "curve": curve, "best_fixed_guard": best_g}, f)
+        from seer_env.perf.bench import commit, load_avg, machine, write_results
+
+        summary: dict[str, float] = {f"fixed_guard_{g}": r for g, r in baselines.items()}
+        summary.update(untrained=untrained, trained=trained, best_fixed_guard=best_g,
+                       best_fixed=baselines[best_g],
+                       # how much less loss than the baseline (rewards are negative)
+                       gain_vs_no_guard=1.0 - trained / baselines[0],
+                       gain_vs_best_fixed=1.0 - trained / baselines[best_g],
+                       wall_s=time.time() - t_start)
+        write_results(args.json_out, {
+            "benchmark": "examples/ppo_pcs.py", **commit(), "machine": machine(),
+            "load_avg": load_avg(), "args": vars(args), "summary": summary,
+            "results": {"baselines": baselines, "untrained": untrained, "trained": trained,
+                        "curve": curve, "best_fixed_guard": best_g}})
 
 
 if __name__ == "__main__":

@@ -27,7 +27,10 @@ def test_ppo_pcs_smoke(tmp_path: Path) -> None:
         capture_output=True, text=True, timeout=600, check=True,
     ).stdout
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    res = json.loads(js.read_text())
+    doc = json.loads(js.read_text())
+    res = doc["results"]  # a results file, as benchmarks/results/ppo_pcs.json
+    assert doc["summary"]["trained"] == res["trained"] and "commit" in doc
+    assert doc["summary"]["fixed_guard_2"] == res["baselines"]["2"]
     assert len(res["curve"]) == 3  # smoke mode: 3 updates
     assert [int(g) for g in res["baselines"]] == [0, 1, 2, 3, 4]
     assert np.isfinite(res["trained"]) and np.isfinite(res["untrained"])
