@@ -600,10 +600,11 @@ def test_a_confirmation_that_would_replace_the_choice_unexplained_is_timed_again
     """Settled on parallel-2 alone; a confirmation's visits of it run 3x
     slower (a moment of the host's own noise: the pool timed 1.8x slower than
     its trace predicts) with no company to explain it.  The running choice
-    stays and a second confirmation starts at once: where the moment passed,
-    parallel-2 stays (it went to one thread for hundreds of steps, until the
-    next confirmation); where the slowness stays, the second confirmation
-    moves the run to one thread."""
+    stays, and a second confirmation a quarter of a second later decides:
+    where the moment passed, parallel-2 stays (it went to one thread for
+    hundreds of steps, until the next confirmation; timed again at once, in
+    the same moment, the second agreed); where the slowness stays, the second
+    confirmation moves the run to one thread."""
     for lasting, want in ((False, 2), (True, 1)):
         rt = _FakeRuntime()
         rt.events_per_step = 1000  # serial 110 us, parallel-1 100 us, parallel-2 72 us
@@ -613,25 +614,30 @@ def test_a_confirmation_that_would_replace_the_choice_unexplained_is_timed_again
         while st.decision is None:
             rt.step(st)
         assert st.threads == 2
-        starts: list[str] = []
+        starts: list[tuple[str, int]] = []
         real = st.monitor.start_probe
 
         def start(host, why, *a, real=real, starts=starts, rt=rt, lasting=lasting, **k):
-            starts.append(why)
+            starts.append((why, rt.now))
             if why == "confirm" and len(starts) == 1:  # the first confirmation's moment
                 rt.slow[("parallel", 2)] = 10**9 if lasting else 3
             return real(host, why, *a, **k)
 
         st.monitor.start_probe = start  # type: ignore[method-assign]
-        n = 0
-        while starts.count("confirm") < 3 and n < 3000:
+        n, kept_between = 0, True
+        while len(starts) < 2 and n < 20_000:
             rt.step(st)
             n += 1
-        assert starts[:2] == ["confirm", "confirm"], starts
+            if starts and st.prober.probe is None:  # between the two confirmations
+                kept_between &= (rt.executor, rt.threads) == ("parallel", 2)
+        assert [w for w, _ in starts] == ["confirm", "confirm"], starts
+        assert starts[1][1] - starts[0][1] >= 250_000_000  # a quarter of a second on
+        assert kept_between and len(st.history) == 1  # the first changed nothing
+        while st.prober.probe is not None:
+            rt.step(st)
         assert st.threads == want, (lasting, st.reason)
-        changed = [d for d in st.history[1:] if d.candidate.threads != 2]
-        assert bool(changed) == lasting
-        assert not st.decisions.rechecking or st.prober.probe is not None
+        assert len(st.history) == 2 and st.history[1].trigger == "confirm"
+        assert not st.decisions.rechecking and st.monitor.recheck_steps is None
 
 
 def test_eliminated_and_close_call():
@@ -1205,7 +1211,7 @@ def test_a_long_run_of_tiny_steps_times_the_one_thread_executors_once_it_pays():
     replaces the serial executor."""
     rt = _FakeRuntime()
     st = Stpa(rt, cores=2, rounds=1, reprobe_rounds=1, check_every=8, reprobe_gap=16, check_ns=0.0,
-              trace=False, tie=0.0, clock=rt.clock, hysteresis=0.05)
+              trace=False, tie=0.0, clock=rt.clock, hysteresis=0.05, recheck_ns=0.0)
     steps = 0
     while len(st.history) < 2 and steps < 5000:
         rt.step(st)
@@ -1736,7 +1742,7 @@ def test_a_remembered_close_call_is_confirmed_soon(tmp_path):
             "alive_agents": 8, "medians_ns": {"serial": 100_000.0, "parallel-1": runner_up}})
         st = Stpa(rt, cores=1, rounds=1, reprobe_rounds=2, check_every=8, reprobe_gap=16,
                   check_ns=0.0, trace=False, tie=0.0, clock=rt.clock, cache=True,
-                  cache_path=path, hysteresis=0.05)
+                  cache_path=path, hysteresis=0.05, recheck_ns=0.0)
         assert st.from_cache and rt.executor == "serial"
         steps = 0
         while len(st.history) < 2 and steps < 3000:
@@ -1745,8 +1751,8 @@ def test_a_remembered_close_call_is_confirmed_soon(tmp_path):
         assert st.history[1].trigger == "confirm"
         # a check every 8 steps; the confirmation's own steps (2 rounds of two),
         # twice: a confirmation that replaces the choice with no company to
-        # explain it is timed once more (`Decisions._recheck`)
-        assert first_allowed <= steps <= first_allowed + 8 + 2 * 12
+        # explain it is timed once more, 16 steps on (`Decisions._recheck`)
+        assert first_allowed <= steps <= first_allowed + 8 + 2 * 12 + 16 + 8
         assert st.decision.candidate == P[1] and st.monitor.close_call_remembered is False
 
 
@@ -2384,7 +2390,7 @@ def test_a_pool_found_hopeless_is_left_out_of_one_confirmation_only():
     rt.slow[("parallel", 2)] = 3  # its steps of the preflight only (a warm-up, 2 timed)
     rt.slow_factor = 5.0
     st = _fake_stpa(rt, rounds=1, confirm=True, confirm_budget=0.0, reprobe_gap=8,
-                    check_every=4, tie=0.0)
+                    check_every=4, tie=0.0, recheck_ns=0.0)
     probes: list = []
     for _ in range(400):
         rt.step(st)

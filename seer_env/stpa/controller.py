@@ -106,6 +106,10 @@ class Stpa(_Running):
             for workloads that change slowly as the simulation warms up.
         hysteresis: a confirmation re-probe replaces the running choice only
             with a candidate faster by more than this fraction.
+        recheck_ns: a confirmation that would replace the running choice with
+            no company to explain it keeps the choice, and another, this long
+            later (16 steps at least), decides (a moment of the host's noise
+            lasts: timed again at once, in the same moment, it agreed).
         tiny_ns: a step shorter than this (the preflight's first, or the running
             choice's median) leaves the pools of several threads untimed: their
             synchronisation costs about as much as the whole step, so timing them
@@ -180,6 +184,7 @@ class Stpa(_Running):
                  cores: int | None = None, drop: float = 1.5, drop_traced: float = 3.0,
                  tie: float = 0.10, extra_rounds: int = 6, confirm: bool = True,
                  hysteresis: float = 0.10, tiny_ns: float = 20_000.0,
+                 recheck_ns: float = 250_000_000.0,
                  confirm_budget: float = 50.0, probe_share: float | None = 0.05,
                  pool_probe_ns: float = 1_000_000.0, probe_step_ns: float = 20_000.0,
                  check_ns: float = 100_000.0, save_ns: float = 800_000.0,
@@ -205,6 +210,7 @@ class Stpa(_Running):
         self.drop_traced = float(drop_traced)
         self.tie = float(tie)
         self.hysteresis = float(hysteresis)
+        self.recheck_ns = float(recheck_ns)
         self.extra_rounds = int(extra_rounds)
         self.confirm = bool(confirm)
         self.tiny_ns = float(tiny_ns)

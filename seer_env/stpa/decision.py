@@ -64,7 +64,7 @@ from .cost import (
     regime,
     select,
 )
-from .monitor import Monitor, MonitorHost
+from .monitor import RECHECK_STEPS, Monitor, MonitorHost
 from .probe import Probe
 
 log = logging.getLogger("seer_env.stpa")
@@ -89,6 +89,7 @@ class DecisionHost(MonitorHost, Protocol):
     monitor: Monitor
     margin: float
     hysteresis: float
+    recheck_ns: float
     save_ns: float
     cpu_start: CpuSample | None
 
@@ -186,12 +187,12 @@ class Decisions:
     def _recheck(self, host: DecisionHost, pr: Probe, dec: Decision, company: bool) -> bool:
         """A confirmation that would replace the running choice where no
         company explains the change is timed once more before it is trusted:
-        the running choice stays and another confirmation starts at once
-        (True).  A moment of the host's own noise (the parallel executor
-        timed 1.8x slower than its trace predicts, alone) moved a run alone
-        from 2 threads to the serial executor until the next confirmation,
-        hundreds of steps later.  The second confirmation decides whatever it
-        finds."""
+        the running choice stays, and a confirmation ``recheck_ns`` later (a
+        quarter of a second; at once, it ran in the same noisy moment and
+        agreed) decides whatever it finds (True: kept for now).  A moment of
+        the host's own noise (parallel-2 timed 1.8x slower than its trace
+        predicts, alone) moved a run alone to the serial executor until the
+        next confirmation, hundreds of steps later."""
         incumbent = self.decision
         if (pr.trigger != "confirm" or incumbent is None or self.rechecking or company
                 or dec.candidate == incumbent.candidate):
@@ -199,11 +200,18 @@ class Decisions:
             return False
         self.rechecking = True
         log.info("%s (confirm): %s timed ahead of the running %s with no company to explain "
-                 "it: timing them again", host.rt.model, dec.candidate.label,
+                 "it: kept, timed again shortly", host.rt.model, dec.candidate.label,
                  incumbent.candidate.label)
+        host._switch_after(incumbent.candidate)
         host.prober.probe = None
         host.state = "monitor"
-        host.monitor.start_probe(host, "confirm", host.rt.stats())
+        s = host.rt.stats()
+        m = host.monitor
+        m.steps_since_probe = 0
+        m.mark = (s["events"], s["windows"], s["steps"])
+        step = m.running_ns or host._step_ns()
+        m.recheck_steps = max(RECHECK_STEPS, math.ceil(host.recheck_ns / max(step, 1.0)))
+        m.restart_windows()
         return True
 
     @staticmethod

@@ -84,6 +84,9 @@ COMPANY_GAP = 16
 #: the monitor's marks of the machine's load (`seer_env.stpa.company`) are
 #: taken at full checks at least this far apart (ns)
 MARK_AGE_NS = 100_000_000
+#: the fewest steps before a confirmation that would have replaced the running
+#: choice, unexplained, is timed again (`Stpa`'s ``recheck_ns`` apart)
+RECHECK_STEPS = 16
 #: what a look between the checks costs (a clock read and a few operations in
 #: Python), for spacing them under half a percent of the iterations
 WINDOW_NS = 3_000.0
@@ -140,6 +143,9 @@ class Monitor:
             it is confirmed soon.
         regimes: the choice made for each load regime.
         regime_switches: how often a returning regime got its choice back.
+        recheck_steps: steps after a confirmation that would have replaced the
+            running choice, unexplained, before the one that decides
+            (`Decisions._recheck`); None otherwise.
     """
 
     gap: int
@@ -153,6 +159,7 @@ class Monitor:
     close_call_remembered: bool = False
     regimes: dict[int, Candidate] = field(default_factory=dict)
     regime_switches: int = 0
+    recheck_steps: int | None = None
     # -- the user's iterations between the checks (`window`) --
     since: int = 0
     to_check: int = 0
@@ -187,6 +194,7 @@ class Monitor:
             assert features is not None
             self.baseline = Load(features.events_per_step, features.alive_agents)
         self.steps_since_probe = 0
+        self.recheck_steps = None
         if pr.trigger != "preflight":
             self.gap = min(1 << 14, self.gap * 2) if same else host.reprobe_gap
             self.close_call_remembered = False  # confirmed (or replaced)
@@ -432,7 +440,9 @@ class Monitor:
             log.info("%s: workload drift (%s): re-probing", host.rt.model, why)
         else:
             if (not host.confirm
-                    or self.steps_since_probe < max(self.gap, self.confirm_wait(host))):
+                    or self.steps_since_probe < (
+                        self.recheck_steps if self.recheck_steps is not None
+                        else max(self.gap, self.confirm_wait(host)))):
                 return
             why = "confirm"
         self.start_probe(host, why, s, now, (s["windows"] - win0) / steps)
