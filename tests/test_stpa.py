@@ -331,9 +331,22 @@ def _auto_opts():
     # threads on 2 cores, on a busy host, took over 3x the first step once in
     # about 7 runs, and test_auto_phold_identical_to_serial found parallel-3
     # dropped, parallel-1 the only candidate and nothing timed)
+    # cpu_sampler: the machine's load unknown, so that a busy host (CI under
+    # load) does not make a decision "in company" -- cut to the run's share,
+    # or not remembered in the cache -- where a test expects one made alone
     return {"cores": 3, "rounds": 2, "check_every": 4, "reprobe_gap": 8, "tiny_ns": 0.0,
             "probe_share": None, "confirm_budget": 0.0, "check_ns": 0.0,
-            "drop_traced": math.inf}
+            "drop_traced": math.inf, "cpu_sampler": _load_unknown}
+
+
+def _load_unknown():
+    """A `CpuSample` that knows this process's clocks but not the machine's
+    busy time: no company is ever seen."""
+    import time
+
+    from seer_env.stpa.company import CpuSample
+
+    return CpuSample(time.perf_counter_ns(), time.process_time_ns(), None)
 
 
 @pytest.mark.parametrize("batch", [1, 3])
@@ -1105,6 +1118,26 @@ def test_a_corrupted_cache_is_an_empty_one(tmp_path, content):
     assert len(DecisionCache(path).entries()) == 1
 
 
+def test_a_cache_file_of_format_1_is_read_as_empty(tmp_path):
+    """Format 1 files may hold decisions made in company (a serial decision
+    made beside a busy process, which every later run alone kept): read as
+    empty, a preflight runs, and the file is rewritten in the current format."""
+    path = tmp_path / "stpa.json"
+    cfg = phold_cfg(num_entities=30, remote=0.6)
+    rt = _preflight(path, cfg)
+    rt.close()
+    entries = DecisionCache(path).entries()
+    assert len(entries) == 1 and DecisionCache.VERSION == 2
+    path.write_text(json.dumps({"version": 1, "entries": entries}))
+    rt = _preflight(path, cfg)
+    assert rt.stpa.decision is not None and not rt.stpa.from_cache
+    rt.close()
+    assert json.loads(path.read_text())["version"] == DecisionCache.VERSION
+    rt = _preflight(path, cfg)  # and the rewritten file is read
+    assert rt.stpa.from_cache
+    rt.close()
+
+
 def test_a_remembered_choice_the_runtime_cannot_take_is_probed_afresh(tmp_path):
     """An entry naming a configuration the runtime refuses (the conservative
     parallel executor for lookahead 0) leaves the run to a normal preflight
@@ -1145,6 +1178,13 @@ def test_the_cache_works_across_processes(tmp_path):
     code = (
         "from seer_env.envs import pcs_v0\n"
         "env = pcs_v0.parallel_env(width=4, height=4)\n"
+        "# a busy host (CI under load) must not make this a decision in company,\n"
+        "# which is not remembered: the machine's load unknown\n"
+        "import time\n"
+        "from seer_env.stpa.company import CpuSample\n"
+        "env.stpa.cpu_sampler = lambda: CpuSample(time.perf_counter_ns(), "
+        "time.process_time_ns(), None)\n"
+        "env.stpa.cpu_start = None\n"
         "env.reset(seed=1)\n"
         "for _ in range(20000):  # until settled (not put off, no probe running)\n"
         "    if not env.agents:\n"
