@@ -95,10 +95,18 @@ def test_bench_stpa_runs_whole_episodes_and_remembers(monkeypatch):
     """seer-env bench stpa: every fixed configuration and threads="auto" over the
     same episodes; the second auto run starts from the decision the first one
     remembered (no preflight), and the user's cache settings are left as they were."""
+    import time
+
+    import seer_env.stpa.controller as controller
     from seer_env._bind.runtime import cpu_count
     from seer_env.perf import bench
+    from seer_env.stpa.company import CpuSample
 
     monkeypatch.setenv("SEER_STPA_CACHE", "0")
+    # the machine's load unknown: on a busy host (CI under load) the first
+    # run's decision would be one made in company, which is not remembered
+    monkeypatch.setattr(controller, "cpu_sample", lambda: CpuSample(
+        time.perf_counter_ns(), time.process_time_ns(), None))
     lines = []
     res = bench.bench_stpa(episodes=2, runs=2, log=lines.append, workloads=(
         ("PCS 4x4", "pcs_v0", {"width": 4, "height": 4}, 40),
