@@ -1900,9 +1900,16 @@ def test_a_tiny_env_does_not_poison_the_cache(tmp_path):
     import sys
 
     code = (
+        "import time\n"
         "from seer_env.envs import pcs_v0, aircraft_v0\n"
+        "from seer_env.stpa.company import CpuSample\n"
         "for env in (pcs_v0.parallel_env(width=1, height=1),\n"
         "            aircraft_v0.parallel_env(num_uavs=1)):\n"
+        "    # a busy host (CI under load) must not make these decisions in\n"
+        "    # company, which are not remembered: the machine's load unknown\n"
+        "    env.stpa.cpu_sampler = lambda: CpuSample(time.perf_counter_ns(), "
+        "time.process_time_ns(), None)\n"
+        "    env.stpa.cpu_start = None\n"
         "    env.reset(seed=0)\n"
         "    for _ in range(400):\n"
         "        if not env.agents:\n"
