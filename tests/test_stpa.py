@@ -650,7 +650,7 @@ def test_a_confirmation_that_would_replace_the_choice_unexplained_is_timed_again
             rt.step(st)
         assert st.threads == want, (lasting, st.reason)
         assert len(st.history) == 2 and st.history[1].trigger == "confirm"
-        assert not st.decisions.rechecking and st.monitor.recheck_steps is None
+        assert st.monitor.recheck_steps is None
 
 
 def test_eliminated_and_close_call():

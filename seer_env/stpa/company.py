@@ -33,11 +33,12 @@ model (`seer_env.stpa.cost`): it imports nothing of the package.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import statistics
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
@@ -149,6 +150,14 @@ def process_cpu_ns(proc: str = "/proc", self_pid: int | None = None) -> dict[int
         except (OSError, ValueError, IndexError):
             continue
     return out
+
+
+def with_processes(sample: CpuSample,
+                   read: Callable[[], Mapping[int, int] | None] | None) -> CpuSample:
+    """``sample`` with every other process's CPU time read now
+    (`CpuSample.procs`, by ``read``: `process_cpu_ns`); as it is where there
+    is no ``read``."""
+    return sample if read is None else dataclasses.replace(sample, procs=read())
 
 
 def _hz() -> int:
@@ -299,4 +308,5 @@ def company_words(others: float | None, cores: int, between: Mapping[str, float]
 
 __all__ = ["BETWEEN_MIN_NS", "BETWEEN_SLOWER", "CpuSample", "MAX_PROCS", "MIN_SPAN_NS",
            "OTHERS_BUSY", "between_medians", "company_words", "cpu_sample", "fair_cores",
-           "iterations", "others_busy_cores", "others_loads", "process_cpu_ns"]
+           "iterations", "others_busy_cores", "others_loads", "process_cpu_ns",
+           "with_processes"]

@@ -20,7 +20,6 @@ The top of the `seer_env.stpa` package: above those parts, the decision cache
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -30,7 +29,7 @@ from typing import Any
 from .._bind.runtime import Runtime, cpu_count, process_calls
 from ..errors import SeerError
 from .cache import DecisionCache, cache_wanted, saved
-from .company import CpuSample, cpu_sample, process_cpu_ns
+from .company import CpuSample, cpu_sample, process_cpu_ns, with_processes
 from .cost import (
     SERIAL,
     Candidate,
@@ -229,9 +228,8 @@ class Stpa(_Running):
         # the machine's load since the run began: what a first probe, too short
         # for /proc/stat's ticks, reads the company from
         self.cpu_start: CpuSample | None = (
-            self.cpu_sampler() if self.cpu_sampler is not None else None)
-        if self.cpu_start is not None and self.proc_sampler is not None:
-            self.cpu_start = dataclasses.replace(self.cpu_start, procs=self.proc_sampler())
+            with_processes(self.cpu_sampler(), self.proc_sampler)
+            if self.cpu_sampler is not None else None)
         # the process's thread budget (seer_env.budget) when not given: the
         # affinity mask, the cgroup's quota and SEER_ENV_THREADS
         budget = getattr(runtime, "budget", None)

@@ -49,6 +49,7 @@ from .company import (
     iterations,
     others_busy_cores,
     others_loads,
+    with_processes,
 )
 from .cost import (
     SERIAL,
@@ -110,8 +111,6 @@ class Decisions:
         unsaved: a decision the cache has not got yet (its entry).
         save_from: ... written at the first monitor check from this step of
             the run on.
-        rechecking: a confirmation that would have replaced the running
-            choice, with no company to explain it, is being timed again.
     """
 
     decision: Decision | None = None
@@ -122,7 +121,6 @@ class Decisions:
     cache_key: str = ""
     unsaved: dict[str, Any] | None = None
     save_from: int = 0
-    rechecking: bool = False
 
     # -- deciding ----------------------------------------------------------------------
 
@@ -193,12 +191,11 @@ class Decisions:
         the host's own noise (parallel-2 timed 1.8x slower than its trace
         predicts, alone) moved a run alone to the serial executor until the
         next confirmation, hundreds of steps later."""
-        incumbent = self.decision
-        if (pr.trigger != "confirm" or incumbent is None or self.rechecking or company
-                or dec.candidate == incumbent.candidate):
-            self.rechecking = False
+        incumbent, m = self.decision, host.monitor
+        # a second confirmation, `Monitor.recheck_steps` after the first, decides
+        if (pr.trigger != "confirm" or incumbent is None or m.recheck_steps is not None
+                or company or dec.candidate == incumbent.candidate):
             return False
-        self.rechecking = True
         log.info("%s (confirm): %s timed ahead of the running %s with no company to explain "
                  "it: kept, timed again shortly", host.rt.model, dec.candidate.label,
                  incumbent.candidate.label)
@@ -206,7 +203,6 @@ class Decisions:
         host.prober.probe = None
         host.state = "monitor"
         s = host.rt.stats()
-        m = host.monitor
         m.steps_since_probe = 0
         m.mark = (s["events"], s["windows"], s["steps"])
         step = m.running_ns or host._step_ns()
@@ -260,8 +256,8 @@ class Decisions:
             if mark is not None:
                 others = others_busy_cores(mark, now)
                 if others is not None:
-                    if mark.procs is not None and host.proc_sampler is not None:
-                        now = dataclasses.replace(now, procs=host.proc_sampler())
+                    if mark.procs is not None:
+                        now = with_processes(now, host.proc_sampler)
                     return others, others_loads(mark, now)
         return None, None
 

@@ -49,7 +49,6 @@ the probe (`seer_env.stpa.probe`), whose re-probes it starts.
 from __future__ import annotations
 
 import collections
-import dataclasses
 import logging
 import math
 import statistics
@@ -65,6 +64,7 @@ from .company import (
     fair_cores,
     others_busy_cores,
     others_loads,
+    with_processes,
 )
 from .cost import Candidate, Decision, Load, choice_ns, drift, neighbours, regime
 from .probe import Probe, ProbeHost, Prober
@@ -396,11 +396,11 @@ class Monitor:
                 threads = host._current().threads
                 cut = (others is not None and threads > 1 and host.fair_share
                        and fair_cores(others, host.cores) < threads)
-                if cut and host.proc_sampler is not None:
+                if cut:
                     # shared out process by process (`fair_cores`): each
                     # one's load is read at the marks while the load would
                     # cut the pool -- the first such mark waits for the next
-                    sample = dataclasses.replace(sample, procs=host.proc_sampler())
+                    sample = with_processes(sample, host.proc_sampler)
                 self.cpu_mark_before, self.cpu_mark = prev, sample
                 loads = others_loads(prev, sample) if prev is not None else None
                 wait = loads is None and sample.procs is not None

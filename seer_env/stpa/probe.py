@@ -43,7 +43,6 @@ functions plan and prune).
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import logging
 import math
@@ -56,7 +55,7 @@ import numpy as np
 
 from .._bind.runtime import EXECUTORS
 from ..errors import SeerError
-from .company import CpuSample
+from .company import CpuSample, with_processes
 from .cost import (
     SERIAL,
     Candidate,
@@ -265,9 +264,8 @@ class Prober:
                 host._native_step(mask_ptr)
                 ns, summary = float(host._clock() - t0), None
                 if visit.timed and pr.cpu0 is None and host.cpu_sampler is not None:
-                    pr.cpu0 = host.cpu_sampler()
-                    if host.proc_sampler is not None:  # the share, process by process
-                        pr.cpu0 = dataclasses.replace(pr.cpu0, procs=host.proc_sampler())
+                    # the processes too: the share, process by process
+                    pr.cpu0 = with_processes(host.cpu_sampler(), host.proc_sampler)
         except BaseException:
             host._switch_back(prev)
             raise
