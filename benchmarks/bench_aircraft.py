@@ -158,11 +158,9 @@ def main() -> None:
     ap.add_argument("--json", type=str, default="")
     args = ap.parse_args()
     if args.json:
-        from seer_env.perf.bench import results_path_problem
+        from seer_env.perf.bench import require_results_path
 
-        problem = results_path_problem(args.json)
-        if problem is not None:  # before the run, whose figures it would lose
-            raise SystemExit(f"{__file__.rsplit('/', 1)[-1]}: {problem}")
+        require_results_path(args.json, __file__.rsplit("/", 1)[-1])
     print(f"# Aircraft step latency; machine: {machine()}")
     print("# defaults: substeps=10, msg_every=2, num_rays=16, comm_radius=60, "
           "arena side max(200, 40*sqrt(N)) (constant density)")
@@ -217,7 +215,7 @@ def main() -> None:
         print(f"# N=256 C vs NumPy port (target >= 20x): serial {r['numpy'] / r['serial']:.1f}x,"
               f" parallel 2 threads {r['numpy'] / r['par2']:.1f}x")
     if args.json:
-        from seer_env.perf.bench import commit, load_avg, write_results
+        from seer_env.perf.bench import results_file, write_results
 
         summary: dict[str, float] = {}
         for n, r in results.items():
@@ -226,10 +224,8 @@ def main() -> None:
             summary[f"c_vs_numpy_par2_{n}"] = r["numpy"] / r["par2"]
         if 256 in results and 1024 in results:
             summary["n1024_vs_n256_serial"] = results[1024]["serial"] / results[256]["serial"]
-        write_results(args.json, {"benchmark": "bench_aircraft.py", **commit(),
-                                  "machine": machine(), "load_avg": load_avg(),
-                                  "summary": summary,
-                                  "results": {str(k): v for k, v in results.items()}})
+        write_results(args.json, results_file(
+            "bench_aircraft.py", {str(k): v for k, v in results.items()}, summary))
 
 
 if __name__ == "__main__":

@@ -148,11 +148,9 @@ def main() -> None:
     args = ap.parse_args()
     rows: dict[str, dict[str, float]] = {}
     if args.json:
-        from seer_env.perf.bench import results_path_problem
+        from seer_env.perf.bench import require_results_path
 
-        problem = results_path_problem(args.json)
-        if problem is not None:  # before the run, whose figures it would lose
-            raise SystemExit(f"{__file__.rsplit('/', 1)[-1]}: {problem}")
+        require_results_path(args.json, __file__.rsplit("/", 1)[-1])
     reps = 1 if args.quick else args.reps
     scale = 4 if args.quick else 1
     print(f"machine: {platform.processor() or platform.machine()}, "
@@ -193,7 +191,7 @@ def main() -> None:
         classic[w] = r / 1e6
         print(f"  {w}x{w}: {r / 1e6:.2f} M events/s")
     if args.json:
-        from seer_env.perf.bench import commit, load_avg, machine, write_results
+        from seer_env.perf.bench import results_file, write_results
 
         summary: dict[str, float] = {f"classic_mev_per_s_{w}": v for w, v in classic.items()}
         for k, row in rows.items():
@@ -202,10 +200,9 @@ def main() -> None:
         per_agent = [row["dict_us_per_agent"] for row in rows.values()]
         summary["dict_us_per_agent_min"] = min(per_agent)
         summary["dict_us_per_agent_max"] = max(per_agent)
-        write_results(args.json, {"benchmark": "bench_pcs.py", **commit(), "machine": machine(),
-                                  "load_avg": load_avg(), "quick": args.quick,
-                                  "summary": summary,
-                                  "results": {"default": rows, "classic_mev_per_s": classic}})
+        write_results(args.json, results_file(
+            "bench_pcs.py", {"default": rows, "classic_mev_per_s": classic}, summary,
+            quick=args.quick))
         print(f"results: {args.json}")
 
 

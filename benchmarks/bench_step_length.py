@@ -88,21 +88,18 @@ def main() -> None:
     ap.add_argument("--json", default="", help="write the figures to this results file")
     args = ap.parse_args()
     if args.json:
-        from seer_env.perf.bench import results_path_problem
+        from seer_env.perf.bench import require_results_path
 
-        problem = results_path_problem(args.json)
-        if problem is not None:  # before the run, whose figures it would lose
-            raise SystemExit(f"{__file__.rsplit('/', 1)[-1]}: {problem}")
+        require_results_path(args.json, __file__.rsplit("/", 1)[-1])
     res = bench(args.rounds)
     if args.json:
-        from seer_env.perf.bench import commit, load_avg, machine, write_results
+        from seer_env.perf.bench import results_file, write_results
 
         summary = {f"{k}_{ex.replace('-', '')}_ns_per_event": v
                    for k, row in res.items() for ex, v in row["ns_per_event"].items()}
         summary.update({f"{k}_events_per_step": row["events_per_step"] for k, row in res.items()})
-        write_results(args.json, {"benchmark": "bench_step_length.py", **commit(),
-                                  "machine": machine(), "load_avg": load_avg(),
-                                  "rounds": args.rounds, "summary": summary, "results": res})
+        write_results(args.json, results_file("bench_step_length.py", res, summary,
+                                              rounds=args.rounds))
         print(f"results: {args.json}")
 
 

@@ -131,11 +131,9 @@ def main() -> None:
                     "(stamped with the commit and the machine; a summary the docs cite)")
     args = ap.parse_args()
     if args.json:
-        from seer_env.perf.bench import results_path_problem
+        from seer_env.perf.bench import require_results_path
 
-        problem = results_path_problem(args.json)
-        if problem is not None:  # before the run, whose figures it would lose
-            raise SystemExit(f"{__file__.rsplit('/', 1)[-1]}: {problem}")
+        require_results_path(args.json, __file__.rsplit("/", 1)[-1])
     if args.quick:
         args.rounds, args.steps = 2, 40
     import torch
@@ -148,15 +146,13 @@ def main() -> None:
            "aircraft": bench("aircraft_v0", dict(num_uavs=256, threads=1), args.rounds,
                              args.steps)}
     if args.json:
-        from seer_env.perf.bench import commit, load_avg, machine, write_results
+        from seer_env.perf.bench import results_file, write_results
 
         summary = {f"{w}_{label.replace('seer B=', 'seer_b')}_vs_pz": v / r["pz"]
                    for w, r in res.items() for label, v in r.items() if label != "pz"}
-        write_results(args.json, {
-            "benchmark": "bench_torchrl.py", **commit(), "machine": machine(),
-            "load_avg": load_avg(), "rounds": args.rounds, "steps": args.steps,
-            "torch": torch.__version__, "summary": summary,
-            "results": {"frames_per_s": res}})
+        write_results(args.json, results_file(
+            "bench_torchrl.py", {"frames_per_s": res}, summary, rounds=args.rounds,
+            steps=args.steps, torch=torch.__version__))
         print(f"results: {args.json}")
 
 

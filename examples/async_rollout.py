@@ -74,11 +74,9 @@ def parse() -> Args:
             p.add_argument(f"--{name.replace('_', '-')}", type=type(default), default=default)
     args = Args(**vars(p.parse_args()))
     if args.json:
-        from seer_env.perf.bench import results_path_problem
+        from seer_env.perf.bench import require_results_path
 
-        problem = results_path_problem(args.json)
-        if problem is not None:  # before the run, whose figures it would lose
-            raise SystemExit(f"{__file__.rsplit('/', 1)[-1]}: {problem}")
+        require_results_path(args.json, __file__.rsplit("/", 1)[-1])
     if args.smoke:
         args.num_envs, args.size, args.steps, args.repeats = 4, 4, 6, 1
         args.hidden = args.hidden or 16
@@ -228,17 +226,16 @@ def main() -> None:
     sync_env.close()
     async_env.close()
     if args.json:
-        from seer_env.perf.bench import commit, load_avg, machine, write_results
+        from seer_env.perf.bench import results_file, write_results
 
-        write_results(args.json, {
-            "benchmark": "examples/async_rollout.py", **commit(), "machine": machine(),
-            "load_avg": load_avg(), "args": vars(args),
-            "summary": {"async_vs_sync": statistics.median(ratios),
-                        "cores_busy_sync": statistics.median(cores["sync"]),
-                        "cores_busy_async": statistics.median(cores["async"]),
-                        "env_step_ms": t_env * 1e3, "policy_ms": t_pol * 1e3},
-            "results": {"sync_fps": sync_fps, "async_fps": async_fps, "ratios": ratios,
-                        "cores": cores}})
+        write_results(args.json, results_file(
+            "examples/async_rollout.py",
+            {"sync_fps": sync_fps, "async_fps": async_fps, "ratios": ratios, "cores": cores},
+            {"async_vs_sync": statistics.median(ratios),
+             "cores_busy_sync": statistics.median(cores["sync"]),
+             "cores_busy_async": statistics.median(cores["async"]),
+             "env_step_ms": t_env * 1e3, "policy_ms": t_pol * 1e3},
+            args=vars(args)))
         print(f"results: {args.json}")
 
 

@@ -163,7 +163,7 @@ def main() -> None:
     fig.savefig(args.out, dpi=120)
     print(f"learning curve written to {args.out}")
     if args.json_out:
-        from seer_env.perf.bench import commit, load_avg, machine, write_results
+        from seer_env.perf.bench import results_file, write_results
 
         summary: dict[str, float] = {f"fixed_guard_{g}": r for g, r in baselines.items()}
         summary.update(untrained=untrained, trained=trained, best_fixed_guard=best_g,
@@ -172,11 +172,10 @@ def main() -> None:
                        gain_vs_no_guard=1.0 - trained / baselines[0],
                        gain_vs_best_fixed=1.0 - trained / baselines[best_g],
                        wall_s=time.time() - t_start)
-        write_results(args.json_out, {
-            "benchmark": "examples/ppo_pcs.py", **commit(), "machine": machine(),
-            "load_avg": load_avg(), "args": vars(args), "summary": summary,
-            "results": {"baselines": baselines, "untrained": untrained, "trained": trained,
-                        "curve": curve, "best_fixed_guard": best_g}})
+        write_results(args.json_out, results_file(
+            "examples/ppo_pcs.py",
+            {"baselines": baselines, "untrained": untrained, "trained": trained,
+             "curve": curve, "best_fixed_guard": best_g}, summary, args=vars(args)))
 
 
 if __name__ == "__main__":

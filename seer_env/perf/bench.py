@@ -148,10 +148,13 @@ SUMMARIES: dict[str, Callable[[Mapping[str, Any]], dict[str, Any]]] = {
     "optimistic": _summary_optimistic, "stpa": _summary_stpa}
 
 
-def results_file(what: str, res: Mapping[str, Any], **meta: Any) -> dict[str, Any]:
+def results_file(what: str, res: Mapping[str, Any], summary: Mapping[str, Any] | None = None,
+                 **meta: Any) -> dict[str, Any]:
     """A benchmark's results as its file in ``benchmarks/results/`` holds
     them: stamped with the commit, the machine and its load, a flat
-    ``summary`` the docs cite, and every figure under ``results``.
+    ``summary`` the docs cite (``SUMMARIES[what]`` of ``res`` where none is
+    given: the scripts of ``benchmarks/`` and ``examples/`` give their own),
+    and every figure under ``results``.
 
     ```python
     from seer_env.perf.bench import bench_pcs, results_file
@@ -161,7 +164,8 @@ def results_file(what: str, res: Mapping[str, Any], **meta: Any) -> dict[str, An
     """
     return {"benchmark": what, **commit(), "machine": machine(), "load_avg": load_avg(),
             "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), **meta,
-            "summary": SUMMARIES[what](res), "results": res}
+            "summary": SUMMARIES[what](res) if summary is None else dict(summary),
+            "results": res}
 
 
 def results_path_problem(path: str | os.PathLike[str]) -> str | None:
@@ -176,6 +180,15 @@ def results_path_problem(path: str | os.PathLike[str]) -> str | None:
     if not os.access(out.parent, os.W_OK) or (out.exists() and not os.access(out, os.W_OK)):
         return f"cannot write the results to {out}: it is not writable"
     return None
+
+
+def require_results_path(path: str | os.PathLike[str], prog: str) -> None:
+    """For a script's ``--json PATH``: exit with `results_path_problem`'s
+    words (``prog: ...``) where the file cannot be written -- before the
+    run, whose figures a traceback at the end would lose."""
+    problem = results_path_problem(path)
+    if problem is not None:
+        raise SystemExit(f"{prog}: {problem}")
 
 
 def write_results(path: str | os.PathLike[str], doc: Mapping[str, Any]) -> None:
@@ -773,6 +786,6 @@ if __name__ == "__main__":
 
 
 __all__ = ["bench_api", "bench_optimistic", "bench_pcs", "bench_phold", "bench_stpa",
-           "calibrate_work", "commit", "load_avg", "machine", "results_file",
-           "results_path_problem", "run_cases",
+           "calibrate_work", "commit", "load_avg", "machine", "require_results_path",
+           "results_file", "results_path_problem", "run_cases",
            "write_results", "Case", "MinimalDictEnv", "STPA_RUNS", "SUMMARIES"]
