@@ -159,6 +159,31 @@ def test_the_serial_executor_wins_over_a_one_thread_pool_not_clearly_faster():
     assert select(t, feats()).candidate == P[2]
 
 
+def test_select_takes_the_serial_executor_untimed_over_another_one_thread_candidate():
+    """serial_untimed: the serial executor can run but the probe did not time
+    it (pruned for the pools, which company then ruled out): a one-thread
+    choice is the serial executor, untimed, and the reason says so (it kept
+    parallel-1: PCS 64x64 beside another env process ran 3.5% slower on it).
+    Without the flag, where serial was timed, or where a pool wins, nothing
+    changes; an incumbent one-thread pool gives way too."""
+    O1 = Candidate("optimistic", 1)
+    t = {P[1]: [1.5e6] * 3}
+    d = select(t, feats(), serial_untimed=True)
+    assert d.candidate == SERIAL and d.medians_ns == {"parallel-1": 1.5e6}
+    assert d.reason.startswith("The serial executor, untimed: the parallel executor on 1 "
+                               "thread took 1.50 ms an iteration (median; a step and the "
+                               "caller's work before it), and on one thread the serial "
+                               "executor runs the same events without the pool's phases. "
+                               "The workload:"), d.reason
+    assert select({O1: [1.5e6] * 3}, feats(), serial_untimed=True).candidate == SERIAL
+    assert select(t, feats()).candidate == P[1]
+    assert select({SERIAL: [1.7e6] * 3, **t}, feats(), serial_untimed=True).candidate == P[1]
+    assert select({P[1]: [1.5e6] * 3, P[2]: [0.9e6] * 3}, feats(),
+                  serial_untimed=True).candidate == P[2]
+    assert select(t, feats(), trigger="confirm", incumbent=P[1], hysteresis=0.1,
+                  serial_untimed=True).candidate == SERIAL
+
+
 def test_select_without_timings_uses_prediction_or_default():
     assert select({}, feats()).candidate == SERIAL
     assert select({}, feats(lookahead=0.0)).candidate == SERIAL
@@ -1574,6 +1599,37 @@ def test_beside_busy_processes_a_run_takes_its_share_of_the_cores():
             probes = st.probe_steps
             co.loop(st, 200)
             assert st.threads == 1 and st.probe_steps == probes  # no probe, no flip-flop
+
+
+def test_a_share_of_one_core_takes_the_serial_executor_the_probe_did_not_time(monkeypatch):
+    """The plan pruned the serial executor for the pool (its trace far ahead),
+    so the probe timed parallel-1 and parallel-2; then other processes keep a
+    core busy and the run's share is 1: the serial executor runs, untimed,
+    not parallel-1 (which runs the same events through the pool's phases:
+    PCS 64x64 beside another env process, 3.5% slower), without a probe."""
+    from seer_env.stpa import probe as probe_mod
+
+    real = probe_mod.probe_plan
+
+    def pruning(features, summary, candidates, prune=1.5):
+        return [c for c in real(features, summary, candidates, prune) if c != SERIAL]
+
+    monkeypatch.setattr(probe_mod, "probe_plan", pruning)
+    rt = _FakeRuntime()
+    rt.events_per_step = 1000
+    co = _Company(rt, work_ns=1_000_000)
+    co.others = 1.0
+    st = _company_stpa(rt, co)
+    co.loop(st, 40)
+    assert st.settled and st.threads == 2 and set(st.timings) == {"parallel-1", "parallel-2"}
+    co.loop(st, 360)
+    assert st.decision.trigger == "share" and st.decision.candidate == SERIAL, st.reason
+    assert st.executor == "serial"
+    assert st.reason.startswith("The serial executor: other processes kept 1.0 of the "
+                                "machine's cores busy after the decision on parallel-2"), st.reason
+    probes = st.probe_steps
+    co.loop(st, 200)
+    assert st.executor == "serial" and st.probe_steps == probes
 
 
 def test_fair_cores_with_each_processs_load_is_max_min_fair():

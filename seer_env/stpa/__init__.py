@@ -54,7 +54,9 @@ The preflight, step by step.  It probes only as much as the run can win back:
    fastest median iteration wins; a candidate with fewer threads within ``margin`` of
    the fastest is preferred (it leaves cores free for the policy), and the
    serial executor over another one-thread candidate less than ``SERIAL_MARGIN``
-   (8%) faster (that one runs the same events through the pool's phases).  The
+   (8%) faster (that one runs the same events through the pool's phases), also
+   untimed where the probe pruned it for the pools and company then left one
+   thread (the run's share of the cores).  The
    decision is written to the decision cache once the run has paid for the
    write (or when the runtime closes).  A later run starts from it without a
    preflight; where the runner-up was within 1.25x it confirms the choice as

@@ -361,7 +361,7 @@ def probe_plan(features: Features, summary: TraceSummary | None,
 def select(timings: Mapping[Candidate, Sequence[float]], features: Features,
            summary: TraceSummary | None = None, margin: float = 0.02,
            trigger: str = "preflight", incumbent: Candidate | None = None,
-           hysteresis: float = 0.0) -> Decision:
+           hysteresis: float = 0.0, serial_untimed: bool = False) -> Decision:
     """Choose from measured times per step (ns, several samples per candidate):
     the user's iterations as the probe times them, a step and the caller's own
     work before it (`seer_env.stpa.probe`), so a pool that slows the caller's
@@ -371,7 +371,12 @@ def select(timings: Mapping[Candidate, Sequence[float]], features: Features,
     median is within ``margin`` of the fastest is preferred, and that an
     ``incumbent`` (the running choice, on a confirmation re-probe) is kept
     unless the winner is faster by more than ``hysteresis`` (a single noisy
-    re-probe must not flip a good choice).  Without any timing
+    re-probe must not flip a good choice).  On one thread the serial
+    executor is chosen over the parallel or optimistic executor unless that
+    one was timed faster by more than ``SERIAL_MARGIN``; ``serial_untimed``:
+    the serial executor can run but was not timed (the probe pruned it for
+    the pools, which company then ruled out), so a one-thread choice is the
+    serial executor, untimed.  Without any timing
     the prediction decides (without a trace: the serial executor for lookahead
     0, else the parallel executor on one thread).  Deterministic: the same
     inputs give the same Decision.
@@ -398,28 +403,42 @@ def select(timings: Mapping[Candidate, Sequence[float]], features: Features,
     choice = min(ok, key=lambda c: (c.threads, medians[c], _pref(c)))
     serial_kept = (choice.threads == 1 and choice != SERIAL and SERIAL in medians
                    and medians[SERIAL] <= medians[choice] * (1.0 + SERIAL_MARGIN))
+    # the same events without the pool's phases, untimed: the probe timed
+    # the pools in its place (PCS 64x64 beside another env process ran 3.5%
+    # slower on parallel-1, the choice within its share of the cores)
+    serial_unseen = (serial_untimed and choice.threads == 1 and choice != SERIAL
+                     and SERIAL not in medians and SERIAL in cands)
     if serial_kept:
         choice = SERIAL
     kept = False
-    if (incumbent is not None and incumbent in medians and choice != incumbent
+    if (not serial_unseen and incumbent is not None and incumbent in medians
+            and choice != incumbent
             and medians[choice] > medians[incumbent] * (1.0 - hysteresis)):
         choice, kept = incumbent, True
-    words = in_words(choice)
-    why = (f"{words.capitalize()}: its iterations took {choice_ns(medians[choice])} "
-           "(median; a step and the caller's work before it)")
-    if kept:
-        why += f"; kept, as no other choice was faster by more than {hysteresis:.0%}"
-    elif serial_kept:
-        one = min((c for c in medians if c.threads == 1 and c != SERIAL),
-                  key=lambda c: medians[c])
-        why += (f", within {SERIAL_MARGIN:.0%} of {in_words(one)} ({choice_ns(medians[one])}), "
-                "which runs the same events through the pool's phases")
-    elif choice != best_c:
-        why += (f", within {margin:.0%} of the fastest ({in_words(best_c)}, "
-                f"{choice_ns(best)}) with fewer threads")
-    elif len(medians) > 1:
-        runner = min((c for c in medians if c != choice), key=lambda c: medians[c])
-        why += f", {medians[runner] / best:.2f}x faster than the next best ({in_words(runner)})"
+    if serial_unseen:
+        one, choice = choice, SERIAL
+        why = (f"{in_words(choice).capitalize()}, untimed: {in_words(one)} took "
+               f"{choice_ns(medians[one])} an iteration (median; a step and the caller's "
+               "work before it), and on one thread the serial executor runs the same events "
+               "without the pool's phases")
+    else:
+        why = (f"{in_words(choice).capitalize()}: its iterations took "
+               f"{choice_ns(medians[choice])} (median; a step and the caller's work before it)")
+        if kept:
+            why += f"; kept, as no other choice was faster by more than {hysteresis:.0%}"
+        elif serial_kept:
+            one = min((c for c in medians if c.threads == 1 and c != SERIAL),
+                      key=lambda c: medians[c])
+            why += (f", within {SERIAL_MARGIN:.0%} of {in_words(one)} "
+                    f"({choice_ns(medians[one])}), which runs the same events through the "
+                    "pool's phases")
+        elif choice != best_c:
+            why += (f", within {margin:.0%} of the fastest ({in_words(best_c)}, "
+                    f"{choice_ns(best)}) with fewer threads")
+        elif len(medians) > 1:
+            runner = min((c for c in medians if c != choice), key=lambda c: medians[c])
+            why += (f", {medians[runner] / best:.2f}x faster than the next best "
+                    f"({in_words(runner)})")
     if SERIAL in medians and choice != SERIAL:
         why += f"; {medians[SERIAL] / medians[choice]:.2f}x the serial executor's rate"
     # events per window as the traced pool ran them (a one-thread step of the

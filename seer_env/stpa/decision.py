@@ -155,7 +155,11 @@ class Decisions:
         self.decision = dec
         # the step alone (what tiny steps and the checks' spacing are about);
         # the decision's medians are the user's iterations
-        alone = pr.steps_alone.get(dec.candidate)
+        alone = pr.steps_alone.get(dec.candidate) or (
+            # the serial executor chosen untimed: a one-thread pool's steps
+            # (the same events, through the pool's phases) bound its own
+            min((v for c, v in pr.steps_alone.items() if c.threads == 1 and v),
+                key=statistics.median, default=None) if dec.candidate == SERIAL else None)
         monitor.running_ns = statistics.median(alone) if alone else dec.medians_ns.get(
             dec.candidate.label, pr.step_ns if pr.tiny and not timings else None)
         monitor.start_iterations(host, dec, timings)
@@ -268,7 +272,9 @@ class Decisions:
         where the running choice has more threads than this
         run's share of the cores (`fair_cores`; with ``fair_share``), the
         fastest candidate the last probe timed within the share (the serial
-        executor where it timed none) runs from the next step, without a
+        executor where it timed none; on one thread the serial executor
+        where the probe did not time it, `select`'s ``serial_untimed``)
+        runs from the next step, without a
         probe (the next confirmation times the pools again).  True when it
         switched."""
         dec = self.decision
@@ -282,7 +288,8 @@ class Decisions:
         if within and features is not None:
             # the fastest timed within the share, or the pool within it the
             # trace predicts fastest where only larger pools were timed
-            c = self._within_share(host, select(within, features, summary, host.margin),
+            c = self._within_share(host, select(within, features, summary, host.margin,
+                                                serial_untimed=SERIAL not in host.monitor.hopeless),
                                    within, share).candidate
         reason = (f"{in_words(c).capitalize()}: other processes kept {others:.1f} of the "
                   f"machine's cores busy after the decision on {dec.candidate.label}, so "
@@ -293,7 +300,10 @@ class Decisions:
         self.history.append(new)
         host._switch_after(c)
         monitor = host.monitor
-        monitor.running_ns = dec.medians_ns.get(c.label, monitor.running_ns)
+        # the serial executor untimed: a one-thread pool's iterations bound its own
+        ones = [v for k, v in dec.medians_ns.items() if Candidate.parse(k).threads == 1]
+        monitor.running_ns = dec.medians_ns.get(
+            c.label, min(ones) if ones and c == SERIAL else monitor.running_ns)
         monitor.iter_decided_ns = dec.medians_ns.get(c.label)
         if monitor.baseline is not None:  # a returning load regime gets this choice back
             monitor.regimes[regime(monitor.baseline)] = c
@@ -376,7 +386,8 @@ class Decisions:
                          pr.trigger,
                          incumbent=cast(Decision, self.decision).candidate if confirm
                          else None,
-                         hysteresis=host.hysteresis if confirm else 0.0)
+                         hysteresis=host.hysteresis if confirm else 0.0,
+                         serial_untimed=SERIAL not in pr.unreachable)
             if pr.tiny and dec.candidate.threads == 1:
                 dec = dataclasses.replace(
                     dec, reason=dec.reason.rsplit(" Limit: ", 1)[0] + f" Limit: {tiny_why}.")
