@@ -1632,6 +1632,45 @@ def test_a_share_of_one_core_takes_the_serial_executor_the_probe_did_not_time(mo
     assert st.executor == "serial" and st.probe_steps == probes
 
 
+def test_a_confirmation_beside_busy_processes_times_no_pool_beyond_the_share():
+    """Other processes keep a core busy: once the run is on its share (one
+    thread of 2), its confirmations time the one-thread candidates only --
+    parallel-2's steps would run on the others' core and slow them (two env
+    processes on 2 cores timed it beside each other's serial steps) -- and
+    once the others are gone a confirmation times the pool again and takes
+    it back (a serial choice's confirmations timed the one-thread candidates
+    alone: the run stayed on one thread for good), and keeps it (decisions in
+    quick succession left the monitor's marks a few ms apart, and the next
+    read the load since the run began, the others' long gone: back to one
+    thread)."""
+    rt = _FakeRuntime()
+    rt.events_per_step = 1000
+    co = _Company(rt, work_ns=100_000)  # parallel-2: 172 us an iteration, serial 210
+    co.others = 1.0
+    st = _company_stpa(rt, co, confirm=True, confirm_budget=2.0)
+    co.loop(st, 1500)  # the marks, 100 ms apart, see the others' load
+    assert st.threads == 1, st.reason
+    ran: dict[str, int] = {}
+    real = rt.step_uncontrolled
+
+    def counted(mask_ptr) -> None:
+        key = "serial" if rt.executor == "serial" else f"{rt.executor}-{rt.threads}"
+        ran[key] = ran.get(key, 0) + 1
+        real(mask_ptr)
+
+    rt.step_uncontrolled = counted
+    n = len(st.history)
+    co.loop(st, 10_000)
+    assert len([d for d in st.history[n:] if d.trigger == "confirm"]) >= 2, \
+        [d.trigger for d in st.history]
+    assert ran.get("parallel-1", 0) > 0 and "parallel-2" not in ran, ran
+    assert st.threads == 1
+    co.others = 0.0
+    co.loop(st, 10_000)
+    assert ran.get("parallel-2", 0) > 0, ran
+    assert st.threads == 2, st.reason
+
+
 def test_fair_cores_with_each_processs_load_is_max_min_fair():
     """Read process by process, the cores are shared out as the scheduler
     shares them among runnable threads: processes that used less than an

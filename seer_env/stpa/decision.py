@@ -137,6 +137,7 @@ class Decisions:
         share = fair_cores(others, host.cores, loads) if host.fair_share else host.cores
         within = {c: v for c, v in timings.items() if c.threads <= share}
         capped = within and len(within) < len(timings)
+        timed = timings
         if capped:
             timings = within
         dec = self._choose(host, pr, timings, provisional, company)
@@ -163,6 +164,7 @@ class Decisions:
         monitor.running_ns = statistics.median(alone) if alone else dec.medians_ns.get(
             dec.candidate.label, pr.step_ns if pr.tiny and not timings else None)
         monitor.start_iterations(host, dec, timings)
+        self._pool_before(monitor, dec, timed, bool(capped) or bool(company))
         self.history.append(dec)
         self.timings = {c.label: v for c, v in pr.timings.items()}
         # pools far off the pace (or dropped after their first step) are left out
@@ -185,6 +187,20 @@ class Decisions:
         log.info("%s (%s): %s", host.rt.model, pr.trigger, dec.reason)
         log.debug("features %s; trace %s; medians %s", host.prober.features,
                   host.prober.trace_summary, dec.medians_ns)
+
+    @staticmethod
+    def _pool_before(monitor: Monitor, dec: Decision, timed: dict[Candidate, list[float]],
+                     company: bool) -> None:
+        """Which pool company kept the run from (`Monitor.pool_before`): the
+        fastest the probe timed with more threads than the choice, where the
+        share left it out or company was seen; none once a pool runs or the
+        pools lost with no company; as it was where the probe timed none."""
+        pools = {c: statistics.median(v) for c, v in timed.items()
+                 if v and c.threads > dec.candidate.threads}
+        if dec.candidate.threads > 1 or (pools and not company):
+            monitor.pool_before = None
+        elif pools:
+            monitor.pool_before = min(pools, key=lambda c: (pools[c], c.threads))
 
     def _recheck(self, host: DecisionHost, pr: Probe, dec: Decision, company: bool) -> bool:
         """A confirmation that would replace the running choice where no
@@ -304,6 +320,8 @@ class Decisions:
         ones = [v for k, v in dec.medians_ns.items() if Candidate.parse(k).threads == 1]
         monitor.running_ns = dec.medians_ns.get(
             c.label, min(ones) if ones and c == SERIAL else monitor.running_ns)
+        # the pool the share cut, timed again by the confirmations (within the share)
+        monitor.pool_before = dec.candidate if c.threads < dec.candidate.threads else None
         monitor.iter_decided_ns = dec.medians_ns.get(c.label)
         if monitor.baseline is not None:  # a returning load regime gets this choice back
             monitor.regimes[regime(monitor.baseline)] = c

@@ -146,6 +146,13 @@ class Monitor:
         recheck_steps: steps after a confirmation that would have replaced the
             running choice, unexplained, before the one that decides
             (`Decisions._recheck`); None otherwise.
+        pool_before: the pool company kept this run from (the one running
+            when the share cut it, or the fastest the probe timed beyond the
+            share or beside a learner's pool); the confirmations of a choice
+            with fewer threads time it again, within the share (a serial
+            choice's neighbours are the one-thread candidates alone: company
+            that left would have left the run on one thread for good).
+            None when the choice was not company's.
     """
 
     gap: int
@@ -160,6 +167,7 @@ class Monitor:
     regimes: dict[int, Candidate] = field(default_factory=dict)
     regime_switches: int = 0
     recheck_steps: int | None = None
+    pool_before: Candidate | None = None
     # -- the user's iterations between the checks (`window`) --
     since: int = 0
     to_check: int = 0
@@ -204,8 +212,17 @@ class Monitor:
             self.company_gap = min(1 << 14, self.company_gap * 2) if same else COMPANY_GAP
         self.remembered = False
         self.restart_windows()
-        self.cpu_mark_before = self.cpu_mark
-        self.cpu_mark = host.cpu_sampler() if host.cpu_sampler is not None else None
+        # a mark at least MARK_AGE_NS after the last: decisions in quick
+        # succession (a recheck, a confirmation that changed the choice) left
+        # the two marks a few ms apart, too close to read the load between
+        # them, and the decision after read it since the run began instead (a
+        # load long gone: back to one thread just after taking the pool back)
+        if host.cpu_sampler is None:
+            self.cpu_mark_before = self.cpu_mark = None
+        else:
+            sample = host.cpu_sampler()
+            if self.cpu_mark is None or sample.wall_ns - self.cpu_mark.wall_ns >= MARK_AGE_NS:
+                self.cpu_mark_before, self.cpu_mark = self.cpu_mark, sample
 
     def restart_windows(self) -> None:
         """Look at the iterations afresh: after a decision or a reset (the
@@ -315,6 +332,19 @@ class Monitor:
             self.start_probe(host, why, s)
             return False
         return self.to_check <= 0
+    def share_now(self, host: MonitorHost) -> int | None:
+        """This run's share of the cores (`fair_cores`) beside the other
+        processes' load between the monitor's last two marks (each one's
+        where the marks read them); None where unknown or ``fair_share`` is
+        off."""
+        prev, mark = self.cpu_mark_before, self.cpu_mark
+        if not host.fair_share or prev is None or mark is None:
+            return None
+        others = others_busy_cores(prev, mark)
+        if others is None:
+            return None
+        return fair_cores(others, host.cores, others_loads(prev, mark))
+
     def check_interval(self, host: MonitorHost) -> int:
         """Steps between two monitor checks: ``check_every``, or more where a
         check's own cost (the last checks' median as measured, their least
@@ -471,6 +501,28 @@ class Monitor:
                                 if c.threads > 1 and c != decision.candidate], running)
         if why == "confirm":
             pr.candidates = [c for c in pr.candidates if c not in self.hopeless]
+            # the pools beyond this run's share of the cores (other processes
+            # kept the rest busy between the last marks) are not timed: their
+            # steps would run on the others' cores and slow them, and the share
+            # would leave them out of the decision anyway (two env processes
+            # on 2 cores: each confirmation timed parallel-2 beside the other's
+            # serial steps).  A later confirmation times them once the others
+            # are gone; the running choice is always timed.
+            share = self.share_now(host)
+            cur = host._current()
+            pool = self.pool_before
+            if pool is not None and pool.threads > cur.threads and pool not in pr.candidates \
+                    and pool not in self.hopeless and pool in prober.candidates(host):
+                # the pool company kept the run from, timed again (within the
+                # share, as below): the others may be gone
+                pr.candidates.append(pool)
+            beyond = [c for c in pr.candidates if share is not None and c.threads > share
+                      and c != cur]
+            if beyond:
+                pr.candidates = [c for c in pr.candidates if c not in beyond]
+                log.info("%s: confirming without %s: other processes keep all but %d of "
+                         "the %d cores busy", host.rt.model,
+                         ", ".join(c.label for c in beyond), share, host.cores)
         self.t_mark = None
         prober.probe = pr
         host.state = "probing"
