@@ -300,8 +300,33 @@ def test_drift_rules():
 def test_neighbours():
     cands = candidate_set(feats(cores=8))
     assert neighbours(P[4], cands) == [SERIAL, P[1], P[3], P[4], P[5]]
-    assert neighbours(SERIAL, cands) == [SERIAL, P[1]]
+    # the serial executor's: the smallest pool too (a load that grew, company that left)
+    assert neighbours(SERIAL, cands) == [SERIAL, P[1], P[2]]
     assert neighbours(P[2], candidate_set(feats(cores=2))) == [SERIAL, P[1], P[2]]
+    O2 = Candidate("optimistic", 2)
+    assert neighbours(SERIAL, candidate_set(feats(cores=4, lookahead=0.0))) == [SERIAL, O2]
+    assert neighbours(SERIAL, candidate_set(feats(cores=1))) == [SERIAL, P[1]]
+
+
+def test_a_serial_choice_on_tiny_steps_times_the_pools_once_the_load_grows():
+    """Tiny steps (10 us) leave the pools untimed and the run on the serial
+    executor; the load then grows 90-fold (1 ms steps): the drift re-probe
+    times parallel-2 and takes it.  It timed the one-thread candidates alone
+    (the serial executor's neighbours, and the pools left out as if the steps
+    were still tiny), and the run stayed on one thread for good."""
+    rt = _FakeRuntime()
+    st = Stpa(rt, cores=2, rounds=1, reprobe_rounds=1, check_every=8, reprobe_gap=16,
+              check_ns=0.0, trace=False, confirm=False, tie=0.0, clock=rt.clock,
+              tiny_ns=20_000.0, probe_share=None)
+    for _ in range(60):
+        rt.step(st)
+    assert st.decision.candidate == SERIAL and st.decision.medians_ns == {}
+    rt.events_per_step = 10_000
+    for _ in range(400):
+        rt.step(st)
+    assert "events per step" in st.decision.trigger
+    assert "parallel-2" in st.decision.medians_ns
+    assert st.decision.candidate == P[2] and st.threads == 2, st.reason
 
 
 # -- the executor switch and auto runs are output-identical ---------------------------

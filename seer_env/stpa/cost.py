@@ -575,11 +575,20 @@ def close_call(timings: Mapping[Candidate, Sequence[float]], tie: float = 0.08
 
 
 def neighbours(choice: Candidate, candidates: Sequence[Candidate]) -> list[Candidate]:
-    """The cheap re-probe set: one-thread candidates, the choice and the pools next to it."""
+    """The cheap re-probe set: one-thread candidates, the choice and the pools
+    next to it; for the serial executor the smallest pool (the parallel
+    executor's where it runs the model): a serial choice made on a lighter
+    load, or in company, must see a pool again once the load has grown or
+    the company left (its re-probes timed the one-thread candidates alone,
+    and the run stayed on the serial executor for good)."""
     keep = {SERIAL, Candidate("parallel", 1), choice}
     if choice.executor != "serial":
         keep |= {Candidate(choice.executor, choice.threads - 1),
                  Candidate(choice.executor, choice.threads + 1)}
+    else:
+        pools = [c for c in candidates if c.threads > 1]
+        if pools:
+            keep.add(min(pools, key=lambda c: (c.threads, c.executor != "parallel")))
     return [c for c in candidates if c in keep]
 
 

@@ -496,6 +496,11 @@ class Monitor:
         pr = Probe(why, host.reprobe_rounds, mark=(s["events"], s["steps"]))
         pr.candidates = neighbours(decision.candidate, prober.candidates(host))
         running = self.running_ns
+        base = self.baseline
+        if running is not None and base is not None and base.events_per_step > 0:
+            # the running choice's step at the load now (a drift: the load grew
+            # from tiny steps, whose pools were left out, to ones pools can pay)
+            running *= now.events_per_step / base.events_per_step
         if running is not None and running < host.tiny_ns:
             pr.leave_out_pools([c for c in pr.candidates
                                 if c.threads > 1 and c != decision.candidate], running)
