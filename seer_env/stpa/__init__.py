@@ -72,7 +72,9 @@ After the preflight the controller checks every ``check_every`` steps (more
 apart where a check would cost over 1% of the steps) whether
 the workload drifted ([`drift`][seer_env.stpa.drift]: events per step changed by ``drift_factor``
 or fewer than ``alive_drop`` of the agents are alive) and then re-probes the
-chosen configuration and its neighbours.  A re-probe that confirms the choice
+chosen configuration and its neighbours (the one-thread candidates and the
+pools next to it; for the serial executor the smallest pool, so a run that
+chose it on tiny steps times a pool once the load has grown).  A re-probe that confirms the choice
 doubles the gap to the next allowed one.
 
 **In company.**  Between the checks, while a pool runs, the controller looks
@@ -84,11 +86,10 @@ thread's at the decision), or 5% where the caller's own work is most of an
 iteration, a *company re-probe* times the pool against the one-thread
 candidates and falls back within a few windows when the pool loses.  Pools
 that lost in company are not written off: the confirmation re-probes time
-them again once the run has paid for it (the pool company kept the run from
-too, where the choice is the serial executor, whose neighbours are the
-one-thread candidates; none beyond the run's share of the cores while other
-processes keep the rest busy: they would run on theirs), so the pool comes
-back when the company leaves.  A decision remembered from an earlier run is confirmed at
+them again once the run has paid for it (the pool company kept the run
+from too; none beyond the run's share of the cores while other processes
+keep the rest busy: they would run on theirs), so the pool comes back when
+the company leaves.  A decision remembered from an earlier run is confirmed at
 once when the run's iterations are slower than the remembered ones or other
 processes hold a core: made alone, it is not trusted in company.  Where
 company kept a pool from winning, the reason's limit says which
