@@ -1732,6 +1732,17 @@ def test_fair_cores_by_process_never_takes_less_than_the_whole_machines_rule(cor
         assert each == whole
 
 
+def test_fair_cores_rounds_a_half_core_alike_by_both_rules():
+    """2 cores less 0.5 busy (five processes of 0.1): a share of 2 by both
+    rules.  The water-filling's running sums left 1.4999999999999998 and
+    rounded it to 1 (Hypothesis found it)."""
+    from seer_env.stpa.company import fair_cores
+
+    assert fair_cores(0.5, 2) == fair_cores(0.5, 2, [0.1] * 4) == 2
+    assert fair_cores(sum([0.1] * 4) + 0.1, 2, [0.1] * 4) == 2
+    assert fair_cores(1.5, 4, [0.1] * 15) == fair_cores(1.5, 4) == 3
+
+
 def test_other_env_processes_that_probe_at_once_share_the_cores_out():
     """16 cores and 7 other env processes using 1.5-2.5 cores' worth each
     (their own pools, probing as this one): the machine's busy time alone

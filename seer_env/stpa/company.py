@@ -190,6 +190,12 @@ def others_busy_cores(a: CpuSample, b: CpuSample) -> float | None:
     return max(0.0, others / wall)
 
 
+#: rounding a share half up, with room for the float error of the water-filling
+#: (its running sums put 2 cores less five loads of 0.1 at 1.4999999999999998:
+#: one core, where the whole machine's rule gave 2)
+_HALF = 0.5 + 1e-9
+
+
 def fair_cores(others: float | None, cores: int, loads: Sequence[float] | None = None) -> int:
     """The cores a run takes beside other processes that kept ``others``
     cores' worth of CPU busy, rounded, one at least (all of them where
@@ -226,7 +232,7 @@ def fair_cores(others: float | None, cores: int, loads: Sequence[float] | None =
     if others is None:
         return cores
     if loads is None:
-        return max(1, min(cores, math.floor(cores - others + 0.5)))
+        return max(1, min(cores, math.floor(cores - others + _HALF)))
     left = cores - max(0.0, others - sum(loads))  # unaccounted CPU: its owners'
     n = len(loads) + 1  # this run and every other process not yet served
     for x in sorted(loads):  # water-filling: the lightest keep what they used
@@ -234,7 +240,7 @@ def fair_cores(others: float | None, cores: int, loads: Sequence[float] | None =
             break
         left -= x
         n -= 1
-    return max(1, min(cores, math.floor(left / n + 0.5)))
+    return max(1, min(cores, math.floor(left / n + _HALF)))
 
 
 def between_medians(between: Mapping[K, Sequence[float]]) -> dict[K, float]:
