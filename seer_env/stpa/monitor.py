@@ -149,10 +149,9 @@ class Monitor:
         pool_before: the pool company kept this run from (the one running
             when the share cut it, or the fastest the probe timed beyond the
             share or beside a learner's pool); the confirmations of a choice
-            with fewer threads time it again, within the share (a serial
-            choice's neighbours are the one-thread candidates alone: company
-            that left would have left the run on one thread for good).
-            None when the choice was not company's.
+            with fewer threads time it again, within the share (the choice's
+            neighbours need not reach it: parallel-8 cut to the serial
+            executor on 16 cores).  None when the choice was not company's.
     """
 
     gap: int
