@@ -1920,11 +1920,51 @@ def test_a_remembered_close_call_is_confirmed_soon(tmp_path):
             rt.step(st)
             steps += 1
         assert st.history[1].trigger == "confirm"
-        # a check every 8 steps; the confirmation's own steps (2 rounds of two),
-        # twice: a confirmation that replaces the choice with no company to
-        # explain it is timed once more, 16 steps on (`Decisions._recheck`)
-        assert first_allowed <= steps <= first_allowed + 8 + 2 * 12 + 16 + 8
+        # a check every 8 steps; the confirmation's own steps (2 rounds of two,
+        # and 6 more of the pair: parallel-1 timed over 8% faster than the
+        # serial executor, an outlier, `one_thread_outlier`), twice: a
+        # confirmation that replaces the choice with no company to explain it
+        # is timed once more, 16 steps on (`Decisions._recheck`)
+        assert first_allowed <= steps <= first_allowed + 8 + 2 * (12 + 36) + 16 + 8
         assert st.decision.candidate == P[1] and st.monitor.close_call_remembered is False
+
+
+def test_one_thread_outlier():
+    """Another one-thread candidate timed over SERIAL_MARGIN faster than the
+    serial executor, and fastest of all: the pair to time again."""
+    from seer_env.stpa.cost import one_thread_outlier
+
+    O1 = Candidate("optimistic", 1)
+    assert one_thread_outlier({SERIAL: [1.3e6] * 2, P[1]: [1.0e6] * 2}) == (P[1], SERIAL)
+    assert one_thread_outlier({SERIAL: [1.3e6] * 2, O1: [1.0e6] * 2,
+                               P[2]: [1.2e6] * 2}) == (O1, SERIAL)
+    assert one_thread_outlier({SERIAL: [1.05e6] * 2, P[1]: [1.0e6] * 2}) is None  # within 8%
+    assert one_thread_outlier({SERIAL: [1.3e6] * 2, P[1]: [1.0e6] * 2,
+                               P[2]: [0.6e6] * 2}) is None  # a pool wins: it does not matter
+    assert one_thread_outlier({P[1]: [1.0e6] * 2, P[2]: [1.2e6] * 2}) is None  # serial untimed
+    assert one_thread_outlier({SERIAL: [1.0e6] * 2, P[1]: [1.3e6] * 2}) is None
+
+
+def test_a_noisy_visit_of_the_serial_executor_gets_more_rounds_before_it_decides():
+    """The serial executor runs 3% faster than parallel-1 (the same events
+    without the pool's phases), but its one visit was slow (the host's other
+    tenants): parallel-1 timed 2.9x faster, which the serial executor and
+    parallel-1 cannot differ by.  Both get extra rounds, and the serial
+    executor is chosen (a burner beside PCS 64x64 made parallel-1 "1.27x
+    faster than the serial executor", and the run kept it)."""
+    rt = _FakeRuntime()
+    rt.events_per_step = 1000
+    rt.serial_factor = 0.97
+    st = Stpa(rt, cores=1, rounds=1, reprobe_rounds=1, check_every=8, reprobe_gap=16,
+              check_ns=0.0, trace=False, tie=0.0, clock=rt.clock, probe_share=None,
+              confirm=False)
+    rt.step(st)
+    rt.step(st)  # the features steps
+    rt.slow[("serial", 1)] = 2  # its first visit's 2 timed steps
+    while st.decision is None:
+        rt.step(st)
+    assert len(st.timings["serial"]) > 2 and len(st.timings["parallel-1"]) > 2
+    assert st.decision.candidate == SERIAL, st.reason
 
 
 def test_one_slow_visit_does_not_drop_a_candidate():

@@ -574,6 +574,23 @@ def close_call(timings: Mapping[Candidate, Sequence[float]], tie: float = 0.08
     return med[0][2], med[1][2]
 
 
+def one_thread_outlier(timings: Mapping[Candidate, Sequence[float]]
+                       ) -> tuple[Candidate, Candidate] | None:
+    """The fastest candidate and the serial executor where the fastest is
+    another one-thread candidate timed more than ``SERIAL_MARGIN`` faster
+    than the serial executor: they run the same events (it through the
+    pool's phases, a few percent slower), so a gap that wide is a noisy
+    sample of one of them (the host's other tenants, a burner's slice), and
+    both get extra rounds before it decides.  None otherwise."""
+    med = {c: float(statistics.median(v)) for c, v in timings.items() if len(v)}
+    if SERIAL not in med or len(med) < 2:
+        return None
+    best = min(med, key=lambda c: (med[c], _pref(c)))
+    if best.threads != 1 or best == SERIAL or med[SERIAL] <= med[best] * (1.0 + SERIAL_MARGIN):
+        return None
+    return best, SERIAL
+
+
 def neighbours(choice: Candidate, candidates: Sequence[Candidate]) -> list[Candidate]:
     """The cheap re-probe set: one-thread candidates, the choice and the pools
     next to it; for the serial executor the smallest pool (the parallel
@@ -609,6 +626,7 @@ __all__ = [
     "in_words",
     "limiting_factor",
     "neighbours",
+    "one_thread_outlier",
     "predict_step_ns",
     "probe_plan",
     "regime",

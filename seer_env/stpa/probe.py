@@ -67,6 +67,7 @@ from .cost import (
     eliminated,
     first_candidate,
     in_words,
+    one_thread_outlier,
     probe_plan,
     summarize_trace,
 )
@@ -518,8 +519,9 @@ class Prober:
             return
         # tiny steps: a close call between one-thread candidates is not worth
         # more steps (what either wins is a fraction of a tiny step)
-        pair = None if pr.extended or pr.tiny else close_call(
-            {c: v for c, v in pr.timings.items() if c not in pr.dropped}, host.tie)
+        timed = {c: v for c, v in pr.timings.items() if c not in pr.dropped}
+        pair = None if pr.extended or pr.tiny else (
+            close_call(timed, host.tie) or one_thread_outlier(timed))
         if pair is None:
             host._decide(pr)
             return
