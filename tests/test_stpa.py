@@ -1967,6 +1967,68 @@ def test_a_noisy_visit_of_the_serial_executor_gets_more_rounds_before_it_decides
     assert st.decision.candidate == SERIAL, st.reason
 
 
+def test_pools_slower_than_their_trace_are_found():
+    """A pool whose steps alone ran over 1.5x what the traced step predicts,
+    the prediction ahead of the choice's own steps: found, with how much
+    slower.  A pool near its prediction, one predicted behind the choice, or
+    no trace: none."""
+    from types import SimpleNamespace
+
+    from seer_env.stpa.decision import Decisions
+    from seer_env.stpa.probe import Probe
+
+    f = feats(events_per_step=46_000.0, windows_per_step=20.0)
+    s = summary(threads=2, events_per_window=2300.0, handler_ns=30.0, barrier_ns=1500.0)
+    host = SimpleNamespace(prober=SimpleNamespace(features=f, trace_summary=s))
+    dec = Decision(SERIAL, "r", {}, {})
+    pr = Probe("preflight", 1)
+    pr.steps_alone = {SERIAL: [1.4e6] * 2, P[2]: [1.3e6] * 2}  # predicted 702 us
+    c, ratio = Decisions._pools_slower_than_traced(host, pr, dec)
+    assert c == P[2] and ratio == pytest.approx(1.3e6 / 702_000.0)
+    pr.steps_alone = {SERIAL: [1.4e6] * 2, P[2]: [0.8e6] * 2}
+    assert Decisions._pools_slower_than_traced(host, pr, dec) is None
+    pr.steps_alone = {SERIAL: [0.5e6] * 2, P[2]: [1.3e6] * 2}  # predicted behind serial
+    assert Decisions._pools_slower_than_traced(host, pr, dec) is None
+    host.prober.trace_summary = None
+    pr.steps_alone = {SERIAL: [1.4e6] * 2, P[2]: [1.3e6] * 2}
+    assert Decisions._pools_slower_than_traced(host, pr, dec) is None
+
+
+def test_a_preflight_whose_pool_ran_behind_its_trace_is_timed_again_shortly(monkeypatch):
+    """The preflight's pool ran well behind its trace with no company seen (a
+    moment of the host's own noise): a confirmation times it again a quarter
+    of a second on (16 steps at least), not after the confirmation budget's
+    wait, and takes the pool once it runs as it should.  (A run decided in
+    such a moment kept the serial executor until its first confirmation.)"""
+    from seer_env.stpa.decision import Decisions
+
+    rt = _FakeRuntime()
+    rt.events_per_step = 1000  # serial 110 us, parallel-1 100 us, parallel-2 72 us
+    rt.slow[("parallel", 2)] = 4  # its preflight visits: 3x
+    flagged = {"n": 0}
+
+    def behind(host, pr, dec):
+        if pr.trigger == "preflight" and dec.candidate.threads == 1:
+            flagged["n"] += 1
+            return (P[2], 3.0)
+        return None
+
+    monkeypatch.setattr(Decisions, "_pools_slower_than_traced", staticmethod(behind))
+    st = Stpa(rt, cores=2, rounds=1, reprobe_rounds=1, check_every=8, reprobe_gap=16,
+              check_ns=0.0, trace=False, tie=0.0, clock=rt.clock, probe_share=None,
+              recheck_ns=2_000_000.0)
+    while st.decision is None:
+        rt.step(st)
+    assert st.threads == 1 and flagged["n"] == 1
+    assert st.monitor.recheck_steps == 2_000_000 // 100_000  # 20 steps of 100 us
+    steps = 0
+    while len(st.history) < 2 and steps < 2000:
+        rt.step(st)
+        steps += 1
+    assert st.history[1].trigger == "confirm" and steps <= 20 + 8 + 20, steps
+    assert st.threads == 2, st.reason
+
+
 def test_one_slow_visit_does_not_drop_a_candidate():
     """A transient on the host can make one visit of the best candidate 3x
     slow (over the 1.5x drop bound): it is dropped only after two visits, so

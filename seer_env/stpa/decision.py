@@ -97,6 +97,11 @@ class DecisionHost(MonitorHost, Protocol):
     def save_decision(self) -> None: ...
 
 
+#: a pool whose steps ran this many times slower than its traced step predicts,
+#: with no company seen, is timed again shortly after the decision
+SLOWER_THAN_TRACED = 1.5
+
+
 @dataclass
 class Decisions:
     """The controller's decisions and the decision cache.
@@ -177,6 +182,19 @@ class Decisions:
         host.state = "monitor"
         s = host.rt.stats()
         monitor.restart(host, pr, dec.candidate, same, s)
+        slow = None if company or share < host.cores else self._pools_slower_than_traced(
+            host, pr, dec)
+        if slow is not None:
+            # pools well behind their trace with no company seen: a moment of
+            # the host's own noise (its other tenants), which passes; they are
+            # timed again shortly (a run decided in such a moment kept the
+            # serial executor until its first confirmation, hundreds of steps)
+            step = monitor.running_ns or host._step_ns()
+            monitor.recheck_steps = max(RECHECK_STEPS,
+                                        math.ceil(host.recheck_ns / max(step, 1.0)))
+            log.info("%s (%s): %s ran %.1fx slower than its trace predicts with no company "
+                     "seen: timed again shortly", host.rt.model, pr.trigger, slow[0].label,
+                     slow[1])
         if pr.trigger == "preflight" and host.prober.deferred is None:
             if company or share < host.cores:
                 # the moment's company, not the model's: a later run alone
@@ -187,6 +205,32 @@ class Decisions:
         log.info("%s (%s): %s", host.rt.model, pr.trigger, dec.reason)
         log.debug("features %s; trace %s; medians %s", host.prober.features,
                   host.prober.trace_summary, dec.medians_ns)
+
+    @staticmethod
+    def _pools_slower_than_traced(host: DecisionHost, pr: Probe, dec: Decision
+                                  ) -> tuple[Candidate, float] | None:
+        """A pool with more threads than the choice whose steps alone ran over
+        ``SLOWER_THAN_TRACED`` times what the traced step predicts for it, where
+        the prediction put it ahead of the choice's own steps: the pool and
+        how much slower.  None otherwise (no trace, no such pool)."""
+        features, summary = host.prober.features, host.prober.trace_summary
+        if features is None or summary is None or summary.empty:
+            return None
+        mine = pr.steps_alone.get(dec.candidate)
+        if not mine:
+            return None
+        own = statistics.median(mine)
+        worst: tuple[Candidate, float] | None = None
+        for c, v in pr.steps_alone.items():
+            if c.threads <= dec.candidate.threads or not v:
+                continue
+            pred = predict_step_ns(features, summary, c)
+            if not 0.0 < pred < own:
+                continue
+            ratio = statistics.median(v) / pred
+            if ratio > SLOWER_THAN_TRACED and (worst is None or ratio > worst[1]):
+                worst = (c, ratio)
+        return worst
 
     @staticmethod
     def _pool_before(monitor: Monitor, dec: Decision, timed: dict[Candidate, list[float]],
