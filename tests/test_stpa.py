@@ -184,6 +184,24 @@ def test_select_takes_the_serial_executor_untimed_over_another_one_thread_candid
                   serial_untimed=True).candidate == SERIAL
 
 
+def test_the_serial_executor_untimed_gets_a_limit_from_the_one_thread_timing():
+    """The serial executor chosen untimed, with a traced step and a pool that
+    was timed and lost by less than its trace's 1.5x: the reason's limit
+    compares the pool with the one-thread candidate timed in the serial
+    executor's place.  It looked the serial executor's own median up --
+    KeyError, and STPA stopped ("failed") in 4 envs stepped in turn."""
+    f, s = feats(), summary()
+    p2 = predict_step_ns(f, s, P[2])
+    t = {P[1]: [1.1 * p2] * 3, P[2]: [1.4 * p2] * 3}
+    d = select(t, f, s, serial_untimed=True)
+    assert d.candidate == SERIAL
+    assert d.reason.endswith("Limit: measured: parallel-2 took 1.27x as long per step."), \
+        d.reason
+    d = select(t, f, None, serial_untimed=True)
+    assert d.reason.endswith("Limit: measured: parallel-2 took 1.27x as long per step (no "
+                             "trace to say why)."), d.reason
+
+
 def test_select_without_timings_uses_prediction_or_default():
     assert select({}, feats()).candidate == SERIAL
     assert select({}, feats(lookahead=0.0)).candidate == SERIAL

@@ -478,12 +478,16 @@ def limiting_factor(features: Features, summary: TraceSummary | None,
                 "without the optimistic executor")
     bigger = sorted((c for c in medians if c.threads > choice.threads),
                     key=lambda c: medians[c])
+    # the choice's own median; for the serial executor chosen untimed (`select`'s
+    # serial_untimed), the one-thread candidate timed in its place
+    base = medians.get(choice) or min(
+        (m for c, m in medians.items() if c.threads == choice.threads), default=None)
     if summary is None or summary.empty:
         why = ("no trace to say why" if summary is None else
                "the traced step had no events, so its trace says nothing")
-        if bigger and choice in medians:
+        if bigger and base:
             return (f"measured: {bigger[0].label} took "
-                    f"{medians[bigger[0]] / medians[choice]:.2f}x as long per step "
+                    f"{medians[bigger[0]] / base:.2f}x as long per step "
                     f"({why})")
         return f"the pools with more threads were not timed ({why})"
     per_window_ns = summary.handler_ns * summary.events_per_window / max(1, summary.threads)
@@ -500,13 +504,15 @@ def limiting_factor(features: Features, summary: TraceSummary | None,
         if ratio > 1.5:
             return (f"a slower or busy core: {bigger[0].label} ran {ratio:.1f}x slower than "
                     "its trace predicts (another process, or uneven cores)")
-    if bigger and bigger[0].executor == "optimistic":
+    if bigger and base and bigger[0].executor == "optimistic":
         return (f"speculation: {bigger[0].label} took "
-                f"{medians[bigger[0]] / medians[choice]:.2f}x as long per step "
+                f"{medians[bigger[0]] / base:.2f}x as long per step "
                 "(rollbacks and logging cost more than the second thread gave)")
-    if bigger:
+    if bigger and base:
         return (f"measured: {bigger[0].label} took "
-                f"{medians[bigger[0]] / medians[choice]:.2f}x as long per step")
+                f"{medians[bigger[0]] / base:.2f}x as long per step")
+    if bigger:
+        return f"measured: {bigger[0].label} was timed, {in_words(choice)} was not"
     return "the pools with more threads were predicted slower and not timed"
 
 
