@@ -1580,6 +1580,13 @@ def test_a_share_no_timed_pool_fits_takes_the_pool_the_trace_predicts_within_it(
                                  "this run's share of the cores the trace predicts it fastest")
     assert Decisions._within_share(host, one, {P[1]: [1.5e6]}, 1) is one
     assert Decisions._within_share(host, one, {P[1]: [1.5e6], P[4]: [2e6]}, 6) is one
+    # the serial executor chosen untimed in parallel-1's place (`select`'s
+    # serial_untimed): scaled from parallel-1's iteration all the same (it
+    # returned the serial executor: one thread of a share of 6)
+    untimed = Decision(SERIAL, "The serial executor, untimed: ...", {"parallel-1": 1.5e6}, {})
+    dec2 = Decisions._within_share(host, untimed, {P[1]: [1.5e6]}, 6)
+    assert dec2.candidate == dec.candidate, dec2.reason
+    assert "scaled from parallel-1's 1.50 ms" in dec2.reason
 
 
 def test_a_company_look_whose_check_cuts_the_pool_to_the_share_goes_on():

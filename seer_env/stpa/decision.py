@@ -291,19 +291,23 @@ class Decisions:
             return dec
         pools = [c for c in candidate_set(features, share) if c.threads > 1]
         one = Candidate("parallel", 1)
-        if not pools or dec.candidate.label not in dec.medians_ns:
+        # the choice's iteration; for the serial executor chosen untimed, the
+        # one-thread candidate's timed in its place
+        ones = {k: v for k, v in dec.medians_ns.items() if Candidate.parse(k).threads == 1}
+        label = dec.candidate.label if dec.candidate.label in ones else min(
+            ones, key=lambda k: ones[k], default=None)
+        if not pools or label is None:
             return dec
+        base = ones[label]
         pred = {c: predict_step_ns(features, summary, c) for c in pools}
         best = min(pools, key=lambda c: (pred[c], c.threads))
-        est = dec.medians_ns[dec.candidate.label] * pred[best] / max(
-            predict_step_ns(features, summary, one), 1.0)
-        if est >= dec.medians_ns[dec.candidate.label] * (1.0 - host.margin):
+        est = base * pred[best] / max(predict_step_ns(features, summary, one), 1.0)
+        if est >= base * (1.0 - host.margin):
             return dec
         return Decision(best, f"{in_words(best).capitalize()}, untimed: within this run's "
                         f"share of the cores the trace predicts it fastest ({choice_ns(est)} "
-                        f"an iteration, scaled from {dec.candidate.label}'s "
-                        f"{choice_ns(dec.medians_ns[dec.candidate.label])}); the probe had "
-                        "timed the larger pools only.", dec.medians_ns,
+                        f"an iteration, scaled from {label}'s {choice_ns(base)}); the probe "
+                        "had timed the larger pools only.", dec.medians_ns,
                         {c.label: v for c, v in pred.items()}, dec.trigger)
 
     @staticmethod
