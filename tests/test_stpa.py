@@ -2052,6 +2052,29 @@ def test_a_preflight_whose_pool_ran_behind_its_trace_is_timed_again_shortly(monk
         steps += 1
     assert st.history[1].trigger == "confirm" and steps <= 20 + 8 + 20, steps
     assert st.threads == 2, st.reason
+    assert flagged["n"] == 1
+
+
+def test_pools_always_behind_their_trace_are_rechecked_once(monkeypatch):
+    """A trace that always mispredicts the pool (uneven cores, a memory-bound
+    pool): the preflight's recheck comes once, and the confirmations after it
+    wait for their budget as usual (a recheck after every confirmation would
+    confirm every quarter of a second for good)."""
+    from seer_env.stpa.decision import Decisions
+
+    rt = _FakeRuntime()
+    rt.events_per_step = 1000
+    monkeypatch.setattr(Decisions, "_pools_slower_than_traced",
+                        staticmethod(lambda host, pr, dec: (P[2], 3.0)))
+    st = Stpa(rt, cores=2, rounds=1, reprobe_rounds=1, check_every=8, reprobe_gap=16,
+              check_ns=0.0, trace=False, tie=0.0, clock=rt.clock, probe_share=None,
+              recheck_ns=2_000_000.0)
+    rt.slow_factor = 2.0
+    rt.slow[("parallel", 2)] = 10**9  # every parallel-2 step 2x: behind one thread
+    for _ in range(1500):
+        rt.step(st)
+    confirms = [d for d in st.history if d.trigger == "confirm"]
+    assert st.threads == 1 and 2 <= len(confirms) < 10, [d.trigger for d in st.history]
 
 
 def test_one_slow_visit_does_not_drop_a_candidate():

@@ -182,8 +182,11 @@ class Decisions:
         host.state = "monitor"
         s = host.rt.stats()
         monitor.restart(host, pr, dec.candidate, same, s)
-        slow = None if company or share < host.cores else self._pools_slower_than_traced(
-            host, pr, dec)
+        # after the preflight only: a confirmation that found the same would
+        # recheck every quarter of a second for good where the trace
+        # mispredicts (uneven cores, a memory-bound pool)
+        slow = None if company or share < host.cores or pr.trigger != "preflight" \
+            else self._pools_slower_than_traced(host, pr, dec)
         if slow is not None:
             # pools well behind their trace with no company seen: a moment of
             # the host's own noise (its other tenants), which passes; they are
