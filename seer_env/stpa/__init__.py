@@ -89,7 +89,12 @@ that lost in company are not written off: the confirmation re-probes time
 them again once the run has paid for it (the pool company kept the run
 from too; none beyond the run's share of the cores while other processes
 keep the rest busy: they would run on theirs), so the pool comes back when
-the company leaves.  A decision remembered from an earlier run is confirmed at
+the company leaves.  A preflight whose pools ran over 1.5x behind what its
+traced step predicts, with no company seen (the host's other tenants, a
+moment that passes), is timed again a quarter of a second later.  A one-thread
+candidate timed over ``SERIAL_MARGIN`` faster than the serial executor gets
+more rounds with it first: they run the same events, so such a gap is
+noise.  A decision remembered from an earlier run is confirmed at
 once when the run's iterations are slower than the remembered ones or other
 processes hold a core: made alone, it is not trusted in company.  Where
 company kept a pool from winning, the reason's limit says which
