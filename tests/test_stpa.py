@@ -1970,17 +1970,15 @@ def test_one_thread_outlier():
     assert one_thread_outlier({SERIAL: [1.0e6] * 2, P[1]: [1.3e6] * 2}) is None
 
 
-def test_a_noisy_visit_of_the_serial_executor_gets_more_rounds_before_it_decides():
-    """The serial executor runs 3% faster than parallel-1 (the same events
-    without the pool's phases), but its one visit was slow (the host's other
-    tenants): parallel-1 timed 2.9x faster, which the serial executor and
-    parallel-1 cannot differ by.  Both get extra rounds, and the serial
-    executor is chosen (a burner beside PCS 64x64 made parallel-1 "1.27x
-    faster than the serial executor", and the run kept it)."""
+def _decided_after_a_slow_serial_visit(serial_factor: float, rounds: int) -> Stpa:
+    """One core, 1000 events a step (parallel-1 100 us, the serial executor
+    ``serial_factor`` times that): the serial executor's first visit runs its
+    2 timed steps 3x slow (a transient on the host); stepped until STPA
+    decides."""
     rt = _FakeRuntime()
     rt.events_per_step = 1000
-    rt.serial_factor = 0.97
-    st = Stpa(rt, cores=1, rounds=1, reprobe_rounds=1, check_every=8, reprobe_gap=16,
+    rt.serial_factor = serial_factor
+    st = Stpa(rt, cores=1, rounds=rounds, reprobe_rounds=1, check_every=8, reprobe_gap=16,
               check_ns=0.0, trace=False, tie=0.0, clock=rt.clock, probe_share=None,
               confirm=False)
     rt.step(st)
@@ -1988,6 +1986,17 @@ def test_a_noisy_visit_of_the_serial_executor_gets_more_rounds_before_it_decides
     rt.slow[("serial", 1)] = 2  # its first visit's 2 timed steps
     while st.decision is None:
         rt.step(st)
+    return st
+
+
+def test_a_noisy_visit_of_the_serial_executor_gets_more_rounds_before_it_decides():
+    """The serial executor runs 3% faster than parallel-1 (the same events
+    without the pool's phases), but its one visit was slow (the host's other
+    tenants): parallel-1 timed 2.9x faster, which the serial executor and
+    parallel-1 cannot differ by.  Both get extra rounds, and the serial
+    executor is chosen (a burner beside PCS 64x64 made parallel-1 "1.27x
+    faster than the serial executor", and the run kept it)."""
+    st = _decided_after_a_slow_serial_visit(serial_factor=0.97, rounds=1)
     assert len(st.timings["serial"]) > 2 and len(st.timings["parallel-1"]) > 2
     assert st.decision.candidate == SERIAL, st.reason
 
@@ -2081,17 +2090,8 @@ def test_one_slow_visit_does_not_drop_a_candidate():
     """A transient on the host can make one visit of the best candidate 3x
     slow (over the 1.5x drop bound): it is dropped only after two visits, so
     its later visits show it is the fastest, and it is chosen."""
-    rt = _FakeRuntime()
-    rt.events_per_step = 1000  # serial 80 us (below), parallel-1 100 us
-    rt.serial_factor = 0.8
-    st = Stpa(rt, cores=1, rounds=3, reprobe_rounds=1, check_every=8, reprobe_gap=16,
-              check_ns=0.0, trace=False, tie=0.0, clock=rt.clock, probe_share=None,
-              confirm=False)
-    rt.step(st)
-    rt.step(st)  # the features steps
-    rt.slow[("serial", 1)] = 2  # its first visit's 2 timed steps
-    while st.decision is None:
-        rt.step(st)
+    # serial 80 us, parallel-1 100 us
+    st = _decided_after_a_slow_serial_visit(serial_factor=0.8, rounds=3)
     assert st.timings["serial"][:2] == [240_000.0, 240_000.0]
     assert st.decision.candidate == SERIAL
 

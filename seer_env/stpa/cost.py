@@ -478,10 +478,8 @@ def limiting_factor(features: Features, summary: TraceSummary | None,
                 "without the optimistic executor")
     bigger = sorted((c for c in medians if c.threads > choice.threads),
                     key=lambda c: medians[c])
-    # the choice's own median; for the serial executor chosen untimed (`select`'s
-    # serial_untimed), the one-thread candidate timed in its place
-    base = medians.get(choice) or min(
-        (m for c, m in medians.items() if c.threads == choice.threads), default=None)
+    got = own_or_stand_in({c.label: m for c, m in medians.items()}, choice)
+    base = got[1] if got is not None else None
     if summary is None or summary.empty:
         why = ("no trace to say why" if summary is None else
                "the traced step had no events, so its trace says nothing")
@@ -580,6 +578,21 @@ def close_call(timings: Mapping[Candidate, Sequence[float]], tie: float = 0.08
     return med[0][2], med[1][2]
 
 
+def own_or_stand_in(medians_ns: Mapping[str, float], c: Candidate
+                    ) -> tuple[str, float] | None:
+    """``c``'s median iteration (by label) or, for the serial executor chosen
+    untimed (`select`'s ``serial_untimed``), the fastest one-thread
+    candidate's, timed in its place (the same events, through the pool's
+    phases): the label and the median; None where neither was timed."""
+    if c.label in medians_ns:
+        return c.label, medians_ns[c.label]
+    ones = {k: v for k, v in medians_ns.items() if Candidate.parse(k).threads == 1}
+    if c != SERIAL or not ones:
+        return None
+    k = min(ones, key=lambda x: ones[x])
+    return k, ones[k]
+
+
 def one_thread_outlier(timings: Mapping[Candidate, Sequence[float]]
                        ) -> tuple[Candidate, Candidate] | None:
     """The fastest candidate and the serial executor where the fastest is
@@ -633,6 +646,7 @@ __all__ = [
     "limiting_factor",
     "neighbours",
     "one_thread_outlier",
+    "own_or_stand_in",
     "predict_step_ns",
     "probe_plan",
     "regime",

@@ -61,6 +61,7 @@ from .cost import (
     eliminated,
     in_words,
     limiting_factor,
+    own_or_stand_in,
     predict_step_ns,
     regime,
     select,
@@ -294,14 +295,10 @@ class Decisions:
             return dec
         pools = [c for c in candidate_set(features, share) if c.threads > 1]
         one = Candidate("parallel", 1)
-        # the choice's iteration; for the serial executor chosen untimed, the
-        # one-thread candidate's timed in its place
-        ones = {k: v for k, v in dec.medians_ns.items() if Candidate.parse(k).threads == 1}
-        label = dec.candidate.label if dec.candidate.label in ones else min(
-            ones, key=lambda k: ones[k], default=None)
-        if not pools or label is None:
+        got = own_or_stand_in(dec.medians_ns, dec.candidate)
+        if not pools or got is None:
             return dec
-        base = ones[label]
+        label, base = got
         pred = {c: predict_step_ns(features, summary, c) for c in pools}
         best = min(pools, key=lambda c: (pred[c], c.threads))
         est = base * pred[best] / max(predict_step_ns(features, summary, one), 1.0)
@@ -367,10 +364,9 @@ class Decisions:
         self.history.append(new)
         host._switch_after(c)
         monitor = host.monitor
-        # the serial executor untimed: a one-thread pool's iterations bound its own
-        ones = [v for k, v in dec.medians_ns.items() if Candidate.parse(k).threads == 1]
-        monitor.running_ns = dec.medians_ns.get(
-            c.label, min(ones) if ones and c == SERIAL else monitor.running_ns)
+        got = own_or_stand_in(dec.medians_ns, c)
+        if got is not None:
+            monitor.running_ns = got[1]
         # the pool the share cut, timed again by the confirmations (within the share)
         monitor.pool_before = dec.candidate if c.threads < dec.candidate.threads else None
         monitor.iter_decided_ns = dec.medians_ns.get(c.label)
