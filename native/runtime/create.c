@@ -555,7 +555,7 @@ void seer_runtime_destroy(seer_runtime *rt)
         }
     }
     for (size_t k = 0; k < rt->mem.nchunks; k++)
-        free(rt->mem.chunks[k]);
+        free(rt->mem.chunks[k].mem);
     free(rt->mem.chunks);
     free(rt->inst);
     free(rt->part.of);

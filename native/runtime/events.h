@@ -48,6 +48,22 @@ void seer_event_pool_balance_local(seer_worker *w, uint64_t lo, uint64_t hi);
  * reserve's mutex; chunks allocated as needed).  SEER_OK, SEER_E_NOMEM, or
  * SEER_E_BUDGET past the memory limit; the list keeps what it took. */
 int seer_event_stock_local(seer_worker *w, uint64_t n);
+/* Free records in address order (events.c says why).  Host only, between
+ * calls, under the reserve's lock (a worker that woke late for the last call
+ * may be restocking).  An optimization only: without memory for its map, or
+ * where a list is not what its count says, nothing moves.
+ *
+ * seer_event_order_all_host: every free record -- the workers' lists and
+ * the reserve -- to worker 0's list, the host's (the serial executor's).
+ * seer_event_order_host: worker 0's list and the reserve, each in address
+ * order (the serial executor after a reset). */
+void seer_event_order_all_host(seer_runtime *rt);
+void seer_event_order_host(seer_runtime *rt);
+/* Steps on the serial executor after a switch to it before
+ * seer_event_order_all_host (seer_runtime_step): more than two of STPA's
+ * probe visits in a row (at most 9 steps each), which would pay the
+ * ordering (2-3 ms on PCS 64x64 after 2 threads) for a few steps. */
+#define SEER_ORDER_AFTER_STEPS 32u
 /* Free every event q holds into w's free list and empty q (the caller owns
  * q). */
 void seer_event_free_all_local(seer_worker *w, seer_squeue *q);

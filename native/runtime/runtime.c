@@ -131,7 +131,7 @@ static void release_failed(seer_runtime *rt)
     const uint32_t active = atomic_load_explicit(&rt->pool.active, memory_order_relaxed);
     seer_pool_stop(rt); /* gives every worker's free events back to the reserve */
     for (size_t k = 0; k < rt->mem.nchunks; k++)
-        free(rt->mem.chunks[k]);
+        free(rt->mem.chunks[k].mem);
     rt->mem.nchunks = 0;
     rt->mem.reserve = NULL;
     rt->mem.reserve_n = 0;
@@ -183,6 +183,11 @@ int seer_runtime_reset(seer_runtime *rt, const uint64_t *seeds, const uint8_t *m
     rt->in_call = 0;
     if (rc)
         fail_selected(rt);
+    else if (rt->executor == SEER_EXECUTOR_SERIAL)
+        /* the reset freed the instances' events in the queues' order: the
+         * free records in address order (events.c says why; the pools' lists
+         * are left as they are: ordering them cost more than it gained) */
+        seer_event_order_host(rt);
     return rc;
 }
 
@@ -453,6 +458,8 @@ int seer_runtime_step(seer_runtime *rt, const uint8_t *mask)
                      seer_opt_speculates(rt);
     if (spec && (rc = seer_opt_prepare(rt)) != SEER_OK)
         return rc;
+    if (rt->mem.order_in && rt->executor == SEER_EXECUTOR_SERIAL && --rt->mem.order_in == 0)
+        seer_event_order_all_host(rt); /* a while after a switch to it (threads.c) */
     rt->stats.steps++;
     rt->in_call = 1;
     if (rt->executor == SEER_EXECUTOR_SERIAL) {

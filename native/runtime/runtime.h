@@ -190,14 +190,27 @@ typedef struct seer_rt_groups {
     int enforce_mask;        /* masks refuse what they forbid (not advisory)    */
 } seer_rt_groups;
 
-/* The event reserve shared by all workers (events.c; mutex: slow path only). */
+/* A block of event records (events.c): n records of event_stride bytes. */
+typedef struct seer_event_chunk {
+    unsigned char *mem;
+    uint64_t n;
+} seer_event_chunk;
+
+/* The event reserve shared by all workers (events.c; mutex: slow path only).
+ * The lock also guards every worker's free list between calls: outside a
+ * call's chunks a worker touches its list only under it (its restock as a
+ * call starts), so the host may order all lists under it
+ * (seer_event_order_free_host). */
 typedef struct seer_rt_reserve {
     pthread_mutex_t lock;
     seer_event *reserve;
     uint64_t reserve_n;
-    void **chunks;
+    seer_event_chunk *chunks;
     size_t nchunks, chunks_cap;
     uint64_t pool_events;
+    /* steps on the serial executor, after a switch to it, before every free
+     * record goes to its list in address order (0: none due; host only) */
+    uint32_t order_in;
 } seer_rt_reserve;
 
 /* The worker pool (pool.c). */

@@ -15,6 +15,7 @@
 #include "api.h"
 #include "base.h"
 #include "errors.h"
+#include "events.h"
 #include "partition.h"
 #include "pool.h"
 #include "runtime.h"
@@ -128,5 +129,9 @@ int seer_runtime_set_executor(seer_runtime *rt, int executor, uint32_t threads)
         return SEER_E_NOMEM;
     }
     rt->executor = executor;
+    /* the records flowed between the pool's threads: once the serial
+     * executor has run a while (not for a probe's visit), every free record
+     * goes to its list in address order (events.c says why) */
+    rt->mem.order_in = executor == SEER_EXECUTOR_SERIAL ? SEER_ORDER_AFTER_STEPS : 0;
     return SEER_OK;
 }

@@ -89,6 +89,10 @@ for mode in "${modes[@]}"; do
   "$CC" "${common[@]}" "${flags[@]}" "$here/test_snapshot.c" "${runtime_src[@]}" \
     "${wrap[@]}" -o "$out/test_snapshot-$mode" -lm
   "$out/test_snapshot-$mode"
+  # free event records in address order after a switch to serial and a reset
+  "$CC" "${common[@]}" "${flags[@]}" "$here/test_event_order.c" "${runtime_src[@]}" \
+    "${wrap[@]}" -o "$out/test_event_order-$mode" -lm
+  "$out/test_event_order-$mode"
   # every allocation and thread creation of the runtime failed in turn: the
   # only build with the failure injection (faults.h, faults.c)
   "$CC" "${common[@]}" "${flags[@]}" -DSEER_FAULT_INJECTION "$here/stress_failures.c" \

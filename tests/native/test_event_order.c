@@ -1,0 +1,200 @@
+/*
+ * test_event_order: the free event records put back in address order
+ * (events.c), from C, under the sanitizers (run_sanitizers.sh).
+ *
+ * PHOLD on 3 threads, switched to the serial executor: once it has run
+ * SEER_ORDER_AFTER_STEPS steps there (not before: a probe's visit), every
+ * free record is on worker 0's list, none is lost or listed twice, and the
+ * outputs are the serial executor's bit for bit.  A serial reset leaves
+ * worker 0's list and the reserve in address order.  A list whose count is
+ * not what it holds is left as it is.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "events.h"
+#include "phold.h"
+#include "runtime.h"
+#include "seer_runtime.h"
+
+static const seer_phold_config cfg = {.num_entities = 61, .events_per_entity = 4,
+                                      .remote = 0.7, .mean = 0.6, .lookahead = 0.3,
+                                      .work = 0, .step_duration = 2.0};
+
+static int fails = 0;
+#define CHECK(cond, ...)                                                                      \
+    do {                                                                                      \
+        if (!(cond)) {                                                                        \
+            fprintf(stderr, "test_event_order:%d: ", __LINE__);                              \
+            fprintf(stderr, __VA_ARGS__);                                                     \
+            fputc('\n', stderr);                                                              \
+            fails++;                                                                          \
+        }                                                                                     \
+    } while (0)
+
+static seer_runtime *make(int executor, uint32_t threads)
+{
+    seer_runtime *rt = NULL;
+    char err[512];
+    seer_runtime_options o = {.num_instances = 2, .executor = executor, .threads = threads,
+                              .flags = SEER_RT_OVERSUBSCRIBE};
+    if (seer_runtime_create(&seer_model_phold, &cfg, sizeof cfg, &o, &rt, err, sizeof err) !=
+        SEER_OK) {
+        fprintf(stderr, "create: %s\n", err);
+        exit(2);
+    }
+    const uint64_t seeds[2] = {11, 12};
+    if (seer_runtime_reset(rt, seeds, NULL) != SEER_OK) {
+        fprintf(stderr, "reset: %s\n", seer_runtime_error(rt));
+        exit(2);
+    }
+    return rt;
+}
+
+/* `steps` steps of both instances, the actions drawn from the step's index;
+ * a checksum of the observations and rewards after each. */
+static uint64_t run(seer_runtime *rt, int steps, uint64_t h)
+{
+    uint64_t at;
+    (void)seer_runtime_step_index(rt, 0, &at);
+    const seer_sizes *sz = seer_runtime_sizes(rt);
+    const uint32_t A = sz->num_agents;
+    for (int k = 0; k < steps; k++) {
+        int32_t *act = seer_runtime_buffer(rt, SEER_BUF_ACTIONS);
+        for (uint32_t a = 0; a < 2 * A; a++)
+            act[a] = (int32_t)((7u * (uint32_t)(at + (uint64_t)k) + a) % (uint32_t)sz->action_n);
+        if (seer_runtime_step(rt, NULL) != SEER_OK) {
+            fprintf(stderr, "step: %s\n", seer_runtime_error(rt));
+            exit(2);
+        }
+        const unsigned char *o = seer_runtime_buffer(rt, SEER_BUF_OBS);
+        const unsigned char *r = seer_runtime_buffer(rt, SEER_BUF_REWARD);
+        for (size_t j = 0; j < (size_t)2 * A * sz->obs_dim * 4; j++)
+            h = (h ^ o[j]) * 1099511628211ull;
+        for (size_t j = 0; j < (size_t)2 * A * 4; j++)
+            h = (h ^ r[j]) * 1099511628211ull;
+    }
+    return h;
+}
+
+/* Records on a list; *ascending: each above the one before. */
+static uint64_t walk(const seer_event *ev, int *ascending)
+{
+    uint64_t n = 0;
+    *ascending = 1;
+    for (const seer_event *prev = NULL; ev; prev = ev, ev = ev->next_free, n++)
+        if (prev && (uintptr_t)ev <= (uintptr_t)prev)
+            *ascending = 0;
+    return n;
+}
+
+/* Free records on the lists of workers 1.. (under the reserve's lock: a
+ * worker that woke late for the last call may be restocking). */
+static uint64_t others_free(seer_runtime *rt)
+{
+    uint64_t n = 0;
+    pthread_mutex_lock(&rt->mem.lock);
+    for (uint32_t t = 1; t < rt->pool.nthreads; t++)
+        n += rt->pool.workers[t].pool.nfree + (rt->pool.workers[t].pool.free != NULL);
+    pthread_mutex_unlock(&rt->mem.lock);
+    return n;
+}
+
+/* Every free record (the workers' lists, the reserve) and every pending one
+ * add up to the records allocated, each counted once. */
+static void check_conserved(seer_runtime *rt, const char *when)
+{
+    pthread_mutex_lock(&rt->mem.lock);
+    uint64_t free_n = 0;
+    int asc;
+    for (uint32_t t = 0; t < rt->pool.nthreads; t++) {
+        const uint64_t n = walk(rt->pool.workers[t].pool.free, &asc);
+        CHECK(n == rt->pool.workers[t].pool.nfree, "%s: worker %u lists %llu, counts %llu", when,
+              t, (unsigned long long)n, (unsigned long long)rt->pool.workers[t].pool.nfree);
+        free_n += n;
+    }
+    const uint64_t r = walk(rt->mem.reserve, &asc);
+    CHECK(r == rt->mem.reserve_n, "%s: the reserve lists %llu, counts %llu", when,
+          (unsigned long long)r, (unsigned long long)rt->mem.reserve_n);
+    const uint64_t pool_events = rt->mem.pool_events;
+    pthread_mutex_unlock(&rt->mem.lock);
+    uint64_t pending = 0;
+    for (uint32_t i = 0; i < 2; i++) {
+        uint64_t p;
+        (void)seer_runtime_pending_events(rt, i, &p);
+        pending += p;
+    }
+    CHECK(free_n + r + pending == pool_events,
+          "%s: %llu free + %llu in reserve + %llu pending != %llu records", when,
+          (unsigned long long)free_n, (unsigned long long)r, (unsigned long long)pending,
+          (unsigned long long)pool_events);
+}
+
+int main(void)
+{
+    /* the serial executor from the start: what the switched runtime must give */
+    seer_runtime *ref = make(SEER_EXECUTOR_SERIAL, 1);
+    const uint64_t want = run(ref, 40 + SEER_ORDER_AFTER_STEPS, 1);
+    seer_runtime_destroy(ref);
+
+    seer_runtime *rt = make(SEER_EXECUTOR_PARALLEL, 3);
+    uint64_t h = run(rt, 40, 1);
+    const uint64_t others = others_free(rt);
+    CHECK(others > 0, "the pool's workers hold no free record after 40 steps");
+    check_conserved(rt, "after 40 steps on 3 threads");
+
+    if (seer_runtime_set_executor(rt, SEER_EXECUTOR_SERIAL, 1) != SEER_OK) {
+        fprintf(stderr, "set_executor: %s\n", seer_runtime_error(rt));
+        return 2;
+    }
+    /* a probe's visit: nothing is ordered yet */
+    h = run(rt, SEER_ORDER_AFTER_STEPS - 1, h);
+    CHECK(others_free(rt) == others, "free records moved before %u serial steps", SEER_ORDER_AFTER_STEPS);
+    /* then all of them go to the serial executor's list */
+    h = run(rt, 1, h);
+    CHECK(others_free(rt) == 0, "the pool's workers keep free records after the ordering");
+    pthread_mutex_lock(&rt->mem.lock);
+    const uint64_t kept = rt->mem.reserve_n;
+    pthread_mutex_unlock(&rt->mem.lock);
+    CHECK(kept == 0, "the reserve keeps %llu records", (unsigned long long)kept);
+    CHECK(rt->mem.order_in == 0, "an ordering is still due");
+    check_conserved(rt, "after the switch to serial");
+    CHECK(h == want, "the outputs differ from the serial executor's after the ordering");
+
+    /* ordered by hand (the step scrambled the head): worker 0's list ascends */
+    seer_event_order_all_host(rt);
+    int asc;
+    (void)walk(rt->pool.workers[0].pool.free, &asc);
+    CHECK(asc, "worker 0's list is not in address order after seer_event_order_all_host");
+    check_conserved(rt, "after seer_event_order_all_host");
+
+    /* a serial reset: worker 0's list and the reserve in address order */
+    const uint64_t seeds[2] = {5, 6};
+    if (seer_runtime_reset(rt, seeds, NULL) != SEER_OK)
+        return 2;
+    (void)walk(rt->pool.workers[0].pool.free, &asc);
+    CHECK(asc, "worker 0's list is not in address order after a serial reset");
+    (void)walk(rt->mem.reserve, &asc);
+    CHECK(asc, "the reserve is not in address order after a serial reset");
+    check_conserved(rt, "after a serial reset");
+
+    /* a count that is not what the list holds: nothing moves */
+    (void)run(rt, 3, 0);
+    seer_worker *w0 = &rt->pool.workers[0];
+    seer_event *head = w0->pool.free;
+    const uint64_t n0 = w0->pool.nfree;
+    w0->pool.nfree = n0 + 1;
+    seer_event_order_all_host(rt);
+    CHECK(w0->pool.free == head && w0->pool.nfree == n0 + 1, "a miscounted list was reordered");
+    w0->pool.nfree = n0;
+    check_conserved(rt, "after the miscounted list");
+    seer_runtime_destroy(rt);
+
+    if (fails) {
+        fprintf(stderr, "test_event_order: %d failure(s)\n", fails);
+        return 1;
+    }
+    printf("test_event_order: ok\n");
+    return 0;
+}
