@@ -52,11 +52,12 @@ The preflight, step by step.  It probes only as much as the run can win back:
    slow the caller's computation loses by what it costs there.
 8. **Choice** ([`select`][seer_env.stpa.select], a pure function of the timings and features): the
    fastest median iteration wins; a candidate with fewer threads within ``margin`` of
-   the fastest is preferred (it leaves cores free for the policy), and the
-   serial executor over another one-thread candidate less than ``SERIAL_MARGIN``
-   (8%) faster (that one runs the same events through the pool's phases), also
-   untimed where the probe pruned it for the pools and company then left one
-   thread (the run's share of the cores).  The
+   the fastest is preferred (it leaves cores free for the policy), and on one
+   thread the serial executor is the choice (the parallel or optimistic
+   executor on one thread, timed to scale the pools' predictions, runs the
+   same events through the pool's phases: where it timed faster, the sample
+   was noise), also untimed where the probe pruned it for the pools and
+   company then left one thread (the run's share of the cores).  The
    decision is written to the decision cache once the run has paid for the
    write (or when the runtime closes).  A later run starts from it without a
    preflight; where the runner-up was within 1.25x it confirms the choice as
@@ -91,12 +92,10 @@ from too; none beyond the run's share of the cores while other processes
 keep the rest busy: they would run on theirs), so the pool comes back when
 the company leaves.  A preflight whose pools ran over 1.5x behind what its
 traced step predicts, with no company seen (the host's other tenants, a
-moment that passes), is timed again a quarter of a second later.  A one-thread
-candidate timed over ``SERIAL_MARGIN`` faster than the serial executor gets
-more rounds with it first: they run the same events, so such a gap is
-noise.  A decision remembered from an earlier run is confirmed at
-once when the run's iterations are slower than the remembered ones or other
-processes hold a core: made alone, it is not trusted in company.  Where
+moment that passes), is timed again a quarter of a second later.  A decision
+remembered from an earlier run is confirmed at once when the run's
+iterations are slower than the remembered ones or other processes hold a
+core: made alone, it is not trusted in company.  Where
 company kept a pool from winning, the reason's limit says which
 (`seer_env.stpa.company`): ``"company: another thread pool in this process
 spins on the same cores (the caller's work between steps took ... beside

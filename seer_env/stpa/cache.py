@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import platform
+import re
 import stat
 import threading
 import time
@@ -24,6 +25,9 @@ from typing import Any, Protocol
 from .._bind.loader import cache_dir
 from .._bind.runtime import EXECUTORS, cpu_model
 from .._version import __version__
+
+#: a candidate's label: "serial", "parallel-N" or "optimistic-N"
+_LABEL = re.compile(r"serial|(?:parallel|optimistic)-[1-9][0-9]{0,3}")
 
 log = logging.getLogger("seer_env.stpa")
 
@@ -185,7 +189,8 @@ class DecisionCache:
             return f"alive_agents {e.get('alive_agents')!r} not a count"
         med = e.get("medians_ns")
         if not isinstance(med, dict) or not all(
-                isinstance(k, str) and time_ns(v) for k, v in med.items()):
+                isinstance(k, str) and _LABEL.fullmatch(k) and time_ns(v)
+                for k, v in med.items()):
             return "medians_ns not a map of labels to positive finite times"
         step_ns = e.get("step_ns")
         if step_ns is not None and not time_ns(step_ns):

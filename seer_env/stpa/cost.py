@@ -62,13 +62,6 @@ class Candidate:
 
 SERIAL = Candidate("serial", 1)
 
-#: the serial executor is chosen over another one-thread candidate (the
-#: parallel or optimistic executor on one thread, which runs the same events
-#: through the pool's phases: 3-5% slower on PCS 64x64 alone) unless that one
-#: is faster by more than this (noise of a few percent, alone or in company,
-#: made STPA keep parallel-1 and lose those 3-5% for the run)
-SERIAL_MARGIN = 0.08
-
 
 @dataclass(frozen=True)
 class Features:
@@ -371,12 +364,12 @@ def select(timings: Mapping[Candidate, Sequence[float]], features: Features,
     median is within ``margin`` of the fastest is preferred, and that an
     ``incumbent`` (the running choice, on a confirmation re-probe) is kept
     unless the winner is faster by more than ``hysteresis`` (a single noisy
-    re-probe must not flip a good choice).  On one thread the serial
-    executor is chosen over the parallel or optimistic executor unless that
-    one was timed faster by more than ``SERIAL_MARGIN``; ``serial_untimed``:
-    the serial executor can run but was not timed (the probe pruned it for
-    the pools, which company then ruled out), so a one-thread choice is the
-    serial executor, untimed.  Without any timing
+    re-probe must not flip a good choice).  On one thread the choice is the
+    serial executor where it was timed (`choosable`: the parallel or
+    optimistic executor on one thread runs the same events through the
+    pool's phases); ``serial_untimed``: the serial executor can run but was
+    not timed (the probe pruned it for the pools, which company then ruled
+    out), so a one-thread choice is the serial executor, untimed.  Without any timing
     the prediction decides (without a trace: the serial executor for lookahead
     0, else the parallel executor on one thread).  Deterministic: the same
     inputs give the same Decision.
@@ -397,21 +390,18 @@ def select(timings: Mapping[Candidate, Sequence[float]], features: Features,
             why = "the default (nothing was timed or traced)"
         return Decision(choice, f"{in_words(choice).capitalize()}: {why}.", {}, predicted,
                         trigger)
-    best_c = min(medians, key=lambda c: (medians[c], _pref(c)))
-    best = medians[best_c]
-    ok = [c for c in medians if medians[c] <= best * (1.0 + margin)]
-    choice = min(ok, key=lambda c: (c.threads, medians[c], _pref(c)))
-    serial_kept = (choice.threads == 1 and choice != SERIAL and SERIAL in medians
-                   and medians[SERIAL] <= medians[choice] * (1.0 + SERIAL_MARGIN))
+    pool = choosable(medians)
+    best_c = min(pool, key=lambda c: (pool[c], _pref(c)))
+    best = pool[best_c]
+    ok = [c for c in pool if pool[c] <= best * (1.0 + margin)]
+    choice = min(ok, key=lambda c: (c.threads, pool[c], _pref(c)))
     # the same events without the pool's phases, untimed: the probe timed
     # the pools in its place (PCS 64x64 beside another env process ran 3.5%
     # slower on parallel-1, the choice within its share of the cores)
     serial_unseen = (serial_untimed and choice.threads == 1 and choice != SERIAL
                      and SERIAL not in medians and SERIAL in cands)
-    if serial_kept:
-        choice = SERIAL
     kept = False
-    if (not serial_unseen and incumbent is not None and incumbent in medians
+    if (not serial_unseen and incumbent is not None and incumbent in pool
             and choice != incumbent
             and medians[choice] > medians[incumbent] * (1.0 - hysteresis)):
         choice, kept = incumbent, True
@@ -424,14 +414,15 @@ def select(timings: Mapping[Candidate, Sequence[float]], features: Features,
     else:
         why = (f"{in_words(choice).capitalize()}: its iterations took "
                f"{choice_ns(medians[choice])} (median; a step and the caller's work before it)")
+        ones = [c for c in medians if c.threads == 1 and c != SERIAL
+                and medians[c] < medians[choice]]
         if kept:
             why += f"; kept, as no other choice was faster by more than {hysteresis:.0%}"
-        elif serial_kept:
-            one = min((c for c in medians if c.threads == 1 and c != SERIAL),
-                      key=lambda c: medians[c])
-            why += (f", within {SERIAL_MARGIN:.0%} of {in_words(one)} "
-                    f"({choice_ns(medians[one])}), which runs the same events through the "
-                    "pool's phases")
+        elif choice == SERIAL and ones:
+            one = min(ones, key=lambda c: medians[c])
+            why += (f", the one-thread choice: {in_words(one)} ({choice_ns(medians[one])}) "
+                    "runs the same events through the pool's phases (a faster sample of it is "
+                    "noise)")
         elif choice != best_c:
             why += (f", within {margin:.0%} of the fastest ({in_words(best_c)}, "
                     f"{choice_ns(best)}) with fewer threads")
@@ -593,21 +584,17 @@ def own_or_stand_in(medians_ns: Mapping[str, float], c: Candidate
     return k, ones[k]
 
 
-def one_thread_outlier(timings: Mapping[Candidate, Sequence[float]]
-                       ) -> tuple[Candidate, Candidate] | None:
-    """The fastest candidate and the serial executor where the fastest is
-    another one-thread candidate timed more than ``SERIAL_MARGIN`` faster
-    than the serial executor: they run the same events (it through the
-    pool's phases, a few percent slower), so a gap that wide is a noisy
-    sample of one of them (the host's other tenants, a burner's slice), and
-    both get extra rounds before it decides.  None otherwise."""
-    med = {c: float(statistics.median(v)) for c, v in timings.items() if len(v)}
-    if SERIAL not in med or len(med) < 2:
-        return None
-    best = min(med, key=lambda c: (med[c], _pref(c)))
-    if best.threads != 1 or best == SERIAL or med[SERIAL] <= med[best] * (1.0 + SERIAL_MARGIN):
-        return None
-    return best, SERIAL
+def choosable(medians: Mapping[Candidate, float]) -> dict[Candidate, float]:
+    """The timed candidates a choice is made from: every one, except that
+    where the serial executor was timed no other one-thread candidate is (the
+    parallel or optimistic executor on one thread runs the same events
+    through the pool's phases, 3-5% slower on PCS 64x64 alone: where it timed
+    faster, the sample was noise -- a burner's slice, 4 env processes on 2
+    cores timed parallel-1 9% ahead -- and the run kept the slower executor).
+    They are still timed: their iteration scales the pools' predictions."""
+    if SERIAL not in medians:
+        return dict(medians)
+    return {c: m for c, m in medians.items() if c.threads > 1 or c == SERIAL}
 
 
 def neighbours(choice: Candidate, candidates: Sequence[Candidate]) -> list[Candidate]:
@@ -645,7 +632,7 @@ __all__ = [
     "in_words",
     "limiting_factor",
     "neighbours",
-    "one_thread_outlier",
+    "choosable",
     "own_or_stand_in",
     "predict_step_ns",
     "probe_plan",

@@ -58,6 +58,7 @@ from .cost import (
     Load,
     candidate_set,
     choice_ns,
+    choosable,
     eliminated,
     in_words,
     limiting_factor,
@@ -481,7 +482,10 @@ class Decisions:
         # everything that could fail first: the controller's state changes
         # only once nothing is left to fail (the caller then goes on as if
         # there were no cache)
-        others = sorted(v for k, v in e["medians_ns"].items() if k != c.label)
+        # the runner-up among what a choice is made from (`choosable`: not
+        # parallel-1 beside a timed serial executor)
+        timed = {Candidate.parse(k): float(v) for k, v in e["medians_ns"].items()}
+        others = sorted(v for k, v in choosable(timed).items() if k != c)
         mine = e["medians_ns"].get(c.label)
         med = mine or e.get("step_ns")
         running = float(med) if isinstance(med, (int, float)) and 0 < med < math.inf else None

@@ -63,11 +63,11 @@ from .cost import (
     Features,
     TraceSummary,
     candidate_set,
+    choosable,
     close_call,
     eliminated,
     first_candidate,
     in_words,
-    one_thread_outlier,
     probe_plan,
     summarize_trace,
 )
@@ -519,9 +519,11 @@ class Prober:
             return
         # tiny steps: a close call between one-thread candidates is not worth
         # more steps (what either wins is a fraction of a tiny step)
+        # (between the candidates a choice is made from: `choosable`)
         timed = {c: v for c, v in pr.timings.items() if c not in pr.dropped}
-        pair = None if pr.extended or pr.tiny else (
-            close_call(timed, host.tie) or one_thread_outlier(timed))
+        med = choosable({c: float(statistics.median(v)) for c, v in timed.items() if v})
+        pair = None if pr.extended or pr.tiny else close_call(
+            {c: v for c, v in timed.items() if c in med}, host.tie)
         if pair is None:
             host._decide(pr)
             return
