@@ -403,7 +403,7 @@ def select(timings: Mapping[Candidate, Sequence[float]], features: Features,
     kept = False
     if (not serial_unseen and incumbent is not None and incumbent in pool
             and choice != incumbent
-            and medians[choice] > medians[incumbent] * (1.0 - hysteresis)):
+            and pool[choice] > pool[incumbent] * (1.0 - hysteresis)):
         choice, kept = incumbent, True
     if serial_unseen:
         one, choice = choice, SERIAL
@@ -414,24 +414,23 @@ def select(timings: Mapping[Candidate, Sequence[float]], features: Features,
     else:
         why = (f"{in_words(choice).capitalize()}: its iterations took "
                f"{choice_ns(medians[choice])} (median; a step and the caller's work before it)")
-        ones = [c for c in medians if c.threads == 1 and c != SERIAL
-                and medians[c] < medians[choice]]
+        if choice == SERIAL and pool[SERIAL] < medians[SERIAL]:
+            one = min((c for c in medians if c.threads == 1 and c != SERIAL),
+                      key=lambda c: medians[c])
+            why += (f", taken as {choice_ns(pool[SERIAL])}: {in_words(one)} ran the same "
+                    "events through the pool's phases in that time (the one-thread choice is "
+                    "the serial executor, judged by the better sample)")
         if kept:
             why += f"; kept, as no other choice was faster by more than {hysteresis:.0%}"
-        elif choice == SERIAL and ones:
-            one = min(ones, key=lambda c: medians[c])
-            why += (f", the one-thread choice: {in_words(one)} ({choice_ns(medians[one])}) "
-                    "runs the same events through the pool's phases (a faster sample of it is "
-                    "noise)")
         elif choice != best_c:
             why += (f", within {margin:.0%} of the fastest ({in_words(best_c)}, "
                     f"{choice_ns(best)}) with fewer threads")
-        elif len(medians) > 1:
-            runner = min((c for c in medians if c != choice), key=lambda c: medians[c])
-            why += (f", {medians[runner] / best:.2f}x faster than the next best "
+        elif len(pool) > 1:
+            runner = min((c for c in pool if c != choice), key=lambda c: pool[c])
+            why += (f", {pool[runner] / best:.2f}x faster than the next best "
                     f"({in_words(runner)})")
-    if SERIAL in medians and choice != SERIAL:
-        why += f"; {medians[SERIAL] / medians[choice]:.2f}x the serial executor's rate"
+    if SERIAL in pool and choice != SERIAL:
+        why += f"; {pool[SERIAL] / medians[choice]:.2f}x the serial executor's rate"
     # events per window as the traced pool ran them (a one-thread step of the
     # parallel executor runs each instance whole: one 'window' a step)
     traced = summary is not None and not summary.empty
@@ -585,16 +584,22 @@ def own_or_stand_in(medians_ns: Mapping[str, float], c: Candidate
 
 
 def choosable(medians: Mapping[Candidate, float]) -> dict[Candidate, float]:
-    """The timed candidates a choice is made from: every one, except that
-    where the serial executor was timed no other one-thread candidate is (the
-    parallel or optimistic executor on one thread runs the same events
-    through the pool's phases, 3-5% slower on PCS 64x64 alone: where it timed
-    faster, the sample was noise -- a burner's slice, 4 env processes on 2
-    cores timed parallel-1 9% ahead -- and the run kept the slower executor).
-    They are still timed: their iteration scales the pools' predictions."""
+    """The timed candidates a choice is made from, with the iteration each is
+    judged by: every one as timed, except that where the serial executor was
+    timed the one-thread candidates count as one, the serial executor, at the
+    best of their medians.  The parallel or optimistic executor on one thread
+    runs the same events through the pool's phases (3-5% slower on PCS 64x64
+    alone), so where one timed faster the serial executor's sample was the
+    noisy one (a burner's slice; its free records scattered by the pools'
+    visits before it: 4 env processes on 2 cores timed parallel-1 9% ahead,
+    4 envs in one process 37%), and a run that kept parallel-1 lost those
+    3-5% for good.  They are timed all the same: their iteration scales the
+    pools' predictions."""
     if SERIAL not in medians:
         return dict(medians)
-    return {c: m for c, m in medians.items() if c.threads > 1 or c == SERIAL}
+    out = {c: m for c, m in medians.items() if c.threads > 1}
+    out[SERIAL] = min(m for c, m in medians.items() if c.threads == 1)
+    return out
 
 
 def neighbours(choice: Candidate, candidates: Sequence[Candidate]) -> list[Candidate]:
