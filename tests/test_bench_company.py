@@ -106,6 +106,26 @@ def test_a_quick_run_returns_every_figure(monkeypatch) -> None:
     text = company.table(res)
     assert text.splitlines()[0].split()[:2] == res["executors"][:2]
     assert "/s" in text.split("procs-2", 1)[1].split("\n", 1)[0]  # aggregate steps/s
+    # the host check, before and after the situations
+    hc = res["host_check"]
+    assert [hc[k]["pool"] for k in ("before", "after")] == [res["executors"][1]] * 2
+    assert all(_finite_positive(hc[k]["ratio"]) for k in ("before", "after"))
+    assert any(line.startswith("host check: ") for line in lines)
+
+
+def test_the_table_warns_where_the_host_check_moved() -> None:
+    """Before and after more than 10% apart: the table ends with a warning
+    naming both; within 10%, or without a host check (a file of an older
+    run, a run with no pool), nothing."""
+    res = {"executors": ["serial", "parallel-2"], "situations": {}}
+    assert "WARNING" not in company.table(res)
+    for after, warned in ((1.72, False), (1.6, False), (1.15, True), (2.0, True)):
+        res["host_check"] = {"before": {"pool": "parallel-2", "ratio": 1.76},
+                             "after": {"pool": "parallel-2", "ratio": after}}
+        last = company.table(res).splitlines()[-1]
+        assert last.startswith("WARNING: the host's speed moved during the run") is warned
+        if warned:
+            assert f"1.76x serial before it, {after:.2f}x after" in last
 
 
 @pytest.fixture

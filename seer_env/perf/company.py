@@ -32,6 +32,14 @@ take turns, blocks of ``block`` iterations in an order that rotates every
 round (`seer_env.perf.bench`'s blocks); the figures are the medians of the
 blocks and their ratios to the serial executor's (> 1: faster than serial).
 
+The **host check** brackets the run: the smallest pool alone against the
+serial executor, in a few rotated blocks, before the first situation and
+after the last (``res["host_check"]``).  Where the two differ by more than
+10%, the host's speed moved during the run (a shared VM's other tenants: on
+the 2-core VM of our figures, parallel-2 alone ran 1.1-1.2x serial instead of
+1.7-1.8x for minutes at a time, invisible in ``/proc/stat``), and the table
+says so: read that run's ratios with care, or rerun it in a quiet moment.
+
 ```python
 from seer_env.perf.company import bench_company, save
 
@@ -504,6 +512,50 @@ def _burner(plan: _Plan, envs: list[Any], duty: int) -> dict[str, Any]:
         return _alone(plan, envs)
 
 
+# -- the host check -----------------------------------------------------------------------------
+
+#: rotated blocks of the host check (serial and the smallest pool, alone)
+HOST_CHECK_ROUNDS = 6
+#: the host check's two ratios further apart than this: the host's speed moved
+HOST_MOVED = 0.10
+
+
+def _host_check(plan: _Plan) -> dict[str, Any] | None:
+    """The smallest pool's speed alone over the serial executor's, in
+    `HOST_CHECK_ROUNDS` rotated blocks after a warm-up block each; None
+    where no pool is measured."""
+    pools = [k for k in plan.labels if k not in ("serial", "auto")]
+    if not pools:
+        return None
+    envs = [plan.workload.make("serial"), plan.workload.make(pools[0])]
+    try:
+        runs: dict[str, Callable[[], Any]] = {"serial": _Stepper(envs[0]),
+                                              pools[0]: _Stepper(envs[1])}
+        for fn in runs.values():
+            _block_s(fn, plan.block)
+        got = _blocks(runs, HOST_CHECK_ROUNDS, plan.block)
+    finally:
+        for e in envs:
+            e.close()
+    return {"pool": pools[0],
+            "ratio": statistics.median(got["serial"]) / statistics.median(got[pools[0]])}
+
+
+def host_moved(res: Mapping[str, Any]) -> str | None:
+    """What the host check of ``res`` says where the host's speed moved during
+    the run (its ratios before and after more than `HOST_MOVED` apart), else
+    None."""
+    hc = res.get("host_check") or {}
+    before, after = hc.get("before"), hc.get("after")
+    if not before or not after:
+        return None
+    if abs(after["ratio"] / before["ratio"] - 1.0) <= HOST_MOVED:
+        return None
+    return (f"the host's speed moved during the run: {before['pool']} alone ran "
+            f"{before['ratio']:.2f}x serial before it, {after['ratio']:.2f}x after; read its "
+            "ratios with care, or rerun it in a quiet moment")
+
+
 # -- procs-N: env processes side by side --------------------------------------------------------
 
 
@@ -632,6 +684,9 @@ def table(res: Mapping[str, Any]) -> str:
         lines.append(f"{name:<16}skipped: {why}")
     lines.append("(serial: its median time per step, iteration or round, or aggregate steps/s; "
                  "the others: serial's time over theirs, > 1 is faster)")
+    moved = host_moved(res)
+    if moved:
+        lines.append(f"WARNING: {moved}")
     return "\n".join(lines)
 
 
@@ -729,6 +784,8 @@ def bench_company(situations: Sequence[str] = SITUATIONS, threads: Sequence[int]
             f"{'':<12} {'executor':<14} {'time':>10} {'vs serial':>10} {'env part':>10}  "
             "(time: median per step, iteration or round; procs-N: aggregate steps/s)")
         has_torch = res["torch"] is not None
+        progress("[company] host check: the smallest pool alone against serial")
+        check = _host_check(plan)
         for i, name in enumerate(names):
             kind, n = _parse(name)
             if kind in ("torch", "async") and not has_torch:
@@ -763,6 +820,11 @@ def bench_company(situations: Sequence[str] = SITUATIONS, threads: Sequence[int]
                    "load_avg_before": load0, "wall_s": time.perf_counter() - t0, **sit}
             res["situations"][name] = sit
             log(f"{name}: {title} ({unit})\n{_rows(name, sit)}")
+        if check is not None:
+            progress("[company] host check again")
+            res["host_check"] = {"before": check, "after": _host_check(plan)}
+            log(f"host check: {check['pool']} alone ran {check['ratio']:.2f}x serial before "
+                f"the situations, {res['host_check']['after']['ratio']:.2f}x after")
     finally:
         if saved is None:
             os.environ.pop("SEER_STPA_CACHE", None)
@@ -780,5 +842,5 @@ def save(res: Mapping[str, Any], path: str | os.PathLike[str]) -> None:
         f.write("\n")
 
 
-__all__ = ["DEFAULT_CONFIG", "DEFAULT_ENV", "SITUATIONS", "Workload", "bench_company",
-           "burner", "executors", "save", "table"]
+__all__ = ["DEFAULT_CONFIG", "DEFAULT_ENV", "HOST_MOVED", "SITUATIONS", "Workload",
+           "bench_company", "burner", "executors", "host_moved", "save", "table"]
