@@ -2505,6 +2505,62 @@ def _settled_on_the_pool() -> tuple[_FakeRuntime, _Company, Stpa]:
     return rt, co, st
 
 
+class _SharedClockFake(_FakeRuntime):
+    """A fake runtime whose clock is shared with others: envs of one process
+    stepped in turn, each one's iterations holding the others' steps."""
+
+    def __init__(self, clock: list[int]) -> None:
+        self._shared = clock
+        super().__init__()
+
+    @property
+    def now(self) -> int:  # type: ignore[override]
+        return self._shared[0]
+
+    @now.setter
+    def now(self, v: int) -> None:
+        self._shared[0] = v
+
+
+def test_envs_stepped_in_turn_do_not_reprobe_each_other():
+    """Two envs stepped in turn by one thread, both settled on parallel-2
+    (72 us steps).  The other env's steps run twice as long for a while (its
+    own probe, a heavier load) and this env's 10% longer beside it: the round
+    rose by half, but no choice of this env changes the other's steps, so no
+    company re-probe (4 envs of a round-robin loop re-probed each other in
+    turn: 11 company re-probes in 600 rounds, every one keeping parallel-2,
+    auto 1.44x serial where parallel-2 ran 1.61x).  Its own steps 60% slower
+    (a burner took the pool's core) still re-probe."""
+    import seer_env._bind.runtime as bind
+
+    clock = [0]
+    rts = [_SharedClockFake(clock) for _ in range(2)]
+    sts = []
+    for rt in rts:
+        rt.events_per_step = 1000
+        sts.append(Stpa(rt, cores=2, rounds=2, reprobe_rounds=1, check_every=64,
+                        reprobe_gap=64, check_ns=0.0, trace=False, tie=0.0, clock=rt.clock,
+                        tiny_ns=0.0, probe_share=None, confirm=False, cache=False))
+
+    def rounds(n: int) -> None:
+        for _ in range(n):
+            for rt, st in zip(rts, sts, strict=True):
+                bind._CALLS[0] += 1  # as Runtime.step counts every call
+                rt.step(st)
+
+    rounds(200)
+    assert all(st.settled and st.threads == 2 for st in sts)
+    n0 = len(sts[0].history)
+    rts[1].slow[("parallel", 2)], rts[1].slow_factor = 10**6, 2.0
+    rts[0].slow[("parallel", 2)], rts[0].slow_factor = 10**6, 1.1
+    rounds(400)
+    assert len(sts[0].history) == n0, [d.trigger for d in sts[0].history[n0:]]
+    rts[0].slow_factor = 1.6
+    rounds(400)
+    assert any(d.trigger.startswith("company: iterations took")
+               for d in sts[0].history[n0:]), [d.trigger for d in sts[0].history]
+
+
 def test_a_pool_that_slows_the_callers_work_loses_its_probe():
     """The pool's step alone is faster (PCS-like: 72 us against 110), but the
     caller's work between steps (a torch policy) takes 400 us beside one

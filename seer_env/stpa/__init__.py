@@ -84,8 +84,11 @@ user's iterations, step call to step call.  Company that comes after the
 decision (a CPU burner, another env process, a learner's threads) slows them:
 once they are 25% over the first iterations after the decision (and over one
 thread's at the decision), or 5% where the caller's own work is most of an
-iteration, a *company re-probe* times the pool against the one-thread
-candidates and falls back within a few windows when the pool loses.  Pools
+iteration, and the pool's own steps slowed too (5%; 25% where other runtimes
+of the process were called between them: the other envs of a round-robin
+loop, whose probes slow the round but no choice of ours changes), a *company
+re-probe* times the pool against the one-thread candidates and falls back
+within a few windows when the pool loses.  Pools
 that lost in company are not written off: the confirmation re-probes time
 them again once the run has paid for it (the pool company kept the run
 from too; none beyond the run's share of the cores while other processes

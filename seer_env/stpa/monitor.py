@@ -57,6 +57,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from .._bind.runtime import process_calls
 from .company import (
     MIN_SPAN_NS,
     OTHERS_BUSY,
@@ -175,6 +176,10 @@ class Monitor:
         default_factory=lambda: collections.deque(maxlen=COMPANY_WINDOWS))
     step_samples: collections.deque[float] = field(
         default_factory=lambda: collections.deque(maxlen=COMPANY_WINDOWS))
+    # per window: other runtimes of this process were called in it
+    shared: collections.deque[bool] = field(
+        default_factory=lambda: collections.deque(maxlen=COMPANY_WINDOWS))
+    calls_mark: int = 0  # the process's calls (`process_calls`) at t_mark
     iter_base_ns: float | None = None
     iter_decided_ns: float | None = None
     one_iter_ns: float | None = None
@@ -228,6 +233,7 @@ class Monitor:
         next look starts a window, the next check is a full one)."""
         self.t_mark = None
         self.windows.clear()
+        self.shared.clear()
         self.step_samples.clear()
         self.iter_base_ns = None
         self.iter_steps = 0
@@ -272,7 +278,12 @@ class Monitor:
             self.step_samples.append(step_ns)
         if self.t_mark is not None and n > 0:
             self.windows.append((t_in - self.t_mark) / n)
+            # other runtimes of this process called since the last look: the
+            # iterations hold their steps (the other envs of a round-robin
+            # loop), which no choice of ours changes
+            self.shared.append(process_calls() - self.calls_mark > n)
         self.t_mark = t_in
+        self.calls_mark = process_calls()
         if len(self.windows) < COMPANY_WINDOWS or host._current().threads <= 1 \
                 or host.prober.probe is not None:
             return self.to_check <= 0
@@ -308,16 +319,24 @@ class Monitor:
         # takes our pool's cores; iterations that slowed with our steps as
         # they were are the caller's own business (another env of the loop
         # probing, a heavier update), which no choice of ours can mend
+        # (by a quarter where the iterations hold other envs' steps: one env
+        # of a round-robin loop probing slowed the others' steps 5-15% and the
+        # round by a quarter, and they re-probed each other in turn)
         alone = self.running_ns
+        shared = any(self.shared)
+        slower = COMPANY_RISE if shared else COMPANY_LOSS
         if alone is not None and len(self.step_samples) == COMPANY_WINDOWS \
-                and statistics.median(self.step_samples) <= alone * (1 + COMPANY_LOSS):
+                and statistics.median(self.step_samples) <= alone * (1 + slower):
             return self.to_check <= 0
         rose = now > base * (1 + COMPANY_RISE) and (one is None or now > one)
         # ... or, by less, past what one thread gave at the decision: where the
         # caller's own work is most of an iteration, a pool that lost its
-        # cores adds a smaller share to it
+        # cores adds a smaller share to it.  Not where the iterations hold
+        # other envs' steps: 4 envs of a round-robin loop, each round 10%
+        # slower while one of them probed, re-probed each other in turn (11
+        # company re-probes in 600 rounds, every one keeping parallel-2)
         lost = one is not None and now > one * (1 + COMPANY_LOSS) \
-            and now > base * (1 + COMPANY_LOSS)
+            and now > base * (1 + COMPANY_LOSS) and not shared
         if (rose or lost) and self.iter_steps >= self.company_gap:
             s = host.rt.stats()
             self.check(host, s)  # a drift first: it says more than company does
