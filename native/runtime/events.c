@@ -104,8 +104,9 @@ static int take_locked(seer_runtime *rt, seer_worker *w, uint64_t want)
     return SEER_OK;
 }
 
-/* Under the lock: w's free records beyond its first `keep` to the top of
- * the reserve, in the list's order. */
+/* Under the lock: all but `keep` of w's free records -- its list's head,
+ * the first nfree - keep -- to the top of the reserve, in the list's order
+ * (w keeps the rest, as before the lists were kept in order). */
 static void give_locked(seer_runtime *rt, seer_worker *w, uint64_t keep)
 {
     if (w->pool.nfree <= keep)
@@ -125,7 +126,7 @@ void seer_event_pool_balance_local(seer_worker *w, uint64_t lo, uint64_t hi)
 {
     seer_runtime *rt = w->rt;
     /* the count is read under the lock too: between calls the host may
-     * order this list (seer_event_order_free_host) while a worker that woke
+     * order this list (seer_event_order_all_host) while a worker that woke
      * late for the last call restocks */
     pthread_mutex_lock(&rt->mem.lock);
     if (w->pool.nfree < lo)

@@ -200,7 +200,7 @@ typedef struct seer_event_chunk {
  * The lock also guards every worker's free list between calls: outside a
  * call's chunks a worker touches its list only under it (its restock as a
  * call starts), so the host may order all lists under it
- * (seer_event_order_free_host). */
+ * (seer_event_order_all_host). */
 typedef struct seer_rt_reserve {
     pthread_mutex_t lock;
     seer_event *reserve;
