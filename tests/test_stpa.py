@@ -1939,6 +1939,18 @@ def test_a_close_call_gets_more_visits_only_if_the_run_can_pay_for_them():
     assert steps[10**6] == steps[5000] + 8 + 9 + 8 + 9
 
 
+def _remember_serial(rt: _FakeRuntime, path, medians_ns: dict[str, float],
+                     events_per_step: float = 100.0) -> None:
+    """A remembered decision for ``rt`` on 2 cores, in the cache at ``path``:
+    the serial executor, with the probe's medians ``medians_ns``."""
+    from seer_env.stpa import DecisionCache
+
+    key = DecisionCache.key(rt, None, 2, cache_sizes())
+    DecisionCache(path).put(key, {
+        "executor": "serial", "threads": 1, "reason": "r", "events_per_step": events_per_step,
+        "alive_agents": 8, "medians_ns": medians_ns})
+
+
 def test_a_remembered_close_call_is_confirmed_soon(tmp_path):
     """A decision whose runner-up was within 1.25x (one probe's few samples)
     is confirmed in a run that starts from it once probe_share of the run's
@@ -1949,16 +1961,12 @@ def test_a_remembered_close_call_is_confirmed_soon(tmp_path):
     serial executor here).  A clear decision waits.  The runner-up is one a
     choice could be made from: parallel-1 beside a timed serial executor is
     not a close call (it never replaces it)."""
-    from seer_env.stpa import DecisionCache
 
     for runner_up, first_allowed in ((110_000.0, 272), (500_000.0, 1080)):
         path = tmp_path / f"d{runner_up:.0f}.json"
         rt = _FakeRuntime()
         rt.events_per_step = 1000  # serial 110 us, parallel-1 100 us, parallel-2 72 us
-        key = DecisionCache.key(rt, None, 2, cache_sizes())
-        DecisionCache(path).put(key, {
-            "executor": "serial", "threads": 1, "reason": "r", "events_per_step": 1000.0,
-            "alive_agents": 8, "medians_ns": {"serial": 100_000.0, "parallel-2": runner_up}})
+        _remember_serial(rt, path, {"serial": 100_000.0, "parallel-2": runner_up}, 1000.0)
         st = Stpa(rt, cores=2, rounds=1, reprobe_rounds=2, check_every=8, reprobe_gap=16,
                   check_ns=0.0, trace=False, tie=0.0, clock=rt.clock, cache=True,
                   cache_path=path, hysteresis=0.05, recheck_ns=0.0)
@@ -1977,10 +1985,7 @@ def test_a_remembered_close_call_is_confirmed_soon(tmp_path):
         assert st.decision.candidate == P[2] and st.monitor.close_call_remembered is False
     path = tmp_path / "one.json"
     rt = _FakeRuntime()
-    key = DecisionCache.key(rt, None, 2, cache_sizes())
-    DecisionCache(path).put(key, {
-        "executor": "serial", "threads": 1, "reason": "r", "events_per_step": 100.0,
-        "alive_agents": 8, "medians_ns": {"serial": 100_000.0, "parallel-1": 90_000.0}})
+    _remember_serial(rt, path, {"serial": 100_000.0, "parallel-1": 90_000.0})
     st = Stpa(rt, cores=2, clock=rt.clock, cache=True, cache_path=path, trace=False)
     assert st.from_cache and st.monitor.close_call_remembered is False
 
@@ -1989,14 +1994,10 @@ def test_a_corrupted_label_in_a_remembered_decision_is_refused(tmp_path, caplog)
     """A cache entry whose medians name no candidate ("parallel-x") is not
     used (a preflight runs) and nothing fails: STPA read the labels back as
     candidates since this session."""
-    from seer_env.stpa import DecisionCache
 
     path = tmp_path / "bad.json"
     rt = _FakeRuntime()
-    key = DecisionCache.key(rt, None, 2, cache_sizes())
-    DecisionCache(path).put(key, {
-        "executor": "serial", "threads": 1, "reason": "r", "events_per_step": 100.0,
-        "alive_agents": 8, "medians_ns": {"serial": 100_000.0, "parallel-x": 90_000.0}})
+    _remember_serial(rt, path, {"serial": 100_000.0, "parallel-x": 90_000.0})
     with caplog.at_level(logging.ERROR, logger="seer_env.stpa"):
         st = Stpa(rt, cores=2, clock=rt.clock, cache=True, cache_path=path, trace=False)
     assert not st.from_cache and st.state != "failed"

@@ -276,14 +276,15 @@ class Monitor:
         self.iter_steps += n
         if step_ns is not None:
             self.step_samples.append(step_ns)
+        calls = process_calls()
         if self.t_mark is not None and n > 0:
             self.windows.append((t_in - self.t_mark) / n)
             # other runtimes of this process called since the last look: the
             # iterations hold their steps (the other envs of a round-robin
             # loop), which no choice of ours changes
-            self.shared.append(process_calls() - self.calls_mark > n)
+            self.shared.append(calls - self.calls_mark > n)
         self.t_mark = t_in
-        self.calls_mark = process_calls()
+        self.calls_mark = calls
         if len(self.windows) < COMPANY_WINDOWS or host._current().threads <= 1 \
                 or host.prober.probe is not None:
             return self.to_check <= 0
