@@ -23,18 +23,25 @@ def phold_cfg(**kw):
     return cfg
 
 
-def run_trace(cfg, seeds, executor, threads, steps, action_seed=0, max_cycles=0):
-    """Every boundary output and every entity state of every step."""
+def run_trace(cfg, seeds, executor, threads, steps, action_seed=0, max_cycles=0,
+              before_step=None, stats=None):
+    """Every boundary output and every entity state of every step
+    (``before_step(k)`` first, if given; ``stats``: a dict the runtime's
+    final stats go into)."""
     rt = Runtime("phold", cfg, len(seeds), executor, threads, max_cycles)
     rng = np.random.default_rng(action_seed)
     trace = []
     try:
         rt.reset(seeds)
         trace.append(snapshot(rt))
-        for _ in range(steps):
+        for k in range(steps):
+            if before_step:
+                before_step(k)
             rt.actions[:] = rng.integers(0, 3, size=rt.actions.shape)
             rt.step()
             trace.append(snapshot(rt))
+        if stats is not None:
+            stats.update(rt.stats())
     finally:
         rt.close()
     return trace
@@ -179,9 +186,14 @@ PROBE_MODES = {
 }
 
 
-@pytest.mark.parametrize("executor", ["serial", "parallel"])
+@pytest.mark.parametrize("executor", ["serial", "parallel", "parallel-alone"])
 @pytest.mark.parametrize("mode", sorted(PROBE_MODES))
-def test_contract_violation_is_reported(executor, mode):
+def test_contract_violation_is_reported(executor, mode, request):
+    """parallel-alone: the windows after the first run on the caller's
+    thread alone (test_windows_run_alone_when_no_other_thread_comes)."""
+    if executor == "parallel-alone":
+        request.getfixturevalue("budget_of_one")
+        executor = "parallel"
     cls, fragments = PROBE_MODES[mode]
     cfg = dict(num_entities=4, mode=mode, at_step=2, culprit=1, lookahead=0.25)
     rt = Runtime(PROBE, cfg, 2, executor, 3 if executor == "parallel" else 1)
@@ -295,6 +307,48 @@ def test_invalid_discrete_action_changes_nothing():
     assert a.entity_states(1) == b.entity_states(1)
     a.close()
     b.close()
+
+
+@pytest.fixture
+def budget_of_one():
+    """Every call of the process gets its caller's thread only (a pool's
+    other threads never come, as on a loaded machine where they are not
+    scheduled); lifted afterwards."""
+    from seer_env import budget
+
+    budget.set_thread_budget(1)
+    try:
+        yield budget
+    finally:
+        budget.set_thread_budget(None)
+
+
+@pytest.mark.parametrize("threads,batch", [(2, 1), (3, 3), (8, 1)])
+def test_windows_run_alone_when_no_other_thread_comes(budget_of_one, threads, batch):
+    """The caller's thread holds every partition of a window when no other
+    thread came for one: it runs the step's further windows alone
+    (parallel.c), each counted in ``alone_windows``, bit-identical to the
+    serial executor; lifting the budget midway lets the pool share them
+    again."""
+    cfg = phold_cfg(num_entities=40, remote=0.7)
+    seeds = [4 + i for i in range(batch)]
+    ref = run_trace(cfg, seeds, "serial", 1, 30, action_seed=3)
+    capped: dict = {}
+    got = run_trace(cfg, seeds, "parallel", threads, 15, action_seed=3, stats=capped)
+    assert_same_trace(ref[:16], got, f"threads={threads} alone")
+    # every step's windows after its first ran alone
+    assert capped["steps"] == 15 and capped["windows"] > 15
+    assert capped["alone_windows"] == capped["windows"] - 15, capped
+
+    def lift(k):
+        if k == 15:
+            budget_of_one.set_thread_budget(None)
+
+    whole: dict = {}
+    got = run_trace(cfg, seeds, "parallel", threads, 30, action_seed=3, stats=whole,
+                    before_step=lambda k: budget_of_one.set_thread_budget(1) if k == 0 else lift(k))
+    assert_same_trace(ref, got, f"threads={threads} lifted")
+    assert 0 < whole["alone_windows"] < whole["windows"]
 
 
 def test_set_threads_mid_run_keeps_results():

@@ -43,11 +43,25 @@ def check_trace_format(tr: dict) -> dict[int, list[dict]]:
     return tracks
 
 
-@pytest.mark.parametrize("batch,whole", [(1, False), (4, True)])
-def test_chrome_trace_of_a_parallel_runtime(tmp_path, batch, whole):
+@pytest.mark.parametrize("batch,whole,alone", [(1, False, False), (4, True, False),
+                                               (1, False, True)])
+def test_chrome_trace_of_a_parallel_runtime(tmp_path, batch, whole, alone):
     """Windows mode (one instance: act, windows, boundary phases) and
     whole-instance mode (four instances on two threads: one span per
-    instance step, recorded as a window of the whole step)."""
+    instance step, recorded as a window of the whole step); ``alone``: each
+    call gets its caller's thread only (the process's budget), which runs
+    every window after the first alone, each traced as a window."""
+    from seer_env import budget
+
+    if alone:
+        budget.set_thread_budget(1)
+    try:
+        _chrome_trace_of_a_parallel_runtime(tmp_path, batch, whole, alone)
+    finally:
+        budget.set_thread_budget(None)
+
+
+def _chrome_trace_of_a_parallel_runtime(tmp_path, batch, whole, alone):
     rt = Runtime("phold", phold_cfg(num_entities=32, remote=0.5), batch, "parallel", 2)
     rt.reset(list(range(1, batch + 1)))
     rt.actions[:] = 0
@@ -56,6 +70,8 @@ def test_chrome_trace_of_a_parallel_runtime(tmp_path, batch, whole):
     for _ in range(3):
         rt.step()
     windows = rt.stats()["windows"] - w0
+    if alone:  # all but each step's first window
+        assert rt.stats()["alone_windows"] == windows - 3 > 0
     tr = chrome_trace(rt)
     path = tmp_path / "t.json"
     write_trace(tr, str(path))

@@ -18,6 +18,10 @@
  *               runs the transition to the next (no other thread touches the
  *               call's shared state until it opens that phase), or the host
  *               while no phase is open
+ *   _holder     only a thread that holds a chunk of the phase concerned
+ *               (claimed and not yet completed; sync.h): the phase cannot end
+ *               under it.  Where the comment says every chunk, nobody else
+ *               holds an item of the phase either
  *   _owner      only the current owner of a single-owner structure (an event
  *               queue, an outbox vector): no synchronization inside.
  *               Ownership changes hands only at phase transitions or between

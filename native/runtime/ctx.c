@@ -217,11 +217,12 @@ int seer_schedule(seer_ctx *c, uint32_t target, seer_time t, uint32_t type,
     } else {
         ev->flags = 0;
         /* Parallel: the scheduling thread owns the source's partition for
-         * the whole phase.  Same partition: straight into its queue; other
-         * partitions: this thread's outbox, merged by the target
-         * partition's visitor in the next phase (pool.c). */
+         * the whole phase.  Same partition (or a thread that holds every
+         * partition of the phase: parallel.c's solo windows): straight into
+         * its queue; other partitions: this thread's outbox, merged by the
+         * target partition's visitor in the next phase (pool.c). */
         const uint32_t pt = rt->part.of[target];
-        if (pt == rt->part.of[c->self]) {
+        if (pt == rt->part.of[c->self] || c->solo) {
             rc = seer_squeue_push_owner(&c->inst->parts[pt], ev);
         } else {
             rc = seer_qvec_append_owner(

@@ -32,6 +32,7 @@ static inline void seer_ctx_setup(seer_ctx *c, struct seer_runtime *rt, seer_wor
                                   uint32_t inst, int phase)
 {
     c->spec = 0;
+    c->solo = 0;
     c->cur_key = 0;
     c->rt = rt;
     c->inst = &rt->inst[inst];

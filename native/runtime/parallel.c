@@ -39,6 +39,7 @@
 #include "pool.h"
 #include "runtime.h"
 #include "squeue.h"
+#include "trace.h"
 
 /* After the act phase or a window: reduce the minima into the next window. */
 static void reduce_windows_completer(seer_runtime *rt)
@@ -119,11 +120,92 @@ static void run_windows_local(seer_worker *w, seer_ctx *c, uint32_t b, uint32_t 
     }
 }
 
+/* The earliest time pending in any partition of instance `inst`. */
+static double instance_min_holder(const seer_runtime *rt, const seer_inst *in)
+{
+    double t = __builtin_inf();
+    for (uint32_t p = 0; p < rt->part.n; p++) {
+        const double m = seer_squeue_min_time_owner(&in->parts[p]);
+        if (m < t)
+            t = m;
+    }
+    return t;
+}
+
+/* Worker w holds every partition of the window phase it has just run (nobody
+ * else claimed one): the following windows, alone, without the phases'
+ * hand-overs, until no selected instance has events before its boundary or
+ * another worker arrives.  The windows are the ones the phases would run,
+ * round by round: each running instance handles, partition after partition,
+ * its events before W = min(T + L, boundary), T its earliest pending time,
+ * so every entity handles the events it would, in the same order (the
+ * module comment's argument holds for one thread as for many), and the
+ * rounds counted are the phases' (`windows` does not depend on who ran
+ * them).  An event for another partition goes straight into its queue
+ * (c->solo: at >= T + L >= W it is not due in this window), after the
+ * outboxes this phase filled were merged.  An arrival ends the run after
+ * the round: the queues then hold what is left, and w's minima say where
+ * each instance is, for the completer's reduction (the next window, or the
+ * flush).
+ *
+ * Why: on a loaded machine (a CPU burner, torch's OpenMP workers spinning
+ * after each op, a container's quota) a pool's other threads often do not
+ * get a core during a step, and the caller ran every window's phases
+ * alone: PCS 64x64 on 2 threads so ran 18% slower than the serial executor,
+ * the phases' hand-overs and the outboxes paid by one thread. */
+static void run_windows_alone_holder(seer_worker *w, seer_ctx *c, uint32_t arrivals0)
+{
+    seer_runtime *rt = w->rt;
+    const uint32_t bank = rt->call.out_parity; /* this phase's outboxes */
+    for (uint32_t k = 0; k < rt->call.nsel; k++)
+        for (uint32_t p = 0; p < rt->part.n; p++)
+            seer_merge_outboxes(w, &rt->inst[rt->call.sel[k]], rt->call.sel[k], p, bank);
+    c->solo = 1;
+    while (!w->err) {
+        int any = 0;
+        double first = __builtin_inf();
+        for (uint32_t k = 0; k < rt->call.nsel; k++) {
+            seer_inst *in = &rt->inst[rt->call.sel[k]];
+            const double t = instance_min_holder(rt, in);
+            in->running = t < in->boundary;
+            in->w_end = t + rt->sz.lookahead < in->boundary ? t + rt->sz.lookahead
+                                                            : in->boundary;
+            any |= in->running;
+            if (in->running && t < first)
+                first = t;
+        }
+        if (!any)
+            break;
+        const uint64_t t0 = SEER_TRACING(w) ? seer_clock_ns() : 0, ev0 = w->events;
+        for (uint32_t k = 0; k < rt->call.nsel && !w->err; k++) {
+            const uint32_t inst = rt->call.sel[k];
+            seer_inst *in = &rt->inst[inst];
+            for (uint32_t p = 0; in->running && p < rt->part.n && !w->err; p++)
+                w->events += seer_run_queue(w, c, inst, &in->parts[p], in->w_end);
+        }
+        if (SEER_TRACING(w)) /* a window span, as the phases' are (pool.c) */
+            seer_trace_add_local(w, SEER_TRACE_WINDOW, t0, seer_clock_ns(), first, 0, 0, 0,
+                                 (uint32_t)(w->events - ev0));
+        rt->stats.windows++;
+        rt->stats.alone_windows++;
+        /* relaxed: a hint (sync.h) */
+        if (atomic_load_explicit(&rt->pool.ph.arrivals, memory_order_relaxed) != arrivals0)
+            break;
+    }
+    c->solo = 0;
+    for (uint32_t k = 0; k < rt->call.nsel; k++) {
+        const uint32_t inst = rt->call.sel[k];
+        w->local_min[inst] = __builtin_inf();
+        seer_note_window_min_local(w, inst, instance_min_holder(rt, &rt->inst[inst]));
+    }
+}
+
 static const seer_events_phases windows = {
     .after_act_completer = next_window_completer,
     .items = window_items,
     .run_local = run_windows_local,
     .after_events_completer = next_window_completer,
+    .run_alone_holder = run_windows_alone_holder,
 };
 
 int seer_parallel_run(seer_runtime *rt, int job)

@@ -375,6 +375,10 @@ static void run_phases(seer_worker *w, uint32_t tag)
     seer_ctx c;
     seer_ctx_setup(&c, rt, w, 0, PHASE_EVENT);
     phase_spans spans = {.seq = UINT64_MAX};
+    /* Chunks of the current events phase this worker claimed, and the
+     * phases' arrivals when it claimed the first (run_alone_holder). */
+    uint64_t mine_seq = UINT64_MAX;
+    uint32_t mine = 0, arrivals0 = 0;
     for (;;) {
         uint64_t seq;
         uint32_t kind, ptag, b, e;
@@ -399,15 +403,30 @@ static void run_phases(seer_worker *w, uint32_t tag)
             spans_claimed_local(w, &spans, seq, kind);
         spans.wait_t0 = 0;
         uint64_t ev0 = w->events;
+        if (kind == PH_EVENTS && seq != mine_seq) {
+            mine_seq = seq;
+            mine = 0;
+            /* relaxed: a hint (sync.h) */
+            arrivals0 = atomic_load_explicit(&rt->pool.ph.arrivals, memory_order_relaxed);
+        }
         run_chunk(w, &c, kind, b, e);
+        if (tracing)
+            spans_handled_local(w, &spans, w->events - ev0);
+        /* Every chunk of the phase was ours: nobody else is running (or
+         * they came too late).  Unless someone arrived meanwhile, go on
+         * alone while we still hold the last one (not in checking mode,
+         * whose passes run the phases as they are); its windows are traced
+         * on their own. */
+        if (kind == PH_EVENTS && ++mine == seer_phases_chunks_holder(&rt->pool.ph, seq) &&
+            rt->call.events->run_alone_holder && !rt->check.mode && !w->err &&
+            atomic_load_explicit(&rt->pool.ph.arrivals, memory_order_relaxed) == arrivals0)
+            rt->call.events->run_alone_holder(w, &c, arrivals0);
         if (__builtin_expect(seer_sigint_count() != rt->sigint_at_call, 0) && !w->err)
             seer_worker_error_local(w, SEER_E_INTERRUPTED,
                                     "interrupted by SIGINT (Ctrl-C) during a call on %u "
                                     "instance(s): the call was abandoned",
                                     rt->call.nsel);
         seer_propagate_error_local(w);
-        if (tracing)
-            spans_handled_local(w, &spans, w->events - ev0);
         if (seer_phases_complete_any(&rt->pool.ph))
             advance_phase_completer(rt, w, kind);
         /* A chunk of a later call (claimed while late) is handled like any

@@ -43,6 +43,15 @@ typedef struct seer_events_phases {
     /* The completer (worker w), after an events phase: the next phase's
      * kind (PH_EVENTS for another). */
     uint32_t (*after_events_completer)(seer_runtime *rt, seer_worker *w);
+    /* Optional (NULL: none).  Worker w holds every chunk of the events
+     * phase whose items it has just handled (nobody else claimed one): it
+     * may go on with the following phases' work alone, without their
+     * hand-overs, until it is done or another worker is there to share it
+     * (the phases' `arrivals` moved from `arrivals0`); the phase machine
+     * then completes the phase as usual, and the completer reads what the
+     * items left (queues, minima).  So a pool whose other threads are not
+     * running (a loaded machine) costs a step about what one thread does. */
+    void (*run_alone_holder)(seer_worker *w, seer_ctx *c, uint32_t arrivals0);
 } seer_events_phases;
 
 /* The first boundary phase of a step (BINST when the model has a boundary

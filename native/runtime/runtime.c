@@ -609,6 +609,7 @@ void seer_runtime_stats(const seer_runtime *rt, seer_stats *out)
     out->anti_messages = rt->opt.anti;
     out->serial_steps = rt->opt.serial_steps;
     out->log_bytes_peak = rt->opt.log_peak;
+    out->alone_windows = rt->stats.alone_windows;
 }
 
 const char *seer_runtime_event_name(const seer_runtime *rt, uint32_t type)

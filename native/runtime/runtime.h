@@ -124,6 +124,9 @@ struct seer_ctx {
     int phase;
     uint32_t cur_type; /* event type being handled (for messages) */
     int spec;          /* optimistic executor: handling speculatively */
+    int solo;          /* parallel executor: this thread holds every partition
+                        * of the instance (seer_schedule pushes into the
+                        * target's queue, no outbox) */
     uint64_t cur_key;  /* ... the key of the event being handled */
 };
 
@@ -274,6 +277,8 @@ typedef struct seer_rt_stats {
     uint64_t refills;
     uint64_t serial_fallbacks; /* steps run serially: lookahead below the
                                   resolution of the simulated time */
+    uint64_t alone_windows;    /* of `windows`: run by one thread holding every
+                                  partition (parallel.c) */
 } seer_rt_stats;
 
 /* Events per thread a speculation phase of the optimistic executor aims at

@@ -74,6 +74,10 @@ typedef struct seer_stats {
                                     being handled, a handler error, the log
                                     limit) and that ran serially instead      */
     uint64_t log_bytes_peak;     /* most rollback-log bytes one step took     */
+    /* parallel executor */
+    uint64_t alone_windows; /* windows one thread ran alone, holding every
+                               partition because no other thread of the pool
+                               came for one (descheduled: a loaded machine)  */
 } seer_stats;
 
 /* Trace records (see seer_runtime_trace).  Times are CLOCK_MONOTONIC ns. */

@@ -78,6 +78,11 @@ static inline void seer_cpu_relax(void)
  *              after the ticket: the word a waiter parks on (park.h)
  *   sleepers   waiters parked (or about to park) on seq_word: the opener
  *              wakes them only when there are any
+ *   arrivals   bumped by a waiter each time it is running and waiting: as
+ *              it starts to wait, and after each yield or park returns.  A
+ *              thread that holds every chunk of a phase reads it to learn
+ *              whether another thread is there to share the next one (a
+ *              hint: no correctness rests on it)
  *
  * Progress: claim is lock-free (CAS loop), complete is wait-free; waiting for
  * the next phase is blocking: spin briefly, then yield (a yield gives the
@@ -102,7 +107,8 @@ typedef struct seer_phases {
     char pad1_[SEER_CACHE_LINE - sizeof(uint32_t)];
     alignas(SEER_CACHE_LINE) _Atomic uint32_t seq_word;
     _Atomic uint32_t sleepers;
-    char pad2_[SEER_CACHE_LINE - 2 * sizeof(uint32_t)];
+    _Atomic uint32_t arrivals;
+    char pad2_[SEER_CACHE_LINE - 3 * sizeof(uint32_t)];
     seer_phase_desc desc[2];
 } seer_phases;
 
@@ -131,6 +137,7 @@ static inline void seer_phases_init(seer_phases *p)
     atomic_init(&p->remaining, 0);
     atomic_init(&p->seq_word, 0);
     atomic_init(&p->sleepers, 0);
+    atomic_init(&p->arrivals, 0);
     for (int i = 0; i < 2; i++) {
         atomic_init(&p->desc[i].kind, 0);
         atomic_init(&p->desc[i].count, 0);
@@ -245,6 +252,26 @@ static inline int seer_phases_complete_any(seer_phases *p)
     return atomic_fetch_sub_explicit(&p->remaining, 1, memory_order_acq_rel) == 1;
 }
 
+/* Chunks of phase `seq`, for a thread that holds a chunk of it (the
+ * descriptor slot is rewritten only when phase seq + 2 opens, after every
+ * claim of seq + 1 completed: not while a chunk of seq is held). */
+static inline uint32_t seer_phases_chunks_holder(const seer_phases *p, uint64_t seq)
+{
+    const seer_phase_desc *d = &p->desc[seq & 1];
+    /* relaxed: the claim that returned `seq` acquired these (claim_any). */
+    const uint32_t count = atomic_load_explicit(&d->count, memory_order_relaxed);
+    const uint32_t chunk = atomic_load_explicit(&d->chunk, memory_order_relaxed);
+    return (count + chunk - 1) / chunk;
+}
+
+/* A waiter is running (park.h's protocol is unaffected): see `arrivals`. */
+static inline void seer_phases_arrive_any(seer_phases *p)
+{
+    /* relaxed: a hint read by a thread that holds a whole phase; nothing is
+     * published through it. */
+    atomic_fetch_add_explicit(&p->arrivals, 1, memory_order_relaxed);
+}
+
 /* Wait until the phase sequence number differs from `seq`.  Any thread.
  * Blocking: `spin_limit` pauses, SEER_PHASE_YIELDS yields, more yields until
  * SEER_PHASE_YIELD_NS have passed, then parked until the opener of the next
@@ -253,6 +280,7 @@ static inline void seer_phases_wait_any(seer_phases *p, uint64_t seq, uint32_t s
 {
     uint32_t spins = 0;
     uint64_t yield_from = 0;
+    seer_phases_arrive_any(p);
     /* acquire: pairs with seer_phases_open_completer's release store. */
     while ((atomic_load_explicit(&p->ticket, memory_order_acquire) >> 32) == seq) {
         if (spins < spin_limit) {
@@ -263,6 +291,7 @@ static inline void seer_phases_wait_any(seer_phases *p, uint64_t seq, uint32_t s
         if (spins < spin_limit + SEER_PHASE_YIELDS) {
             spins++;
             sched_yield();
+            seer_phases_arrive_any(p);
             continue;
         }
         if (spins == spin_limit + SEER_PHASE_YIELDS) {
@@ -271,6 +300,7 @@ static inline void seer_phases_wait_any(seer_phases *p, uint64_t seq, uint32_t s
         }
         if (seer_phase_clock_ns() - yield_from < SEER_PHASE_YIELD_NS) {
             sched_yield();
+            seer_phases_arrive_any(p);
             continue;
         }
         /* seq_cst (the add, the load): the waiter's half of park.h's
@@ -281,6 +311,7 @@ static inline void seer_phases_wait_any(seer_phases *p, uint64_t seq, uint32_t s
             seer_park_wait_any(&p->seq_word, (uint32_t)seq, 0);
         /* relaxed: only a count; the opener's seq_cst load pairs with the add. */
         atomic_fetch_sub_explicit(&p->sleepers, 1, memory_order_relaxed);
+        seer_phases_arrive_any(p);
     }
 }
 

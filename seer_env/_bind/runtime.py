@@ -722,7 +722,11 @@ class Runtime:
         simulated time); the optimistic executor's ``rollbacks``,
         ``events_rolled_back`` (handlings undone), ``anti_messages`` (sent to
         another thread), ``serial_steps`` (speculations abandoned and rerun
-        serially) and ``log_bytes_peak`` (most rollback-log bytes one step took):
+        serially) and ``log_bytes_peak`` (most rollback-log bytes one step took);
+        the parallel executor's ``alone_windows`` (of ``windows``: run by one
+        thread that held every partition because no other thread of the pool
+        came for one, as on a loaded machine; many of them say the pool's
+        other threads did not get a core):
 
         ```python
         rt = registry.Runtime("pcs", {"classic": True}, 1, "optimistic", 2)
@@ -746,6 +750,7 @@ class Runtime:
             "anti_messages": int(s.anti_messages),
             "serial_steps": int(s.serial_steps),
             "log_bytes_peak": int(s.log_bytes_peak),
+            "alone_windows": int(s.alone_windows),
         }
 
     # -- tracing ----------------------------------------------------------------
