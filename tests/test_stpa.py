@@ -590,7 +590,8 @@ class _FakeRuntime:
         self.alive = np.ones((1, 8), dtype=bool)
         self.events_per_step = 100
         self.trace_capacity = 0
-        self.counts = {"events": 0, "windows": 0, "steps": 0, "pool_events": 100}
+        self.counts = {"events": 0, "windows": 0, "steps": 0, "pool_events": 100,
+                       "alone_windows": 0}
         self.switches: list[tuple[str, int]] = []
         self.now = 0
         self.refuse: BaseException | None = None
@@ -602,6 +603,8 @@ class _FakeRuntime:
         self.stats_cost_ns = 0  # what reading the counters costs (a check's cost)
         self.slow_factor = 3.0  # how much slower a step of `slow` runs
         self.scales = False  # pools: the work split among the threads
+        #: of a pool step's 4 windows, the share its calling thread ran alone
+        self.alone_share = 0.0
 
     def switch_executor(self, executor: str, threads: int) -> None:
         if (executor, threads) in self.fail_switch:
@@ -632,6 +635,8 @@ class _FakeRuntime:
         self.now += int(cost)
         self.counts["events"] += self.events_per_step
         self.counts["windows"] += 4
+        if self.threads > 1:
+            self.counts["alone_windows"] += round(4 * self.alone_share)
         self.counts["steps"] += 1
 
     def stats(self) -> dict[str, int]:
@@ -2614,8 +2619,10 @@ def test_company_that_comes_after_the_decision_is_left_within_a_few_windows():
     full check (64 steps); the reason names the company."""
     rt, co, st = _settled_on_the_pool()
     decisions = len(st.history)
+    assert "found no free core" not in st.reason
     rt.slow[("parallel", 2)] = 10**9  # the burner from here on
     rt.slow_factor = 3.0
+    rt.alone_share = 0.75  # ... and the pool's second thread rarely runs
     co.others = 1.0
     n = 0
     while n < 200 and not (st.settled and len(st.history) > decisions):
@@ -2623,9 +2630,10 @@ def test_company_that_comes_after_the_decision_is_left_within_a_few_windows():
         n += 1
     assert st.threads == 1 and n <= 40, (n, st.reason)
     assert st.history[-1].trigger.startswith("company: iterations took")
-    assert "another process holds a core (other processes kept 1.0 of the machine's cores " \
-        "busy during the probe; this run may use 2); so this run takes its share of the " \
-        "cores, 1 of 2" in st.reason
+    assert "parallel-2's other threads found no free core (75% of its windows ran on the " \
+        "calling thread alone); another process holds a core (other processes kept 1.0 of " \
+        "the machine's cores busy during the probe; this run may use 2); so this run takes " \
+        "its share of the cores, 1 of 2" in st.reason, st.reason
     assert st.monitor.company_probes == 1
     # the company leaves: the pool is not hopeless, a confirmation times it again
     assert ("parallel", 2) not in {(c.executor, c.threads) for c in st.monitor.hopeless}
@@ -2841,3 +2849,27 @@ def test_one_preempted_check_does_not_space_the_next_checks_far_apart() -> None:
     assert m.check_interval(host) == 150  # the median of 3: 30 us
     m.check_costs.extend([5_000_000.0, 6_000_000.0])
     assert m.check_interval(host) == 25_000  # most checks cost 5 ms: they are spaced
+
+
+def test_company_words_name_a_pool_whose_windows_ran_alone_only_in_company():
+    """A pool whose windows mostly ran on the calling thread alone (its other
+    threads got no core) is named where there is company to blame; without
+    any, it says nothing: the threads of a pool also miss the windows of
+    steps too short for them to wake in time, on an idle machine."""
+    from seer_env.stpa.company import ALONE_MOST, company_words
+
+    assert company_words(None, 2, {}, None, {"parallel-2": 0.95}) == ""
+    assert company_words(0.1, 2, {}, None, {"parallel-2": 0.95}) == ""
+    said = company_words(0.9, 2, {}, None, {"parallel-2": 0.8, "parallel-3": 0.95,
+                                            "optimistic-2": ALONE_MOST - 0.01})
+    assert said.startswith("parallel-3's other threads found no free core (95% of its "
+                           "windows ran on the calling thread alone); another process holds "
+                           "a core (other processes kept 0.9 of"), said
+    # below ALONE_MOST: the company words alone
+    assert company_words(0.9, 2, {}, None, {"parallel-2": ALONE_MOST - 0.01}) == \
+        company_words(0.9, 2, {}, None)
+    # an in-process pool that slowed the caller's work is company too
+    spin = company_words(None, 2, {"serial": 400e3, "parallel-2": 480e3}, "serial",
+                         {"parallel-2": 0.6})
+    assert spin.startswith("parallel-2's other threads found no free core (60% of")
+    assert "another thread pool in this process spins on the same cores" in spin

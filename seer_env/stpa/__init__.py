@@ -104,7 +104,10 @@ company kept a pool from winning, the reason's limit says which
 spins on the same cores (the caller's work between steps took ... beside
 parallel-2's threads, ... beside the serial executor; ...)"`` or ``"company:
 another process holds a core (other processes kept 1.0 of the machine's cores
-busy ...)"``.
+busy ...)"``, led, where a pool's windows mostly ran on the calling thread
+alone during its timed steps (`Runtime.stats`'s ``alone_windows``), by
+``"parallel-2's other threads found no free core (83% of its windows ran on
+the calling thread alone)"``.
 
 Everything is inspectable:
 

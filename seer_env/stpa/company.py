@@ -62,6 +62,11 @@ OTHERS_BUSY = 0.5
 BETWEEN_SLOWER = 0.10
 BETWEEN_MIN_NS = 20_000.0
 
+#: a pool whose windows ran on the calling thread alone this often during its
+#: timed steps (the runtime's ``alone_windows``): "its other threads found no
+#: free core"
+ALONE_MOST = 0.5
+
 #: the shortest interval `others_busy_cores` reads (``/proc/stat`` counts in
 #: ticks of 10 ms)
 MIN_SPAN_NS = 50_000_000
@@ -285,7 +290,7 @@ def iterations(steps_alone: Mapping[C, Sequence[float]], between: Mapping[C, Seq
 
 
 def company_words(others: float | None, cores: int, between: Mapping[str, float],
-                  one: str | None) -> str:
+                  one: str | None, alone: Mapping[str, float] | None = None) -> str:
     """What company a probe saw, in words ("" for none worth saying).
 
     Args:
@@ -293,6 +298,20 @@ def company_words(others: float | None, cores: int, between: Mapping[str, float]
         cores: the cores the run may use.
         between: median ns of the caller's work between steps, by candidate label.
         one: the label of the one-thread candidate to compare the pools with.
+        alone: the share of each pool's windows that ran on the calling
+            thread alone during its timed steps, by label (the runtime's
+            ``alone_windows``).  Where there is company (the two signs
+            above) and a pool's share is ``ALONE_MOST`` or more, the words
+            say so: its other threads found no free core.  Alone it is no
+            sign of company: a pool's threads also miss the windows of steps
+            too short for them to wake in time.
+
+    ```python
+    company_words(1.0, 2, {}, None, {"parallel-2": 0.9})
+    # "parallel-2's other threads found no free core (90% of its windows ran
+    #  on the calling thread alone); another process holds a core (...)"
+    company_words(None, 2, {}, None, {"parallel-2": 0.9})   # ""
+    ```
     """
     said = []
     if one is not None and one in between:
@@ -309,10 +328,15 @@ def company_words(others: float | None, cores: int, between: Mapping[str, float]
     if others is not None and others >= OTHERS_BUSY:
         said.append(f"another process holds a core (other processes kept {others:.1f} of "
                     f"the machine's cores busy during the probe; this run may use {cores})")
+    crowded = [(lab, x) for lab, x in (alone or {}).items() if x >= ALONE_MOST]
+    if said and crowded:
+        lab, x = max(crowded, key=lambda p: p[1])
+        said.insert(0, f"{lab}'s other threads found no free core ({x:.0%} of its windows "
+                       "ran on the calling thread alone)")
     return "; ".join(said)
 
 
-__all__ = ["BETWEEN_MIN_NS", "BETWEEN_SLOWER", "CpuSample", "MAX_PROCS", "MIN_SPAN_NS",
-           "OTHERS_BUSY", "between_medians", "company_words", "cpu_sample", "fair_cores",
-           "iterations", "others_busy_cores", "others_loads", "process_cpu_ns",
+__all__ = ["ALONE_MOST", "BETWEEN_MIN_NS", "BETWEEN_SLOWER", "CpuSample", "MAX_PROCS",
+           "MIN_SPAN_NS", "OTHERS_BUSY", "between_medians", "company_words", "cpu_sample",
+           "fair_cores", "iterations", "others_busy_cores", "others_loads", "process_cpu_ns",
            "with_processes"]

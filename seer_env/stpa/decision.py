@@ -385,7 +385,9 @@ class Decisions:
         # the pools against the one-thread candidate whose caller's work was quickest
         between = {c.label: v for c, v in medians.items() if c.threads > 1 or c == ones[0]} \
             if ones else {}
-        return company_words(others, host.cores, between, ones[0].label if ones else None)
+        alone = {c.label: a / w for c, (w, a) in pr.alone.items() if w}
+        return company_words(others, host.cores, between, ones[0].label if ones else None,
+                             alone)
 
     def _choose(self, host: DecisionHost, pr: Probe, timings: dict[Candidate, list[float]],
                 provisional: Decision | None, company: str = "") -> Decision:

@@ -108,6 +108,10 @@ class Probe:
     timings: dict[Candidate, list[float]] = field(default_factory=dict)
     steps_alone: dict[Candidate, list[float]] = field(default_factory=dict)
     between: dict[Candidate, list[float]] = field(default_factory=dict)
+    #: a pool's windows over its timed steps, and those run on the calling
+    #: thread alone (the runtime's ``alone_windows``: its other threads found
+    #: no free core), by candidate
+    alone: dict[Candidate, list[int]] = field(default_factory=dict)
     cpu0: CpuSample | None = None  # the clocks when its first timed step ran
     stage: str = "features"
     warm: bool = False  # the features stage's first (untimed, cold) step ran
@@ -261,9 +265,16 @@ class Prober:
             if visit.traced:
                 ns, summary = self._traced_step(host, visit.cand, mask_ptr)
             else:
+                pool = visit.timed and visit.cand.threads > 1
+                w0 = _windows(host.rt) if pool else (0, 0)  # outside the timed span
                 t0 = host._clock()
                 host._native_step(mask_ptr)
                 ns, summary = float(host._clock() - t0), None
+                if pool:
+                    w1 = _windows(host.rt)
+                    got = pr.alone.setdefault(visit.cand, [0, 0])
+                    got[0] += w1[0] - w0[0]
+                    got[1] += w1[1] - w0[1]
                 if visit.timed and pr.cpu0 is None and host.cpu_sampler is not None:
                     # the processes too: the share, process by process
                     pr.cpu0 = with_processes(host.cpu_sampler(), host.proc_sampler)
@@ -675,6 +686,12 @@ class Prober:
 def _counters(rt: Any) -> tuple[int, int]:
     s = rt.stats()
     return s["events"], s["windows"]
+
+
+def _windows(rt: Any) -> tuple[int, int]:
+    """Windows so far, and those run on the calling thread alone."""
+    s = rt.stats()
+    return s["windows"], s.get("alone_windows", 0)
 
 
 __all__ = ["Probe", "ProbeHost", "Prober", "Visit"]
