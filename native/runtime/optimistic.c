@@ -121,6 +121,12 @@ static inline int before_tk(const seer_event *a, seer_time t, uint64_t k)
     return a->time < t || (a->time == t && a->key < k);
 }
 
+/* Does this worker hold slot s in the current phase? */
+static inline int held(const seer_opt_worker *o, uint32_t s)
+{
+    return s >= o->slot && s < o->slot_end;
+}
+
 static void abandon(seer_inst *in)
 {
     /* relaxed: see inst_abandoned */
@@ -273,7 +279,7 @@ static void run_cancels(seer_worker *w)
     const uint32_t *slot_of = w->rt->opt.shared->slot_of;
     while (o->ncancel && !w->err) {
         const opt_sent s = o->cancel[--o->ncancel];
-        if (slot_of[s.part] != o->slot) {
+        if (!held(o, slot_of[s.part])) {
             o->anti++;
             send_msg(w, slot_of[s.part], (opt_msg){s.ev, s.inst, MSG_ANTI});
         } else {
@@ -348,7 +354,7 @@ static uint32_t poll_mail(seer_worker *w)
     seer_opt_worker *o = w->opt;
     struct seer_opt_shared *sh = w->rt->opt.shared;
     uint32_t n = 0;
-    for (uint32_t from = 0; from < sh->slots; from++) {
+    for (uint32_t from = 0; from < sh->slots && o->slot_end == o->slot + 1; from++) {
         if (from == o->slot)
             continue;
         seer_spsc *r = ring_of(sh, from, o->slot);
@@ -375,7 +381,7 @@ static int mail_waiting(seer_worker *w)
 {
     seer_opt_worker *o = w->opt;
     struct seer_opt_shared *sh = w->rt->opt.shared;
-    for (uint32_t from = 0; from < sh->slots; from++)
+    for (uint32_t from = 0; from < sh->slots && o->slot_end == o->slot + 1; from++)
         if (from != o->slot && seer_spsc_ready_consumer(ring_of(sh, from, o->slot)))
             return 1;
     return 0;
@@ -543,7 +549,7 @@ static int handle_next(seer_worker *w, seer_ctx *c, uint32_t inst, uint32_t p)
         o->nsent = 0;
         const uint32_t *slot_of = rt->opt.shared->slot_of;
         for (uint32_t i = 0; i < ns && !w->err; i++) {
-            if (slot_of[sent[i].part] == o->slot)
+            if (held(o, slot_of[sent[i].part]))
                 deliver_local(w, inst, sent[i].part, sent[i].ev);
             else
                 send_msg(w, slot_of[sent[i].part], (opt_msg){sent[i].ev, inst, MSG_EVENT});
@@ -633,16 +639,17 @@ static uint32_t run_batch(seer_worker *w, seer_ctx *c, uint32_t p0, uint32_t p1,
     return 0;
 }
 
-/* Nothing left to do here: leave `work`, and wait for a message (then
- * count this slot back in: returns 0) or for the end of the phase (returns
- * 1; also on an abort). */
+/* Nothing left to do here: leave `work` (each slot held counts one), and
+ * wait for a message (then count back in: returns 0) or for the end of the
+ * phase (returns 1; also on an abort). */
 static int idle(seer_worker *w)
 {
     seer_runtime *rt = w->rt;
     struct seer_opt_shared *sh = rt->opt.shared;
+    const int64_t held_n = (int64_t)(w->opt->slot_end - w->opt->slot);
     /* acq_rel: release what this slot did (the last decrement is read by the
      * slots leaving the phase); acquire: if we make it 0, everybody else's */
-    if (atomic_fetch_sub_explicit(&sh->work, 1, memory_order_acq_rel) == 1) {
+    if (atomic_fetch_sub_explicit(&sh->work, held_n, memory_order_acq_rel) == held_n) {
         ring_bell_any(sh);
         return 1;
     }
@@ -655,7 +662,7 @@ static int idle(seer_worker *w)
         if (mail_waiting(w)) {
             /* relaxed: the waiting message is still counted, so `work`
              * cannot reach 0 before this increment (only we retire it) */
-            atomic_fetch_add_explicit(&sh->work, 1, memory_order_relaxed);
+            atomic_fetch_add_explicit(&sh->work, held_n, memory_order_relaxed);
             return 0;
         }
         if ((spins & 1023u) == 1023u && seer_sigint_count() != rt->sigint_at_call) {
@@ -719,13 +726,15 @@ static void commit_slot(seer_worker *w, uint32_t p0, uint32_t p1)
 
 /* ---- the speculation phase ------------------------------------------------------- */
 
-void seer_opt_run_slot(seer_worker *w, seer_ctx *c, uint32_t slot, uint32_t bank)
+void seer_opt_run_slot(seer_worker *w, seer_ctx *c, uint32_t slot, uint32_t slot_end,
+                       uint32_t bank)
 {
     seer_runtime *rt = w->rt;
     struct seer_opt_shared *sh = rt->opt.shared;
     seer_opt_worker *o = w->opt;
-    const uint32_t p0 = sh->first[slot], p1 = sh->first[slot + 1];
+    const uint32_t p0 = sh->first[slot], p1 = sh->first[slot_end];
     o->slot = slot;
+    o->slot_end = slot_end;
     seer_arena_reset_owner(&o->recs);
     seer_arena_reset_owner(&o->sends);
     o->nsent = o->ncancel = 0;

@@ -35,10 +35,13 @@ void seer_opt_open_completer(seer_runtime *rt);
 /* A new speculation epoch (the host before a call, or the completer between
  * phases: no worker touches a queue). */
 void seer_opt_next_epoch_quiescent(seer_runtime *rt);
-/* The speculation phase's item: slot `slot`, run by w until every slot is
+/* The speculation phase's item: slot `slot` (or, where w holds every slot
+ * of the phase, slots [slot, slot_end): their partitions run as one slot's,
+ * every event delivered locally, no message), run by w until every slot is
  * idle and no message is in flight (or the call aborts); `bank`: the act
  * phase's outboxes, merged first. */
-void seer_opt_run_slot(seer_worker *w, seer_ctx *c, uint32_t slot, uint32_t bank);
+void seer_opt_run_slot(seer_worker *w, seer_ctx *c, uint32_t slot, uint32_t slot_end,
+                       uint32_t bank);
 /* The completer (worker w), after a speculation phase: statistics; the
  * instances abandoned in it are undone (to the end of the phase before) and
  * go to the end of the selection (rt->opt.abandoned of them in all, out of

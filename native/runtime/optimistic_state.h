@@ -75,6 +75,8 @@ typedef struct opt_backlog {
 
 typedef struct seer_opt_worker {
     uint32_t slot;          /* the slot this worker holds in the current phase */
+    uint32_t slot_end;      /* ... or slots [slot, slot_end): all of them, where
+                               no other worker came (seer_opt_run_slot)        */
     seer_arena recs;        /* log records (one stride each)                   */
     seer_arena sends;       /* their lists of sent events                      */
     size_t cap;             /* bytes the two arenas may take in a step         */

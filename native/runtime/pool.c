@@ -737,7 +737,8 @@ int seer_pool_run(seer_runtime *rt, int job, const seer_events_phases *events)
     /* relaxed: the host is the only writer of active and call_active; the
      * workers read call_active after the release bump in publish_job. */
     uint32_t n = atomic_load_explicit(&rt->pool.active, memory_order_relaxed);
-    if (rt->pool.call_cap && rt->pool.call_cap < n && rt->executor != SEER_EXECUTOR_OPTIMISTIC)
+    if (rt->pool.call_cap && rt->pool.call_cap < n &&
+        (rt->executor != SEER_EXECUTOR_OPTIMISTIC || rt->pool.call_cap == 1))
         n = rt->pool.call_cap;
     atomic_store_explicit(&rt->pool.call_active, n, memory_order_relaxed);
     if (n > 1) {

@@ -225,8 +225,9 @@ typedef struct seer_rt_pool {
     /* The host's cap on the threads of the next calls (0: none), below
      * `active`: the process's thread budget, shared by its runtimes, lends
      * this runtime fewer threads while others run (seer_runtime_set_call_threads).
-     * The optimistic executor's speculation ignores it (each of its slots
-     * needs a thread of its own). */
+     * The optimistic executor takes only a cap of 1 (a caller that holds
+     * every slot runs them as one, optimistic_phases.c; under a larger cap
+     * a slot nobody claims would hold the phase up). */
     uint32_t call_cap;
     /* The threads taking part in the current call (<= active): written by the
      * host before it publishes the call, read by workers after acquiring it. */

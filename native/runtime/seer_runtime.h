@@ -74,10 +74,11 @@ typedef struct seer_stats {
                                     being handled, a handler error, the log
                                     limit) and that ran serially instead      */
     uint64_t log_bytes_peak;     /* most rollback-log bytes one step took     */
-    /* parallel executor */
-    uint64_t alone_windows; /* windows one thread ran alone, holding every
-                               partition because no other thread of the pool
-                               came for one (descheduled: a loaded machine)  */
+    /* parallel and optimistic executors */
+    uint64_t alone_windows; /* windows (speculation phases) one thread ran
+                               alone, holding every partition because no other
+                               thread of the pool came for one (descheduled:
+                               a loaded machine)                              */
 } seer_stats;
 
 /* Trace records (see seer_runtime_trace).  Times are CLOCK_MONOTONIC ns. */
@@ -266,8 +267,10 @@ int seer_runtime_set_threads(seer_runtime *rt, uint32_t threads);
  * ones are used anyway), without resizing the pool: the host lends a runtime
  * fewer threads while other runtimes of its process run (the process's thread
  * budget, seer_env.budget).  The workers beyond the cap skip those calls.
- * Outputs do not depend on it.  The optimistic executor's speculative steps
- * use every active thread whatever the cap.  Host thread, between calls. */
+ * Outputs do not depend on it.  The optimistic executor takes a cap of 1 (its
+ * calling thread then runs every slot of each speculation phase as one) and
+ * uses every active thread under a larger cap (each slot needs a thread of
+ * its own).  Host thread, between calls. */
 int seer_runtime_set_call_threads(seer_runtime *rt, uint32_t threads);
 /* Switch executor (and pool size) between calls; the pending events of every
  * instance move to the new executor's queues.  Outputs do not depend on it:

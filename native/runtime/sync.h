@@ -264,6 +264,44 @@ static inline uint32_t seer_phases_chunks_holder(const seer_phases *p, uint64_t 
     return (count + chunk - 1) / chunk;
 }
 
+/* For the holder of one chunk of phase `seq`: have other threads claimed
+ * chunks of it too?  (Any thread may read it; a holder knows the phase is
+ * still `seq`.) */
+static inline int seer_phases_others_claimed_holder(const seer_phases *p, uint64_t seq)
+{
+    /* relaxed: a hint; a claim that races with it is settled by the CAS in
+     * seer_phases_claim_rest_holder */
+    const uint64_t v = atomic_load_explicit(&p->ticket, memory_order_relaxed);
+    const uint32_t front = (uint32_t)v & 0xFFFFu, back = ((uint32_t)v >> 16) & 0xFFFFu;
+    return (v >> 32) != seq || front + back > 1;
+}
+
+/* For the holder of one chunk of phase `seq` while no other chunk of it is
+ * claimed: claim every other chunk at once (a CAS on the ticket: it fails
+ * when another thread claimed one first).  Returns the chunks taken (0:
+ * none, someone else came); the caller completes each of them
+ * (seer_phases_complete_any) besides its own, which it completes last. */
+static inline uint32_t seer_phases_claim_rest_holder(seer_phases *p, uint64_t seq)
+{
+    const seer_phase_desc *d = &p->desc[seq & 1];
+    /* relaxed: the claim that returned `seq` acquired these (claim_any) */
+    const uint32_t count = atomic_load_explicit(&d->count, memory_order_relaxed);
+    const uint32_t chunk = atomic_load_explicit(&d->chunk, memory_order_relaxed);
+    const uint32_t nchunks = (count + chunk - 1) / chunk;
+    uint64_t v = atomic_load_explicit(&p->ticket, memory_order_relaxed);
+    const uint32_t front = (uint32_t)v & 0xFFFFu, back = ((uint32_t)v >> 16) & 0xFFFFu;
+    if ((v >> 32) != seq || front + back != 1 || nchunks <= 1)
+        return 0;
+    /* all claimed from the side the holder claimed from: front + back = nchunks */
+    const uint64_t next = front ? v - front + (nchunks - back) : v + ((uint64_t)(nchunks - 1) << 16);
+    /* acquire (success and failure), as a claim's: nothing more to order here
+     * (the holder already acquired the phase), but a claim is a claim */
+    return atomic_compare_exchange_strong_explicit(&p->ticket, &v, next, memory_order_acquire,
+                                                   memory_order_acquire)
+               ? nchunks - 1
+               : 0;
+}
+
 /* A waiter is running (park.h's protocol is unaffected): see `arrivals`. */
 static inline void seer_phases_arrive_any(seer_phases *p)
 {
