@@ -316,6 +316,7 @@ static void apply_options(seer_runtime *rt, const seer_model *model, const seer_
     /* events per thread a speculation phase aims at (optimistic.c); tests
      * set it small to run many phases a step */
     const char *pe = getenv("SEER_PHASE_EVENTS");
+    atomic_init(&rt->opt.gather_ns, SEER_OPT_GATHER_START_NS);
     rt->opt.phase_events = pe && *pe ? strtoull(pe, NULL, 10) : 0;
     if (!rt->opt.phase_events)
         rt->opt.phase_events = SEER_OPT_PHASE_EVENTS;

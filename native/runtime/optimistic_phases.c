@@ -338,17 +338,23 @@ static uint32_t spec_after_act_completer(seer_runtime *rt, seer_worker *w)
     return PH_EVENTS;
 }
 
-/* How long the holder of a speculation phase's first slot waits for the
- * other workers to claim theirs before it takes them all (ns): a worker that
- * spins for the phase claims within a microsecond of its opening. */
-#define OPT_GATHER_NS 5000u
+/* The bounds of rt->opt.gather_ns: how long the holder of a speculation
+ * phase's first slot waits for the other workers to claim theirs before it
+ * takes them all.  A worker that spins for the phase claims within a
+ * microsecond of its opening; one woken for the call (parked between calls:
+ * envs stepped in turn, a training loop) in tens of microseconds, and one
+ * that is off its core (a CPU burner) perhaps not for milliseconds. */
+#define OPT_GATHER_MIN_NS 5000u
+#define OPT_GATHER_MAX_NS 200000u
 
 /* Items are slots, each held until the phase ends, and every slot must be
  * held for the phase to end: a worker that does not come (descheduled: a
  * CPU burner, torch's OpenMP workers, other processes) would hold up the
  * others for as long as it is off its core.  So a worker that finds, a few
- * microseconds after its claim, that nobody else claimed a slot of the
- * phase takes every slot and runs their partitions as one slot: the
+ * microseconds after its claim (rt->opt.gather_ns: twice the latest wait for
+ * them that ended with their claims, halved by each phase they missed), that
+ * nobody else claimed a slot of the phase takes every slot and runs their
+ * partitions as one slot: the
  * events in time order, each delivered locally (a rollback only for ties
  * across partitions), no message, no wait for anyone.  Classic PCS 32x32 on
  * 2 threads beside a CPU burner at full duty so ran 0.54x the serial
@@ -366,11 +372,25 @@ static void spec_run_local(seer_worker *w, seer_ctx *c, uint32_t b, uint32_t e, 
         /* relaxed: written by the host before it published the call; a
          * call capped to its caller waits for nobody */
         const int capped = atomic_load_explicit(&rt->pool.call_active, memory_order_relaxed) == 1;
+        /* relaxed: a hint (any holder may adapt it) */
+        const uint32_t grace = atomic_load_explicit(&rt->opt.gather_ns, memory_order_relaxed);
         const uint64_t t0 = capped ? 0 : seer_phase_clock_ns();
+        uint64_t waited = 0;
         while (!capped && !seer_phases_others_claimed_holder(ph, seq) &&
-               seer_phase_clock_ns() - t0 < OPT_GATHER_NS)
+               (waited = seer_phase_clock_ns() - t0) < grace)
             seer_cpu_relax();
         const uint32_t rest = seer_phases_claim_rest_holder(ph, seq);
+        if (!capped && waited > OPT_GATHER_MIN_NS / 2) {
+            /* they came after a wait (at most twice that next time), or
+             * not at all (half as long) */
+            uint64_t next = rest ? grace / 2 : 2 * waited;
+            if (!rest && next < grace)
+                next = grace;
+            next = next < OPT_GATHER_MIN_NS ? OPT_GATHER_MIN_NS
+                   : next > OPT_GATHER_MAX_NS ? OPT_GATHER_MAX_NS
+                                              : next;
+            atomic_store_explicit(&rt->opt.gather_ns, (uint32_t)next, memory_order_relaxed);
+        }
         if (rest) {
             seer_opt_run_slot(w, c, 0, slots, bank);
             /* (the one holder of the phase's items writes it; the completer

@@ -287,6 +287,9 @@ typedef struct seer_rt_stats {
  * walk of its log) stays small next to its events, few enough that the log
  * stays in cache and does not grow with the step's length. */
 #define SEER_OPT_PHASE_EVENTS 1024u
+/* The first wait of a speculation phase's first holder for the other
+ * workers (rt->opt.gather_ns adapts it, optimistic_phases.c). */
+#define SEER_OPT_GATHER_START_NS 50000u
 
 /* The optimistic executor (optimistic.c, optimistic_sizing.c). */
 typedef struct seer_rt_opt {
@@ -308,6 +311,12 @@ typedef struct seer_rt_opt {
     uint64_t anti;
     uint64_t serial_steps;
     uint64_t log_peak;
+    /* How long the holder of a speculation phase's first slot waits for the
+     * other workers to claim theirs before it takes every slot (ns): twice
+     * the latest wait that ended with them coming (a worker woken for the
+     * call takes tens of microseconds), halved by each phase nobody came for
+     * (optimistic_phases.c).  Any worker; relaxed: a hint. */
+    _Atomic uint32_t gather_ns;
 } seer_rt_opt;
 
 struct seer_runtime {
