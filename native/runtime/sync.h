@@ -292,10 +292,12 @@ static inline uint32_t seer_phases_claim_rest_holder(seer_phases *p, uint64_t se
     const uint32_t front = (uint32_t)v & 0xFFFFu, back = ((uint32_t)v >> 16) & 0xFFFFu;
     if ((v >> 32) != seq || front + back != 1 || nchunks <= 1)
         return 0;
-    /* all claimed from the side the holder claimed from: front + back = nchunks */
-    const uint64_t next = front ? v - front + (nchunks - back) : v + ((uint64_t)(nchunks - 1) << 16);
-    /* acquire (success and failure), as a claim's: nothing more to order here
-     * (the holder already acquired the phase), but a claim is a claim */
+    /* the rest taken from the holder's own end (front + back = nchunks) */
+    const uint64_t next =
+        front ? v - front + (nchunks - back) : v + ((uint64_t)(nchunks - 1) << 16);
+    /* acquire (success and failure), as every claim's: what the phase's
+     * opener published was acquired by the holder's own claim already, so
+     * this orders nothing new; relaxed would do */
     return atomic_compare_exchange_strong_explicit(&p->ticket, &v, next, memory_order_acquire,
                                                    memory_order_acquire)
                ? nchunks - 1
