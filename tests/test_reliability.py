@@ -221,22 +221,34 @@ def test_fork_child_can_use_close_recreate_and_exit(make: str) -> None:
 # ---- 6. Ctrl-C during a long step ------------------------------------------------
 
 
-def test_ctrl_c_reaches_the_user_promptly_and_marks_the_env() -> None:
+@pytest.mark.parametrize("executor,lookahead,alone", [
+    ("parallel", 1.0, False),
+    # the caller's thread alone (a budget of one thread): the parallel
+    # executor's windows after the first, the optimistic executor's slots
+    # all on it; the first window is about 1% of the step
+    ("parallel", 0.02, True),
+    ("optimistic", 0.001, True),
+], ids=["parallel", "parallel-alone", "optimistic-alone"])
+def test_ctrl_c_reaches_the_user_promptly_and_marks_the_env(executor: str, lookahead: float,
+                                                            alone: bool) -> None:
     code = """
     import os, signal, threading, time
     import numpy as np
-    from seer_env.envs import aircraft_v0
+    from seer_env import budget
     from seer_env.errors import StateError
+    if ALONE:
+        budget.set_thread_budget(1)
     # a step of about a minute: 262144 events of about 200 us
     from seer_env.envs import phold_v0
     env = phold_v0.parallel_env(num_entities=4096, events_per_entity=64, work=200000,
-                                mean=1.0, lookahead=1.0, step_duration=2.0, threads=2)
+                                mean=1.0, lookahead=LOOKAHEAD, step_duration=2.0, threads=2,
+                                executor="EXECUTOR")
     env.reset(seed=0)
     sent = []
     def interrupt():
         sent.append(time.monotonic())
         os.kill(os.getpid(), signal.SIGINT)
-    threading.Timer(0.5, interrupt).start()
+    threading.Timer(1.5 if ALONE else 0.5, interrupt).start()
     t0 = time.monotonic()
     try:
         env.step({a: 0 for a in env.agents})
@@ -253,11 +265,14 @@ def test_ctrl_c_reaches_the_user_promptly_and_marks_the_env() -> None:
         raise SystemExit(4)
     except StateError as exc:
         assert "interrupted by SIGINT" in str(exc) or "cut short" in str(exc), exc
+    if ALONE:
+        assert env.unwrapped.runtime.stats()["alone_windows"] > 0
     env.reset(seed=1)
     assert len(env.agents) == 4096
     env.close()
     """
-    r = run_python(code, timeout=120)
+    code = code.replace("ALONE", str(alone)).replace("LOOKAHEAD", repr(lookahead))
+    r = run_python(code.replace("EXECUTOR", executor), timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr[-3000:]
     assert "latency" in r.stdout
     print(r.stdout)
