@@ -2873,3 +2873,16 @@ def test_company_words_name_a_pool_whose_windows_ran_alone_only_in_company():
                          {"parallel-2": 0.6})
     assert spin.startswith("parallel-2's other threads found no free core (60% of")
     assert "another thread pool in this process spins on the same cores" in spin
+
+
+def test_the_limit_compares_with_the_iteration_the_serial_choice_was_judged_by():
+    """Where parallel-1 timed faster than the serial executor, the serial
+    choice is judged by parallel-1's sample (`choosable`); the reason's limit
+    ("measured: parallel-2 took ...x as long") compares with that iteration
+    too, not with the serial executor's own slower sample."""
+    from seer_env.stpa.cost import select
+
+    timings = {Candidate("serial", 1): [1200.0] * 3, P[1]: [1000.0] * 3, P[2]: [1500.0] * 3}
+    dec = select(timings, feats(cores=4), None, 0.0)
+    assert dec.candidate == Candidate("serial", 1)
+    assert "measured: parallel-2 took 1.50x as long per step" in dec.reason, dec.reason

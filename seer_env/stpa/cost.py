@@ -442,7 +442,10 @@ def select(timings: Mapping[Candidate, Sequence[float]], features: Features,
         why += (f"; on {summary.threads} threads the barriers took "
                 f"{summary.barrier_ns / 1e3:.1f} us per window and the workers were idle "
                 f"{summary.idle_fraction:.0%} of the time")
-    why += f". Limit: {limiting_factor(features, summary, medians, choice, predicted)}."
+    # the limit compares with the iteration the choice was judged by (the
+    # serial executor's: the best one-thread sample, `choosable`)
+    judged = {**medians, **pool}
+    why += f". Limit: {limiting_factor(features, summary, judged, choice, predicted)}."
     return Decision(choice, why, medians_by_label, predicted, trigger)
 
 
