@@ -723,10 +723,11 @@ class Runtime:
         ``events_rolled_back`` (handlings undone), ``anti_messages`` (sent to
         another thread), ``serial_steps`` (speculations abandoned and rerun
         serially) and ``log_bytes_peak`` (most rollback-log bytes one step took);
-        the parallel executor's ``alone_windows`` (of ``windows``: run by one
-        thread that held every partition because no other thread of the pool
-        came for one, as on a loaded machine; many of them say the pool's
-        other threads did not get a core):
+        and ``alone_windows`` (of ``windows``: run by one thread that held
+        every partition -- the parallel executor's windows, the optimistic
+        executor's speculation phases -- because no other thread of the pool
+        came for one, as on a loaded machine or under a budget of one thread;
+        many of them say the pool's other threads did not get a core):
 
         ```python
         rt = registry.Runtime("pcs", {"classic": True}, 1, "optimistic", 2)
