@@ -358,7 +358,7 @@ static uint32_t spec_after_act_completer(seer_runtime *rt, seer_worker *w)
  * (a rollback only for ties across partitions), no message, no wait for
  * anyone.  Classic PCS 32x32 on 2 threads beside a CPU burner at full duty
  * ran 0.51-0.54x the serial executor without it (every phase waited for the
- * descheduled worker), 0.62-0.68x with it.  A worker that claims after
+ * descheduled worker), 0.60-0.68x with it.  A worker that claims after
  * another finds the phase's other slots claimed and runs its own as before.
  * Not in checking mode (its passes run the slots as they are). */
 static void spec_run_local(seer_worker *w, seer_ctx *c, uint32_t b, uint32_t e, uint32_t bank)
