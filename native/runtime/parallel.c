@@ -41,6 +41,18 @@
 #include "squeue.h"
 #include "trace.h"
 
+/* Instance `in`'s next window from its earliest pending time t: it runs
+ * when t is before its boundary, up to W = min(t + L, boundary).  By the
+ * owner of the instance's state between windows: the completer's reduction,
+ * or a thread that holds every partition (run_windows_alone_holder). */
+static int open_window_owner(const seer_runtime *rt, seer_inst *in, double t)
+{
+    in->running = t < in->boundary;
+    const double w_end = t + rt->sz.lookahead;
+    in->w_end = w_end < in->boundary ? w_end : in->boundary;
+    return in->running;
+}
+
 /* After the act phase or a window: reduce the minima into the next window. */
 static void reduce_windows_completer(seer_runtime *rt)
 {
@@ -56,12 +68,11 @@ static void reduce_windows_completer(seer_runtime *rt)
                 t = *m;
             *m = __builtin_inf();
         }
-        in->running = t < in->boundary;
-        double w_end = t + rt->sz.lookahead;
-        in->w_end = w_end < in->boundary ? w_end : in->boundary;
-        any |= in->running;
-        if (in->running && t < first)
-            first = t;
+        if (open_window_owner(rt, in, t)) {
+            any = 1;
+            if (t < first)
+                first = t;
+        }
     }
     rt->call.window_t = first;
     uint64_t events = 0;
@@ -167,12 +178,11 @@ static void run_windows_alone_holder(seer_worker *w, seer_ctx *c, uint32_t arriv
         for (uint32_t k = 0; k < rt->call.nsel; k++) {
             seer_inst *in = &rt->inst[rt->call.sel[k]];
             const double t = instance_min_holder(rt, in);
-            in->running = t < in->boundary;
-            in->w_end = t + rt->sz.lookahead < in->boundary ? t + rt->sz.lookahead
-                                                            : in->boundary;
-            any |= in->running;
-            if (in->running && t < first)
-                first = t;
+            if (open_window_owner(rt, in, t)) {
+                any = 1;
+                if (t < first)
+                    first = t;
+            }
         }
         if (!any)
             break;

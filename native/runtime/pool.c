@@ -417,8 +417,8 @@ static void run_phases(seer_worker *w, uint32_t tag)
          * alone while we still hold the last one (not in checking mode,
          * whose passes run the phases as they are); its windows are traced
          * on their own. */
-        if (kind == PH_EVENTS && ++mine == seer_phases_chunks_holder(&rt->pool.ph, seq) &&
-            rt->call.events->run_alone_holder && !rt->check.mode && !w->err &&
+        if (kind == PH_EVENTS && rt->call.events->run_alone_holder &&
+            ++mine == seer_phases_chunks_holder(&rt->pool.ph, seq) && !rt->check.mode && !w->err &&
             atomic_load_explicit(&rt->pool.ph.arrivals, memory_order_relaxed) == arrivals0)
             rt->call.events->run_alone_holder(w, &c, arrivals0);
         if (__builtin_expect(seer_sigint_count() != rt->sigint_at_call, 0) && !w->err)

@@ -283,11 +283,7 @@ static inline int seer_phases_others_claimed_holder(const seer_phases *p, uint64
  * (seer_phases_complete_any) besides its own, which it completes last. */
 static inline uint32_t seer_phases_claim_rest_holder(seer_phases *p, uint64_t seq)
 {
-    const seer_phase_desc *d = &p->desc[seq & 1];
-    /* relaxed: the claim that returned `seq` acquired these (claim_any) */
-    const uint32_t count = atomic_load_explicit(&d->count, memory_order_relaxed);
-    const uint32_t chunk = atomic_load_explicit(&d->chunk, memory_order_relaxed);
-    const uint32_t nchunks = (count + chunk - 1) / chunk;
+    const uint32_t nchunks = seer_phases_chunks_holder(p, seq);
     uint64_t v = atomic_load_explicit(&p->ticket, memory_order_relaxed);
     const uint32_t front = (uint32_t)v & 0xFFFFu, back = ((uint32_t)v >> 16) & 0xFFFFu;
     if ((v >> 32) != seq || front + back != 1 || nchunks <= 1)
