@@ -10,6 +10,7 @@ import json
 import math
 import multiprocessing
 import os
+from types import SimpleNamespace
 
 import pytest
 
@@ -25,7 +26,7 @@ TOP_KEYS = {"benchmark", "seer_env", "commit", "dirty", "machine", "load_avg_bef
             "load_avg_after", "workload", "executors", "threads", "rounds", "block", "quick",
             "stpa_cache", "update_every", "torch", "situations", "skipped", "wall_s"}
 SITUATION_KEYS = {"title", "unit", "block", "load_avg_before", "wall_s", "executors", "auto"}
-AUTO_KEYS = {"choice", "reason", "state", "settled"}
+AUTO_KEYS = {"choice", "reason", "state", "settled", "probe_steps_timed", "probes_timed"}
 
 
 def _alive(pid: int) -> bool:
@@ -51,6 +52,9 @@ def _check_figures(sit: dict, labels: list[str], rounds: int) -> None:
         assert all(_finite_positive(x) for x in row["blocks_s"])
     assert sit["executors"]["serial"]["ratio"] == 1.0
     assert set(sit["auto"]) >= AUTO_KEYS and sit["auto"]["choice"]
+    auto = sit["auto"]
+    assert len(auto["probe_steps_timed"]) == len(auto["probes_timed"]) == len(auto["choice"])
+    assert all(isinstance(n, int) and n >= 0 for n in auto["probe_steps_timed"])
 
 
 def test_cli_parses_the_company_options() -> None:
@@ -111,6 +115,50 @@ def test_a_quick_run_returns_every_figure(monkeypatch) -> None:
     assert [hc[k]["pool"] for k in ("before", "after")] == [res["executors"][1]] * 2
     assert all(_finite_positive(hc[k]["ratio"]) for k in ("before", "after"))
     assert any(line.startswith("host check: ") for line in lines)
+
+
+class _FakeStpa:
+    """What `company._auto_record` reads of a controller."""
+
+    def __init__(self) -> None:
+        self.executor, self.threads, self.reason, self.state = "parallel", 2, "why", "monitor"
+        self.settled = True
+        self.probe_steps = 10
+        self.history = [SimpleNamespace(trigger="preflight")]
+        self.prober = SimpleNamespace(probe=None)
+
+
+def test_auto_record_counts_what_stpa_probed_during_the_timed_blocks() -> None:
+    """Steps of the probes that ended during the blocks and of the one still
+    running, and the triggers of the decisions made then (not those before);
+    the table and the rows say so in words, and nothing where none ran."""
+    quiet, busy = _FakeStpa(), _FakeStpa()
+    marks = company._probe_marks([quiet, busy])
+    assert marks == [(10, 1), (10, 1)]
+    busy.probe_steps = 42  # two probes ended: 32 steps
+    busy.history += [SimpleNamespace(trigger="company: iterations took 5.5 ms on parallel-2"),
+                     SimpleNamespace(trigger="confirm"),
+                     SimpleNamespace(trigger="company: iterations took 6 ms on parallel-2")]
+    busy.prober = SimpleNamespace(probe=SimpleNamespace(steps=5))  # one still running
+    rec = company._auto_record([quiet, busy], {"warmup_calls": 3}, marks)
+    assert rec["probe_steps_timed"] == [0, 37]
+    assert rec["probes_timed"] == [[], [
+        "company: iterations took 5.5 ms on parallel-2", "confirm",
+        "company: iterations took 6 ms on parallel-2"]]
+    assert rec["warmup_calls"] == 3 and rec["choice"] == ["parallel-2", "parallel-2"]
+    assert company._probes_words(rec) == "probed 37 timed steps (company x2, confirm)"
+    assert "probe_steps_timed" not in company._auto_record([quiet], {})  # no marks
+    sit = {"executors": {k: {"s": 1e-3, "ratio": 1.0} for k in ("serial", "auto")},
+           "auto": rec}
+    text = company.table({"executors": ["serial", "auto"], "situations": {"alone": sit}})
+    row = next(line for line in text.splitlines() if line.startswith("alone"))
+    assert row.endswith("   parallel-2; probed 37 timed steps (company x2, confirm)")
+    assert "; probed 37 timed steps (company x2, confirm)" in company._rows("alone", sit)
+    rec = company._auto_record([quiet], {}, company._probe_marks([quiet]))
+    assert company._probes_words(rec) == ""
+    sit["auto"] = rec
+    assert "probed" not in company.table({"executors": ["serial", "auto"],
+                                          "situations": {"alone": sit}})
 
 
 def test_the_table_warns_where_the_host_check_moved() -> None:

@@ -51,6 +51,7 @@ save(res, "benchmarks/results/company.json")
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import json
 import math
@@ -186,11 +187,48 @@ def _settle(stpas: Sequence[Any], fn: Callable[[], Any], max_calls: int,
             "choice_after_warmup": [_label_of(s) for s in stpas]}
 
 
-def _auto_record(stpas: Sequence[Any], warm: dict[str, Any]) -> dict[str, Any]:
-    """What STPA chose (each env's, for envs-N), why, and its warm-up."""
-    return {**warm, "choice": [_label_of(s) for s in stpas],
-            "reason": [s.reason for s in stpas], "state": [s.state for s in stpas],
-            "settled": all(s.settled for s in stpas)}
+def _probe_marks(stpas: Sequence[Any]) -> list[tuple[int, int]]:
+    """Each controller's probe steps and decisions so far (`_auto_record`'s
+    ``marks``)."""
+    return [(_probe_steps(s), len(s.history)) for s in stpas]
+
+
+def _probe_steps(stpa: Any) -> int:
+    """Steps of ``stpa``'s probes so far, the one in progress included."""
+    running = stpa.prober.probe
+    return int(stpa.probe_steps) + (running.steps if running is not None else 0)
+
+
+def _auto_record(stpas: Sequence[Any], warm: dict[str, Any],
+                 marks: Sequence[tuple[int, int]] | None = None) -> dict[str, Any]:
+    """What STPA chose (each env's, for envs-N), why, and its warm-up; with
+    ``marks`` (`_probe_marks` as the timed blocks began), what it probed
+    during them, each env's: its probes' steps (``probe_steps_timed``) and
+    the triggers of the decisions they made (``probes_timed``: "confirm",
+    a drift or company in words).  Auto's blocks hold those steps (a probe
+    visits the other candidates, a switch between executors moves every
+    pending event), so they say where auto fell behind the choice it made."""
+    rec = {**warm, "choice": [_label_of(s) for s in stpas],
+           "reason": [s.reason for s in stpas], "state": [s.state for s in stpas],
+           "settled": all(s.settled for s in stpas)}
+    if marks is not None:
+        rec["probe_steps_timed"] = [_probe_steps(s) - m[0] for s, m in zip(stpas, marks,
+                                                                            strict=True)]
+        rec["probes_timed"] = [[d.trigger for d in s.history[m[1]:]]
+                               for s, m in zip(stpas, marks, strict=True)]
+    return rec
+
+
+def _probes_words(auto: Mapping[str, Any]) -> str:
+    """``auto``'s probes during the timed blocks in words ("" where none or
+    not recorded): "probed 48 timed steps (company x2, confirm)"."""
+    steps = sum(auto.get("probe_steps_timed") or [])
+    if not steps:
+        return ""
+    triggers = collections.Counter(t.split(":", 1)[0] for ts in auto.get("probes_timed") or []
+                                   for t in ts)
+    made = ", ".join(t if n == 1 else f"{t} x{n}" for t, n in triggers.most_common())
+    return f"probed {steps} timed steps" + (f" ({made})" if made else "")
 
 
 # -- a CPU burner beside the env -------------------------------------------------------------
@@ -445,6 +483,7 @@ def _rotate(plan: _Plan, runs: dict[str, Callable[[], Any]], autos: Sequence[Any
     for fn in runs.values():
         _block_s(fn, _WARM_BLOCKS * block)
     warm = _settle(autos, runs["auto"], plan.auto_calls, plan.auto_s) if autos else {}
+    marks = _probe_marks(autos)
     plan.progress(f"  {plan.rounds} rounds of {block}-iteration blocks")
     got: dict[str, list[float]] = {k: [] for k in runs}
     last: dict[str, float] = {}
@@ -458,7 +497,7 @@ def _rotate(plan: _Plan, runs: dict[str, Callable[[], Any]], autos: Sequence[Any
             got[k].append(inner(k) - last[k])
 
     samples = _blocks(runs, plan.rounds, block, before=before, after=after)
-    return samples, (got if inner is not None else None), _auto_record(autos, warm)
+    return samples, (got if inner is not None else None), _auto_record(autos, warm, marks)
 
 
 def _alone(plan: _Plan, envs: list[Any]) -> dict[str, Any]:
@@ -583,10 +622,11 @@ def _proc_main(idx: int, wl: Workload, labels: list[str], rounds: int, block: in
             _block_s(fn, _WARM_BLOCKS * block)
             if k == "auto":
                 warm = _settle([envs[k].runtime.stpa], fn, auto_calls, auto_s)
+        marks = _probe_marks([envs["auto"].runtime.stpa])
         samples = _blocks(runs, rounds, block, before=together)
         together("end")  # nobody's last block runs beside a finished sibling's quiet
         results.put((idx, {"blocks": samples,
-                           "auto": _auto_record([envs["auto"].runtime.stpa], warm)}))
+                           "auto": _auto_record([envs["auto"].runtime.stpa], warm, marks)}))
     except BaseException as exc:  # noqa: BLE001 (reported to the parent, which raises)
         barrier.abort()
         results.put((idx, {"error": f"{type(exc).__name__}: {exc}"}))
@@ -633,7 +673,8 @@ def _procs(plan: _Plan, n: int) -> dict[str, Any]:
         row["steps_per_s"] = 1.0 / row["s"]
     autos = [got[i]["auto"] for i in range(n)]
     auto: dict[str, Any] = {key: [x for a in autos for x in a[key]]
-                            for key in ("choice", "reason", "state")}
+                            for key in ("choice", "reason", "state", "probe_steps_timed",
+                                        "probes_timed")}
     auto["settled"] = all(a["settled"] for a in autos)
     auto["warmup_s"] = max(a.get("warmup_s", 0.0) for a in autos)
     return {"executors": figs, "auto": auto}
@@ -675,6 +716,9 @@ def table(res: Mapping[str, Any]) -> str:
         chose = ", ".join(dict.fromkeys(auto.get("choice", [])))
         if chose and not auto.get("settled"):
             chose += " (not settled)"
+        probed = _probes_words(auto)
+        if probed:
+            chose += f"; {probed}"
         lines.append(f"{name:<16}" + "".join(f"{c:>{w}}" for c in cells) + f"   {chose}")
         if "env_s" in serial:
             part = "recv+send" if name == "async" else "step()"
@@ -700,8 +744,10 @@ def _rows(name: str, sit: Mapping[str, Any]) -> str:
                    f"{env:>10}")
     auto = sit.get("auto") or {}
     if auto.get("choice"):
+        probed = _probes_words(auto)
         out.append(f"{'':<12} auto chose {', '.join(auto['choice'])}"
-                   + ("" if auto.get("settled") else " (not settled)"))
+                   + ("" if auto.get("settled") else " (not settled)")
+                   + (f"; {probed}" if probed else ""))
     return "\n".join(out)
 
 
