@@ -2779,6 +2779,49 @@ def test_iterations_that_slow_with_our_steps_as_they_were_start_no_company_repro
     assert st.monitor.company_probes == 1
 
 
+def test_a_pause_between_iterations_starts_no_company_reprobe():
+    """The caller stops calling for a while (an evaluation, the learner's
+    update, the other configurations of a benchmark's rotation) and the
+    first steps after it run cold (caches, parked workers): the window that
+    spans the pause and the one after it say nothing of company.  Counted,
+    the pause's window and one cold one made the median of three, and envs
+    of a round-robin loop re-probed after each pause (bench company envs-4
+    on a quiet host: 3 company re-probes in 7 rounds, auto 1.58x serial where
+    parallel-2 ran 1.70x).  Ten pauses of 200 ms, each followed by a window
+    of steps 20x slower: no company re-probe, the pool kept."""
+    rt, co, st = _settled_on_the_pool()
+    co.loop(st, 40)
+    decisions = len(st.history)
+    for _ in range(10):
+        rt.now += 200_000_000  # the pause
+        rt.slow[("parallel", 2)], rt.slow_factor = 8, 20.0  # ... and cold steps
+        co.loop(st, 100)
+    assert st.monitor.company_probes == 0, [d.trigger for d in st.history]
+    assert len(st.history) == decisions and st.threads == 2
+
+
+def test_company_slower_than_a_pause_is_still_left_within_a_few_windows():
+    """A pool's iterations 5x slower from a step on (no caller's work: the
+    steps are the iterations) look like pauses window after window: after
+    three of them in a row they are company, and a company re-probe falls
+    back as fast as for a smaller slowdown."""
+    rt = _FakeRuntime()
+    rt.events_per_step = 1000
+    co = _Company(rt)
+    st = _company_stpa(rt, co)
+    co.loop(st, 120)
+    assert st.settled and st.threads == 2
+    decisions = len(st.history)
+    rt.slow[("parallel", 2)], rt.slow_factor = 10**9, 5.0
+    co.others = 1.0
+    n = 0
+    while n < 200 and not (st.settled and len(st.history) > decisions):
+        co.loop(st, 1)
+        n += 1
+    assert st.threads == 1 and n <= 60, (n, st.reason)
+    assert st.history[-1].trigger.startswith("company: iterations took")
+
+
 def test_iterations_pool_the_callers_work_unless_a_candidate_changes_it():
     from seer_env.stpa.company import iterations
 

@@ -24,9 +24,12 @@ iterations slower than the decision's: once the last three windows' median is
 one-thread candidate's iteration at the decision (or ``COMPANY_LOSS`` over
 both, where the caller's work is most of an iteration), a company re-probe times the
 pool against one thread and falls back within a few windows when the pool
-loses.  A decision remembered from an earlier run (the decision cache) is
-confirmed at once when the run's iterations are slower than the remembered
-ones or other processes hold a core: made alone, it is not trusted in company.
+loses.  A window that spans a pause of the caller's (an evaluation, the
+learner's update: over `PAUSE_FACTOR` times the first windows) and the cold
+one after it are left out (`Monitor._look`).  A decision remembered from an
+earlier run (the decision cache) is confirmed at once when the run's
+iterations are slower than the remembered ones or other processes hold a
+core: made alone, it is not trusted in company.
 
 `Monitor` holds what the checks compare and count: the load and step time of
 the running choice, the counters at the last check, the steps since the last
@@ -91,6 +94,13 @@ RECHECK_STEPS = 16
 #: what a look between the checks costs (a clock read and a few operations in
 #: Python), for spacing them under half a percent of the iterations
 WINDOW_NS = 3_000.0
+#: a window whose iterations took this many times the first windows' after the
+#: decision spans a pause of the caller (an evaluation, the learner's update):
+#: it and the window after it (cold steps) are left out of the company check,
+#: unless COMPANY_WINDOWS of them come in a row (no pause: a slowdown).  What
+#: company did to a pool's iterations: 1.2-2x (a CPU burner beside
+#: parallel-2: 2x its iterations alone)
+PAUSE_FACTOR = 4.0
 
 
 class MonitorHost(ProbeHost, Protocol):
@@ -180,6 +190,10 @@ class Monitor:
     shared: collections.deque[bool] = field(
         default_factory=lambda: collections.deque(maxlen=COMPANY_WINDOWS))
     calls_mark: int = 0  # the process's calls (`process_calls`) at t_mark
+    # windows that spanned a pause, in a row (`_look`): (iteration ns, shared,
+    # step ns); a window after them is a cold one
+    paused: list[tuple[float, bool, float | None]] = field(default_factory=list)
+    after_pause: bool = False
     iter_base_ns: float | None = None
     iter_decided_ns: float | None = None
     one_iter_ns: float | None = None
@@ -235,6 +249,8 @@ class Monitor:
         self.windows.clear()
         self.shared.clear()
         self.step_samples.clear()
+        self.paused.clear()
+        self.after_pause = False
         self.iter_base_ns = None
         self.iter_steps = 0
         self.since = 1
@@ -274,19 +290,19 @@ class Monitor:
         n, self.since = self.since, 0
         self.to_check -= n
         self.iter_steps += n
-        if step_ns is not None:
-            self.step_samples.append(step_ns)
         calls = process_calls()
+        looked = True
         if self.t_mark is not None and n > 0:
-            self.windows.append((t_in - self.t_mark) / n)
             # other runtimes of this process called since the last look: the
             # iterations hold their steps (the other envs of a round-robin
             # loop), which no choice of ours changes
-            self.shared.append(calls - self.calls_mark > n)
+            looked = self._look((t_in - self.t_mark) / n, calls - self.calls_mark > n, step_ns)
+        elif step_ns is not None:
+            self.step_samples.append(step_ns)
         self.t_mark = t_in
         self.calls_mark = calls
-        if len(self.windows) < COMPANY_WINDOWS or host._current().threads <= 1 \
-                or host.prober.probe is not None:
+        if not looked or len(self.windows) < COMPANY_WINDOWS \
+                or host._current().threads <= 1 or host.prober.probe is not None:
             return self.to_check <= 0
         now = statistics.median(self.windows)
         if self.remembered:
@@ -351,6 +367,41 @@ class Monitor:
             self.start_probe(host, why, s)
             return False
         return self.to_check <= 0
+    def _look(self, iteration_ns: float, shared: bool, step_ns: float | None) -> bool:
+        """One window's iterations (``iteration_ns`` each; ``shared``: other
+        runtimes of the process were called in it; ``step_ns``: the step just
+        run, alone) into what the company check compares; False where it was
+        left out.
+
+        A window over `PAUSE_FACTOR` times the first windows' after the
+        decision spans a pause of the caller's (an evaluation, the learner's
+        update, the other configurations of a benchmark's rotation), and the
+        steps after a pause run cold (caches, parked workers): that window
+        and the next are left out.  Counted, a pause's window and one cold
+        one made the median of three, and each pause started a company
+        re-probe (`bench company` envs-4 on a quiet host: 3 in 7 rounds).
+        `COMPANY_WINDOWS` such windows in a row are no pause but a slowdown:
+        they all count (as soon as they would have)."""
+        ref = self.iter_base_ns or self.iter_decided_ns
+        got = [(iteration_ns, shared, step_ns)]
+        if ref and iteration_ns > PAUSE_FACTOR * ref:
+            self.paused.append(got[0])
+            if len(self.paused) < COMPANY_WINDOWS:
+                self.after_pause = True
+                return False
+            got, self.after_pause = self.paused, False
+        elif self.after_pause:  # its steps ran cold
+            self.after_pause = False
+            self.paused = []
+            return False
+        self.paused = []
+        for it, sh, st in got:
+            self.windows.append(it)
+            self.shared.append(sh)
+            if st is not None:
+                self.step_samples.append(st)
+        return True
+
     def share_now(self, host: MonitorHost) -> int | None:
         """This run's share of the cores (`fair_cores`) beside the other
         processes' load between the monitor's last two marks (each one's
