@@ -2800,6 +2800,77 @@ def test_a_pause_between_iterations_starts_no_company_reprobe():
     assert len(st.history) == decisions and st.threads == 2
 
 
+def test_a_pause_is_judged_against_the_windows_themselves():
+    """The first windows after a decision judge each other (the decision's
+    iteration is one step of this run, a window of a round-robin loop holds
+    the other envs' steps too): a pause among them and the cold window after
+    it are left out; then the windows counted are the measure; a slowdown of
+    three windows in a row counts."""
+    from seer_env.stpa.monitor import COMPANY_WINDOWS, Monitor
+
+    assert COMPANY_WINDOWS == 3
+    m = Monitor(gap=0)
+    m.iter_decided_ns = 1_000_000.0  # a round of 4 envs' steps is 4x that: no pause
+    ms = 1_000_000.0
+    assert not m._look(3.9 * ms, 4.0, 0.9 * ms) and not m._look(4.0 * ms, 4.0, 0.9 * ms)
+    assert m._look(4.1 * ms, 4.0, 1.0 * ms)
+    assert list(m.windows) == [3.9 * ms, 4.0 * ms, 4.1 * ms]
+    assert list(m.shared) == [True] * 3 and list(m.step_samples) == [0.9 * ms, 0.9 * ms, ms]
+    # a pause (other envs stepped for 120 ms), a cold window, then as before
+    m = Monitor(gap=0)
+    looks = [m._look(x * ms, 100.0 if x > 100 else 4.0, x * ms / 4) for x in (120.0, 4.6, 4.0)]
+    assert looks == [False, False, True] and list(m.windows) == [4.0 * ms]
+    assert list(m.step_samples) == [1.0 * ms]
+    assert m._look(3.9 * ms, 4.0, None)  # judged by the windows counted
+    assert not m._look(30.0 * ms, 1.0, None)  # a pause ...
+    assert not m._look(4.5 * ms, 4.0, None)  # ... and the cold window after it
+    assert m._look(4.1 * ms, 4.0, None)
+    assert list(m.windows) == [4.0 * ms, 3.9 * ms, 4.1 * ms]
+    # 5x slower, window after window: a slowdown, counted at the third
+    assert [m._look(20.0 * ms, 4.0, None) for _ in range(3)] == [False, False, True]
+    assert list(m.windows) == [20.0 * ms] * 3
+    # a pause as the last of the first windows: the next one is a cold one
+    m = Monitor(gap=0)
+    assert [m._look(x * ms, 1.0, None) for x in (1.0, 1.1, 50.0, 1.3, 1.0)] == \
+        [False, False, True, False, True]
+    assert list(m.windows) == [1.0 * ms, 1.1 * ms, 1.0 * ms]
+    m.restart_windows()
+    assert not m.windows and not m.pending and not m.paused and not m.after_pause
+
+
+def test_envs_of_a_round_robin_loop_start_no_company_reprobe_after_pauses():
+    """4 envs stepped in turn, each on its pool; the loop stops for 300 ms
+    every 120 rounds (a benchmark's other configurations ran) and the first
+    12 steps of each env after it run 3x slower (cold): no company re-probe
+    in any env (before pauses were left out: one in each env)."""
+    import seer_env._bind.runtime as bind
+
+    clock = [0]
+    rts = [_SharedClockFake(clock) for _ in range(4)]
+    sts = []
+    for rt in rts:
+        rt.events_per_step = 1000
+        sts.append(Stpa(rt, cores=2, rounds=2, reprobe_rounds=1, check_every=64,
+                        reprobe_gap=64, check_ns=0.0, trace=False, tie=0.0, clock=rt.clock,
+                        tiny_ns=0.0, probe_share=None, confirm=False, cache=False))
+
+    def rounds(n: int) -> None:
+        for _ in range(n):
+            for rt, st in zip(rts, sts, strict=True):
+                bind._CALLS[0] += 1  # as Runtime.step counts every call
+                rt.step(st)
+
+    rounds(200)
+    assert all(st.settled and st.threads == 2 for st in sts)
+    for _ in range(8):
+        clock[0] += 300_000_000
+        for rt in rts:
+            rt.slow[("parallel", 2)], rt.slow_factor = 12, 3.0
+        rounds(120)
+    assert [st.monitor.company_probes for st in sts] == [0, 0, 0, 0]
+    assert all(st.threads == 2 for st in sts)
+
+
 def test_company_slower_than_a_pause_is_still_left_within_a_few_windows():
     """A pool's iterations 5x slower from a step on (no caller's work: the
     steps are the iterations) look like pauses window after window: after

@@ -190,9 +190,11 @@ class Monitor:
     shared: collections.deque[bool] = field(
         default_factory=lambda: collections.deque(maxlen=COMPANY_WINDOWS))
     calls_mark: int = 0  # the process's calls (`process_calls`) at t_mark
-    # windows that spanned a pause, in a row (`_look`): (iteration ns, shared,
-    # step ns); a window after them is a cold one
+    # windows that spanned a pause, in a row, and the first windows after a
+    # decision, not yet judged (`_look`): (iteration ns, shared, step ns); the
+    # window after a pause is a cold one
     paused: list[tuple[float, bool, float | None]] = field(default_factory=list)
+    pending: list[tuple[float, bool, float | None]] = field(default_factory=list)
     after_pause: bool = False
     iter_base_ns: float | None = None
     iter_decided_ns: float | None = None
@@ -250,6 +252,7 @@ class Monitor:
         self.shared.clear()
         self.step_samples.clear()
         self.paused.clear()
+        self.pending.clear()
         self.after_pause = False
         self.iter_base_ns = None
         self.iter_steps = 0
@@ -296,7 +299,7 @@ class Monitor:
             # other runtimes of this process called since the last look: the
             # iterations hold their steps (the other envs of a round-robin
             # loop), which no choice of ours changes
-            looked = self._look((t_in - self.t_mark) / n, calls - self.calls_mark > n, step_ns)
+            looked = self._look((t_in - self.t_mark) / n, (calls - self.calls_mark) / n, step_ns)
         elif step_ns is not None:
             self.step_samples.append(step_ns)
         self.t_mark = t_in
@@ -367,40 +370,65 @@ class Monitor:
             self.start_probe(host, why, s)
             return False
         return self.to_check <= 0
-    def _look(self, iteration_ns: float, shared: bool, step_ns: float | None) -> bool:
-        """One window's iterations (``iteration_ns`` each; ``shared``: other
-        runtimes of the process were called in it; ``step_ns``: the step just
-        run, alone) into what the company check compares; False where it was
-        left out.
+    def _look(self, iteration_ns: float, calls_per_step: float, step_ns: float | None) -> bool:
+        """One window's iterations (``iteration_ns`` each; ``calls_per_step``:
+        the process's step calls per step of this run in it, over 1 where
+        other runtimes were called: the envs of a round-robin loop; ``step_ns``:
+        the step just run, alone) into what the company check compares;
+        False where nothing was added.
 
-        A window over `PAUSE_FACTOR` times the first windows' after the
-        decision spans a pause of the caller's (an evaluation, the learner's
-        update, the other configurations of a benchmark's rotation), and the
-        steps after a pause run cold (caches, parked workers): that window
-        and the next are left out.  Counted, a pause's window and one cold
-        one made the median of three, and each pause started a company
-        re-probe (`bench company` envs-4 on a quiet host: 3 in 7 rounds).
-        `COMPANY_WINDOWS` such windows in a row are no pause but a slowdown:
-        they all count (as soon as they would have)."""
-        ref = self.iter_base_ns or self.iter_decided_ns
-        got = [(iteration_ns, shared, step_ns)]
-        if ref and iteration_ns > PAUSE_FACTOR * ref:
-            self.paused.append(got[0])
+        A window over `PAUSE_FACTOR` times the windows' so far (the first
+        ones' after the decision, else those counted since) spans a pause of
+        the caller's (an evaluation, the learner's update, the other
+        configurations of a benchmark's rotation), and the steps after a
+        pause run cold (caches, parked workers): that window and the next are
+        left out.  Counted, a pause's window and one cold one made the median
+        of three, and each pause started a company re-probe (`bench company`
+        envs-4 on a quiet host: 3 in 7 rounds).  `COMPANY_WINDOWS` such
+        windows in a row are no pause but a slowdown: they all count (as soon
+        as they would have).  The first windows after a decision judge each
+        other (against the fastest of them): the decision's own iteration is
+        one step of this run and the caller's work, where a window of a
+        round-robin loop holds the other envs' steps too."""
+        got = (iteration_ns, calls_per_step > 1.0, step_ns)
+        ref = self.iter_base_ns or (statistics.median(self.windows) if self.windows else None)
+        if ref is None:
+            self.pending.append(got)
+            if len(self.pending) < COMPANY_WINDOWS:
+                return False
+            low = min(w[0] for w in self.pending)
+            keep = []
+            for w in self.pending:
+                if w[0] > PAUSE_FACTOR * low:
+                    self.after_pause = True  # and the window after it ran cold
+                elif self.after_pause:
+                    self.after_pause = False
+                else:
+                    keep.append(w)
+            self.pending = []
+            return self._count(keep)
+        if iteration_ns > PAUSE_FACTOR * ref:
+            self.paused.append(got)
             if len(self.paused) < COMPANY_WINDOWS:
                 self.after_pause = True
                 return False
-            got, self.after_pause = self.paused, False
-        elif self.after_pause:  # its steps ran cold
-            self.after_pause = False
-            self.paused = []
-            return False
+            slow, self.paused, self.after_pause = self.paused, [], False
+            return self._count(slow)
         self.paused = []
-        for it, sh, st in got:
+        if self.after_pause:  # its steps ran cold
+            self.after_pause = False
+            return False
+        return self._count([got])
+
+    def _count(self, windows: list[tuple[float, bool, float | None]]) -> bool:
+        """Count ``windows`` (iteration ns, shared, step ns) into the company
+        check; False where there were none."""
+        for it, shared, step in windows:
             self.windows.append(it)
-            self.shared.append(sh)
-            if st is not None:
-                self.step_samples.append(st)
-        return True
+            self.shared.append(shared)
+            if step is not None:
+                self.step_samples.append(step)
+        return bool(windows)
 
     def share_now(self, host: MonitorHost) -> int | None:
         """This run's share of the cores (`fair_cores`) beside the other
