@@ -2639,25 +2639,60 @@ def test_company_that_comes_after_the_decision_is_left_within_a_few_windows():
     assert ("parallel", 2) not in {(c.executor, c.threads) for c in st.monitor.hopeless}
 
 
+def test_load_that_comes_and_goes_faster_than_a_window_starts_no_company_reprobe():
+    """A CPU burner at half duty with a short period (3 of every 8 steps the
+    pool's steps run 2.2x longer): on average the pool still beats one
+    thread (204 us iterations against 210), but windows of a few steps saw
+    the burner's on-phases now and then and re-probed as if company had
+    come; a look spans at least `COMPANY_SPAN_NS` of iterations, so its
+    windows average the load out.  A burner that stays on still gets a
+    re-probe."""
+    from seer_env.stpa.monitor import COMPANY_SPAN_NS
+
+    rt = _FakeRuntime()
+    rt.events_per_step = 1000
+    co = _Company(rt, work_ns=100_000)
+    st = _company_stpa(rt, co, check_every=4096)
+    co.loop(st, 200)
+    assert st.settled and st.threads == 2, st.reason
+    rt.slow_factor = 2.2
+    for i in range(3000):
+        rt.slow[("parallel", 2)] = 1 if i % 8 < 3 else 0
+        co.loop(st, 1)
+    assert st.monitor.company_probes == 0, [d.trigger for d in st.history]
+    assert st.threads == 2
+    # the looks: at least COMPANY_SPAN_NS of iterations apart
+    assert st.monitor.next_countdown(st) * st.monitor.last_iter_ns >= COMPANY_SPAN_NS
+    rt.slow[("parallel", 2)] = 10**9
+    co.loop(st, 600)
+    assert st.monitor.company_probes == 1
+
+
 def test_company_looks_cost_nothing_on_one_thread_and_stay_spaced():
     """One thread running: no looks between the checks (the controller comes
-    only at the full checks, 64 steps apart); a pool: a look every few steps,
-    none closer than 4 (with steps of 72 us, a look's 3 us stays under half a
-    percent from 9 steps on)."""
-    for cap, lo, hi in ((1, 64, 64), (None, 9, 9)):
+    only at the full checks, 1024 steps apart); a pool: a look every
+    `COMPANY_SPAN_NS` of iterations (139 steps of 72 us; a look's 3 us stays
+    under half a percent from 9 steps on, and none comes closer than 4), or
+    at the checks where they come sooner (64 steps)."""
+    from seer_env.stpa.monitor import COMPANY_SPAN_NS
+
+    span = math.ceil(COMPANY_SPAN_NS / 72_000)
+    assert span == 139
+    for cap, check, lo, hi in ((1, 1024, 1024, 1024), (None, 1024, 4, span),
+                               (None, 64, 64, 64)):
         rt = _FakeRuntime()
         rt.events_per_step = 1000
         co = _Company(rt)
-        st = _company_stpa(rt, co, max_threads=cap)
+        st = _company_stpa(rt, co, max_threads=cap, check_every=check, reprobe_gap=check)
         co.loop(st, 200)
         assert st.settled and st.threads == (cap or 2)
         calls: list[int] = []
         real = st.step
         st.step = lambda m, real=real, calls=calls, rt=rt: (  # type: ignore[method-assign]
             calls.append(rt.counts["steps"]), real(m))[1]
-        co.loop(st, 400)
+        co.loop(st, 3000)
         gaps = {b - a for a, b in itertools.pairwise(calls)}
-        assert gaps and lo <= min(gaps) and max(gaps) <= hi, (cap, sorted(gaps))
+        assert gaps and lo <= min(gaps) and max(gaps) == hi, (cap, check, sorted(gaps))
 
 
 def test_a_remembered_pool_is_confirmed_at_once_in_company(tmp_path):
@@ -2875,7 +2910,10 @@ def test_company_slower_than_a_pause_is_still_left_within_a_few_windows():
     """A pool's iterations 5x slower from a step on (no caller's work: the
     steps are the iterations) look like pauses window after window: after
     three of them in a row they are company, and a company re-probe falls
-    back as fast as for a smaller slowdown."""
+    back within a few windows (the one under way when the company came, of
+    steps counted at the iterations before, lasts 5x its span)."""
+    from seer_env.stpa.monitor import COMPANY_SPAN_NS
+
     rt = _FakeRuntime()
     rt.events_per_step = 1000
     co = _Company(rt)
@@ -2885,11 +2923,11 @@ def test_company_slower_than_a_pause_is_still_left_within_a_few_windows():
     decisions = len(st.history)
     rt.slow[("parallel", 2)], rt.slow_factor = 10**9, 5.0
     co.others = 1.0
-    n = 0
-    while n < 200 and not (st.settled and len(st.history) > decisions):
+    n, t0 = 0, rt.now
+    while n < 1000 and not (st.settled and len(st.history) > decisions):
         co.loop(st, 1)
         n += 1
-    assert st.threads == 1 and n <= 60, (n, st.reason)
+    assert st.threads == 1 and rt.now - t0 <= 10 * COMPANY_SPAN_NS, (n, rt.now - t0, st.reason)
     assert st.history[-1].trigger.startswith("company: iterations took")
 
 

@@ -16,20 +16,21 @@ the choice was made at (`Monitor.check`):
   next confirmation times them again).
 
 Between the checks, while a pool runs, the controller looks every few steps
-(`Monitor.window`: a clock read, far under 1% of the steps) at what the user
-pays per iteration, step call to step call.  Company that comes after the
-decision (a CPU burner, another env process, a learner's threads) shows as
-iterations slower than the decision's: once the last three windows' median is
-``COMPANY_RISE`` over the first windows' after the decision and over the
-one-thread candidate's iteration at the decision (or ``COMPANY_LOSS`` over
-both, where the caller's work is most of an iteration), a company re-probe times the
-pool against one thread and falls back within a few windows when the pool
-loses.  A window that spans a pause of the caller's (an evaluation, the
-learner's update: over `PAUSE_FACTOR` times the first windows) and the cold
-one after it are left out (`Monitor._look`).  A decision remembered from an
-earlier run (the decision cache) is confirmed at once when the run's
-iterations are slower than the remembered ones or other processes hold a
-core: made alone, it is not trusted in company.
+(`Monitor.window`: a clock read, far under 1% of the steps; at least
+`COMPANY_SPAN_NS` of iterations apart, so that load that comes and goes faster
+averages out) at what the user pays per iteration, step call to step call.
+Company that comes after the decision (a CPU burner, another env process, a
+learner's threads) shows as iterations slower than the decision's: once the
+last three windows' median is ``COMPANY_RISE`` over the first windows' after
+the decision and over the one-thread candidate's iteration at the decision (or
+``COMPANY_LOSS`` over both, where the caller's work is most of an iteration),
+a company re-probe times the pool against one thread and falls back within a
+few windows when the pool loses. A window that spans a pause of the caller's
+(an evaluation, the learner's update: over `PAUSE_FACTOR` times the first
+windows) and the cold one after it are left out (`Monitor._look`). A decision
+remembered from an earlier run (the decision cache) is confirmed at once when
+the run's iterations are slower than the remembered ones or other processes
+hold a core: made alone, it is not trusted in company.
 
 `Monitor` holds what the checks compare and count: the load and step time of
 the running choice, the counters at the last check, the steps since the last
@@ -94,6 +95,14 @@ RECHECK_STEPS = 16
 #: what a look between the checks costs (a clock read and a few operations in
 #: Python), for spacing them under half a percent of the iterations
 WINDOW_NS = 3_000.0
+#: a look between the checks spans at least this much of the iterations: load
+#: that comes and goes faster (a CPU burner at half duty with a 10 ms period,
+#: a learner's bursts) averages out within a window, where windows of a few
+#: steps saw its on-phases now and then and re-probed as if company had come
+#: (bench company burner-50: two company re-probes in 9 rounds, auto 0.89x
+#: serial where parallel-2 ran 1.07x).  Company is then left within some 30 ms
+#: of iterations and the re-probe, whatever the step's length
+COMPANY_SPAN_NS = 10_000_000.0
 #: a window whose iterations took this many times the first windows' after the
 #: decision spans a pause of the caller (an evaluation, the learner's update):
 #: it and the window after it (cold steps) are left out of the company check,
@@ -196,6 +205,7 @@ class Monitor:
     paused: list[tuple[float, bool, float | None]] = field(default_factory=list)
     pending: list[tuple[float, bool, float | None]] = field(default_factory=list)
     after_pause: bool = False
+    last_iter_ns: float | None = None  # the last window's iterations (ns each)
     iter_base_ns: float | None = None
     iter_decided_ns: float | None = None
     one_iter_ns: float | None = None
@@ -254,6 +264,7 @@ class Monitor:
         self.paused.clear()
         self.pending.clear()
         self.after_pause = False
+        self.last_iter_ns = None
         self.iter_base_ns = None
         self.iter_steps = 0
         self.since = 1
@@ -270,11 +281,17 @@ class Monitor:
 
     def next_countdown(self, host: MonitorHost) -> int:
         """Steps to the controller's next look: the next full check
-        (`check_interval`) or, while a pool runs, a window of a few steps."""
+        (`check_interval`) or, while a pool runs, a window: 4 steps at least,
+        enough for a look to cost under half a percent of the iterations, and
+        `COMPANY_SPAN_NS` of them once a window has said how long they take
+        (the decision's iteration leaves out the caller's work where it was
+        remembered: the first window is a short one)."""
         per = 0
         if host._current().threads > 1:
-            t = self.iter_decided_ns or host._step_ns()
-            per = max(4, math.ceil(WINDOW_NS / (0.005 * t))) if 0.0 < t < math.inf else 0
+            t = self.last_iter_ns or self.iter_decided_ns or host._step_ns()
+            span = COMPANY_SPAN_NS if self.last_iter_ns else 0.0
+            per = max(4, math.ceil(WINDOW_NS / (0.005 * t)),
+                      math.ceil(span / t)) if 0.0 < t < math.inf else 0
         if self.to_check <= 0:
             n = self.check_interval(host)
             # a whole number of windows to the full check: no look a step
@@ -299,7 +316,8 @@ class Monitor:
             # other runtimes of this process called since the last look: the
             # iterations hold their steps (the other envs of a round-robin
             # loop), which no choice of ours changes
-            looked = self._look((t_in - self.t_mark) / n, (calls - self.calls_mark) / n, step_ns)
+            self.last_iter_ns = (t_in - self.t_mark) / n
+            looked = self._look(self.last_iter_ns, (calls - self.calls_mark) / n, step_ns)
         elif step_ns is not None:
             self.step_samples.append(step_ns)
         self.t_mark = t_in
