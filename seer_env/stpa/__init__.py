@@ -79,8 +79,9 @@ chose it on tiny steps times a pool once the load has grown).  A re-probe that c
 doubles the gap to the next allowed one.
 
 **In company.**  Between the checks, while a pool runs, the controller looks
-every few steps (a clock read: under half a percent of the iterations) at the
-user's iterations, step call to step call.  Company that comes after the
+every few steps (a clock read: under half a percent of the iterations; at least
+10 ms of iterations apart, so that load coming and going faster averages out)
+at the user's iterations, step call to step call.  Company that comes after the
 decision (a CPU burner, another env process, a learner's threads) slows them:
 once they are 25% over the first iterations after the decision (and over one
 thread's at the decision), or 5% where the caller's own work is most of an
@@ -88,7 +89,10 @@ iteration, and the pool's own steps slowed too (5%; 25% where other runtimes
 of the process were called between them: the other envs of a round-robin
 loop, whose probes slow the round but no choice of ours changes), a *company
 re-probe* times the pool against the one-thread candidates and falls back
-within a few windows when the pool loses.  Pools
+within a few windows when the pool loses (a CPU burner that came after the
+decision on PCS 64x64: 36-74 steps, 67-125 ms).  A window that spans a pause
+of the caller's (the learner's update, an evaluation: over 4x the windows so
+far) and the cold window after it do not count.  Pools
 that lost in company are not written off: the confirmation re-probes time
 them again once the run has paid for it (the pool company kept the run
 from too; none beyond the run's share of the cores while other processes
