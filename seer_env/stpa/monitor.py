@@ -26,8 +26,8 @@ the decision and over the one-thread candidate's iteration at the decision (or
 ``COMPANY_LOSS`` over both, where the caller's work is most of an iteration),
 a company re-probe times the pool against one thread and falls back within a
 few windows when the pool loses. A window that spans a pause of the caller's
-(an evaluation, the learner's update: over `PAUSE_FACTOR` times the first
-windows) and the cold one after it are left out (`Monitor._look`). A decision
+(an evaluation, the learner's update: over `PAUSE_FACTOR` times the windows so
+far) and the cold one after it are left out (`Monitor._look`). A decision
 remembered from an earlier run (the decision cache) is confirmed at once when
 the run's iterations are slower than the remembered ones or other processes
 hold a core: made alone, it is not trusted in company.
@@ -103,11 +103,11 @@ WINDOW_NS = 3_000.0
 #: serial where parallel-2 ran 1.07x).  Company is then left within some 30 ms
 #: of iterations and the re-probe, whatever the step's length
 COMPANY_SPAN_NS = 10_000_000.0
-#: a window whose iterations took this many times the first windows' after the
-#: decision spans a pause of the caller (an evaluation, the learner's update):
-#: it and the window after it (cold steps) are left out of the company check,
-#: unless COMPANY_WINDOWS of them come in a row (no pause: a slowdown).  What
-#: company did to a pool's iterations: 1.2-2x (a CPU burner beside
+#: a window whose iterations took this many times the windows' so far spans a
+#: pause of the caller's (an evaluation, the learner's update): it and the
+#: window after it (cold steps) are left out of the company check, unless
+#: COMPANY_WINDOWS of them come in a row (no pause: a slowdown; `Monitor._look`).
+#: What company did to a pool's iterations: 1.2-2x (a CPU burner beside
 #: parallel-2: 2x its iterations alone)
 PAUSE_FACTOR = 4.0
 
@@ -388,6 +388,7 @@ class Monitor:
             self.start_probe(host, why, s)
             return False
         return self.to_check <= 0
+
     def _look(self, iteration_ns: float, calls_per_step: float, step_ns: float | None) -> bool:
         """One window's iterations (``iteration_ns`` each; ``calls_per_step``:
         the process's step calls per step of this run in it, over 1 where
