@@ -12,6 +12,7 @@ import math
 import os
 import random
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 import hypothesis
@@ -2528,6 +2529,31 @@ class _SharedClockFake(_FakeRuntime):
         self._shared[0] = v
 
 
+def _round_robin(n: int) -> tuple[list[int], list[_SharedClockFake], list[Stpa],
+                                  Callable[[int], None]]:
+    """``n`` envs of one process stepped in turn by one thread, on one clock:
+    the clock, the runtimes, their controllers and ``rounds(k)``, which steps
+    each env ``k`` times in turn (counting every call, as Runtime.step does)."""
+    import seer_env._bind.runtime as bind
+
+    clock = [0]
+    rts = [_SharedClockFake(clock) for _ in range(n)]
+    sts = []
+    for rt in rts:
+        rt.events_per_step = 1000
+        sts.append(Stpa(rt, cores=2, rounds=2, reprobe_rounds=1, check_every=64,
+                        reprobe_gap=64, check_ns=0.0, trace=False, tie=0.0, clock=rt.clock,
+                        tiny_ns=0.0, probe_share=None, confirm=False, cache=False))
+
+    def rounds(k: int) -> None:
+        for _ in range(k):
+            for rt, st in zip(rts, sts, strict=True):
+                bind._CALLS[0] += 1
+                rt.step(st)
+
+    return clock, rts, sts, rounds
+
+
 def test_envs_stepped_in_turn_do_not_reprobe_each_other():
     """Two envs stepped in turn by one thread, both settled on parallel-2
     (72 us steps).  The other env's steps run twice as long for a while (its
@@ -2537,22 +2563,7 @@ def test_envs_stepped_in_turn_do_not_reprobe_each_other():
     turn: 11 company re-probes in 600 rounds, every one keeping parallel-2,
     auto 1.44x serial where parallel-2 ran 1.61x).  Its own steps 60% slower
     (a burner took the pool's core) still re-probe."""
-    import seer_env._bind.runtime as bind
-
-    clock = [0]
-    rts = [_SharedClockFake(clock) for _ in range(2)]
-    sts = []
-    for rt in rts:
-        rt.events_per_step = 1000
-        sts.append(Stpa(rt, cores=2, rounds=2, reprobe_rounds=1, check_every=64,
-                        reprobe_gap=64, check_ns=0.0, trace=False, tie=0.0, clock=rt.clock,
-                        tiny_ns=0.0, probe_share=None, confirm=False, cache=False))
-
-    def rounds(n: int) -> None:
-        for _ in range(n):
-            for rt, st in zip(rts, sts, strict=True):
-                bind._CALLS[0] += 1  # as Runtime.step counts every call
-                rt.step(st)
+    _, rts, sts, rounds = _round_robin(2)
 
     rounds(200)
     assert all(st.settled and st.threads == 2 for st in sts)
@@ -2878,22 +2889,7 @@ def test_envs_of_a_round_robin_loop_start_no_company_reprobe_after_pauses():
     every 120 rounds (a benchmark's other configurations ran) and the first
     12 steps of each env after it run 3x slower (cold): no company re-probe
     in any env (before pauses were left out: one in each env)."""
-    import seer_env._bind.runtime as bind
-
-    clock = [0]
-    rts = [_SharedClockFake(clock) for _ in range(4)]
-    sts = []
-    for rt in rts:
-        rt.events_per_step = 1000
-        sts.append(Stpa(rt, cores=2, rounds=2, reprobe_rounds=1, check_every=64,
-                        reprobe_gap=64, check_ns=0.0, trace=False, tie=0.0, clock=rt.clock,
-                        tiny_ns=0.0, probe_share=None, confirm=False, cache=False))
-
-    def rounds(n: int) -> None:
-        for _ in range(n):
-            for rt, st in zip(rts, sts, strict=True):
-                bind._CALLS[0] += 1  # as Runtime.step counts every call
-                rt.step(st)
+    clock, rts, sts, rounds = _round_robin(4)
 
     rounds(200)
     assert all(st.settled and st.threads == 2 for st in sts)
