@@ -89,8 +89,7 @@ iteration, and the pool's own steps slowed too (5%; 25% where other runtimes
 of the process were called between them: the other envs of a round-robin
 loop, whose probes slow the round but no choice of ours changes), a *company
 re-probe* times the pool against the one-thread candidates and falls back
-within a few windows when the pool loses (a CPU burner that came after the
-decision on PCS 64x64: 36-74 steps, 67-125 ms).  A window that spans a pause
+within a few windows when the pool loses.  A window that spans a pause
 of the caller's (the learner's update, an evaluation: over 4x the windows so
 far) and the cold window after it do not count.  Pools
 that lost in company are not written off: the confirmation re-probes time

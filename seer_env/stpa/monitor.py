@@ -99,16 +99,15 @@ WINDOW_NS = 3_000.0
 #: that comes and goes faster (a CPU burner at half duty with a 10 ms period,
 #: a learner's bursts) averages out within a window, where windows of a few
 #: steps saw its on-phases now and then and re-probed as if company had come
-#: (bench company burner-50: two company re-probes in 9 rounds, auto 0.89x
-#: serial where parallel-2 ran 1.07x).  Company is then left within some 30 ms
-#: of iterations and the re-probe, whatever the step's length
+#: (`bench company`'s burner-50 row).  Company is then left within three
+#: windows and the re-probe, whatever the step's length
 COMPANY_SPAN_NS = 10_000_000.0
 #: a window whose iterations took this many times the windows' so far spans a
 #: pause of the caller's (an evaluation, the learner's update): it and the
 #: window after it (cold steps) are left out of the company check, unless
 #: COMPANY_WINDOWS of them come in a row (no pause: a slowdown; `Monitor._look`).
-#: What company did to a pool's iterations: 1.2-2x (a CPU burner beside
-#: parallel-2: 2x its iterations alone)
+#: Company slows a pool's iterations by less (a CPU burner beside parallel-2:
+#: about 2x)
 PAUSE_FACTOR = 4.0
 
 
@@ -402,8 +401,8 @@ class Monitor:
         configurations of a benchmark's rotation), and the steps after a
         pause run cold (caches, parked workers): that window and the next are
         left out.  Counted, a pause's window and one cold one made the median
-        of three, and each pause started a company re-probe (`bench company`
-        envs-4 on a quiet host: 3 in 7 rounds).  `COMPANY_WINDOWS` such
+        of three, and each pause started a company re-probe (`bench company`'s
+        envs-4 row).  `COMPANY_WINDOWS` such
         windows in a row are no pause but a slowdown: they all count (as soon
         as they would have).  The first windows after a decision judge each
         other (against the fastest of them): the decision's own iteration is
