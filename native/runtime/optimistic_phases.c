@@ -370,18 +370,15 @@ static void spec_run_local(seer_worker *w, seer_ctx *c, uint32_t b, uint32_t e, 
         /* relaxed: we hold a chunk of the current phase, which cannot end
          * under us: the ticket's sequence is ours */
         const uint64_t seq = atomic_load_explicit(&ph->ticket, memory_order_relaxed) >> 32;
-        /* relaxed: written by the host before it published the call; a
-         * call capped to its caller waits for nobody */
-        const int capped = atomic_load_explicit(&rt->pool.call_active, memory_order_relaxed) == 1;
         /* relaxed: a hint (any holder may adapt it) */
         const uint32_t grace = atomic_load_explicit(&rt->opt.gather_ns, memory_order_relaxed);
-        const uint64_t t0 = capped ? 0 : seer_phase_clock_ns();
+        const uint64_t t0 = seer_phase_clock_ns();
         uint64_t waited = 0;
-        while (!capped && !seer_phases_others_claimed_holder(ph, seq) &&
+        while (!seer_phases_others_claimed_holder(ph, seq) &&
                (waited = seer_phase_clock_ns() - t0) < grace)
             seer_cpu_relax();
         const uint32_t rest = seer_phases_claim_rest_holder(ph, seq);
-        if (!capped && waited > OPT_GATHER_MIN_NS / 2) {
+        if (waited > OPT_GATHER_MIN_NS / 2) {
             /* they came after a wait (at most twice that next time), or
              * not at all (half as long) */
             uint64_t next = rest ? grace / 2 : 2 * waited;
@@ -404,8 +401,11 @@ static void spec_run_local(seer_worker *w, seer_ctx *c, uint32_t b, uint32_t e, 
             return;
         }
     }
-    for (uint32_t x = b; x < e; x++)
-        seer_opt_run_slot(w, c, x, x + 1, bank);
+    /* one slot, or (a call capped to its caller: one chunk, see
+     * items_wait in pool.h) every slot, run as one */
+    seer_opt_run_slot(w, c, b, e, bank);
+    if (e - b == slots && slots > 1)
+        rt->stats.alone_windows++; /* (the one holder of the phase's items) */
 }
 
 /* The completer, after a speculation phase: committed; the abandoned
@@ -427,6 +427,7 @@ static const seer_events_phases speculation = {
     .items = seer_opt_slots,
     .run_local = spec_run_local,
     .after_events_completer = spec_after_phase_completer,
+    .items_wait = 1,
 };
 
 int seer_opt_run(seer_runtime *rt) { return seer_pool_run(rt, JOB_STEP, &speculation); }

@@ -141,6 +141,8 @@ static void open_phase_completer(seer_runtime *rt, uint32_t kind)
         chunk = 1;
     if (chunk > 256)
         chunk = 256;
+    if (kind == PH_EVENTS && active == 1 && rt->call.events->items_wait && !rt->check.mode)
+        chunk = count; /* one holder for items that wait for each other */
     seer_phases_open_completer(&rt->pool.ph, kind, count, chunk, rt->pool.call_tag);
 }
 
@@ -737,8 +739,12 @@ int seer_pool_run(seer_runtime *rt, int job, const seer_events_phases *events)
     /* relaxed: the host is the only writer of active and call_active; the
      * workers read call_active after the release bump in publish_job. */
     uint32_t n = atomic_load_explicit(&rt->pool.active, memory_order_relaxed);
+    /* the optimistic executor's slots each need a thread: it takes a cap of
+     * one (one chunk of every slot, items_wait), not a larger one, and none
+     * in checking mode (whose passes run the slots as they are) */
     if (rt->pool.call_cap && rt->pool.call_cap < n &&
-        (rt->executor != SEER_EXECUTOR_OPTIMISTIC || rt->pool.call_cap == 1))
+        (rt->executor != SEER_EXECUTOR_OPTIMISTIC ||
+         (rt->pool.call_cap == 1 && !rt->check.mode)))
         n = rt->pool.call_cap;
     atomic_store_explicit(&rt->pool.call_active, n, memory_order_relaxed);
     if (n > 1) {

@@ -52,6 +52,13 @@ typedef struct seer_events_phases {
      * items left (queues, minima).  So a pool whose other threads are not
      * running (a loaded machine) costs a step about what one thread does. */
     void (*run_alone_holder)(seer_worker *w, seer_ctx *c, uint32_t arrivals0);
+    /* Nonzero: the items of an events phase wait for each other (every one
+     * must be held at once for the phase to end: the optimistic executor's
+     * slots).  A call capped to one thread opens such a phase as one chunk,
+     * so whoever claims it -- the caller, or a worker still in the last call
+     * -- holds them all; one item claimed by a late worker left the rest to
+     * threads the cap keeps out, and the phase never ended. */
+    int items_wait;
 } seer_events_phases;
 
 /* The first boundary phase of a step (BINST when the model has a boundary
