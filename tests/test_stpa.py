@@ -418,10 +418,17 @@ def _auto_opts():
     # dropped, parallel-1 the only candidate and nothing timed)
     # cpu_sampler: the machine's load unknown, so that a busy host (CI under
     # load) does not make a decision "in company" -- cut to the run's share,
-    # or not remembered in the cache -- where a test expects one made alone
+    # or not remembered in the cache -- where a test expects one made alone;
+    # wait_sampler: the pool's waits for a core unknown, for the same reason
     return {"cores": 3, "rounds": 2, "check_every": 4, "reprobe_gap": 8, "tiny_ns": 0.0,
             "probe_share": None, "confirm_budget": 0.0, "check_ns": 0.0,
-            "drop_traced": math.inf, "cpu_sampler": _load_unknown}
+            "drop_traced": math.inf, "cpu_sampler": _load_unknown,
+            "wait_sampler": _waits_unknown}
+
+
+def _waits_unknown(rt):
+    """No reading of the pool's waits for a core: no company is seen."""
+    return None
 
 
 def _load_unknown():
@@ -606,6 +613,10 @@ class _FakeRuntime:
         self.scales = False  # pools: the work split among the threads
         #: of a pool step's 4 windows, the share its calling thread ran alone
         self.alone_share = 0.0
+        #: each of a pool's other threads waits this share of a step for a
+        #: core; ``waited_ns``: their waits so far (what ``wait_sampler`` reads)
+        self.wait_share = 0.0
+        self.waited_ns = 0
 
     def switch_executor(self, executor: str, threads: int) -> None:
         if (executor, threads) in self.fail_switch:
@@ -638,6 +649,7 @@ class _FakeRuntime:
         self.counts["windows"] += 4
         if self.threads > 1:
             self.counts["alone_windows"] += round(4 * self.alone_share)
+            self.waited_ns += int(self.wait_share * cost * (self.threads - 1))
         self.counts["steps"] += 1
 
     def stats(self) -> dict[str, int]:
@@ -1276,6 +1288,7 @@ def test_the_cache_works_across_processes(tmp_path):
         "env.stpa.cpu_sampler = lambda: CpuSample(time.perf_counter_ns(), "
         "time.process_time_ns(), None)\n"
         "env.stpa.cpu_start = None\n"
+        "env.stpa.wait_sampler = None\n"
         "env.reset(seed=1)\n"
         "for _ in range(20000):  # until settled (not put off, no probe running)\n"
         "    if not env.agents:\n"
@@ -2104,6 +2117,66 @@ def test_a_preflight_whose_pool_ran_behind_its_trace_is_timed_again_shortly(monk
     assert flagged["n"] == 1
 
 
+@pytest.mark.parametrize("share", [0.5, 0.1])
+def test_a_pool_whose_threads_waited_for_a_core_saw_company(monkeypatch, share):
+    """The preflight's pool ran well behind its trace and its other threads
+    waited half of each step for a core (the kernel's run_delay), with no
+    other process busy: a thread pool of this process spinning on the cores
+    (torch's OpenMP threads at their default wait policy, measured: 0.7-3 ms
+    a step of parallel-2 in the torch loop of `bench company`, 0.5 us alone).
+    That is company, not a moment of the host's noise: the reason says so
+    and no recheck is due a quarter of a second later (it timed the same
+    company again, 27-57 steps of a 288-step benchmark).  Waits of a tenth
+    of a step are no such sign: the recheck stays."""
+    from seer_env.stpa.decision import Decisions
+
+    rt = _FakeRuntime()
+    rt.events_per_step = 1000  # serial 110 us, parallel-1 100 us, parallel-2 72 us
+    rt.slow[("parallel", 2)] = 4  # its preflight visits: 3x
+    rt.wait_share = share
+    monkeypatch.setattr(Decisions, "_pools_slower_than_traced", staticmethod(
+        lambda host, pr, dec: (P[2], 3.0) if dec.candidate.threads == 1 else None))
+    co = _Company(rt)
+    st = _company_stpa(rt, co, rounds=1, check_every=8, reprobe_gap=16, confirm=True,
+                       recheck_ns=2_000_000.0, wait_sampler=lambda r: r.waited_ns)
+    while st.decision is None:
+        rt.step(st)
+    assert st.threads == 1
+    if share >= 0.25:
+        assert st.monitor.recheck_steps is None
+        assert ("Limit: company: another thread pool in this process spins on the same "
+                "cores (parallel-2's other threads waited 108 us a step for a core, its "
+                "steps took 216 us; a CPU-bound learner") in st.reason, st.reason
+    else:
+        assert st.monitor.recheck_steps == 19
+        assert "company" not in st.reason
+
+
+def test_a_wait_read_after_the_pool_step_counts_to_the_pool():
+    """A thread woken for a pool's step that got its core only after the step
+    returned: its wait shows in the next read (before the next probe step,
+    or at the decision), and counts to that pool's waits."""
+    from seer_env.stpa.probe import Probe, Prober
+
+    reads = iter([150, 400])
+
+    class Host:
+        rt = None
+
+        @staticmethod
+        def wait_sampler(rt):
+            return next(reads)
+
+    pr = Probe("preflight", 1)
+    pr.waited[P[2]] = [50.0, 1, 1000.0]
+    pr.wait_last = (P[2], 100)
+    prober = Prober(pr)
+    assert prober.waits_since(Host, pr) == 150
+    assert pr.waited[P[2]] == [100.0, 1, 1000.0] and pr.wait_last is None
+    assert prober.waits_since(Host, pr) == 400  # nothing open: nothing added
+    assert pr.waited[P[2]] == [100.0, 1, 1000.0]
+
+
 def test_pools_always_behind_their_trace_are_rechecked_once(monkeypatch):
     """A trace that always mispredicts the pool (uneven cores, a memory-bound
     pool): the preflight's recheck comes once, and the confirmations after it
@@ -2231,6 +2304,7 @@ def test_a_tiny_env_does_not_poison_the_cache(tmp_path):
         "    env.stpa.cpu_sampler = lambda: CpuSample(time.perf_counter_ns(), "
         "time.process_time_ns(), None)\n"
         "    env.stpa.cpu_start = None\n"
+        "    env.stpa.wait_sampler = None\n"
         "    env.reset(seed=0)\n"
         "    for _ in range(400):\n"
         "        if not env.agents:\n"
@@ -3021,6 +3095,95 @@ def test_company_words_name_a_pool_whose_windows_ran_alone_only_in_company():
                          {"parallel-2": 0.6})
     assert spin.startswith("parallel-2's other threads found no free core (60% of")
     assert "another thread pool in this process spins on the same cores" in spin
+
+
+def test_company_words_name_a_pool_whose_threads_waited_for_a_core():
+    """A pool's other threads that waited a quarter of its steps' time for a
+    core (runnable, not running) had company: another process where one was
+    busy, else a thread of this process (a learner's pool spinning); shorter
+    waits say nothing."""
+    from seer_env.stpa.company import WAITED_MOST, company_words
+
+    waited = {"parallel-2": (712e3, 1491e3), "parallel-3": (10e3, 1000e3)}
+    inproc = company_words(0.0, 2, {}, None, waited=waited)
+    assert inproc == (
+        "another thread pool in this process spins on the same cores (parallel-2's other "
+        "threads waited 712 us a step for a core, its steps took 1491 us, while other "
+        "processes kept 0.0 of the machine's cores busy; a CPU-bound learner: give it "
+        "fewer threads, or OMP_WAIT_POLICY=PASSIVE)")
+    # other processes unknown: the words do not claim they were idle
+    assert company_words(None, 2, {}, None, waited=waited).startswith(
+        "another thread pool in this process spins on the same cores (parallel-2's other "
+        "threads waited 712 us a step for a core, its steps took 1491 us; a CPU-bound")
+    # another process busy: it is the one to blame, the waits lead
+    assert company_words(1.0, 2, {}, None, {"parallel-2": 0.9}, waited) == (
+        "parallel-2's other threads waited 712 us a step for a core, its steps took "
+        "1491 us; parallel-2's other threads found no free core (90% of its windows ran on "
+        "the calling thread alone); another process holds a core (other processes kept "
+        "1.0 of the machine's cores busy during the probe; this run may use 2)")
+    # the caller's work slower too: one in-process sentence, the waits lead
+    both = company_words(0.0, 2, {"serial": 400e3, "parallel-2": 480e3}, "serial",
+                         waited=waited)
+    assert both.startswith("parallel-2's other threads waited 712 us a step for a core")
+    assert both.count("another thread pool in this process") == 1
+    # under WAITED_MOST of the step (or no steps): nothing
+    short = {"parallel-2": (WAITED_MOST * 1000e3 - 1, 1000e3), "parallel-3": (5e3, 0.0)}
+    assert company_words(0.0, 2, {}, None, {"parallel-2": 0.9}, short) == ""
+
+
+def test_sched_delay_ns_sums_the_threads_waits(tmp_path):
+    """run_delay (schedstat's second field) of each thread, summed; a thread
+    not started (tid 0), a missing, unreadable or malformed file, or no
+    thread at all is no evidence (None), never an error."""
+    import threading
+
+    from seer_env.stpa.company import sched_delay_ns
+
+    for tid, text in (("7", "900 120 4\n"), ("8", "50 30 1\n"), ("9", "50\n"),
+                      ("10", "a b c\n"), ("11", "1 -5 2\n")):
+        (tmp_path / tid).mkdir()
+        (tmp_path / tid / "schedstat").write_text(text)
+    (tmp_path / "12").mkdir()
+    task = str(tmp_path)
+    assert sched_delay_ns([7, 8], task) == 150
+    assert sched_delay_ns([7], task) == 120
+    for bad in ([7, 9], [10], [11], [12], [13], [0], [7, 0]):
+        assert sched_delay_ns(bad, task) is None, bad
+    assert sched_delay_ns([], task) is None
+    mine = sched_delay_ns([threading.get_native_id()])
+    assert mine is None or mine >= 0  # None: a kernel without schedstat
+
+
+def test_worker_tids_name_the_pools_running_threads():
+    """The kernel ids of the pool's threads other than the caller's: one for
+    parallel-2 (a thread of this process), none on one thread; they follow
+    the pool's size (0 for a thread not started yet: the first call may end
+    before it runs)."""
+    import os
+    import time
+
+    rt = Runtime("phold", phold_cfg(num_entities=8), 1, "parallel", 2, oversubscribe=True)
+    try:
+        rt.reset([0])
+
+        def started(n: int) -> list[int]:
+            for _ in range(2000):
+                tids = rt.worker_tids()
+                assert len(tids) == n and all(t >= 0 for t in tids), tids
+                if all(tids):
+                    return tids
+                rt.step()
+                time.sleep(0.001)
+            raise AssertionError(f"workers not started: {tids}")
+
+        tids = started(1)
+        assert str(tids[0]) in os.listdir("/proc/self/task")
+        rt.switch_executor("serial", 1)
+        assert rt.worker_tids() == []
+        rt.switch_executor("parallel", 3)
+        assert set(started(2)) <= {int(t) for t in os.listdir("/proc/self/task")}
+    finally:
+        rt.close()
 
 
 def test_the_limit_compares_with_the_iteration_the_serial_choice_was_judged_by():

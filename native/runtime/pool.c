@@ -449,6 +449,8 @@ static void *worker_main(void *arg)
     sigemptyset(&block);
     sigaddset(&block, SIGINT);
     pthread_sigmask(SIG_BLOCK, &block, NULL);
+    /* relaxed: the value is all a reader needs (nothing is published with it) */
+    atomic_store_explicit(&w->tid, seer_thread_id_any(), memory_order_relaxed);
     uint64_t seen = w->gen_seen;
     for (;;) {
         uint64_t g;

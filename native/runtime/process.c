@@ -302,6 +302,15 @@ uint64_t seer_sigint_count(void)
 
 /* ---- CPUs and memory ------------------------------------------------------- */
 
+int64_t seer_thread_id_any(void)
+{
+#if defined(__linux__) && defined(SYS_gettid)
+    return (int64_t)syscall(SYS_gettid);
+#else
+    return 0;
+#endif
+}
+
 uint32_t seer_cpu_count(void)
 {
     cpu_set_t set;

@@ -16,6 +16,9 @@ unsigned seer_fork_generation(void);
 void seer_sigint_watch(void);
 /* SIGINTs since the process started.  Any thread. */
 uint64_t seer_sigint_count(void);
+/* The calling thread's kernel thread id (Linux's gettid; 0 elsewhere: no
+ * such id).  Any thread. */
+int64_t seer_thread_id_any(void);
 uint32_t seer_cpu_count(void);
 uint64_t seer_physical_memory(void);
 

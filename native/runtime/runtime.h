@@ -98,6 +98,11 @@ typedef struct seer_worker {
     uint64_t trace_n;
     uint64_t trace_dropped;
     pthread_t thread;
+    /* The worker's kernel thread id (seer_thread_id_any), stored by the
+     * worker as it starts; 0 before that and for worker 0 (the caller).
+     * Read by the host (seer_runtime_worker_tids) to see, in /proc, how
+     * long the pool's threads waited for a core. */
+    _Atomic int64_t tid;
     int started;
     struct seer_opt_worker *opt; /* optimistic executor (optimistic.c); NULL
                                     until its first speculative step */

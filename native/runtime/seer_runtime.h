@@ -258,6 +258,12 @@ uint32_t seer_runtime_num_instances(const seer_runtime *rt);
 uint32_t seer_runtime_threads(const seer_runtime *rt);
 /* Threads created (>= seer_runtime_threads: the others are parked). */
 uint32_t seer_runtime_pool_size(const seer_runtime *rt);
+/* The kernel thread ids of the pool's threads that take part in calls other
+ * than the calling one (workers 1 .. threads - 1), into out[0 .. cap - 1]:
+ * what STPA reads /proc/self/task/<tid>/schedstat by, to see how long they
+ * waited for a core.  0 for a worker that has not started yet, and outside
+ * Linux.  Returns how many it wrote.  Host thread, between calls. */
+uint32_t seer_runtime_worker_tids(const seer_runtime *rt, int64_t *out, uint32_t cap);
 int seer_runtime_executor(const seer_runtime *rt);
 void *seer_runtime_buffer(seer_runtime *rt, int which);
 

@@ -805,6 +805,23 @@ class Runtime:
         with self._call() as h:
             return int(self.lib.seer_runtime_pool_size(h))
 
+    def worker_tids(self) -> list[int]:
+        """The kernel thread ids of the pool's threads that take part in calls,
+        the calling one left out (0 for one that has not started yet; all 0
+        outside Linux): what STPA reads ``/proc/self/task/<tid>/schedstat``
+        by, to see how long they waited for a core.
+
+        ```python
+        env = seer_env.envs.pcs.vector_env(1, executor="parallel", threads=2)
+        env.runtime.worker_tids()     # e.g. [48213]
+        ```
+        """
+        with self._call() as h:
+            cap = int(self.lib.seer_runtime_pool_size(h))
+            out = self.ffi.new("int64_t[]", max(1, cap))
+            n = int(self.lib.seer_runtime_worker_tids(h, out, cap))
+            return [int(out[i]) for i in range(n)]
+
     def worker_trace_records(self, worker: int) -> np.ndarray:
         """A copy of worker ``worker``'s records (0: the calling thread's), laid
         out by this runtime's own module: unlike `trace_records` it never

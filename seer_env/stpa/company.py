@@ -67,6 +67,14 @@ BETWEEN_MIN_NS = 20_000.0
 #: free core"
 ALONE_MOST = 0.5
 
+#: a pool whose other threads each waited for a core (runnable, not running:
+#: the kernel's ``run_delay``) this share of its timed steps' time, on
+#: average (`sched_delay_ns`): "its other threads waited ... for a core"; a
+#: sign of company by itself (alone they wait a few microseconds a step to
+#: be woken; the host's other tenants, who take the virtual CPU itself,
+#: leave no such trace)
+WAITED_MOST = 0.25
+
 #: the shortest interval `others_busy_cores` reads (``/proc/stat`` counts in
 #: ticks of 10 ms)
 MIN_SPAN_NS = 50_000_000
@@ -155,6 +163,58 @@ def process_cpu_ns(proc: str = "/proc", self_pid: int | None = None) -> dict[int
         except (OSError, ValueError, IndexError):
             continue
     return out
+
+
+def sched_delay_ns(tids: Sequence[int], task: str = "/proc/self/task") -> int | None:
+    """How long the threads ``tids`` of this process have waited for a core
+    so far, together: the time each was runnable but not running (the second
+    field of ``/proc/self/task/<tid>/schedstat``, the kernel's
+    ``run_delay``), in ns.  None where there is no thread to read (an empty
+    ``tids``, a worker not started: tid 0) or a file is missing, unreadable
+    or malformed (a kernel without schedstat, a thread that ended): no
+    evidence, never an error.  About 10 us a thread; read around the pools'
+    timed probe steps only.
+
+    ```python
+    import threading
+    sched_delay_ns([threading.get_native_id()])    # e.g. 1843211
+    sched_delay_ns([])                             # None
+    ```
+    """
+    if not tids:
+        return None
+    total = 0
+    for tid in tids:
+        if tid <= 0:
+            return None
+        try:
+            fd = os.open(f"{task}/{tid}/schedstat", os.O_RDONLY)
+            try:
+                raw = os.read(fd, 256)
+            finally:
+                os.close(fd)
+            fields = raw.split()
+            if len(fields) < 2:
+                return None
+            delay = int(fields[1])
+        except (OSError, ValueError):
+            return None
+        if delay < 0:
+            return None
+        total += delay
+    return total
+
+
+class _Workers(Protocol):
+    def worker_tids(self) -> list[int]: ...
+
+
+def pool_wait_ns(rt: _Workers) -> int | None:
+    """How long the pool's threads of ``rt`` other than the calling one have
+    waited for a core so far, together (`sched_delay_ns` of
+    ``rt.worker_tids()``); None for a pool of one thread or where it cannot
+    be read."""
+    return sched_delay_ns(rt.worker_tids())
 
 
 def with_processes(sample: CpuSample,
@@ -290,7 +350,8 @@ def iterations(steps_alone: Mapping[C, Sequence[float]], between: Mapping[C, Seq
 
 
 def company_words(others: float | None, cores: int, between: Mapping[str, float],
-                  one: str | None, alone: Mapping[str, float] | None = None) -> str:
+                  one: str | None, alone: Mapping[str, float] | None = None,
+                  waited: Mapping[str, tuple[float, float]] | None = None) -> str:
     """What company a probe saw, in words ("" for none worth saying).
 
     Args:
@@ -300,20 +361,40 @@ def company_words(others: float | None, cores: int, between: Mapping[str, float]
         one: the label of the one-thread candidate to compare the pools with.
         alone: the share of each pool's windows that ran on the calling
             thread alone during its timed steps, by label (the runtime's
-            ``alone_windows``).  Where there is company (the two signs
-            above) and a pool's share is ``ALONE_MOST`` or more, the words
-            say so: its other threads found no free core.  Alone it is no
-            sign of company: a pool's threads also miss the windows of steps
-            too short for them to wake in time.
+            ``alone_windows``).  Where there is company (the signs here)
+            and a pool's share is ``ALONE_MOST`` or more, the words say so:
+            its other threads found no free core.  Alone it is no sign of
+            company: a pool's threads also miss the windows of steps too
+            short for them to wake in time.
+        waited: how long each of a pool's other threads waited for a core a
+            timed step (`sched_delay_ns`; on average, ns) and the steps' own
+            time (ns), by label.  A wait of ``WAITED_MOST`` of the step or
+            more is company by itself: another
+            process where ``others`` says one was busy, else another thread
+            of this process (a learner's thread pool spinning between its
+            operations, as torch's OpenMP threads do by default).
 
     ```python
     company_words(1.0, 2, {}, None, {"parallel-2": 0.9})
     # "parallel-2's other threads found no free core (90% of its windows ran
     #  on the calling thread alone); another process holds a core (...)"
     company_words(None, 2, {}, None, {"parallel-2": 0.9})   # ""
+    company_words(0.0, 2, {}, None, waited={"parallel-2": (712e3, 1491e3)})
+    # "another thread pool in this process spins on the same cores
+    #  (parallel-2's other threads waited 712 us a step for a core, its steps
+    #  took 1491 us, ...)"
     ```
     """
     said = []
+    advice = "a CPU-bound learner: give it fewer threads, or OMP_WAIT_POLICY=PASSIVE"
+    busy = others is not None and others >= OTHERS_BUSY
+    waits = [(lab, w, t) for lab, (w, t) in (waited or {}).items()
+             if t > 0 and w >= WAITED_MOST * t]
+    waiting = ""
+    if waits:
+        lab, w, t = max(waits, key=lambda p: p[1] / p[2])
+        waiting = (f"{lab}'s other threads waited {w / 1e3:.0f} us a step for a core, its "
+                   f"steps took {t / 1e3:.0f} us")
     if one is not None and one in between:
         base = between[one]
         slow = [(lab, v) for lab, v in between.items()
@@ -323,9 +404,15 @@ def company_words(others: float | None, cores: int, between: Mapping[str, float]
             said.append(
                 "another thread pool in this process spins on the same cores (the caller's "
                 f"work between steps took {v / 1e3:.0f} us beside {lab}'s threads, "
-                f"{base / 1e3:.0f} us beside {one}; a CPU-bound learner: give it fewer "
-                "threads, or OMP_WAIT_POLICY=PASSIVE)")
-    if others is not None and others >= OTHERS_BUSY:
+                f"{base / 1e3:.0f} us beside {one}; {advice})")
+    if waiting and not busy and not said:
+        # no other process to blame: a thread of this one held the core
+        idle = "" if others is None else \
+            f", while other processes kept {others:.1f} of the machine's cores busy"
+        said.append(f"another thread pool in this process spins on the same cores ({waiting}"
+                    f"{idle}; {advice})")
+        waiting = ""
+    if busy:
         said.append(f"another process holds a core (other processes kept {others:.1f} of "
                     f"the machine's cores busy during the probe; this run may use {cores})")
     crowded = [(lab, x) for lab, x in (alone or {}).items() if x >= ALONE_MOST]
@@ -333,10 +420,12 @@ def company_words(others: float | None, cores: int, between: Mapping[str, float]
         lab, x = max(crowded, key=lambda p: p[1])
         said.insert(0, f"{lab}'s other threads found no free core ({x:.0%} of its windows "
                        "ran on the calling thread alone)")
+    if said and waiting:
+        said.insert(0, waiting)
     return "; ".join(said)
 
 
 __all__ = ["ALONE_MOST", "BETWEEN_MIN_NS", "BETWEEN_SLOWER", "CpuSample", "MAX_PROCS",
-           "MIN_SPAN_NS", "OTHERS_BUSY", "between_medians", "company_words", "cpu_sample",
-           "fair_cores", "iterations", "others_busy_cores", "others_loads", "process_cpu_ns",
-           "with_processes"]
+           "MIN_SPAN_NS", "OTHERS_BUSY", "WAITED_MOST", "between_medians", "company_words",
+           "cpu_sample", "fair_cores", "iterations", "others_busy_cores", "others_loads",
+           "pool_wait_ns", "process_cpu_ns", "sched_delay_ns", "with_processes"]

@@ -29,7 +29,7 @@ from typing import Any
 from .._bind.runtime import Runtime, cpu_count, process_calls
 from ..errors import SeerError
 from .cache import DecisionCache, cache_wanted, saved
-from .company import CpuSample, cpu_sample, process_cpu_ns, with_processes
+from .company import CpuSample, cpu_sample, pool_wait_ns, process_cpu_ns, with_processes
 from .cost import (
     SERIAL,
     Candidate,
@@ -145,6 +145,13 @@ class Stpa(_Running):
             machine is busy, to share the cores out process by process
             (`seer_env.stpa.company.process_cpu_ns`, from ``/proc``); default
             that with the default clock, none with a clock of the caller's.
+        wait_sampler: what reads, from the runtime, how long its pool's other
+            threads have waited for a core so far (ns; None: unknown), read
+            around the pools' timed probe steps: threads that wait a quarter
+            of the steps' time found their cores taken (another process, or a
+            thread pool of this one spinning between its operations)
+            (`seer_env.stpa.company.pool_wait_ns`, from ``/proc``); default
+            that with the default clock, none with a clock of the caller's.
         fair_share: beside other processes that keep cores busy during a probe,
             choose no pool of more threads than this run's share of the cores
             (`seer_env.stpa.company.fair_cores`: the cores less the others'
@@ -190,6 +197,7 @@ class Stpa(_Running):
                  clock: Callable[[], int] | None = None,
                  cpu_sampler: Callable[[], CpuSample] | None = None,
                  proc_sampler: Callable[[], Mapping[int, int] | None] | None = None,
+                 wait_sampler: Callable[[Any], int | None] | None = None,
                  fair_share: bool = True,
                  cache: bool | None = None, cache_path: Path | None = None) -> None:
         self.rt = runtime
@@ -225,6 +233,8 @@ class Stpa(_Running):
             cpu_sampler if cpu_sampler is not None or clock is not None else cpu_sample)
         self.proc_sampler: Callable[[], Mapping[int, int] | None] | None = (
             proc_sampler if proc_sampler is not None or clock is not None else process_cpu_ns)
+        self.wait_sampler: Callable[[Any], int | None] | None = (
+            wait_sampler if wait_sampler is not None or clock is not None else pool_wait_ns)
         # the machine's load since the run began: what a first probe, too short
         # for /proc/stat's ticks, reads the company from
         self.cpu_start: CpuSample | None = (

@@ -379,15 +379,19 @@ class Decisions:
     def _company(self, host: DecisionHost, pr: Probe, others: float | None) -> str:
         """The company ``pr`` saw, in words (`seer_env.stpa.company`): other
         processes' load over its timed steps (``others``), the caller's work
-        between steps slower beside a pool than beside one thread; "" for none."""
+        between steps slower beside a pool than beside one thread, a pool's
+        threads waiting for a core; "" for none."""
         medians = between_medians(pr.between)
         ones = sorted((c for c in medians if c.threads == 1), key=lambda c: medians[c])
         # the pools against the one-thread candidate whose caller's work was quickest
         between = {c.label: v for c, v in medians.items() if c.threads > 1 or c == ones[0]} \
             if ones else {}
         alone = {c.label: a / w for c, (w, a) in pr.alone.items() if w}
+        host.prober.waits_since(host, pr)  # the last pool step's late waits
+        waited = {c.label: (d / (n * (c.threads - 1)), t / n)
+                  for c, (d, n, t) in pr.waited.items() if n and c.threads > 1}
         return company_words(others, host.cores, between, ones[0].label if ones else None,
-                             alone)
+                             alone, waited)
 
     def _choose(self, host: DecisionHost, pr: Probe, timings: dict[Candidate, list[float]],
                 provisional: Decision | None, company: str = "") -> Decision:

@@ -112,6 +112,13 @@ class Probe:
     #: thread alone (the runtime's ``alone_windows``: its other threads found
     #: no free core), by candidate
     alone: dict[Candidate, list[int]] = field(default_factory=dict)
+    #: a pool's other threads' waits for a core over its timed steps (ns,
+    #: all of them together), those steps and their time (ns), by candidate
+    #: (`seer_env.stpa.company.WAITED_MOST`)
+    waited: dict[Candidate, list[float]] = field(default_factory=dict)
+    #: the pool whose timed step ran last and its threads' waits read after it
+    #: (`Prober.waits_since`)
+    wait_last: tuple[Candidate, int] | None = None
     cpu0: CpuSample | None = None  # the clocks when its first timed step ran
     stage: str = "features"
     warm: bool = False  # the features stage's first (untimed, cold) step ran
@@ -166,6 +173,9 @@ class ProbeHost(Protocol):
     cpu_sampler: Callable[[], CpuSample] | None
     #: every other process's CPU time by pid (`seer_env.stpa.company.process_cpu_ns`)
     proc_sampler: Callable[[], Mapping[int, int] | None] | None
+    #: how long the pool's other threads have waited for a core so far
+    #: (`seer_env.stpa.company.pool_wait_ns`)
+    wait_sampler: Callable[[Any], int | None] | None
 
     def _native_step(self, mask_ptr: Any) -> None: ...
 
@@ -252,6 +262,8 @@ class Prober:
         timed), and only then take the visit off the queue."""
         visit = pr.queue[0]
         prev = host._current()
+        if pr.wait_last is not None:
+            self.waits_since(host, pr)
         try:
             switch_ns = host._switch(visit.cand)
         except SeerError as exc:
@@ -267,6 +279,7 @@ class Prober:
             else:
                 pool = visit.timed and visit.cand.threads > 1
                 w0 = _windows(host.rt) if pool else (0, 0)  # outside the timed span
+                d0 = self.waits_since(host, pr) if pool else None
                 t0 = host._clock()
                 host._native_step(mask_ptr)
                 ns, summary = float(host._clock() - t0), None
@@ -275,6 +288,16 @@ class Prober:
                     got = pr.alone.setdefault(visit.cand, [0, 0])
                     got[0] += w1[0] - w0[0]
                     got[1] += w1[1] - w0[1]
+                    d1 = host.wait_sampler(host.rt) \
+                        if d0 is not None and host.wait_sampler is not None else None
+                    if d0 is not None and d1 is not None and d1 >= d0:
+                        waits = pr.waited.setdefault(visit.cand, [0.0, 0.0, 0.0])
+                        waits[0] += d1 - d0
+                        waits[1] += 1
+                        waits[2] += ns
+                        # a wait that ends after this read (a thread still
+                        # runnable as the step returned) counts at the next
+                        pr.wait_last = (visit.cand, d1)
                 if visit.timed and pr.cpu0 is None and host.cpu_sampler is not None:
                     # the processes too: the share, process by process
                     pr.cpu0 = with_processes(host.cpu_sampler(), host.proc_sampler)
@@ -305,6 +328,20 @@ class Prober:
             pr.timings.setdefault(visit.cand, []).append(ns + b)
             if not pr.queue or pr.queue[0].cand != visit.cand:  # visit complete
                 self._prune_queue(host, pr)
+
+    def waits_since(self, host: ProbeHost, pr: Probe) -> int | None:
+        """The pool's threads' waits for a core so far (`ProbeHost.wait_sampler`;
+        None: unknown), read before a probe step and at the decision: what
+        they waited since the last timed pool step's end (a thread woken for
+        that step that got its core only after the step returned) counts to
+        that pool's waits."""
+        d = host.wait_sampler(host.rt) if host.wait_sampler is not None else None
+        if pr.wait_last is not None:
+            c, last = pr.wait_last
+            pr.wait_last = None
+            if d is not None and d >= last:
+                pr.waited[c][0] += d - last
+        return d
 
     def _traced_step(self, host: ProbeHost, cand: Candidate,
                      mask_ptr: Any) -> tuple[float, TraceSummary | None]:
