@@ -98,7 +98,13 @@ from too; none beyond the run's share of the cores while other processes
 keep the rest busy: they would run on theirs), so the pool comes back when
 the company leaves.  A preflight whose pools ran over 1.5x behind what its
 traced step predicts, with no company seen (the host's other tenants, a
-moment that passes), is timed again a quarter of a second later.  A decision
+moment that passes), is timed again a quarter of a second later.  Company a
+probe sees: other processes' CPU time (``/proc``), the caller's work slower
+beside a pool than beside one thread, and the pool's other threads waiting
+for a core during its timed steps (the kernel's ``run_delay`` of each, from
+``/proc/self/task/<tid>/schedstat``: a quarter of the steps' time or more;
+alone they wait microseconds, and the host's other tenants, who take the
+virtual CPU itself, leave no such trace).  A decision
 remembered from an earlier run is confirmed at once when the run's
 iterations are slower than the remembered ones or other processes hold a
 core: made alone, it is not trusted in company.  Where
@@ -107,7 +113,10 @@ company kept a pool from winning, the reason's limit says which
 spins on the same cores (the caller's work between steps took ... beside
 parallel-2's threads, ... beside the serial executor; ...)"`` or ``"company:
 another process holds a core (other processes kept 1.0 of the machine's cores
-busy ...)"``, led, where a pool's windows mostly ran on the calling thread
+busy ...)"`` (the first also from the waits alone, where no other process
+was busy: ``"(parallel-2's other threads waited 1034 us a step for a core,
+its steps took 1740 us, while other processes kept 0.0 of the machine's
+cores busy; ...)"``), led, where a pool's windows mostly ran on the calling thread
 alone during its timed steps (`Runtime.stats`'s ``alone_windows``), by
 ``"parallel-2's other threads found no free core (83% of its windows ran on
 the calling thread alone)"``.
