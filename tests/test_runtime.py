@@ -3,6 +3,8 @@ independent Python oracle, contract checks and error handling."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -450,3 +452,69 @@ def test_event_pool_is_reused():
     assert rt.stats()["pool_events"] == allocated
     assert rt.pending_events(0) == 64 * 2
     rt.close()
+
+
+# -- the pool's workers off the caller's CPU between a training loop's calls -------------------
+
+
+def _keep_off_runtime() -> Runtime:
+    # work=20: PHOLD steps long enough (about a millisecond) that the gaps
+    # of back-to-back steps are a small part of the time
+    rt = Runtime("phold", phold_cfg(num_entities=64, work=20), 1, "parallel", 2,
+                 oversubscribe=True)
+    rt.reset([0])
+    return rt
+
+
+def _started_worker(rt: Runtime) -> int:
+    for _ in range(2000):
+        tids = rt.worker_tids()
+        if tids and tids[0]:
+            return tids[0]
+        rt.step()
+    raise AssertionError("the worker never started")
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one CPU: nowhere to keep off")
+def test_workers_keep_off_the_callers_cpu_between_a_loops_calls():
+    """Calls a small part of the time (a policy's work between them): the
+    worker may run on every CPU the caller may but the one the caller ran
+    on at the call's start; calls back to back again: everywhere.  Outputs
+    do not depend on it (the determinism tests run both)."""
+    import time
+
+    rt = _keep_off_runtime()
+    try:
+        tid = _started_worker(rt)
+        mine = os.sched_getaffinity(0)
+        assert os.sched_getaffinity(tid) == mine
+        for _ in range(6):
+            time.sleep(0.02)  # the caller's work: far longer than a step
+            rt.step()
+        kept = os.sched_getaffinity(tid)
+        assert len(kept) == len(mine) - 1 and kept < mine, (kept, mine)
+        for _ in range(300):  # back to back: the kernel places it again
+            rt.step()
+            if os.sched_getaffinity(tid) == mine:
+                break
+        assert os.sched_getaffinity(tid) == mine
+    finally:
+        rt.close()
+
+
+def test_workers_run_where_the_kernel_puts_them_when_told(monkeypatch):
+    """SEER_KEEP_OFF_CALLER=0 (read when the runtime is made): the workers'
+    CPUs are never touched."""
+    import time
+
+    monkeypatch.setenv("SEER_KEEP_OFF_CALLER", "0")
+    rt = _keep_off_runtime()
+    try:
+        tid = _started_worker(rt)
+        mine = os.sched_getaffinity(0)
+        for _ in range(6):
+            time.sleep(0.02)
+            rt.step()
+        assert os.sched_getaffinity(tid) == mine
+    finally:
+        rt.close()

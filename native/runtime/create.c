@@ -320,6 +320,10 @@ static void apply_options(seer_runtime *rt, const seer_model *model, const seer_
     rt->opt.phase_events = pe && *pe ? strtoull(pe, NULL, 10) : 0;
     if (!rt->opt.phase_events)
         rt->opt.phase_events = SEER_OPT_PHASE_EVENTS;
+    /* the pool's workers kept off the caller's CPU between a training
+     * loop's calls (pool.c, keep_off_caller_host) unless this says 0 */
+    const char *ko = getenv("SEER_KEEP_OFF_CALLER");
+    rt->pool.keep_off_allowed = !(ko && ko[0] == '0' && ko[1] == '\0');
     rt->fork_gen = seer_fork_generation();
 }
 

@@ -311,6 +311,36 @@ int64_t seer_thread_id_any(void)
 #endif
 }
 
+int seer_cpu_now_any(void)
+{
+#if defined(__linux__)
+    return sched_getcpu();
+#else
+    return -1;
+#endif
+}
+
+int seer_thread_avoid_cpu_host(pthread_t thread, int cpu)
+{
+#if defined(__linux__)
+    cpu_set_t set;
+    if (cpu >= CPU_SETSIZE)
+        return 0;
+    if (sched_getaffinity(0, sizeof set, &set) != 0)
+        return errno;
+    if (cpu >= 0) {
+        if (!CPU_ISSET(cpu, &set) || CPU_COUNT(&set) < 2)
+            return 0; /* the caller may not run there, or nowhere else is left */
+        CPU_CLR(cpu, &set);
+    }
+    return pthread_setaffinity_np(thread, sizeof set, &set);
+#else
+    (void)thread;
+    (void)cpu;
+    return 0;
+#endif
+}
+
 uint32_t seer_cpu_count(void)
 {
     cpu_set_t set;

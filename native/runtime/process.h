@@ -5,6 +5,7 @@
 #ifndef SEER_PROCESS_H
 #define SEER_PROCESS_H
 
+#include <pthread.h>
 #include <stdint.h>
 
 /* ---- process.c ------------------------------------------------------------- */
@@ -19,6 +20,14 @@ uint64_t seer_sigint_count(void);
 /* The calling thread's kernel thread id (Linux's gettid; 0 elsewhere: no
  * such id).  Any thread. */
 int64_t seer_thread_id_any(void);
+/* The CPU the calling thread runs on now (-1: unknown).  Any thread. */
+int seer_cpu_now_any(void);
+/* Let `thread` run on any CPU the calling thread may use but `cpu` (where
+ * that leaves one at least; else nothing changes); cpu < 0: on any CPU the
+ * calling thread may use.  Returns 0 or the error of the affinity call (best
+ * effort: the thread runs where it did).  The host thread, for its pool's
+ * workers. */
+int seer_thread_avoid_cpu_host(pthread_t thread, int cpu);
 uint32_t seer_cpu_count(void);
 uint64_t seer_physical_memory(void);
 

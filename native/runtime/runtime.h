@@ -103,6 +103,9 @@ typedef struct seer_worker {
      * Read by the host (seer_runtime_worker_tids) to see, in /proc, how
      * long the pool's threads waited for a core. */
     _Atomic int64_t tid;
+    /* The CPU this worker is kept off (the caller's: keep_off_caller_host
+     * in pool.c), -1 for none.  Host only. */
+    int avoid_cpu;
     int started;
     struct seer_opt_worker *opt; /* optimistic executor (optimistic.c); NULL
                                     until its first speculative step */
@@ -248,6 +251,9 @@ typedef struct seer_rt_pool {
     _Atomic uint32_t wake_spins;
     uint64_t last_end_ns; /* host: when the last call returned (0: none yet) */
     uint64_t gaps_ns[3];  /* host: the last gaps between calls (a ring)          */
+    uint64_t calls_ns[3]; /* host: the last calls' own times (the same ring)     */
+    int keep_off;         /* host: the workers are kept off the caller's CPU     */
+    int keep_off_allowed; /* ... may be (SEER_KEEP_OFF_CALLER=0: never; create) */
     uint32_t gap_next;    /* host: the ring's next slot                          */
     uint32_t unsettled_steps; /* host: steps run on partitions other than the
                                  pool size's (seer_pool_settle_host)         */
