@@ -518,3 +518,32 @@ def test_workers_run_where_the_kernel_puts_them_when_told(monkeypatch):
         assert os.sched_getaffinity(tid) == mine
     finally:
         rt.close()
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one CPU: nowhere to keep off")
+def test_workers_get_back_their_own_cpus_not_the_callers():
+    """A caller pinned to one CPU after the pool started (the workers keep
+    the CPUs they were made with): kept off, a worker runs on its own CPUs
+    but the caller's; let go, on all of its own again -- not on the
+    caller's one CPU."""
+    import time
+
+    mine = os.sched_getaffinity(0)
+    rt = _keep_off_runtime()
+    try:
+        tid = _started_worker(rt)
+        own = os.sched_getaffinity(tid)
+        pin = min(own)
+        os.sched_setaffinity(0, {pin})
+        for _ in range(6):
+            time.sleep(0.02)
+            rt.step()
+        assert os.sched_getaffinity(tid) == own - {pin}
+        for _ in range(300):
+            rt.step()
+            if os.sched_getaffinity(tid) == own:
+                break
+        assert os.sched_getaffinity(tid) == own
+    finally:
+        os.sched_setaffinity(0, mine)
+        rt.close()

@@ -677,7 +677,8 @@ int seer_pool_after_fork(seer_runtime *rt)
  * instead of 0.87x).  On: the gaps between the last three calls at least
  * KEEP_OFF_GAPS times the calls' own time; off again once they are shorter
  * than the calls (between: as it was).  Set only when the caller's CPU or
- * the mode changed (one affinity call per worker); best effort: a failure
+ * the mode changed (one affinity call per worker; off again, each worker
+ * gets back the CPUs it had); best effort: a failure
  * leaves a worker where it may run.  SEER_KEEP_OFF_CALLER=0 turns it off
  * (pool.keep_off_allowed). */
 #define KEEP_OFF_GAPS 2u
@@ -699,7 +700,7 @@ static void keep_off_caller_host(seer_runtime *rt, uint32_t n)
         seer_worker *w = &rt->pool.workers[t];
         if (!w->started || w->avoid_cpu == cpu)
             continue;
-        (void)seer_thread_avoid_cpu_host(w->thread, cpu);
+        (void)seer_thread_avoid_cpu_host(w->thread, cpu, &w->own_cpus);
         w->avoid_cpu = cpu;
     }
 }

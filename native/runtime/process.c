@@ -320,23 +320,25 @@ int seer_cpu_now_any(void)
 #endif
 }
 
-int seer_thread_avoid_cpu_host(pthread_t thread, int cpu)
+int seer_thread_avoid_cpu_host(pthread_t thread, int cpu, seer_cpus *own)
 {
 #if defined(__linux__)
+    _Static_assert(sizeof(cpu_set_t) == sizeof own->bits, "seer_cpus holds a cpu_set_t");
     cpu_set_t set;
-    if (cpu >= CPU_SETSIZE)
-        return 0;
-    if (sched_getaffinity(0, sizeof set, &set) != 0)
-        return errno;
-    if (cpu >= 0) {
-        if (!CPU_ISSET(cpu, &set) || CPU_COUNT(&set) < 2)
-            return 0; /* the caller may not run there, or nowhere else is left */
-        CPU_CLR(cpu, &set);
+    if (!own->known) {
+        if (pthread_getaffinity_np(thread, sizeof set, &set) != 0)
+            return errno;
+        memcpy(own->bits, &set, sizeof set);
+        own->known = 1;
     }
+    memcpy(&set, own->bits, sizeof set);
+    if (cpu >= 0 && cpu < CPU_SETSIZE && CPU_ISSET(cpu, &set) && CPU_COUNT(&set) >= 2)
+        CPU_CLR(cpu, &set);
     return pthread_setaffinity_np(thread, sizeof set, &set);
 #else
     (void)thread;
     (void)cpu;
+    (void)own;
     return 0;
 #endif
 }

@@ -22,12 +22,18 @@ uint64_t seer_sigint_count(void);
 int64_t seer_thread_id_any(void);
 /* The CPU the calling thread runs on now (-1: unknown).  Any thread. */
 int seer_cpu_now_any(void);
-/* Let `thread` run on any CPU the calling thread may use but `cpu` (where
- * that leaves one at least; else nothing changes); cpu < 0: on any CPU the
- * calling thread may use.  Returns 0 or the error of the affinity call (best
- * effort: the thread runs where it did).  The host thread, for its pool's
- * workers. */
-int seer_thread_avoid_cpu_host(pthread_t thread, int cpu);
+/* A thread's own CPUs (a cpu_set_t of 1024 CPUs), as it had them before
+ * seer_thread_avoid_cpu_host first changed them; `known` 0 until then. */
+typedef struct seer_cpus {
+    uint64_t bits[16];
+    int known;
+} seer_cpus;
+/* Let `thread` run on its own CPUs (`own`, read from the thread the first
+ * time) but `cpu`, where that leaves one at least; cpu < 0, or one it may
+ * not run on anyway: on all of its own again.  Returns 0 or the error of the
+ * affinity call (best effort: the thread runs where it did).  The host
+ * thread, for its pool's workers. */
+int seer_thread_avoid_cpu_host(pthread_t thread, int cpu, seer_cpus *own);
 uint32_t seer_cpu_count(void);
 uint64_t seer_physical_memory(void);
 

@@ -13,6 +13,7 @@
 
 #include "base.h"
 #include "event.h"
+#include "process.h"
 #include "seer_runtime.h"
 #include "squeue.h"
 #include "sync.h"
@@ -104,8 +105,9 @@ typedef struct seer_worker {
      * long the pool's threads waited for a core. */
     _Atomic int64_t tid;
     /* The CPU this worker is kept off (the caller's: keep_off_caller_host
-     * in pool.c), -1 for none.  Host only. */
+     * in pool.c), -1 for none, and its own CPUs before that.  Host only. */
     int avoid_cpu;
+    seer_cpus own_cpus;
     int started;
     struct seer_opt_worker *opt; /* optimistic executor (optimistic.c); NULL
                                     until its first speculative step */
