@@ -547,3 +547,29 @@ def test_workers_get_back_their_own_cpus_not_the_callers():
     finally:
         os.sched_setaffinity(0, mine)
         rt.close()
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one CPU: nowhere to keep off")
+def test_a_pools_first_call_in_a_loop_keeps_off_at_once():
+    """The steps of any executor count: a loop that ran on the serial
+    executor (STPA's probe, its visits of a few steps each) switches to a
+    pool whose very first call keeps the worker off the caller's CPU (its
+    traced step, timed in the probe, is that call)."""
+    import time
+
+    rt = _keep_off_runtime()
+    try:
+        tid = _started_worker(rt)
+        own = os.sched_getaffinity(tid)
+        rt.switch_executor("serial", 1)
+        for _ in range(4):
+            time.sleep(0.02)
+            rt.step()
+        assert os.sched_getaffinity(tid) == own  # no pool call yet
+        rt.switch_executor("parallel", 2)
+        time.sleep(0.02)
+        rt.step()
+        kept = os.sched_getaffinity(tid)
+        assert len(kept) == len(own) - 1 and kept < own, (kept, own)
+    finally:
+        rt.close()

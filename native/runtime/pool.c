@@ -674,22 +674,35 @@ int seer_pool_after_fork(seer_runtime *rt)
  * several env processes) the workers run where the kernel puts them: kept
  * off there, a worker busy most of the time made the kernel move a burner
  * onto the caller's CPU (parallel-2 beside a burner at full duty 0.52x
- * instead of 0.87x).  On: the gaps between the last three calls at least
- * KEEP_OFF_GAPS times the calls' own time; off again once they are shorter
- * than the calls (between: as it was).  Set only when the caller's CPU or
+ * instead of 0.87x).  On: the gaps between the last three steps, on
+ * whatever executor (seer_pool_note_step_host: a pool's first call after
+ * the serial executor's steps knows the loop), at least KEEP_OFF_GAPS times
+ * the steps' own time; off again once they are shorter than the steps
+ * (between: as it was).  Set only when the caller's CPU or
  * the mode changed (one affinity call per worker; off again, each worker
  * gets back the CPUs it had); best effort: a failure
  * leaves a worker where it may run.  SEER_KEEP_OFF_CALLER=0 turns it off
  * (pool.keep_off_allowed). */
 #define KEEP_OFF_GAPS 2u
+void seer_pool_note_step_host(seer_runtime *rt, uint64_t t0, uint64_t t1)
+{
+    if (rt->pool.loop_end_ns) {
+        const uint32_t k = rt->pool.loop_next;
+        rt->pool.loop_gaps_ns[k] = t0 > rt->pool.loop_end_ns ? t0 - rt->pool.loop_end_ns : 0;
+        rt->pool.loop_calls_ns[k] = t1 > t0 ? t1 - t0 : 1;
+        rt->pool.loop_next = (k + 1) % SEER_LOOP_CALLS;
+    }
+    rt->pool.loop_end_ns = t1;
+}
+
 static void keep_off_caller_host(seer_runtime *rt, uint32_t n)
 {
     uint64_t gaps = 0, calls = 0;
-    for (uint32_t k = 0; k < WAKE_GAPS; k++) {
-        if (!rt->pool.calls_ns[k])
-            return; /* not three calls yet */
-        gaps += rt->pool.gaps_ns[k];
-        calls += rt->pool.calls_ns[k];
+    for (uint32_t k = 0; k < SEER_LOOP_CALLS; k++) {
+        if (!rt->pool.loop_calls_ns[k])
+            return; /* not three steps yet */
+        gaps += rt->pool.loop_gaps_ns[k];
+        calls += rt->pool.loop_calls_ns[k];
     }
     if (gaps >= KEEP_OFF_GAPS * calls)
         rt->pool.keep_off = rt->pool.keep_off_allowed;
@@ -796,10 +809,8 @@ int seer_pool_run(seer_runtime *rt, int job, const seer_events_phases *events)
          (rt->pool.call_cap == 1 && !rt->check.mode)))
         n = rt->pool.call_cap;
     atomic_store_explicit(&rt->pool.call_active, n, memory_order_relaxed);
-    uint64_t call_t0 = 0;
     if (n > 1) {
         const uint64_t now = seer_clock_ns();
-        call_t0 = now;
         int soon = 1;
         if (rt->pool.last_end_ns) {
             rt->pool.gaps_ns[rt->pool.gap_next] = now - rt->pool.last_end_ns;
@@ -828,11 +839,7 @@ int seer_pool_run(seer_runtime *rt, int job, const seer_events_phases *events)
             memcpy(rt->err, w->msg, sizeof rt->err);
         }
     }
-    if (n > 1) {
+    if (n > 1)
         rt->pool.last_end_ns = seer_clock_ns();
-        /* the slot of the gap before this call (gap_next moved past it) */
-        const uint32_t k = (rt->pool.gap_next + WAKE_GAPS - 1) % WAKE_GAPS;
-        rt->pool.calls_ns[k] = rt->pool.last_end_ns - call_t0;
-    }
     return code;
 }

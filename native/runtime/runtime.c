@@ -31,6 +31,7 @@
 #include "runtime.h"
 #include "serial.h"
 #include "squeue.h"
+#include "trace.h"
 #include "sync.h"
 
 /* ---- what a runtime is ------------------------------------------------------ */
@@ -445,7 +446,18 @@ static uint32_t set_boundaries(seer_runtime *rt)
     return par;
 }
 
+static int step_now(seer_runtime *rt, const uint8_t *mask);
+
 int seer_runtime_step(seer_runtime *rt, const uint8_t *mask)
+{
+    const uint64_t t0 = seer_clock_ns();
+    const int rc = step_now(rt, mask);
+    if (rc == SEER_OK)
+        seer_pool_note_step_host(rt, t0, seer_clock_ns());
+    return rc;
+}
+
+static int step_now(seer_runtime *rt, const uint8_t *mask)
 {
     int rc = seer_call_begin(rt);
     if (rc != SEER_OK)

@@ -226,6 +226,9 @@ typedef struct seer_rt_reserve {
     uint32_t order_in;
 } seer_rt_reserve;
 
+/* Steps the keep-off of the workers looks back on (pool.c). */
+#define SEER_LOOP_CALLS 3u
+
 /* The worker pool (pool.c). */
 typedef struct seer_rt_pool {
     uint32_t nthreads;        /* workers created, the caller included             */
@@ -253,7 +256,12 @@ typedef struct seer_rt_pool {
     _Atomic uint32_t wake_spins;
     uint64_t last_end_ns; /* host: when the last call returned (0: none yet) */
     uint64_t gaps_ns[3];  /* host: the last gaps between calls (a ring)          */
-    uint64_t calls_ns[3]; /* host: the last calls' own times (the same ring)     */
+    /* host: the last steps, on whatever executor (seer_pool_note_step_host):
+     * the gaps between them and their own times (a ring) */
+    uint64_t loop_gaps_ns[SEER_LOOP_CALLS];
+    uint64_t loop_calls_ns[SEER_LOOP_CALLS];
+    uint64_t loop_end_ns;
+    uint32_t loop_next;
     int keep_off;         /* host: the workers are kept off the caller's CPU     */
     int keep_off_allowed; /* ... may be (SEER_KEEP_OFF_CALLER=0: never; create) */
     uint32_t gap_next;    /* host: the ring's next slot                          */
