@@ -812,7 +812,8 @@ class Runtime:
         by, to see how long they waited for a core.
 
         ```python
-        env = seer_env.envs.pcs.vector_env(1, executor="parallel", threads=2)
+        from seer_env.envs import pcs_v0
+        env = pcs_v0.vector_env(1, executor="parallel", threads=2)
         env.runtime.worker_tids()     # e.g. [48213]
         ```
         """
