@@ -2146,7 +2146,7 @@ def test_a_pool_whose_threads_waited_for_a_core_saw_company(monkeypatch, share):
         assert st.monitor.recheck_steps is None
         assert ("Limit: company: another thread pool in this process spins on the same "
                 "cores (parallel-2's other threads waited 108 us a step for a core, its "
-                "steps took 216 us; a CPU-bound learner") in st.reason, st.reason
+                "steps took 216 us; a learner's threads") in st.reason, st.reason
     else:
         assert st.monitor.recheck_steps == 19
         assert "company" not in st.reason
@@ -3109,12 +3109,12 @@ def test_company_words_name_a_pool_whose_threads_waited_for_a_core():
     assert inproc == (
         "another thread pool in this process spins on the same cores (parallel-2's other "
         "threads waited 712 us a step for a core, its steps took 1491 us, while other "
-        "processes kept 0.0 of the machine's cores busy; a CPU-bound learner: give it "
-        "fewer threads, or OMP_WAIT_POLICY=PASSIVE)")
+        "processes kept 0.0 of the machine's cores busy; a learner's threads between "
+        "operations: the Performance page, \"What to set when training on CPU\")")
     # other processes unknown: the words do not claim they were idle
     assert company_words(None, 2, {}, None, waited=waited).startswith(
         "another thread pool in this process spins on the same cores (parallel-2's other "
-        "threads waited 712 us a step for a core, its steps took 1491 us; a CPU-bound")
+        "threads waited 712 us a step for a core, its steps took 1491 us; a learner's")
     # another process busy: it is the one to blame, the waits lead
     assert company_words(1.0, 2, {}, None, {"parallel-2": 0.9}, waited) == (
         "parallel-2's other threads waited 712 us a step for a core, its steps took "

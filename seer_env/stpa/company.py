@@ -386,7 +386,8 @@ def company_words(others: float | None, cores: int, between: Mapping[str, float]
     ```
     """
     said = []
-    advice = "a CPU-bound learner: give it fewer threads, or OMP_WAIT_POLICY=PASSIVE"
+    advice = ("a learner's threads between operations: the Performance page, \"What to set "
+              "when training on CPU\"")
     busy = others is not None and others >= OTHERS_BUSY
     waits = [(lab, w, t) for lab, (w, t) in (waited or {}).items()
              if t > 0 and w >= WAITED_MOST * t]
