@@ -1,12 +1,17 @@
-"""Import before torch in a CPU-training script: torch's OpenMP workers then
-sleep between operations instead of spinning on the cores the env's threads
-need (``OMP_WAIT_POLICY=PASSIVE``, unless the caller set it).
+"""Import before torch in an asynchronous rollout (``send``/``recv``, where
+the policy's forward pass runs while the env steps): torch's OpenMP workers
+then sleep between operations instead of spinning on the cores the env's
+threads need at that very moment (``OMP_WAIT_POLICY=PASSIVE``, unless the
+caller set it).  ``examples/async_rollout.py`` does; its figure in the
+README was measured with it.
 
-Measured on 2 cores in a CleanRL-style loop (PCS 64x64, the Performance page's
-"What to set when training on CPU"): at torch's defaults every pool of the env
-lost to the serial executor inside the loop (0.89-0.92x per iteration); with
-this, the pools win (1.17-1.20x).  libgomp reads the variable once, when torch
-loads it: setting it after ``import torch`` does nothing.
+Not for a synchronous loop (forward, then ``step()``): there the env's pool
+keeps its workers off the caller's CPU between calls, and torch's own
+operations run slower with sleeping workers, so the whole iteration is
+faster at torch's defaults (``benchmarks/bench_torch_settings.py``, the
+Performance page's "What to set when training on CPU").  libgomp reads the
+variable once, when torch loads it: setting it after ``import torch`` does
+nothing.
 
 ```python
 import cpu_training  # noqa: F401  (first: before torch)

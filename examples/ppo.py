@@ -39,7 +39,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import cpu_training  # noqa: F401  (before torch: its OpenMP workers sleep, not spin)
 import gymnasium
 import numpy as np
 import torch

@@ -48,7 +48,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import cpu_training  # noqa: F401  (before torch: its OpenMP workers sleep, not spin)
 import gymnasium
 import numpy as np
 import torch

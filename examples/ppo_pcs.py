@@ -32,7 +32,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import cpu_training  # noqa: F401  (before torch: its OpenMP workers sleep, not spin)
 import numpy as np
 import torch
 
