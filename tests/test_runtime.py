@@ -573,3 +573,40 @@ def test_a_pools_first_call_in_a_loop_keeps_off_at_once():
         assert len(kept) == len(own) - 1 and kept < own, (kept, own)
     finally:
         rt.close()
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one CPU: nowhere to keep off")
+def test_a_users_affinity_for_a_worker_outlasts_the_keep_off():
+    """The worker's own CPUs are read afresh each time it is kept off: a
+    user who narrowed them since (taskset on the process's threads) gets
+    them back when the keep-off lets go, not the CPUs it had before."""
+    import time
+
+    rt = _keep_off_runtime()
+    try:
+        tid = _started_worker(rt)
+        own = os.sched_getaffinity(tid)
+
+        def paused(n: int) -> None:
+            for _ in range(n):
+                time.sleep(0.02)
+                rt.step()
+
+        def back_to_back(want: set[int]) -> None:
+            for _ in range(300):
+                rt.step()
+                if os.sched_getaffinity(tid) == want:
+                    return
+            raise AssertionError(f"{os.sched_getaffinity(tid)} != {want}")
+
+        paused(6)
+        assert os.sched_getaffinity(tid) < own
+        back_to_back(own)
+        mine = {max(own)}
+        os.sched_setaffinity(tid, mine)  # the user's
+        paused(6)
+        for _ in range(30):  # back to back: let go (the ring holds 3 steps)
+            rt.step()
+        assert os.sched_getaffinity(tid) == mine
+    finally:
+        rt.close()

@@ -713,6 +713,9 @@ static void keep_off_caller_host(seer_runtime *rt, uint32_t n)
         seer_worker *w = &rt->pool.workers[t];
         if (!w->started || w->avoid_cpu == cpu)
             continue;
+        if (w->avoid_cpu < 0)
+            w->own_cpus.known = 0; /* at its own CPUs: read them afresh (a
+                                      user's taskset since counts) */
         (void)seer_thread_avoid_cpu_host(w->thread, cpu, &w->own_cpus);
         w->avoid_cpu = cpu;
     }
