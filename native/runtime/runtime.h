@@ -256,6 +256,7 @@ typedef struct seer_rt_pool {
     _Atomic uint32_t wake_spins;
     uint64_t last_end_ns; /* host: when the last call returned (0: none yet) */
     uint64_t gaps_ns[3];  /* host: the last gaps between calls (a ring)          */
+    uint32_t gap_next;    /* host: the ring's next slot                          */
     /* host: the last steps, on whatever executor (seer_pool_note_step_host):
      * the gaps between them and their own times (a ring) */
     uint64_t loop_gaps_ns[SEER_LOOP_CALLS];
@@ -264,7 +265,6 @@ typedef struct seer_rt_pool {
     uint32_t loop_next;
     int keep_off;         /* host: the workers are kept off the caller's CPU     */
     int keep_off_allowed; /* ... may be (SEER_KEEP_OFF_CALLER=0: never; create) */
-    uint32_t gap_next;    /* host: the ring's next slot                          */
     uint32_t unsettled_steps; /* host: steps run on partitions other than the
                                  pool size's (seer_pool_settle_host)         */
     _Atomic int shutdown;

@@ -123,6 +123,16 @@ def cpu_sample() -> CpuSample:
     return CpuSample(time.perf_counter_ns(), time.process_time_ns(), _machine_busy_ns())
 
 
+def _read_proc(path: str, size: int) -> bytes:
+    """The first ``size`` bytes of a ``/proc`` file, one read (OSError as
+    ``os.open`` and ``os.read`` raise it)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return os.read(fd, size)
+    finally:
+        os.close(fd)
+
+
 def process_cpu_ns(proc: str = "/proc", self_pid: int | None = None) -> dict[int, int] | None:
     """Every other process's CPU time so far (``/proc/<pid>/stat``'s utime
     and stime: all its threads), by pid, in ns; None where ``proc`` cannot be
@@ -151,11 +161,7 @@ def process_cpu_ns(proc: str = "/proc", self_pid: int | None = None) -> dict[int
         if not name.isdigit() or int(name) == me:
             continue
         try:
-            fd = os.open(f"{proc}/{name}/stat", os.O_RDONLY)
-            try:
-                raw = os.read(fd, 1024)
-            finally:
-                os.close(fd)
+            raw = _read_proc(f"{proc}/{name}/stat", 1024)
             # "pid (comm) state ppid ...": comm may hold spaces and parens;
             # utime and stime are the 14th and 15th fields
             fields = raw[raw.rindex(b")") + 2:].split()
@@ -188,12 +194,7 @@ def sched_delay_ns(tids: Sequence[int], task: str = "/proc/self/task") -> int | 
         if tid <= 0:
             return None
         try:
-            fd = os.open(f"{task}/{tid}/schedstat", os.O_RDONLY)
-            try:
-                raw = os.read(fd, 256)
-            finally:
-                os.close(fd)
-            fields = raw.split()
+            fields = _read_proc(f"{task}/{tid}/schedstat", 256).split()
             if len(fields) < 2:
                 return None
             delay = int(fields[1])
