@@ -454,6 +454,26 @@ def test_event_pool_is_reused():
     rt.close()
 
 
+def test_records_of_events_between_partitions_are_reused():
+    # Half of PHOLD's events go to an entity of the other partition: their
+    # records flow from the thread that schedules them to the one that
+    # handles them, on lists of their own (events.c); the lists are brought
+    # back to their stock at each call, so the records in circulation stop
+    # growing once warm, whoever handles which partition.
+    rt = Runtime("phold", phold_cfg(num_entities=2048, events_per_entity=4, work=0,
+                                    step_duration=8.0), 1, "parallel", 2)
+    rt.reset([5])
+    rt.actions[:] = 0
+    for _ in range(30):
+        rt.step()
+    allocated = rt.stats()["pool_events"]
+    for _ in range(300):
+        rt.step()
+    assert rt.stats()["pool_events"] == allocated
+    assert rt.pending_events(0) == 2048 * 4
+    rt.close()
+
+
 # -- the pool's workers off the caller's CPU between a training loop's calls -------------------
 
 

@@ -192,7 +192,12 @@ int seer_schedule(seer_ctx *c, uint32_t target, seer_time t, uint32_t type,
     if (__builtin_expect(code != SEER_OK, 0))
         return schedule_violation(c, code, target, t, type, size);
 
-    seer_event *ev = seer_event_alloc_local(c->w);
+    /* A window's event for another partition takes its record from the
+     * thread's cross list (events.c says why apart). */
+    const int windows = rt->executor != SEER_EXECUTOR_SERIAL && !c->spec;
+    const uint32_t pt = windows ? rt->part.of[target] : 0;
+    const int cross = windows && pt != rt->part.of[c->self];
+    seer_event *ev = seer_event_alloc_from_local(c->w, cross ? &c->w->cross : &c->w->pool);
     if (!ev) {
         seer_worker_error_local(c->w, SEER_E_NOMEM, "out of memory for events (model '%s')",
                                 rt->model->name);
@@ -221,8 +226,7 @@ int seer_schedule(seer_ctx *c, uint32_t target, seer_time t, uint32_t type,
          * partition of the phase: parallel.c's solo windows): straight into
          * its queue; other partitions: this thread's outbox, merged by the
          * target partition's visitor in the next phase (pool.c). */
-        const uint32_t pt = rt->part.of[target];
-        if (pt == rt->part.of[c->self] || c->solo) {
+        if (!cross || c->solo) {
             rc = seer_squeue_push_owner(&c->inst->parts[pt], ev);
         } else {
             rc = seer_qvec_append_owner(

@@ -11,49 +11,64 @@
 
 /* ---- events.c: event memory ---------------------------------------------- */
 
-/* Slow path of seer_event_alloc_local: refill w's empty free list from the
- * shared reserve.  SEER_OK, SEER_E_NOMEM, or SEER_E_BUDGET past the memory
- * limit (then w's error says so). */
-int seer_event_refill_local(seer_worker *w);
+/* Slow path of seer_event_alloc_from_local: refill p, one of w's free
+ * lists, from the shared reserve.  SEER_OK, SEER_E_NOMEM, or SEER_E_BUDGET
+ * past the memory limit (then w's error says so). */
+int seer_event_refill_local(seer_worker *w, seer_event_pool *p);
 
-/* A free event record from w's own free list; NULL when no memory is left
- * for one (see seer_event_refill_local).  The per-event path: inline. */
-static inline seer_event *seer_event_alloc_local(seer_worker *w)
+/* A free event record from p, one of w's own free lists; NULL when no
+ * memory is left for one (see seer_event_refill_local).  The per-event
+ * path: inline. */
+static inline seer_event *seer_event_alloc_from_local(seer_worker *w, seer_event_pool *p)
 {
-    if (__builtin_expect(w->pool.free == NULL, 0) && seer_event_refill_local(w) != SEER_OK)
+    if (__builtin_expect(p->free == NULL, 0) && seer_event_refill_local(w, p) != SEER_OK)
         return NULL;
-    seer_event *ev = w->pool.free;
-    w->pool.free = ev->next_free;
-    w->pool.nfree--;
+    seer_event *ev = p->free;
+    p->free = ev->next_free;
+    p->nfree--;
     /* Handlers often schedule several events in a row, and the free list
      * reaches back to records handled long ago: start loading the next one
      * (its link is read, its header and payload written, by that alloc). */
-    __builtin_prefetch(w->pool.free, 1);
+    __builtin_prefetch(p->free, 1);
     return ev;
 }
 
-/* Give ev back to w's own free list (whoever allocated it: events flow from
- * the threads that schedule them to the threads that handle them). */
-static inline void seer_event_free_local(seer_worker *w, seer_event *ev)
+/* A free event record from w's main list (w->pool). */
+static inline seer_event *seer_event_alloc_local(seer_worker *w)
 {
-    ev->next_free = w->pool.free;
-    w->pool.free = ev;
-    w->pool.nfree++;
+    return seer_event_alloc_from_local(w, &w->pool);
 }
 
-/* Outside the event loop: bring w's free list into [lo, hi] (the reserve's
- * mutex). */
-void seer_event_pool_balance_local(seer_worker *w, uint64_t lo, uint64_t hi);
+/* Give ev back to p, one of w's own free lists (whoever allocated it:
+ * events flow from the threads that schedule them to the threads that
+ * handle them). */
+static inline void seer_event_free_to_local(seer_event_pool *p, seer_event *ev)
+{
+    ev->next_free = p->free;
+    p->free = ev;
+    p->nfree++;
+}
+
+/* Give ev back to w's main list (w->pool). */
+static inline void seer_event_free_local(seer_worker *w, seer_event *ev)
+{
+    seer_event_free_to_local(&w->pool, ev);
+}
+
+/* Outside the event loop: bring p, one of w's free lists, into [lo, hi]
+ * (the reserve's mutex). */
+void seer_event_pool_balance_local(seer_worker *w, seer_event_pool *p, uint64_t lo, uint64_t hi);
 /* Outside the event loop: make w's free list hold at least n events (the
  * reserve's mutex; chunks allocated as needed).  SEER_OK, SEER_E_NOMEM, or
  * SEER_E_BUDGET past the memory limit; the list keeps what it took. */
 int seer_event_stock_local(seer_worker *w, uint64_t n);
 /* Free records in address order (events.c says why).  Host only, between
- * calls, under the reserve's lock (a worker that woke late for the last call
- * may be restocking).  An optimization only: without memory for its map, or
+ * calls, under the reserve's lock (as every reader of the lists).  An
+ * optimization only: without memory for its map, or
  * where a list is not what its count says, nothing moves.
  *
- * seer_event_order_all_host: every free record -- the workers' lists and
+ * seer_event_order_all_host: every free record -- the workers' lists (both
+ * of each) and
  * the reserve -- to worker 0's list, the host's (the serial executor's).
  * seer_event_order_host: worker 0's list and the reserve, each in address
  * order (the serial executor after a reset). */

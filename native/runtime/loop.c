@@ -70,6 +70,10 @@ uint64_t seer_run_queue(seer_worker *w, seer_ctx *c, uint32_t inst, seer_squeue 
     c->inst_idx = inst;
     uint64_t n = 0;
     int qerr = 0;
+    /* windows on several partitions: the record of an event between two
+     * of them goes back to the thread's cross list (events.c) */
+    const uint32_t *of =
+        rt->executor != SEER_EXECUTOR_SERIAL && rt->part.n > 1 ? rt->part.of : NULL;
     seer_event *ev;
     while (!w->err && (ev = seer_squeue_pop_before_owner(q, bnd, &qerr)) != NULL) {
         seer_ctx_enter_entity(c, ev->target);
@@ -87,7 +91,10 @@ uint64_t seer_run_queue(seer_worker *w, seer_ctx *c, uint32_t inst, seer_squeue 
                                  c->self, c->cur_type, 1);
         c->rec->events++;
         n++;
-        seer_event_free_local(w, ev);
+        if (of && of[ev->target] != of[ev->key >> SEER_KEY_SEQ_BITS])
+            seer_event_free_to_local(&w->cross, ev);
+        else
+            seer_event_free_local(w, ev);
         if (__builtin_expect(rc != 0 || w->err != 0, 0)) {
             seer_after_handler(c, rc, "event");
             break;

@@ -318,14 +318,22 @@ static void run_chunk(seer_worker *w, seer_ctx *c, uint32_t kind, uint32_t b, ui
  * dry in the last call (events flow from the threads that schedule them to
  * the threads that handle them) starts the next one with twice the stock,
  * so after a few steps the event loop no longer takes the reserve's lock. */
+static void restock_list_local(seer_worker *w, seer_event_pool *p)
+{
+    if (p->refills != p->refills_seen) {
+        p->refills_seen = p->refills;
+        if (p->target < POOL_MAX)
+            p->target *= 2;
+    }
+    seer_event_pool_balance_local(w, p, p->target, 4 * p->target);
+}
+
 static void restock_local(seer_worker *w)
 {
-    if (w->refills != w->refills_seen) {
-        w->refills_seen = w->refills;
-        if (w->pool_target < POOL_MAX)
-            w->pool_target *= 2;
-    }
-    seer_event_pool_balance_local(w, w->pool_target, 4 * w->pool_target);
+    restock_list_local(w, &w->pool);
+    /* the records of events between partitions (windows only) */
+    if (w->rt->part.n > 1)
+        restock_list_local(w, &w->cross);
 }
 
 /* A worker's trace of one call: a span per phase it works in (from its
@@ -373,7 +381,9 @@ static void spans_handled_local(seer_worker *w, const phase_spans *s, uint64_t e
 static void run_phases(seer_worker *w, uint32_t tag)
 {
     seer_runtime *rt = w->rt;
-    restock_local(w);
+    /* restocked at its first claim: a worker that comes after the call's
+     * last chunk takes nothing, and leaves the lists as they are */
+    int stocked = 0;
     seer_ctx c;
     seer_ctx_setup(&c, rt, w, 0, PHASE_EVENT);
     phase_spans spans = {.seq = UINT64_MAX};
@@ -399,6 +409,10 @@ static void run_phases(seer_worker *w, uint32_t tag)
                 spans.wait_t0 = seer_clock_ns();
             seer_phases_wait_any(&rt->pool.ph, seq, PHASE_SPINS);
             continue;
+        }
+        if (!stocked) {
+            restock_local(w);
+            stocked = 1;
         }
         const int tracing = SEER_TRACING(w);
         if (tracing)
@@ -508,7 +522,8 @@ int seer_pool_start(seer_runtime *rt, uint32_t threads)
     for (uint32_t t = 0; t < threads; t++) {
         rt->pool.workers[t].rt = rt;
         rt->pool.workers[t].id = t;
-        rt->pool.workers[t].pool_target = POOL_LO;
+        rt->pool.workers[t].pool.target = POOL_LO;
+        rt->pool.workers[t].cross.target = POOL_LO;
         rt->pool.workers[t].avoid_cpu = -1;
     }
     rt->pool.keep_off = 0;
@@ -636,8 +651,8 @@ int seer_pool_after_fork(seer_runtime *rt)
          * forked inside a call leaks that much, once). */
         for (uint32_t t = 0; rt->pool.workers && t < rt->pool.nthreads; t++) {
             seer_worker *w = &rt->pool.workers[t];
-            w->pool.free = NULL;
-            w->pool.nfree = 0;
+            w->pool.free = w->cross.free = NULL;
+            w->pool.nfree = w->cross.nfree = 0;
             for (int j = 0; j < 2; j++)
                 if (w->out[j])
                     memset(w->out[j], 0, (size_t)rt->B * rt->part.n * sizeof(seer_qvec));
@@ -752,8 +767,9 @@ void seer_pool_stop(seer_runtime *rt)
         if (t > 0 && w->started)
             pthread_join(w->thread, NULL);
         /* Return free events to the reserve so a new pool can use them. */
-        seer_event_pool_balance_local(w, 0, 0);
-        rt->stats.refills += w->refills;
+        seer_event_pool_balance_local(w, &w->pool, 0, 0);
+        seer_event_pool_balance_local(w, &w->cross, 0, 0);
+        rt->stats.refills += w->pool.refills + w->cross.refills;
         free(w->local_min);
         /* Outboxes are empty between calls (FLUSH merges them). */
         for (int j = 0; j < 2; j++) {

@@ -131,8 +131,10 @@ static void release_failed(seer_runtime *rt)
     }
     if (holding)
         return;
-    /* Under the reserve's lock: a worker that woke late may still be taking
-     * its stock of free events (restock_local, pool.c), a chunk perhaps. */
+    /* Under the reserve's lock, as every reader of the lists: a worker
+     * restocks (restock_local, pool.c) only after claiming a chunk of a
+     * call, so never after the call returned, but the lock costs nothing
+     * here and keeps that a rule of pool.c alone. */
     pthread_mutex_lock(&rt->mem.lock);
     const size_t nchunks = rt->mem.nchunks;
     pthread_mutex_unlock(&rt->mem.lock);
@@ -617,11 +619,11 @@ void seer_runtime_stats(const seer_runtime *rt, seer_stats *out)
     out->steps = rt->stats.steps;
     uint64_t refills = rt->stats.refills;
     for (uint32_t t = 0; t < rt->pool.nthreads; t++)
-        refills += rt->pool.workers[t].refills;
+        refills += rt->pool.workers[t].pool.refills + rt->pool.workers[t].cross.refills;
     out->pool_refills = refills;
-    /* Under the reserve's lock: a worker that woke late may still be taking
-     * its stock of free events from the reserve (restock_local) after the call
-     * returned.  The runtime itself is never const (seer_runtime_create). */
+    /* Under the reserve's lock, as every reader of the lists (see
+     * release_failed above).  The runtime itself is never const
+     * (seer_runtime_create). */
     pthread_mutex_t *lock = (pthread_mutex_t *)&rt->mem.lock;
     pthread_mutex_lock(lock);
     out->pool_events = rt->mem.pool_events;

@@ -68,6 +68,9 @@ typedef struct seer_inst {
 typedef struct seer_event_pool {
     seer_event *free;
     uint64_t nfree;
+    uint64_t refills;      /* ran dry inside the event loop                    */
+    uint64_t refills_seen; /* refills already answered by a larger target      */
+    uint64_t target;       /* free records to hold when a call starts          */
 } seer_event_pool;
 
 struct seer_runtime;
@@ -78,7 +81,12 @@ struct seer_runtime;
 typedef struct seer_worker {
     alignas(SEER_CACHE_LINE) struct seer_runtime *rt;
     uint32_t id;
+    /* Free records: `pool` for the events of the serial executor, of the
+     * optimistic executor's speculation and, in a pool's windows, of events
+     * between entities of one partition; `cross` for a window's events
+     * between partitions (events.c says why apart). */
     seer_event_pool pool;
+    seer_event_pool cross;
     double *local_min; /* [num_instances] earliest time this thread saw */
     int err;           /* first error this thread hit in the current call */
     char msg[SEER_ERRLEN];
@@ -86,9 +94,6 @@ typedef struct seer_worker {
     uint64_t call_events;  /* events handled in the current call               */
     uint64_t call_budget;  /* ... at most (SEER_E_BUDGET beyond)               */
     uint32_t stop_tick;    /* events since the last Ctrl-C / budget check      */
-    uint64_t refills;      /* free list ran dry inside the event loop          */
-    uint64_t refills_seen; /* refills already answered by a larger target      */
-    uint64_t pool_target;  /* free events to hold when a call starts           */
     uint64_t gen_seen; /* job generation this worker last ran (or started at) */
     /* Cross-partition events this thread scheduled, by parity of the phase
      * that scheduled them, then [instance * nparts + partition].  A bank is

@@ -95,8 +95,10 @@ static uint64_t others_free(seer_runtime *rt)
 {
     uint64_t n = 0;
     pthread_mutex_lock(&rt->mem.lock);
-    for (uint32_t t = 1; t < rt->pool.nthreads; t++)
-        n += rt->pool.workers[t].pool.nfree + (rt->pool.workers[t].pool.free != NULL);
+    for (uint32_t t = 1; t < rt->pool.nthreads; t++) {
+        const seer_worker *w = &rt->pool.workers[t];
+        n += w->pool.nfree + (w->pool.free != NULL) + w->cross.nfree + (w->cross.free != NULL);
+    }
     pthread_mutex_unlock(&rt->mem.lock);
     return n;
 }
@@ -109,10 +111,14 @@ static void check_conserved(seer_runtime *rt, const char *when)
     uint64_t free_n = 0;
     int asc;
     for (uint32_t t = 0; t < rt->pool.nthreads; t++) {
-        const uint64_t n = walk(rt->pool.workers[t].pool.free, &asc);
-        CHECK(n == rt->pool.workers[t].pool.nfree, "%s: worker %u lists %llu, counts %llu", when,
-              t, (unsigned long long)n, (unsigned long long)rt->pool.workers[t].pool.nfree);
-        free_n += n;
+        /* each worker's two lists: its events' and those between partitions */
+        const seer_event_pool *lists[2] = {&rt->pool.workers[t].pool, &rt->pool.workers[t].cross};
+        for (int j = 0; j < 2; j++) {
+            const uint64_t n = walk(lists[j]->free, &asc);
+            CHECK(n == lists[j]->nfree, "%s: worker %u list %d lists %llu, counts %llu", when, t,
+                  j, (unsigned long long)n, (unsigned long long)lists[j]->nfree);
+            free_n += n;
+        }
     }
     const uint64_t r = walk(rt->mem.reserve, &asc);
     CHECK(r == rt->mem.reserve_n, "%s: the reserve lists %llu, counts %llu", when,
@@ -154,6 +160,8 @@ int main(void)
     /* then all of them go to the serial executor's list */
     h = run(rt, 1, h);
     CHECK(others_free(rt) == 0, "the pool's workers keep free records after the ordering");
+    CHECK(rt->pool.workers[0].cross.nfree == 0 && !rt->pool.workers[0].cross.free,
+          "worker 0 keeps records between partitions after the ordering");
     pthread_mutex_lock(&rt->mem.lock);
     const uint64_t kept = rt->mem.reserve_n;
     pthread_mutex_unlock(&rt->mem.lock);
