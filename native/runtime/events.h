@@ -64,12 +64,12 @@ void seer_event_pool_balance_local(seer_worker *w, seer_event_pool *p, uint64_t 
 int seer_event_stock_local(seer_worker *w, uint64_t n);
 /* Free records in address order (events.c says why).  Host only, between
  * calls, under the reserve's lock (as every reader of the lists).  An
- * optimization only: without memory for its map, or
- * where a list is not what its count says, nothing moves.
+ * optimization only: without memory for its map, or where a list is not
+ * what its count says, nothing moves.
  *
- * seer_event_order_all_host: every free record -- the workers' lists (both
- * of each) and
- * the reserve -- to worker 0's list, the host's (the serial executor's).
+ * seer_event_order_all_host: every free record -- both lists of every
+ * worker and the reserve -- to worker 0's list, the host's (the serial
+ * executor's).
  * seer_event_order_host: worker 0's list and the reserve, each in address
  * order (the serial executor after a reset). */
 void seer_event_order_all_host(seer_runtime *rt);
