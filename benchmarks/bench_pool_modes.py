@@ -2,10 +2,12 @@
 
 Why: two parallel-2 envs of PCS 64x64 made the same way in one process do not
 run alike.  Measured on the 2-core VM (2026-12-05): some run 1.05-1.2 ms a
-step, others 1.45-1.6, each its own all along, and a fast one can turn slow
-for good -- after a few steps whose windows all ran on the calling thread,
-for example (a thread budget of one, a CPU burner, a probe's visit to the
-serial executor).  STPA's choice of a pool then runs behind the same pool
+step, others 1.45-1.6, each its own for a while, and a fast one can turn
+slow for good -- by itself now and then, more often after a few steps whose
+windows all ran on the calling thread (a thread budget of one, a CPU
+burner, a probe's visit to the serial executor): 3 budget-one steps turned
+3 of 3 fast envs slow in one run, 2 of 3 in another, none in a third, while
+envs left alone turned slow too (1 of 3, 0 of 3).  STPA's choice of a pool then runs behind the same pool
 made fresh.  This script shows it: ``--envs`` envs, warmed, then rotated
 blocks; each env's median before and after an episode that half of them go
 through (``--episode budget``: ``--episode-steps`` steps under
@@ -27,10 +29,11 @@ still turned 3 of 3 slow); free lists per partition instead of per thread
 (every env slow).  Seen: the claims keep their affinity (worker 0 took
 partition 0 in 5999 of 6000 windows), but partition 1's act phase runs on
 the caller in 42-58% of the steps; during an episode the caller frees
-partition 1's records into its own lists, and with those records sent back
-to the other thread's lists instead (possible only while that thread takes
-no part in calls: a budget of one) the episode turned none of 3 envs slow
-in one run, but the host was too noisy to repeat it.
+partition 1's records into its own lists.  With those records sent back to
+the other thread's lists instead (a debug build; possible only while that
+thread takes no part in calls: a budget of one) the episode turned 0 of 3
+fast envs slow in one run and 1 of 2 in another, while envs left alone
+turned slow in both (1 of 3, 3 of 3): no conclusion.
 
     python benchmarks/bench_pool_modes.py --executor parallel-2 --envs 6
     python benchmarks/bench_pool_modes.py --episode serial --episode-steps 5
