@@ -5,10 +5,10 @@ run alike.  Measured on the 2-core VM (2026-12-05): some run 1.05-1.2 ms a
 step, others 1.45-1.6, each its own for a while, and a fast one can turn
 slow for good -- by itself now and then, more often after a few steps whose
 windows all ran on the calling thread (a thread budget of one, a CPU
-burner, a probe's visit to the serial executor): 3 budget-one steps turned
-3 of 3 fast envs slow in one run, 2 of 3 in another, none in a third, while
-envs left alone turned slow too (1 of 3, 0 of 3).  STPA's choice of a pool then runs behind the same pool
-made fresh.  This script shows it: ``--envs`` envs, warmed, then rotated
+burner, a probe's visit to the serial executor): over three runs, 3
+budget-one steps turned 5 of 7 fast envs slow (3/3, 2/2, 0/2), while 1 of 7
+fast envs left alone turned slow.  STPA's choice of a pool then runs behind
+the same pool made fresh.  This script shows it: ``--envs`` envs, warmed, then rotated
 blocks; each env's median before and after an episode that half of them go
 through (``--episode budget``: ``--episode-steps`` steps under
 `seer_env.budget.set_thread_budget(1)`, every window on the caller;
@@ -31,9 +31,9 @@ partition 0 in 5999 of 6000 windows), but partition 1's act phase runs on
 the caller in 42-58% of the steps; during an episode the caller frees
 partition 1's records into its own lists.  With those records sent back to
 the other thread's lists instead (a debug build; possible only while that
-thread takes no part in calls: a budget of one) the episode turned 0 of 3
-fast envs slow in one run and 1 of 2 in another, while envs left alone
-turned slow in both (1 of 3, 3 of 3): no conclusion.
+thread takes no part in calls: a budget of one) the episode turned 1 of 7
+fast envs slow over three runs (0/3, 1/2, 0/2), but 4 of 6 fast envs left
+alone turned slow in those runs: suggestive, no conclusion.
 
     python benchmarks/bench_pool_modes.py --executor parallel-2 --envs 6
     python benchmarks/bench_pool_modes.py --episode serial --episode-steps 5
