@@ -440,37 +440,26 @@ def test_switches_back_and_forth_keep_the_partitions_until_one_lasts():
     rt.close()
 
 
-def test_event_pool_is_reused():
-    rt = Runtime("phold", phold_cfg(num_entities=64), 1, "parallel", 2)
-    rt.reset([3])
+# The second: half of PHOLD's events go to an entity of the other
+# partition; their records flow from the thread that schedules them to the
+# one that handles them, on lists of their own (events.c), brought back to
+# their stock at each call, so the records in circulation stop growing once
+# warm, whoever handles which partition.
+@pytest.mark.parametrize("cfg, seed, warm, steps", [
+    (phold_cfg(num_entities=64), 3, 5, 50),
+    (phold_cfg(num_entities=2048, events_per_entity=4, work=0, step_duration=8.0), 5, 30, 300),
+], ids=["small", "between-partitions"])
+def test_event_pool_is_reused(cfg, seed, warm, steps):
+    rt = Runtime("phold", cfg, 1, "parallel", 2)
+    rt.reset([seed])
     rt.actions[:] = 0
-    for _ in range(5):
+    for _ in range(warm):
         rt.step()
     allocated = rt.stats()["pool_events"]
-    for _ in range(50):
+    for _ in range(steps):
         rt.step()
     assert rt.stats()["pool_events"] == allocated
-    assert rt.pending_events(0) == 64 * 2
-    rt.close()
-
-
-def test_records_of_events_between_partitions_are_reused():
-    # Half of PHOLD's events go to an entity of the other partition: their
-    # records flow from the thread that schedules them to the one that
-    # handles them, on lists of their own (events.c); the lists are brought
-    # back to their stock at each call, so the records in circulation stop
-    # growing once warm, whoever handles which partition.
-    rt = Runtime("phold", phold_cfg(num_entities=2048, events_per_entity=4, work=0,
-                                    step_duration=8.0), 1, "parallel", 2)
-    rt.reset([5])
-    rt.actions[:] = 0
-    for _ in range(30):
-        rt.step()
-    allocated = rt.stats()["pool_events"]
-    for _ in range(300):
-        rt.step()
-    assert rt.stats()["pool_events"] == allocated
-    assert rt.pending_events(0) == 2048 * 4
+    assert rt.pending_events(0) == cfg["num_entities"] * cfg["events_per_entity"]
     rt.close()
 
 

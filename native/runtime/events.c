@@ -102,8 +102,8 @@ static int new_chunk_locked(seer_runtime *rt, uint64_t want)
     return SEER_OK;
 }
 
-/* Under the lock: the reserve's top `want` records to the head of w's free
- * list, in the reserve's order (allocating a chunk when the reserve is
+/* Under the lock: the reserve's top `want` records to the head of list p,
+ * in the reserve's order (allocating a chunk when the reserve is
  * short).  SEER_E_NOMEM, or SEER_E_BUDGET past the memory limit. */
 static int take_locked(seer_runtime *rt, seer_event_pool *p, uint64_t want)
 {
@@ -125,9 +125,9 @@ static int take_locked(seer_runtime *rt, seer_event_pool *p, uint64_t want)
     return SEER_OK;
 }
 
-/* Under the lock: all but `keep` of w's free records -- its list's head,
- * the first nfree - keep -- to the top of the reserve, in the list's order
- * (w keeps the rest, as before the lists were kept in order). */
+/* Under the lock: all but `keep` of list p's records -- its head, the
+ * first nfree - keep -- to the top of the reserve, in the list's order (p
+ * keeps the rest, as before the lists were kept in order). */
 static void give_locked(seer_runtime *rt, seer_event_pool *p, uint64_t keep)
 {
     if (p->nfree <= keep)
@@ -146,9 +146,8 @@ static void give_locked(seer_runtime *rt, seer_event_pool *p, uint64_t keep)
 void seer_event_pool_balance_local(seer_worker *w, seer_event_pool *p, uint64_t lo, uint64_t hi)
 {
     seer_runtime *rt = w->rt;
-    /* the count is read under the lock too: between calls the host may
-     * order this list (seer_event_order_all_host) while a worker that woke
-     * late for the last call restocks */
+    /* the count is read under the lock too, as every reader of the lists
+     * reads it (the host orders them between calls: seer_event_order_all_host) */
     pthread_mutex_lock(&rt->mem.lock);
     if (p->nfree < lo)
         (void)take_locked(rt, p, lo - p->nfree);
