@@ -1,39 +1,42 @@
 """Several envs of one pool configuration in one process, each timed on its own.
 
-Why: two parallel-2 envs of PCS 64x64 made the same way in one process do not
-run alike.  Measured on the 2-core VM (2026-12-05): some run 1.05-1.2 ms a
-step, others 1.45-1.6, each its own for a while, and a fast one can turn
+Why: two parallel-2 envs of PCS 64x64 made the same way in one process did
+not run alike.  Measured on the 2-core VM (2026-12-05): some ran 1.05-1.2 ms
+a step, others 1.45-1.6, each its own for a while, and a fast one could turn
 slow for good -- by itself now and then, more often after a few steps whose
-windows all ran on the calling thread (a thread budget of one, a CPU
-burner, a probe's visit to the serial executor): over three runs, 3
-budget-one steps turned 5 of 7 fast envs slow (3/3, 2/2, 0/2), while 1 of 7
-fast envs left alone turned slow.  STPA's choice of a pool then runs behind
-the same pool made fresh.  This script shows it: ``--envs`` envs, warmed, then rotated
-blocks; each env's median before and after an episode that half of them go
-through (``--episode budget``: ``--episode-steps`` steps under
+windows all ran on the calling thread (a thread budget of one, a CPU burner,
+a probe's visit to the serial executor) or a reset: over three runs, 3
+budget-one steps turned 5 of 7 fast envs slow, while 1 of 7 fast envs left
+alone turned slow.  STPA's choice of a pool then ran behind the same pool
+made fresh.
+
+What it was: the two threads' event records side by side in memory.  A
+record went back to the list of the thread that handled it, whoever had
+allocated it, so records flowed between the threads' lists (events between
+partitions, partition 1's act phase run by the caller, every partition run
+by the caller, a reset freeing every pending event); in the slow envs the
+other line of a free record's 128-byte pair was on the other thread's list
+in 12-48% of the cases, in the fast ones in none, and the phases' own time
+was half as much again for the same events on both threads.  Every record
+now goes back to its block's home worker (``native/runtime/events.c``):
+in the same runs no env ran slow (0 of 24).  What the script still shows:
+an env runs about a tenth slower after a few hundred steps or an episode
+than fresh (its free lists out of address order).
+
+This script shows both: ``--envs`` envs, warmed, then rotated blocks; each
+env's median before and after an episode that half of them go through
+(``--episode budget``: ``--episode-steps`` steps under
 `seer_env.budget.set_thread_budget(1)`, every window on the caller;
 ``--episode serial``: that many steps on the serial executor and back;
-``none``: no episode, the envs as they drift), and the ratio of the slowest
-env to the fastest.  A benchmark, never a test: it prints, and ``--json``
-writes every block.
+``--episode reset``: a reset; ``none``: no episode, the envs as they drift),
+and the ratio of the slowest env to the fastest.  A benchmark, never a test:
+it prints, and ``--json`` writes every block.
 
-What the slow state is not (each tried on 2026-12-05, with this script or
-its forerunners): refills of the free lists (an initial stock of 32768
-records, none: still two speeds, still turned slow by the episode); the
-free records' order (every list put in address order, each thread's records
-together: slow envs stayed slow, fast ones turned slow); two records of two
-threads on one 128-byte line pair (a 128-byte record stride: every env
-~1.35-1.39 ms, one turned slow); the queues' vectors sharing a line with
-another thread's data (every vector line-aligned and padded: the episode
-still turned 3 of 3 slow); free lists per partition instead of per thread
-(every env slow).  Seen: the claims keep their affinity (worker 0 took
-partition 0 in 5999 of 6000 windows), but partition 1's act phase runs on
-the caller in 42-58% of the steps; during an episode the caller frees
-partition 1's records into its own lists.  With those records sent back to
-the other thread's lists instead (a debug build; possible only while that
-thread takes no part in calls: a budget of one) the episode turned 1 of 7
-fast envs slow over three runs (0/3, 1/2, 0/2), but 4 of 6 fast envs left
-alone turned slow in those runs: suggestive, no conclusion.
+Shown not to be the cause, before the homes (each tried on 2026-12-05):
+refills of the free lists; the free records' order; the queues' vectors
+sharing a line with another thread's data; huge pages for the records
+(still two speeds); malloc's mmap threshold; keeping the workers off the
+caller's CPU.
 
     python benchmarks/bench_pool_modes.py --executor parallel-2 --envs 6
     python benchmarks/bench_pool_modes.py --episode serial --episode-steps 5
@@ -80,6 +83,8 @@ def _episode(env: Any, stepper: Any, kind: str, steps: int, executor: str) -> No
         for _ in range(steps):
             stepper()
         env.runtime.set_executor(name, int(threads))
+    elif kind == "reset":
+        env.reset(seed=1)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -89,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=8)
     ap.add_argument("--block", type=int, default=60, help="steps a block")
     ap.add_argument("--warm", type=int, default=100, help="steps before the first block")
-    ap.add_argument("--episode", choices=("budget", "serial", "none"), default="budget")
+    ap.add_argument("--episode", choices=("budget", "serial", "reset", "none"), default="budget")
     ap.add_argument("--episode-steps", type=int, default=3)
     ap.add_argument("--json", type=Path, default=None, help="write every block here")
     a = ap.parse_args(argv)

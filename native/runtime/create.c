@@ -348,6 +348,7 @@ static void set_strides(seer_runtime *rt)
     rt->event_stride = seer_round_up(sizeof(seer_event) + sz->payload_size, 16);
     if (rt->event_stride < SEER_CACHE_LINE && SEER_CACHE_LINE % rt->event_stride)
         rt->event_stride = SEER_CACHE_LINE;
+    rt->mem.block_shift = seer_event_block_shift(rt->event_stride);
     rt->entity_stride = seer_round_up(sz->entity_size ? sz->entity_size : 1, align);
     rt->snapshot_stride = seer_round_up(sz->snapshot_size ? sz->snapshot_size : 1, align);
     /* checking mode: flush with the page's end (sizeof a struct is a
@@ -559,9 +560,9 @@ void seer_runtime_destroy(seer_runtime *rt)
             free(in->recs);
         }
     }
-    for (size_t k = 0; k < rt->mem.nchunks; k++)
-        free(rt->mem.chunks[k].mem);
+    seer_event_blocks_free(rt);
     free(rt->mem.chunks);
+    free(rt->mem.homes);
     free(rt->inst);
     free(rt->part.of);
     free(rt->part.start);

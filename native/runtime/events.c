@@ -3,10 +3,12 @@
  * (seer_worker.pool) that only its own thread touches, with no
  * synchronization: seer_event_alloc_local and seer_event_free_local, inline
  * in events.h, are the per-event path (seer_schedule allocates, the event
- * loop frees).  A record is freed to the list of the thread that handled it,
- * so records flow from the threads that schedule events to the threads that
- * handle them; the lists are backed by a reserve of chunks shared by all
- * workers, under rt->mem.lock:
+ * loop frees).  Records live in blocks, each homed to a worker (below); a
+ * record is freed to the list of the thread that handled it when that
+ * thread is its home, and otherwise, during a pool call, to that thread's
+ * away list for its home, which the host puts on the home's list when the
+ * call ends (seer_event_send_home_host).  The lists are backed by a reserve
+ * per home, under rt->mem.lock:
  *
  *   seer_event_refill_local        an empty list takes a batch (inside the
  *                                  event loop: counted in w->refills)
@@ -19,9 +21,35 @@
  *   seer_event_order_host          after a switch or a reset: the free
  *                                  records in address order
  *
- * Chunks are allocated as the reserve runs dry, up to the runtime's
- * memory_limit, and freed only with the runtime (or after a failed call:
- * release_failed in runtime.c).
+ * Blocks (1 << block_shift bytes, aligned so: a header line with the home,
+ * then the records) are allocated as a home's reserve runs dry, homed to
+ * the worker that needs them, up to the runtime's memory_limit (past it a
+ * worker takes other homes' records, which go home when freed), and freed
+ * only with the runtime (or after a failed call: release_failed in
+ * runtime.c).  A pool of another size deals the blocks of homes beyond it
+ * out among its workers (seer_event_homes_host).
+ *
+ * Why records have homes.  Records flow between threads: a window's event
+ * for another partition is freed by the target's thread, partition 1's act
+ * phase runs on the caller in about half the steps (its worker not there
+ * yet), the caller runs every partition when the other threads do not come
+ * (a thread budget of one, a CPU burner) and a reset frees every pending
+ * event.  Freed to the handler's list, such records stayed on it: the two
+ * threads' records ended up side by side, line by line (64-byte records:
+ * in the slow envs below, the other line of a free record's 128-byte pair
+ * was on the other thread's list in 12-48% of the cases, in the fast ones
+ * in none), and every event cost both threads about half as much
+ * again (PCS 64x64, the phases' own time: 1188 against 756 us a step for
+ * the same 23,049 events a thread), presumably the cores fetching each
+ * other's lines as pairs.  Made alike in one process, parallel-2 envs ran
+ * 1.05-1.2 ms a step or 1.45-1.6, each its own for a while; a fast one
+ * turned slow for good, by itself now and then and after a few steps on
+ * one thread (5 of 7) or a reset (3 of 3).  Sent home, each thread's
+ * records stay in blocks of their own: 0 of 24 envs ran slow in the same
+ * runs (1.08-1.23 ms fresh; after such steps 1.24-1.29, the lists'
+ * order).  The cost: a load of the block's header and a compare per free
+ * in pool calls, a splice per home at a call's end; the serial executor
+ * sends nothing home (one predictable branch).
  *
  * Why free records are put back in address order: a list's order is the
  * order the records are next allocated in, and once records have flowed
@@ -52,10 +80,9 @@
  * step against the serial executor's 1.97 with one list, 2.16 with the
  * events between partitions (1.1% of them) apart; parallel-2 alone, the
  * median of 5 processes, 1.35 -> 1.23 ms; PHOLD (half its events between
- * partitions) unchanged.  (Lists per partition instead of per thread kept
- * the one-thread figure but slowed parallel-2 to 1.67 ms; not understood,
- * not kept.)  seer_schedule takes the record from the list its event
- * belongs on; the event loop gives it back to the same kind of list.
+ * partitions) unchanged.  seer_schedule takes the record from the list
+ * its event belongs on; the event loop gives it back to the same kind of
+ * list (its home's).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -68,15 +95,42 @@
 #include "squeue.h"
 #include "sync.h"
 
-#define POOL_BATCH 256u  /* events a refill takes                  */
-#define POOL_CHUNK 4096u /* events a new chunk holds, at least     */
+#define POOL_BATCH 256u /* events a refill takes */
 
-/* Under rt->mem.lock: a new chunk of at least `want` records onto the
- * reserve, in address order (its lowest record on top).  Slow path: malloc.
- * SEER_E_BUDGET past the memory limit. */
-static int new_chunk_locked(seer_runtime *rt, uint64_t want)
+uint32_t seer_event_block_shift(size_t stride)
 {
-    const uint64_t n = want > POOL_CHUNK ? want : POOL_CHUNK;
+    /* 256 KiB (4095 records of 64 bytes), or more: at least 16 records */
+    uint32_t shift = 18;
+    while (((size_t)1 << shift) - SEER_CACHE_LINE < 16 * stride)
+        shift++;
+    return shift;
+}
+
+uint64_t seer_event_reserved(const seer_runtime *rt)
+{
+    uint64_t n = 0;
+    for (uint32_t h = 0; h < rt->mem.nhomes; h++)
+        n += rt->mem.homes[h].n;
+    return n;
+}
+
+void seer_event_blocks_free(seer_runtime *rt)
+{
+    for (size_t k = 0; k < rt->mem.nchunks; k++)
+        free(rt->mem.chunks[k].mem - SEER_CACHE_LINE); /* the block's start */
+    rt->mem.nchunks = 0;
+    rt->mem.pool_events = 0;
+    for (uint32_t h = 0; h < rt->mem.nhomes; h++)
+        rt->mem.homes[h] = (seer_event_home){NULL, 0};
+}
+
+/* Under rt->mem.lock: a new block homed to `home` onto its reserve, in
+ * address order (its lowest record on top).  Slow path: malloc.
+ * SEER_E_BUDGET past the memory limit. */
+static int new_block_locked(seer_runtime *rt, uint32_t home)
+{
+    const size_t bytes = (size_t)1 << rt->mem.block_shift;
+    const uint64_t n = (bytes - SEER_CACHE_LINE) / rt->event_stride;
     if ((double)(rt->mem.pool_events + n) * (double)rt->event_stride > (double)rt->memory_limit)
         return SEER_E_BUDGET;
     if (rt->mem.nchunks == rt->mem.chunks_cap) {
@@ -87,60 +141,171 @@ static int new_chunk_locked(seer_runtime *rt, uint64_t want)
         rt->mem.chunks = c;
         rt->mem.chunks_cap = cap;
     }
-    unsigned char *mem =
-        aligned_alloc(SEER_CACHE_LINE, seer_round_up(n * rt->event_stride, SEER_CACHE_LINE));
-    if (!mem)
+    /* aligned to its size: a record's block is its address, masked */
+    unsigned char *block = aligned_alloc(bytes, bytes);
+    if (!block)
         return SEER_E_NOMEM;
+    ((seer_event_block *)(void *)block)->home = home;
+    unsigned char *mem = block + SEER_CACHE_LINE;
     rt->mem.chunks[rt->mem.nchunks++] = (seer_event_chunk){mem, n};
     rt->mem.pool_events += n;
+    seer_event_home *r = &rt->mem.homes[home];
     for (uint64_t i = n; i-- > 0;) {
         seer_event *ev = (seer_event *)(void *)(mem + i * rt->event_stride);
-        ev->next_free = rt->mem.reserve;
-        rt->mem.reserve = ev;
+        ev->next_free = r->free;
+        r->free = ev;
     }
-    rt->mem.reserve_n += n;
+    r->n += n;
     return SEER_OK;
 }
 
-/* Under the lock: the reserve's top `want` records to the head of list p,
- * in the reserve's order (allocating a chunk when the reserve is
- * short).  SEER_E_NOMEM, or SEER_E_BUDGET past the memory limit. */
-static int take_locked(seer_runtime *rt, seer_event_pool *p, uint64_t want)
+/* Under the lock: the top `k` records of reserve r to the head of list p,
+ * in the reserve's order (r holds at least k). */
+static void move_locked(seer_event_home *r, seer_event_pool *p, uint64_t k)
+{
+    if (k == 0)
+        return;
+    seer_event *head = r->free, *tail = head;
+    for (uint64_t i = 1; i < k; i++)
+        tail = tail->next_free;
+    r->free = tail->next_free;
+    r->n -= k;
+    tail->next_free = p->free;
+    p->free = head;
+    p->nfree += k;
+}
+
+/* Under the lock: `want` records to the head of list p, w's: from w's
+ * home's reserve, with new blocks homed to w as it runs short.  Past the
+ * memory limit, records of other homes' reserves make up the rest (they
+ * go back to their homes when freed in a pool call).  All or nothing:
+ * SEER_E_NOMEM, or SEER_E_BUDGET when even all reserves together are
+ * short; p is as it was (new blocks stay in the reserve). */
+static int take_locked(seer_runtime *rt, seer_worker *w, seer_event_pool *p, uint64_t want)
 {
     if (want == 0)
         return SEER_OK;
-    if (rt->mem.reserve_n < want) {
-        int rc = new_chunk_locked(rt, want);
+    seer_event_home *own = &rt->mem.homes[w->id];
+    while (own->n < want) {
+        int rc = new_block_locked(rt, w->id);
+        if (rc == SEER_E_BUDGET)
+            break;
         if (rc != SEER_OK)
             return rc;
     }
-    seer_event *head = rt->mem.reserve, *tail = head;
-    for (uint64_t i = 1; i < want; i++)
-        tail = tail->next_free;
-    rt->mem.reserve = tail->next_free;
-    rt->mem.reserve_n -= want;
-    tail->next_free = p->free;
-    p->free = head;
-    p->nfree += want;
+    if (own->n >= want) {
+        move_locked(own, p, want);
+        return SEER_OK;
+    }
+    if (seer_event_reserved(rt) < want)
+        return SEER_E_BUDGET;
+    uint64_t left = want - own->n;
+    move_locked(own, p, own->n);
+    for (uint32_t h = 0; left && h < rt->mem.nhomes; h++) {
+        seer_event_home *r = &rt->mem.homes[h];
+        const uint64_t k = h == w->id ? 0 : r->n < left ? r->n : left;
+        move_locked(r, p, k);
+        left -= k;
+    }
     return SEER_OK;
 }
 
 /* Under the lock: all but `keep` of list p's records -- its head, the
- * first nfree - keep -- to the top of the reserve, in the list's order (p
- * keeps the rest, as before the lists were kept in order). */
-static void give_locked(seer_runtime *rt, seer_event_pool *p, uint64_t keep)
+ * first nfree - keep -- to the top of their homes' reserves, in the list's
+ * order (p keeps the rest, as before the lists were kept in order). */
+static void give_locked(seer_runtime *rt, seer_event_pool *p, uint64_t keep, uint32_t home)
 {
     if (p->nfree <= keep)
         return;
     const uint64_t n = p->nfree - keep;
+    const uintptr_t mask = ~(((uintptr_t)1 << rt->mem.block_shift) - 1);
+    int mixed = 0;
     seer_event *head = p->free, *tail = head;
-    for (uint64_t i = 1; i < n; i++)
-        tail = tail->next_free;
+    for (uint64_t i = 0; i < n; i++) {
+        if (i)
+            tail = tail->next_free;
+        mixed |= ((const seer_event_block *)((uintptr_t)tail & mask))->home != home;
+    }
     p->free = tail->next_free;
     p->nfree = keep;
-    tail->next_free = rt->mem.reserve;
-    rt->mem.reserve = head;
-    rt->mem.reserve_n += n;
+    if (!mixed) { /* the usual case: one splice */
+        seer_event_home *r = &rt->mem.homes[home];
+        tail->next_free = r->free;
+        r->free = head;
+        r->n += n;
+        return;
+    }
+    /* records freed outside pool calls (the serial executor's, a reset's)
+     * or taken past the memory limit: each to its own home's reserve */
+    for (seer_event *ev = head, *next; ev; ev = next) {
+        next = ev == tail ? NULL : ev->next_free;
+        seer_event_home *r =
+            &rt->mem.homes[((const seer_event_block *)((uintptr_t)ev & mask))->home];
+        ev->next_free = r->free;
+        r->free = ev;
+        r->n++;
+    }
+}
+
+void seer_event_send_home_host(seer_runtime *rt)
+{
+    pthread_mutex_lock(&rt->mem.lock);
+    for (uint32_t t = 0; rt->pool.workers && t < rt->pool.nthreads; t++) {
+        seer_worker *w = &rt->pool.workers[t];
+        for (uint32_t k = 0; k < w->away_nh; k++) {
+            const uint32_t h = w->away_homes[k];
+            seer_event_away *a = &w->away[h];
+            seer_worker *to = &rt->pool.workers[h];
+            for (int kind = 0; kind < 2; kind++) {
+                if (!a->head[kind])
+                    continue;
+                seer_event_pool *p = kind ? &to->cross : &to->pool;
+                a->tail[kind]->next_free = p->free;
+                p->free = a->head[kind];
+                p->nfree += a->n[kind];
+            }
+            *a = (seer_event_away){{NULL, NULL}, {NULL, NULL}, {0, 0}};
+        }
+        w->away_nh = 0;
+    }
+    pthread_mutex_unlock(&rt->mem.lock);
+}
+
+int seer_event_homes_host(seer_runtime *rt, uint32_t n)
+{
+    pthread_mutex_lock(&rt->mem.lock);
+    if (rt->mem.nhomes < n) {
+        seer_event_home *h = realloc(rt->mem.homes, n * sizeof *h);
+        if (!h) {
+            pthread_mutex_unlock(&rt->mem.lock);
+            return SEER_E_NOMEM;
+        }
+        memset(h + rt->mem.nhomes, 0, (n - rt->mem.nhomes) * sizeof *h);
+        rt->mem.homes = h;
+        rt->mem.nhomes = n;
+    }
+    /* blocks of homes beyond the pool: dealt out among its workers */
+    for (size_t k = 0; k < rt->mem.nchunks; k++) {
+        seer_event_block *b = (seer_event_block *)(void *)(rt->mem.chunks[k].mem -
+                                                           SEER_CACHE_LINE);
+        if (b->home >= n)
+            b->home = (uint32_t)(k % n);
+    }
+    const uintptr_t mask = ~(((uintptr_t)1 << rt->mem.block_shift) - 1);
+    for (uint32_t h = n; h < rt->mem.nhomes; h++) {
+        seer_event_home *r = &rt->mem.homes[h];
+        for (seer_event *ev = r->free, *next; ev; ev = next) {
+            next = ev->next_free;
+            seer_event_home *to =
+                &rt->mem.homes[((const seer_event_block *)((uintptr_t)ev & mask))->home];
+            ev->next_free = to->free;
+            to->free = ev;
+            to->n++;
+        }
+        *r = (seer_event_home){NULL, 0};
+    }
+    pthread_mutex_unlock(&rt->mem.lock);
+    return SEER_OK;
 }
 
 void seer_event_pool_balance_local(seer_worker *w, seer_event_pool *p, uint64_t lo, uint64_t hi)
@@ -150,9 +315,9 @@ void seer_event_pool_balance_local(seer_worker *w, seer_event_pool *p, uint64_t 
      * reads it (the host orders them between calls: seer_event_order_all_host) */
     pthread_mutex_lock(&rt->mem.lock);
     if (p->nfree < lo)
-        (void)take_locked(rt, p, lo - p->nfree);
+        (void)take_locked(rt, w, p, lo - p->nfree);
     else if (p->nfree > hi)
-        give_locked(rt, p, hi);
+        give_locked(rt, p, hi, w->id);
     pthread_mutex_unlock(&rt->mem.lock);
 }
 
@@ -160,7 +325,7 @@ int seer_event_stock_local(seer_worker *w, uint64_t n)
 {
     seer_runtime *rt = w->rt;
     pthread_mutex_lock(&rt->mem.lock);
-    int rc = w->pool.nfree >= n ? SEER_OK : take_locked(rt, &w->pool, n - w->pool.nfree);
+    int rc = w->pool.nfree >= n ? SEER_OK : take_locked(rt, w, &w->pool, n - w->pool.nfree);
     pthread_mutex_unlock(&rt->mem.lock);
     return rc;
 }
@@ -170,7 +335,7 @@ int seer_event_refill_local(seer_worker *w, seer_event_pool *p)
     seer_runtime *rt = w->rt;
     p->refills++;
     pthread_mutex_lock(&rt->mem.lock);
-    int rc = take_locked(rt, p, POOL_BATCH);
+    int rc = take_locked(rt, w, p, POOL_BATCH);
     pthread_mutex_unlock(&rt->mem.lock);
     if (rc == SEER_E_BUDGET)
         seer_worker_error_local(w, SEER_E_NOMEM,
@@ -206,6 +371,7 @@ typedef struct free_map {
     uint64_t *bits;
     size_t nchunks;
     size_t stride;
+    uint64_t records; /* bits in `bits` */
 } free_map;
 
 static void map_free(free_map *m)
@@ -236,6 +402,7 @@ static int map_chunks_locked(const seer_runtime *rt, free_map *m)
         m->first[c] = records;
         records += m->by[c].n;
     }
+    m->records = records;
     m->bits = calloc((records + 63) / 64, sizeof *m->bits);
     if (!m->bits) {
         map_free(m);
@@ -332,17 +499,20 @@ static void order_lists(free_map *m, free_list *ls, size_t nl, int to_first)
 void seer_event_order_all_host(seer_runtime *rt)
 {
     const uint32_t nw = rt->pool.workers ? rt->pool.nthreads : 0;
-    free_list *ls = malloc((2 * (size_t)nw + 1) * sizeof *ls);
+    const size_t nl = 2 * (size_t)nw + rt->mem.nhomes;
+    free_list *ls = malloc((nl ? nl : 1) * sizeof *ls);
     pthread_mutex_lock(&rt->mem.lock);
     free_map m;
-    if (ls && map_chunks_locked(rt, &m)) {
+    if (ls && nw && map_chunks_locked(rt, &m)) {
         for (uint32_t t = 0; t < nw; t++) {
             seer_worker *w = &rt->pool.workers[t];
             ls[t] = (free_list){&w->pool.free, &w->pool.nfree, 0};
-            ls[nw + 1 + t] = (free_list){&w->cross.free, &w->cross.nfree, 0};
+            ls[nw + t] = (free_list){&w->cross.free, &w->cross.nfree, 0};
         }
-        ls[nw] = (free_list){&rt->mem.reserve, &rt->mem.reserve_n, 0};
-        order_lists(&m, ls, 2 * (size_t)nw + 1, 1);
+        for (uint32_t h = 0; h < rt->mem.nhomes; h++)
+            ls[2 * (size_t)nw + h] =
+                (free_list){&rt->mem.homes[h].free, &rt->mem.homes[h].n, 0};
+        order_lists(&m, ls, nl, 1);
         map_free(&m);
     }
     pthread_mutex_unlock(&rt->mem.lock);
@@ -354,15 +524,23 @@ void seer_event_order_host(seer_runtime *rt)
     if (!rt->pool.workers)
         return;
     seer_worker *w0 = &rt->pool.workers[0];
-    free_list ls[2] = {{&w0->pool.free, &w0->pool.nfree, 0},
-                       {&rt->mem.reserve, &rt->mem.reserve_n, 0}};
+    const size_t nl = 1 + (size_t)rt->mem.nhomes;
+    free_list *ls = malloc(nl * sizeof *ls);
     free_map m;
     pthread_mutex_lock(&rt->mem.lock);
-    if (map_chunks_locked(rt, &m)) {
-        order_lists(&m, ls, 2, 0);
+    if (ls && map_chunks_locked(rt, &m)) {
+        ls[0] = (free_list){&w0->pool.free, &w0->pool.nfree, 0};
+        for (uint32_t h = 0; h < rt->mem.nhomes; h++)
+            ls[1 + h] = (free_list){&rt->mem.homes[h].free, &rt->mem.homes[h].n, 0};
+        /* each list on its own: a reserve keeps its home's records */
+        for (size_t k = 0; k < nl; k++) {
+            memset(m.bits, 0, (m.records + 63) / 64 * sizeof *m.bits);
+            order_lists(&m, &ls[k], 1, 0);
+        }
         map_free(&m);
     }
     pthread_mutex_unlock(&rt->mem.lock);
+    free(ls);
 }
 
 static void free_event_cb(void *w, seer_event *ev) { seer_event_free_local(w, ev); }

@@ -39,21 +39,80 @@ static inline seer_event *seer_event_alloc_local(seer_worker *w)
     return seer_event_alloc_from_local(w, &w->pool);
 }
 
-/* Give ev back to p, one of w's own free lists (whoever allocated it:
- * events flow from the threads that schedule them to the threads that
- * handle them). */
-static inline void seer_event_free_to_local(seer_event_pool *p, seer_event *ev)
+/* Put ev on top of list p (whatever its home). */
+static inline void seer_event_push_local(seer_event_pool *p, seer_event *ev)
 {
     ev->next_free = p->free;
     p->free = ev;
     p->nfree++;
 }
 
-/* Give ev back to w's main list (w->pool). */
+/* The worker whose lists ev goes back to in pool calls (its block's home). */
+static inline uint32_t seer_event_home_of(const seer_worker *w, const seer_event *ev)
+{
+    return ((const seer_event_block *)((uintptr_t)ev & w->home_mask))->home;
+}
+
+/* Slow path of seer_event_give_local: ev, of another worker's home, to
+ * w's away list for that home (`kind`: 0 its pool list, 1 its cross list). */
+static inline void seer_event_send_away_local(seer_worker *w, uint32_t home, int kind,
+                                              seer_event *ev)
+{
+    seer_event_away *a = &w->away[home];
+    if (!a->head[0] && !a->head[1])
+        w->away_homes[w->away_nh++] = home;
+    if (!a->head[kind])
+        a->tail[kind] = ev;
+    ev->next_free = a->head[kind];
+    a->head[kind] = ev;
+    a->n[kind]++;
+}
+
+/* Give ev back: to p, w's list of that kind (`kind`: 0 w->pool, 1
+ * w->cross), or during a pool call, when its home is another worker, to
+ * that worker's list of that kind (when the call ends). */
+static inline void seer_event_give_local(seer_worker *w, seer_event_pool *p, int kind,
+                                         seer_event *ev)
+{
+    if (w->home_limit) {
+        const uint32_t h = seer_event_home_of(w, ev);
+        if (__builtin_expect(h != w->id && h < w->home_limit, 0)) {
+            seer_event_send_away_local(w, h, kind, ev);
+            return;
+        }
+    }
+    seer_event_push_local(p, ev);
+}
+
+/* Give ev back to w's main list (w->pool), or its home's. */
 static inline void seer_event_free_local(seer_worker *w, seer_event *ev)
 {
-    seer_event_free_to_local(&w->pool, ev);
+    seer_event_give_local(w, &w->pool, 0, ev);
 }
+
+/* Give ev, the record of a window's event between two partitions, back
+ * to w's cross list, or its home's. */
+static inline void seer_event_free_cross_local(seer_worker *w, seer_event *ev)
+{
+    seer_event_give_local(w, &w->cross, 1, ev);
+}
+
+/* Host, between calls (the pool's workers done with the last one): every
+ * worker's away records on top of their homes' lists (under the
+ * reserve's lock). */
+void seer_event_send_home_host(seer_runtime *rt);
+/* Host, between calls, as a pool of n workers starts (its workers not yet
+ * running): homes for n workers; blocks homed to a worker beyond them
+ * move to one within, with their reserved records (under the lock).
+ * SEER_OK or SEER_E_NOMEM (nothing changed). */
+int seer_event_homes_host(seer_runtime *rt, uint32_t n);
+/* The bytes of a block of records of `stride` bytes, as a power of two
+ * (create.c). */
+uint32_t seer_event_block_shift(size_t stride);
+/* Free every block (the records in them are gone) and empty the reserve. */
+void seer_event_blocks_free(seer_runtime *rt);
+/* Free records in the reserve, all homes (under the lock or between calls). */
+uint64_t seer_event_reserved(const seer_runtime *rt);
 
 /* Outside the event loop: bring p, one of w's free lists, into [lo, hi]
  * (the reserve's mutex). */

@@ -92,7 +92,7 @@ uint64_t seer_run_queue(seer_worker *w, seer_ctx *c, uint32_t inst, seer_squeue 
         c->rec->events++;
         n++;
         if (of && of[ev->target] != of[ev->key >> SEER_KEY_SEQ_BITS])
-            seer_event_free_to_local(&w->cross, ev);
+            seer_event_free_cross_local(w, ev);
         else
             seer_event_free_local(w, ev);
         if (__builtin_expect(rc != 0 || w->err != 0, 0)) {

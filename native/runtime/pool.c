@@ -520,11 +520,16 @@ int seer_pool_start(seer_runtime *rt, uint32_t threads)
     }
     memset(rt->pool.workers, 0, threads * sizeof(seer_worker));
     for (uint32_t t = 0; t < threads; t++) {
-        rt->pool.workers[t].rt = rt;
-        rt->pool.workers[t].id = t;
-        rt->pool.workers[t].pool.target = POOL_LO;
-        rt->pool.workers[t].cross.target = POOL_LO;
-        rt->pool.workers[t].avoid_cpu = -1;
+        seer_worker *w = &rt->pool.workers[t];
+        w->rt = rt;
+        w->id = t;
+        w->pool.target = POOL_LO;
+        w->cross.target = POOL_LO;
+        w->avoid_cpu = -1;
+        w->home_mask = ~(((uintptr_t)1 << rt->mem.block_shift) - 1);
+        /* the workers free records only in pool calls; the host (worker 0)
+         * sends records home only there too (seer_pool_run) */
+        w->home_limit = t ? threads : 0;
     }
     rt->pool.keep_off = 0;
     for (uint32_t t = 0; t < threads; t++) {
@@ -534,8 +539,11 @@ int seer_pool_start(seer_runtime *rt, uint32_t threads)
                                      seer_round_up(rt->B * sizeof(double), SEER_CACHE_LINE));
         for (int j = 0; j < 2; j++)
             w->out[j] = calloc((size_t)rt->B * rt->part.n, sizeof(seer_qvec));
-        if (!w->local_min || !w->out[0] || !w->out[1] ||
-            seer_trace_alloc_worker(rt, w) != SEER_OK) {
+        w->away = calloc(threads, sizeof *w->away);
+        w->away_homes = malloc(threads * sizeof *w->away_homes);
+        if (!w->local_min || !w->out[0] || !w->out[1] || !w->away || !w->away_homes ||
+            seer_trace_alloc_worker(rt, w) != SEER_OK ||
+            (t == 0 && seer_event_homes_host(rt, threads) != SEER_OK)) {
             seer_pool_stop(rt);
             /* relaxed: no worker runs (none was started). */
             atomic_store_explicit(&rt->pool.active, 0, memory_order_relaxed);
@@ -653,12 +661,15 @@ int seer_pool_after_fork(seer_runtime *rt)
             seer_worker *w = &rt->pool.workers[t];
             w->pool.free = w->cross.free = NULL;
             w->pool.nfree = w->cross.nfree = 0;
+            if (w->away) /* possibly half written, as the lists */
+                memset(w->away, 0, rt->pool.nthreads * sizeof *w->away);
+            w->away_nh = 0;
             for (int j = 0; j < 2; j++)
                 if (w->out[j])
                     memset(w->out[j], 0, (size_t)rt->B * rt->part.n * sizeof(seer_qvec));
         }
-        rt->mem.reserve = NULL;
-        rt->mem.reserve_n = 0;
+        for (uint32_t h = 0; h < rt->mem.nhomes; h++)
+            rt->mem.homes[h] = (seer_event_home){NULL, 0};
         for (uint32_t i = 0; i < rt->B; i++) {
             seer_inst *in = &rt->inst[i];
             seer_squeue_init(&in->queue);
@@ -762,10 +773,15 @@ void seer_pool_stop(seer_runtime *rt)
         atomic_store_explicit(&rt->pool.shutdown, 1, memory_order_relaxed);
         publish_job(rt, 1);
     }
+    for (uint32_t t = 1; t < rt->pool.nthreads; t++)
+        if (rt->pool.workers[t].started)
+            pthread_join(rt->pool.workers[t].thread, NULL);
+    /* (every call sent its records home as it ended; a pool that failed to
+     * start has none) */
+    if (rt->pool.workers[0].away)
+        seer_event_send_home_host(rt);
     for (uint32_t t = 0; t < rt->pool.nthreads; t++) {
         seer_worker *w = &rt->pool.workers[t];
-        if (t > 0 && w->started)
-            pthread_join(w->thread, NULL);
         /* Return free events to the reserve so a new pool can use them. */
         seer_event_pool_balance_local(w, &w->pool, 0, 0);
         seer_event_pool_balance_local(w, &w->cross, 0, 0);
@@ -779,6 +795,8 @@ void seer_pool_stop(seer_runtime *rt)
             free(w->out[j]);
         }
         free(w->trace);
+        free(w->away);
+        free(w->away_homes);
     }
     /* the optimistic executor's per-worker state: made again for the next
      * speculative step (seer_opt_prepare installs this) */
@@ -845,7 +863,13 @@ int seer_pool_run(seer_runtime *rt, int job, const seer_events_phases *events)
     }
     open_phase_completer(rt, job == JOB_RESET ? PH_CLEAR : whole ? PH_INSTANCE : PH_ACT);
     publish_job(rt, n > 1);
-    run_phases(&rt->pool.workers[0], rt->pool.call_tag);
+    seer_worker *w0 = &rt->pool.workers[0];
+    w0->home_limit = rt->pool.nthreads;
+    run_phases(w0, rt->pool.call_tag);
+    w0->home_limit = 0;
+    /* DONE: no worker touches a list before the next call */
+    if (rt->pool.nthreads > 1)
+        seer_event_send_home_host(rt);
     /* DONE was opened after the last chunk completed: every worker's writes
      * are visible here (acq_rel completions, release open, acquire claim). */
     int code = SEER_OK;

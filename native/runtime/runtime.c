@@ -144,12 +144,7 @@ static void release_failed(seer_runtime *rt)
     /* relaxed: the host is the only writer. */
     const uint32_t active = atomic_load_explicit(&rt->pool.active, memory_order_relaxed);
     seer_pool_stop(rt); /* gives every worker's free events back to the reserve */
-    for (size_t k = 0; k < rt->mem.nchunks; k++)
-        free(rt->mem.chunks[k].mem);
-    rt->mem.nchunks = 0;
-    rt->mem.reserve = NULL;
-    rt->mem.reserve_n = 0;
-    rt->mem.pool_events = 0;
+    seer_event_blocks_free(rt);
     if (seer_pool_restart(rt, n, active) != SEER_OK)
         rt->broken = 1;
 }

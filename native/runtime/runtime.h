@@ -87,6 +87,18 @@ typedef struct seer_worker {
      * between partitions (events.c says why apart). */
     seer_event_pool pool;
     seer_event_pool cross;
+    /* Every record has a home, the worker its block belongs to (events.c
+     * says why).  During a pool call (home_limit: the pool's size; 0
+     * otherwise, and then nothing is sent home) a record of another
+     * worker's home that this thread frees goes to away[its home], and
+     * the host hands those to their homes when the call ends
+     * (seer_event_send_home_host).  away_homes: the homes with records in
+     * `away`, away_nh of them.  home_mask: an address to its block's. */
+    uint32_t home_limit;
+    uint32_t away_nh;
+    uintptr_t home_mask;
+    struct seer_event_away *away; /* [pool size] */
+    uint32_t *away_homes;         /* [pool size] */
     double *local_min; /* [num_instances] earliest time this thread saw */
     int err;           /* first error this thread hit in the current call */
     char msg[SEER_ERRLEN];
@@ -208,11 +220,37 @@ typedef struct seer_rt_groups {
     int enforce_mask;        /* masks refuse what they forbid (not advisory)    */
 } seer_rt_groups;
 
-/* A block of event records (events.c): n records of event_stride bytes. */
+/* A block of event records (events.c): a header line (seer_event_block),
+ * then n records of event_stride bytes from mem. */
 typedef struct seer_event_chunk {
     unsigned char *mem;
     uint64_t n;
 } seer_event_chunk;
+
+/* The header of a block of event records, at its start (its address is a
+ * record's with the low block_shift bits cleared).  `home`: the worker
+ * whose lists its free records go to during pool calls.  Written by the
+ * thread that makes the block and by the host between calls (a pool of
+ * another size), under the reserve's lock; read by any thread during a
+ * call (published with the call). */
+typedef struct seer_event_block {
+    uint32_t home;
+} seer_event_block;
+
+/* One home's reserve: free records of the blocks homed to one worker. */
+typedef struct seer_event_home {
+    seer_event *free;
+    uint64_t n;
+} seer_event_home;
+
+/* A worker's records of another home, freed during the current call: a
+ * list each for the home's `pool` and `cross` lists ([0], [1]), with its
+ * tail, to be put on top of them when the call ends. */
+typedef struct seer_event_away {
+    seer_event *head[2];
+    seer_event *tail[2];
+    uint64_t n[2];
+} seer_event_away;
 
 /* The event reserve shared by all workers (events.c; mutex: slow path only).
  * The lock also guards every worker's free list between calls: outside a
@@ -221,8 +259,10 @@ typedef struct seer_event_chunk {
  * (seer_event_order_all_host). */
 typedef struct seer_rt_reserve {
     pthread_mutex_t lock;
-    seer_event *reserve;
-    uint64_t reserve_n;
+    /* the reserve, home by home ([nhomes]: at least the pool's size) */
+    seer_event_home *homes;
+    uint32_t nhomes;
+    uint32_t block_shift; /* blocks are 1 << block_shift bytes, so aligned */
     seer_event_chunk *chunks;
     size_t nchunks, chunks_cap;
     uint64_t pool_events;

@@ -6,8 +6,14 @@
  * SEER_ORDER_AFTER_STEPS steps there (not before: a probe's visit), every
  * free record is on worker 0's list, none is lost or listed twice, and the
  * outputs are the serial executor's bit for bit.  A serial reset leaves
- * worker 0's list and the reserve in address order.  A list whose count is
+ * worker 0's list and the reserves in address order.  A list whose count is
  * not what it holds is left as it is.
+ *
+ * Homes (events.c): on a pool, every free list and reserve holds only
+ * records of its own worker's blocks between calls, after steps on every
+ * thread as after steps capped to the calling thread (the records of the
+ * other threads' partitions go back to their homes when the call ends),
+ * and no record is away.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,9 +126,15 @@ static void check_conserved(seer_runtime *rt, const char *when)
             free_n += n;
         }
     }
-    const uint64_t r = walk(rt->mem.reserve, &asc);
-    CHECK(r == rt->mem.reserve_n, "%s: the reserve lists %llu, counts %llu", when,
-          (unsigned long long)r, (unsigned long long)rt->mem.reserve_n);
+    uint64_t r = 0;
+    for (uint32_t h = 0; h < rt->mem.nhomes; h++) {
+        const uint64_t n = walk(rt->mem.homes[h].free, &asc);
+        CHECK(n == rt->mem.homes[h].n, "%s: reserve %u lists %llu, counts %llu", when, h,
+              (unsigned long long)n, (unsigned long long)rt->mem.homes[h].n);
+        r += n;
+    }
+    CHECK(r == seer_event_reserved(rt), "%s: the reserves hold %llu, count %llu", when,
+          (unsigned long long)r, (unsigned long long)seer_event_reserved(rt));
     const uint64_t pool_events = rt->mem.pool_events;
     pthread_mutex_unlock(&rt->mem.lock);
     uint64_t pending = 0;
@@ -137,6 +149,42 @@ static void check_conserved(seer_runtime *rt, const char *when)
           (unsigned long long)pool_events);
 }
 
+/* Records on `ev`'s list whose block is homed elsewhere than `home`. */
+static uint64_t strangers(const seer_runtime *rt, const seer_event *ev, uint32_t home)
+{
+    const uintptr_t mask = ~(((uintptr_t)1 << rt->mem.block_shift) - 1);
+    uint64_t n = 0;
+    for (; ev; ev = ev->next_free)
+        n += ((const seer_event_block *)((uintptr_t)ev & mask))->home != home;
+    return n;
+}
+
+/* Between calls of a pool that never left it: every list and reserve holds
+ * its home's records only, nothing is away, every block's home is a worker
+ * of the pool. */
+static void check_homes(seer_runtime *rt, const char *when)
+{
+    pthread_mutex_lock(&rt->mem.lock);
+    for (uint32_t t = 0; t < rt->pool.nthreads; t++) {
+        const seer_worker *w = &rt->pool.workers[t];
+        CHECK(strangers(rt, w->pool.free, t) == 0 && strangers(rt, w->cross.free, t) == 0,
+              "%s: worker %u's lists hold %llu + %llu records of other homes", when, t,
+              (unsigned long long)strangers(rt, w->pool.free, t),
+              (unsigned long long)strangers(rt, w->cross.free, t));
+        CHECK(w->away_nh == 0, "%s: worker %u keeps records of %u homes away", when, t,
+              w->away_nh);
+        CHECK(strangers(rt, rt->mem.homes[t].free, t) == 0,
+              "%s: reserve %u holds records of other homes", when, t);
+    }
+    for (size_t k = 0; k < rt->mem.nchunks; k++) {
+        const seer_event_block *b =
+            (const seer_event_block *)(const void *)(rt->mem.chunks[k].mem - SEER_CACHE_LINE);
+        CHECK(b->home < rt->pool.nthreads, "%s: block %zu homed to worker %u of %u", when, k,
+              b->home, rt->pool.nthreads);
+    }
+    pthread_mutex_unlock(&rt->mem.lock);
+}
+
 int main(void)
 {
     /* the serial executor from the start: what the switched runtime must give */
@@ -146,9 +194,29 @@ int main(void)
 
     seer_runtime *rt = make(SEER_EXECUTOR_PARALLEL, 3);
     uint64_t h = run(rt, 40, 1);
-    const uint64_t others = others_free(rt);
-    CHECK(others > 0, "the pool's workers hold no free record after 40 steps");
+    CHECK(others_free(rt) > 0, "the pool's workers hold no free record after 40 steps");
     check_conserved(rt, "after 40 steps on 3 threads");
+    check_homes(rt, "after 40 steps on 3 threads");
+    /* the caller alone handles every partition (a thread budget of one):
+     * the other threads' records go home all the same */
+    if (seer_runtime_set_call_threads(rt, 1) != SEER_OK)
+        return 2;
+    h = run(rt, 3, h);
+    check_homes(rt, "after 3 steps capped to the caller");
+    check_conserved(rt, "after 3 steps capped to the caller");
+    if (seer_runtime_set_call_threads(rt, 0) != SEER_OK)
+        return 2;
+    h = run(rt, 2, h);
+    check_homes(rt, "after 2 more steps on 3 threads");
+    /* a parallel reset (its clearing runs on the pool) */
+    {
+        const uint64_t s2[2] = {11, 12};
+        if (seer_runtime_reset(rt, s2, NULL) != SEER_OK)
+            return 2;
+        check_homes(rt, "after a reset on 3 threads");
+        h = run(rt, 40, 1);
+    }
+    const uint64_t others = others_free(rt);
 
     if (seer_runtime_set_executor(rt, SEER_EXECUTOR_SERIAL, 1) != SEER_OK) {
         fprintf(stderr, "set_executor: %s\n", seer_runtime_error(rt));
@@ -163,7 +231,7 @@ int main(void)
     CHECK(rt->pool.workers[0].cross.nfree == 0 && !rt->pool.workers[0].cross.free,
           "worker 0 keeps records between partitions after the ordering");
     pthread_mutex_lock(&rt->mem.lock);
-    const uint64_t kept = rt->mem.reserve_n;
+    const uint64_t kept = seer_event_reserved(rt);
     pthread_mutex_unlock(&rt->mem.lock);
     CHECK(kept == 0, "the reserve keeps %llu records", (unsigned long long)kept);
     CHECK(rt->mem.order_in == 0, "an ordering is still due");
@@ -183,8 +251,10 @@ int main(void)
         return 2;
     (void)walk(rt->pool.workers[0].pool.free, &asc);
     CHECK(asc, "worker 0's list is not in address order after a serial reset");
-    (void)walk(rt->mem.reserve, &asc);
-    CHECK(asc, "the reserve is not in address order after a serial reset");
+    for (uint32_t r = 0; r < rt->mem.nhomes; r++) {
+        (void)walk(rt->mem.homes[r].free, &asc);
+        CHECK(asc, "reserve %u is not in address order after a serial reset", r);
+    }
     check_conserved(rt, "after a serial reset");
 
     /* a count that is not what the list holds: nothing moves */
