@@ -20,6 +20,8 @@
  *   seer_event_order_all_host      between calls, on the serial executor
  *   seer_event_order_host          after a switch or a reset: the free
  *                                  records in address order
+ *   seer_event_order_pool_host     on a pool, now and then: each list in
+ *                                  address order, on its own
  *
  * Blocks (1 << block_shift bytes, aligned so: a header line with the home,
  * then the records) are allocated as a home's reserve runs dry, homed to
@@ -58,11 +60,21 @@
  * steps (allocation is LIFO).  Measured on PCS 64x64 (2 cores): the serial
  * executor after 200 steps on 2 threads ran 12% slower than one that never
  * left it beside a CPU burner, 3-5% alone; in order again, 0-2%.  After a
- * reset, episodes of 100-400 steps ran 1-3% faster in order.  The pools'
- * lists are not ordered: walking them (some 70,000 records, 36 ns each, on
- * 2 threads) cost more than the order gained in episodes of up to 100 steps
- * alone (25-step episodes 16% slower), though 10-12% beside a burner.
- * Takes and gives keep a list's order.
+ * reset, episodes of 100-400 steps ran 1-3% faster in order.  A pool's
+ * lists scatter too, as its records go home out of order (and before the
+ * homes, walking lists of both threads' records cost more than it gained):
+ * each list, and each home's reserve, is now put in order on its own, at
+ * the first step after a reset and SEER_ORDER_AFTER_STEPS steps after a
+ * switch to a pool, and then whenever SEER_ORDER_BUDGET times the last
+ * ordering's own time has passed (seer_event_order_pool_when_due_host):
+ * at most 1/400 of the run's time.  PCS 64x64 (1.2 ms an ordering, a step's
+ * time), 2 envs with it and 2 without in one process, rotated blocks:
+ * parallel-2 10% faster without resets, 8% with one every 400 steps, 2%
+ * every 100; optimistic-2 5%; PCS 16x16 and PHOLD (small: their records fit
+ * the caches) -1% to +1%.  An env that has run a pool, then another executor
+ * and the pool again (STPA's probes) ran its pool 10-20% behind the same
+ * pool made fresh until its lists were ordered.  SEER_ORDER_POOLS=0 turns
+ * it off.  Takes and gives keep a list's order.
  *
  * Why a pool's windows keep the records of events between partitions on a
  * list of their own (w->cross).  Allocation is LIFO, so a list keeps the
@@ -94,6 +106,7 @@
 #include "runtime.h"
 #include "squeue.h"
 #include "sync.h"
+#include "trace.h" /* seer_clock_ns */
 
 #define POOL_BATCH 256u /* events a refill takes */
 
@@ -541,6 +554,113 @@ void seer_event_order_host(seer_runtime *rt)
     }
     pthread_mutex_unlock(&rt->mem.lock);
     free(ls);
+}
+
+/* One home's lists as seer_event_order_pool_host deals them: its worker's
+ * pool and cross lists, then its reserve (a home beyond the pool: the
+ * reserve alone), the one being filled, what it still takes, its ends. */
+typedef struct home_deal {
+    free_list ls[3];
+    size_t nl, k;
+    uint64_t total, left;
+    seer_event *head, *tail;
+} home_deal;
+
+static uint32_t block_home(const seer_event_chunk *c, uint32_t nhomes)
+{
+    const uint32_t h = ((const seer_event_block *)(const void *)(c->mem - SEER_CACHE_LINE))->home;
+    return h < nhomes ? h : 0; /* (never beyond: seer_event_homes_host) */
+}
+
+void seer_event_order_pool_host(seer_runtime *rt)
+{
+    const uint32_t nw = rt->pool.workers ? rt->pool.nthreads : 0;
+    const uint32_t nh = rt->mem.nhomes;
+    if (!nw || nh < nw)
+        return;
+    home_deal *d = calloc(nh, sizeof *d);
+    free_map m;
+    pthread_mutex_lock(&rt->mem.lock);
+    if (d && map_chunks_locked(rt, &m)) {
+        int ok = 1;
+        for (uint32_t h = 0; h < nh; h++) {
+            seer_event_home *r = &rt->mem.homes[h];
+            if (h < nw) {
+                seer_worker *w = &rt->pool.workers[h];
+                d[h].ls[0] = (free_list){&w->pool.free, &w->pool.nfree, 0};
+                d[h].ls[1] = (free_list){&w->cross.free, &w->cross.nfree, 0};
+            }
+            d[h].nl = h < nw ? 3 : 1;
+            d[h].ls[d[h].nl - 1] = (free_list){&r->free, &r->n, 0};
+            for (size_t k = 0; k < d[h].nl; k++)
+                ok &= mark_list(&m, &d[h].ls[k]) == *d[h].ls[k].n;
+        }
+        /* every free record marked once (else nothing moves): each home's */
+        for (size_t c = 0; ok && c < m.nchunks; c++) {
+            uint64_t n = 0;
+            for (uint64_t i = 0; i < m.by[c].n; i++) {
+                const uint64_t bit = m.first[c] + i;
+                n += (m.bits[bit / 64] >> (bit % 64)) & 1u;
+            }
+            d[block_home(&m.by[c], nh)].total += n;
+        }
+        /* the worker's lists keep their counts as far as its home's records
+         * go; its reserve takes the rest */
+        for (uint32_t h = 0; ok && h < nh; h++) {
+            uint64_t left = d[h].total;
+            for (size_t k = 0; k < d[h].nl; k++) {
+                const uint64_t n = *d[h].ls[k].n;
+                d[h].ls[k].quota = k + 1 == d[h].nl ? left : n < left ? n : left;
+                left -= d[h].ls[k].quota;
+            }
+            d[h].left = d[h].ls[0].quota;
+        }
+        /* dealt in address order: each home's records to its lists */
+        for (size_t c = 0; ok && c < m.nchunks; c++) {
+            home_deal *x = &d[block_home(&m.by[c], nh)];
+            for (uint64_t i = 0; i < m.by[c].n; i++) {
+                const uint64_t bit = m.first[c] + i;
+                if (!(m.bits[bit / 64] & (1ull << (bit % 64))))
+                    continue;
+                while (x->left == 0 && x->k + 1 < x->nl) { /* list k is full */
+                    close_list(&x->ls[x->k], x->head, x->tail);
+                    x->head = x->tail = NULL;
+                    x->left = x->ls[++x->k].quota;
+                }
+                seer_event *ev = (seer_event *)(void *)(m.by[c].mem + i * m.stride);
+                if (x->tail)
+                    x->tail->next_free = ev;
+                else
+                    x->head = ev;
+                x->tail = ev;
+                x->left--;
+            }
+        }
+        for (uint32_t h = 0; ok && h < nh; h++) {
+            home_deal *x = &d[h];
+            close_list(&x->ls[x->k], x->head, x->tail);
+            while (x->k + 1 < x->nl)
+                close_list(&x->ls[++x->k], NULL, NULL);
+        }
+        map_free(&m);
+    }
+    pthread_mutex_unlock(&rt->mem.lock);
+    free(d);
+}
+
+void seer_event_order_pool_when_due_host(seer_runtime *rt)
+{
+    if (++rt->mem.pool_steps < SEER_ORDER_AFTER_STEPS || !rt->mem.order_pools)
+        return;
+    const uint64_t t0 = seer_clock_ns();
+    if (rt->mem.order_cost_ns &&
+        t0 - rt->mem.ordered_ns < SEER_ORDER_BUDGET * rt->mem.order_cost_ns)
+        return;
+    seer_event_order_pool_host(rt);
+    const uint64_t t1 = seer_clock_ns();
+    rt->mem.order_cost_ns = t1 > t0 ? t1 - t0 : 1;
+    rt->mem.ordered_ns = t1;
+    rt->mem.pool_steps = 0;
 }
 
 static void free_event_cb(void *w, seer_event *ev) { seer_event_free_local(w, ev); }

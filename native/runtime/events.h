@@ -138,6 +138,35 @@ void seer_event_order_host(seer_runtime *rt);
  * probe visits in a row (at most 9 steps each), which would pay the
  * ordering (2-3 ms on PCS 64x64 after 2 threads) for a few steps. */
 #define SEER_ORDER_AFTER_STEPS 32u
+/* Host, between calls, as a pool runs (events.c says why): every free
+ * record to its home, in address order -- each worker's pool list, then its
+ * cross list, as many as they held (as far as its home's records go), its
+ * home's reserve the rest.  Nothing moves where a list is not what its
+ * count says (or without the memory for the map). */
+void seer_event_order_pool_host(seer_runtime *rt);
+/* Host, before a step on a pool (any executor but the serial one):
+ * seer_event_order_pool_host when due, i.e. SEER_ORDER_AFTER_STEPS steps
+ * after a switch (seer_event_order_pool_soon_host) or the last ordering,
+ * and, after the first, once SEER_ORDER_BUDGET times the last ordering's
+ * own time has passed since it: at most 1/SEER_ORDER_BUDGET of the run's
+ * time (the user's loop included). */
+void seer_event_order_pool_when_due_host(seer_runtime *rt);
+#ifndef SEER_ORDER_BUDGET
+#define SEER_ORDER_BUDGET 400u
+#endif
+/* A switch to a pool: order its lists SEER_ORDER_AFTER_STEPS steps on. */
+static inline void seer_event_order_pool_soon_host(seer_runtime *rt)
+{
+    rt->mem.pool_steps = 0;
+    rt->mem.order_cost_ns = 0;
+}
+/* A reset on a pool: order its lists at the next step if the budget allows
+ * (not SEER_ORDER_AFTER_STEPS steps on). */
+static inline void seer_event_order_pool_after_reset_host(seer_runtime *rt)
+{
+    if (rt->mem.pool_steps < SEER_ORDER_AFTER_STEPS)
+        rt->mem.pool_steps = SEER_ORDER_AFTER_STEPS - 1;
+}
 /* Free every event q holds into w's free list and empty q (the caller owns
  * q). */
 void seer_event_free_all_local(seer_worker *w, seer_squeue *q);

@@ -194,9 +194,10 @@ int seer_runtime_reset(seer_runtime *rt, const uint64_t *seeds, const uint8_t *m
         fail_selected(rt);
     else if (rt->executor == SEER_EXECUTOR_SERIAL)
         /* the reset freed the instances' events in the queues' order: the
-         * free records in address order (events.c says why; the pools' lists
-         * are left as they are: ordering them cost more than it gained) */
+         * free records in address order (events.c says why) */
         seer_event_order_host(rt);
+    else /* a pool's lists: at the next step, if the budget allows */
+        seer_event_order_pool_after_reset_host(rt);
     return rc;
 }
 
@@ -480,6 +481,8 @@ static int step_now(seer_runtime *rt, const uint8_t *mask)
         return rc;
     if (rt->mem.order_in && rt->executor == SEER_EXECUTOR_SERIAL && --rt->mem.order_in == 0)
         seer_event_order_all_host(rt); /* a while after a switch to it (threads.c) */
+    else if (rt->executor != SEER_EXECUTOR_SERIAL)
+        seer_event_order_pool_when_due_host(rt); /* a while after a switch, then now and then */
     rt->stats.steps++;
     rt->in_call = 1;
     if (rt->executor == SEER_EXECUTOR_SERIAL) {

@@ -269,6 +269,13 @@ typedef struct seer_rt_reserve {
     /* steps on the serial executor, after a switch to it, before every free
      * record goes to its list in address order (0: none due; host only) */
     uint32_t order_in;
+    /* a pool's orderings (seer_event_order_pool_when_due_host; host only):
+     * steps since the last one (or a switch), when it ended and what it
+     * took (0: order at SEER_ORDER_AFTER_STEPS steps whatever it takes) */
+    int order_pools; /* ... at all (SEER_ORDER_POOLS=0: never; create) */
+    uint32_t pool_steps;
+    uint64_t ordered_ns;
+    uint64_t order_cost_ns;
 } seer_rt_reserve;
 
 /* Steps the keep-off of the workers looks back on (pool.c). */

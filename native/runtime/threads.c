@@ -114,6 +114,10 @@ int seer_runtime_set_executor(seer_runtime *rt, int executor, uint32_t threads)
      * started: parking only, which cannot fail).  So on failure nothing
      * changed. */
     rc = resize_pool(rt, seer_active_threads(rt->rt_flags, threads));
+    /* a pool (of another size, or after another executor): its lists in
+     * address order a while on (events.c says why) */
+    if (rc == SEER_OK && executor != SEER_EXECUTOR_SERIAL)
+        seer_event_order_pool_soon_host(rt);
     if (rc != SEER_OK || executor == rt->executor)
         return rc;
     if (seer_uses_parts(executor) == seer_uses_parts(rt->executor)) {

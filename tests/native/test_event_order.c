@@ -13,8 +13,13 @@
  * records of its own worker's blocks between calls, after steps on every
  * thread as after steps capped to the calling thread (the records of the
  * other threads' partitions go back to their homes when the call ends),
- * and no record is away.
+ * and no record is away.  seer_event_order_pool_host puts each of a
+ * pool's lists and reserves in address order on its own (nothing moves
+ * between them); a pool orders them SEER_ORDER_AFTER_STEPS steps after it
+ * starts (and now and then after), not at all with SEER_ORDER_POOLS=0,
+ * its outputs the same either way.
  */
+#define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -216,6 +221,49 @@ int main(void)
         check_homes(rt, "after a reset on 3 threads");
         h = run(rt, 40, 1);
     }
+    /* each of the pool's lists in address order, on its own */
+    {
+        uint64_t counts[16];
+        uint32_t nl = 0;
+        for (uint32_t t = 0; t < rt->pool.nthreads; t++) {
+            counts[nl++] = rt->pool.workers[t].pool.nfree;
+            counts[nl++] = rt->pool.workers[t].cross.nfree;
+        }
+        seer_event_order_pool_host(rt);
+        int asc;
+        nl = 0;
+        for (uint32_t t = 0; t < rt->pool.nthreads; t++) {
+            const seer_event_pool *l[2] = {&rt->pool.workers[t].pool, &rt->pool.workers[t].cross};
+            for (int j = 0; j < 2; j++, nl++) {
+                const uint64_t n = walk(l[j]->free, &asc);
+                CHECK(asc && n == counts[nl],
+                      "worker %u list %d after seer_event_order_pool_host: %s, %llu of %llu", t,
+                      j, asc ? "ascending" : "not ascending", (unsigned long long)n,
+                      (unsigned long long)counts[nl]);
+            }
+        }
+        for (uint32_t r = 0; r < rt->mem.nhomes; r++) {
+            (void)walk(rt->mem.homes[r].free, &asc);
+            CHECK(asc, "reserve %u is not in address order after seer_event_order_pool_host", r);
+        }
+        check_homes(rt, "after seer_event_order_pool_host");
+        check_conserved(rt, "after seer_event_order_pool_host");
+        /* records on another worker's list (as after the serial executor's
+         * steps, which send nothing home) go home */
+        seer_worker *w0 = &rt->pool.workers[0], *w1 = &rt->pool.workers[1];
+        for (int k = 0; k < 5 && w1->pool.free; k++) {
+            seer_event *ev = w1->pool.free;
+            w1->pool.free = ev->next_free;
+            w1->pool.nfree--;
+            ev->next_free = w0->pool.free;
+            w0->pool.free = ev;
+            w0->pool.nfree++;
+        }
+        CHECK(strangers(rt, w0->pool.free, 0) == 5, "the test moved no record");
+        seer_event_order_pool_host(rt);
+        check_homes(rt, "after seer_event_order_pool_host with records away from home");
+        check_conserved(rt, "after seer_event_order_pool_host with records away from home");
+    }
     const uint64_t others = others_free(rt);
 
     if (seer_runtime_set_executor(rt, SEER_EXECUTOR_SERIAL, 1) != SEER_OK) {
@@ -268,6 +316,40 @@ int main(void)
     w0->pool.nfree = n0;
     check_conserved(rt, "after the miscounted list");
     seer_runtime_destroy(rt);
+
+    /* a pool orders its lists at the first step after a reset (its
+     * budget allowing), and SEER_ORDER_AFTER_STEPS steps after a switch, not
+     * before (nor ever with SEER_ORDER_POOLS=0); the outputs are the same */
+    {
+        seer_runtime *a = make(SEER_EXECUTOR_PARALLEL, 2);
+        CHECK(a->mem.ordered_ns == 0, "a pool ordered its lists before a step");
+        uint64_t ha = run(a, 1, 1);
+        const uint64_t first = a->mem.ordered_ns;
+        CHECK(first != 0 && a->mem.order_cost_ns != 0,
+              "a pool did not order its lists at the first step after a reset");
+        if (seer_runtime_set_executor(a, SEER_EXECUTOR_PARALLEL, 2) != SEER_OK)
+            return 2;
+        ha = run(a, SEER_ORDER_AFTER_STEPS - 1, ha);
+        CHECK(a->mem.ordered_ns == first, "a pool ordered its lists before %u steps after a switch",
+              SEER_ORDER_AFTER_STEPS);
+        ha = run(a, 8, ha);
+        CHECK(a->mem.ordered_ns != first, "a pool did not order its lists %u steps after a switch",
+              SEER_ORDER_AFTER_STEPS);
+        check_homes(a, "after a pool's ordering");
+        check_conserved(a, "after a pool's ordering");
+        setenv("SEER_ORDER_POOLS", "0", 1);
+        seer_runtime *b = make(SEER_EXECUTOR_PARALLEL, 2);
+        unsetenv("SEER_ORDER_POOLS");
+        const uint64_t hb = run(b, SEER_ORDER_AFTER_STEPS + 8, 1);
+        CHECK(b->mem.ordered_ns == 0, "SEER_ORDER_POOLS=0: a pool ordered its lists");
+        CHECK(ha == hb, "the outputs differ with and without the pool's ordering");
+        seer_runtime *c = make(SEER_EXECUTOR_SERIAL, 1);
+        CHECK(run(c, SEER_ORDER_AFTER_STEPS + 8, 1) == ha,
+              "the outputs differ from the serial executor's with the pool's ordering");
+        seer_runtime_destroy(a);
+        seer_runtime_destroy(b);
+        seer_runtime_destroy(c);
+    }
 
     if (fails) {
         fprintf(stderr, "test_event_order: %d failure(s)\n", fails);
