@@ -327,7 +327,10 @@ static void apply_options(seer_runtime *rt, const seer_model *model, const seer_
     /* a pool's free lists put back in address order now and then (events.c,
      * seer_event_order_pool_when_due_host) unless this says 0 */
     const char *op = getenv("SEER_ORDER_POOLS");
-    rt->mem.order_pools = !(op && op[0] == '0' && op[1] == '\0');
+    rt->mem.order_pools = op && op[0] && !op[1] && (op[0] == '0' || op[0] == '1')
+                              ? (op[0] == '0' ? 0 : 2)
+                              : 1;
+    rt->mem.cache_bytes = seer_event_cache_bytes();
     rt->fork_gen = seer_fork_generation();
 }
 

@@ -63,18 +63,23 @@
  * reset, episodes of 100-400 steps ran 1-3% faster in order.  A pool's
  * lists scatter too, as its records go home out of order (and before the
  * homes, walking lists of both threads' records cost more than it gained):
- * each list, and each home's reserve, is now put in order on its own, at
- * the first step after a reset and SEER_ORDER_AFTER_STEPS steps after a
- * switch to a pool, and then whenever SEER_ORDER_BUDGET times the last
- * ordering's own time has passed (seer_event_order_pool_when_due_host):
- * at most 1/400 of the run's time.  PCS 64x64 (1.2 ms an ordering, a step's
- * time), 2 envs with it and 2 without in one process, rotated blocks:
- * parallel-2 10% faster without resets, 8% with one every 400 steps, 2%
- * every 100; optimistic-2 5%; PCS 16x16 and PHOLD (small: their records fit
- * the caches) -1% to +1%.  An env that has run a pool, then another executor
- * and the pool again (STPA's probes) ran its pool 10-20% behind the same
- * pool made fresh until its lists were ordered.  SEER_ORDER_POOLS=0 turns
- * it off.  Takes and gives keep a list's order.
+ * every free record is now sent home and each worker's lists put in
+ * address order (seer_event_order_pool_host), at the first step after a
+ * reset and SEER_ORDER_AFTER_STEPS steps after a switch to a pool, then
+ * whenever SEER_ORDER_BUDGET times the last ordering's own time has passed
+ * (at most 1/400 of the run's time, the user's loop included), where a
+ * step's records, a thread's share, outgrow a quarter of a core's L2
+ * (seer_event_order_pool_when_due_host).  PCS 64x64 (1.2 ms an ordering,
+ * a step's time; 1.5 MB of records a thread and step against 2 MB of L2),
+ * 2 envs with it and 2 without in one process, rotated blocks: parallel-2
+ * 4-8% faster without resets (4 runs), 4-8% with one every 400 steps, 2-3%
+ * every 100; optimistic-2 7%.  Where the records fit (PCS 32x32: 0.37 MB,
+ * 16x16, PHOLD) ordering gained nothing (1.00-1.01x) or lost (16x16: 0.98x,
+ * the freshly freed records on top being the warmest), so they are left
+ * as they are.  An env that had run a pool, then another executor and the
+ * pool again (STPA's probes) ran its pool 10-20% behind the same pool made
+ * fresh until its lists were ordered.  SEER_ORDER_POOLS=0 turns it off,
+ * =1 orders whatever the sizes.  Takes and gives keep a list's order.
  *
  * Why a pool's windows keep the records of events between partitions on a
  * list of their own (w->cross).  Allocation is LIFO, so a list keeps the
@@ -98,6 +103,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h> /* sysconf */
 
 #include "base.h"
 #include "errors.h"
@@ -648,14 +654,37 @@ void seer_event_order_pool_host(seer_runtime *rt)
     free(d);
 }
 
+uint64_t seer_event_cache_bytes(void)
+{
+    long n = -1;
+#ifdef _SC_LEVEL2_CACHE_SIZE
+    n = sysconf(_SC_LEVEL2_CACHE_SIZE);
+#endif
+    return n > 0 ? (uint64_t)n : (uint64_t)1 << 20;
+}
+
 void seer_event_order_pool_when_due_host(seer_runtime *rt)
 {
+    rt->mem.order_steps++;
     if (++rt->mem.pool_steps < SEER_ORDER_AFTER_STEPS || !rt->mem.order_pools)
         return;
     const uint64_t t0 = seer_clock_ns();
     if (rt->mem.order_cost_ns &&
         t0 - rt->mem.ordered_ns < SEER_ORDER_BUDGET * rt->mem.order_cost_ns)
         return;
+    /* the records a step went through, a thread's share, against a core's
+     * L2: within a quarter of it they stay cached whatever their order, and
+     * a list's own order (the records freed last on top) is the warmest */
+    const uint32_t nt = rt->pool.nthreads ? rt->pool.nthreads : 1;
+    const double bytes = (double)(rt->stats.events - rt->mem.order_events) /
+                         (rt->mem.order_steps ? rt->mem.order_steps : 1) *
+                         (double)rt->event_stride / nt;
+    rt->mem.order_events = rt->stats.events;
+    rt->mem.order_steps = 0;
+    if (rt->mem.order_pools == 1 && 4.0 * bytes < (double)rt->mem.cache_bytes) {
+        rt->mem.pool_steps = 0; /* a look again SEER_ORDER_AFTER_STEPS steps on */
+        return;
+    }
     seer_event_order_pool_host(rt);
     const uint64_t t1 = seer_clock_ns();
     rt->mem.order_cost_ns = t1 > t0 ? t1 - t0 : 1;

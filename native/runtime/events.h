@@ -146,11 +146,15 @@ void seer_event_order_host(seer_runtime *rt);
 void seer_event_order_pool_host(seer_runtime *rt);
 /* Host, before a step on a pool (any executor but the serial one):
  * seer_event_order_pool_host when due, i.e. SEER_ORDER_AFTER_STEPS steps
- * after a switch (seer_event_order_pool_soon_host) or the last ordering,
- * and, after the first, once SEER_ORDER_BUDGET times the last ordering's
- * own time has passed since it: at most 1/SEER_ORDER_BUDGET of the run's
- * time (the user's loop included). */
+ * after a switch (seer_event_order_pool_soon_host) or the last look, and,
+ * after the first, once SEER_ORDER_BUDGET times the last ordering's own
+ * time has passed since it (at most 1/SEER_ORDER_BUDGET of the run's time,
+ * the user's loop included), where the records of a step, a thread's
+ * share, outgrow a quarter of cache_bytes (SEER_ORDER_POOLS: 0 never, 1
+ * whatever the sizes). */
 void seer_event_order_pool_when_due_host(seer_runtime *rt);
+/* A core's L2 cache in bytes (sysconf; 1 MiB where it does not say). */
+uint64_t seer_event_cache_bytes(void);
 #ifndef SEER_ORDER_BUDGET
 #define SEER_ORDER_BUDGET 400u
 #endif
@@ -159,6 +163,8 @@ static inline void seer_event_order_pool_soon_host(seer_runtime *rt)
 {
     rt->mem.pool_steps = 0;
     rt->mem.order_cost_ns = 0;
+    rt->mem.order_events = rt->stats.events;
+    rt->mem.order_steps = 0;
 }
 /* A reset on a pool: order its lists at the next step if the budget allows
  * (not SEER_ORDER_AFTER_STEPS steps on). */

@@ -15,9 +15,10 @@
  * other threads' partitions go back to their homes when the call ends),
  * and no record is away.  seer_event_order_pool_host puts each of a
  * pool's lists and reserves in address order on its own (nothing moves
- * between them); a pool orders them SEER_ORDER_AFTER_STEPS steps after it
- * starts (and now and then after), not at all with SEER_ORDER_POOLS=0,
- * its outputs the same either way.
+ * between them); a pool orders them at the first step after a reset and
+ * SEER_ORDER_AFTER_STEPS steps after a switch, where a step's records
+ * outgrow the cache (always with SEER_ORDER_POOLS=1, never with 0), its
+ * outputs the same either way.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -321,7 +322,9 @@ int main(void)
      * budget allowing), and SEER_ORDER_AFTER_STEPS steps after a switch, not
      * before (nor ever with SEER_ORDER_POOLS=0); the outputs are the same */
     {
+        setenv("SEER_ORDER_POOLS", "1", 1); /* whatever the records and caches */
         seer_runtime *a = make(SEER_EXECUTOR_PARALLEL, 2);
+        unsetenv("SEER_ORDER_POOLS");
         CHECK(a->mem.ordered_ns == 0, "a pool ordered its lists before a step");
         uint64_t ha = run(a, 1, 1);
         const uint64_t first = a->mem.ordered_ns;
@@ -346,9 +349,21 @@ int main(void)
         seer_runtime *c = make(SEER_EXECUTOR_SERIAL, 1);
         CHECK(run(c, SEER_ORDER_AFTER_STEPS + 8, 1) == ha,
               "the outputs differ from the serial executor's with the pool's ordering");
+        /* by default, only where a step's records (a thread's share)
+         * outgrow a quarter of the cache */
+        seer_runtime *d = make(SEER_EXECUTOR_PARALLEL, 2);
+        seer_runtime *e = make(SEER_EXECUTOR_PARALLEL, 2);
+        d->mem.cache_bytes = UINT64_MAX;
+        e->mem.cache_bytes = 1;
+        CHECK(run(d, SEER_ORDER_AFTER_STEPS + 8, 1) == ha && run(e, SEER_ORDER_AFTER_STEPS + 8, 1) == ha,
+              "the outputs differ with the cache's size");
+        CHECK(d->mem.ordered_ns == 0, "a pool whose records fit the cache ordered its lists");
+        CHECK(e->mem.ordered_ns != 0, "a pool whose records outgrow the cache did not order them");
         seer_runtime_destroy(a);
         seer_runtime_destroy(b);
         seer_runtime_destroy(c);
+        seer_runtime_destroy(d);
+        seer_runtime_destroy(e);
     }
 
     if (fails) {
