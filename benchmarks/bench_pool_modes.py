@@ -19,7 +19,7 @@ other line of a free record's 128-byte pair was on the other thread's list
 in 12-48% of the cases, in the fast ones in none, and the phases' own time
 was half as much again for the same events on both threads.  Every record
 now goes back to its block's home worker (``native/runtime/events.c``):
-in the same hour no env ran slow (0 of 24).  The host matters: from 18:00
+in the same hour no env ran slow (0 of 18, 3 runs).  The host matters: from 18:00
 that day the old runtime showed no slow envs either (8 of 8 and 6 of 6
 within 1.12-1.32 ms).  What the script still shows: an env runs some 5-10%
 slower after a few hundred steps or an episode than fresh, its free lists

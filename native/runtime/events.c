@@ -47,9 +47,11 @@
  * 1.05-1.2 ms a step or 1.45-1.6, each its own for a while; a fast one
  * turned slow for good, by itself now and then and after a few steps on
  * one thread (5 of 7) or a reset (3 of 3).  Sent home, each thread's
- * records stay in blocks of their own: 0 of 24 envs ran slow in the same
- * runs (1.08-1.23 ms fresh; after such steps 1.24-1.29, the lists'
- * order).  The cost: a load of the block's header and a compare per free
+ * records stay in blocks of their own: in the same hour none of 18 envs
+ * (3 runs of bench_pool_modes) ran slow, nor 26 of a first version
+ * (1.07-1.23 ms fresh; after such steps 1.12-1.30, the lists' order).
+ * From 18:00 that day the host showed no slow envs with the old runtime
+ * either.  The cost: a load of the block's header and a compare per free
  * in pool calls, a splice per home at a call's end; the serial executor
  * sends nothing home (one predictable branch).
  *
