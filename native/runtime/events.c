@@ -138,7 +138,7 @@ uint64_t seer_event_reserved(const seer_runtime *rt)
 void seer_event_blocks_free(seer_runtime *rt)
 {
     for (size_t k = 0; k < rt->mem.nchunks; k++)
-        free(rt->mem.chunks[k].mem - SEER_CACHE_LINE); /* the block's start */
+        free(seer_event_chunk_block(&rt->mem.chunks[k]));
     rt->mem.nchunks = 0;
     rt->mem.pool_events = 0;
     for (uint32_t h = 0; h < rt->mem.nhomes; h++)
@@ -231,6 +231,19 @@ static int take_locked(seer_runtime *rt, seer_worker *w, seer_event_pool *p, uin
     return SEER_OK;
 }
 
+/* Under the lock: the records from head (to tail, NULL: to the list's
+ * end), each to the top of its own home's reserve. */
+static void to_home_reserves_locked(seer_runtime *rt, seer_event *head, const seer_event *tail)
+{
+    for (seer_event *ev = head, *next; ev; ev = next) {
+        next = ev == tail ? NULL : ev->next_free;
+        seer_event_home *r = &rt->mem.homes[seer_event_block_of(rt, ev)->home];
+        ev->next_free = r->free;
+        r->free = ev;
+        r->n++;
+    }
+}
+
 /* Under the lock: all but `keep` of list p's records -- its head, the
  * first nfree - keep -- to the top of their homes' reserves, in the list's
  * order (p keeps the rest, as before the lists were kept in order). */
@@ -239,13 +252,12 @@ static void give_locked(seer_runtime *rt, seer_event_pool *p, uint64_t keep, uin
     if (p->nfree <= keep)
         return;
     const uint64_t n = p->nfree - keep;
-    const uintptr_t mask = ~(((uintptr_t)1 << rt->mem.block_shift) - 1);
     int mixed = 0;
     seer_event *head = p->free, *tail = head;
     for (uint64_t i = 0; i < n; i++) {
         if (i)
             tail = tail->next_free;
-        mixed |= ((const seer_event_block *)((uintptr_t)tail & mask))->home != home;
+        mixed |= seer_event_block_of(rt, tail)->home != home;
     }
     p->free = tail->next_free;
     p->nfree = keep;
@@ -258,14 +270,7 @@ static void give_locked(seer_runtime *rt, seer_event_pool *p, uint64_t keep, uin
     }
     /* records freed outside pool calls (the serial executor's, a reset's)
      * or taken past the memory limit: each to its own home's reserve */
-    for (seer_event *ev = head, *next; ev; ev = next) {
-        next = ev == tail ? NULL : ev->next_free;
-        seer_event_home *r =
-            &rt->mem.homes[((const seer_event_block *)((uintptr_t)ev & mask))->home];
-        ev->next_free = r->free;
-        r->free = ev;
-        r->n++;
-    }
+    to_home_reserves_locked(rt, head, tail);
 }
 
 void seer_event_send_home_host(seer_runtime *rt)
@@ -307,23 +312,14 @@ int seer_event_homes_host(seer_runtime *rt, uint32_t n)
     }
     /* blocks of homes beyond the pool: dealt out among its workers */
     for (size_t k = 0; k < rt->mem.nchunks; k++) {
-        seer_event_block *b = (seer_event_block *)(void *)(rt->mem.chunks[k].mem -
-                                                           SEER_CACHE_LINE);
+        seer_event_block *b = seer_event_chunk_block(&rt->mem.chunks[k]);
         if (b->home >= n)
             b->home = (uint32_t)(k % n);
     }
-    const uintptr_t mask = ~(((uintptr_t)1 << rt->mem.block_shift) - 1);
     for (uint32_t h = n; h < rt->mem.nhomes; h++) {
-        seer_event_home *r = &rt->mem.homes[h];
-        for (seer_event *ev = r->free, *next; ev; ev = next) {
-            next = ev->next_free;
-            seer_event_home *to =
-                &rt->mem.homes[((const seer_event_block *)((uintptr_t)ev & mask))->home];
-            ev->next_free = to->free;
-            to->free = ev;
-            to->n++;
-        }
-        *r = (seer_event_home){NULL, 0};
+        seer_event *head = rt->mem.homes[h].free;
+        rt->mem.homes[h] = (seer_event_home){NULL, 0};
+        to_home_reserves_locked(rt, head, NULL);
     }
     pthread_mutex_unlock(&rt->mem.lock);
     return SEER_OK;
@@ -468,35 +464,56 @@ static void close_list(const free_list *l, seer_event *head, seer_event *tail)
     *l->n = l->quota;
 }
 
+/* Records dealt out to lists ls[0..nl) in the order they come, each list
+ * taking its quota, then the next (seer_event_order_pool_host keeps one
+ * per home). */
+typedef struct dealer {
+    const free_list *ls;
+    size_t nl, k;
+    uint64_t left;
+    seer_event *head, *tail;
+} dealer;
+
+static dealer dealer_start(const free_list *ls, size_t nl)
+{
+    return (dealer){.ls = ls, .nl = nl, .left = ls[0].quota};
+}
+
+static void dealer_put(dealer *x, seer_event *ev)
+{
+    while (x->left == 0 && x->k + 1 < x->nl) { /* list k is full: the next one */
+        close_list(&x->ls[x->k], x->head, x->tail);
+        x->head = x->tail = NULL;
+        x->left = x->ls[++x->k].quota;
+    }
+    if (x->tail)
+        x->tail->next_free = ev;
+    else
+        x->head = ev;
+    x->tail = ev;
+    x->left--;
+}
+
+static void dealer_finish(dealer *x)
+{
+    close_list(&x->ls[x->k], x->head, x->tail);
+    while (x->k + 1 < x->nl)
+        close_list(&x->ls[++x->k], NULL, NULL);
+}
+
 /* Lists ls[0..nl) (their records marked in m, their quotas adding up to
  * them): the records in address order, dealt out from the lowest, each
  * list taking its quota. */
 static void deal(const free_map *m, const free_list *ls, size_t nl)
 {
-    size_t k = 0;
-    uint64_t left = ls[0].quota;
-    seer_event *head = NULL, *tail = NULL;
+    dealer x = dealer_start(ls, nl);
     for (size_t c = 0; c < m->nchunks; c++)
         for (uint64_t i = 0; i < m->by[c].n; i++) {
             const uint64_t bit = m->first[c] + i;
-            if (!(m->bits[bit / 64] & (1ull << (bit % 64))))
-                continue;
-            while (left == 0 && k + 1 < nl) { /* list k is full: the next one */
-                close_list(&ls[k], head, tail);
-                head = tail = NULL;
-                left = ls[++k].quota;
-            }
-            seer_event *ev = (seer_event *)(void *)(m->by[c].mem + i * m->stride);
-            if (tail)
-                tail->next_free = ev;
-            else
-                head = ev;
-            tail = ev;
-            left--;
+            if (m->bits[bit / 64] & (1ull << (bit % 64)))
+                dealer_put(&x, (seer_event *)(void *)(m->by[c].mem + i * m->stride));
         }
-    close_list(&ls[k], head, tail);
-    while (k + 1 < nl)
-        close_list(&ls[++k], NULL, NULL);
+    dealer_finish(&x);
 }
 
 /* Order lists ls[0..nl) with map m: all their records to the first
@@ -566,17 +583,17 @@ void seer_event_order_host(seer_runtime *rt)
 
 /* One home's lists as seer_event_order_pool_host deals them: its worker's
  * pool and cross lists, then its reserve (a home beyond the pool: the
- * reserve alone), the one being filled, what it still takes, its ends. */
+ * reserve alone), its free records and their dealer. */
 typedef struct home_deal {
     free_list ls[3];
-    size_t nl, k;
-    uint64_t total, left;
-    seer_event *head, *tail;
+    size_t nl;
+    uint64_t total;
+    dealer x;
 } home_deal;
 
 static uint32_t block_home(const seer_event_chunk *c, uint32_t nhomes)
 {
-    const uint32_t h = ((const seer_event_block *)(const void *)(c->mem - SEER_CACHE_LINE))->home;
+    const uint32_t h = seer_event_chunk_block(c)->home;
     return h < nhomes ? h : 0; /* (never beyond: seer_event_homes_host) */
 }
 
@@ -621,35 +638,19 @@ void seer_event_order_pool_host(seer_runtime *rt)
                 d[h].ls[k].quota = k + 1 == d[h].nl ? left : n < left ? n : left;
                 left -= d[h].ls[k].quota;
             }
-            d[h].left = d[h].ls[0].quota;
+            d[h].x = dealer_start(d[h].ls, d[h].nl);
         }
         /* dealt in address order: each home's records to its lists */
         for (size_t c = 0; ok && c < m.nchunks; c++) {
-            home_deal *x = &d[block_home(&m.by[c], nh)];
+            dealer *x = &d[block_home(&m.by[c], nh)].x;
             for (uint64_t i = 0; i < m.by[c].n; i++) {
                 const uint64_t bit = m.first[c] + i;
-                if (!(m.bits[bit / 64] & (1ull << (bit % 64))))
-                    continue;
-                while (x->left == 0 && x->k + 1 < x->nl) { /* list k is full */
-                    close_list(&x->ls[x->k], x->head, x->tail);
-                    x->head = x->tail = NULL;
-                    x->left = x->ls[++x->k].quota;
-                }
-                seer_event *ev = (seer_event *)(void *)(m.by[c].mem + i * m.stride);
-                if (x->tail)
-                    x->tail->next_free = ev;
-                else
-                    x->head = ev;
-                x->tail = ev;
-                x->left--;
+                if (m.bits[bit / 64] & (1ull << (bit % 64)))
+                    dealer_put(x, (seer_event *)(void *)(m.by[c].mem + i * m.stride));
             }
         }
-        for (uint32_t h = 0; ok && h < nh; h++) {
-            home_deal *x = &d[h];
-            close_list(&x->ls[x->k], x->head, x->tail);
-            while (x->k + 1 < x->nl)
-                close_list(&x->ls[++x->k], NULL, NULL);
-        }
+        for (uint32_t h = 0; ok && h < nh; h++)
+            dealer_finish(&d[h].x);
         map_free(&m);
     }
     pthread_mutex_unlock(&rt->mem.lock);
@@ -667,8 +668,8 @@ uint64_t seer_event_cache_bytes(void)
 
 void seer_event_order_pool_when_due_host(seer_runtime *rt)
 {
-    rt->mem.order_steps++;
-    if (++rt->mem.pool_steps < SEER_ORDER_AFTER_STEPS || !rt->mem.order_pools)
+    if ((++rt->mem.pool_steps < SEER_ORDER_AFTER_STEPS && !rt->mem.order_now) ||
+        !rt->mem.order_pools)
         return;
     const uint64_t t0 = seer_clock_ns();
     if (rt->mem.order_cost_ns &&
@@ -679,19 +680,16 @@ void seer_event_order_pool_when_due_host(seer_runtime *rt)
      * a list's own order (the records freed last on top) is the warmest */
     const uint32_t nt = rt->pool.nthreads ? rt->pool.nthreads : 1;
     const double bytes = (double)(rt->stats.events - rt->mem.order_events) /
-                         (rt->mem.order_steps ? rt->mem.order_steps : 1) *
-                         (double)rt->event_stride / nt;
+                         rt->mem.pool_steps * (double)rt->event_stride / nt;
     rt->mem.order_events = rt->stats.events;
-    rt->mem.order_steps = 0;
-    if (rt->mem.order_pools == 1 && 4.0 * bytes < (double)rt->mem.cache_bytes) {
-        rt->mem.pool_steps = 0; /* a look again SEER_ORDER_AFTER_STEPS steps on */
+    rt->mem.pool_steps = 0; /* the next look SEER_ORDER_AFTER_STEPS steps on */
+    rt->mem.order_now = 0;
+    if (rt->mem.order_pools == 1 && 4.0 * bytes < (double)rt->mem.cache_bytes)
         return;
-    }
     seer_event_order_pool_host(rt);
     const uint64_t t1 = seer_clock_ns();
     rt->mem.order_cost_ns = t1 > t0 ? t1 - t0 : 1;
     rt->mem.ordered_ns = t1;
-    rt->mem.pool_steps = 0;
 }
 
 static void free_event_cb(void *w, seer_event *ev) { seer_event_free_local(w, ev); }

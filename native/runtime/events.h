@@ -47,7 +47,20 @@ static inline void seer_event_push_local(seer_event_pool *p, seer_event *ev)
     p->nfree++;
 }
 
-/* The worker whose lists ev goes back to in pool calls (its block's home). */
+/* The header of a chunk's block (its records start a line after it). */
+static inline seer_event_block *seer_event_chunk_block(const seer_event_chunk *c)
+{
+    return (seer_event_block *)(void *)(c->mem - SEER_CACHE_LINE);
+}
+
+/* The header of ev's block (blocks are aligned to their size). */
+static inline seer_event_block *seer_event_block_of(const seer_runtime *rt, const seer_event *ev)
+{
+    return (seer_event_block *)((uintptr_t)ev & ~(((uintptr_t)1 << rt->mem.block_shift) - 1));
+}
+
+/* The worker whose lists ev goes back to in pool calls (its block's home;
+ * the per-event path: the worker's copy of the block mask). */
 static inline uint32_t seer_event_home_of(const seer_worker *w, const seer_event *ev)
 {
     return ((const seer_event_block *)((uintptr_t)ev & w->home_mask))->home;
@@ -162,16 +175,15 @@ uint64_t seer_event_cache_bytes(void);
 static inline void seer_event_order_pool_soon_host(seer_runtime *rt)
 {
     rt->mem.pool_steps = 0;
+    rt->mem.order_now = 0;
     rt->mem.order_cost_ns = 0;
     rt->mem.order_events = rt->stats.events;
-    rt->mem.order_steps = 0;
 }
 /* A reset on a pool: order its lists at the next step if the budget allows
  * (not SEER_ORDER_AFTER_STEPS steps on). */
 static inline void seer_event_order_pool_after_reset_host(seer_runtime *rt)
 {
-    if (rt->mem.pool_steps < SEER_ORDER_AFTER_STEPS)
-        rt->mem.pool_steps = SEER_ORDER_AFTER_STEPS - 1;
+    rt->mem.order_now = 1;
 }
 /* Free every event q holds into w's free list and empty q (the caller owns
  * q). */

@@ -542,8 +542,7 @@ int seer_pool_start(seer_runtime *rt, uint32_t threads)
         w->away = calloc(threads, sizeof *w->away);
         w->away_homes = malloc(threads * sizeof *w->away_homes);
         if (!w->local_min || !w->out[0] || !w->out[1] || !w->away || !w->away_homes ||
-            seer_trace_alloc_worker(rt, w) != SEER_OK ||
-            (t == 0 && seer_event_homes_host(rt, threads) != SEER_OK)) {
+            seer_trace_alloc_worker(rt, w) != SEER_OK) {
             seer_pool_stop(rt);
             /* relaxed: no worker runs (none was started). */
             atomic_store_explicit(&rt->pool.active, 0, memory_order_relaxed);
@@ -551,6 +550,13 @@ int seer_pool_start(seer_runtime *rt, uint32_t threads)
         }
         for (uint32_t i = 0; i < rt->B; i++)
             w->local_min[i] = __builtin_inf();
+    }
+    /* a reserve per worker (before any of them takes records) */
+    if (seer_event_homes_host(rt, threads) != SEER_OK) {
+        seer_pool_stop(rt);
+        /* relaxed: no worker runs (none was started). */
+        atomic_store_explicit(&rt->pool.active, 0, memory_order_relaxed);
+        return SEER_E_NOMEM;
     }
     /* relaxed: no worker runs yet; pthread_create orders this for them.  A
      * restarted pool must not mistake the last call (the exit) for a new one. */

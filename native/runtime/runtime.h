@@ -270,15 +270,16 @@ typedef struct seer_rt_reserve {
      * record goes to its list in address order (0: none due; host only) */
     uint32_t order_in;
     /* a pool's orderings (seer_event_order_pool_when_due_host; host only):
-     * steps since the last one (or a switch), when it ended and what it
-     * took (0: order at SEER_ORDER_AFTER_STEPS steps whatever it takes) */
+     * steps since the last look (or a switch), a reset asking for one at
+     * the next step, when the last ended and what it took (0: order at
+     * SEER_ORDER_AFTER_STEPS steps whatever it takes) */
     int order_pools; /* 1: where a step's records outgrow the caches; 0: never
                         (SEER_ORDER_POOLS=0), 2: always (=1; create) */
     uint32_t pool_steps;
+    int order_now;
     uint64_t ordered_ns;
     uint64_t order_cost_ns;
-    uint64_t order_events; /* events handled before the steps looked at */
-    uint32_t order_steps;  /* ... and those steps                       */
+    uint64_t order_events; /* events handled before those steps          */
     uint64_t cache_bytes;  /* a core's L2 (seer_event_cache_bytes; create) */
 } seer_rt_reserve;
 

@@ -158,10 +158,9 @@ static void check_conserved(seer_runtime *rt, const char *when)
 /* Records on `ev`'s list whose block is homed elsewhere than `home`. */
 static uint64_t strangers(const seer_runtime *rt, const seer_event *ev, uint32_t home)
 {
-    const uintptr_t mask = ~(((uintptr_t)1 << rt->mem.block_shift) - 1);
     uint64_t n = 0;
     for (; ev; ev = ev->next_free)
-        n += ((const seer_event_block *)((uintptr_t)ev & mask))->home != home;
+        n += seer_event_block_of(rt, ev)->home != home;
     return n;
 }
 
@@ -183,8 +182,7 @@ static void check_homes(seer_runtime *rt, const char *when)
               "%s: reserve %u holds records of other homes", when, t);
     }
     for (size_t k = 0; k < rt->mem.nchunks; k++) {
-        const seer_event_block *b =
-            (const seer_event_block *)(const void *)(rt->mem.chunks[k].mem - SEER_CACHE_LINE);
+        const seer_event_block *b = seer_event_chunk_block(&rt->mem.chunks[k]);
         CHECK(b->home < rt->pool.nthreads, "%s: block %zu homed to worker %u of %u", when, k,
               b->home, rt->pool.nthreads);
     }
