@@ -440,14 +440,15 @@ def test_switches_back_and_forth_keep_the_partitions_until_one_lasts():
     rt.close()
 
 
-# The second: half of PHOLD's events go to an entity of the other
-# partition; their records flow from the thread that schedules them to the
-# one that handles them and go back to their home thread's lists when the
-# call ends (events.c), so the records in circulation stop growing once
-# warm.  Each thread's home grows to what it needs when it handles the most
-# (the caller alone, a thread budget of one: warmed here too; the other
-# thread alone when the caller is descheduled: not forceable, so up to a
-# block of records a thread may still come), never with the steps.
+# Event records are reused.  In the second configuration half of PHOLD's
+# events go to an entity of the other partition; their records flow from
+# the thread that schedules them to the one that handles them and go back
+# to their home thread's lists when the call ends (events.c), so the
+# records in circulation stop growing once warm.  Each thread's home grows
+# to what it needs when it handles the most (the caller alone, a thread
+# budget of one: warmed here too; the other thread alone when the caller is
+# descheduled: not forceable, so up to a block of records a thread may
+# still come), never with the steps.
 BLOCK_RECORDS = ((1 << 18) - 64) // 64  # a block of PHOLD's 64-byte records (events.c)
 
 
