@@ -60,6 +60,7 @@ LAYER: dict[str, str] = {
     "squeue.c": "core",
     "events.h": "core",
     "events.c": "core",
+    "events_layout.c": "core",
     "errors.h": "core",
     "errors.c": "core",
     "model.c": "core",

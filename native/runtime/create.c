@@ -324,8 +324,9 @@ static void apply_options(seer_runtime *rt, const seer_model *model, const seer_
      * loop's calls (pool.c, keep_off_caller_host) unless this says 0 */
     const char *ko = getenv("SEER_KEEP_OFF_CALLER");
     rt->pool.keep_off_allowed = !(ko && ko[0] == '0' && ko[1] == '\0');
-    /* a pool's free lists put back in address order now and then (events.c,
-     * seer_event_order_pool_when_due_host) unless this says 0 */
+    /* a pool's free lists put back in address order now and then
+     * (events_layout.c, seer_event_order_pool_when_due_host) unless this
+     * says 0 */
     const char *op = getenv("SEER_ORDER_POOLS");
     rt->mem.order_pools = op && op[0] && !op[1] && (op[0] == '0' || op[0] == '1')
                               ? (op[0] == '0' ? 0 : 2)

@@ -134,8 +134,14 @@ void seer_event_pool_balance_local(seer_worker *w, seer_event_pool *p, uint64_t 
  * reserve's mutex; chunks allocated as needed).  SEER_OK, SEER_E_NOMEM, or
  * SEER_E_BUDGET past the memory limit; the list keeps what it took. */
 int seer_event_stock_local(seer_worker *w, uint64_t n);
-/* Free records in address order (events.c says why).  Host only, between
- * calls, under the reserve's lock (as every reader of the lists).  An
+/* Free every event q holds into w's free list and empty q (the caller owns
+ * q). */
+void seer_event_free_all_local(seer_worker *w, seer_squeue *q);
+
+/* ---- events_layout.c: where the records lie ------------------------------ */
+
+/* Free records in address order (events_layout.c says why).  Host only,
+ * between calls, under the reserve's lock (as every reader of the lists).  An
  * optimization only: without memory for its map, or where a list is not
  * what its count says, nothing moves.
  *
@@ -151,7 +157,7 @@ void seer_event_order_host(seer_runtime *rt);
  * probe visits in a row (at most 9 steps each), which would pay the
  * ordering (2-3 ms on PCS 64x64 after 2 threads) for a few steps. */
 #define SEER_ORDER_AFTER_STEPS 32u
-/* Host, between calls, as a pool runs (events.c says why): every free
+/* Host, between calls, as a pool runs (events_layout.c says why): every free
  * record to its home, in address order -- each worker's pool list, then its
  * cross list, as many as they held (as far as its home's records go), its
  * home's reserve the rest.  Nothing moves where a list is not what its
@@ -185,8 +191,5 @@ static inline void seer_event_order_pool_after_reset_host(seer_runtime *rt)
 {
     rt->mem.order_now = 1;
 }
-/* Free every event q holds into w's free list and empty q (the caller owns
- * q). */
-void seer_event_free_all_local(seer_worker *w, seer_squeue *q);
 
 #endif /* SEER_EVENTS_H */

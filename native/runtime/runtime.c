@@ -194,7 +194,7 @@ int seer_runtime_reset(seer_runtime *rt, const uint64_t *seeds, const uint8_t *m
         fail_selected(rt);
     else if (rt->executor == SEER_EXECUTOR_SERIAL)
         /* the reset freed the instances' events in the queues' order: the
-         * free records in address order (events.c says why) */
+         * free records in address order (events_layout.c says why) */
         seer_event_order_host(rt);
     else /* a pool's lists: at the next step, if the budget allows */
         seer_event_order_pool_after_reset_host(rt);

@@ -115,7 +115,7 @@ int seer_runtime_set_executor(seer_runtime *rt, int executor, uint32_t threads)
      * changed. */
     rc = resize_pool(rt, seer_active_threads(rt->rt_flags, threads));
     /* a pool (of another size, or after another executor): its lists in
-     * address order a while on (events.c says why) */
+     * address order a while on (events_layout.c says why) */
     if (rc == SEER_OK && executor != SEER_EXECUTOR_SERIAL)
         seer_event_order_pool_soon_host(rt);
     if (rc != SEER_OK || executor == rt->executor)
@@ -135,7 +135,7 @@ int seer_runtime_set_executor(seer_runtime *rt, int executor, uint32_t threads)
     rt->executor = executor;
     /* the records flowed between the pool's threads: once the serial
      * executor has run a while (not for a probe's visit), every free record
-     * goes to its list in address order (events.c says why) */
+     * goes to its list in address order (events_layout.c says why) */
     rt->mem.order_in = executor == SEER_EXECUTOR_SERIAL ? SEER_ORDER_AFTER_STEPS : 0;
     return SEER_OK;
 }
