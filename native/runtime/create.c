@@ -332,6 +332,13 @@ static void apply_options(seer_runtime *rt, const seer_model *model, const seer_
                               ? (op[0] == '0' ? 0 : 2)
                               : 1;
     rt->mem.cache_bytes = seer_event_cache_bytes();
+    /* pending events moved into address order after a serial reset or a
+     * switch, and at a pool's orderings (events_layout.c, seer_event_relayout_host)
+     * unless this says 0 (=1: on the serial executor whatever the sizes) */
+    const char *rl = getenv("SEER_RELAYOUT");
+    rt->mem.relayout = rl && rl[0] && !rl[1] && (rl[0] == '0' || rl[0] == '1')
+                           ? (rl[0] == '0' ? 0 : 2)
+                           : 1;
     rt->fork_gen = seer_fork_generation();
 }
 

@@ -18,8 +18,9 @@
  *   seer_event_stock_local         outside the event loop: at least n free
  *                                  (a restore's events, snapshot.c)
  *
- * Where the records lie -- the free ones put back in address order
- * (seer_event_order_*_host) -- is events_layout.c's.
+ * Where the records lie -- the free ones put back in address order, the
+ * pending ones moved into it (seer_event_order_*_host,
+ * seer_event_relayout_host) -- is events_layout.c's.
  *
  * Blocks (1 << block_shift bytes, aligned so: a header line with the home,
  * then the records) are allocated as a home's reserve runs dry, homed to

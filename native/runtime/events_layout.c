@@ -1,13 +1,17 @@
 /*
  * events_layout.c -- where event records lie (event memory is events.c's):
  * between calls, on the host thread, the free records put back in address
- * order.
+ * order and the pending events moved into records in address order.
  *
  *   seer_event_order_all_host      between calls, on the serial executor
  *   seer_event_order_host          after a switch or a reset: the free
  *                                  records in address order
  *   seer_event_order_pool_host     on a pool, now and then: each list in
  *                                  address order, on its own
+ *   seer_event_relayout_host       between calls, after a reset or a switch
+ *                                  and then on a pool's orderings: the
+ *                                  pending events moved into records in
+ *                                  address order, queue by queue
  *
  * Why free records are put back in address order: a list's order is the
  * order the records are next allocated in, and once records have flowed
@@ -15,7 +19,8 @@
  * order, a list is scattered over the chunks, and stays so for thousands of
  * steps (allocation is LIFO).  Measured on PCS 64x64 (2 cores): the serial
  * executor after 200 steps on 2 threads ran 12% slower than one that never
- * left it beside a CPU burner, 3-5% alone; in order again, 0-2%.  After a
+ * left it beside a CPU burner, 3-5% alone; in order again, 0-2% (in later
+ * runs 7-12% beside a burner: the pending events' places, below).  After a
  * reset, episodes of 100-400 steps ran 1-3% faster in order.  A pool's
  * lists scatter too, as its records go home out of order (and before the
  * homes, walking lists of both threads' records cost more than it gained):
@@ -36,7 +41,39 @@
  * pool again (STPA's probes) ran its pool 10-20% behind the same pool made
  * fresh until its lists were ordered.  SEER_ORDER_POOLS=0 turns it off,
  * =1 orders whatever the sizes.  Takes and gives keep a list's order.
+ *
+ * Why pending events are moved (seer_event_relayout_host).  Ordering the
+ * free records leaves the pending ones where they are, and a step handles
+ * mostly events that were pending when it started (PCS 64x64: 69,632
+ * pending between steps, 46,000 handled in a step): their records are
+ * where the model's init or the pool's threads put them (after a reset, in
+ * the order the entities were initialized; after a pool, spread over the
+ * blocks of both homes), and allocation being LIFO they keep circulating
+ * there.  Copied out and written back in the queues' order (bucket by
+ * bucket: roughly the order they are handled in) into the records of
+ * lowest address, queue by queue (a pool's: into its home's), they are
+ * read about in address order.  Measured on PCS 64x64 (2 cores; 2 envs
+ * with it, 2 without, in one process, rotated 40-step blocks; 5-9 runs
+ * each, benchmarks/bench_relayout.py and the same by hand), its time with
+ * it against without: the serial executor 0.90-0.95 alone, 0.91-0.95
+ * beside a CPU burner, lasting (0.91-0.95 still 2000 steps on), after a
+ * reset and after 100 steps alike; sorting the events by (time, key) first
+ * gained nothing more (0.91-0.95 either way) and cost 8 ms a reset more.
+ * The serial executor after a pool ran 14-19% behind a fresh one beside a
+ * burner (the free records in order; 31-36% without): relaid, 0.99-1.02.
+ * A pool, relaid at its orderings: parallel-2 0.92-0.98 alone, 0.91-0.97
+ * beside a burner; optimistic-2 0.93-1.00 and 0.93-0.96.  The cost: a copy
+ * of the pending events (4.4 MB, about 1 ms on PCS 64x64 against a reset's
+ * 4.4 ms).  Where the pending records fit a core's L2 nothing is moved on
+ * the serial executor (PCS 32x32, 1.1 MB: 0.98-1.01x), nor on a pool where
+ * its lists are not ordered (a step's records, a thread's share, within a
+ * quarter of it).  SEER_RELAYOUT=0 turns it off, =1 moves the serial
+ * executor's whatever the sizes.  Only where the free records and the
+ * pending ones make up every record (nothing else holds one: not the
+ * optimistic executor's logs), and the copy fits an eighth of
+ * memory_limit.
  */
+#include <stddef.h> /* offsetof */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h> /* sysconf */
@@ -45,6 +82,7 @@
 #include "event.h"
 #include "events.h"
 #include "runtime.h"
+#include "squeue.h"
 #include "sync.h"
 #include "trace.h" /* seer_clock_ns */
 
@@ -370,8 +408,237 @@ void seer_event_order_pool_when_due_host(seer_runtime *rt)
     rt->mem.order_now = 0;
     if (rt->mem.order_pools == 1 && 4.0 * bytes < (double)rt->mem.cache_bytes)
         return;
-    seer_event_order_pool_host(rt);
+    if (!rt->mem.relayout || !seer_event_relayout_host(rt))
+        seer_event_order_pool_host(rt);
     const uint64_t t1 = seer_clock_ns();
     rt->mem.order_cost_ns = t1 > t0 ? t1 - t0 : 1;
     rt->mem.ordered_ns = t1;
+}
+
+/* ---- pending events in the order they are handled ------------------------- */
+
+uint32_t seer_event_relayout_home(uint64_t x, uint64_t n, uint32_t nt)
+{
+    const uint32_t r = (uint32_t)(x * nt / n), front = (nt + 1) / 2;
+    return r < front ? 2 * r : 2 * (nt - 1 - r) + 1;
+}
+
+/* The queues a relayout moves, each with the home its records come from,
+ * and what it needs: each queue's events (evs[.. end[q]]) and their copy. */
+typedef struct relayout {
+    seer_squeue **qs;
+    uint32_t *home;
+    uint64_t *end;
+    size_t nq;
+    seer_event **evs;
+    uint64_t n;
+    uint64_t *counts;
+    unsigned char *copy;
+} relayout;
+
+static void relayout_free(relayout *r)
+{
+    free(r->copy);
+    free(r->counts);
+    free(r->evs);
+    free(r->end);
+    free(r->home);
+    free(r->qs);
+}
+
+static void relayout_cb(void *arg, seer_event *ev)
+{
+    relayout *r = arg;
+    r->evs[r->n++] = ev;
+}
+
+/* Each queue's events collected, copied out, and room for them in the queue
+ * once cleared; nothing moved.  0 without the memory (or where the copy
+ * would take more than an eighth of memory_limit, as the optimistic
+ * executor's logs), or where the free records and these do not make up
+ * every record (another holds some: the optimistic executor's logs, say). */
+static int relayout_prepare(seer_runtime *rt, relayout *r, uint64_t total)
+{
+    const size_t stride = rt->event_stride, hdr = offsetof(seer_event, payload);
+    if ((double)total * (double)(stride + sizeof(seer_event *)) > (double)rt->memory_limit / 8.0)
+        return 0;
+    uint64_t free_n = 0;
+    for (uint32_t t = 0; rt->pool.workers && t < rt->pool.nthreads; t++)
+        free_n += rt->pool.workers[t].pool.nfree + rt->pool.workers[t].cross.nfree;
+    for (uint32_t h = 0; h < rt->mem.nhomes; h++)
+        free_n += rt->mem.homes[h].n;
+    if (free_n + total != rt->mem.pool_events)
+        return 0;
+    r->evs = malloc((total ? total : 1) * sizeof *r->evs);
+    r->counts = malloc(SEER_SQ_COUNTS * sizeof *r->counts);
+    r->copy = malloc((total ? total : 1) * stride);
+    if (!r->evs || !r->counts || !r->copy)
+        return 0;
+    for (size_t q = 0; q < r->nq; q++) {
+        const uint64_t from = r->n;
+        seer_squeue_foreach_owner(r->qs[q], relayout_cb, r);
+        r->end[q] = r->n;
+        memset(r->counts, 0, SEER_SQ_COUNTS * sizeof *r->counts);
+        for (uint64_t k = from; k < r->n; k++)
+            r->counts[seer_squeue_bucket_of_cleared(r->evs[k]->time)]++;
+        if (r->n - from != r->qs[q]->n || seer_squeue_reserve_owner(r->qs[q], r->counts))
+            return 0;
+    }
+    /* in the queues' order: bucket by bucket, roughly the order they are
+     * handled in */
+    for (uint64_t k = 0; k < total; k++)
+        memcpy(r->copy + k * stride, r->evs[k], hdr + r->evs[k]->size);
+    return 1;
+}
+
+/* A home's records, free, in address order: a list and its length. */
+typedef struct home_list {
+    seer_event *head;
+    uint64_t n;
+} home_list;
+
+static seer_event *home_list_pop(home_list *l)
+{
+    seer_event *ev = l->head;
+    l->head = ev->next_free;
+    l->n--;
+    return ev;
+}
+
+/* The first k records of l (all, where it holds fewer) on top of the list
+ * *head of *n records, in their order. */
+static void home_list_give(home_list *l, seer_event **head, uint64_t *n, uint64_t k)
+{
+    if (k > l->n)
+        k = l->n;
+    if (!k)
+        return;
+    seer_event *h = l->head, *tail = h;
+    for (uint64_t i = 1; i < k; i++)
+        tail = tail->next_free;
+    l->head = tail->next_free;
+    l->n -= k;
+    tail->next_free = *head;
+    *head = h;
+    *n += k;
+}
+
+/* Under the lock, prepared (every record free or in r's copy; the queues
+ * not yet cleared): the queues cleared; every record dealt from the blocks
+ * in address order -- each queue's events first, into records of its home
+ * (`one`: of any home, worker 0's list taking every record), then each
+ * worker's pool and cross lists as many as they held, its reserve the
+ * rest. */
+static int relayout_commit_locked(seer_runtime *rt, relayout *r, int one)
+{
+    const size_t stride = rt->event_stride, hdr = offsetof(seer_event, payload);
+    const uint32_t nh = rt->mem.nhomes, nw = rt->pool.nthreads;
+    const size_t nc = rt->mem.nchunks;
+    home_list *hl = calloc(nh, sizeof *hl);
+    seer_event_chunk *by = malloc((nc ? nc : 1) * sizeof *by);
+    uint64_t *keep = malloc(2 * (size_t)nw * sizeof *keep);
+    if (!hl || !by || !keep) { /* nothing moved: the events stay where they are */
+        free(keep);
+        free(by);
+        free(hl);
+        return 0;
+    }
+    memcpy(by, rt->mem.chunks, nc * sizeof *by);
+    qsort(by, nc, sizeof *by, chunk_cmp);
+    for (size_t c = nc; c-- > 0;) { /* from the highest record down: the lowest on top */
+        home_list *l = &hl[one ? 0 : block_home(&by[c], nh)];
+        for (uint64_t i = by[c].n; i-- > 0;) {
+            seer_event *ev = (seer_event *)(void *)(by[c].mem + i * stride);
+            ev->next_free = l->head;
+            l->head = ev;
+            l->n++;
+        }
+    }
+    for (uint32_t t = 0; t < nw; t++) {
+        seer_worker *w = &rt->pool.workers[t];
+        keep[2 * t] = one ? (t ? 0 : UINT64_MAX) : w->pool.nfree;
+        keep[2 * t + 1] = one ? 0 : w->cross.nfree;
+        w->pool = (seer_event_pool){NULL, 0, w->pool.refills, w->pool.refills_seen,
+                                    w->pool.target};
+        w->cross = (seer_event_pool){NULL, 0, w->cross.refills, w->cross.refills_seen,
+                                     w->cross.target};
+    }
+    for (uint32_t h = 0; h < nh; h++)
+        rt->mem.homes[h] = (seer_event_home){NULL, 0};
+    uint64_t k = 0;
+    for (size_t q = 0; q < r->nq; q++) {
+        seer_squeue_clear_owner(r->qs[q]);
+        home_list *l = &hl[one ? 0 : r->home[q]];
+        for (; k < r->end[q]; k++) {
+            for (uint32_t h = 0; !l->n; h++) /* its home short: another's */
+                l = &hl[h];
+            seer_event *ev = home_list_pop(l);
+            const seer_event *src = (const seer_event *)(const void *)(r->copy + k * stride);
+            memcpy(ev, src, hdr + src->size);
+            (void)seer_squeue_push_owner(r->qs[q], ev); /* reserved */
+        }
+    }
+    for (uint32_t h = 0; h < nh; h++) {
+        if (h < nw) {
+            seer_worker *w = &rt->pool.workers[h];
+            home_list_give(&hl[h], &w->pool.free, &w->pool.nfree, keep[2 * h]);
+            home_list_give(&hl[h], &w->cross.free, &w->cross.nfree, keep[2 * h + 1]);
+        }
+        home_list_give(&hl[h], &rt->mem.homes[h].free, &rt->mem.homes[h].n, hl[h].n);
+    }
+    free(keep);
+    free(by);
+    free(hl);
+    return 1;
+}
+
+int seer_event_relayout_host(seer_runtime *rt)
+{
+    if (!rt->pool.workers || rt->mem.nhomes < rt->pool.nthreads)
+        return 0;
+    const int serial = !seer_uses_parts(rt->executor);
+    const uint32_t np = serial ? 1 : rt->part.n, B = rt->B;
+    uint32_t nt = atomic_load_explicit(&rt->pool.active, memory_order_relaxed);
+    nt = nt < 1 ? 1 : nt > rt->pool.nthreads ? rt->pool.nthreads : nt;
+    relayout r = {.nq = (size_t)B * np};
+    r.qs = malloc((r.nq ? r.nq : 1) * sizeof *r.qs);
+    r.home = malloc((r.nq ? r.nq : 1) * sizeof *r.home);
+    r.end = malloc((r.nq ? r.nq : 1) * sizeof *r.end);
+    uint64_t total = 0;
+    int ok = r.qs && r.home && r.end;
+    for (uint32_t i = 0; ok && i < B; i++) {
+        seer_inst *in = &rt->inst[i];
+        if (!serial && in->queue.n) /* (never: a pool's events are in its partitions) */
+            ok = 0;
+        for (uint32_t p = 0; ok && p < np; p++) {
+            const size_t q = (size_t)i * np + p;
+            r.qs[q] = serial ? &in->queue : &in->parts[p];
+            r.home[q] = serial ? 0 : seer_event_relayout_home(q, r.nq, nt);
+            total += r.qs[q]->n;
+        }
+    }
+    pthread_mutex_lock(&rt->mem.lock);
+    ok = ok && relayout_prepare(rt, &r, total) && relayout_commit_locked(rt, &r, serial);
+    rt->mem.relayouts += (uint64_t)ok;
+    pthread_mutex_unlock(&rt->mem.lock);
+    relayout_free(&r);
+    return ok;
+}
+
+void seer_event_tidy_serial_host(seer_runtime *rt, int all)
+{
+    uint64_t pending = 0;
+    for (uint32_t i = 0; i < rt->B; i++)
+        pending += rt->inst[i].queue.n;
+    /* where the pending records fit a core's L2 their places matter little
+     * (PCS 32x32, 1.1 MB against 2 MB: 0.98-1.01x) */
+    const int due = rt->mem.relayout == 2 ||
+                    (rt->mem.relayout == 1 &&
+                     (double)pending * (double)rt->event_stride >= (double)rt->mem.cache_bytes);
+    if (due && seer_event_relayout_host(rt))
+        return;
+    if (all)
+        seer_event_order_all_host(rt);
+    else
+        seer_event_order_host(rt);
 }

@@ -281,6 +281,13 @@ typedef struct seer_rt_reserve {
     uint64_t order_cost_ns;
     uint64_t order_events; /* events handled before those steps          */
     uint64_t cache_bytes;  /* a core's L2 (seer_event_cache_bytes; create) */
+    /* pending events moved into address order (seer_event_relayout_host):
+     * on the serial executor after a reset or a switch, 1 where they
+     * outgrow the cache, 2 whatever the sizes (SEER_RELAYOUT=1); on a pool
+     * at its orderings, 1 or 2; 0 never (SEER_RELAYOUT=0: the free records
+     * ordered alone, as before; create) */
+    int relayout;
+    uint64_t relayouts; /* relayouts that moved the events (host only) */
 } seer_rt_reserve;
 
 /* Steps the keep-off of the workers looks back on (pool.c). */

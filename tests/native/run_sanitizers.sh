@@ -93,11 +93,22 @@ for mode in "${modes[@]}"; do
   "$CC" "${common[@]}" "${flags[@]}" "$here/test_event_order.c" "${runtime_src[@]}" \
     "${wrap[@]}" -o "$out/test_event_order-$mode" -lm
   "$out/test_event_order-$mode"
+  # pending events moved into address order (serial, parallel, optimistic)
+  "$CC" "${common[@]}" "${flags[@]}" "$here/test_event_relayout.c" "${runtime_src[@]}" \
+    "${wrap[@]}" -o "$out/test_event_relayout-$mode" -lm
+  "$out/test_event_relayout-$mode"
   # every allocation and thread creation of the runtime failed in turn: the
   # only build with the failure injection (faults.h, faults.c)
   "$CC" "${common[@]}" "${flags[@]}" -DSEER_FAULT_INJECTION "$here/stress_failures.c" \
     "${runtime_src[@]}" "${wrap[@]}" -o "$out/stress_failures-$mode" -lm
   # shellcheck disable=SC2086 # two arguments
   "$out/stress_failures-$mode" ${fi_stride[$mode]}
+  # again with the pending events relaid after every serial reset and
+  # switch, and every pool's lists ordered (relaid) at each chance: their
+  # allocations fail in turn too (not under TSan: single-threaded host code)
+  if [ "$mode" != tsan ]; then
+    # shellcheck disable=SC2086
+    SEER_RELAYOUT=1 SEER_ORDER_POOLS=1 "$out/stress_failures-$mode" ${fi_stride[$mode]}
+  fi
 done
 echo "sanitizer runs: all passed"

@@ -1,0 +1,400 @@
+/*
+ * test_event_relayout: pending events moved into address order
+ * (seer_event_relayout_host, events.c), from C, under the sanitizers
+ * (run_sanitizers.sh).
+ *
+ * PHOLD, two instances.  On the serial executor a relayout puts every
+ * pending event into the records of lowest address, in its queue's order,
+ * instance after instance, and every free record after them on worker 0's
+ * list in address order.  On a pool (parallel and optimistic executors,
+ * 3 threads) each partition's events go into records of the home
+ * seer_event_relayout_home names, in address order, the lists and reserves
+ * keep their homes' records only and the lists their counts (as far as
+ * their home's records go).  Nothing is
+ * lost or listed twice, and the outputs stay the serial executor's bit for
+ * bit.  Where the free records and the pending ones do not make up every
+ * record (a miscounted list), or where the copy would outgrow an eighth of
+ * memory_limit, nothing moves.  The policy: after a serial
+ * reset where the pending records outgrow the cache, and at a pool's
+ * ordering (whatever the sizes with SEER_RELAYOUT=1, never with 0).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "events.h"
+#include "phold.h"
+#include "runtime.h"
+#include "seer_runtime.h"
+#include "squeue.h"
+
+static const seer_phold_config cfg = {.num_entities = 200, .events_per_entity = 4,
+                                      .remote = 0.7, .mean = 0.6, .lookahead = 0.3,
+                                      .work = 0, .step_duration = 2.0};
+
+static int fails = 0;
+#define CHECK(cond, ...)                                                                      \
+    do {                                                                                      \
+        if (!(cond)) {                                                                        \
+            fprintf(stderr, "test_event_relayout:%d: ", __LINE__);                           \
+            fprintf(stderr, __VA_ARGS__);                                                     \
+            fputc('\n', stderr);                                                              \
+            fails++;                                                                          \
+        }                                                                                     \
+    } while (0)
+
+/* A runtime of PHOLD, reset; `relayout` as SEER_RELAYOUT says (NULL: unset). */
+static seer_runtime *make(int executor, uint32_t threads, const char *relayout)
+{
+    seer_runtime *rt = NULL;
+    char err[512];
+    seer_runtime_options o = {.num_instances = 2, .executor = executor, .threads = threads,
+                              .flags = SEER_RT_OVERSUBSCRIBE};
+    if (relayout)
+        setenv("SEER_RELAYOUT", relayout, 1);
+    int rc = seer_runtime_create(&seer_model_phold, &cfg, sizeof cfg, &o, &rt, err, sizeof err);
+    unsetenv("SEER_RELAYOUT");
+    if (rc != SEER_OK) {
+        fprintf(stderr, "create: %s\n", err);
+        exit(2);
+    }
+    const uint64_t seeds[2] = {11, 12};
+    if (seer_runtime_reset(rt, seeds, NULL) != SEER_OK) {
+        fprintf(stderr, "reset: %s\n", seer_runtime_error(rt));
+        exit(2);
+    }
+    return rt;
+}
+
+/* `steps` steps of both instances, the actions drawn from the step's index;
+ * a checksum of the observations and rewards after each. */
+static uint64_t run(seer_runtime *rt, int steps, uint64_t h)
+{
+    uint64_t at;
+    (void)seer_runtime_step_index(rt, 0, &at);
+    const seer_sizes *sz = seer_runtime_sizes(rt);
+    const uint32_t A = sz->num_agents;
+    for (int k = 0; k < steps; k++) {
+        int32_t *act = seer_runtime_buffer(rt, SEER_BUF_ACTIONS);
+        for (uint32_t a = 0; a < 2 * A; a++)
+            act[a] = (int32_t)((7u * (uint32_t)(at + (uint64_t)k) + a) % (uint32_t)sz->action_n);
+        if (seer_runtime_step(rt, NULL) != SEER_OK) {
+            fprintf(stderr, "step: %s\n", seer_runtime_error(rt));
+            exit(2);
+        }
+        const unsigned char *o = seer_runtime_buffer(rt, SEER_BUF_OBS);
+        const unsigned char *r = seer_runtime_buffer(rt, SEER_BUF_REWARD);
+        for (size_t j = 0; j < (size_t)2 * A * sz->obs_dim * 4; j++)
+            h = (h ^ o[j]) * 1099511628211ull;
+        for (size_t j = 0; j < (size_t)2 * A * 4; j++)
+            h = (h ^ r[j]) * 1099511628211ull;
+    }
+    return h;
+}
+
+/* Records of a queue, in its order, each checked against the last one
+ * walked (ascending: *asc cleared where one is not above it) and its home
+ * (wrong: counted where it is not `home`; UINT32_MAX: any). */
+typedef struct walk_q {
+    const seer_runtime *rt;
+    uintptr_t last;
+    int asc;
+    uint32_t home;
+    uint64_t n, wrong;
+} walk_q;
+
+static void walk_cb(void *arg, seer_event *ev)
+{
+    walk_q *w = arg;
+    if ((uintptr_t)ev <= w->last)
+        w->asc = 0;
+    w->last = (uintptr_t)ev;
+    w->n++;
+    if (w->home != UINT32_MAX && seer_event_block_of(w->rt, ev)->home != w->home)
+        w->wrong++;
+}
+
+/* Records on a list; *ascending: each above the one before; *lowest: the
+ * first one's address. */
+static uint64_t walk(const seer_event *ev, int *ascending, uintptr_t *lowest)
+{
+    uint64_t n = 0;
+    *ascending = 1;
+    *lowest = ev ? (uintptr_t)ev : UINTPTR_MAX;
+    for (const seer_event *prev = NULL; ev; prev = ev, ev = ev->next_free, n++)
+        if (prev && (uintptr_t)ev <= (uintptr_t)prev)
+            *ascending = 0;
+    return n;
+}
+
+/* Records on `ev`'s list whose block is homed elsewhere than `home`. */
+static uint64_t strangers(const seer_runtime *rt, const seer_event *ev, uint32_t home)
+{
+    uint64_t n = 0;
+    for (; ev; ev = ev->next_free)
+        n += seer_event_block_of(rt, ev)->home != home;
+    return n;
+}
+
+/* Every free record (the workers' lists, the reserves) and every pending
+ * one add up to the records allocated, each listed once. */
+static void check_conserved(seer_runtime *rt, const char *when)
+{
+    uint64_t free_n = 0;
+    int asc;
+    uintptr_t low;
+    for (uint32_t t = 0; t < rt->pool.nthreads; t++) {
+        const seer_event_pool *l[2] = {&rt->pool.workers[t].pool, &rt->pool.workers[t].cross};
+        for (int j = 0; j < 2; j++) {
+            const uint64_t n = walk(l[j]->free, &asc, &low);
+            CHECK(n == l[j]->nfree, "%s: worker %u list %d lists %llu, counts %llu", when, t, j,
+                  (unsigned long long)n, (unsigned long long)l[j]->nfree);
+            free_n += n;
+        }
+    }
+    for (uint32_t h = 0; h < rt->mem.nhomes; h++) {
+        const uint64_t n = walk(rt->mem.homes[h].free, &asc, &low);
+        CHECK(n == rt->mem.homes[h].n, "%s: reserve %u lists %llu, counts %llu", when, h,
+              (unsigned long long)n, (unsigned long long)rt->mem.homes[h].n);
+        free_n += n;
+    }
+    uint64_t pending = 0;
+    for (uint32_t i = 0; i < 2; i++) {
+        uint64_t p;
+        (void)seer_runtime_pending_events(rt, i, &p);
+        pending += p;
+    }
+    CHECK(free_n + pending == rt->mem.pool_events,
+          "%s: %llu free + %llu pending != %llu records", when, (unsigned long long)free_n,
+          (unsigned long long)pending, (unsigned long long)rt->mem.pool_events);
+}
+
+/* Free records held by workers 1.. and the reserves. */
+static uint64_t held_elsewhere(const seer_runtime *rt)
+{
+    uint64_t n = 0;
+    for (uint32_t t = 1; t < rt->pool.nthreads; t++)
+        n += rt->pool.workers[t].pool.nfree + rt->pool.workers[t].cross.nfree;
+    return n + seer_event_reserved(rt);
+}
+
+/* The serial executor: pending events in the lowest records, queue by
+ * queue in order, the free ones after them on worker 0's list (not checked
+ * where `queues` is 0: a step ran since); every free record there. */
+static void check_serial_layout(seer_runtime *rt, int queues, const char *when)
+{
+    walk_q w = {.rt = rt, .asc = 1, .home = UINT32_MAX};
+    for (uint32_t i = 0; queues && i < rt->B; i++)
+        seer_squeue_foreach_owner(&rt->inst[i].queue, walk_cb, &w);
+    int asc;
+    uintptr_t low;
+    (void)walk(rt->pool.workers[0].pool.free, &asc, &low);
+    CHECK(!queues || (w.n > 0 && w.asc),
+          "%s: the pending events' records (%llu) do not ascend queue by queue", when,
+          (unsigned long long)w.n);
+    CHECK(!queues || asc, "%s: worker 0's list is not in address order", when);
+    CHECK(!queues || low > w.last, "%s: a free record lies below a pending one", when);
+    CHECK(held_elsewhere(rt) == 0, "%s: %llu free records are not on worker 0's list", when,
+          (unsigned long long)held_elsewhere(rt));
+    check_conserved(rt, when);
+}
+
+/* A pool: each partition's events in its home's records, ascending (not
+ * checked where `queues` is 0: steps ran since); every list and reserve
+ * holds its home's records only. */
+static void check_pool_layout(seer_runtime *rt, int queues, const char *when)
+{
+    const uint32_t np = rt->part.n, nt = rt->pool.nthreads;
+    for (uint32_t i = 0; queues && i < rt->B; i++)
+        for (uint32_t p = 0; p < np; p++) {
+            const uint64_t q = (uint64_t)i * np + p;
+            walk_q w = {.rt = rt, .asc = 1,
+                        .home = seer_event_relayout_home(q, (uint64_t)rt->B * np, nt)};
+            seer_squeue_foreach_owner(&rt->inst[i].parts[p], walk_cb, &w);
+            CHECK(w.asc && w.wrong == 0,
+                  "%s: instance %u partition %u: %llu events, %s, %llu of other homes than %u",
+                  when, i, p, (unsigned long long)w.n, w.asc ? "ascending" : "not ascending",
+                  (unsigned long long)w.wrong, w.home);
+        }
+    for (uint32_t t = 0; t < nt; t++) {
+        const seer_worker *w = &rt->pool.workers[t];
+        CHECK(strangers(rt, w->pool.free, t) == 0 && strangers(rt, w->cross.free, t) == 0 &&
+                  strangers(rt, rt->mem.homes[t].free, t) == 0,
+              "%s: worker %u's lists or reserve hold records of other homes", when, t);
+    }
+    check_conserved(rt, when);
+}
+
+/* A pool's relayout by hand: the layout, the lists' counts kept (as far as
+ * their homes' records go); then the outputs against the serial
+ * executor's. */
+static void pool_case(int executor, const char *name, uint64_t want)
+{
+    char when[96];
+    seer_runtime *rt = make(executor, 3, NULL);
+    uint64_t h = run(rt, 20, 1);
+    /* every home holds a block (a worker that never came, on a loaded
+     * machine, has none: its queues' events would go to other homes) */
+    for (uint32_t t = 0; t < 3; t++)
+        if (seer_event_stock_local(&rt->pool.workers[t], rt->pool.workers[t].pool.nfree + 1))
+            exit(2);
+    uint64_t counts[6];
+    for (uint32_t t = 0; t < 3; t++) {
+        counts[2 * t] = rt->pool.workers[t].pool.nfree;
+        counts[2 * t + 1] = rt->pool.workers[t].cross.nfree;
+    }
+    snprintf(when, sizeof when, "%s, after a relayout", name);
+    const uint64_t before = rt->mem.relayouts;
+    CHECK(seer_event_relayout_host(rt) == 1 && rt->mem.relayouts == before + 1,
+          "%s: the relayout did not move the events", name);
+    check_pool_layout(rt, 1, when);
+    /* each worker's lists as many as they held, as far as its home's
+     * records left by the pending events go */
+    uint64_t avail[3] = {0, 0, 0};
+    for (size_t c = 0; c < rt->mem.nchunks; c++)
+        avail[seer_event_chunk_block(&rt->mem.chunks[c])->home] += rt->mem.chunks[c].n;
+    for (uint32_t i = 0; i < rt->B; i++)
+        for (uint32_t p = 0; p < rt->part.n; p++)
+            for (uint32_t t = 0; t < 3; t++) {
+                walk_q w = {.rt = rt, .asc = 1, .home = t};
+                seer_squeue_foreach_owner(&rt->inst[i].parts[p], walk_cb, &w);
+                avail[t] -= w.n - w.wrong;
+            }
+    for (uint32_t t = 0; t < 3; t++) {
+        const uint64_t pool = counts[2 * t] < avail[t] ? counts[2 * t] : avail[t];
+        const uint64_t cross = counts[2 * t + 1] < avail[t] - pool ? counts[2 * t + 1]
+                                                                   : avail[t] - pool;
+        CHECK(rt->pool.workers[t].pool.nfree == pool && rt->pool.workers[t].cross.nfree == cross,
+              "%s: worker %u's lists hold %llu + %llu, want %llu + %llu (held %llu + %llu)",
+              when, t, (unsigned long long)rt->pool.workers[t].pool.nfree,
+              (unsigned long long)rt->pool.workers[t].cross.nfree, (unsigned long long)pool,
+              (unsigned long long)cross, (unsigned long long)counts[2 * t],
+              (unsigned long long)counts[2 * t + 1]);
+    }
+    h = run(rt, 20, h);
+    CHECK(h == want, "%s: the outputs differ from the serial executor's after a relayout", name);
+    seer_runtime_destroy(rt);
+}
+
+int main(void)
+{
+    /* the reference: the serial executor, never relaid */
+    seer_runtime *ref = make(SEER_EXECUTOR_SERIAL, 1, "0");
+    const uint64_t want = run(ref, 40, 1);
+    CHECK(ref->mem.relayouts == 0, "SEER_RELAYOUT=0: a reset relaid the events");
+    seer_runtime_destroy(ref);
+
+    /* the serial executor, by hand after 20 steps */
+    seer_runtime *rt = make(SEER_EXECUTOR_SERIAL, 1, "0");
+    uint64_t h = run(rt, 20, 1);
+    CHECK(seer_event_relayout_host(rt) == 1, "serial: the relayout did not move the events");
+    check_serial_layout(rt, 1, "serial, after a relayout");
+    h = run(rt, 20, h);
+    CHECK(h == want, "serial: the outputs differ after a relayout");
+
+    /* a count that is not what the list holds: nothing moves */
+    {
+        seer_worker *w0 = &rt->pool.workers[0];
+        const uint64_t n0 = w0->pool.nfree;
+        walk_q before = {.rt = rt, .asc = 1, .home = UINT32_MAX};
+        seer_squeue_foreach_owner(&rt->inst[0].queue, walk_cb, &before);
+        w0->pool.nfree = n0 + 1;
+        CHECK(seer_event_relayout_host(rt) == 0, "a relayout moved events past a miscounted list");
+        w0->pool.nfree = n0;
+        walk_q after = {.rt = rt, .asc = 1, .home = UINT32_MAX};
+        seer_squeue_foreach_owner(&rt->inst[0].queue, walk_cb, &after);
+        CHECK(after.n == before.n && after.last == before.last,
+              "the events moved past a miscounted list");
+        check_conserved(rt, "after the miscounted list");
+        /* nor where the copy would outgrow an eighth of memory_limit */
+        const uint64_t limit = rt->memory_limit;
+        rt->memory_limit = 8 * before.n * rt->event_stride;
+        CHECK(seer_event_relayout_host(rt) == 0, "a relayout copied past memory_limit / 8");
+        rt->memory_limit = limit;
+        walk_q again = {.rt = rt, .asc = 1, .home = UINT32_MAX};
+        seer_squeue_foreach_owner(&rt->inst[0].queue, walk_cb, &again);
+        CHECK(again.last == before.last, "the events moved past memory_limit / 8");
+    }
+    seer_runtime_destroy(rt);
+
+    /* a pool's, by hand: the parallel executor and the optimistic one */
+    pool_case(SEER_EXECUTOR_PARALLEL, "parallel", want);
+    pool_case(SEER_EXECUTOR_OPTIMISTIC, "optimistic", want);
+
+    /* a pool switched to the serial executor: the pool's records, of three
+     * homes, become the serial executor's, in address order */
+    {
+        seer_runtime *a = make(SEER_EXECUTOR_PARALLEL, 3, "1");
+        uint64_t ha = run(a, 20, 1);
+        if (seer_runtime_set_executor(a, SEER_EXECUTOR_SERIAL, 1) != SEER_OK)
+            return 2;
+        const uint64_t before = a->mem.relayouts;
+        ha = run(a, SEER_ORDER_AFTER_STEPS - 1, ha);
+        CHECK(a->mem.relayouts == before, "a relayout before %u steps after a switch",
+              SEER_ORDER_AFTER_STEPS);
+        ha = run(a, 1, ha);
+        CHECK(a->mem.relayouts == before + 1, "no relayout %u steps after a switch",
+              SEER_ORDER_AFTER_STEPS);
+        check_serial_layout(a, 0, "after a switch to serial and a step");
+        seer_runtime *b = make(SEER_EXECUTOR_SERIAL, 1, "0");
+        CHECK(ha == run(b, 20 + SEER_ORDER_AFTER_STEPS, 1),
+              "the outputs differ after a switch to serial and a relayout");
+        seer_runtime_destroy(a);
+        seer_runtime_destroy(b);
+    }
+
+    /* the policy: after a serial reset where the pending records outgrow
+     * the cache, whatever the sizes with SEER_RELAYOUT=1, never with 0 */
+    {
+        const uint64_t seeds[2] = {11, 12};
+        seer_runtime *on = make(SEER_EXECUTOR_SERIAL, 1, "1");
+        seer_runtime *off = make(SEER_EXECUTOR_SERIAL, 1, "0");
+        seer_runtime *small = make(SEER_EXECUTOR_SERIAL, 1, NULL);
+        seer_runtime *big = make(SEER_EXECUTOR_SERIAL, 1, NULL);
+        CHECK(on->mem.relayouts == 1, "SEER_RELAYOUT=1: a reset did not relay the events");
+        CHECK(off->mem.relayouts == 0, "SEER_RELAYOUT=0: a reset relaid the events");
+        check_serial_layout(on, 1, "after a serial reset");
+        small->mem.cache_bytes = UINT64_MAX; /* the records fit */
+        big->mem.cache_bytes = 1;            /* they do not */
+        const uint64_t s0 = small->mem.relayouts, b0 = big->mem.relayouts;
+        if (seer_runtime_reset(small, seeds, NULL) != SEER_OK ||
+            seer_runtime_reset(big, seeds, NULL) != SEER_OK)
+            return 2;
+        CHECK(small->mem.relayouts == s0, "a reset relaid events that fit the cache");
+        CHECK(big->mem.relayouts == b0 + 1, "a reset did not relay events that outgrow the cache");
+        CHECK(run(on, 40, 1) == want && run(off, 40, 1) == want && run(small, 40, 1) == want &&
+                  run(big, 40, 1) == want,
+              "the outputs differ with the relayout's policy");
+        seer_runtime_destroy(on);
+        seer_runtime_destroy(off);
+        seer_runtime_destroy(small);
+        seer_runtime_destroy(big);
+    }
+
+    /* a pool's: at its ordering (the first step after a reset here), in
+     * place of the lists' ordering; never with SEER_RELAYOUT=0 */
+    {
+        setenv("SEER_ORDER_POOLS", "1", 1); /* order whatever the sizes */
+        seer_runtime *on = make(SEER_EXECUTOR_PARALLEL, 3, NULL);
+        seer_runtime *off = make(SEER_EXECUTOR_PARALLEL, 3, "0");
+        unsetenv("SEER_ORDER_POOLS");
+        uint64_t hon = run(on, 1, 1), hoff = run(off, 1, 1);
+        CHECK(on->mem.relayouts == 1, "a pool's ordering did not relay its events");
+        CHECK(off->mem.relayouts == 0 && off->mem.ordered_ns != 0,
+              "SEER_RELAYOUT=0: a pool relaid its events, or did not order its lists");
+        check_pool_layout(on, 0, "after a pool's ordering and a step");
+        hon = run(on, 39, hon);
+        hoff = run(off, 39, hoff);
+        CHECK(hon == want && hoff == want, "the outputs differ with a pool's relayout");
+        seer_runtime_destroy(on);
+        seer_runtime_destroy(off);
+    }
+
+    if (fails) {
+        fprintf(stderr, "test_event_relayout: %d failure(s)\n", fails);
+        return 1;
+    }
+    printf("test_event_relayout: ok\n");
+    return 0;
+}
