@@ -447,8 +447,11 @@ def test_switches_back_and_forth_keep_the_partitions_until_one_lasts():
 # records in circulation stop growing once warm.  Each thread's home grows
 # to what it needs when it handles the most (the caller alone, a thread
 # budget of one: warmed here too; the other thread alone when the caller is
-# descheduled: not forceable, so up to a block of records a thread may
-# still come), never with the steps.
+# descheduled, or either thread's list doubling its stock after a call it
+# ran dry in: not forceable, and on a loaded machine -- the suite beside
+# another -- up to 4 blocks more came in 300 steps, with or without the
+# pending events' relayouts), never with the steps: records that never go
+# home grow by over a hundred blocks in these 300 steps (checked).
 BLOCK_RECORDS = ((1 << 18) - 64) // 64  # a block of PHOLD's 64-byte records (events.c)
 
 
@@ -468,7 +471,7 @@ def test_event_pool_is_reused(cfg, seed, warm, steps):
     allocated = rt.stats()["pool_events"]
     for _ in range(steps):
         rt.step()
-    assert allocated <= rt.stats()["pool_events"] <= allocated + 2 * BLOCK_RECORDS
+    assert allocated <= rt.stats()["pool_events"] <= allocated + 8 * BLOCK_RECORDS
     assert rt.pending_events(0) == cfg["num_entities"] * cfg["events_per_entity"]
     rt.close()
 

@@ -157,29 +157,26 @@ void seer_event_order_host(seer_runtime *rt);
  * bucket: roughly the order they are handled in), into records in address
  * order, queue by queue, from the lowest; then the free records in address
  * order.  The serial executor's: every record on worker 0's list, its
- * instances' events first.  A pool's: each partition's events into records
- * of the home seer_event_relayout_home names, then each worker's pool and
- * cross lists as many as they held (as far as its home's records go), its
- * reserve the rest.  An optimization only: 1 where the events moved, 0
- * where nothing changed -- without the memory, where the copy would take
- * more than an eighth of memory_limit, or where the free and the pending
- * records do not make up every record. */
+ * instances' events first.  A pool's: each event into a record of its
+ * record's home (each home keeps its pending and free counts), then each
+ * worker's pool and cross lists as many as they held, its reserve the
+ * rest.  An optimization only: 1 where the events moved, 0 where nothing
+ * changed -- without the memory, where the copy would take more than an
+ * eighth of memory_limit, or where the free and the pending records do not
+ * make up every record. */
 int seer_event_relayout_host(seer_runtime *rt);
-/* The home seer_event_relayout_host gives the events of a pool's queue x
- * of n (instance-major: instance x / parts, partition x % parts) with nt
- * workers taking part: the worker that mostly handles it.  Items are
- * claimed in chunks, the even workers' from the front, the odd ones' from
- * the back (seer_phases_claim_any): the items cut in nt runs, the front
- * ones to workers 0, 2, 4..., the back ones to 1, 3, 5....  A guess; a
- * record handled by another thread goes home when freed. */
-uint32_t seer_event_relayout_home(uint64_t x, uint64_t n, uint32_t nt);
-/* Host, between calls, on the serial executor, after a reset (all = 0) or
- * SEER_ORDER_AFTER_STEPS steps after a switch to it (all = 1):
- * seer_event_relayout_host where the pending records outgrow cache_bytes
- * (SEER_RELAYOUT: 0 never, 1 whatever the sizes), else the
- * free records in address order (all: seer_event_order_all_host, else
- * seer_event_order_host). */
-void seer_event_tidy_serial_host(seer_runtime *rt, int all);
+/* Host, between calls, on the serial executor, after a reset of `reset`
+ * instances or SEER_ORDER_AFTER_STEPS steps after a switch to it (reset =
+ * 0): seer_event_relayout_host where the pending records outgrow
+ * cache_bytes, after a switch or a reset of every instance, and
+ * SEER_RELAYOUT_BUDGET times the last relayout's time after it
+ * (SEER_RELAYOUT: 0 never, 1 whatever the sizes and whenever); else the
+ * free records in address order (after a switch seer_event_order_all_host,
+ * after a reset seer_event_order_host). */
+void seer_event_tidy_serial_host(seer_runtime *rt, uint32_t reset);
+#ifndef SEER_RELAYOUT_BUDGET
+#define SEER_RELAYOUT_BUDGET 100u
+#endif
 /* Steps on the serial executor after a switch to it before
  * seer_event_order_all_host (seer_runtime_step): more than two of STPA's
  * probe visits in a row (at most 9 steps each), which would pay the

@@ -51,8 +51,8 @@
  * blocks of both homes), and allocation being LIFO they keep circulating
  * there.  Copied out and written back in the queues' order (bucket by
  * bucket: roughly the order they are handled in) into the records of
- * lowest address, queue by queue (a pool's: into its home's), they are
- * read about in address order.  Measured on PCS 64x64 (2 cores; 2 envs
+ * lowest address, queue by queue (a pool's: each into a record of its
+ * record's home), they are read about in address order.  Measured on PCS 64x64 (2 cores; 2 envs
  * with it, 2 without, in one process, rotated 40-step blocks; 5-9 runs
  * each, benchmarks/bench_relayout.py and the same by hand), its time with
  * it against without: the serial executor 0.90-0.95 alone, 0.91-0.95
@@ -60,17 +60,21 @@
  * reset and after 100 steps alike; sorting the events by (time, key) first
  * gained nothing more (0.91-0.95 either way) and cost 8 ms a reset more.
  * The serial executor after a pool ran 14-19% behind a fresh one beside a
- * burner (the free records in order; 31-36% without): relaid, 0.99-1.02.
- * A pool, relaid at its orderings: parallel-2 0.92-0.98 alone, 0.91-0.97
+ * burner (the free records in order; 31-36% without): relaid, 0.99-1.04.
+ * A pool, relaid at its orderings: parallel-2 0.90-0.98 alone, 0.91-0.98
  * beside a burner; optimistic-2 0.93-1.00 and 0.93-0.96.  The cost: a copy
  * of the pending events (4.4 MB, about 1 ms on PCS 64x64 against a reset's
  * 4.4 ms).  Where the pending records fit a core's L2 nothing is moved on
  * the serial executor (PCS 32x32, 1.1 MB: 0.98-1.01x), nor on a pool where
  * its lists are not ordered (a step's records, a thread's share, within a
- * quarter of it).  SEER_RELAYOUT=0 turns it off, =1 moves the serial
- * executor's whatever the sizes.  Only where the free records and the
- * pending ones make up every record (nothing else holds one: not the
- * optimistic executor's logs), and the copy fits an eighth of
+ * quarter of it); nor after a reset of some of the instances (a vector
+ * env's instances ending their episodes one by one: every instance's
+ * events would be copied for a few), nor at a reset before
+ * SEER_RELAYOUT_BUDGET times the last relayout's time has passed (at most
+ * 1% of the run's time).  SEER_RELAYOUT=0 turns it off, =1 moves the serial
+ * executor's whatever the sizes, at every reset.  Only where the free
+ * records and the pending ones make up every record (nothing else holds
+ * one: not the optimistic executor's logs), and the copy fits an eighth of
  * memory_limit.
  */
 #include <stddef.h> /* offsetof */
@@ -417,20 +421,14 @@ void seer_event_order_pool_when_due_host(seer_runtime *rt)
 
 /* ---- pending events in the order they are handled ------------------------- */
 
-uint32_t seer_event_relayout_home(uint64_t x, uint64_t n, uint32_t nt)
-{
-    const uint32_t r = (uint32_t)(x * nt / n), front = (nt + 1) / 2;
-    return r < front ? 2 * r : 2 * (nt - 1 - r) + 1;
-}
-
-/* The queues a relayout moves, each with the home its records come from,
- * and what it needs: each queue's events (evs[.. end[q]]) and their copy. */
+/* The queues a relayout moves and what it needs: each queue's events
+ * (evs[.. end[q]]), the home of each one's record, and their copy. */
 typedef struct relayout {
     seer_squeue **qs;
-    uint32_t *home;
     uint64_t *end;
     size_t nq;
     seer_event **evs;
+    uint32_t *home;
     uint64_t n;
     uint64_t *counts;
     unsigned char *copy;
@@ -470,9 +468,10 @@ static int relayout_prepare(seer_runtime *rt, relayout *r, uint64_t total)
     if (free_n + total != rt->mem.pool_events)
         return 0;
     r->evs = malloc((total ? total : 1) * sizeof *r->evs);
+    r->home = malloc((total ? total : 1) * sizeof *r->home);
     r->counts = malloc(SEER_SQ_COUNTS * sizeof *r->counts);
     r->copy = malloc((total ? total : 1) * stride);
-    if (!r->evs || !r->counts || !r->copy)
+    if (!r->evs || !r->home || !r->counts || !r->copy)
         return 0;
     for (size_t q = 0; q < r->nq; q++) {
         const uint64_t from = r->n;
@@ -486,8 +485,10 @@ static int relayout_prepare(seer_runtime *rt, relayout *r, uint64_t total)
     }
     /* in the queues' order: bucket by bucket, roughly the order they are
      * handled in */
-    for (uint64_t k = 0; k < total; k++)
+    for (uint64_t k = 0; k < total; k++) {
         memcpy(r->copy + k * stride, r->evs[k], hdr + r->evs[k]->size);
+        r->home[k] = seer_event_block_of(rt, r->evs[k])->home;
+    }
     return 1;
 }
 
@@ -525,10 +526,15 @@ static void home_list_give(home_list *l, seer_event **head, uint64_t *n, uint64_
 
 /* Under the lock, prepared (every record free or in r's copy; the queues
  * not yet cleared): the queues cleared; every record dealt from the blocks
- * in address order -- each queue's events first, into records of its home
- * (`one`: of any home, worker 0's list taking every record), then each
- * worker's pool and cross lists as many as they held, its reserve the
- * rest. */
+ * in address order -- the queues' events first, queue by queue, each into
+ * a record of its record's home (`one`: of any home, worker 0's list
+ * taking every record), then each worker's pool and cross lists as many as
+ * they held, its reserve the rest.  Each home keeps as many pending and
+ * free records as it had: where a guess of which thread handles a queue
+ * decided the home instead, a home that got more pending events than it
+ * had filled its lists with new blocks while the others' records lay idle
+ * (PHOLD 2048x4 on 2 loaded cores: 7 blocks grew to 17-18 in 3000 steps,
+ * 13-14 without relayouts). */
 static int relayout_commit_locked(seer_runtime *rt, relayout *r, int one)
 {
     const size_t stride = rt->event_stride, hdr = offsetof(seer_event, payload);
@@ -568,9 +574,9 @@ static int relayout_commit_locked(seer_runtime *rt, relayout *r, int one)
     uint64_t k = 0;
     for (size_t q = 0; q < r->nq; q++) {
         seer_squeue_clear_owner(r->qs[q]);
-        home_list *l = &hl[one ? 0 : r->home[q]];
         for (; k < r->end[q]; k++) {
-            for (uint32_t h = 0; !l->n; h++) /* its home short: another's */
+            home_list *l = &hl[one || r->home[k] >= nh ? 0 : r->home[k]];
+            for (uint32_t h = 0; !l->n; h++) /* (never: each home's count kept) */
                 l = &hl[h];
             seer_event *ev = home_list_pop(l);
             const seer_event *src = (const seer_event *)(const void *)(r->copy + k * stride);
@@ -598,14 +604,11 @@ int seer_event_relayout_host(seer_runtime *rt)
         return 0;
     const int serial = !seer_uses_parts(rt->executor);
     const uint32_t np = serial ? 1 : rt->part.n, B = rt->B;
-    uint32_t nt = atomic_load_explicit(&rt->pool.active, memory_order_relaxed);
-    nt = nt < 1 ? 1 : nt > rt->pool.nthreads ? rt->pool.nthreads : nt;
     relayout r = {.nq = (size_t)B * np};
     r.qs = malloc((r.nq ? r.nq : 1) * sizeof *r.qs);
-    r.home = malloc((r.nq ? r.nq : 1) * sizeof *r.home);
     r.end = malloc((r.nq ? r.nq : 1) * sizeof *r.end);
     uint64_t total = 0;
-    int ok = r.qs && r.home && r.end;
+    int ok = r.qs && r.end;
     for (uint32_t i = 0; ok && i < B; i++) {
         seer_inst *in = &rt->inst[i];
         if (!serial && in->queue.n) /* (never: a pool's events are in its partitions) */
@@ -613,7 +616,6 @@ int seer_event_relayout_host(seer_runtime *rt)
         for (uint32_t p = 0; ok && p < np; p++) {
             const size_t q = (size_t)i * np + p;
             r.qs[q] = serial ? &in->queue : &in->parts[p];
-            r.home[q] = serial ? 0 : seer_event_relayout_home(q, r.nq, nt);
             total += r.qs[q]->n;
         }
     }
@@ -625,19 +627,33 @@ int seer_event_relayout_host(seer_runtime *rt)
     return ok;
 }
 
-void seer_event_tidy_serial_host(seer_runtime *rt, int all)
+void seer_event_tidy_serial_host(seer_runtime *rt, uint32_t reset)
 {
     uint64_t pending = 0;
     for (uint32_t i = 0; i < rt->B; i++)
         pending += rt->inst[i].queue.n;
+    const uint64_t t0 = seer_clock_ns();
     /* where the pending records fit a core's L2 their places matter little
-     * (PCS 32x32, 1.1 MB against 2 MB: 0.98-1.01x) */
-    const int due = rt->mem.relayout == 2 ||
-                    (rt->mem.relayout == 1 &&
-                     (double)pending * (double)rt->event_stride >= (double)rt->mem.cache_bytes);
-    if (due && seer_event_relayout_host(rt))
+     * (PCS 32x32, 1.1 MB against 2 MB: 0.98-1.01x); a reset of some of the
+     * instances would copy every instance's events for a few (a vector
+     * env's instances ending their episodes one by one); and resets come
+     * as often as the user likes: at most 1/SEER_RELAYOUT_BUDGET of the
+     * time goes to their relayouts (the first is free) */
+    const int due =
+        rt->mem.relayout == 2 ||
+        (rt->mem.relayout == 1 &&
+         (double)pending * (double)rt->event_stride >= (double)rt->mem.cache_bytes &&
+         (reset == 0 ||
+          (reset == rt->B && (!rt->mem.relayout_cost_ns ||
+                              t0 - rt->mem.relaid_ns >=
+                                  SEER_RELAYOUT_BUDGET * rt->mem.relayout_cost_ns))));
+    if (due && seer_event_relayout_host(rt)) {
+        const uint64_t t1 = seer_clock_ns();
+        rt->mem.relayout_cost_ns = t1 > t0 ? t1 - t0 : 1;
+        rt->mem.relaid_ns = t1;
         return;
-    if (all)
+    }
+    if (reset == 0)
         seer_event_order_all_host(rt);
     else
         seer_event_order_host(rt);

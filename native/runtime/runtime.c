@@ -197,7 +197,7 @@ int seer_runtime_reset(seer_runtime *rt, const uint64_t *seeds, const uint8_t *m
          * scheduled new ones in the model's: the pending events moved into
          * address order in their queues' order, the free records in address
          * order (events_layout.c says why) */
-        seer_event_tidy_serial_host(rt, 0);
+        seer_event_tidy_serial_host(rt, rt->call.nsel);
     else /* a pool's lists: at the next step, if the budget allows */
         seer_event_order_pool_after_reset_host(rt);
     return rc;
@@ -482,7 +482,7 @@ static int step_now(seer_runtime *rt, const uint8_t *mask)
     if (spec && (rc = seer_opt_prepare(rt)) != SEER_OK)
         return rc;
     if (rt->mem.order_in && rt->executor == SEER_EXECUTOR_SERIAL && --rt->mem.order_in == 0)
-        seer_event_tidy_serial_host(rt, 1); /* a while after a switch to it (threads.c) */
+        seer_event_tidy_serial_host(rt, 0); /* a while after a switch to it (threads.c) */
     else if (rt->executor != SEER_EXECUTOR_SERIAL)
         seer_event_order_pool_when_due_host(rt); /* a while after a switch, then now and then */
     rt->stats.steps++;

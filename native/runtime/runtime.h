@@ -288,6 +288,10 @@ typedef struct seer_rt_reserve {
      * ordered alone, as before; create) */
     int relayout;
     uint64_t relayouts; /* relayouts that moved the events (host only) */
+    /* the serial executor's last relayout at a reset: when it ended and
+     * what it took (0: none yet; seer_event_tidy_serial_host) */
+    uint64_t relaid_ns;
+    uint64_t relayout_cost_ns;
 } seer_rt_reserve;
 
 /* Steps the keep-off of the workers looks back on (pool.c). */

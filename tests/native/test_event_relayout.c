@@ -1,22 +1,22 @@
 /*
  * test_event_relayout: pending events moved into address order
- * (seer_event_relayout_host, events.c), from C, under the sanitizers
- * (run_sanitizers.sh).
+ * (seer_event_relayout_host, events_layout.c), from C, under the
+ * sanitizers (run_sanitizers.sh).
  *
  * PHOLD, two instances.  On the serial executor a relayout puts every
  * pending event into the records of lowest address, in its queue's order,
  * instance after instance, and every free record after them on worker 0's
  * list in address order.  On a pool (parallel and optimistic executors,
- * 3 threads) each partition's events go into records of the home
- * seer_event_relayout_home names, in address order, the lists and reserves
- * keep their homes' records only and the lists their counts (as far as
- * their home's records go).  Nothing is
- * lost or listed twice, and the outputs stay the serial executor's bit for
- * bit.  Where the free records and the pending ones do not make up every
+ * 3 threads) each event goes into a record of its record's home, in
+ * address order queue by queue, every home keeping its pending records'
+ * count, the lists and reserves their homes' records only and the lists
+ * their counts.  Nothing is lost or listed twice, and the outputs stay the
+ * serial executor's bit for bit.  Where the free records and the pending ones do not make up every
  * record (a miscounted list), or where the copy would outgrow an eighth of
- * memory_limit, nothing moves.  The policy: after a serial
- * reset where the pending records outgrow the cache, and at a pool's
- * ordering (whatever the sizes with SEER_RELAYOUT=1, never with 0).
+ * memory_limit, nothing moves.  The policy: after a serial reset of every
+ * instance where the pending records outgrow the cache, its budget's time
+ * after the last (not after a reset of some of them), and at a pool's
+ * ordering (whenever with SEER_RELAYOUT=1, never with 0).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -200,23 +200,52 @@ static void check_serial_layout(seer_runtime *rt, int queues, const char *when)
     check_conserved(rt, when);
 }
 
-/* A pool: each partition's events in its home's records, ascending (not
- * checked where `queues` is 0: steps ran since); every list and reserve
- * holds its home's records only. */
+/* Pending records of a pool's queues in each home (counts[nhomes]). */
+static void pending_homes(const seer_runtime *rt, uint64_t *counts)
+{
+    for (uint32_t h = 0; h < rt->mem.nhomes; h++)
+        counts[h] = 0;
+    for (uint32_t i = 0; i < rt->B; i++)
+        for (uint32_t p = 0; p < rt->part.n; p++)
+            for (uint32_t h = 0; h < rt->mem.nhomes; h++) {
+                walk_q w = {.rt = rt, .asc = 1, .home = h};
+                seer_squeue_foreach_owner(&rt->inst[i].parts[p], walk_cb, &w);
+                counts[h] += w.n - w.wrong;
+            }
+}
+
+/* Records of queue q in home h, in the queue's order: ascending? */
+typedef struct walk_home {
+    const seer_runtime *rt;
+    uint32_t home;
+    uintptr_t last;
+    int asc;
+} walk_home;
+
+static void walk_home_cb(void *arg, seer_event *ev)
+{
+    walk_home *w = arg;
+    if (seer_event_block_of(w->rt, ev)->home != w->home)
+        return;
+    if ((uintptr_t)ev <= w->last)
+        w->asc = 0;
+    w->last = (uintptr_t)ev;
+}
+
+/* A pool: each partition's events, home by home, in ascending records, the
+ * records of one queue above those of the queues before it in each home
+ * (not checked where `queues` is 0: steps ran since); every list and
+ * reserve holds its home's records only. */
 static void check_pool_layout(seer_runtime *rt, int queues, const char *when)
 {
     const uint32_t np = rt->part.n, nt = rt->pool.nthreads;
-    for (uint32_t i = 0; queues && i < rt->B; i++)
-        for (uint32_t p = 0; p < np; p++) {
-            const uint64_t q = (uint64_t)i * np + p;
-            walk_q w = {.rt = rt, .asc = 1,
-                        .home = seer_event_relayout_home(q, (uint64_t)rt->B * np, nt)};
-            seer_squeue_foreach_owner(&rt->inst[i].parts[p], walk_cb, &w);
-            CHECK(w.asc && w.wrong == 0,
-                  "%s: instance %u partition %u: %llu events, %s, %llu of other homes than %u",
-                  when, i, p, (unsigned long long)w.n, w.asc ? "ascending" : "not ascending",
-                  (unsigned long long)w.wrong, w.home);
-        }
+    for (uint32_t h = 0; queues && h < rt->mem.nhomes; h++) {
+        walk_home w = {.rt = rt, .home = h, .asc = 1};
+        for (uint32_t i = 0; i < rt->B; i++)
+            for (uint32_t p = 0; p < np; p++)
+                seer_squeue_foreach_owner(&rt->inst[i].parts[p], walk_home_cb, &w);
+        CHECK(w.asc, "%s: the pending records of home %u do not ascend queue by queue", when, h);
+    }
     for (uint32_t t = 0; t < nt; t++) {
         const seer_worker *w = &rt->pool.workers[t];
         CHECK(strangers(rt, w->pool.free, t) == 0 && strangers(rt, w->cross.free, t) == 0 &&
@@ -234,43 +263,29 @@ static void pool_case(int executor, const char *name, uint64_t want)
     char when[96];
     seer_runtime *rt = make(executor, 3, NULL);
     uint64_t h = run(rt, 20, 1);
-    /* every home holds a block (a worker that never came, on a loaded
-     * machine, has none: its queues' events would go to other homes) */
-    for (uint32_t t = 0; t < 3; t++)
-        if (seer_event_stock_local(&rt->pool.workers[t], rt->pool.workers[t].pool.nfree + 1))
-            exit(2);
-    uint64_t counts[6];
+    uint64_t counts[6], before_homes[3], after_homes[3];
     for (uint32_t t = 0; t < 3; t++) {
         counts[2 * t] = rt->pool.workers[t].pool.nfree;
         counts[2 * t + 1] = rt->pool.workers[t].cross.nfree;
     }
+    pending_homes(rt, before_homes);
     snprintf(when, sizeof when, "%s, after a relayout", name);
     const uint64_t before = rt->mem.relayouts;
     CHECK(seer_event_relayout_host(rt) == 1 && rt->mem.relayouts == before + 1,
           "%s: the relayout did not move the events", name);
     check_pool_layout(rt, 1, when);
-    /* each worker's lists as many as they held, as far as its home's
-     * records left by the pending events go */
-    uint64_t avail[3] = {0, 0, 0};
-    for (size_t c = 0; c < rt->mem.nchunks; c++)
-        avail[seer_event_chunk_block(&rt->mem.chunks[c])->home] += rt->mem.chunks[c].n;
-    for (uint32_t i = 0; i < rt->B; i++)
-        for (uint32_t p = 0; p < rt->part.n; p++)
-            for (uint32_t t = 0; t < 3; t++) {
-                walk_q w = {.rt = rt, .asc = 1, .home = t};
-                seer_squeue_foreach_owner(&rt->inst[i].parts[p], walk_cb, &w);
-                avail[t] -= w.n - w.wrong;
-            }
+    /* every home keeps its pending records' count, every list its count */
+    pending_homes(rt, after_homes);
     for (uint32_t t = 0; t < 3; t++) {
-        const uint64_t pool = counts[2 * t] < avail[t] ? counts[2 * t] : avail[t];
-        const uint64_t cross = counts[2 * t + 1] < avail[t] - pool ? counts[2 * t + 1]
-                                                                   : avail[t] - pool;
-        CHECK(rt->pool.workers[t].pool.nfree == pool && rt->pool.workers[t].cross.nfree == cross,
-              "%s: worker %u's lists hold %llu + %llu, want %llu + %llu (held %llu + %llu)",
-              when, t, (unsigned long long)rt->pool.workers[t].pool.nfree,
-              (unsigned long long)rt->pool.workers[t].cross.nfree, (unsigned long long)pool,
-              (unsigned long long)cross, (unsigned long long)counts[2 * t],
-              (unsigned long long)counts[2 * t + 1]);
+        CHECK(after_homes[t] == before_homes[t],
+              "%s: home %u holds %llu pending events, held %llu", when, t,
+              (unsigned long long)after_homes[t], (unsigned long long)before_homes[t]);
+        CHECK(rt->pool.workers[t].pool.nfree == counts[2 * t] &&
+                  rt->pool.workers[t].cross.nfree == counts[2 * t + 1],
+              "%s: worker %u's lists hold %llu + %llu, held %llu + %llu", when, t,
+              (unsigned long long)rt->pool.workers[t].pool.nfree,
+              (unsigned long long)rt->pool.workers[t].cross.nfree,
+              (unsigned long long)counts[2 * t], (unsigned long long)counts[2 * t + 1]);
     }
     h = run(rt, 20, h);
     CHECK(h == want, "%s: the outputs differ from the serial executor's after a relayout", name);
@@ -344,8 +359,9 @@ int main(void)
         seer_runtime_destroy(b);
     }
 
-    /* the policy: after a serial reset where the pending records outgrow
-     * the cache, whatever the sizes with SEER_RELAYOUT=1, never with 0 */
+    /* the policy: after a serial reset of every instance where the pending
+     * records outgrow the cache, and its budget's time after the last;
+     * whenever with SEER_RELAYOUT=1, never with 0 */
     {
         const uint64_t seeds[2] = {11, 12};
         seer_runtime *on = make(SEER_EXECUTOR_SERIAL, 1, "1");
@@ -363,6 +379,27 @@ int main(void)
             return 2;
         CHECK(small->mem.relayouts == s0, "a reset relaid events that fit the cache");
         CHECK(big->mem.relayouts == b0 + 1, "a reset did not relay events that outgrow the cache");
+        /* again at once: within its budget's time (SEER_RELAYOUT_BUDGET times
+         * the last relayout's) it does not */
+        if (seer_runtime_reset(big, seeds, NULL) != SEER_OK)
+            return 2;
+        CHECK(big->mem.relayouts == b0 + 1, "a reset relaid the events within its budget's time");
+        big->mem.relaid_ns = 0; /* long ago: due */
+        if (seer_runtime_reset(big, seeds, NULL) != SEER_OK)
+            return 2;
+        CHECK(big->mem.relayouts == b0 + 2,
+              "a reset did not relay the events past its budget's time");
+        /* a reset of some of the instances: every instance's events for a
+         * few would be copied; the free records ordered as before */
+        const uint8_t one[2] = {1, 0};
+        big->mem.relaid_ns = 0;
+        if (seer_runtime_reset(big, seeds, one) != SEER_OK)
+            return 2;
+        CHECK(big->mem.relayouts == b0 + 2, "a reset of one of two instances relaid the events");
+        int asc;
+        uintptr_t low;
+        (void)walk(big->pool.workers[0].pool.free, &asc, &low);
+        CHECK(asc, "worker 0's list is not in address order after a partial reset");
         CHECK(run(on, 40, 1) == want && run(off, 40, 1) == want && run(small, 40, 1) == want &&
                   run(big, 40, 1) == want,
               "the outputs differ with the relayout's policy");
