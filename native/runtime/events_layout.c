@@ -617,6 +617,9 @@ int seer_event_relayout_host(seer_runtime *rt)
             const size_t q = (size_t)i * np + p;
             r.qs[q] = serial ? &in->queue : &in->parts[p];
             total += r.qs[q]->n;
+            /* a queue an allocation failed in mid-move stays as it is
+             * (its instance needs a reset: clearing would hide that) */
+            ok = !r.qs[q]->broken;
         }
     }
     pthread_mutex_lock(&rt->mem.lock);

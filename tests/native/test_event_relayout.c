@@ -12,8 +12,8 @@
  * count, the lists and reserves their homes' records only and the lists
  * their counts.  Nothing is lost or listed twice, and the outputs stay the
  * serial executor's bit for bit.  Where the free records and the pending ones do not make up every
- * record (a miscounted list), or where the copy would outgrow an eighth of
- * memory_limit, nothing moves.  The policy: after a serial reset of every
+ * record (a miscounted list), where the copy would outgrow an eighth of
+ * memory_limit, or where a queue is broken, nothing moves.  The policy: after a serial reset of every
  * instance where the pending records outgrow the cache, its budget's time
  * after the last (not after a reset of some of them), and at a pool's
  * ordering (whenever with SEER_RELAYOUT=1, never with 0).
@@ -330,6 +330,15 @@ int main(void)
         walk_q again = {.rt = rt, .asc = 1, .home = UINT32_MAX};
         seer_squeue_foreach_owner(&rt->inst[0].queue, walk_cb, &again);
         CHECK(again.last == before.last, "the events moved past memory_limit / 8");
+        /* nor where a queue is broken (an allocation failed mid-move: its
+         * instance needs a reset, which clearing the queue would hide) */
+        rt->inst[1].queue.broken = 1;
+        CHECK(seer_event_relayout_host(rt) == 0, "a relayout cleared a broken queue");
+        CHECK(rt->inst[1].queue.broken == 1, "a relayout repaired a broken queue");
+        rt->inst[1].queue.broken = 0;
+        walk_q third = {.rt = rt, .asc = 1, .home = UINT32_MAX};
+        seer_squeue_foreach_owner(&rt->inst[0].queue, walk_cb, &third);
+        CHECK(third.last == before.last, "the events moved past a broken queue");
     }
     seer_runtime_destroy(rt);
 
