@@ -140,12 +140,8 @@ static int new_block_locked(seer_runtime *rt, uint32_t home)
     rt->mem.chunks[rt->mem.nchunks++] = (seer_event_chunk){mem, n};
     rt->mem.pool_events += n;
     seer_event_home *r = &rt->mem.homes[home];
-    for (uint64_t i = n; i-- > 0;) {
-        seer_event *ev = (seer_event *)(void *)(mem + i * rt->event_stride);
-        ev->next_free = r->free;
-        r->free = ev;
-    }
-    r->n += n;
+    seer_event_chunk_push(&rt->mem.chunks[rt->mem.nchunks - 1], rt->event_stride, &r->free,
+                          &r->n);
     return SEER_OK;
 }
 
@@ -153,16 +149,7 @@ static int new_block_locked(seer_runtime *rt, uint32_t home)
  * in the reserve's order (r holds at least k). */
 static void move_locked(seer_event_home *r, seer_event_pool *p, uint64_t k)
 {
-    if (k == 0)
-        return;
-    seer_event *head = r->free, *tail = head;
-    for (uint64_t i = 1; i < k; i++)
-        tail = tail->next_free;
-    r->free = tail->next_free;
-    r->n -= k;
-    tail->next_free = p->free;
-    p->free = head;
-    p->nfree += k;
+    seer_event_splice(&r->free, &r->n, &p->free, &p->nfree, k);
 }
 
 /* Under the lock: `want` records to the head of list p, w's: from w's

@@ -47,6 +47,39 @@ static inline void seer_event_push_local(seer_event_pool *p, seer_event *ev)
     p->nfree++;
 }
 
+/* The top k records of the list *from (counted in *from_n; all of them
+ * where it holds fewer) onto the top of the list *to (counted in *to_n),
+ * in their order.  Whoever owns both lists (the reserve's lock). */
+static inline void seer_event_splice(seer_event **from, uint64_t *from_n, seer_event **to,
+                                     uint64_t *to_n, uint64_t k)
+{
+    if (k > *from_n)
+        k = *from_n;
+    if (k == 0)
+        return;
+    seer_event *head = *from, *tail = head;
+    for (uint64_t i = 1; i < k; i++)
+        tail = tail->next_free;
+    *from = tail->next_free;
+    *from_n -= k;
+    tail->next_free = *to;
+    *to = head;
+    *to_n += k;
+}
+
+/* Every record of chunk c (of `stride` bytes) onto the top of the list
+ * *head (counted in *n), the lowest on top.  Whoever owns the list. */
+static inline void seer_event_chunk_push(const seer_event_chunk *c, size_t stride,
+                                         seer_event **head, uint64_t *n)
+{
+    for (uint64_t i = c->n; i-- > 0;) {
+        seer_event *ev = (seer_event *)(void *)(c->mem + i * stride);
+        ev->next_free = *head;
+        *head = ev;
+    }
+    *n += c->n;
+}
+
 /* The header of a chunk's block (its records start a line after it). */
 static inline seer_event_block *seer_event_chunk_block(const seer_event_chunk *c)
 {

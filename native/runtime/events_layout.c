@@ -460,11 +460,9 @@ static int relayout_prepare(seer_runtime *rt, relayout *r, uint64_t total)
     const size_t stride = rt->event_stride, hdr = offsetof(seer_event, payload);
     if ((double)total * (double)(stride + sizeof(seer_event *)) > (double)rt->memory_limit / 8.0)
         return 0;
-    uint64_t free_n = 0;
+    uint64_t free_n = seer_event_reserved(rt);
     for (uint32_t t = 0; rt->pool.workers && t < rt->pool.nthreads; t++)
         free_n += rt->pool.workers[t].pool.nfree + rt->pool.workers[t].cross.nfree;
-    for (uint32_t h = 0; h < rt->mem.nhomes; h++)
-        free_n += rt->mem.homes[h].n;
     if (free_n + total != rt->mem.pool_events)
         return 0;
     r->evs = malloc((total ? total : 1) * sizeof *r->evs);
@@ -492,36 +490,13 @@ static int relayout_prepare(seer_runtime *rt, relayout *r, uint64_t total)
     return 1;
 }
 
-/* A home's records, free, in address order: a list and its length. */
-typedef struct home_list {
-    seer_event *head;
-    uint64_t n;
-} home_list;
-
-static seer_event *home_list_pop(home_list *l)
+/* The top record of a home's free records (it holds one). */
+static seer_event *home_pop(seer_event_home *l)
 {
-    seer_event *ev = l->head;
-    l->head = ev->next_free;
+    seer_event *ev = l->free;
+    l->free = ev->next_free;
     l->n--;
     return ev;
-}
-
-/* The first k records of l (all, where it holds fewer) on top of the list
- * *head of *n records, in their order. */
-static void home_list_give(home_list *l, seer_event **head, uint64_t *n, uint64_t k)
-{
-    if (k > l->n)
-        k = l->n;
-    if (!k)
-        return;
-    seer_event *h = l->head, *tail = h;
-    for (uint64_t i = 1; i < k; i++)
-        tail = tail->next_free;
-    l->head = tail->next_free;
-    l->n -= k;
-    tail->next_free = *head;
-    *head = h;
-    *n += k;
 }
 
 /* Under the lock, prepared (every record free or in r's copy; the queues
@@ -540,7 +515,7 @@ static int relayout_commit_locked(seer_runtime *rt, relayout *r, int one)
     const size_t stride = rt->event_stride, hdr = offsetof(seer_event, payload);
     const uint32_t nh = rt->mem.nhomes, nw = rt->pool.nthreads;
     const size_t nc = rt->mem.nchunks;
-    home_list *hl = calloc(nh, sizeof *hl);
+    seer_event_home *hl = calloc(nh, sizeof *hl); /* each home's records, in address order */
     seer_event_chunk *by = malloc((nc ? nc : 1) * sizeof *by);
     uint64_t *keep = malloc(2 * (size_t)nw * sizeof *keep);
     if (!hl || !by || !keep) { /* nothing moved: the events stay where they are */
@@ -551,14 +526,9 @@ static int relayout_commit_locked(seer_runtime *rt, relayout *r, int one)
     }
     memcpy(by, rt->mem.chunks, nc * sizeof *by);
     qsort(by, nc, sizeof *by, chunk_cmp);
-    for (size_t c = nc; c-- > 0;) { /* from the highest record down: the lowest on top */
-        home_list *l = &hl[one ? 0 : block_home(&by[c], nh)];
-        for (uint64_t i = by[c].n; i-- > 0;) {
-            seer_event *ev = (seer_event *)(void *)(by[c].mem + i * stride);
-            ev->next_free = l->head;
-            l->head = ev;
-            l->n++;
-        }
+    for (size_t c = nc; c-- > 0;) { /* from the highest block down: the lowest on top */
+        seer_event_home *l = &hl[one ? 0 : block_home(&by[c], nh)];
+        seer_event_chunk_push(&by[c], stride, &l->free, &l->n);
     }
     for (uint32_t t = 0; t < nw; t++) {
         seer_worker *w = &rt->pool.workers[t];
@@ -575,10 +545,10 @@ static int relayout_commit_locked(seer_runtime *rt, relayout *r, int one)
     for (size_t q = 0; q < r->nq; q++) {
         seer_squeue_clear_owner(r->qs[q]);
         for (; k < r->end[q]; k++) {
-            home_list *l = &hl[one || r->home[k] >= nh ? 0 : r->home[k]];
+            seer_event_home *l = &hl[one || r->home[k] >= nh ? 0 : r->home[k]];
             for (uint32_t h = 0; !l->n; h++) /* (never: each home's count kept) */
                 l = &hl[h];
-            seer_event *ev = home_list_pop(l);
+            seer_event *ev = home_pop(l);
             const seer_event *src = (const seer_event *)(const void *)(r->copy + k * stride);
             memcpy(ev, src, hdr + src->size);
             (void)seer_squeue_push_owner(r->qs[q], ev); /* reserved */
@@ -587,10 +557,12 @@ static int relayout_commit_locked(seer_runtime *rt, relayout *r, int one)
     for (uint32_t h = 0; h < nh; h++) {
         if (h < nw) {
             seer_worker *w = &rt->pool.workers[h];
-            home_list_give(&hl[h], &w->pool.free, &w->pool.nfree, keep[2 * h]);
-            home_list_give(&hl[h], &w->cross.free, &w->cross.nfree, keep[2 * h + 1]);
+            seer_event_splice(&hl[h].free, &hl[h].n, &w->pool.free, &w->pool.nfree, keep[2 * h]);
+            seer_event_splice(&hl[h].free, &hl[h].n, &w->cross.free, &w->cross.nfree,
+                              keep[2 * h + 1]);
         }
-        home_list_give(&hl[h], &rt->mem.homes[h].free, &rt->mem.homes[h].n, hl[h].n);
+        seer_event_splice(&hl[h].free, &hl[h].n, &rt->mem.homes[h].free, &rt->mem.homes[h].n,
+                          hl[h].n);
     }
     free(keep);
     free(by);

@@ -45,6 +45,8 @@ static int fails = 0;
         }                                                                                     \
     } while (0)
 
+#include "event_records.h"
+
 static seer_runtime *make(int executor, uint32_t threads)
 {
     seer_runtime *rt = NULL;
@@ -64,43 +66,6 @@ static seer_runtime *make(int executor, uint32_t threads)
     return rt;
 }
 
-/* `steps` steps of both instances, the actions drawn from the step's index;
- * a checksum of the observations and rewards after each. */
-static uint64_t run(seer_runtime *rt, int steps, uint64_t h)
-{
-    uint64_t at;
-    (void)seer_runtime_step_index(rt, 0, &at);
-    const seer_sizes *sz = seer_runtime_sizes(rt);
-    const uint32_t A = sz->num_agents;
-    for (int k = 0; k < steps; k++) {
-        int32_t *act = seer_runtime_buffer(rt, SEER_BUF_ACTIONS);
-        for (uint32_t a = 0; a < 2 * A; a++)
-            act[a] = (int32_t)((7u * (uint32_t)(at + (uint64_t)k) + a) % (uint32_t)sz->action_n);
-        if (seer_runtime_step(rt, NULL) != SEER_OK) {
-            fprintf(stderr, "step: %s\n", seer_runtime_error(rt));
-            exit(2);
-        }
-        const unsigned char *o = seer_runtime_buffer(rt, SEER_BUF_OBS);
-        const unsigned char *r = seer_runtime_buffer(rt, SEER_BUF_REWARD);
-        for (size_t j = 0; j < (size_t)2 * A * sz->obs_dim * 4; j++)
-            h = (h ^ o[j]) * 1099511628211ull;
-        for (size_t j = 0; j < (size_t)2 * A * 4; j++)
-            h = (h ^ r[j]) * 1099511628211ull;
-    }
-    return h;
-}
-
-/* Records on a list; *ascending: each above the one before. */
-static uint64_t walk(const seer_event *ev, int *ascending)
-{
-    uint64_t n = 0;
-    *ascending = 1;
-    for (const seer_event *prev = NULL; ev; prev = ev, ev = ev->next_free, n++)
-        if (prev && (uintptr_t)ev <= (uintptr_t)prev)
-            *ascending = 0;
-    return n;
-}
-
 /* Free records on the lists of workers 1.. (under the reserve's lock: a
  * worker that woke late for the last call may be restocking). */
 static uint64_t others_free(seer_runtime *rt)
@@ -112,55 +77,6 @@ static uint64_t others_free(seer_runtime *rt)
         n += w->pool.nfree + (w->pool.free != NULL) + w->cross.nfree + (w->cross.free != NULL);
     }
     pthread_mutex_unlock(&rt->mem.lock);
-    return n;
-}
-
-/* Every free record (the workers' lists, the reserve) and every pending one
- * add up to the records allocated, each counted once. */
-static void check_conserved(seer_runtime *rt, const char *when)
-{
-    pthread_mutex_lock(&rt->mem.lock);
-    uint64_t free_n = 0;
-    int asc;
-    for (uint32_t t = 0; t < rt->pool.nthreads; t++) {
-        /* each worker's two lists: its events' and those between partitions */
-        const seer_event_pool *lists[2] = {&rt->pool.workers[t].pool, &rt->pool.workers[t].cross};
-        for (int j = 0; j < 2; j++) {
-            const uint64_t n = walk(lists[j]->free, &asc);
-            CHECK(n == lists[j]->nfree, "%s: worker %u list %d lists %llu, counts %llu", when, t,
-                  j, (unsigned long long)n, (unsigned long long)lists[j]->nfree);
-            free_n += n;
-        }
-    }
-    uint64_t r = 0;
-    for (uint32_t h = 0; h < rt->mem.nhomes; h++) {
-        const uint64_t n = walk(rt->mem.homes[h].free, &asc);
-        CHECK(n == rt->mem.homes[h].n, "%s: reserve %u lists %llu, counts %llu", when, h,
-              (unsigned long long)n, (unsigned long long)rt->mem.homes[h].n);
-        r += n;
-    }
-    CHECK(r == seer_event_reserved(rt), "%s: the reserves hold %llu, count %llu", when,
-          (unsigned long long)r, (unsigned long long)seer_event_reserved(rt));
-    const uint64_t pool_events = rt->mem.pool_events;
-    pthread_mutex_unlock(&rt->mem.lock);
-    uint64_t pending = 0;
-    for (uint32_t i = 0; i < 2; i++) {
-        uint64_t p;
-        (void)seer_runtime_pending_events(rt, i, &p);
-        pending += p;
-    }
-    CHECK(free_n + r + pending == pool_events,
-          "%s: %llu free + %llu in reserve + %llu pending != %llu records", when,
-          (unsigned long long)free_n, (unsigned long long)r, (unsigned long long)pending,
-          (unsigned long long)pool_events);
-}
-
-/* Records on `ev`'s list whose block is homed elsewhere than `home`. */
-static uint64_t strangers(const seer_runtime *rt, const seer_event *ev, uint32_t home)
-{
-    uint64_t n = 0;
-    for (; ev; ev = ev->next_free)
-        n += seer_event_block_of(rt, ev)->home != home;
     return n;
 }
 
@@ -234,7 +150,7 @@ int main(void)
         for (uint32_t t = 0; t < rt->pool.nthreads; t++) {
             const seer_event_pool *l[2] = {&rt->pool.workers[t].pool, &rt->pool.workers[t].cross};
             for (int j = 0; j < 2; j++, nl++) {
-                const uint64_t n = walk(l[j]->free, &asc);
+                const uint64_t n = walk(l[j]->free, &asc, NULL);
                 CHECK(asc && n == counts[nl],
                       "worker %u list %d after seer_event_order_pool_host: %s, %llu of %llu", t,
                       j, asc ? "ascending" : "not ascending", (unsigned long long)n,
@@ -242,7 +158,7 @@ int main(void)
             }
         }
         for (uint32_t r = 0; r < rt->mem.nhomes; r++) {
-            (void)walk(rt->mem.homes[r].free, &asc);
+            (void)walk(rt->mem.homes[r].free, &asc, NULL);
             CHECK(asc, "reserve %u is not in address order after seer_event_order_pool_host", r);
         }
         check_homes(rt, "after seer_event_order_pool_host");
@@ -288,7 +204,7 @@ int main(void)
     /* ordered by hand (the step scrambled the head): worker 0's list ascends */
     seer_event_order_all_host(rt);
     int asc;
-    (void)walk(rt->pool.workers[0].pool.free, &asc);
+    (void)walk(rt->pool.workers[0].pool.free, &asc, NULL);
     CHECK(asc, "worker 0's list is not in address order after seer_event_order_all_host");
     check_conserved(rt, "after seer_event_order_all_host");
 
@@ -296,10 +212,10 @@ int main(void)
     const uint64_t seeds[2] = {5, 6};
     if (seer_runtime_reset(rt, seeds, NULL) != SEER_OK)
         return 2;
-    (void)walk(rt->pool.workers[0].pool.free, &asc);
+    (void)walk(rt->pool.workers[0].pool.free, &asc, NULL);
     CHECK(asc, "worker 0's list is not in address order after a serial reset");
     for (uint32_t r = 0; r < rt->mem.nhomes; r++) {
-        (void)walk(rt->mem.homes[r].free, &asc);
+        (void)walk(rt->mem.homes[r].free, &asc, NULL);
         CHECK(asc, "reserve %u is not in address order after a serial reset", r);
     }
     check_conserved(rt, "after a serial reset");

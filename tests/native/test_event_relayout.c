@@ -44,6 +44,8 @@ static int fails = 0;
         }                                                                                     \
     } while (0)
 
+#include "event_records.h"
+
 /* A runtime of PHOLD, reset; `relayout` as SEER_RELAYOUT says (NULL: unset). */
 static seer_runtime *make(int executor, uint32_t threads, const char *relayout)
 {
@@ -67,32 +69,6 @@ static seer_runtime *make(int executor, uint32_t threads, const char *relayout)
     return rt;
 }
 
-/* `steps` steps of both instances, the actions drawn from the step's index;
- * a checksum of the observations and rewards after each. */
-static uint64_t run(seer_runtime *rt, int steps, uint64_t h)
-{
-    uint64_t at;
-    (void)seer_runtime_step_index(rt, 0, &at);
-    const seer_sizes *sz = seer_runtime_sizes(rt);
-    const uint32_t A = sz->num_agents;
-    for (int k = 0; k < steps; k++) {
-        int32_t *act = seer_runtime_buffer(rt, SEER_BUF_ACTIONS);
-        for (uint32_t a = 0; a < 2 * A; a++)
-            act[a] = (int32_t)((7u * (uint32_t)(at + (uint64_t)k) + a) % (uint32_t)sz->action_n);
-        if (seer_runtime_step(rt, NULL) != SEER_OK) {
-            fprintf(stderr, "step: %s\n", seer_runtime_error(rt));
-            exit(2);
-        }
-        const unsigned char *o = seer_runtime_buffer(rt, SEER_BUF_OBS);
-        const unsigned char *r = seer_runtime_buffer(rt, SEER_BUF_REWARD);
-        for (size_t j = 0; j < (size_t)2 * A * sz->obs_dim * 4; j++)
-            h = (h ^ o[j]) * 1099511628211ull;
-        for (size_t j = 0; j < (size_t)2 * A * 4; j++)
-            h = (h ^ r[j]) * 1099511628211ull;
-    }
-    return h;
-}
-
 /* Records of a queue, in its order, each checked against the last one
  * walked (ascending: *asc cleared where one is not above it) and its home
  * (wrong: counted where it is not `home`; UINT32_MAX: any). */
@@ -113,61 +89,6 @@ static void walk_cb(void *arg, seer_event *ev)
     w->n++;
     if (w->home != UINT32_MAX && seer_event_block_of(w->rt, ev)->home != w->home)
         w->wrong++;
-}
-
-/* Records on a list; *ascending: each above the one before; *lowest: the
- * first one's address. */
-static uint64_t walk(const seer_event *ev, int *ascending, uintptr_t *lowest)
-{
-    uint64_t n = 0;
-    *ascending = 1;
-    *lowest = ev ? (uintptr_t)ev : UINTPTR_MAX;
-    for (const seer_event *prev = NULL; ev; prev = ev, ev = ev->next_free, n++)
-        if (prev && (uintptr_t)ev <= (uintptr_t)prev)
-            *ascending = 0;
-    return n;
-}
-
-/* Records on `ev`'s list whose block is homed elsewhere than `home`. */
-static uint64_t strangers(const seer_runtime *rt, const seer_event *ev, uint32_t home)
-{
-    uint64_t n = 0;
-    for (; ev; ev = ev->next_free)
-        n += seer_event_block_of(rt, ev)->home != home;
-    return n;
-}
-
-/* Every free record (the workers' lists, the reserves) and every pending
- * one add up to the records allocated, each listed once. */
-static void check_conserved(seer_runtime *rt, const char *when)
-{
-    uint64_t free_n = 0;
-    int asc;
-    uintptr_t low;
-    for (uint32_t t = 0; t < rt->pool.nthreads; t++) {
-        const seer_event_pool *l[2] = {&rt->pool.workers[t].pool, &rt->pool.workers[t].cross};
-        for (int j = 0; j < 2; j++) {
-            const uint64_t n = walk(l[j]->free, &asc, &low);
-            CHECK(n == l[j]->nfree, "%s: worker %u list %d lists %llu, counts %llu", when, t, j,
-                  (unsigned long long)n, (unsigned long long)l[j]->nfree);
-            free_n += n;
-        }
-    }
-    for (uint32_t h = 0; h < rt->mem.nhomes; h++) {
-        const uint64_t n = walk(rt->mem.homes[h].free, &asc, &low);
-        CHECK(n == rt->mem.homes[h].n, "%s: reserve %u lists %llu, counts %llu", when, h,
-              (unsigned long long)n, (unsigned long long)rt->mem.homes[h].n);
-        free_n += n;
-    }
-    uint64_t pending = 0;
-    for (uint32_t i = 0; i < 2; i++) {
-        uint64_t p;
-        (void)seer_runtime_pending_events(rt, i, &p);
-        pending += p;
-    }
-    CHECK(free_n + pending == rt->mem.pool_events,
-          "%s: %llu free + %llu pending != %llu records", when, (unsigned long long)free_n,
-          (unsigned long long)pending, (unsigned long long)rt->mem.pool_events);
 }
 
 /* Free records held by workers 1.. and the reserves. */
