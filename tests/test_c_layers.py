@@ -79,6 +79,8 @@ LAYER: dict[str, str] = {
     "loop.c": "core",
     "pool.h": "core",
     "pool.c": "core",
+    "company.h": "core",
+    "company.c": "core",
     # the executors
     "serial.h": "exec",
     "serial.c": "exec",

@@ -107,11 +107,6 @@ static inline int seer_aborted_any(const seer_runtime *rt)
 
 /* ---- pool.c: the worker pool and its phase machine -------------------------- */
 
-/* A step of any executor ran from t0 to t1 (ns, seer_clock_ns): the ring of
- * steps and the gaps between them that keeps the workers off the caller's
- * CPU between a training loop's calls (pool.c).  Host, after each step. */
-void seer_pool_note_step_host(seer_runtime *rt, uint64_t t0, uint64_t t1);
-
 /* Start a pool of `threads` workers (the host is worker 0).  All or nothing. */
 int seer_pool_start(seer_runtime *rt, uint32_t threads);
 /* seer_pool_start after a stop, with `active` (<= threads) of the workers

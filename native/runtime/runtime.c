@@ -18,6 +18,7 @@
 #include "api.h"
 #include "base.h"
 #include "check.h"
+#include "company.h"
 #include "ctx.h"
 #include "errors.h"
 #include "event.h"

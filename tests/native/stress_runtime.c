@@ -15,7 +15,7 @@
  * for) run every slot on one thread (optimistic_phases.c).  Three steps in
  * eight come after a pause of three times the last step (a training loop's
  * policy between the calls): the pool keeps its workers off the caller's
- * CPU (pool.c, keep_off_caller_host) and lets them go again after.
+ * CPU (company.c, seer_pool_keep_off_caller_host) and lets them go again after.
  *
  * Optimistic: B = 1 (the instance split across the threads: it speculates,
  * or runs conservative windows where the lookahead makes them wide) and
