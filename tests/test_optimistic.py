@@ -214,13 +214,15 @@ def test_matches_serial(case: str, model: str, cfg: dict[str, Any], steps: int, 
 # ---- rollbacks, the log limit, switching executors --------------------------------------
 
 
-def test_classic_pcs_rolls_back() -> None:
+def test_classic_pcs_rolls_back(monkeypatch: pytest.MonkeyPatch) -> None:
     """Classic PCS (lookahead 0) split over two threads: speculation goes wrong
     somewhere in 120 busy steps (summed over runs: how often depends on
     thread timing), and the outputs still match.  A phase for which the
     second thread did not come runs on one thread alone (``alone_windows``)
     and cannot go wrong: on a loaded machine more runs, until enough phases
-    ran on both threads."""
+    ran on both threads (no alone stretches, ``SEER_POOL_ALONE=0``: on a
+    loaded machine they would keep the second thread out of whole runs)."""
+    monkeypatch.setenv("SEER_POOL_ALONE", "0")
     cfg = pcs(classic=1, width=16, height=16)
     ref, _ = run("pcs", cfg, [7], "serial", 1, 120, 0)
     total = shared = 0

@@ -481,9 +481,19 @@ def test_event_pool_is_reused(cfg, seed, warm, steps):
 
 def _keep_off_runtime() -> Runtime:
     # work=20: PHOLD steps long enough (about a millisecond) that the gaps
-    # of back-to-back steps are a small part of the time
-    rt = Runtime("phold", phold_cfg(num_entities=64, work=20), 1, "parallel", 2,
-                 oversubscribe=True)
+    # of back-to-back steps are a small part of the time; no alone stretches
+    # (native/runtime/company.c), whose calls leave the workers out: a
+    # worker woken late after the caller's sleeps would begin one
+    old = os.environ.get("SEER_POOL_ALONE")
+    os.environ["SEER_POOL_ALONE"] = "0"
+    try:
+        rt = Runtime("phold", phold_cfg(num_entities=64, work=20), 1, "parallel", 2,
+                     oversubscribe=True)
+    finally:
+        if old is None:
+            del os.environ["SEER_POOL_ALONE"]
+        else:
+            os.environ["SEER_POOL_ALONE"] = old
     rt.reset([0])
     return rt
 

@@ -6,12 +6,15 @@
  * keeps the workers off the caller's CPU between a training loop's calls.
  */
 #define _POSIX_C_SOURCE 200809L
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "base.h"
 #include "company.h"
+#include "events.h"
 #include "process.h"
 #include "runtime.h"
+#include "trace.h"
 
 /* Between the calls of a training loop (the policy's forward, the learner's
  * update: calls that take a small part of the time), the workers run
@@ -72,4 +75,128 @@ void seer_pool_keep_off_caller_host(seer_runtime *rt, uint32_t n)
         (void)seer_thread_avoid_cpu_host(w->thread, cpu, &w->own_cpus);
         w->avoid_cpu = cpu;
     }
+}
+
+/* ---- alone stretches ------------------------------------------------------------ */
+
+/* A pool's other threads that do not get a core cost a step more than they
+ * give: a worker that comes late leaves the caller its windows alone
+ * (parallel.c), and one descheduled while it holds a chunk holds the phase
+ * up until the kernel runs it again (a time slice of a burner, of torch's
+ * spinning OpenMP workers, of another env process).  Measured (PCS 64x64,
+ * 2 cores, the serial executor's time over theirs): parallel-2 and
+ * optimistic-2 beside a CPU burner at full duty 0.59-0.84x, two env
+ * processes of parallel-2 each 0.61x; every call capped to the caller
+ * 0.93-0.94x alone.
+ *
+ * So after a step in which the pool lost its threads -- before the first
+ * stretch: the caller waited a quarter of the call for phases others held,
+ * or they handled less than a quarter of their share of the events, or it
+ * did (descheduled while a worker ran the call on its CPU); after
+ * it: the step took an event more than 1/1.1 of what the stretches' steps
+ * did (a worker that took the caller's own CPU and ran the step while the
+ * caller waited for it looks busy, and is no faster) -- and the two steps
+ * before it too (one slow step is noise: a worker woken cold, a neighbour's
+ * spin, the first step after a stretch), the next
+ * `next` steps run on the caller alone: the workers are neither woken nor
+ * left spinning for the calls, and the caller keeps the records it frees
+ * (pool.c; sent to the idle workers' homes, they made the caller's own home
+ * grow anew: 2.46 ms a step beside a burner against 2.0), until the pool's
+ * next ordering sends them home (events_layout.c).  The stretch's first step begins with the pending events moved
+ * into address order (seer_event_relayout_host): the steps a pool lost
+ * left them scattered over records grown by half again (PCS 64x64: 98k
+ * records to 160k in 40 steps beside a burner), and the caller alone then
+ * ran 30% slower (2.55-2.64 ms a step against 1.99 after 40 quiet pool
+ * steps); at most ALONE_TIDY_BUDGET times its own time apart (4-7 ms
+ * beside a burner).  Then steps on the pool again: three lost again, the
+ * next stretch is twice as long (up to ALONE_LONGEST steps); one not lost,
+ * the pool stays, and a later stretch is half as long (at least
+ * ALONE_FIRST).  A pool that keeps its cores never begins one, and
+ * outputs do not depend on it (any thread gives the serial executor's).
+ * The partitions stay: cutting them to one for a stretch (parallel-1's
+ * whole-instance steps, 2-3% faster than the windows alone) moved every
+ * pending event twice a stretch, 3-5 ms a move beside a burner. */
+#define ALONE_FIRST 8u
+#define ALONE_LONGEST 256u
+#define ALONE_SHARE 4u /* events under 1/4 of a side's share: lost */
+#define ALONE_LOST_STEPS 3u /* pool steps in a row that lost: a stretch */
+#define ALONE_GAIN 1.1 /* a pool step not 10% faster an event than alone: lost */
+#define ALONE_TIDY_BUDGET 20u /* relayouts at most 1/20 of the time */
+
+void seer_pool_alone_init_host(seer_runtime *rt, int allowed)
+{
+    rt->pool.alone = (seer_rt_alone){.allowed = allowed, .next = ALONE_FIRST};
+}
+
+void seer_pool_alone_end_host(seer_runtime *rt)
+{
+    rt->pool.alone.left = 0;
+    rt->pool.alone.next = ALONE_FIRST;
+}
+
+uint32_t seer_pool_alone_cap_host(seer_runtime *rt, uint32_t n)
+{
+    seer_rt_alone *a = &rt->pool.alone;
+    if (!a->left || n <= 1)
+        return n;
+    if ((rt->pool.workers && rt->pool.workers[0].trace) || rt->check.mode) {
+        a->left = 0; /* a traced step (STPA's) must see the pool as it is */
+        return n;
+    }
+    /* relaxed: a hint the workers read; published with the call */
+    atomic_store_explicit(&rt->pool.wake_spins, 0u, memory_order_relaxed);
+    return 1;
+}
+
+void seer_pool_alone_after_call_host(seer_runtime *rt, const seer_pool_call *call)
+{
+    seer_rt_alone *a = &rt->pool.alone;
+    if (!call->step || !call->events)
+        return;
+    const double per = (double)call->ns / (double)call->events;
+    if (a->left) { /* a step of the stretch */
+        a->alone_ns = a->alone_ns > 0 ? 0.75 * a->alone_ns + 0.25 * per : per;
+        a->left--;
+        a->steps++;
+        if (!a->left) /* the records the caller kept go home at the next ordering */
+            rt->mem.order_now = 1;
+        return;
+    }
+    if (call->threads < 2 || !a->allowed || rt->check.mode ||
+        (rt->pool.workers && rt->pool.workers[0].trace))
+        return;
+    const uint64_t others = call->events - call->caller_events;
+    const int lost = a->alone_ns > 0
+                         ? per * ALONE_GAIN > a->alone_ns
+                         : call->caller_wait_ns * 4u > call->ns ||
+                               others * ALONE_SHARE * call->threads < call->events ||
+                               call->caller_events * ALONE_SHARE * call->threads <
+                                   call->events;
+    if (!lost) {
+        a->next = a->next / 2 > ALONE_FIRST ? a->next / 2 : ALONE_FIRST;
+        a->lost = 0;
+        return;
+    }
+    if (++a->lost < ALONE_LOST_STEPS)
+        return;
+    a->lost = 0;
+    a->left = a->next;
+    a->next = a->next * 2 < ALONE_LONGEST ? a->next * 2 : ALONE_LONGEST;
+    a->stretches++;
+    a->tidy = 1;
+}
+
+void seer_pool_alone_before_step_host(seer_runtime *rt)
+{
+    seer_rt_alone *a = &rt->pool.alone;
+    if (!a->tidy)
+        return;
+    a->tidy = 0;
+    const uint64_t t0 = seer_clock_ns();
+    if (!a->left || !rt->mem.relayout ||
+        (a->tidy_cost_ns && t0 - a->tidied_ns < ALONE_TIDY_BUDGET * a->tidy_cost_ns))
+        return;
+    (void)seer_event_relayout_host(rt);
+    a->tidied_ns = seer_clock_ns();
+    a->tidy_cost_ns = a->tidied_ns > t0 ? a->tidied_ns - t0 : 1;
 }

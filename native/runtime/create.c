@@ -321,7 +321,11 @@ static void apply_options(seer_runtime *rt, const seer_model *model, const seer_
     if (!rt->opt.phase_events)
         rt->opt.phase_events = SEER_OPT_PHASE_EVENTS;
     /* the pool's workers kept off the caller's CPU between a training
-     * loop's calls (pool.c, keep_off_caller_host) unless this says 0 */
+     * loop's calls (company.c, seer_pool_keep_off_caller_host) unless this
+     * says 0; alone stretches where they lose their cores (company.c)
+     * unless SEER_POOL_ALONE says 0 */
+    const char *pa = getenv("SEER_POOL_ALONE");
+    rt->pool.alone.allowed = !(pa && pa[0] == '0' && pa[1] == '\0');
     const char *ko = getenv("SEER_KEEP_OFF_CALLER");
     rt->pool.keep_off_allowed = !(ko && ko[0] == '0' && ko[1] == '\0');
     /* a pool's free lists put back in address order now and then

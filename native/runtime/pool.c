@@ -395,8 +395,20 @@ static void run_phases(seer_worker *w, uint32_t tag)
     for (;;) {
         uint64_t seq;
         uint32_t kind, ptag, b, e;
+        /* A worker still here when the host has published its next call
+         * leaves before claiming, where that call leaves it out (capped to
+         * the caller: an alone stretch, a budget): descheduled again while
+         * it held the call's chunk, it held the caller up.  acquire: pairs
+         * with publish_job's release (call_active is written before it); a
+         * hint -- a claim just after a publish is handled as any other. */
+        if (w->id && (uint32_t)atomic_load_explicit(&rt->pool.job_gen, memory_order_acquire) !=
+                         tag &&
+            w->id >= atomic_load_explicit(&rt->pool.call_active, memory_order_relaxed))
+            return;
         int got = seer_phases_claim_any(&rt->pool.ph, (int)(w->id & 1u), &seq, &kind, &ptag, &b,
                                         &e);
+        if (spans.wait_t0 && w->id == 0 && (kind == PH_DONE || got == SEER_CLAIMED))
+            w->wait_ns += seer_clock_ns() - spans.wait_t0; /* company.c reads it */
         if (kind == PH_DONE)
             return;
         if (got != SEER_CLAIMED) {
@@ -533,6 +545,7 @@ int seer_pool_start(seer_runtime *rt, uint32_t threads)
         w->home_limit = t ? threads : 0;
     }
     rt->pool.keep_off = 0;
+    seer_pool_alone_init_host(rt, rt->pool.alone.allowed);
     for (uint32_t t = 0; t < threads; t++) {
         seer_worker *w = &rt->pool.workers[t];
         /* own lines: written while the other threads write theirs */
@@ -761,6 +774,8 @@ int seer_pool_run(seer_runtime *rt, int job, const seer_events_phases *events)
      * the call by the release open of its first phase and the release bump
      * of job_gen (publish_job). */
     atomic_store_explicit(&rt->call.abort_code, 0, memory_order_relaxed);
+    const uint64_t call_t0 = seer_clock_ns();
+    rt->pool.workers[0].wait_ns = 0;
     for (uint32_t t = 0; t < rt->pool.nthreads; t++) {
         rt->pool.workers[t].err = 0;
         rt->pool.workers[t].msg[0] = '\0';
@@ -791,6 +806,7 @@ int seer_pool_run(seer_runtime *rt, int job, const seer_events_phases *events)
         (rt->executor != SEER_EXECUTOR_OPTIMISTIC ||
          (rt->pool.call_cap == 1 && !rt->check.mode)))
         n = rt->pool.call_cap;
+    n = seer_pool_alone_cap_host(rt, n); /* 1 in an alone stretch (company.c) */
     atomic_store_explicit(&rt->pool.call_active, n, memory_order_relaxed);
     if (n > 1) {
         const uint64_t now = seer_clock_ns();
@@ -810,7 +826,10 @@ int seer_pool_run(seer_runtime *rt, int job, const seer_events_phases *events)
     open_phase_completer(rt, job == JOB_RESET ? PH_CLEAR : whole ? PH_INSTANCE : PH_ACT);
     publish_job(rt, n > 1);
     seer_worker *w0 = &rt->pool.workers[0];
-    w0->home_limit = rt->pool.nthreads;
+    /* an alone stretch's call keeps what it frees, as the serial executor
+     * does (sent to an idle worker's home, the caller's own grew anew:
+     * company.c) */
+    w0->home_limit = n == 1 && rt->pool.alone.left ? 0 : rt->pool.nthreads;
     run_phases(w0, rt->pool.call_tag);
     w0->home_limit = 0;
     /* DONE: no worker touches a list before the next call */
@@ -819,16 +838,23 @@ int seer_pool_run(seer_runtime *rt, int job, const seer_events_phases *events)
     /* DONE was opened after the last chunk completed: every worker's writes
      * are visible here (acq_rel completions, release open, acquire claim). */
     int code = SEER_OK;
+    seer_pool_call seen = {.step = job == JOB_STEP, .threads = n,
+                           .caller_events = w0->events, .caller_wait_ns = w0->wait_ns};
     for (uint32_t t = 0; t < rt->pool.nthreads; t++) {
         seer_worker *w = &rt->pool.workers[t];
-        rt->stats.events += w->events;
+        seen.events += w->events;
         w->events = 0;
         if (w->err && code == SEER_OK) {
             code = w->err;
             memcpy(rt->err, w->msg, sizeof rt->err);
         }
     }
+    rt->stats.events += seen.events;
+    const uint64_t call_t1 = seer_clock_ns();
     if (n > 1)
-        rt->pool.last_end_ns = seer_clock_ns();
+        rt->pool.last_end_ns = call_t1;
+    seen.ns = call_t1 - call_t0;
+    if (code == SEER_OK)
+        seer_pool_alone_after_call_host(rt, &seen);
     return code;
 }

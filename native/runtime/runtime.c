@@ -486,6 +486,8 @@ static int step_now(seer_runtime *rt, const uint8_t *mask)
         seer_event_tidy_serial_host(rt, 0); /* a while after a switch to it (threads.c) */
     else if (rt->executor != SEER_EXECUTOR_SERIAL)
         seer_event_order_pool_when_due_host(rt); /* a while after a switch, then now and then */
+    if (rt->executor != SEER_EXECUTOR_SERIAL)
+        seer_pool_alone_before_step_host(rt); /* a stretch's first step (company.c) */
     rt->stats.steps++;
     rt->in_call = 1;
     if (rt->executor == SEER_EXECUTOR_SERIAL) {
@@ -636,6 +638,7 @@ void seer_runtime_stats(const seer_runtime *rt, seer_stats *out)
     out->serial_steps = rt->opt.serial_steps;
     out->log_bytes_peak = rt->opt.log_peak;
     out->alone_windows = rt->stats.alone_windows;
+    out->alone_steps = rt->pool.alone.steps;
 }
 
 const char *seer_runtime_event_name(const seer_runtime *rt, uint32_t type)

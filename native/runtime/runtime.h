@@ -106,6 +106,9 @@ typedef struct seer_worker {
     uint64_t call_events;  /* events handled in the current call               */
     uint64_t call_budget;  /* ... at most (SEER_E_BUDGET beyond)               */
     uint32_t stop_tick;    /* events since the last Ctrl-C / budget check      */
+    /* Worker 0 (the caller) only: ns it waited in the current call for a
+     * phase other threads held (pool.c; company.c reads it after the call) */
+    uint64_t wait_ns;
     uint64_t gen_seen; /* job generation this worker last ran (or started at) */
     /* Cross-partition events this thread scheduled, by parity of the phase
      * that scheduled them, then [instance * nparts + partition].  A bank is
@@ -121,8 +124,8 @@ typedef struct seer_worker {
      * Read by the host (seer_runtime_worker_tids) to see, in /proc, how
      * long the pool's threads waited for a core. */
     _Atomic int64_t tid;
-    /* The CPU this worker is kept off (the caller's: keep_off_caller_host
-     * in pool.c), -1 for none, and its own CPUs before that.  Host only. */
+    /* The CPU this worker is kept off (the caller's:
+     * seer_pool_keep_off_caller_host in company.c), -1 for none, and its own CPUs before that.  Host only. */
     int avoid_cpu;
     seer_cpus own_cpus;
     int started;
@@ -294,8 +297,23 @@ typedef struct seer_rt_reserve {
     uint64_t relayout_cost_ns;
 } seer_rt_reserve;
 
-/* Steps the keep-off of the workers looks back on (pool.c). */
+/* Steps the keep-off of the workers looks back on (company.c). */
 #define SEER_LOOP_CALLS 3u
+
+/* A pool's alone stretches (company.c): steps run on the caller's thread
+ * alone where the pool's other threads did not get a core.  Host only. */
+typedef struct seer_rt_alone {
+    int allowed;     /* SEER_POOL_ALONE=0: never (create)                       */
+    uint32_t left;   /* steps left in the current stretch (0: none)             */
+    uint32_t next;   /* steps of the next stretch (doubles while the pool loses) */
+    double alone_ns; /* ns an event of the stretches' steps took (a moving
+                        average; 0: no stretch yet)                             */
+    uint64_t steps;  /* steps run in stretches                                  */
+    uint64_t stretches; /* stretches begun                                      */
+    int tidy;        /* the next step begins a stretch: its events in order first */
+    uint32_t lost;   /* pool steps in a row that lost their threads               */
+    uint64_t tidied_ns, tidy_cost_ns; /* the last such relayout: its end, its time */
+} seer_rt_alone;
 
 /* The worker pool (pool.c). */
 typedef struct seer_rt_pool {
@@ -335,6 +353,7 @@ typedef struct seer_rt_pool {
     int keep_off_allowed; /* ... may be (SEER_KEEP_OFF_CALLER=0: never; create) */
     uint32_t unsettled_steps; /* host: steps run on partitions other than the
                                  pool size's (seer_pool_settle_host)         */
+    seer_rt_alone alone;      /* host: alone stretches (company.c)           */
     _Atomic int shutdown;
     seer_phases ph;    /* the executive list: phases of the current call
                           (its ticket and counter on lines of their own) */

@@ -79,6 +79,9 @@ typedef struct seer_stats {
                                alone, holding every partition because no other
                                thread of the pool came for one (descheduled:
                                a loaded machine)                              */
+    uint64_t alone_steps;   /* steps a pool ran on the calling thread alone, in
+                               stretches it began where its other threads did
+                               not get a core (company.c)                     */
 } seer_stats;
 
 /* Trace records (see seer_runtime_trace).  Times are CLOCK_MONOTONIC ns. */

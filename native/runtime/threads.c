@@ -14,6 +14,7 @@
 
 #include "api.h"
 #include "base.h"
+#include "company.h"
 #include "errors.h"
 #include "events.h"
 #include "partition.h"
@@ -52,6 +53,7 @@ int seer_runtime_set_threads(seer_runtime *rt, uint32_t threads)
     int rc = seer_call_begin(rt);
     if (rc != SEER_OK)
         return rc;
+    seer_pool_alone_end_host(rt); /* a new configuration: its pool first */
     if (rt->executor == SEER_EXECUTOR_SERIAL)
         return SEER_OK;
     return resize_pool(rt, seer_active_threads(rt->rt_flags, threads));
@@ -106,6 +108,7 @@ int seer_runtime_set_executor(seer_runtime *rt, int executor, uint32_t threads)
     rc = seer_call_begin(rt);
     if (rc != SEER_OK)
         return rc;
+    seer_pool_alone_end_host(rt); /* a new configuration: its pool first */
     /* relaxed: the host is the only writer. */
     const uint32_t old_active = atomic_load_explicit(&rt->pool.active, memory_order_relaxed);
     /* The pool first: one that cannot grow keeps its size (resize_pool), and

@@ -727,7 +727,10 @@ class Runtime:
         every partition -- the parallel executor's windows, the optimistic
         executor's speculation phases -- because no other thread of the pool
         came for one, as on a loaded machine or under a budget of one thread;
-        many of them say the pool's other threads did not get a core):
+        many of them say the pool's other threads did not get a core), and
+        ``alone_steps`` (steps a pool ran on the calling thread alone, on one
+        partition per instance, in the stretches it runs where its other
+        threads lose their cores: the Performance page's "In company"):
 
         ```python
         rt = registry.Runtime("pcs", {"classic": True}, 1, "optimistic", 2)
@@ -752,6 +755,7 @@ class Runtime:
             "serial_steps": int(s.serial_steps),
             "log_bytes_peak": int(s.log_bytes_peak),
             "alone_windows": int(s.alone_windows),
+            "alone_steps": int(s.alone_steps),
         }
 
     # -- tracing ----------------------------------------------------------------

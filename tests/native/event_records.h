@@ -96,7 +96,7 @@ static void check_conserved(seer_runtime *rt, const char *when)
 }
 
 /* Records on `ev`'s list whose block is homed elsewhere than `home`. */
-static uint64_t strangers(const seer_runtime *rt, const seer_event *ev, uint32_t home)
+__attribute__((unused)) static uint64_t strangers(const seer_runtime *rt, const seer_event *ev, uint32_t home)
 {
     uint64_t n = 0;
     for (; ev; ev = ev->next_free)

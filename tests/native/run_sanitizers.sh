@@ -97,6 +97,10 @@ for mode in "${modes[@]}"; do
   "$CC" "${common[@]}" "${flags[@]}" "$here/test_event_relayout.c" "${runtime_src[@]}" \
     "${wrap[@]}" -o "$out/test_event_relayout-$mode" -lm
   "$out/test_event_relayout-$mode"
+  # a pool's alone stretches: the policy, and real steps through them
+  "$CC" "${common[@]}" "${flags[@]}" "$here/test_pool_alone.c" "${runtime_src[@]}" \
+    "${wrap[@]}" -o "$out/test_pool_alone-$mode" -lm
+  "$out/test_pool_alone-$mode"
   # every allocation and thread creation of the runtime failed in turn: the
   # only build with the failure injection (faults.h, faults.c)
   "$CC" "${common[@]}" "${flags[@]}" -DSEER_FAULT_INJECTION "$here/stress_failures.c" \

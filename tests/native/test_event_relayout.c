@@ -55,8 +55,12 @@ static seer_runtime *make(int executor, uint32_t threads, const char *relayout)
                               .flags = SEER_RT_OVERSUBSCRIBE};
     if (relayout)
         setenv("SEER_RELAYOUT", relayout, 1);
+    /* no alone stretches (company.c): their caller keeps the records it
+     * frees, whatever their homes, where the machine's timing says */
+    setenv("SEER_POOL_ALONE", "0", 1);
     int rc = seer_runtime_create(&seer_model_phold, &cfg, sizeof cfg, &o, &rt, err, sizeof err);
     unsetenv("SEER_RELAYOUT");
+    unsetenv("SEER_POOL_ALONE");
     if (rc != SEER_OK) {
         fprintf(stderr, "create: %s\n", err);
         exit(2);

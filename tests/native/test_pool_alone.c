@@ -1,0 +1,238 @@
+/*
+ * test_pool_alone: a pool's alone stretches (company.c), from C, under the
+ * sanitizers (run_sanitizers.sh).
+ *
+ * The policy, on calls described to it (seer_pool_call: no clock, no
+ * load): a pool call that kept its threads begins nothing; three in a row
+ * that lost them (the caller waited a quarter of the call, or the others
+ * or the caller handled under a quarter of their share) begin a stretch of
+ * 8 steps, in
+ * which every call is capped to the caller; after it, three pool steps
+ * that were not 1.1x faster an event than the stretch's begin one twice as
+ * long (up to 256), one faster halves it and keeps the pool; resets, calls
+ * on one thread, a traced call, SEER_POOL_ALONE=0 and a thread or executor
+ * switch begin none (or end it).  Then real steps of PHOLD on the parallel
+ * and optimistic executors (3 threads) through stretches: only the caller
+ * takes part in a stretch's calls, its steps are counted in alone_steps,
+ * the records it frees stay on its own lists (none sent to the idle
+ * workers' homes), every record is accounted for after them, and the outputs stay the
+ * serial executor's bit for bit.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "company.h"
+#include "events.h"
+#include "phold.h"
+#include "runtime.h"
+#include "seer_runtime.h"
+
+static const seer_phold_config cfg = {.num_entities = 200, .events_per_entity = 4,
+                                      .remote = 0.7, .mean = 0.6, .lookahead = 0.3,
+                                      .work = 0, .step_duration = 2.0};
+
+static int fails = 0;
+#define CHECK(cond, ...)                                                                      \
+    do {                                                                                      \
+        if (!(cond)) {                                                                        \
+            fprintf(stderr, "test_pool_alone:%d: ", __LINE__);                               \
+            fprintf(stderr, __VA_ARGS__);                                                     \
+            fputc('\n', stderr);                                                              \
+            fails++;                                                                          \
+        }                                                                                     \
+    } while (0)
+
+#include "event_records.h"
+
+/* A runtime of PHOLD, reset; `alone` as SEER_POOL_ALONE says (NULL: unset). */
+static seer_runtime *make(int executor, uint32_t threads, const char *alone)
+{
+    seer_runtime *rt = NULL;
+    char err[512];
+    seer_runtime_options o = {.num_instances = 2, .executor = executor, .threads = threads,
+                              .flags = SEER_RT_OVERSUBSCRIBE};
+    if (alone)
+        setenv("SEER_POOL_ALONE", alone, 1);
+    int rc = seer_runtime_create(&seer_model_phold, &cfg, sizeof cfg, &o, &rt, err, sizeof err);
+    unsetenv("SEER_POOL_ALONE");
+    if (rc != SEER_OK) {
+        fprintf(stderr, "create: %s\n", err);
+        exit(2);
+    }
+    const uint64_t seeds[2] = {11, 12};
+    if (seer_runtime_reset(rt, seeds, NULL) != SEER_OK) {
+        fprintf(stderr, "reset: %s\n", seer_runtime_error(rt));
+        exit(2);
+    }
+    return rt;
+}
+
+/* Calls described to the policy: 10000 events in 1 ms on 2 threads, the
+ * caller handling half and waiting 1% (kept its threads), or as given. */
+static seer_pool_call pool_call(uint64_t ns, uint64_t caller_events, uint64_t wait_ns)
+{
+    return (seer_pool_call){.step = 1, .threads = 2, .ns = ns, .events = 10000,
+                            .caller_events = caller_events, .caller_wait_ns = wait_ns};
+}
+static const seer_pool_call alone_call = {.step = 1, .threads = 1, .ns = 1500000,
+                                          .events = 10000, .caller_events = 10000};
+
+/* A stretch's calls: each capped to the caller, `steps` of them, then the
+ * pool again. */
+static void stretch(seer_runtime *rt, uint32_t steps, const char *what)
+{
+    for (uint32_t k = 0; k < steps; k++) {
+        const uint32_t n = seer_pool_alone_cap_host(rt, 2);
+        CHECK(n == 1, "%s: step %u of a %u-step stretch on %u threads", what, k, steps, n);
+        seer_pool_alone_after_call_host(rt, &alone_call);
+    }
+    CHECK(seer_pool_alone_cap_host(rt, 2) == 2, "%s: the stretch outlasted %u steps", what,
+          steps);
+}
+
+static void after(seer_runtime *rt, seer_pool_call c) { seer_pool_alone_after_call_host(rt, &c); }
+
+static void lost_thrice(seer_runtime *rt, seer_pool_call c)
+{
+    for (int k = 0; k < 3; k++) {
+        CHECK(seer_pool_alone_cap_host(rt, 2) == 2, "a stretch after %d lost steps", k);
+        seer_pool_alone_after_call_host(rt, &c);
+    }
+}
+
+static void test_policy(void)
+{
+    seer_runtime *rt = make(SEER_EXECUTOR_PARALLEL, 2, NULL);
+    const seer_rt_alone *a = &rt->pool.alone;
+    /* kept its threads: nothing, however often */
+    for (int k = 0; k < 20; k++)
+        after(rt, pool_call(1000000, 5000, 10000));
+    CHECK(a->left == 0 && a->stretches == 0, "a stretch after steps that kept their threads");
+    /* two lost, one kept, two lost: none (three in a row) */
+    const seer_pool_call waited = pool_call(1000000, 5000, 300000);
+    const seer_pool_call few = pool_call(1000000, 8800, 0); /* others 1200 < 10000/8 */
+    seer_pool_alone_after_call_host(rt, &waited);
+    seer_pool_alone_after_call_host(rt, &few);
+    after(rt, pool_call(1000000, 5000, 10000));
+    seer_pool_alone_after_call_host(rt, &waited);
+    seer_pool_alone_after_call_host(rt, &few);
+    CHECK(a->left == 0, "a stretch after two lost steps");
+    /* the third lost in a row (before any stretch: by waits and shares; here
+     * the caller's: descheduled while a worker ran the call) */
+    after(rt, pool_call(1000000, 1000, 0));
+    CHECK(a->left == 8 && a->stretches == 1, "no 8-step stretch: %u left", a->left);
+    /* resets and calls on one thread during it count nothing */
+    seer_pool_alone_after_call_host(rt, &(seer_pool_call){.step = 0, .threads = 1, .ns = 5,
+                                                          .events = 100});
+    CHECK(a->left == 8, "a reset counted as a stretch step");
+    stretch(rt, 8, "first");
+    CHECK(a->steps == 8 && a->alone_ns > 149.9 && a->alone_ns < 150.1,
+          "stretch steps %llu, %.2f ns an event", (unsigned long long)a->steps, a->alone_ns);
+    /* after a stretch: by speed.  1.4 ms (140 ns an event: not 1.1x faster
+     * than 150) three times: twice as long */
+    lost_thrice(rt, pool_call(1400000, 5000, 0));
+    stretch(rt, 16, "second");
+    /* a pool step twice as fast: the pool stays, the next stretch halves */
+    after(rt, pool_call(700000, 9900, 900000));
+    CHECK(a->left == 0 && a->next == 16, "a fast pool step: left %u, next %u", a->left, a->next);
+    /* never longer than 256 */
+    for (int k = 0; k < 6; k++) {
+        lost_thrice(rt, pool_call(1400000, 5000, 0));
+        const uint32_t len = a->left;
+        stretch(rt, len, "doubling");
+    }
+    CHECK(a->next == 256, "stretches grew to %u", a->next);
+    /* a traced call ends a stretch and sees the pool; a traced step begins none */
+    lost_thrice(rt, pool_call(1400000, 5000, 0));
+    CHECK(a->left == 256, "no stretch before the trace");
+    CHECK(seer_runtime_trace(rt, 1000) == SEER_OK, "trace: %s", seer_runtime_error(rt));
+    CHECK(seer_pool_alone_cap_host(rt, 2) == 2 && a->left == 0, "a traced call ran alone");
+    lost_thrice(rt, pool_call(1400000, 5000, 0));
+    CHECK(a->left == 0, "a stretch begun by traced steps");
+    CHECK(seer_runtime_trace(rt, 0) == SEER_OK, "trace off: %s", seer_runtime_error(rt));
+    /* a thread switch ends one, and the next starts short */
+    lost_thrice(rt, pool_call(1400000, 5000, 0));
+    CHECK(a->left > 0, "no stretch before the switch");
+    CHECK(seer_runtime_set_threads(rt, 2) == SEER_OK, "set_threads: %s", seer_runtime_error(rt));
+    CHECK(a->left == 0 && a->next == 8, "after a switch: left %u, next %u", a->left, a->next);
+    seer_runtime_destroy(rt);
+
+    /* SEER_POOL_ALONE=0: never */
+    rt = make(SEER_EXECUTOR_PARALLEL, 2, "0");
+    for (int k = 0; k < 10; k++)
+        seer_pool_alone_after_call_host(rt, &few);
+    CHECK(rt->pool.alone.left == 0 && seer_pool_alone_cap_host(rt, 2) == 2,
+          "a stretch with SEER_POOL_ALONE=0");
+    seer_runtime_destroy(rt);
+}
+
+/* Real steps through a stretch on `executor` (3 threads): the caller alone
+ * in its calls, counted, every record accounted for, the outputs the serial
+ * executor's. */
+static void test_steps(int executor, const char *name)
+{
+    seer_runtime *ref = make(SEER_EXECUTOR_SERIAL, 1, NULL);
+    seer_runtime *rt = make(executor, 3, NULL);
+    uint64_t h_ref = run(ref, 6, 1469598103934665603ull);
+    uint64_t h = run(rt, 6, 1469598103934665603ull);
+    const seer_pool_call few = {.step = 1, .threads = 3, .ns = 1000000, .events = 10000,
+                                .caller_events = 9900};
+    /* whatever the real steps so far began (their timings are the
+     * machine's): a stretch described to the policy afresh */
+    seer_pool_alone_end_host(rt);
+    rt->pool.alone.alone_ns = 0;
+    for (int k = 0; k < 3; k++)
+        seer_pool_alone_after_call_host(rt, &few);
+    CHECK(rt->pool.alone.left == 8, "%s: no stretch begun (%u)", name, rt->pool.alone.left);
+    seer_stats s0, s1;
+    seer_runtime_stats(rt, &s0);
+    /* the idle workers' lists and reserves, which a stretch leaves alone:
+     * the caller keeps what it frees, as the serial executor does */
+    uint64_t idle[2] = {0, 0};
+    for (uint32_t t = 1; t < 3; t++)
+        idle[t - 1] = rt->pool.workers[t].pool.nfree + rt->pool.workers[t].cross.nfree +
+                      rt->mem.homes[t].n;
+    for (int k = 0; k < 8; k++) {
+        h = run(rt, 1, h);
+        h_ref = run(ref, 1, h_ref);
+        for (uint32_t t = 1; t < 3; t++) {
+            const uint64_t now = rt->pool.workers[t].pool.nfree +
+                                 rt->pool.workers[t].cross.nfree + rt->mem.homes[t].n;
+            CHECK(now == idle[t - 1], "%s: stretch step %d sent worker %u's home %lld records",
+                  name, k, t, (long long)(now - idle[t - 1]));
+        }
+        /* relaxed: between calls, the host's own store */
+        CHECK(atomic_load_explicit(&rt->pool.call_active, memory_order_relaxed) == 1,
+              "%s: stretch step %d on %u threads", name, k,
+              atomic_load_explicit(&rt->pool.call_active, memory_order_relaxed));
+    }
+    seer_runtime_stats(rt, &s1);
+    CHECK(s1.alone_steps - s0.alone_steps == 8, "%s: %llu alone steps counted", name,
+          (unsigned long long)(s1.alone_steps - s0.alone_steps));
+    check_conserved(rt, name);
+    /* the pool again, as long as its steps keep their threads (PHOLD's are
+     * real: their timings may begin another stretch, which changes nothing
+     * but the threads) */
+    h = run(rt, 10, h);
+    h_ref = run(ref, 10, h_ref);
+    CHECK(h == h_ref, "%s: outputs differ from the serial executor's", name);
+    check_conserved(rt, name);
+    seer_runtime_destroy(rt);
+    seer_runtime_destroy(ref);
+}
+
+int main(void)
+{
+    test_policy();
+    test_steps(SEER_EXECUTOR_PARALLEL, "parallel");
+    test_steps(SEER_EXECUTOR_OPTIMISTIC, "optimistic");
+    if (fails) {
+        fprintf(stderr, "test_pool_alone: %d failure(s)\n", fails);
+        return 1;
+    }
+    printf("test_pool_alone: stretches begun, capped, counted and ended as the policy says; "
+           "outputs identical to the serial executor's\n");
+    return 0;
+}

@@ -1,0 +1,109 @@
+"""A pool's alone stretches (native/runtime/company.c), seen from Python.
+
+With the caller and its pool's second thread on one CPU, the worker can
+only take the caller's core: every pool step loses it, and the pool runs
+stretches of steps on the caller alone (``alone_steps``), never with
+``SEER_POOL_ALONE=0``; its outputs are the
+serial executor's at every step either way.  The policy itself (when a
+stretch begins, how long it lasts, what ends it) is tested on described
+calls in ``tests/native/test_pool_alone.c``; speed is a benchmark's
+(``benchmarks/bench_alone.py``), never a test's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from seer_env.registry import Runtime
+
+ROOT = Path(__file__).resolve().parent.parent
+
+CHILD = r"""
+import hashlib, json, os, sys, threading
+import numpy as np
+from seer_env.registry import Runtime
+
+ALL = os.sched_getaffinity(0)
+CPU = min(ALL)
+
+CFG = dict(num_entities=300, events_per_entity=4, remote=0.7, mean=1.0, lookahead=0.5,
+           work=20, step_duration=4.0)
+STEPS = 90
+
+def run(executor, threads):
+    rt = Runtime("phold", CFG, 2, executor, threads, oversubscribe=True)
+    rng = np.random.default_rng(7)
+    out = []
+    rt.reset([3, 4])
+    for _ in range(STEPS):
+        # the caller and its pool's threads on one CPU (the process keeps
+        # its CPUs, so the thread budget lends the pool both threads; a pool
+        # made anew has new threads: each step): a worker gets a core only
+        # by taking the caller's
+        for tid in [threading.get_native_id(), *rt.worker_tids()]:
+            os.sched_setaffinity(tid, {CPU})
+        rt.actions[:] = rng.integers(0, 3, size=rt.actions.shape)
+        rt.step()
+        h = hashlib.sha256()
+        for a in (rt.obs, rt.reward, rt.terminated, rt.truncated, rt.info):
+            h.update(a.tobytes())
+        out.append(h.hexdigest())
+    s = rt.stats()
+    rt.close()
+    os.sched_setaffinity(threading.get_native_id(), ALL)
+    return out, s
+
+ref, _ = run("serial", 1)
+res = {}
+for ex in ("parallel", "optimistic"):
+    got, s = run(ex, 2)
+    first = next((k for k, (a, b) in enumerate(zip(ref, got)) if a != b), None)
+    res[ex] = {"first_difference": first, "alone_steps": s["alone_steps"], "steps": s["steps"]}
+print(json.dumps(res))
+"""
+
+
+def _child(alone: str | None) -> dict:
+    env = {k: v for k, v in os.environ.items() if k != "SEER_POOL_ALONE"}
+    env["SEER_KEEP_OFF_CALLER"] = "0"  # the workers stay where the child put them
+    if alone is not None:
+        env["SEER_POOL_ALONE"] = alone
+    p = subprocess.run([sys.executable, "-c", CHILD], env=env, cwd=ROOT, capture_output=True,
+                       text=True, timeout=300, check=False)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs sched_setaffinity")
+def test_a_pool_sharing_the_callers_cpu_runs_alone_stretches_with_the_serial_outputs():
+    res = _child(None)
+    for ex, r in res.items():
+        assert r["first_difference"] is None, (ex, r)
+        assert r["steps"] == 90
+        # three lost steps begin a stretch of 8: on one CPU most steps run alone
+        assert 8 <= r["alone_steps"] < 90, (ex, r)
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs sched_setaffinity")
+def test_seer_pool_alone_0_keeps_every_step_on_the_pool():
+    res = _child("0")
+    for ex, r in res.items():
+        assert r["first_difference"] is None, (ex, r)
+        assert r["alone_steps"] == 0, (ex, r)
+
+
+def test_alone_steps_is_a_counter_of_every_runtime():
+    rt = Runtime("phold", dict(num_entities=24, events_per_entity=2, remote=0.5, mean=1.0,
+                               lookahead=0.5, work=3, step_duration=2.0), 1, "serial", 1)
+    try:
+        rt.reset([1])
+        rt.step()
+        assert rt.stats()["alone_steps"] == 0
+    finally:
+        rt.close()
