@@ -108,10 +108,12 @@ void seer_pool_keep_off_caller_host(seer_runtime *rt, uint32_t n)
  * records to 160k in 40 steps beside a burner), and the caller alone then
  * ran 30% slower (2.55-2.64 ms a step against 1.99 after 40 quiet pool
  * steps); at most ALONE_TIDY_BUDGET times its own time apart (4-7 ms
- * beside a burner).  Then steps on the pool again: three lost again, the
- * next stretch is twice as long (up to ALONE_LONGEST steps); one not lost,
- * the pool stays, and a later stretch is half as long (at least
- * ALONE_FIRST).  A pool that keeps its cores never begins one, and
+ * beside a burner).  Then three steps on the pool again, taken together
+ * (beside a burner a worker that gets a time slice makes one step fast, and
+ * the next slow): not 1.1x faster an event than the stretch's, the next
+ * stretch is twice as long (up to ALONE_LONGEST steps); faster, the pool
+ * stays, and a later stretch is half as long (at least ALONE_FIRST), as
+ * after every step the pool wins.  A pool that keeps its cores never begins one, and
  * outputs do not depend on it (any thread gives the serial executor's).
  * The partitions stay: cutting them to one for a stretch (parallel-1's
  * whole-instance steps, 2-3% faster than the windows alone) moved every
@@ -130,8 +132,9 @@ void seer_pool_alone_init_host(seer_runtime *rt, int allowed)
 
 void seer_pool_alone_end_host(seer_runtime *rt)
 {
-    rt->pool.alone.left = 0;
-    rt->pool.alone.next = ALONE_FIRST;
+    seer_rt_alone *a = &rt->pool.alone;
+    a->left = a->lost = a->probe = 0;
+    a->next = ALONE_FIRST;
 }
 
 uint32_t seer_pool_alone_cap_host(seer_runtime *rt, uint32_t n)
@@ -148,6 +151,15 @@ uint32_t seer_pool_alone_cap_host(seer_runtime *rt, uint32_t n)
     return 1;
 }
 
+static void begin_stretch(seer_rt_alone *a)
+{
+    a->lost = 0;
+    a->left = a->next;
+    a->next = a->next * 2 < ALONE_LONGEST ? a->next * 2 : ALONE_LONGEST;
+    a->stretches++;
+    a->tidy = 1;
+}
+
 void seer_pool_alone_after_call_host(seer_runtime *rt, const seer_pool_call *call)
 {
     seer_rt_alone *a = &rt->pool.alone;
@@ -158,13 +170,27 @@ void seer_pool_alone_after_call_host(seer_runtime *rt, const seer_pool_call *cal
         a->alone_ns = a->alone_ns > 0 ? 0.75 * a->alone_ns + 0.25 * per : per;
         a->left--;
         a->steps++;
-        if (!a->left) /* the records the caller kept go home at the next ordering */
-            rt->mem.order_now = 1;
+        if (!a->left) {
+            rt->mem.order_now = 1; /* the records the caller kept go home */
+            a->probe = ALONE_LOST_STEPS;
+            a->probe_ns = a->probe_events = 0;
+        }
         return;
     }
     if (call->threads < 2 || !a->allowed || rt->check.mode ||
         (rt->pool.workers && rt->pool.workers[0].trace))
         return;
+    if (a->probe) { /* the pool's steps after a stretch, taken together */
+        a->probe_ns += call->ns;
+        a->probe_events += call->events;
+        if (--a->probe)
+            return;
+        if ((double)a->probe_ns / (double)a->probe_events * ALONE_GAIN > a->alone_ns)
+            begin_stretch(a);
+        else
+            a->next = a->next / 2 > ALONE_FIRST ? a->next / 2 : ALONE_FIRST;
+        return;
+    }
     const uint64_t others = call->events - call->caller_events;
     const int lost = a->alone_ns > 0
                          ? per * ALONE_GAIN > a->alone_ns
@@ -177,13 +203,8 @@ void seer_pool_alone_after_call_host(seer_runtime *rt, const seer_pool_call *cal
         a->lost = 0;
         return;
     }
-    if (++a->lost < ALONE_LOST_STEPS)
-        return;
-    a->lost = 0;
-    a->left = a->next;
-    a->next = a->next * 2 < ALONE_LONGEST ? a->next * 2 : ALONE_LONGEST;
-    a->stretches++;
-    a->tidy = 1;
+    if (++a->lost == ALONE_LOST_STEPS)
+        begin_stretch(a);
 }
 
 void seer_pool_alone_before_step_host(seer_runtime *rt)

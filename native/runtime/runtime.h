@@ -312,6 +312,8 @@ typedef struct seer_rt_alone {
     uint64_t stretches; /* stretches begun                                      */
     int tidy;        /* the next step begins a stretch: its events in order first */
     uint32_t lost;   /* pool steps in a row that lost their threads               */
+    uint32_t probe;  /* pool steps left after a stretch before they are judged    */
+    uint64_t probe_ns, probe_events; /* ... their time and events so far       */
     uint64_t tidied_ns, tidy_cost_ns; /* the last such relayout: its end, its time */
 } seer_rt_alone;
 

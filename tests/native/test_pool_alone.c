@@ -6,17 +6,17 @@
  * load): a pool call that kept its threads begins nothing; three in a row
  * that lost them (the caller waited a quarter of the call, or the others
  * or the caller handled under a quarter of their share) begin a stretch of
- * 8 steps, in
- * which every call is capped to the caller; after it, three pool steps
- * that were not 1.1x faster an event than the stretch's begin one twice as
- * long (up to 256), one faster halves it and keeps the pool; resets, calls
- * on one thread, a traced call, SEER_POOL_ALONE=0 and a thread or executor
- * switch begin none (or end it).  Then real steps of PHOLD on the parallel
- * and optimistic executors (3 threads) through stretches: only the caller
- * takes part in a stretch's calls, its steps are counted in alone_steps,
- * the records it frees stay on its own lists (none sent to the idle
- * workers' homes), every record is accounted for after them, and the outputs stay the
- * serial executor's bit for bit.
+ * 8 steps, in which every call is capped to the caller; after it, three
+ * pool steps that together were not 1.1x faster an event than the
+ * stretch's begin one twice as long (up to 256; one fast step among them
+ * is no win), faster together they keep the pool and halve it; resets,
+ * calls on one thread, a traced call, SEER_POOL_ALONE=0 and a thread or
+ * executor switch begin none (or end it).  Then real steps of PHOLD on the
+ * parallel and optimistic executors (3 threads) through stretches: only
+ * the caller takes part in a stretch's calls, its steps are counted in
+ * alone_steps, the records it frees stay on its own lists (none sent to
+ * the idle workers' homes), every record is accounted for after them, and
+ * the outputs stay the serial executor's bit for bit.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -134,9 +134,21 @@ static void test_policy(void)
      * than 150) three times: twice as long */
     lost_thrice(rt, pool_call(1400000, 5000, 0));
     stretch(rt, 16, "second");
-    /* a pool step twice as fast: the pool stays, the next stretch halves */
+    /* the three pool steps after a stretch, taken together: one fast among
+     * slow ones (a worker that got a time slice) is no win */
     after(rt, pool_call(700000, 9900, 900000));
-    CHECK(a->left == 0 && a->next == 16, "a fast pool step: left %u, next %u", a->left, a->next);
+    after(rt, pool_call(1800000, 5000, 0));
+    CHECK(a->left == 0, "judged before three pool steps");
+    after(rt, pool_call(1800000, 5000, 0));
+    CHECK(a->left == 32 && a->next == 64, "one fast step of three: left %u, next %u", a->left,
+          a->next);
+    stretch(rt, 32, "third");
+    /* faster together (93 ns an event against 150): the pool stays, the next
+     * stretch halves */
+    after(rt, pool_call(700000, 9900, 900000));
+    after(rt, pool_call(700000, 9900, 900000));
+    after(rt, pool_call(1400000, 5000, 0));
+    CHECK(a->left == 0 && a->next == 32, "a faster pool: left %u, next %u", a->left, a->next);
     /* never longer than 256 */
     for (int k = 0; k < 6; k++) {
         lost_thrice(rt, pool_call(1400000, 5000, 0));
