@@ -2,8 +2,9 @@
  * company.c -- a worker pool in company (private, core layer): what the pool
  * does where it shares the cores with the caller's own work (a training
  * loop's policy, its learner) and with other thread pools and processes.
- * The phase machine itself (pool.c) calls in here between calls: the host
- * keeps the workers off the caller's CPU between a training loop's calls.
+ * The host, between calls: the workers kept off the caller's CPU between a
+ * training loop's calls; alone stretches of steps on the calling thread
+ * where the pool's other threads lose their cores.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdatomic.h>
@@ -89,35 +90,42 @@ void seer_pool_keep_off_caller_host(seer_runtime *rt, uint32_t n)
  * processes of parallel-2 each 0.61x; every call capped to the caller
  * 0.93-0.94x alone.
  *
- * So after a step in which the pool lost its threads -- before the first
- * stretch: the caller waited a quarter of the call for phases others held,
- * or they handled less than a quarter of their share of the events, or it
- * did (descheduled while a worker ran the call on its CPU); after
- * it: the step took an event more than 1/1.1 of what the stretches' steps
- * did (a worker that took the caller's own CPU and ran the step while the
- * caller waited for it looks busy, and is no faster) -- and the two steps
- * before it too (one slow step is noise: a worker woken cold, a neighbour's
- * spin, the first step after a stretch), the next
- * `next` steps run on the caller alone: the workers are neither woken nor
- * left spinning for the calls, and the caller keeps the records it frees
- * (pool.c; sent to the idle workers' homes, they made the caller's own home
- * grow anew: 2.46 ms a step beside a burner against 2.0), until the pool's
- * next ordering sends them home (events_layout.c).  The stretch's first step begins with the pending events moved
- * into address order (seer_event_relayout_host): the steps a pool lost
- * left them scattered over records grown by half again (PCS 64x64: 98k
- * records to 160k in 40 steps beside a burner), and the caller alone then
- * ran 30% slower (2.55-2.64 ms a step against 1.99 after 40 quiet pool
- * steps); at most ALONE_TIDY_BUDGET times its own time apart (4-7 ms
- * beside a burner).  Then three steps on the pool again, taken together
- * (beside a burner a worker that gets a time slice makes one step fast, and
- * the next slow): not 1.1x faster an event than the stretch's, the next
- * stretch is twice as long (up to ALONE_LONGEST steps); faster, the pool
- * stays, and a later stretch is half as long (at least ALONE_FIRST), as
- * after every step the pool wins.  A pool that keeps its cores never begins one, and
- * outputs do not depend on it (any thread gives the serial executor's).
+ * A pool step lost its threads -- before the pool's first stretch: the
+ * caller waited a quarter of the call for phases others held, or the
+ * others handled under a quarter of their share of the events, or the
+ * caller did (descheduled while a worker ran the call on its CPU); after
+ * it: the step took more than 1/1.1 of the time an event the stretches'
+ * steps took (a worker that took the caller's CPU and ran the step while
+ * the caller waited looks busy, and is no faster).  Three such steps in a
+ * row (one is noise: a worker woken cold, a neighbour's spin) begin a
+ * stretch: the next `next` steps run on the caller alone, the workers
+ * neither woken nor left spinning for the calls (pool.c), the caller
+ * keeping the records it frees (sent to the idle workers' homes, they made
+ * the caller's own home grow anew: 2.46 ms a step beside a burner against
+ * 2.0) until the pool's next ordering sends them home (events_layout.c).
+ *
+ * The stretch's first step begins with the pending events moved into
+ * address order (seer_event_relayout_host): the steps a pool lost left
+ * them scattered over records grown by half again (PCS 64x64: 98k records
+ * to 160k in 40 steps beside a burner), and the caller alone then ran 30%
+ * slower (2.55-2.64 ms a step against 1.99 after 40 quiet pool steps); at
+ * most once in ALONE_TIDY_BUDGET times its own time (4-7 ms beside a
+ * burner).  Relaid only where the records had grown by an eighth, the
+ * stretches' steps in torch's loop took 2.8 ms against 2.0.
+ *
+ * Then three steps on the pool again, taken together (beside a burner a
+ * worker that gets a time slice makes one step fast and the next slow):
+ * not 1.1x faster an event than the stretch's, the next stretch is twice
+ * as long (up to ALONE_LONGEST steps); faster, the pool stays, and a later
+ * stretch is half as long (at least ALONE_FIRST), as after every step the
+ * pool wins.  A pool that keeps its cores begins none, and outputs do not
+ * depend on it (any thread gives the serial executor's).
+ *
  * The partitions stay: cutting them to one for a stretch (parallel-1's
  * whole-instance steps, 2-3% faster than the windows alone) moved every
- * pending event twice a stretch, 3-5 ms a move beside a burner. */
+ * pending event twice a stretch, 3-5 ms a move beside a burner; cut only
+ * for stretches of 64 steps and more, the gain was within the runs'
+ * spread. */
 #define ALONE_FIRST 8u
 #define ALONE_LONGEST 256u
 #define ALONE_SHARE 4u /* events under 1/4 of a side's share: lost */
