@@ -50,7 +50,10 @@ def _check_figures(sit: dict, labels: list[str], rounds: int) -> None:
             assert _finite_positive(row[key]), (key, row)
         assert len(row["blocks_s"]) == rounds
         assert all(_finite_positive(x) for x in row["blocks_s"])
+        assert isinstance(row["alone_steps"], int) and row["alone_steps"] >= 0, row
     assert sit["executors"]["serial"]["ratio"] == 1.0
+    # the serial executor has no pool, so no alone stretch
+    assert sit["executors"]["serial"]["alone_steps"] == 0
     assert set(sit["auto"]) >= AUTO_KEYS and sit["auto"]["choice"]
     auto = sit["auto"]
     assert len(auto["probe_steps_timed"]) == len(auto["probes_timed"]) == len(auto["choice"])

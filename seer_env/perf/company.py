@@ -451,11 +451,13 @@ class _Plan:
 
 
 def _figures(samples: dict[str, list[float]], per: float,
-             inner: dict[str, list[float]] | None = None) -> dict[str, dict[str, Any]]:
+             inner: dict[str, list[float]] | None = None,
+             alone: dict[str, int] | None = None) -> dict[str, dict[str, Any]]:
     """Per label: the median seconds per iteration over the blocks, its ratio
     to serial's (> 1: faster), the median of the rounds' own ratios (each
     round's blocks ran back to back), the blocks; ``inner``: the env's part
-    of each block (``env_s``)."""
+    of each block (``env_s``); ``alone``: the steps its runtimes ran in alone
+    stretches during the blocks (``alone_steps``, `Runtime.stats`)."""
     base = samples["serial"]
     med_serial = statistics.median(base) / per
     out: dict[str, dict[str, Any]] = {}
@@ -467,16 +469,34 @@ def _figures(samples: dict[str, list[float]], per: float,
             "blocks_s": [x / per for x in v]}
         if inner is not None:
             row["env_s"] = statistics.median(inner[k]) / per
+        if alone is not None:
+            row["alone_steps"] = alone[k]
         out[k] = row
     return out
 
 
+def _runtimes(fn: Callable[[], Any]) -> list[Any]:
+    """The runtimes one iteration of ``fn`` steps (a stepper's, a loop's, a
+    round's)."""
+    if isinstance(fn, _Round):
+        return [st.venv.runtime for st in fn.steppers]
+    venv = getattr(fn, "venv", None)
+    return [venv.runtime] if venv is not None else []
+
+
+def _alone_steps(fn: Callable[[], Any]) -> int:
+    """Steps the runtimes of ``fn`` ran in alone stretches so far."""
+    return sum(int(rt.stats()["alone_steps"]) for rt in _runtimes(fn))
+
+
 def _rotate(plan: _Plan, runs: dict[str, Callable[[], Any]], autos: Sequence[Any],
             inner: Callable[[str], float] | None = None, block: int | None = None
-            ) -> tuple[dict[str, list[float]], dict[str, list[float]] | None, dict[str, Any]]:
+            ) -> tuple[dict[str, list[float]], dict[str, list[float]] | None, dict[str, Any],
+                       dict[str, int]]:
     """Warm every run (auto until its controllers have settled), then the
     rotated blocks; per label the seconds of each block, the env's seconds
-    inside each (``inner(label)``: a running total), auto's record."""
+    inside each (``inner(label)``: a running total), auto's record, and the
+    steps each label's runtimes ran in alone stretches during the blocks."""
     block = block or plan.block
     plan.progress(f"  warming {len(runs)} configurations ({_WARM_BLOCKS * block} iterations "
                   "each; auto until STPA settles)")
@@ -496,8 +516,11 @@ def _rotate(plan: _Plan, runs: dict[str, Callable[[], Any]], autos: Sequence[Any
         if inner is not None:
             got[k].append(inner(k) - last[k])
 
+    alone0 = {k: _alone_steps(fn) for k, fn in runs.items()}
     samples = _blocks(runs, plan.rounds, block, before=before, after=after)
-    return samples, (got if inner is not None else None), _auto_record(autos, warm, marks)
+    alone = {k: _alone_steps(fn) - alone0[k] for k, fn in runs.items()}
+    return (samples, (got if inner is not None else None), _auto_record(autos, warm, marks),
+            alone)
 
 
 def _alone(plan: _Plan, envs: list[Any]) -> dict[str, Any]:
@@ -506,8 +529,8 @@ def _alone(plan: _Plan, envs: list[Any]) -> dict[str, Any]:
         envs.append(plan.workload.make(k))
         runs[k] = _Stepper(envs[-1])
     autos = [envs[plan.labels.index("auto")].runtime.stpa]
-    samples, _, auto = _rotate(plan, runs, autos)
-    return {"executors": _figures(samples, plan.block), "auto": auto}
+    samples, _, auto, alone = _rotate(plan, runs, autos)
+    return {"executors": _figures(samples, plan.block, alone=alone), "auto": auto}
 
 
 def _envs(plan: _Plan, envs: list[Any], n: int) -> dict[str, Any]:
@@ -519,8 +542,8 @@ def _envs(plan: _Plan, envs: list[Any], n: int) -> dict[str, Any]:
         runs[k] = _Round([_Stepper(e, seed=i) for i, e in enumerate(mine)])
         if k == "auto":
             autos = [e.runtime.stpa for e in mine]
-    samples, _, auto = _rotate(plan, runs, autos)
-    return {"executors": _figures(samples, plan.block), "auto": auto}
+    samples, _, auto, alone = _rotate(plan, runs, autos)
+    return {"executors": _figures(samples, plan.block, alone=alone), "auto": auto}
 
 
 def _loop(plan: _Plan, envs: list[Any], asynchronous: bool) -> dict[str, Any]:
@@ -542,8 +565,8 @@ def _loop(plan: _Plan, envs: list[Any], asynchronous: bool) -> dict[str, Any]:
     # whole updates in every block
     block = plan.update_every * max(1, math.ceil(plan.block / plan.update_every))
     runs: dict[str, Callable[[], Any]] = dict(loops)
-    samples, inner, auto = _rotate(plan, runs, autos, lambda k: loops[k].env_s, block)
-    return {"executors": _figures(samples, block, inner), "auto": auto, "block": block}
+    samples, inner, auto, alone = _rotate(plan, runs, autos, lambda k: loops[k].env_s, block)
+    return {"executors": _figures(samples, block, inner, alone), "auto": auto, "block": block}
 
 
 def _burner(plan: _Plan, envs: list[Any], duty: int) -> dict[str, Any]:
@@ -623,9 +646,11 @@ def _proc_main(idx: int, wl: Workload, labels: list[str], rounds: int, block: in
             if k == "auto":
                 warm = _settle([envs[k].runtime.stpa], fn, auto_calls, auto_s)
         marks = _probe_marks([envs["auto"].runtime.stpa])
+        alone0 = {k: _alone_steps(fn) for k, fn in runs.items()}
         samples = _blocks(runs, rounds, block, before=together)
         together("end")  # nobody's last block runs beside a finished sibling's quiet
         results.put((idx, {"blocks": samples,
+                           "alone": {k: _alone_steps(fn) - alone0[k] for k, fn in runs.items()},
                            "auto": _auto_record([envs["auto"].runtime.stpa], warm, marks)}))
     except BaseException as exc:  # noqa: BLE001 (reported to the parent, which raises)
         barrier.abort()
@@ -668,7 +693,8 @@ def _procs(plan: _Plan, n: int) -> dict[str, Any]:
     # a round's block of a label ends when the slowest process is done
     samples = {k: [max(got[i]["blocks"][k][r] for i in range(n)) for r in range(plan.rounds)]
                for k in plan.labels}
-    figs = _figures(samples, n * plan.block)
+    figs = _figures(samples, n * plan.block,
+                    alone={k: sum(got[i]["alone"][k] for i in range(n)) for k in plan.labels})
     for row in figs.values():
         row["steps_per_s"] = 1.0 / row["s"]
     autos = [got[i]["auto"] for i in range(n)]
