@@ -32,12 +32,14 @@ from seer_env.registry import Runtime
 ALL = os.sched_getaffinity(0)
 CPU = min(ALL)
 
-CFG = dict(num_entities=300, events_per_entity=4, remote=0.7, mean=1.0, lookahead=0.5,
-           work=20, step_duration=4.0)
+MODEL = sys.argv[1]
+CFG = {"phold": dict(num_entities=300, events_per_entity=4, remote=0.7, mean=1.0,
+                     lookahead=0.5, work=20, step_duration=4.0),
+       "pcs": dict(width=24, height=24)}[MODEL]
 STEPS = 90
 
 def run(executor, threads):
-    rt = Runtime("phold", CFG, 2, executor, threads, oversubscribe=True)
+    rt = Runtime(MODEL, CFG, 2, executor, threads, oversubscribe=True)
     rng = np.random.default_rng(7)
     out = []
     rt.reset([3, 4])
@@ -48,7 +50,7 @@ def run(executor, threads):
         # by taking the caller's
         for tid in [threading.get_native_id(), *rt.worker_tids()]:
             os.sched_setaffinity(tid, {CPU})
-        rt.actions[:] = rng.integers(0, 3, size=rt.actions.shape)
+        rt.actions[:] = rng.integers(0, rt.sizes.action_n, size=rt.actions.shape)
         rt.step()
         h = hashlib.sha256()
         for a in (rt.obs, rt.reward, rt.terminated, rt.truncated, rt.info):
@@ -69,20 +71,21 @@ print(json.dumps(res))
 """
 
 
-def _child(alone: str | None) -> dict:
+def _child(alone: str | None, model: str = "phold") -> dict:
     env = {k: v for k, v in os.environ.items() if k != "SEER_POOL_ALONE"}
     env["SEER_KEEP_OFF_CALLER"] = "0"  # the workers stay where the child put them
     if alone is not None:
         env["SEER_POOL_ALONE"] = alone
-    p = subprocess.run([sys.executable, "-c", CHILD], env=env, cwd=ROOT, capture_output=True,
+    p = subprocess.run([sys.executable, "-c", CHILD, model], env=env, cwd=ROOT, capture_output=True,
                        text=True, timeout=300, check=False)
     assert p.returncode == 0, p.stderr
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs sched_setaffinity")
-def test_a_pool_sharing_the_callers_cpu_runs_alone_stretches_with_the_serial_outputs():
-    res = _child(None)
+@pytest.mark.parametrize("model", ["phold", "pcs"])
+def test_a_pool_sharing_the_callers_cpu_runs_alone_stretches_with_the_serial_outputs(model):
+    res = _child(None, model)
     for ex, r in res.items():
         assert r["first_difference"] is None, (ex, r)
         assert r["steps"] == 90
