@@ -91,18 +91,31 @@ void seer_pool_keep_off_caller_host(seer_runtime *rt, uint32_t n)
  * 0.93-0.94x alone.
  *
  * A pool step lost its threads -- before the pool's first stretch: the
- * caller waited a quarter of the call for phases others held, or the
- * others handled under a quarter of their share of the events, or the
- * caller did (descheduled while a worker ran the call on its CPU); after
- * it: the step took more than 1/1.1 of the time an event the stretches'
- * steps took (a worker that took the caller's CPU and ran the step while
- * the caller waited looks busy, and is no faster).  Three such steps in a
- * row (one is noise: a worker woken cold, a neighbour's spin) begin a
- * stretch: the next `next` steps run on the caller alone, the workers
- * neither woken nor left spinning for the calls (pool.c), the caller
- * keeping the records it frees (sent to the idle workers' homes, they made
- * the caller's own home grow anew: 2.46 ms a step beside a burner against
- * 2.0) until the pool's next ordering sends them home (events_layout.c).
+ * caller waited a quarter of the call for phases others held (or,
+ * speculating, for other slots' messages), or the others handled under a
+ * quarter of their share of the events, or the caller did (descheduled
+ * while a worker ran the call on its CPU); after it: the step took longer
+ * an event than the stretches' steps (a worker that took the caller's CPU
+ * and ran the step while the caller waited looks busy, and is no faster).
+ * Three such steps in a row (one is noise: a worker woken cold, a
+ * neighbour's spin) begin a stretch: its `next` steps run on the caller
+ * alone, the workers neither woken nor left spinning for the calls
+ * (pool.c), the caller keeping the records it frees (sent to the idle
+ * workers' homes, they made the caller's own home grow anew: 2.46 ms a
+ * step beside a burner against 2.0) until the pool's next ordering sends
+ * them home (events_layout.c).  Then three steps on the pool, judged
+ * together (beside a burner a worker that gets a time slice makes one step
+ * fast and the next slow): slower an event than the stretch's, the next
+ * stretch begins, twice as long (up to ALONE_LONGEST steps); faster, the
+ * pool stays, and the next stretch is half as long (at least ALONE_FIRST).
+ * Measured against other rules (bench_alone.py, PCS 64x64; PHOLD of
+ * 128-192 entities, a pool a few percent faster than alone): wanting the
+ * pool 10% faster than alone put PHOLD's pool into stretches on a quiet
+ * machine (7% slower); judging every three steady pool steps together
+ * followed a burner at half duty too late (parallel-2 2-8% slower than
+ * without stretches), as it ran longer stretches beside one at full duty.
+ * A pool that keeps its cores begins none, and outputs do not depend on it
+ * (any thread gives the serial executor's).
  *
  * The stretch's first step begins with the pending events moved into
  * address order (seer_event_relayout_host): the steps a pool lost left
@@ -110,16 +123,11 @@ void seer_pool_keep_off_caller_host(seer_runtime *rt, uint32_t n)
  * to 160k in 40 steps beside a burner), and the caller alone then ran 30%
  * slower (2.55-2.64 ms a step against 1.99 after 40 quiet pool steps); at
  * most once in ALONE_TIDY_BUDGET times its own time (4-7 ms beside a
- * burner).  Relaid only where the records had grown by an eighth, the
- * stretches' steps in torch's loop took 2.8 ms against 2.0.
- *
- * Then three steps on the pool again, taken together (beside a burner a
- * worker that gets a time slice makes one step fast and the next slow):
- * not 1.1x faster an event than the stretch's, the next stretch is twice
- * as long (up to ALONE_LONGEST steps); faster, the pool stays, and a later
- * stretch is half as long (at least ALONE_FIRST), as after every step the
- * pool wins.  A pool that keeps its cores begins none, and outputs do not
- * depend on it (any thread gives the serial executor's).
+ * burner); only where the pending records outgrow a core's L2, as the
+ * serial executor's (PHOLD of 128 entities: a relayout a stretch cost 5%
+ * of its time and gained nothing).  Relaid only where the records had
+ * grown by an eighth, the stretches' steps in torch's loop took 2.8 ms
+ * against 2.0.
  *
  * The partitions stay: cutting them to one for a stretch (parallel-1's
  * whole-instance steps, 2-3% faster than the windows alone) moved every
@@ -129,9 +137,13 @@ void seer_pool_keep_off_caller_host(seer_runtime *rt, uint32_t n)
 #define ALONE_FIRST 8u
 #define ALONE_LONGEST 256u
 #define ALONE_SHARE 4u /* events under 1/4 of a side's share: lost */
-#define ALONE_LOST_STEPS 3u /* pool steps in a row that lost: a stretch */
-#define ALONE_GAIN 1.1 /* a pool step not 10% faster an event than alone: lost */
+#define ALONE_LOST_STEPS 3u /* lost pool steps in a row; the steps after a stretch */
 #define ALONE_TIDY_BUDGET 20u /* relayouts at most 1/20 of the time */
+
+static int tracing_host(const seer_runtime *rt)
+{
+    return rt->pool.workers && rt->pool.workers[0].trace != NULL;
+}
 
 void seer_pool_alone_init_host(seer_runtime *rt, int allowed)
 {
@@ -142,6 +154,7 @@ void seer_pool_alone_end_host(seer_runtime *rt)
 {
     seer_rt_alone *a = &rt->pool.alone;
     a->left = a->lost = a->probe = 0;
+    a->probe_ns = a->probe_events = 0;
     a->next = ALONE_FIRST;
 }
 
@@ -150,7 +163,7 @@ uint32_t seer_pool_alone_cap_host(seer_runtime *rt, uint32_t n)
     seer_rt_alone *a = &rt->pool.alone;
     if (!a->left || n <= 1)
         return n;
-    if ((rt->pool.workers && rt->pool.workers[0].trace) || rt->check.mode) {
+    if (tracing_host(rt) || rt->check.mode) {
         a->left = 0; /* a traced step (STPA's) must see the pool as it is */
         return n;
     }
@@ -173,8 +186,8 @@ void seer_pool_alone_after_call_host(seer_runtime *rt, const seer_pool_call *cal
     seer_rt_alone *a = &rt->pool.alone;
     if (!call->step || !call->events)
         return;
-    const double per = (double)call->ns / (double)call->events;
     if (a->left) { /* a step of the stretch */
+        const double per = (double)call->ns / (double)call->events;
         a->alone_ns = a->alone_ns > 0 ? 0.75 * a->alone_ns + 0.25 * per : per;
         a->left--;
         a->steps++;
@@ -185,15 +198,14 @@ void seer_pool_alone_after_call_host(seer_runtime *rt, const seer_pool_call *cal
         }
         return;
     }
-    if (call->threads < 2 || !a->allowed || rt->check.mode ||
-        (rt->pool.workers && rt->pool.workers[0].trace))
+    if (call->threads < 2 || !a->allowed || rt->check.mode || tracing_host(rt))
         return;
     if (a->probe) { /* the pool's steps after a stretch, taken together */
         a->probe_ns += call->ns;
         a->probe_events += call->events;
         if (--a->probe)
             return;
-        if ((double)a->probe_ns / (double)a->probe_events * ALONE_GAIN > a->alone_ns)
+        if ((double)a->probe_ns / (double)a->probe_events > a->alone_ns)
             begin_stretch(a);
         else
             a->next = a->next / 2 > ALONE_FIRST ? a->next / 2 : ALONE_FIRST;
@@ -201,7 +213,7 @@ void seer_pool_alone_after_call_host(seer_runtime *rt, const seer_pool_call *cal
     }
     const uint64_t others = call->events - call->caller_events;
     const int lost = a->alone_ns > 0
-                         ? per * ALONE_GAIN > a->alone_ns
+                         ? (double)call->ns / (double)call->events > a->alone_ns
                          : call->caller_wait_ns * 4u > call->ns ||
                                others * ALONE_SHARE * call->threads < call->events ||
                                call->caller_events * ALONE_SHARE * call->threads <
@@ -221,8 +233,17 @@ void seer_pool_alone_before_step_host(seer_runtime *rt)
     if (!a->tidy)
         return;
     a->tidy = 0;
+    uint64_t pending = 0;
+    for (uint32_t i = 0; i < rt->B; i++)
+        for (uint32_t p = 0; p < rt->part.n; p++)
+            pending += rt->inst[i].parts[p].n;
     const uint64_t t0 = seer_clock_ns();
+    /* as the serial executor's (events_layout.c): where the pending records
+     * fit a core's L2 their places matter little, and SEER_RELAYOUT=2 says
+     * whatever the sizes */
     if (!a->left || !rt->mem.relayout ||
+        (rt->mem.relayout == 1 &&
+         (double)pending * (double)rt->event_stride < (double)rt->mem.cache_bytes) ||
         (a->tidy_cost_ns && t0 - a->tidied_ns < ALONE_TIDY_BUDGET * a->tidy_cost_ns))
         return;
     (void)seer_event_relayout_host(rt);

@@ -642,7 +642,7 @@ static uint32_t run_batch(seer_worker *w, seer_ctx *c, uint32_t p0, uint32_t p1,
 /* Nothing left to do here: leave `work` (each slot held counts one), and
  * wait for a message (then count back in: returns 0) or for the end of the
  * phase (returns 1; also on an abort). */
-static int idle(seer_worker *w)
+static int idle_wait(seer_worker *w)
 {
     seer_runtime *rt = w->rt;
     struct seer_opt_shared *sh = rt->opt.shared;
@@ -680,6 +680,19 @@ static int idle(seer_worker *w)
         else
             nap_any(sh);
     }
+}
+
+/* idle_wait, the caller's time in it counted with its waits for phases
+ * (w->wait_ns: a peer descheduled while others wait for its messages is a
+ * pool that lost its threads, company.c) */
+static int idle(seer_worker *w)
+{
+    if (w->id)
+        return idle_wait(w);
+    const uint64_t t0 = seer_clock_ns();
+    const int r = idle_wait(w);
+    w->wait_ns += seer_clock_ns() - t0;
+    return r;
 }
 
 /* ---- commit ---------------------------------------------------------------------- */

@@ -107,7 +107,9 @@ typedef struct seer_worker {
     uint64_t call_budget;  /* ... at most (SEER_E_BUDGET beyond)               */
     uint32_t stop_tick;    /* events since the last Ctrl-C / budget check      */
     /* Worker 0 (the caller) only: ns it waited in the current call for a
-     * phase other threads held (pool.c; company.c reads it after the call) */
+     * phase other threads held (pool.c) or, speculating, for other slots'
+     * messages or the phase's end (optimistic.c); company.c reads it after
+     * the call */
     uint64_t wait_ns;
     uint64_t gen_seen; /* job generation this worker last ran (or started at) */
     /* Cross-partition events this thread scheduled, by parity of the phase
