@@ -21,27 +21,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from bench_relayout import _blocks, _nothing, host_check
+from bench_relayout import _blocks, _nothing, host_check, make_with
 
 from seer_env.perf.company import Workload, _Stepper, burner
 
 
 def _make(wl: Workload, label: str, alone: str | None) -> _Stepper:
     """A stepper of ``label`` made with SEER_POOL_ALONE=alone (None: unset)."""
-    old = os.environ.pop("SEER_POOL_ALONE", None)
-    if alone is not None:
-        os.environ["SEER_POOL_ALONE"] = alone
-    try:
-        return _Stepper(wl.make(label))
-    finally:
-        os.environ.pop("SEER_POOL_ALONE", None)
-        if old is not None:
-            os.environ["SEER_POOL_ALONE"] = old
+    return make_with(wl, label, "SEER_POOL_ALONE", alone)
 
 
 def _alone_steps(ss: list[_Stepper]) -> int:

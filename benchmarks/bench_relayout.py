@@ -36,17 +36,24 @@ from typing import Any
 from seer_env.perf.company import Workload, _Stepper
 
 
-def _make(wl: Workload, label: str, relayout: str | None) -> _Stepper:
-    """A stepper of ``label`` made with SEER_RELAYOUT=relayout (None: unset)."""
-    old = os.environ.pop("SEER_RELAYOUT", None)
-    if relayout is not None:
-        os.environ["SEER_RELAYOUT"] = relayout
+def make_with(wl: Workload, label: str, name: str, value: str | None) -> _Stepper:
+    """A stepper of ``label`` made with the variable ``name`` (a runtime
+    reads it when it is made) set to ``value`` (None: unset); the process's
+    own value back after."""
+    old = os.environ.pop(name, None)
+    if value is not None:
+        os.environ[name] = value
     try:
         return _Stepper(wl.make(label))
     finally:
-        os.environ.pop("SEER_RELAYOUT", None)
+        os.environ.pop(name, None)
         if old is not None:
-            os.environ["SEER_RELAYOUT"] = old
+            os.environ[name] = old
+
+
+def _make(wl: Workload, label: str, relayout: str | None) -> _Stepper:
+    """A stepper of ``label`` made with SEER_RELAYOUT=relayout (None: unset)."""
+    return make_with(wl, label, "SEER_RELAYOUT", relayout)
 
 
 def _blocks(groups: Mapping[str, Sequence[Callable[[], None]]], rounds: int,

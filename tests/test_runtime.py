@@ -479,21 +479,15 @@ def test_event_pool_is_reused(cfg, seed, warm, steps):
 # -- the pool's workers off the caller's CPU between a training loop's calls -------------------
 
 
-def _keep_off_runtime() -> Runtime:
+def _keep_off_runtime(monkeypatch: pytest.MonkeyPatch) -> Runtime:
     # work=20: PHOLD steps long enough (about a millisecond) that the gaps
     # of back-to-back steps are a small part of the time; no alone stretches
     # (native/runtime/company.c), whose calls leave the workers out: a
-    # worker woken late after the caller's sleeps would begin one
-    old = os.environ.get("SEER_POOL_ALONE")
-    os.environ["SEER_POOL_ALONE"] = "0"
-    try:
-        rt = Runtime("phold", phold_cfg(num_entities=64, work=20), 1, "parallel", 2,
-                     oversubscribe=True)
-    finally:
-        if old is None:
-            del os.environ["SEER_POOL_ALONE"]
-        else:
-            os.environ["SEER_POOL_ALONE"] = old
+    # worker woken late after the caller's sleeps would begin one (the
+    # runtime reads SEER_POOL_ALONE as it is made)
+    monkeypatch.setenv("SEER_POOL_ALONE", "0")
+    rt = Runtime("phold", phold_cfg(num_entities=64, work=20), 1, "parallel", 2,
+                 oversubscribe=True)
     rt.reset([0])
     return rt
 
@@ -508,14 +502,14 @@ def _started_worker(rt: Runtime) -> int:
 
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one CPU: nowhere to keep off")
-def test_workers_keep_off_the_callers_cpu_between_a_loops_calls():
+def test_workers_keep_off_the_callers_cpu_between_a_loops_calls(monkeypatch):
     """Calls a small part of the time (a policy's work between them): the
     worker may run on every CPU the caller may but the one the caller ran
     on at the call's start; calls back to back again: everywhere.  Outputs
     do not depend on it (the determinism tests run both)."""
     import time
 
-    rt = _keep_off_runtime()
+    rt = _keep_off_runtime(monkeypatch)
     try:
         tid = _started_worker(rt)
         mine = os.sched_getaffinity(0)
@@ -540,7 +534,7 @@ def test_workers_run_where_the_kernel_puts_them_when_told(monkeypatch):
     import time
 
     monkeypatch.setenv("SEER_KEEP_OFF_CALLER", "0")
-    rt = _keep_off_runtime()
+    rt = _keep_off_runtime(monkeypatch)
     try:
         tid = _started_worker(rt)
         mine = os.sched_getaffinity(0)
@@ -553,7 +547,7 @@ def test_workers_run_where_the_kernel_puts_them_when_told(monkeypatch):
 
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one CPU: nowhere to keep off")
-def test_workers_get_back_their_own_cpus_not_the_callers():
+def test_workers_get_back_their_own_cpus_not_the_callers(monkeypatch):
     """A caller pinned to one CPU after the pool started (the workers keep
     the CPUs they were made with): kept off, a worker runs on its own CPUs
     but the caller's; let go, on all of its own again -- not on the
@@ -561,7 +555,7 @@ def test_workers_get_back_their_own_cpus_not_the_callers():
     import time
 
     mine = os.sched_getaffinity(0)
-    rt = _keep_off_runtime()
+    rt = _keep_off_runtime(monkeypatch)
     try:
         tid = _started_worker(rt)
         own = os.sched_getaffinity(tid)
@@ -582,14 +576,14 @@ def test_workers_get_back_their_own_cpus_not_the_callers():
 
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one CPU: nowhere to keep off")
-def test_a_pools_first_call_in_a_loop_keeps_off_at_once():
+def test_a_pools_first_call_in_a_loop_keeps_off_at_once(monkeypatch):
     """The steps of any executor count: a loop that ran on the serial
     executor (STPA's probe, its visits of a few steps each) switches to a
     pool whose very first call keeps the worker off the caller's CPU (its
     traced step, timed in the probe, is that call)."""
     import time
 
-    rt = _keep_off_runtime()
+    rt = _keep_off_runtime(monkeypatch)
     try:
         tid = _started_worker(rt)
         own = os.sched_getaffinity(tid)
@@ -608,13 +602,13 @@ def test_a_pools_first_call_in_a_loop_keeps_off_at_once():
 
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one CPU: nowhere to keep off")
-def test_a_users_affinity_for_a_worker_outlasts_the_keep_off():
+def test_a_users_affinity_for_a_worker_outlasts_the_keep_off(monkeypatch):
     """The worker's own CPUs are read afresh each time it is kept off: a
     user who narrowed them since (taskset on the process's threads) gets
     them back when the keep-off lets go, not the CPUs it had before."""
     import time
 
-    rt = _keep_off_runtime()
+    rt = _keep_off_runtime(monkeypatch)
     try:
         tid = _started_worker(rt)
         own = os.sched_getaffinity(tid)

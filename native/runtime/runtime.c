@@ -484,10 +484,10 @@ static int step_now(seer_runtime *rt, const uint8_t *mask)
         return rc;
     if (rt->mem.order_in && rt->executor == SEER_EXECUTOR_SERIAL && --rt->mem.order_in == 0)
         seer_event_tidy_serial_host(rt, 0); /* a while after a switch to it (threads.c) */
-    else if (rt->executor != SEER_EXECUTOR_SERIAL)
+    else if (rt->executor != SEER_EXECUTOR_SERIAL) {
         seer_event_order_pool_when_due_host(rt); /* a while after a switch, then now and then */
-    if (rt->executor != SEER_EXECUTOR_SERIAL)
-        seer_pool_alone_before_step_host(rt); /* a stretch's first step (company.c) */
+        seer_pool_alone_before_step_host(rt);    /* a stretch's first step (company.c) */
+    }
     rt->stats.steps++;
     rt->in_call = 1;
     if (rt->executor == SEER_EXECUTOR_SERIAL) {

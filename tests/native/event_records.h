@@ -1,8 +1,10 @@
 /*
- * event_records.h -- what the native tests of event memory's layout share
- * (test_event_order.c, test_event_relayout.c): PHOLD's steps with a
- * checksum of their outputs, and walks of the free lists.  Included after
- * the test's CHECK macro (which counts its failures); two instances.
+ * event_records.h -- what the native tests of event memory's layout and of
+ * the pool's alone stretches share (test_event_order.c,
+ * test_event_relayout.c, test_pool_alone.c): a PHOLD runtime made with some
+ * SEER_* variables set, its steps with a checksum of their outputs, and
+ * walks of the free lists.  Included after the test's CHECK macro (which
+ * counts its failures); two instances.
  */
 #ifndef SEER_TEST_EVENT_RECORDS_H
 #define SEER_TEST_EVENT_RECORDS_H
@@ -12,8 +14,44 @@
 #include <stdlib.h>
 
 #include "events.h"
+#include "phold.h"
 #include "runtime.h"
 #include "seer_runtime.h"
+
+/* A variable set while a runtime is made (make_phold; value NULL: unset). */
+typedef struct env_var {
+    const char *name, *value;
+} env_var;
+
+/* PHOLD of `cfg` on `executor` and `threads` (more than the CPUs if need
+ * be), two instances reset with seeds 11 and 12; the `n` variables of `env`
+ * set while it is made (the runtime reads them then), unset after.  Exits
+ * (status 2) where it cannot be made. */
+static seer_runtime *make_phold(const seer_phold_config *cfg, int executor, uint32_t threads,
+                                const env_var *env, size_t n)
+{
+    seer_runtime *rt = NULL;
+    char err[512];
+    seer_runtime_options o = {.num_instances = 2, .executor = executor, .threads = threads,
+                              .flags = SEER_RT_OVERSUBSCRIBE};
+    for (size_t k = 0; k < n; k++)
+        if (env[k].value)
+            setenv(env[k].name, env[k].value, 1);
+    const int rc = seer_runtime_create(&seer_model_phold, cfg, sizeof *cfg, &o, &rt, err,
+                                       sizeof err);
+    for (size_t k = 0; k < n; k++)
+        unsetenv(env[k].name);
+    if (rc != SEER_OK) {
+        fprintf(stderr, "create: %s\n", err);
+        exit(2);
+    }
+    const uint64_t seeds[2] = {11, 12};
+    if (seer_runtime_reset(rt, seeds, NULL) != SEER_OK) {
+        fprintf(stderr, "reset: %s\n", seer_runtime_error(rt));
+        exit(2);
+    }
+    return rt;
+}
 
 /* `steps` steps of both instances, the actions drawn from the step's index;
  * a checksum of the observations and rewards after each. */

@@ -46,31 +46,13 @@ static int fails = 0;
 
 #include "event_records.h"
 
-/* A runtime of PHOLD, reset; `relayout` as SEER_RELAYOUT says (NULL: unset). */
+/* A runtime of PHOLD, reset; `relayout` as SEER_RELAYOUT says (NULL:
+ * unset); no alone stretches (company.c): their caller keeps the records
+ * it frees, whatever their homes, where the machine's timing says. */
 static seer_runtime *make(int executor, uint32_t threads, const char *relayout)
 {
-    seer_runtime *rt = NULL;
-    char err[512];
-    seer_runtime_options o = {.num_instances = 2, .executor = executor, .threads = threads,
-                              .flags = SEER_RT_OVERSUBSCRIBE};
-    if (relayout)
-        setenv("SEER_RELAYOUT", relayout, 1);
-    /* no alone stretches (company.c): their caller keeps the records it
-     * frees, whatever their homes, where the machine's timing says */
-    setenv("SEER_POOL_ALONE", "0", 1);
-    int rc = seer_runtime_create(&seer_model_phold, &cfg, sizeof cfg, &o, &rt, err, sizeof err);
-    unsetenv("SEER_RELAYOUT");
-    unsetenv("SEER_POOL_ALONE");
-    if (rc != SEER_OK) {
-        fprintf(stderr, "create: %s\n", err);
-        exit(2);
-    }
-    const uint64_t seeds[2] = {11, 12};
-    if (seer_runtime_reset(rt, seeds, NULL) != SEER_OK) {
-        fprintf(stderr, "reset: %s\n", seer_runtime_error(rt));
-        exit(2);
-    }
-    return rt;
+    const env_var env[] = {{"SEER_RELAYOUT", relayout}, {"SEER_POOL_ALONE", "0"}};
+    return make_phold(&cfg, executor, threads, env, 2);
 }
 
 /* Records of a queue, in its order, each checked against the last one

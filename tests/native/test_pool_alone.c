@@ -49,24 +49,8 @@ static int fails = 0;
 /* A runtime of PHOLD, reset; `alone` as SEER_POOL_ALONE says (NULL: unset). */
 static seer_runtime *make(int executor, uint32_t threads, const char *alone)
 {
-    seer_runtime *rt = NULL;
-    char err[512];
-    seer_runtime_options o = {.num_instances = 2, .executor = executor, .threads = threads,
-                              .flags = SEER_RT_OVERSUBSCRIBE};
-    if (alone)
-        setenv("SEER_POOL_ALONE", alone, 1);
-    int rc = seer_runtime_create(&seer_model_phold, &cfg, sizeof cfg, &o, &rt, err, sizeof err);
-    unsetenv("SEER_POOL_ALONE");
-    if (rc != SEER_OK) {
-        fprintf(stderr, "create: %s\n", err);
-        exit(2);
-    }
-    const uint64_t seeds[2] = {11, 12};
-    if (seer_runtime_reset(rt, seeds, NULL) != SEER_OK) {
-        fprintf(stderr, "reset: %s\n", seer_runtime_error(rt));
-        exit(2);
-    }
-    return rt;
+    const env_var env[] = {{"SEER_POOL_ALONE", alone}};
+    return make_phold(&cfg, executor, threads, env, 1);
 }
 
 /* Calls described to the policy: 10000 events in 1 ms on 2 threads, the
