@@ -617,6 +617,14 @@ class _FakeRuntime:
         #: core; ``waited_ns``: their waits so far (what ``wait_sampler`` reads)
         self.wait_share = 0.0
         self.waited_ns = 0
+        #: by executor: the steps after a switch to it that run
+        #: ``untidy_factor`` slower on the records the last configuration
+        #: left, unless `tidy_records` puts them in order first (the runtime
+        #: orders them itself this many steps on); ``tidied``: its calls
+        self.untidy_steps: dict[str, int] = {}
+        self.untidy_factor = 1.5
+        self.untidy_left = 0
+        self.tidied = 0
 
     def switch_executor(self, executor: str, threads: int) -> None:
         if (executor, threads) in self.fail_switch:
@@ -625,6 +633,11 @@ class _FakeRuntime:
             self.now += self.switch_cost_ns  # moving the pending events
         self.executor, self.threads = executor, threads
         self.switches.append((executor, threads))
+        self.untidy_left = self.untidy_steps.get(executor, 0)
+
+    def tidy_records(self) -> None:
+        self.tidied += 1
+        self.untidy_left = 0
 
     def clock(self) -> int:
         return self.now
@@ -641,6 +654,9 @@ class _FakeRuntime:
             cost = cost / self.threads + 2000.0 if self.scales else cost * 0.7 + 2000.0
         if self.counts["steps"] == 0:
             cost += self.first_extra_ns
+        if self.untidy_left > 0:
+            self.untidy_left -= 1
+            cost *= self.untidy_factor
         if self.slow.get((self.executor, self.threads), 0) > 0:  # a transient
             self.slow[(self.executor, self.threads)] -= 1
             cost *= self.slow_factor
@@ -1956,6 +1972,29 @@ def test_a_close_call_gets_more_visits_only_if_the_run_can_pay_for_them():
     # parallel-2 1 + 8; back: parallel-2 8, serial 1 + 8
     assert steps[5000] == 54
     assert steps[10**6] == steps[5000] + 8 + 9 + 8 + 9
+
+
+def test_a_probe_times_each_candidate_on_records_in_order():
+    """A switch leaves the event records where the last configuration had
+    them, and the steps after it run slower until the runtime orders them
+    (here 1.5x for 32 steps, as the serial executor's first steps after
+    parallel-2 on PCS 64x64): a probe that timed those steps chose the pool
+    (0.70 ms a step against the serial executor's 0.60, timed at 0.90).  The
+    controller puts the records in order after each switch it makes
+    (`Runtime.tidy_records`), so each candidate is timed as it runs."""
+    rt = _FakeRuntime()
+    rt.events_per_step = 10_000
+    rt.serial_factor = 0.6
+    rt.untidy_steps = {"serial": 32}
+    st = Stpa(rt, cores=2, rounds=2, reprobe_rounds=1, check_every=8, reprobe_gap=16,
+              check_ns=0.0, trace=False, tie=0.0, clock=rt.clock, tiny_ns=0.0, confirm=False,
+              cache=False, probe_share=None)
+    while st.decision is None:
+        rt.step(st)
+    assert st.decision.candidate == SERIAL, st.reason
+    assert rt.tidied == len(rt.switches) > 2
+    assert st.decision.medians_ns["serial"] == 600_000
+    assert st.decision.medians_ns["parallel-2"] == 702_000
 
 
 def _remember_serial(rt: _FakeRuntime, path, medians_ns: dict[str, float],

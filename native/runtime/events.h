@@ -230,6 +230,12 @@ void seer_event_order_pool_host(seer_runtime *rt);
  * share, outgrow a quarter of cache_bytes (SEER_ORDER_POOLS: 0 never, 1
  * whatever the sizes). */
 void seer_event_order_pool_when_due_host(seer_runtime *rt);
+/* Host, between calls, on a pool: its ordering now, whatever the budget
+ * (as seer_event_order_pool_when_due_host where a step's records, here the
+ * run's mean so far, a thread's share, outgrow a quarter of cache_bytes);
+ * and again SEER_ORDER_AFTER_STEPS steps on, whatever that takes, as after
+ * any switch (seer_runtime_tidy_records). */
+void seer_event_tidy_pool_host(seer_runtime *rt);
 /* A core's L2 cache in bytes (sysconf; 1 MiB where it does not say). */
 uint64_t seer_event_cache_bytes(void);
 #ifndef SEER_ORDER_BUDGET

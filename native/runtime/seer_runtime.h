@@ -288,6 +288,18 @@ int seer_runtime_set_call_threads(seer_runtime *rt, uint32_t threads);
  * needs lookahead > 0 (SEER_E_EXECUTOR otherwise); the optimistic one runs
  * any lookahead.  On failure nothing changed. */
 int seer_runtime_set_executor(seer_runtime *rt, int executor, uint32_t threads);
+/* Put the event records now where the running configuration would have them
+ * a while after a switch: on the serial executor the pending events moved
+ * into address order (where they outgrow a core's L2) or the free records in
+ * address order, as SEER_ORDER_AFTER_STEPS steps after a switch would (and
+ * not again then); on a pool its ordering, whatever the budget (and its
+ * first look after the switch kept).  For a controller that times
+ * the steps right after a switch (STPA's probe visits): each configuration
+ * then runs as it would after a while, not on the records the last one left
+ * (the serial executor's first steps after parallel-2: up to 1.7x its
+ * later ones, PCS 64x64).  An optimization only; outputs do not depend on
+ * it.  Host thread, between calls. */
+int seer_runtime_tidy_records(seer_runtime *rt);
 
 /* Reset the instances whose mask byte is non-zero (mask NULL = all) with
  * seeds[i]; their outputs are the boundary outputs at t = 0. */

@@ -3,7 +3,10 @@
  * workers take part in calls (seer_runtime_set_threads: parking and
  * unparking workers, or a new, larger pool and partitions), and which
  * executor runs them (seer_runtime_set_executor: the pool first, then the
- * pending events moved to the other executor's queues, partition.c).
+ * pending events moved to the other executor's queues, partition.c), and
+ * the event records put where a while on that configuration would leave
+ * them, at once (seer_runtime_tidy_records, after a switch a controller
+ * times).
  *
  * Everything here runs on the host thread between calls, when no worker
  * touches a queue and every outbox is empty; on failure nothing changed,
@@ -140,5 +143,21 @@ int seer_runtime_set_executor(seer_runtime *rt, int executor, uint32_t threads)
      * executor has run a while (not for a probe's visit), every free record
      * goes to its list in address order (events_layout.c says why) */
     rt->mem.order_in = executor == SEER_EXECUTOR_SERIAL ? SEER_ORDER_AFTER_STEPS : 0;
+    return SEER_OK;
+}
+
+/* ---- records after a switch -------------------------------------------------- */
+
+int seer_runtime_tidy_records(seer_runtime *rt)
+{
+    int rc = seer_call_begin(rt);
+    if (rc != SEER_OK)
+        return rc;
+    if (rt->executor == SEER_EXECUTOR_SERIAL) {
+        rt->mem.order_in = 0; /* done now, not SEER_ORDER_AFTER_STEPS steps on */
+        seer_event_tidy_serial_host(rt, 0);
+    } else {
+        seer_event_tidy_pool_host(rt);
+    }
     return SEER_OK;
 }

@@ -510,6 +510,22 @@ class Runtime:
             self._check(h, self.lib.seer_runtime_set_executor(h, code, n))
         self.executor = executor
 
+    def tidy_records(self) -> None:
+        """Put the event records now where a while on the running executor
+        would put them (a switch leaves them where the last one had them,
+        and the first steps after it run slower until the runtime tidies
+        them on its own, some steps on).  What a controller calls after a
+        switch whose next steps it times, as STPA's probe does; outputs do
+        not depend on it:
+
+        ```python
+        rt.switch_executor("serial", 1)
+        rt.tidy_records()      # the serial executor's steps from here as after a while
+        ```
+        """
+        with self._call() as h:
+            self._check(h, self.lib.seer_runtime_tidy_records(h))
+
     def step_uncontrolled(self, mask_ptr: Any) -> None:
         """One step that bypasses the attached controller: how the controller
         runs the step `step` hands it (``mask_ptr``: the mask it was

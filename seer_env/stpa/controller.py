@@ -592,14 +592,19 @@ class Stpa(_Running):
         return Candidate(self.rt.executor, self.rt.threads)
 
     def _switch(self, c: Candidate) -> float:
-        """Run on ``c`` from the next step; the time a switch between executors
-        took (it moves every pending event), else 0."""
+        """Run on ``c`` from the next step, its event records where a while on
+        it would put them (`Runtime.tidy_records`: the steps a probe times
+        right after a switch are then what ``c`` runs at, not what it runs at
+        on the records the last configuration left); the time a switch
+        between executors took (it moves every pending event), else 0."""
         if self.rt.executor != c.executor:
             t0 = self._clock()
             self.rt.switch_executor(c.executor, c.threads)
+            self.rt.tidy_records()
             return float(self._clock() - t0)
         if self.rt.threads != c.threads:
             self.rt.switch_executor(c.executor, c.threads)
+            self.rt.tidy_records()
         return 0.0
 
     def _switch_back(self, prev: Candidate) -> None:

@@ -16,7 +16,9 @@
  * memory_limit, or where a queue is broken, nothing moves.  The policy: after a serial reset of every
  * instance where the pending records outgrow the cache, its budget's time
  * after the last (not after a reset of some of them), and at a pool's
- * ordering (whenever with SEER_RELAYOUT=1, never with 0).
+ * ordering (whenever with SEER_RELAYOUT=1, never with 0); at once after a
+ * switch a controller times (seer_runtime_tidy_records), and not again
+ * SEER_ORDER_AFTER_STEPS steps on.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -271,6 +273,43 @@ int main(void)
         seer_runtime *b = make(SEER_EXECUTOR_SERIAL, 1, "0");
         CHECK(ha == run(b, 20 + SEER_ORDER_AFTER_STEPS, 1),
               "the outputs differ after a switch to serial and a relayout");
+        seer_runtime_destroy(a);
+        seer_runtime_destroy(b);
+    }
+
+    /* a switch a controller times at once (seer_runtime_tidy_records): the
+     * serial executor's records as SEER_ORDER_AFTER_STEPS steps would leave
+     * them, now, and not again then; a pool's ordering, whatever its
+     * budget, and its first look SEER_ORDER_AFTER_STEPS steps on kept */
+    {
+        seer_runtime *a = make(SEER_EXECUTOR_PARALLEL, 3, NULL);
+        uint64_t ha = run(a, 20, 1);
+        a->mem.cache_bytes = 1; /* the pending records outgrow it */
+        if (seer_runtime_set_executor(a, SEER_EXECUTOR_SERIAL, 1) != SEER_OK)
+            return 2;
+        uint64_t before = a->mem.relayouts;
+        CHECK(seer_runtime_tidy_records(a) == SEER_OK && a->mem.relayouts == before + 1,
+              "tidy_records after a switch to serial did not relay the events");
+        check_serial_layout(a, 1, "after a switch to serial and tidy_records");
+        ha = run(a, SEER_ORDER_AFTER_STEPS + 1, ha);
+        CHECK(a->mem.relayouts == before + 1, "a relayout %u steps after a tidied switch",
+              SEER_ORDER_AFTER_STEPS);
+        if (seer_runtime_set_executor(a, SEER_EXECUTOR_PARALLEL, 3) != SEER_OK)
+            return 2;
+        ha = run(a, 2, ha);
+        before = a->mem.relayouts;
+        CHECK(seer_runtime_tidy_records(a) == SEER_OK && a->mem.relayouts == before + 1,
+              "tidy_records after a switch to a pool did not order its records");
+        CHECK(a->mem.pool_steps == 0 && a->mem.order_cost_ns == 0,
+              "tidy_records put off a pool's ordering SEER_ORDER_AFTER_STEPS steps on");
+        check_pool_layout(a, 1, "after a switch to a pool and tidy_records");
+        a->mem.cache_bytes = UINT64_MAX; /* they fit: nothing to do */
+        CHECK(seer_runtime_tidy_records(a) == SEER_OK && a->mem.relayouts == before + 1,
+              "tidy_records moved records that fit the cache");
+        ha = run(a, 20, ha);
+        seer_runtime *b = make(SEER_EXECUTOR_SERIAL, 1, "0");
+        CHECK(ha == run(b, 20 + SEER_ORDER_AFTER_STEPS + 1 + 2 + 20, 1),
+              "the outputs differ after tidied switches");
         seer_runtime_destroy(a);
         seer_runtime_destroy(b);
     }
