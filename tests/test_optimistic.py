@@ -394,8 +394,12 @@ def test_switching_executors_mid_run_changes_nothing(case: str, model: str,
     ref, ref_stats = run(model, cfg, seeds, "serial", 1, steps, 2)
 
     def switch(k: int, rt: Runtime) -> None:
+        # every other switch with its records put in order at once, as STPA's
+        # (`Runtime.tidy_records`), and once mid-run without a switch
         if k % 6 == 0:
             rt.set_executor(*SCHEDULE[k // 6])
+        if (k % 6 == 0 and k // 6 % 2 == 1) or k == 21:
+            rt.tidy_records()
 
     rt = make(model, cfg, B, "optimistic", 2)
     try:

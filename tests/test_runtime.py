@@ -286,6 +286,8 @@ def test_call_order_and_closed_runtime():
         rt.step()
     with pytest.raises(errors.ClosedError):
         rt.reset([1])
+    with pytest.raises(errors.ClosedError):
+        rt.tidy_records()
 
 
 def test_invalid_discrete_action_changes_nothing():
