@@ -138,6 +138,8 @@ class Decisions:
         timings = {c: v for c, v in iterations(pr.steps_alone, pr.between, pr.timings).items()
                    if c not in pr.unreachable}
         others, loads = self._others(host, pr) if provisional is None else (None, None)
+        if provisional is None:
+            host.prober.waits_since(host, pr)  # the last pool step's late waits
         company = self._company(host, pr, others) if provisional is None else ""
         # other processes' cores are left to them: the pools of more threads
         # than this run's share are not chosen (`fair_cores`)
@@ -380,14 +382,15 @@ class Decisions:
         """The company ``pr`` saw, in words (`seer_env.stpa.company`): other
         processes' load over its timed steps (``others``), the caller's work
         between steps slower beside a pool than beside one thread, a pool's
-        threads waiting for a core; "" for none."""
+        threads waiting for a core (``pr.waited``, the last pool step's late
+        waits read by the caller); "" for none.  Reads ``pr``, changes
+        nothing."""
         medians = between_medians(pr.between)
         ones = sorted((c for c in medians if c.threads == 1), key=lambda c: medians[c])
         # the pools against the one-thread candidate whose caller's work was quickest
         between = {c.label: v for c, v in medians.items() if c.threads > 1 or c == ones[0]} \
             if ones else {}
         alone = {c.label: a / w for c, (w, a) in pr.alone.items() if w}
-        host.prober.waits_since(host, pr)  # the last pool step's late waits
         waited = {c.label: (d / (n * (c.threads - 1)), t / n)
                   for c, (d, n, t) in pr.waited.items() if n and c.threads > 1}
         return company_words(others, host.cores, between, ones[0].label if ones else None,
