@@ -41,7 +41,7 @@ import statistics
 import time
 from dataclasses import dataclass
 
-import cpu_training  # noqa: F401  (before torch: its OpenMP workers sleep, not spin)
+import cpu_training_async  # noqa: F401  (before torch: its OpenMP workers sleep, not spin)
 import numpy as np
 import torch
 

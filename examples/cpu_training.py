@@ -1,17 +1,17 @@
-"""Import before torch in an asynchronous rollout (``send``/``recv``, where
-the policy's forward pass runs while the env steps): torch's OpenMP workers
-then sleep between operations instead of spinning on the cores the env's
-threads need at that very moment (``OMP_WAIT_POLICY=PASSIVE``, unless the
-caller set it).  ``examples/async_rollout.py`` does; its figure in the
-README was measured with it.
+"""Import before torch in a synchronous training loop on CPU (forward, then
+``step()``): torch's OpenMP workers then spin a tenth of libgomp's default
+after each operation before they sleep (``GOMP_SPINCOUNT=30000``, unless the
+caller set ``GOMP_SPINCOUNT`` or ``OMP_WAIT_POLICY``).
 
-Not for a synchronous loop (forward, then ``step()``): there the env's pool
-keeps its workers off the caller's CPU between calls, and torch's own
-operations run slower with sleeping workers, so the whole iteration is
-faster at torch's defaults (``benchmarks/bench_torch_settings.py``, the
-Performance page's "What to set when training on CPU").  libgomp reads the
-variable once, when torch loads it: setting it after ``import torch`` does
-nothing.
+At the default (300,000 rounds) a worker on an Intel Xeon spun some 5 ms of
+CPU after each forward pass, longer than a PCS 64x64 step, so the env's pool
+found its second core taken and lost to the serial executor; with a tenth
+the whole iteration ran 7-10% faster than at the defaults, torch's own
+operations as fast (``benchmarks/bench_torch_settings.py``, the Performance
+page's "What to set when training on CPU").  libgomp reads the variable
+once, when torch loads it: setting it after ``import torch`` does nothing.
+For an asynchronous rollout (``send``/``recv``) import
+``cpu_training_async`` instead.
 
 ```python
 import cpu_training  # noqa: F401  (first: before torch)
@@ -23,4 +23,5 @@ from __future__ import annotations
 
 import os
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+if "GOMP_SPINCOUNT" not in os.environ and "OMP_WAIT_POLICY" not in os.environ:
+    os.environ["GOMP_SPINCOUNT"] = "30000"

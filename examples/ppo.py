@@ -39,6 +39,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import cpu_training  # noqa: F401  (before torch: its OpenMP workers spin briefly)
 import gymnasium
 import numpy as np
 import torch

@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import cpu_training  # noqa: F401  (before torch: its OpenMP workers spin briefly)
 import gymnasium
 import numpy as np
 import torch

@@ -32,6 +32,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import cpu_training  # noqa: F401  (before torch: its OpenMP workers spin briefly)
 import numpy as np
 import torch
 

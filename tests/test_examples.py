@@ -151,29 +151,39 @@ def test_plan_pcs_smoke() -> None:
     assert planner > value["random policy"] and planner > max(fixed), out
 
 
-def _wait_policy_after_import(script: str, env: dict[str, str]) -> str:
+def _omp_after_import(script: str, env: dict[str, str],
+                      name: str = "OMP_WAIT_POLICY") -> str:
     code = (f"import os, sys; sys.path.insert(0, {str(ROOT / 'examples')!r}); import {script}; "
-            "import torch; print(os.environ.get('OMP_WAIT_POLICY', '-'))")
+            f"import torch; print(os.environ.get({name!r}, '-'))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert out.returncode == 0, out.stderr[-2000:]
     return out.stdout.split()[-1]
 
 
 @pytest.mark.parametrize("script", ["ppo", "ppo_hunt", "ppo_pcs"])
-def test_synchronous_training_examples_keep_torchs_defaults(script: str) -> None:
-    """The synchronous PPO examples leave torch's wait policy alone: with the
-    env's workers kept off the caller's CPU between calls, the whole
-    iteration is faster at torch's defaults than with OMP_WAIT_POLICY=PASSIVE
-    (benchmarks/bench_torch_settings.py)."""
-    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
-    assert _wait_policy_after_import(script, env) == "-"
+def test_synchronous_training_examples_shorten_torchs_spin(script: str) -> None:
+    """The synchronous PPO examples set GOMP_SPINCOUNT=30000 before torch is
+    imported (its OpenMP workers spin a tenth of libgomp's default after each
+    operation: at the default they held the env pool's second core through
+    the step; benchmarks/bench_torch_settings.py) and leave the wait policy
+    alone (sleeping workers slow torch's operations); a spin count or wait
+    policy the caller set is left as it is."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    assert _omp_after_import(script, env, "GOMP_SPINCOUNT") == "30000"
+    assert _omp_after_import(script, env) == "-"
+    assert _omp_after_import(script, {**env, "GOMP_SPINCOUNT": "7"}, "GOMP_SPINCOUNT") == "7"
+    passive = {**env, "OMP_WAIT_POLICY": "PASSIVE"}
+    assert _omp_after_import(script, passive, "GOMP_SPINCOUNT") == "-"
 
 
 def test_the_async_rollout_lets_torchs_workers_sleep() -> None:
     """The asynchronous rollout (the policy's forward while the env steps)
     sets OMP_WAIT_POLICY=PASSIVE before torch is imported, and leaves a value
     the caller set alone."""
-    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
-    assert _wait_policy_after_import("async_rollout", env) == "PASSIVE"
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    assert _omp_after_import("async_rollout", env) == "PASSIVE"
+    assert _omp_after_import("async_rollout", env, "GOMP_SPINCOUNT") == "-"
     env["OMP_WAIT_POLICY"] = "ACTIVE"
-    assert _wait_policy_after_import("async_rollout", env) == "ACTIVE"
+    assert _omp_after_import("async_rollout", env) == "ACTIVE"
