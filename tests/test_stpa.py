@@ -3136,6 +3136,31 @@ def test_company_words_name_a_pool_whose_windows_ran_alone_only_in_company():
     assert "another thread pool in this process spins on the same cores" in spin
 
 
+def test_company_words_name_torchs_spin_setting_where_libgomp_spins_by_default():
+    """Where another thread pool of this process is the company and GNU
+    OpenMP (torch's CPU pool) is loaded at its default wait, the words name
+    the setting that shortens its spin; not where a spin count or a wait
+    policy is set, libgomp is not loaded or the company is another process."""
+    from seer_env.stpa.company import company_words, openmp_spins_by_default
+
+    maps = ("7f3c2a000000-7f3c2a040000 r-xp 00000000 08:01 123 "
+            "/venv/lib/python3.11/site-packages/torch/lib/libgomp-a34b3233.so.1\n")
+    assert openmp_spins_by_default(maps, {}) is True
+    assert openmp_spins_by_default(maps, {"GOMP_SPINCOUNT": "300000"}) is False
+    assert openmp_spins_by_default(maps, {"OMP_WAIT_POLICY": "ACTIVE"}) is False
+    assert openmp_spins_by_default("7f.. r-xp /usr/lib/libm.so.6\n", {}) is False
+    assert isinstance(openmp_spins_by_default(), bool)  # this process, as it is
+    between = {"serial": 400e3, "parallel-2": 480e3}
+    spin = company_words(None, 2, between, "serial", openmp_spins=True)
+    assert "another thread pool in this process spins on the same cores" in spin
+    assert "GOMP_SPINCOUNT=30000 set before torch is imported" in spin, spin
+    assert "GOMP_SPINCOUNT" not in company_words(None, 2, between, "serial")
+    waited = company_words(0.0, 2, {}, None, waited={"parallel-2": (712e3, 1491e3)},
+                           openmp_spins=True)
+    assert "GOMP_SPINCOUNT=30000" in waited, waited
+    assert "GOMP_SPINCOUNT" not in company_words(0.9, 2, {}, None, openmp_spins=True)
+
+
 def test_company_words_name_a_pool_whose_threads_waited_for_a_core():
     """A pool's other threads that waited a quarter of its steps' time for a
     core (runnable, not running) had company: another process where one was

@@ -350,9 +350,37 @@ def iterations(steps_alone: Mapping[C, Sequence[float]], between: Mapping[C, Seq
     return out
 
 
+def openmp_spins_by_default(maps: str | None = None,
+                            environ: Mapping[str, str] | None = None) -> bool:
+    """Whether GNU OpenMP (libgomp: torch's CPU thread pool on Linux) is
+    loaded in this process at its default wait: neither ``GOMP_SPINCOUNT``
+    nor ``OMP_WAIT_POLICY`` set, so its workers spin 300,000 rounds after
+    each operation before they sleep (some 5 ms of CPU after a forward pass
+    on an Intel Xeon: longer than many steps).  ``maps``: the text of
+    ``/proc/self/maps`` (read where None; False where it cannot be read);
+    ``environ``: the variables (``os.environ`` where None).
+
+    ```python
+    openmp_spins_by_default("7f.. r-xp ... /torch/lib/libgomp-a34b3233.so.1\n", {})  # True
+    openmp_spins_by_default("", {})                                                    # False
+    ```
+    """
+    env = os.environ if environ is None else environ
+    if "GOMP_SPINCOUNT" in env or "OMP_WAIT_POLICY" in env:
+        return False
+    if maps is None:
+        try:
+            with open("/proc/self/maps") as f:
+                maps = f.read()
+        except OSError:
+            return False
+    return "/libgomp" in maps
+
+
 def company_words(others: float | None, cores: int, between: Mapping[str, float],
                   one: str | None, alone: Mapping[str, float] | None = None,
-                  waited: Mapping[str, tuple[float, float]] | None = None) -> str:
+                  waited: Mapping[str, tuple[float, float]] | None = None,
+                  openmp_spins: bool = False) -> str:
     """What company a probe saw, in words ("" for none worth saying).
 
     Args:
@@ -374,6 +402,10 @@ def company_words(others: float | None, cores: int, between: Mapping[str, float]
             process where ``others`` says one was busy, else another thread
             of this process (a learner's thread pool spinning between its
             operations, as torch's OpenMP threads do by default).
+        openmp_spins: libgomp is loaded at its default wait
+            (`openmp_spins_by_default`): where another thread pool of this
+            process is the company, the words name the setting that
+            shortens its spin.
 
     ```python
     company_words(1.0, 2, {}, None, {"parallel-2": 0.9})
@@ -389,6 +421,10 @@ def company_words(others: float | None, cores: int, between: Mapping[str, float]
     said = []
     advice = ("a learner's threads between operations: the Performance page, \"What to set "
               "when training on CPU\"")
+    if openmp_spins:
+        advice = ("torch's OpenMP workers (libgomp, loaded here at its default wait) spin after "
+                  "each operation: GOMP_SPINCOUNT=30000 set before torch is imported shortens "
+                  "that; the Performance page, \"What to set when training on CPU\"")
     busy = others is not None and others >= OTHERS_BUSY
     waits = [(lab, w, t) for lab, (w, t) in (waited or {}).items()
              if t > 0 and w >= WAITED_MOST * t]

@@ -47,6 +47,7 @@ from .company import (
     company_words,
     fair_cores,
     iterations,
+    openmp_spins_by_default,
     others_busy_cores,
     others_loads,
     with_processes,
@@ -394,7 +395,7 @@ class Decisions:
         waited = {c.label: (d / (n * (c.threads - 1)), t / n)
                   for c, (d, n, t) in pr.waited.items() if n and c.threads > 1}
         return company_words(others, host.cores, between, ones[0].label if ones else None,
-                             alone, waited)
+                             alone, waited, openmp_spins=openmp_spins_by_default())
 
     def _choose(self, host: DecisionHost, pr: Probe, timings: dict[Candidate, list[float]],
                 provisional: Decision | None, company: str = "") -> Decision:
