@@ -361,8 +361,10 @@ def openmp_spins_by_default(maps: str | None = None,
     ``environ``: the variables (``os.environ`` where None).
 
     ```python
-    openmp_spins_by_default("7f.. r-xp ... /torch/lib/libgomp-a34b3233.so.1\n", {})  # True
-    openmp_spins_by_default("", {})                                                    # False
+    maps = "7f3c2a000000-7f3c2a040000 r-xp ... /torch/lib/libgomp-a34b3233.so.1"
+    openmp_spins_by_default(maps, {})                            # True
+    openmp_spins_by_default(maps, {"GOMP_SPINCOUNT": "30000"})   # False: set
+    openmp_spins_by_default()                                    # this process, now
     ```
     """
     env = os.environ if environ is None else environ
