@@ -24,7 +24,8 @@ QUICK = dict(quick=True, config=TINY, rounds=2, block=4, update_every=2, settle_
              log=lambda s: None, progress=lambda s: None)
 TOP_KEYS = {"benchmark", "seer_env", "commit", "dirty", "machine", "load_avg_before",
             "load_avg_after", "workload", "executors", "threads", "rounds", "block", "quick",
-            "stpa_cache", "update_every", "torch", "situations", "skipped", "wall_s"}
+            "stpa_cache", "update_every", "torch", "situations", "skipped", "wall_s",
+            "replicas"}
 SITUATION_KEYS = {"title", "unit", "block", "load_avg_before", "wall_s", "executors", "auto"}
 AUTO_KEYS = {"choice", "reason", "state", "settled", "probe_steps_timed", "probes_timed"}
 
@@ -73,6 +74,10 @@ def test_cli_parses_the_company_options() -> None:
         == "x.json"
     with pytest.raises(SystemExit):
         cli.build_parser().parse_args(["bench", "company", "--threads", "0"])
+    assert cli.build_parser().parse_args(["bench", "company"]).replicas is None
+    assert cli.build_parser().parse_args(["bench", "company", "--replicas", "3"]).replicas == 3
+    with pytest.raises(SystemExit):
+        cli.build_parser().parse_args(["bench", "company", "--replicas", "0"])
 
 
 def test_cli_refuses_an_unknown_situation_and_an_unwritable_file(tmp_path, capsys) -> None:
@@ -118,6 +123,65 @@ def test_a_quick_run_returns_every_figure(monkeypatch) -> None:
     assert [hc[k]["pool"] for k in ("before", "after")] == [res["executors"][1]] * 2
     assert all(_finite_positive(hc[k]["ratio"]) for k in ("before", "after"))
     assert any(line.startswith("host check: ") for line in lines)
+
+
+def test_replicas_are_made_in_turn_and_take_a_labels_blocks_in_turn() -> None:
+    """Each label's replicas are made round by round, the labels' order
+    reversed every other round (no label's envs all made first or last), and
+    take its blocks in turn: a block's calls are one replica's."""
+    made: list[str] = []
+    calls: list[str] = []
+
+    def make(k: str):
+        name = f"{k}#{sum(m.startswith(k + '#') for m in made)}"
+        made.append(name)
+        return lambda: calls.append(name)
+
+    plan = company._Plan(company.Workload(), ["serial", "parallel-2", "auto"], rounds=4,
+                         block=2, update_every=1, auto_calls=1, auto_s=0.0,
+                         progress=lambda s: None, replicas=2)
+    runs = company._made_in_turn(plan, make)
+    assert made == ["serial#0", "parallel-2#0", "auto#0", "auto#1", "parallel-2#1", "serial#1"]
+    assert isinstance(runs["auto"], company._Replicas)
+    samples = company._blocks(runs, 4, 2, after=lambda k: runs[k].turn())
+    assert {k: len(v) for k, v in samples.items()} == {"serial": 4, "parallel-2": 4, "auto": 4}
+    serial = [c for c in calls if c.startswith("serial")]
+    assert serial == ["serial#0"] * 2 + ["serial#1"] * 2 + ["serial#0"] * 2 + ["serial#1"] * 2
+    one = company._made_in_turn(company._Plan(**{**plan.__dict__, "replicas": 1}), make)
+    assert not isinstance(one["serial"], company._Replicas)
+
+
+def test_each_auto_replica_settles_on_its_own() -> None:
+    """auto's replicas settle one after the other, each stepped alone (in
+    turn, each one's iterations would hold the other's step while both
+    probe); one record, the calls summed."""
+    calls: list[str] = []
+    a, b = SimpleNamespace(settled=False), SimpleNamespace(settled=False)
+
+    def step(name: str, st: SimpleNamespace, after: int):
+        def fn() -> None:
+            calls.append(name)
+            st.settled = calls.count(name) >= after
+        return fn
+
+    for st in (a, b):
+        st.executor, st.threads = "parallel", 2
+    rec = company._settle_each([[a], [b]], [step("a", a, 3), step("b", b, 2)], 100, 10.0)
+    assert calls == ["a", "a", "a", "b", "b"]
+    assert rec["warmup_calls"] == 5 and rec["settled_after_warmup"]
+    assert rec["choice_after_warmup"] == ["parallel-2", "parallel-2"]
+
+
+def test_a_quick_run_with_replicas_decides_on_each_auto_env() -> None:
+    """replicas=2: two envs per executor in ``alone``, auto's record one
+    decision per env, every figure from both."""
+    res = company.bench_company(["alone"], **{**QUICK, "replicas": 2})
+    assert res["replicas"] == 2
+    sit = res["situations"]["alone"]
+    _check_figures(sit, res["executors"], 2)
+    assert len(sit["auto"]["choice"]) == 2 and len(sit["auto"]["reason"]) == 2
+    with pytest.raises(ConfigError, match="replicas"):
+        company.bench_company(["alone"], **{**QUICK, "replicas": 0})
 
 
 class _FakeStpa:

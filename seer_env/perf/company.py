@@ -31,6 +31,12 @@ Within a situation every executor has its env(s) made and warmed, then they
 take turns, blocks of ``block`` iterations in an order that rotates every
 round (`seer_env.perf.bench`'s blocks); the figures are the medians of the
 blocks and their ratios to the serial executor's (> 1: faster than serial).
+In ``alone``, ``torch``, ``async`` and ``burner-D`` each executor has
+``replicas`` envs (default 2; made round by round, the executors' order
+reversed every other round), which take its blocks in turn: envs made alike
+in one process differ by up to 20% on some hosts, and one env a label made
+that luck part of the comparison (auto's env, made last, often came out a
+few percent behind the same pool made second).
 
 The **host check** brackets the run: the smallest pool alone against the
 serial executor, in a few rotated blocks, before the first situation and
@@ -64,7 +70,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -187,6 +193,19 @@ def _settle(stpas: Sequence[Any], fn: Callable[[], Any], max_calls: int,
             "choice_after_warmup": [_label_of(s) for s in stpas]}
 
 
+def _settle_each(stpas: Sequence[Sequence[Any]], fns: Sequence[Callable[[], Any]],
+                 max_calls: int, max_s: float) -> dict[str, Any]:
+    """`_settle` for each of ``fns`` in turn (its controllers ``stpas[i]``),
+    each with the whole limits; one record: the calls and seconds summed."""
+    recs = [_settle(st, fn, max_calls, max_s) for st, fn in zip(stpas, fns, strict=True)]
+    if len(recs) == 1:
+        return recs[0]
+    return {"warmup_calls": sum(r["warmup_calls"] for r in recs),
+            "warmup_s": sum(r["warmup_s"] for r in recs),
+            "settled_after_warmup": all(r["settled_after_warmup"] for r in recs),
+            "choice_after_warmup": [c for r in recs for c in r["choice_after_warmup"]]}
+
+
 def _probe_marks(stpas: Sequence[Any]) -> list[tuple[int, int]]:
     """Each controller's probe steps and decisions so far (`_auto_record`'s
     ``marks``)."""
@@ -306,6 +325,43 @@ class _Stepper:
         if self.masked:
             self.actions = random_batched_actions(self.venv, self.rng)
         self.venv.step(self.actions)
+
+
+class _Replicas:
+    """Runs of one label made alike (replicas: envs of the same executor, made
+    at different points of the situation): a call steps the current one;
+    `turn` moves to the next between blocks, so that a block's steps are one
+    env's, consecutive, and the blocks go round the replicas.  Envs made
+    alike in one process differ by up to 20% on some hosts (where their
+    memory lies): a label's median over its replicas' blocks carries less of
+    one env's luck."""
+
+    def __init__(self, runs: Sequence[Callable[[], Any]]) -> None:
+        self.runs = list(runs)
+        self.i = 0
+
+    def __call__(self) -> Any:
+        return self.runs[self.i]()
+
+    def turn(self) -> None:
+        self.i = (self.i + 1) % len(self.runs)
+
+
+def _parts(fn: Callable[[], Any]) -> list[Callable[[], Any]]:
+    """The runs behind ``fn``: its replicas', or ``fn`` itself."""
+    return list(fn.runs) if isinstance(fn, _Replicas) else [fn]
+
+
+def _made_in_turn(plan: _Plan, make: Callable[[str], Callable[[], Any]]
+                  ) -> dict[str, Callable[[], Any]]:
+    """Per label, ``plan.replicas`` runs (``make(label)`` each), made round by
+    round, the labels' order reversed every other round, so that no label's
+    envs are all made first or last (`_Replicas`)."""
+    made: dict[str, list[Callable[[], Any]]] = {k: [] for k in plan.labels}
+    for r in range(plan.replicas):
+        for k in (plan.labels if r % 2 == 0 else plan.labels[::-1]):
+            made[k].append(make(k))
+    return {k: v[0] if len(v) == 1 else _Replicas(v) for k, v in made.items()}
 
 
 class _Round:
@@ -448,6 +504,7 @@ class _Plan:
     auto_calls: int
     auto_s: float
     progress: Log
+    replicas: int = 1
 
 
 def _figures(samples: dict[str, list[float]], per: float,
@@ -478,6 +535,8 @@ def _figures(samples: dict[str, list[float]], per: float,
 def _runtimes(fn: Callable[[], Any]) -> list[Any]:
     """The runtimes one iteration of ``fn`` steps (a stepper's, a loop's, a
     round's)."""
+    if isinstance(fn, _Replicas):
+        return [rt for part in fn.runs for rt in _runtimes(part)]
     if isinstance(fn, _Round):
         return [st.venv.runtime for st in fn.steppers]
     venv = getattr(fn, "venv", None)
@@ -496,13 +555,25 @@ def _rotate(plan: _Plan, runs: dict[str, Callable[[], Any]], autos: Sequence[Any
     """Warm every run (auto until its controllers have settled), then the
     rotated blocks; per label the seconds of each block, the env's seconds
     inside each (``inner(label)``: a running total), auto's record, and the
-    steps each label's runtimes ran in alone stretches during the blocks."""
+    steps each label's runtimes ran in alone stretches during the blocks.  A
+    label's replicas (`_Replicas`) take its blocks in turn."""
     block = block or plan.block
     plan.progress(f"  warming {len(runs)} configurations ({_WARM_BLOCKS * block} iterations "
                   "each; auto until STPA settles)")
     for fn in runs.values():
-        _block_s(fn, _WARM_BLOCKS * block)
-    warm = _settle(autos, runs["auto"], plan.auto_calls, plan.auto_s) if autos else {}
+        for part in _parts(fn):
+            _block_s(part, _WARM_BLOCKS * block)
+    auto_parts = _parts(runs["auto"]) if autos else []
+    # each replica settles on its own (stepped in turn, each one's
+    # iterations would hold the other's step, probing too)
+    warm = _settle_each([[rt.stpa for rt in _runtimes(p)] for p in auto_parts], auto_parts,
+                        plan.auto_calls, plan.auto_s) if autos else {}
+    # and auto warm on its choice, as the others on theirs: it often settles
+    # within its warm-up block, and its first timed blocks then held the
+    # first steps after the decision's switch (1.7 ms a step against 1.3
+    # on parallel-2, PCS 64x64 alone)
+    for part in auto_parts:
+        _block_s(part, _WARM_BLOCKS * block)
     marks = _probe_marks(autos)
     plan.progress(f"  {plan.rounds} rounds of {block}-iteration blocks")
     got: dict[str, list[float]] = {k: [] for k in runs}
@@ -515,6 +586,9 @@ def _rotate(plan: _Plan, runs: dict[str, Callable[[], Any]], autos: Sequence[Any
     def after(k: str) -> None:
         if inner is not None:
             got[k].append(inner(k) - last[k])
+        fn = runs[k]
+        if isinstance(fn, _Replicas):
+            fn.turn()
 
     alone0 = {k: _alone_steps(fn) for k, fn in runs.items()}
     samples = _blocks(runs, plan.rounds, block, before=before, after=after)
@@ -524,11 +598,12 @@ def _rotate(plan: _Plan, runs: dict[str, Callable[[], Any]], autos: Sequence[Any
 
 
 def _alone(plan: _Plan, envs: list[Any]) -> dict[str, Any]:
-    runs: dict[str, Callable[[], Any]] = {}
-    for k in plan.labels:
+    def make(k: str) -> _Stepper:
         envs.append(plan.workload.make(k))
-        runs[k] = _Stepper(envs[-1])
-    autos = [envs[plan.labels.index("auto")].runtime.stpa]
+        return _Stepper(envs[-1])
+
+    runs = _made_in_turn(plan, make)
+    autos = [rt.stpa for rt in _runtimes(runs["auto"])]
     samples, _, auto, alone = _rotate(plan, runs, autos)
     return {"executors": _figures(samples, plan.block, alone=alone), "auto": auto}
 
@@ -554,18 +629,23 @@ def _loop(plan: _Plan, envs: list[Any], asynchronous: bool) -> dict[str, Any]:
     if why is not None:
         return {"skipped": why}
     policy = _Policy(probe)
-    loops: dict[str, _Loop] = {}
-    for k in plan.labels:
+
+    def make(k: str) -> _Loop:
         if asynchronous:  # two halves: one steps while the policy runs on the other
             envs.append(wl.make(k, num_envs=2 * wl.num_envs, batch_size=wl.num_envs))
         else:
             envs.append(wl.make(k))
-        loops[k] = _Loop(envs[-1], policy, plan.update_every, asynchronous)
-    autos = [loops["auto"].venv.runtime.stpa]
+        return _Loop(envs[-1], policy, plan.update_every, asynchronous)
+
+    runs = _made_in_turn(plan, make)
+    autos = [rt.stpa for rt in _runtimes(runs["auto"])]
     # whole updates in every block
     block = plan.update_every * max(1, math.ceil(plan.block / plan.update_every))
-    runs: dict[str, Callable[[], Any]] = dict(loops)
-    samples, inner, auto, alone = _rotate(plan, runs, autos, lambda k: loops[k].env_s, block)
+
+    def env_s(k: str) -> float:  # the label's loops' running total
+        return sum(cast(_Loop, loop).env_s for loop in _parts(runs[k]))
+
+    samples, inner, auto, alone = _rotate(plan, runs, autos, env_s, block)
     return {"executors": _figures(samples, block, inner, alone), "auto": auto, "block": block}
 
 
@@ -781,7 +861,7 @@ def bench_company(situations: Sequence[str] = SITUATIONS, threads: Sequence[int]
                   rounds: int | None = None, block: int | None = None, quick: bool = False,
                   env: str = DEFAULT_ENV, config: Mapping[str, Any] | None = None,
                   num_envs: int = 1, update_every: int = 16, stpa_cache: bool = False,
-                  settle_s: float | None = None, log: Log = print,
+                  settle_s: float | None = None, replicas: int | None = None, log: Log = print,
                   progress: Log = _stderr) -> dict[str, Any]:
     """Measure the executors in every situation of ``situations`` (`SITUATIONS`
     by default; see the module's docstring) and return every figure as a dict
@@ -803,6 +883,8 @@ def bench_company(situations: Sequence[str] = SITUATIONS, threads: Sequence[int]
             each situation's auto decides afresh, in company).
         settle_s: how long auto's warm-up may wait for STPA to settle (default
             30 s; ``quick`` 5 s); its record says whether it had.
+        replicas: envs per executor in ``alone``, ``torch``, ``async`` and
+            ``burner-D``, taking its blocks in turn (default 2; ``quick`` 1).
 
     Example:
 
@@ -818,7 +900,7 @@ def bench_company(situations: Sequence[str] = SITUATIONS, threads: Sequence[int]
         raise ConfigError(f"threads {bad}: the pools measured take 2 to {cores} threads (the "
                           "usable cores; the runtime caps a pool there)")
     for what, v in (("rounds", rounds), ("block", block), ("num_envs", num_envs),
-                    ("update_every", update_every)):
+                    ("update_every", update_every), ("replicas", replicas)):
         if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
             raise ConfigError(f"{what}={v!r} must be a positive int")
     if settle_s is not None and not settle_s >= 0:
@@ -833,6 +915,7 @@ def bench_company(situations: Sequence[str] = SITUATIONS, threads: Sequence[int]
         "load_avg_before": load_avg(), "workload": {"env": env, "config": wl.config,
                                                  "num_envs": num_envs},
         "quick": quick, "stpa_cache": stpa_cache, "update_every": update_every,
+        "replicas": replicas or (1 if quick else 2),
         # (imported only for the loops: importing torch takes seconds)
         "torch": (_torch_info() if any(_parse(n)[0] in ("torch", "async") for n in names)
                   else None),
@@ -848,7 +931,8 @@ def bench_company(situations: Sequence[str] = SITUATIONS, threads: Sequence[int]
             probe.close()
         plan = _Plan(wl, labels, rounds or (3 if quick else 7), block or (16 if quick else 32),
                      update_every, 500 if quick else 3000,
-                     settle_s if settle_s is not None else 5.0 if quick else 30.0, progress)
+                     settle_s if settle_s is not None else 5.0 if quick else 30.0, progress,
+                     res["replicas"])
         res.update(executors=labels, threads=list(threads), rounds=plan.rounds,
                    block=plan.block)
         log(f"seer-env bench company: {env} {wl.config}, {num_envs} instance(s); "
