@@ -433,8 +433,10 @@ void seer_event_tidy_pool_host(seer_runtime *rt)
                         seer_clock_ns());
     /* and SEER_ORDER_AFTER_STEPS steps on, whatever it takes, as after any
      * switch: a pool's first steps move records between its threads, and
-     * with the next ordering put off by this one's budget parallel-2 on PCS
-     * 64x64 ran 10-20% slower for some 200 steps (bench company, alone) */
+     * this ordering's budget would put the next one off by some 400 times
+     * its time (in early runs, parallel-2 on PCS 64x64 after such a switch
+     * ran slower for a few hundred steps, within the spread of envs made
+     * alike) */
     seer_event_order_pool_soon_host(rt);
 }
 
