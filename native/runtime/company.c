@@ -233,17 +233,12 @@ void seer_pool_alone_before_step_host(seer_runtime *rt)
     if (!a->tidy)
         return;
     a->tidy = 0;
-    uint64_t pending = 0;
-    for (uint32_t i = 0; i < rt->B; i++)
-        for (uint32_t p = 0; p < rt->part.n; p++)
-            pending += rt->inst[i].parts[p].n;
     const uint64_t t0 = seer_clock_ns();
     /* as the serial executor's (events_layout.c): where the pending records
      * fit a core's L2 their places matter little, and SEER_RELAYOUT=2 says
      * whatever the sizes */
     if (!a->left || !rt->mem.relayout ||
-        (rt->mem.relayout == 1 &&
-         (double)pending * (double)rt->event_stride < (double)rt->mem.cache_bytes) ||
+        (rt->mem.relayout == 1 && seer_event_pending_fit_cache_host(rt)) ||
         (a->tidy_cost_ns && t0 - a->tidied_ns < ALONE_TIDY_BUDGET * a->tidy_cost_ns))
         return;
     (void)seer_event_relayout_host(rt);

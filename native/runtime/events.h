@@ -236,6 +236,11 @@ void seer_event_order_pool_when_due_host(seer_runtime *rt);
  * and again SEER_ORDER_AFTER_STEPS steps on, whatever that takes, as after
  * any switch (seer_runtime_tidy_records). */
 void seer_event_tidy_pool_host(seer_runtime *rt);
+/* Host, between calls: the pending events' records, in the running
+ * executor's queues, fit cache_bytes (a core's L2)?  Where they do, their
+ * places matter little and a relayout is not worth its copy
+ * (seer_event_tidy_serial_host, a pool's alone stretches: company.c). */
+int seer_event_pending_fit_cache_host(const seer_runtime *rt);
 /* A core's L2 cache in bytes (sysconf; 1 MiB where it does not say). */
 uint64_t seer_event_cache_bytes(void);
 #ifndef SEER_ORDER_BUDGET

@@ -623,11 +623,21 @@ int seer_event_relayout_host(seer_runtime *rt)
     return ok;
 }
 
-void seer_event_tidy_serial_host(seer_runtime *rt, uint32_t reset)
+int seer_event_pending_fit_cache_host(const seer_runtime *rt)
 {
     uint64_t pending = 0;
-    for (uint32_t i = 0; i < rt->B; i++)
-        pending += rt->inst[i].queue.n;
+    for (uint32_t i = 0; i < rt->B; i++) {
+        if (rt->executor == SEER_EXECUTOR_SERIAL)
+            pending += rt->inst[i].queue.n;
+        else
+            for (uint32_t p = 0; p < rt->part.n; p++)
+                pending += rt->inst[i].parts[p].n;
+    }
+    return (double)pending * (double)rt->event_stride < (double)rt->mem.cache_bytes;
+}
+
+void seer_event_tidy_serial_host(seer_runtime *rt, uint32_t reset)
+{
     const uint64_t t0 = seer_clock_ns();
     /* where the pending records fit a core's L2 their places matter little
      * (PCS 32x32, 1.1 MB against 2 MB: 0.98-1.01x); a reset of some of the
@@ -637,8 +647,7 @@ void seer_event_tidy_serial_host(seer_runtime *rt, uint32_t reset)
      * time goes to their relayouts (the first is free) */
     const int due =
         rt->mem.relayout == 2 ||
-        (rt->mem.relayout == 1 &&
-         (double)pending * (double)rt->event_stride >= (double)rt->mem.cache_bytes &&
+        (rt->mem.relayout == 1 && !seer_event_pending_fit_cache_host(rt) &&
          (reset == 0 ||
           (reset == rt->B && (!rt->mem.relayout_cost_ns ||
                               t0 - rt->mem.relaid_ns >=
