@@ -138,10 +138,11 @@ class Decisions:
         while the pools' probe is put off) and switch to the choice."""
         timings = {c: v for c, v in iterations(pr.steps_alone, pr.between, pr.timings).items()
                    if c not in pr.unreachable}
-        others, loads = self._others(host, pr) if provisional is None else (None, None)
+        others, loads, company = None, None, ""
         if provisional is None:
+            others, loads = self._others(host, pr)
             host.prober.waits_since(host, pr)  # the last pool step's late waits
-        company = self._company(host, pr, others) if provisional is None else ""
+            company = self._company(host, pr, others)
         # other processes' cores are left to them: the pools of more threads
         # than this run's share are not chosen (`fair_cores`)
         share = fair_cores(others, host.cores, loads) if host.fair_share else host.cores
