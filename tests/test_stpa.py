@@ -625,6 +625,11 @@ class _FakeRuntime:
         self.untidy_factor = 1.5
         self.untidy_left = 0
         self.tidied = 0
+        #: a pool's first steps after a switch to it that run as they would
+        #: alone, whatever ``slow`` says: threads just woken, which the kernel
+        #: runs ahead of a busy neighbour for a while
+        self.woken_steps = 0
+        self.woken_left = 0
 
     def switch_executor(self, executor: str, threads: int) -> None:
         if (executor, threads) in self.fail_switch:
@@ -634,6 +639,7 @@ class _FakeRuntime:
         self.executor, self.threads = executor, threads
         self.switches.append((executor, threads))
         self.untidy_left = self.untidy_steps.get(executor, 0)
+        self.woken_left = self.woken_steps if threads > 1 else 0
 
     def tidy_records(self) -> None:
         self.tidied += 1
@@ -657,7 +663,9 @@ class _FakeRuntime:
         if self.untidy_left > 0:
             self.untidy_left -= 1
             cost *= self.untidy_factor
-        if self.slow.get((self.executor, self.threads), 0) > 0:  # a transient
+        if self.woken_left > 0:
+            self.woken_left -= 1
+        elif self.slow.get((self.executor, self.threads), 0) > 0:  # a transient
             self.slow[(self.executor, self.threads)] -= 1
             cost *= self.slow_factor
         self.now += int(cost)
@@ -2761,6 +2769,49 @@ def test_company_that_comes_after_the_decision_is_left_within_a_few_windows():
     assert st.monitor.company_probes == 1
     # the company leaves: the pool is not hopeless, a confirmation times it again
     assert ("parallel", 2) not in {(c.executor, c.threads) for c in st.monitor.hopeless}
+
+
+def test_a_company_reprobe_holds_the_running_pool_to_its_iterations_over_time():
+    """A pool chosen alone (72 us steps, the serial executor 110); then a
+    burner at half duty (other processes: 0.4 of a core, within this run's
+    share of 2) makes its steps 2x slower -- except a visit's first steps,
+    whose threads, just woken, the kernel runs ahead of the burner.  A
+    company re-probe's short visits time the pool at 72 us; the looks saw it
+    at 144.  Counted at its visits, every re-probe kept the pool (bench
+    company's burner-50: auto 0.82-0.88x serial); held to what it gave over
+    time, the run falls back to one thread and the reason says so.  Where
+    the pool's iterations before the re-probe were no slower than its
+    visits, nothing is held."""
+    rt = _FakeRuntime()
+    rt.events_per_step = 1000
+    co = _Company(rt)
+    st = _company_stpa(rt, co, reprobe_rounds=3)
+    co.loop(st, 80)
+    assert st.settled and st.threads == 2
+    decisions = len(st.history)
+    rt.slow[("parallel", 2)], rt.slow_factor = 10**9, 2.0
+    rt.woken_steps = 40
+    co.others = 0.4
+    n = 0
+    while n < 400 and not (st.settled and len(st.history) > decisions):
+        co.loop(st, 1)
+        n += 1
+    assert st.history[-1].trigger.startswith("company: iterations took"), \
+        [d.trigger for d in st.history]
+    assert st.threads == 1, st.reason
+    assert "Counted: parallel-2 at its iterations before this re-probe, 144.0 us, not its " \
+        "visits' 72.0 us" in st.reason, st.reason
+    assert st.decision.medians_ns["parallel-2"] == 144_000
+
+    from seer_env.stpa.cost import SERIAL, Candidate
+    from seer_env.stpa.decision import held_to_sustained
+
+    p2 = Candidate("parallel", 2)
+    timings = {SERIAL: [110_000.0], p2: [72_000.0, 75_000.0]}
+    assert held_to_sustained(timings, {p2: 73_000.0}) == (timings, "")
+    assert held_to_sustained(timings, {}) == (timings, "")
+    held, words = held_to_sustained(timings, {p2: 144_000.0})
+    assert held == {SERIAL: [110_000.0], p2: [144_000.0, 144_000.0]} and words
 
 
 def test_load_that_comes_and_goes_faster_than_a_window_starts_no_company_reprobe():

@@ -384,7 +384,7 @@ class Monitor:
                    + (f" ({choice_ns(one)} on one thread)" if one is not None else ""))
             log.info("%s: %s: re-probing", host.rt.model, why)
             self.company_probes += 1
-            self.start_probe(host, why, s)
+            self.start_probe(host, why, s, sustained={host._current(): now})
             return False
         return self.to_check <= 0
 
@@ -594,11 +594,13 @@ class Monitor:
         self.start_probe(host, why, s, now, (s["windows"] - win0) / steps)
 
     def start_probe(self, host: MonitorHost, why: str, s: dict[str, Any],
-                    now: Load | None = None, windows: float | None = None) -> None:
+                    now: Load | None = None, windows: float | None = None,
+                    sustained: dict[Candidate, float] | None = None) -> None:
         """Start a re-probe (``why``: "confirm", a drift or company in words)
         of the running choice and its neighbours, at the runtime's counters
         ``s`` (the load ``now`` and ``windows`` per step since the last check,
-        where known; else the running choice's)."""
+        where known; else the running choice's); ``sustained``: the running
+        pool's iterations as the looks saw them (`Probe.sustained`)."""
         prober = host.prober
         if now is None or windows is None:
             assert self.baseline is not None
@@ -609,7 +611,8 @@ class Monitor:
                             int(round(windows)))
         decision = host.decision
         assert prober.features is not None and decision is not None
-        pr = Probe(why, host.reprobe_rounds, mark=(s["events"], s["steps"]))
+        pr = Probe(why, host.reprobe_rounds, mark=(s["events"], s["steps"]),
+                   sustained=dict(sustained or {}))
         pr.candidates = neighbours(decision.candidate, prober.candidates(host))
         running = self.running_ns
         base = self.baseline
