@@ -105,12 +105,13 @@ class DecisionHost(MonitorHost, Protocol):
 SLOWER_THAN_TRACED = 1.5
 
 
-def held_to_sustained(timings: dict[Candidate, list[float]],
+def held_to_sustained(steps: dict[Candidate, list[float]],
                       sustained: dict[Candidate, float]
                       ) -> tuple[dict[Candidate, list[float]], str]:
-    """A company re-probe's ``timings`` with the running pool held to its
-    ``sustained`` iterations (`Probe.sustained`) where they were slower than
-    its visits, and what that changed, in words ("" where nothing).
+    """A company re-probe's ``steps`` (each candidate's timed steps alone,
+    ns) with the running pool's held to its ``sustained`` step
+    (`Probe.sustained`) where that was slower than its visits, and what that
+    changed, in words ("" where nothing).
 
     A visit of a few steps catches a pool's threads just woken, which the
     kernel runs ahead of a busy neighbour for a while (a sleeper's credit):
@@ -128,15 +129,15 @@ def held_to_sustained(timings: dict[Candidate, list[float]],
     # [2400000.0, 2400000.0]
     ```
     """
-    out = dict(timings)
+    out = dict(steps)
     words = []
     for c, ns in sustained.items():
         v = out.get(c)
         if not v or ns <= statistics.median(v):
             continue
-        words.append(f"{c.label} at its iterations before this re-probe, {choice_ns(ns)}, "
-                     f"not its visits' {choice_ns(statistics.median(v))} (threads just "
-                     "woken run ahead of company for a moment)")
+        words.append(f"{c.label} at its steps before this re-probe, {choice_ns(ns)}, not "
+                     f"its visits' {choice_ns(statistics.median(v))} (threads just woken run "
+                     "ahead of company for a moment)")
         out[c] = [max(t, ns) for t in v]
     return out, "; ".join(words)
 
@@ -172,9 +173,9 @@ class Decisions:
                provisional: Decision | None = None) -> None:
         """Choose from ``pr``'s timings (or take ``provisional``, a choice made
         while the pools' probe is put off) and switch to the choice."""
-        timings = {c: v for c, v in iterations(pr.steps_alone, pr.between, pr.timings).items()
+        steps_alone, held = held_to_sustained(pr.steps_alone, pr.sustained)
+        timings = {c: v for c, v in iterations(steps_alone, pr.between, pr.timings).items()
                    if c not in pr.unreachable}
-        timings, held = held_to_sustained(timings, pr.sustained)
         others, loads, company = None, None, ""
         if provisional is None:
             others, loads = self._others(host, pr)
@@ -215,7 +216,7 @@ class Decisions:
                 key=statistics.median, default=None) if dec.candidate == SERIAL else None)
         monitor.running_ns = statistics.median(alone) if alone else dec.medians_ns.get(
             dec.candidate.label, pr.step_ns if pr.tiny and not timings else None)
-        monitor.start_iterations(host, dec, timings)
+        monitor.start_iterations(host, dec, timings, steps_alone)
         self._pool_before(monitor, dec, timed, bool(capped) or bool(company))
         self.history.append(dec)
         self.timings = {c.label: v for c, v in pr.timings.items()}

@@ -208,6 +208,7 @@ class Monitor:
     iter_base_ns: float | None = None
     iter_decided_ns: float | None = None
     one_iter_ns: float | None = None
+    one_step_ns: float | None = None
     iter_steps: int = 0
     company_gap: int = COMPANY_GAP
     company_probes: int = 0
@@ -270,13 +271,18 @@ class Monitor:
         self.to_check = 1
 
     def start_iterations(self, host: MonitorHost, dec: Decision,
-                         timings: dict[Candidate, list[float]]) -> None:
+                         timings: dict[Candidate, list[float]],
+                         steps: dict[Candidate, list[float]] | None = None) -> None:
         """What the iterations are compared with after ``dec``: its own
         iteration (the median the probe timed) and the fastest one-thread
-        candidate's."""
+        candidate's; and the fastest one-thread candidate's step alone
+        (``steps``: the probe's, by candidate)."""
         self.iter_decided_ns = dec.medians_ns.get(dec.candidate.label)
         ones = [statistics.median(v) for c, v in timings.items() if c.threads == 1 and v]
         self.one_iter_ns = min(ones) if ones else None
+        one_steps = [statistics.median(v) for c, v in (steps or {}).items()
+                     if c.threads == 1 and v]
+        self.one_step_ns = min(one_steps) if one_steps else None
 
     def next_countdown(self, host: MonitorHost) -> int:
         """Steps to the controller's next look: the next full check
@@ -374,17 +380,37 @@ class Monitor:
         # company re-probes in 600 rounds, every one keeping parallel-2)
         lost = one is not None and now > one * (1 + COMPANY_LOSS) \
             and now > base * (1 + COMPANY_LOSS) and not shared
-        if (rose or lost) and self.iter_steps >= self.company_gap:
+        # ... or the pool's own steps, since the decision, slower by a
+        # quarter than the probe timed them and than one thread's were, and
+        # the iterations slower than one thread's: a
+        # decision whose visits caught the pool's threads just woken ahead of
+        # company (torch's spinning OpenMP workers, a burner) -- its
+        # iterations were as slow from the first window on, so they never rose.
+        # Not while a confirmation's recheck is due: it times them anyway
+        steps_now = statistics.median(self.step_samples) \
+            if len(self.step_samples) == COMPANY_WINDOWS else None
+        slowed = alone is not None and steps_now is not None and self.recheck_steps is None \
+            and self.one_step_ns is not None and one is not None \
+            and steps_now > alone * (1 + COMPANY_RISE) and steps_now > self.one_step_ns \
+            and now > one * (1 + COMPANY_LOSS)
+        if (rose or lost or slowed) and self.iter_steps >= self.company_gap:
             s = host.rt.stats()
             self.check(host, s)  # a drift first: it says more than company does
             if host.prober.probe is not None or self.iter_base_ns is None:
                 return False  # a drift re-probe, or the pool cut to the share (windows afresh)
             why = (f"company: iterations took {choice_ns(now)} on {host._current().label}, "
                    f"{choice_ns(self.iter_base_ns)} after the decision"
-                   + (f" ({choice_ns(one)} on one thread)" if one is not None else ""))
+                   + (f" ({choice_ns(one)} on one thread)" if one is not None else "")
+                   + (f"; its steps {choice_ns(steps_now)}, {choice_ns(alone)} when probed"
+                      if slowed and steps_now is not None and alone is not None else ""))
             log.info("%s: %s: re-probing", host.rt.model, why)
             self.company_probes += 1
-            self.start_probe(host, why, s, sustained={host._current(): now})
+            # the running pool's own steps as the looks saw them (not the
+            # iterations: they may hold other envs' steps, and the probe's
+            # count the caller's work its own way)
+            held = {host._current(): statistics.median(self.step_samples)} \
+                if self.step_samples else None
+            self.start_probe(host, why, s, sustained=held)
             return False
         return self.to_check <= 0
 
@@ -600,7 +626,7 @@ class Monitor:
         of the running choice and its neighbours, at the runtime's counters
         ``s`` (the load ``now`` and ``windows`` per step since the last check,
         where known; else the running choice's); ``sustained``: the running
-        pool's iterations as the looks saw them (`Probe.sustained`)."""
+        pool's steps as the looks saw them (`Probe.sustained`)."""
         prober = host.prober
         if now is None or windows is None:
             assert self.baseline is not None

@@ -130,11 +130,11 @@ class Probe:
     pruned: list[Candidate] = field(default_factory=list)  # predicted too slow to time
     tiny: list[Candidate] = field(default_factory=list)  # left out: the steps are too short
     step_ns: float = 0.0  # ... this short
-    #: a company re-probe's running pool and its iterations (ns, the median
-    #: of the monitor's windows) as it ran before the re-probe: what it
-    #: gives over time, where a visit of a few steps catches its threads just
-    #: woken, which the kernel runs ahead of a busy neighbour for a moment
-    #: (`Decisions.decide` counts the slower of the two)
+    #: a company re-probe's running pool and its step (ns alone, the median
+    #: of the monitor's samples at its looks) as it ran before the re-probe:
+    #: what it gives over time, where a visit of a few steps catches its
+    #: threads just woken, which the kernel runs ahead of a busy neighbour
+    #: for a moment (`Decisions.decide` counts the slower of the two)
     sustained: dict[Candidate, float] = field(default_factory=dict)
 
     def leave_out_pools(self, pools: list[Candidate], step_ns: float) -> None:
