@@ -2786,38 +2786,55 @@ def test_company_that_comes_after_the_decision_is_left_within_a_few_windows():
     assert ("parallel", 2) not in {(c.executor, c.threads) for c in st.monitor.hopeless}
 
 
-def test_a_company_reprobe_holds_the_running_pool_to_its_iterations_over_time():
-    """A pool chosen alone (72 us steps, the serial executor 110, the
-    caller's work 50 us between them); then a burner at half duty (other
-    processes: 0.4 of a core, within this run's share of 2) makes its steps
-    2x slower -- except a visit's first steps, whose threads, just woken,
-    the kernel runs ahead of the burner.  A company re-probe's short visits
-    time the pool's step at 72 us; the looks saw it at 144.  Counted at its
-    visits, every re-probe kept the pool (bench company's burner-50: auto
-    0.82-0.88x serial); held to the steps it gave over time, the run falls
-    back to one thread, the iterations are those steps and the caller's
-    work, and the reason says so.  Where the pool's steps before the
-    re-probe were no slower than its visits, nothing is held."""
-    rt = _FakeRuntime()
-    rt.events_per_step = 1000
-    co = _Company(rt, 50_000)
-    st = _company_stpa(rt, co, reprobe_rounds=3)
-    co.loop(st, 80)
-    assert st.settled and st.threads == 2
-    decisions = len(st.history)
+def _burner_beside_the_pool(rt: _FakeRuntime, company: bool) -> None:
+    """From here on parallel-2's steps take 2x -- except a visit's first
+    steps, whose threads, just woken, the kernel runs ahead of the burner --
+    and, with ``company``, its other thread waits half of each step for a
+    core (the kernel's run_delay, `wait_sampler`)."""
     rt.slow[("parallel", 2)], rt.slow_factor = 10**9, 2.0
     rt.woken_steps = 5
-    co.others = 0.4
-    n = 0
-    while n < 400 and not (st.settled and len(st.history) > decisions):
-        co.loop(st, 1)
-        n += 1
-    assert st.history[-1].trigger.startswith("company: iterations took"), \
-        [d.trigger for d in st.history]
-    assert st.threads == 1, st.reason
-    assert "Counted: parallel-2 at its steps before this re-probe, 144.0 us, not its " \
-        "visits' 72.0 us" in st.reason, st.reason
-    assert 194_000 <= st.decision.medians_ns["parallel-2"] <= 195_000
+    rt.wait_share = 0.5 if company else 0.0
+
+
+def _company_wait_stpa(rt: _FakeRuntime, co: _Company) -> Stpa:
+    return _company_stpa(rt, co, reprobe_rounds=3, wait_sampler=lambda r: r.waited_ns)
+
+
+def test_a_company_reprobe_holds_the_running_pool_to_its_steps_over_time():
+    """A pool chosen alone (72 us steps, the serial executor 110, the
+    caller's work 50 us between them); then a burner beside it
+    (`_burner_beside_the_pool`).  A company re-probe's short visits time the
+    pool's step at 72 us; the looks saw it at 144.  Counted at its visits,
+    every re-probe kept the pool (bench company's burner-50: auto 0.82-0.88x
+    serial); held to the steps it gave over time, the run falls back to one
+    thread, the iterations are those steps and the caller's work, and the
+    reason says so.  The same slowdown with no company in the probe (a
+    moment of the host's that passed) holds nothing: the pool stays.  Where
+    the pool's steps before the re-probe were no slower than its visits,
+    nothing is held."""
+    for company in (True, False):
+        rt = _FakeRuntime()
+        rt.events_per_step = 1000
+        co = _Company(rt, 50_000)
+        st = _company_wait_stpa(rt, co)
+        co.loop(st, 80)
+        assert st.settled and st.threads == 2
+        decisions = len(st.history)
+        _burner_beside_the_pool(rt, company)
+        n = 0
+        while n < 400 and not (st.settled and len(st.history) > decisions):
+            co.loop(st, 1)
+            n += 1
+        assert st.history[-1].trigger.startswith("company: iterations took"), \
+            [d.trigger for d in st.history]
+        if company:
+            assert st.threads == 1, st.reason
+            assert "Counted: parallel-2 at its steps before this re-probe, 144.0 us, not its " \
+                "visits' 72.0 us" in st.reason, st.reason
+            assert "Limit: company: " in st.reason
+            assert 194_000 <= st.decision.medians_ns["parallel-2"] <= 195_000
+        else:
+            assert st.threads == 2 and "Counted" not in st.reason, st.reason
 
     from seer_env.stpa.cost import SERIAL, Candidate
     from seer_env.stpa.decision import held_to_sustained
@@ -2831,21 +2848,18 @@ def test_a_company_reprobe_holds_the_running_pool_to_its_iterations_over_time():
 
 
 def test_a_pool_slow_from_its_decision_on_is_reprobed_and_left():
-    """A burner at half duty from the start (0.4 of a core, within the
-    share): the probe's visits catch parallel-2's threads just woken, ahead
-    of the burner, and time its step at 72 us (the serial executor 110,
-    parallel-1 100); from the decision on it takes 144.  Its iterations are
-    as slow from the first look on, so they never rise: its own steps, a
-    quarter slower than probed and slower than one thread's, start the
-    company re-probe, which holds it to them, and the run goes to one
-    thread."""
+    """A burner beside the pool from the start (`_burner_beside_the_pool`):
+    the probe's visits catch parallel-2's threads just woken, ahead of the
+    burner, and time its step at 72 us (the serial executor 110, parallel-1
+    100); from the decision on it takes 144.  Its iterations are as slow
+    from the first look on, so they never rise: its own steps, a quarter
+    slower than probed and slower than one thread's, start the company
+    re-probe, which holds it to them, and the run goes to one thread."""
     rt = _FakeRuntime()
     rt.events_per_step = 1000
-    rt.slow[("parallel", 2)], rt.slow_factor = 10**9, 2.0
-    rt.woken_steps = 5
     co = _Company(rt, 50_000)
-    co.others = 0.4
-    st = _company_stpa(rt, co, reprobe_rounds=3)
+    _burner_beside_the_pool(rt, True)
+    st = _company_wait_stpa(rt, co)
     n = 0
     while n < 2000 and not (st.settled and st.history
                             and st.history[-1].trigger.startswith("company")):

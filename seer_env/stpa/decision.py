@@ -173,14 +173,20 @@ class Decisions:
                provisional: Decision | None = None) -> None:
         """Choose from ``pr``'s timings (or take ``provisional``, a choice made
         while the pools' probe is put off) and switch to the choice."""
-        steps_alone, held = held_to_sustained(pr.steps_alone, pr.sustained)
-        timings = {c: v for c, v in iterations(steps_alone, pr.between, pr.timings).items()
-                   if c not in pr.unreachable}
         others, loads, company = None, None, ""
         if provisional is None:
             others, loads = self._others(host, pr)
             host.prober.waits_since(host, pr)  # the last pool step's late waits
             company = self._company(host, pr, others)
+        # the running pool held to its steps over time only where this probe
+        # saw company too: a moment of the host's own that slowed the steps
+        # before a re-probe and passed left the pool's old steps against the
+        # others' fresh ones (alone, a replica went to the serial executor
+        # for the run, 1.12x serial where parallel-2 ran 1.42x)
+        steps_alone, held = held_to_sustained(pr.steps_alone, pr.sustained) \
+            if company else (pr.steps_alone, "")
+        timings = {c: v for c, v in iterations(steps_alone, pr.between, pr.timings).items()
+                   if c not in pr.unreachable}
         # other processes' cores are left to them: the pools of more threads
         # than this run's share are not chosen (`fair_cores`)
         share = fair_cores(others, host.cores, loads) if host.fair_share else host.cores
