@@ -381,18 +381,19 @@ class Monitor:
         lost = one is not None and now > one * (1 + COMPANY_LOSS) \
             and now > base * (1 + COMPANY_LOSS) and not shared
         # ... or the pool's own steps, since the decision, slower by a
-        # quarter than the probe timed them and than one thread's were, and
-        # the iterations slower than one thread's: a
+        # quarter than the probe timed them and than one thread's were, the
+        # iterations by a quarter than the probe's: a
         # decision whose visits caught the pool's threads just woken ahead of
         # company (torch's spinning OpenMP workers, a burner) -- its
         # iterations were as slow from the first window on, so they never rose.
         # Not while a confirmation's recheck is due: it times them anyway
         steps_now = statistics.median(self.step_samples) \
             if len(self.step_samples) == COMPANY_WINDOWS else None
+        decided = self.iter_decided_ns
         slowed = alone is not None and steps_now is not None and self.recheck_steps is None \
-            and self.one_step_ns is not None and one is not None \
+            and self.one_step_ns is not None and decided is not None \
             and steps_now > alone * (1 + COMPANY_RISE) and steps_now > self.one_step_ns \
-            and now > one * (1 + COMPANY_LOSS)
+            and now > decided * (1 + COMPANY_RISE)
         if (rose or lost or slowed) and self.iter_steps >= self.company_gap:
             s = host.rt.stats()
             self.check(host, s)  # a drift first: it says more than company does
