@@ -326,9 +326,9 @@ class Prober:
                 else:
                     # once may be a moment's (a pool's first steps placing
                     # its records, another env's probe beside it): traced
-                    # again.  Dropped at once, a pool of 4 envs stepped in
-                    # turn left one of them on the serial executor for the
-                    # run, 1.36x serial where parallel-2 ran 1.54x
+                    # again.  Dropped at once, it left one of 4 envs stepped
+                    # in turn on the serial executor for the run (the 4
+                    # together 1.36x serial where parallel-2 ran 1.54x)
                     pr.retraced.add(visit.cand)
                     pr.queue.insert(0, Visit(visit.cand, timed=False, traced=True))
         elif visit.timed:
