@@ -130,9 +130,6 @@ class Probe:
     pruned: list[Candidate] = field(default_factory=list)  # predicted too slow to time
     tiny: list[Candidate] = field(default_factory=list)  # left out: the steps are too short
     step_ns: float = 0.0  # ... this short
-    #: pools whose traced step was over `ProbeHost.drop_traced` x the first
-    #: step once (traced again; dropped the second time)
-    retraced: set[Candidate] = field(default_factory=set)
     #: a company re-probe's running pool and its step (ns alone, the median
     #: of the monitor's samples at its looks) as it ran before the re-probe:
     #: what it gives over time, where a visit of a few steps catches its
@@ -320,17 +317,8 @@ class Prober:
             if summary is not None:
                 self.trace_summary = summary
             if ns > host.drop_traced * self.t_first:
-                if visit.cand in pr.retraced:
-                    # twice, with tracing's cost counted: hopeless, not timed
-                    pr.dropped.add(visit.cand)
-                else:
-                    # once may be a moment's (a pool's first steps placing
-                    # its records, another env's probe beside it): traced
-                    # again.  Dropped at once, it left one of 4 envs stepped
-                    # in turn on the serial executor for the run (the 4
-                    # together 1.36x serial where parallel-2 ran 1.54x)
-                    pr.retraced.add(visit.cand)
-                    pr.queue.insert(0, Visit(visit.cand, timed=False, traced=True))
+                # even with tracing's cost counted, hopeless: do not time it
+                pr.dropped.add(visit.cand)
         elif visit.timed:
             # what the user pays: the step and the caller's work before it
             # (beside this candidate's threads: the step before ran on it too,
