@@ -2793,8 +2793,10 @@ def test_a_company_reprobe_holds_the_running_pool_to_its_steps_over_time():
     every re-probe kept the pool (bench company's burner-50: auto 0.82-0.88x
     serial); held to the steps it gave over time, the run falls back to one
     thread, the iterations are those steps and the caller's work, and the
-    reason says so.  The same slowdown with no company in the probe (a
-    moment of the host's that passed) holds nothing: the pool stays.  Where
+    reason says so.  The same slowdown with no company seen by the probe
+    (no waits for a core, no other process: what a moment of the host's
+    that passes looks like) holds nothing: the visits decide and keep the
+    pool.  Where
     the pool's steps before the re-probe were no slower than its visits,
     nothing is held."""
     for company in (True, False):
