@@ -133,10 +133,13 @@ def held_to_sustained(steps: dict[Candidate, list[float]],
     words = []
     for c, ns in sustained.items():
         v = out.get(c)
-        if not v or ns <= statistics.median(v):
+        if not v:
+            continue
+        visits = statistics.median(v)
+        if ns <= visits:
             continue
         words.append(f"{c.label} at its steps before this re-probe, {choice_ns(ns)}, not "
-                     f"its visits' {choice_ns(statistics.median(v))} (threads just woken run "
+                     f"its visits' {choice_ns(visits)} (threads just woken run "
                      "ahead of company for a moment)")
         out[c] = [max(t, ns) for t in v]
     return out, "; ".join(words)

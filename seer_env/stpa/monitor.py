@@ -277,12 +277,13 @@ class Monitor:
         iteration (the median the probe timed) and the fastest one-thread
         candidate's; and the fastest one-thread candidate's step alone
         (``steps``: the probe's, by candidate)."""
+        def fastest_one(by: dict[Candidate, list[float]]) -> float | None:
+            ones = [statistics.median(v) for c, v in by.items() if c.threads == 1 and v]
+            return min(ones) if ones else None
+
         self.iter_decided_ns = dec.medians_ns.get(dec.candidate.label)
-        ones = [statistics.median(v) for c, v in timings.items() if c.threads == 1 and v]
-        self.one_iter_ns = min(ones) if ones else None
-        one_steps = [statistics.median(v) for c, v in (steps or {}).items()
-                     if c.threads == 1 and v]
-        self.one_step_ns = min(one_steps) if one_steps else None
+        self.one_iter_ns = fastest_one(timings)
+        self.one_step_ns = fastest_one(steps or {})
 
     def next_countdown(self, host: MonitorHost) -> int:
         """Steps to the controller's next look: the next full check
@@ -368,8 +369,11 @@ class Monitor:
         alone = self.running_ns
         shared = any(self.shared)
         slower = COMPANY_RISE if shared else COMPANY_LOSS
-        if alone is not None and len(self.step_samples) == COMPANY_WINDOWS \
-                and statistics.median(self.step_samples) <= alone * (1 + slower):
+        # the pool's own steps at the looks (their median; `steps_now` once
+        # there are COMPANY_WINDOWS of them)
+        steps_med = statistics.median(self.step_samples) if self.step_samples else None
+        steps_now = steps_med if len(self.step_samples) == COMPANY_WINDOWS else None
+        if alone is not None and steps_now is not None and steps_now <= alone * (1 + slower):
             return self.to_check <= 0
         rose = now > base * (1 + COMPANY_RISE) and (one is None or now > one)
         # ... or, by less, past what one thread gave at the decision: where the
@@ -387,8 +391,6 @@ class Monitor:
         # company (torch's spinning OpenMP workers, a burner) -- its
         # iterations were as slow from the first window on, so they never rose.
         # Not while a confirmation's recheck is due: it times them anyway
-        steps_now = statistics.median(self.step_samples) \
-            if len(self.step_samples) == COMPANY_WINDOWS else None
         decided = self.iter_decided_ns
         slowed = alone is not None and steps_now is not None and self.recheck_steps is None \
             and self.one_step_ns is not None and decided is not None \
@@ -409,8 +411,7 @@ class Monitor:
             # the running pool's own steps as the looks saw them (not the
             # iterations: they may hold other envs' steps, and the probe's
             # count the caller's work its own way)
-            held = {host._current(): statistics.median(self.step_samples)} \
-                if self.step_samples else None
+            held = {host._current(): steps_med} if steps_med is not None else None
             self.start_probe(host, why, s, sustained=held)
             return False
         return self.to_check <= 0
