@@ -108,6 +108,17 @@ void seer_pool_keep_off_caller_host(seer_runtime *rt, uint32_t n)
  * fast and the next slow): slower an event than the stretch's, the next
  * stretch begins, twice as long (up to ALONE_LONGEST steps); faster, the
  * pool stays, and the next stretch is half as long (at least ALONE_FIRST).
+ * The ALONE_WARM_STEPS pool steps right after a stretch are not judged: a
+ * worker asleep through the stretch is run by the kernel ahead of a busy
+ * neighbour for a while once woken (beside a burner at full duty the first
+ * two took 1.2-1.5 ms where the pool's steps took 2.5-3.3 over time;
+ * judged, they kept the pool on after most stretches, and optimistic-2 ran
+ * half its steps on the pool and 0.78-0.85x the serial executor; with two
+ * not judged, 5% of them and 0.87-0.91x).  A stretch's step counts at most
+ * ALONE_COLD times the stretches' so far in their average: a step that
+ * began with cold caches (another env's steps in between, the learner's
+ * update: 4-8 ms) raised it so far that the pool's steps, slower than the
+ * stretch's, were not judged lost for dozens of steps.
  * Measured against other rules (bench_alone.py, PCS 64x64; PHOLD of
  * 128-192 entities, a pool a few percent faster than alone): wanting the
  * pool 10% faster than alone put PHOLD's pool into stretches on a quiet
@@ -127,7 +138,9 @@ void seer_pool_keep_off_caller_host(seer_runtime *rt, uint32_t n)
  * serial executor's (PHOLD of 128 entities: a relayout a stretch cost 5%
  * of its time and gained nothing).  Relaid only where the records had
  * grown by an eighth, the stretches' steps in torch's loop took 2.8 ms
- * against 2.0.
+ * against 2.0.  A stretch that begins within the budget relays at its
+ * first step that is out of it: skipped, its steps ran a quarter slower
+ * the whole stretch.
  *
  * The partitions stay: cutting them to one for a stretch (parallel-1's
  * whole-instance steps, 2-3% faster than the windows alone) moved every
@@ -139,6 +152,8 @@ void seer_pool_keep_off_caller_host(seer_runtime *rt, uint32_t n)
 #define ALONE_SHARE 4u /* events under 1/4 of a side's share: lost */
 #define ALONE_LOST_STEPS 3u /* lost pool steps in a row; the steps after a stretch */
 #define ALONE_TIDY_BUDGET 20u /* relayouts at most 1/20 of the time */
+#define ALONE_WARM_STEPS 2u /* pool steps after a stretch not judged */
+#define ALONE_COLD 1.25     /* a stretch's step counts at most this times the average */
 
 static int tracing_host(const seer_runtime *rt)
 {
@@ -187,13 +202,15 @@ void seer_pool_alone_after_call_host(seer_runtime *rt, const seer_pool_call *cal
     if (!call->step || !call->events)
         return;
     if (a->left) { /* a step of the stretch */
-        const double per = (double)call->ns / (double)call->events;
+        double per = (double)call->ns / (double)call->events;
+        if (a->alone_ns > 0 && per > ALONE_COLD * a->alone_ns)
+            per = ALONE_COLD * a->alone_ns; /* a cold step: as one a quarter slower */
         a->alone_ns = a->alone_ns > 0 ? 0.75 * a->alone_ns + 0.25 * per : per;
         a->left--;
         a->steps++;
         if (!a->left) {
             rt->mem.order_now = 1; /* the records the caller kept go home */
-            a->probe = ALONE_LOST_STEPS;
+            a->probe = ALONE_WARM_STEPS + ALONE_LOST_STEPS;
             a->probe_ns = a->probe_events = 0;
         }
         return;
@@ -201,9 +218,11 @@ void seer_pool_alone_after_call_host(seer_runtime *rt, const seer_pool_call *cal
     if (call->threads < 2 || !a->allowed || rt->check.mode || tracing_host(rt))
         return;
     if (a->probe) { /* the pool's steps after a stretch, taken together */
+        if (a->probe-- > ALONE_LOST_STEPS)
+            return; /* its workers just woken: not judged */
         a->probe_ns += call->ns;
         a->probe_events += call->events;
-        if (--a->probe)
+        if (a->probe)
             return;
         if ((double)a->probe_ns / (double)a->probe_events > a->alone_ns)
             begin_stretch(a);
@@ -232,15 +251,18 @@ void seer_pool_alone_before_step_host(seer_runtime *rt)
     seer_rt_alone *a = &rt->pool.alone;
     if (!a->tidy)
         return;
-    a->tidy = 0;
     const uint64_t t0 = seer_clock_ns();
     /* as the serial executor's (events_layout.c): where the pending records
-     * fit a core's L2 their places matter little, and SEER_RELAYOUT=2 says
+     * fit a core's L2 their places matter little, and SEER_RELAYOUT=1 says
      * whatever the sizes */
     if (!a->left || !rt->mem.relayout ||
-        (rt->mem.relayout == 1 && seer_event_pending_fit_cache_host(rt)) ||
-        (a->tidy_cost_ns && t0 - a->tidied_ns < ALONE_TIDY_BUDGET * a->tidy_cost_ns))
+        (rt->mem.relayout == 1 && seer_event_pending_fit_cache_host(rt))) {
+        a->tidy = 0;
         return;
+    }
+    if (a->tidy_cost_ns && t0 - a->tidied_ns < ALONE_TIDY_BUDGET * a->tidy_cost_ns)
+        return; /* a later step of the stretch */
+    a->tidy = 0;
     (void)seer_event_relayout_host(rt);
     a->tidied_ns = seer_clock_ns();
     a->tidy_cost_ns = a->tidied_ns > t0 ? a->tidied_ns - t0 : 1;

@@ -312,9 +312,11 @@ typedef struct seer_rt_alone {
                         average; 0: no stretch yet)                             */
     uint64_t steps;  /* steps run in stretches                                  */
     uint64_t stretches; /* stretches begun                                      */
-    int tidy;        /* the next step begins a stretch: its events in order first */
+    int tidy;        /* a stretch began: its events in order first (its first
+                        step out of the relayout budget)                        */
     uint32_t lost;   /* pool steps in a row that lost their threads               */
-    uint32_t probe;  /* pool steps left after a stretch before they are judged    */
+    uint32_t probe;  /* pool steps left after a stretch before they are judged
+                        (the first ALONE_WARM_STEPS of them not counted)        */
     uint64_t probe_ns, probe_events; /* ... their time and events so far       */
     uint64_t tidied_ns, tidy_cost_ns; /* the last such relayout: its end, its time */
 } seer_rt_alone;

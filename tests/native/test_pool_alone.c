@@ -6,10 +6,13 @@
  * load): a pool call that kept its threads begins nothing; three in a row
  * that lost them (the caller waited a quarter of the call, or the others
  * or the caller handled under a quarter of their share) begin a stretch of
- * 8 steps, in which every call is capped to the caller; after it, three
- * pool steps that together were slower an event than the stretch's
- * begin one twice as long (up to 256; one fast step among them
- * is no win), faster together they keep the pool and halve it; resets,
+ * 8 steps, in which every call is capped to the caller; after it, the
+ * first two pool steps are not judged (its workers just woken), and the
+ * three after them, together slower an event than the stretch's, begin
+ * one twice as long (up to 256; one fast step among them is no win),
+ * faster together they keep the pool and halve it; a stretch's cold step
+ * counts as one a quarter slower than its others; a stretch's relayout
+ * put off by its budget comes at the stretch's first step out of it; resets,
  * calls on one thread, a traced call, SEER_POOL_ALONE=0 and a thread or
  * executor switch begin none (or end it).  Then real steps of PHOLD on the
  * parallel and optimistic executors (3 threads) through stretches: only
@@ -28,6 +31,7 @@
 #include "phold.h"
 #include "runtime.h"
 #include "seer_runtime.h"
+#include "trace.h"
 
 static const seer_phold_config cfg = {.num_entities = 200, .events_per_entity = 4,
                                       .remote = 0.7, .mean = 0.6, .lookahead = 0.3,
@@ -78,6 +82,20 @@ static void stretch(seer_runtime *rt, uint32_t steps, const char *what)
 
 static void after(seer_runtime *rt, seer_pool_call c) { seer_pool_alone_after_call_host(rt, &c); }
 
+/* The pool's first two steps after a stretch, its workers just woken: fast
+ * (50 ns an event against the stretch's 150), and not judged -- judged,
+ * they would keep the pool whatever the three after them say. */
+static void woken(seer_runtime *rt)
+{
+    for (int k = 0; k < 2; k++) {
+        CHECK(seer_pool_alone_cap_host(rt, 2) == 2, "a woken step %d ran alone", k);
+        after(rt, pool_call(500000, 5000, 0));
+    }
+    CHECK(rt->pool.alone.left == 0 && rt->pool.alone.probe == 3,
+          "woken steps judged: left %u, judged steps to come %u", rt->pool.alone.left,
+          rt->pool.alone.probe);
+}
+
 static void lost_thrice(seer_runtime *rt, seer_pool_call c)
 {
     for (int k = 0; k < 3; k++) {
@@ -115,11 +133,13 @@ static void test_policy(void)
     CHECK(a->steps == 8 && a->alone_ns > 149.9 && a->alone_ns < 150.1,
           "stretch steps %llu, %.2f ns an event", (unsigned long long)a->steps, a->alone_ns);
     /* after a stretch: by speed.  1.6 ms (160 ns an event: slower than the
-     * stretch's 150) three times: twice as long */
+     * stretch's 150) three times after the woken ones: twice as long */
+    woken(rt);
     lost_thrice(rt, pool_call(1600000, 5000, 0));
     stretch(rt, 16, "second");
     /* the three pool steps after a stretch, taken together: one fast among
      * slow ones (a worker that got a time slice) is no win */
+    woken(rt);
     after(rt, pool_call(700000, 9900, 900000));
     after(rt, pool_call(2000000, 5000, 0));
     CHECK(a->left == 0, "judged before three pool steps");
@@ -129,6 +149,7 @@ static void test_policy(void)
     stretch(rt, 32, "third");
     /* faster together (100 ns an event against 150): the pool stays, the next
      * stretch halves */
+    woken(rt);
     after(rt, pool_call(700000, 9900, 900000));
     after(rt, pool_call(700000, 9900, 900000));
     after(rt, pool_call(1600000, 5000, 0));
@@ -143,6 +164,7 @@ static void test_policy(void)
         lost_thrice(rt, pool_call(1600000, 5000, 0));
         const uint32_t len = a->left;
         stretch(rt, len, "doubling");
+        woken(rt);
     }
     CHECK(a->next == 256, "stretches grew to %u", a->next);
     /* a traced call ends a stretch and sees the pool; a traced step begins none */
@@ -224,9 +246,62 @@ static void test_steps(int executor, const char *name)
     seer_runtime_destroy(ref);
 }
 
+/* A stretch's step that began cold (6 ms: 600 ns an event, the caches
+ * another env's steps left) counts as one a quarter slower than the
+ * stretch's others (187.5 against 150): the pool's steps after it at 160
+ * ns an event still lose (counted whole, the average would be 262.5). */
+static void test_cold_step(void)
+{
+    seer_runtime *rt = make(SEER_EXECUTOR_PARALLEL, 2, NULL);
+    const seer_rt_alone *a = &rt->pool.alone;
+    lost_thrice(rt, pool_call(1000000, 1000, 0));
+    CHECK(a->left == 8, "cold: no stretch begun (%u)", a->left);
+    const seer_pool_call cold = {.step = 1, .threads = 1, .ns = 6000000, .events = 10000,
+                                 .caller_events = 10000};
+    for (int k = 0; k < 8; k++) {
+        CHECK(seer_pool_alone_cap_host(rt, 2) == 1, "cold: stretch step %d on the pool", k);
+        seer_pool_alone_after_call_host(rt, k == 7 ? &cold : &alone_call);
+    }
+    CHECK(a->alone_ns > 159.3 && a->alone_ns < 159.4, "cold: %.2f ns an event", a->alone_ns);
+    woken(rt);
+    lost_thrice(rt, pool_call(1600000, 5000, 0));
+    CHECK(a->left == 16, "cold: the pool kept after a cold stretch step (left %u)", a->left);
+    seer_runtime_destroy(rt);
+}
+
+/* A stretch that begins within its relayout budget's time (the last
+ * relayout's cost, 20 times over) relays its events at its first step out
+ * of it, not never; a stretch's end drops the pending one. */
+static void test_tidy_put_off(void)
+{
+    const env_var env[] = {{"SEER_RELAYOUT", "1"}};
+    seer_runtime *rt = make_phold(&cfg, SEER_EXECUTOR_PARALLEL, 2, env, 1);
+    seer_rt_alone *a = &rt->pool.alone;
+    lost_thrice(rt, pool_call(1000000, 1000, 0));
+    CHECK(a->left == 8 && a->tidy, "put off: no stretch begun (%u)", a->left);
+    const uint64_t r0 = rt->mem.relayouts;
+    a->tidy_cost_ns = 1000000000ull; /* 1 s: its budget's time 20 s */
+    a->tidied_ns = seer_clock_ns();
+    seer_pool_alone_before_step_host(rt);
+    CHECK(rt->mem.relayouts == r0 && a->tidy, "put off: relaid within the budget (%d)",
+          a->tidy);
+    a->tidied_ns -= 21000000000ull; /* the budget's time passed */
+    seer_pool_alone_before_step_host(rt);
+    CHECK(rt->mem.relayouts == r0 + 1 && !a->tidy, "put off: not relaid out of the budget");
+    /* within it again, to the stretch's end: dropped with it */
+    a->tidy = 1;
+    a->tidied_ns = seer_clock_ns();
+    a->left = 0;
+    seer_pool_alone_before_step_host(rt);
+    CHECK(rt->mem.relayouts == r0 + 1 && !a->tidy, "put off: pending after the stretch");
+    seer_runtime_destroy(rt);
+}
+
 int main(void)
 {
     test_policy();
+    test_cold_step();
+    test_tidy_put_off();
     test_steps(SEER_EXECUTOR_PARALLEL, "parallel");
     test_steps(SEER_EXECUTOR_OPTIMISTIC, "optimistic");
     if (fails) {
