@@ -2578,6 +2578,10 @@ class _Company:
 
     def __init__(self, rt: _FakeRuntime, work_ns: int = 0, spin: float = 1.0) -> None:
         self.rt, self.work_ns, self.spin = rt, work_ns, spin
+        #: the caller's work runs ``spin`` slower beside a pool only once its
+        #: threads have run a while (not before a step of a just-woken pool:
+        #: `_FakeRuntime.woken_steps`)
+        self.spin_after_woken = False
         self.others = 0.0  # cores' worth other processes use
         self.busy = self.last = 0
         #: other processes' own loads (cores each; their sum within ``others``)
@@ -2587,7 +2591,7 @@ class _Company:
     def loop(self, st: Stpa, steps: int) -> None:
         """``steps`` iterations: the caller's work, then a step."""
         for _ in range(steps):
-            pool = self.rt.threads > 1
+            pool = self.rt.threads > 1 and not (self.spin_after_woken and self.rt.woken_left > 0)
             self.rt.now += int(self.work_ns * (self.spin if pool else 1.0))
             self.rt.step(st)
 
@@ -2859,6 +2863,72 @@ def test_a_pool_slow_from_its_decision_on_is_reprobed_and_left():
         trigger.endswith("; its steps 144.0 us, 72.0 us when probed"), trigger
     assert st.threads == 1, st.reason
     assert "Counted: parallel-2 at its steps before this re-probe, 144.0 us" in st.reason
+
+
+def test_a_pool_chosen_in_company_is_held_to_one_threads_iterations_from_the_start():
+    """The caller's work most of an iteration (500 us; the serial executor's
+    step 110, parallel-1's 100) and a burner beside the pool from the start:
+    the probe's visits time parallel-2's step at 72 us (its threads just
+    woken), 144 from the decision on.  Its iterations, 644 us against 572
+    when probed, never rise past their own first windows, nor a quarter past
+    the probe's, but lose to one thread's 600 from the start: chosen with
+    company seen, the pool is re-probed and left.  Without company seen (a
+    moment of the host's) the same pool is not re-probed for it."""
+    for company in (True, False):
+        rt = _FakeRuntime()
+        rt.events_per_step = 1000
+        co = _Company(rt, 500_000)
+        _burner_beside_the_pool(rt, company)
+        st = _company_wait_stpa(rt, co)
+        co.loop(st, 600)
+        first = st.history[0]
+        assert first.candidate.label == "parallel-2", first.reason
+        assert st.monitor.company_probes == (1 if company else 0), \
+            [d.trigger for d in st.history]
+        if company:
+            trigger = st.history[-1].trigger
+            assert trigger.startswith("company: iterations took 644.0 us on parallel-2") \
+                and "(600.0 us on one thread)" in trigger, trigger
+            assert st.threads == 1, st.reason
+            assert not st.monitor.chosen_in_company
+        else:
+            assert st.threads == 2 and not st.monitor.chosen_in_company
+
+
+def test_a_company_reprobe_holds_the_running_pool_to_its_iterations_over_time():
+    """A pool chosen alone (72 us steps, the caller's work 500 us); then
+    company that, once the pool's threads have run a while, slows their
+    steps (1.15x: 82.8 us, still faster than one thread's 100) and the
+    caller's own work beside them (1.6x), and makes them wait for a core:
+    the pool's iterations take 882.8 us, one thread's 600.  A company
+    re-probe's visits catch the pool's threads just woken (the caller's work
+    as fast as beside one thread); counted at them with its steps held to
+    82.8, the pool's iteration is 582.8 us and it stays; held to the
+    iterations the looks saw, the run falls back to one thread and the
+    reason says so."""
+    rt = _FakeRuntime()
+    rt.events_per_step = 1000
+    co = _Company(rt, 500_000)
+    st = _company_wait_stpa(rt, co)
+    co.loop(st, 80)
+    assert st.settled and st.threads == 2
+    decisions = len(st.history)
+    co.spin, co.spin_after_woken = 1.6, True
+    rt.slow[("parallel", 2)], rt.slow_factor = 10**9, 1.15
+    rt.woken_steps, rt.wait_share = 5, 0.5
+    n = 0
+    while n < 600 and not (st.settled and len(st.history) > decisions):
+        co.loop(st, 1)
+        n += 1
+    dec = st.history[-1]
+    # the looks' median when the re-probe began (their windows may straddle
+    # the change), as the trigger says it
+    seen = dec.trigger.split("iterations took ", 1)[1].split(" on parallel-2", 1)[0]
+    assert dec.trigger.startswith("company: iterations took") and float(seen[:-3]) > 630, \
+        dec.trigger
+    assert dec.candidate.threads == 1, dec.reason
+    assert f"parallel-2 at its iterations before this re-probe, {seen}, not its visits' " \
+        "582.8 us" in dec.reason, dec.reason
 
 
 def test_load_that_comes_and_goes_faster_than_a_window_starts_no_company_reprobe():

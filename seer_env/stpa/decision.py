@@ -106,12 +106,13 @@ SLOWER_THAN_TRACED = 1.5
 
 
 def held_to_sustained(steps: dict[Candidate, list[float]],
-                      sustained: dict[Candidate, float]
+                      sustained: dict[Candidate, float], what: str = "steps"
                       ) -> tuple[dict[Candidate, list[float]], str]:
     """A company re-probe's ``steps`` (each candidate's timed steps alone,
-    ns) with the running pool's held to its ``sustained`` step
-    (`Probe.sustained`) where that was slower than its visits, and what that
-    changed, in words ("" where nothing).
+    ns; or, ``what="iterations"``, its iterations) with the running pool's
+    held to its ``sustained`` figure (`Probe.sustained`,
+    `Probe.sustained_iter`) where that was slower than its visits, and what
+    that changed, in words ("" where nothing).
 
     A visit of a few steps catches a pool's threads just woken, which the
     kernel runs ahead of a busy neighbour for a while (a sleeper's credit):
@@ -138,7 +139,7 @@ def held_to_sustained(steps: dict[Candidate, list[float]],
         visits = statistics.median(v)
         if ns <= visits:
             continue
-        words.append(f"{c.label} at its steps before this re-probe, {choice_ns(ns)}, not "
+        words.append(f"{c.label} at its {what} before this re-probe, {choice_ns(ns)}, not "
                      f"its visits' {choice_ns(visits)} (threads just woken run "
                      "ahead of company for a moment)")
         out[c] = [max(t, ns) for t in v]
@@ -190,6 +191,9 @@ class Decisions:
             if company else (pr.steps_alone, "")
         timings = {c: v for c, v in iterations(steps_alone, pr.between, pr.timings).items()
                    if c not in pr.unreachable}
+        if company and pr.sustained_iter:
+            timings, held_iter = held_to_sustained(timings, pr.sustained_iter, "iterations")
+            held = "; ".join(w for w in (held, held_iter) if w)
         # other processes' cores are left to them: the pools of more threads
         # than this run's share are not chosen (`fair_cores`)
         share = fair_cores(others, host.cores, loads) if host.fair_share else host.cores
@@ -239,6 +243,12 @@ class Decisions:
         host.state = "monitor"
         s = host.rt.stats()
         monitor.restart(host, pr, dec.candidate, same, s)
+        # a pool chosen in company is held to one thread's iterations from
+        # the first window on (`Monitor.window`); not once a company re-probe
+        # kept it (its visits and the looks disagree: they would re-probe it
+        # again and again)
+        monitor.chosen_in_company = dec.candidate.threads > 1 and not same \
+            and (bool(company) or share < host.cores)
         # after the preflight only: a confirmation that found the same would
         # recheck every quarter of a second for good where the trace
         # mispredicts (uneven cores, a memory-bound pool)

@@ -209,6 +209,11 @@ class Monitor:
     iter_decided_ns: float | None = None
     one_iter_ns: float | None = None
     one_step_ns: float | None = None
+    # the running pool was chosen with company seen (its probe's company
+    # words, or a share that binds), and not kept by a company re-probe: its
+    # iterations are held to one thread's from the first window on
+    # (`window`'s ``lost``)
+    chosen_in_company: bool = False
     iter_steps: int = 0
     company_gap: int = COMPANY_GAP
     company_probes: int = 0
@@ -382,8 +387,13 @@ class Monitor:
         # other envs' steps: 4 envs of a round-robin loop, each round 10%
         # slower while one of them probed, re-probed each other in turn (11
         # company re-probes in 600 rounds, every one keeping parallel-2)
+        # Where the decision saw company, from the first window on: its
+        # visits may have caught the pool's threads just woken (torch's loop:
+        # parallel-2 timed at 2.78 ms an iteration, 3.57 on one thread, then
+        # 3.2-4.2 ms from the decision on), and iterations as slow from the
+        # start never rise past their own first windows
         lost = one is not None and now > one * (1 + COMPANY_LOSS) \
-            and now > base * (1 + COMPANY_LOSS) and not shared
+            and (now > base * (1 + COMPANY_LOSS) or self.chosen_in_company) and not shared
         # ... or the pool's own steps, since the decision, slower by a
         # quarter than the probe timed them and than one thread's were, the
         # iterations by a quarter than the probe's: a
@@ -412,7 +422,9 @@ class Monitor:
             # iterations: they may hold other envs' steps, and the probe's
             # count the caller's work its own way)
             held = {host._current(): steps_med} if steps_med is not None else None
-            self.start_probe(host, why, s, sustained=held)
+            # ... and its iterations, where they held only this run's steps
+            held_iter = {host._current(): now} if not shared else None
+            self.start_probe(host, why, s, sustained=held, sustained_iter=held_iter)
             return False
         return self.to_check <= 0
 
@@ -623,12 +635,14 @@ class Monitor:
 
     def start_probe(self, host: MonitorHost, why: str, s: dict[str, Any],
                     now: Load | None = None, windows: float | None = None,
-                    sustained: dict[Candidate, float] | None = None) -> None:
+                    sustained: dict[Candidate, float] | None = None,
+                    sustained_iter: dict[Candidate, float] | None = None) -> None:
         """Start a re-probe (``why``: "confirm", a drift or company in words)
         of the running choice and its neighbours, at the runtime's counters
         ``s`` (the load ``now`` and ``windows`` per step since the last check,
-        where known; else the running choice's); ``sustained``: the running
-        pool's steps as the looks saw them (`Probe.sustained`)."""
+        where known; else the running choice's); ``sustained`` and
+        ``sustained_iter``: the running pool's steps and iterations as the
+        looks saw them (`Probe.sustained`, `Probe.sustained_iter`)."""
         prober = host.prober
         if now is None or windows is None:
             assert self.baseline is not None
@@ -640,7 +654,7 @@ class Monitor:
         decision = host.decision
         assert prober.features is not None and decision is not None
         pr = Probe(why, host.reprobe_rounds, mark=(s["events"], s["steps"]),
-                   sustained=dict(sustained or {}))
+                   sustained=dict(sustained or {}), sustained_iter=dict(sustained_iter or {}))
         pr.candidates = neighbours(decision.candidate, prober.candidates(host))
         running = self.running_ns
         base = self.baseline

@@ -136,6 +136,12 @@ class Probe:
     #: threads just woken, which the kernel runs ahead of a busy neighbour
     #: for a moment (`Decisions.decide` counts the slower of the two)
     sustained: dict[Candidate, float] = field(default_factory=dict)
+    #: ... and its iterations (ns each, the median of the monitor's windows),
+    #: where they held no other env's steps: beside a pool whose visits
+    #: caught its threads just woken the caller's own work may be slower
+    #: over time too (torch's loop: 4.85 ms iterations on parallel-2 against
+    #: 3.83 on one thread; a re-probe's visits chose it again)
+    sustained_iter: dict[Candidate, float] = field(default_factory=dict)
 
     def leave_out_pools(self, pools: list[Candidate], step_ns: float) -> None:
         """Steps of ``step_ns`` are too short for ``pools`` to pay: not timed."""
