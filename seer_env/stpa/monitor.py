@@ -418,11 +418,11 @@ class Monitor:
                       if slowed and steps_now is not None and alone is not None else ""))
             log.info("%s: %s: re-probing", host.rt.model, why)
             self.company_probes += 1
-            # the running pool's own steps as the looks saw them (not the
-            # iterations: they may hold other envs' steps, and the probe's
-            # count the caller's work its own way)
+            # the running pool's own steps as the looks saw them, and its
+            # iterations where they held only this run's steps (where other
+            # envs' steps are in them, the steps alone: the probe counts the
+            # caller's work its own way)
             held = {host._current(): steps_med} if steps_med is not None else None
-            # ... and its iterations, where they held only this run's steps
             held_iter = {host._current(): now} if not shared else None
             self.start_probe(host, why, s, sustained=held, sustained_iter=held_iter)
             return False
