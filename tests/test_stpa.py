@@ -2625,6 +2625,17 @@ def _company_stpa(rt: _FakeRuntime, company: _Company, **opts: object) -> Stpa:
     return Stpa(rt, **kw)
 
 
+def _loop_to_next_decision(st: Stpa, co: _Company, limit: int) -> int:
+    """Iterations of ``co``'s loop, one at a time, until ``st`` has settled
+    on a decision after those it has now (at most ``limit``); how many ran."""
+    decisions = len(st.history)
+    n = 0
+    while n < limit and not (st.settled and len(st.history) > decisions):
+        co.loop(st, 1)
+        n += 1
+    return n
+
+
 def _settled_on_the_pool() -> tuple[_FakeRuntime, _Company, Stpa]:
     """A run of 110 us steps (72 us on parallel-2) with a policy's forward of
     1 ms between them, settled on parallel-2 after 80 iterations."""
@@ -2754,16 +2765,12 @@ def test_company_that_comes_after_the_decision_is_left_within_a_few_windows():
     times the pool against one thread and falls back, well before the next
     full check (64 steps); the reason names the company."""
     rt, co, st = _settled_on_the_pool()
-    decisions = len(st.history)
     assert "found no free core" not in st.reason
     rt.slow[("parallel", 2)] = 10**9  # the burner from here on
     rt.slow_factor = 3.0
     rt.alone_share = 0.75  # ... and the pool's second thread rarely runs
     co.others = 1.0
-    n = 0
-    while n < 200 and not (st.settled and len(st.history) > decisions):
-        co.loop(st, 1)
-        n += 1
+    n = _loop_to_next_decision(st, co, 200)
     assert st.threads == 1 and n <= 40, (n, st.reason)
     assert st.history[-1].trigger.startswith("company: iterations took")
     assert "parallel-2's other threads found no free core (75% of its windows ran on the " \
@@ -2810,12 +2817,8 @@ def test_a_company_reprobe_holds_the_running_pool_to_its_steps_over_time():
         st = _company_wait_stpa(rt, co)
         co.loop(st, 80)
         assert st.settled and st.threads == 2
-        decisions = len(st.history)
         _burner_beside_the_pool(rt, company)
-        n = 0
-        while n < 400 and not (st.settled and len(st.history) > decisions):
-            co.loop(st, 1)
-            n += 1
+        _loop_to_next_decision(st, co, 400)
         assert st.history[-1].trigger.startswith("company: iterations took"), \
             [d.trigger for d in st.history]
         if company:
@@ -2912,14 +2915,10 @@ def test_a_company_reprobe_holds_the_running_pool_to_its_iterations_over_time():
     st = _company_wait_stpa(rt, co)
     co.loop(st, 80)
     assert st.settled and st.threads == 2
-    decisions = len(st.history)
     co.spin, co.spin_after_woken = 1.6, True
     rt.slow[("parallel", 2)], rt.slow_factor = 10**9, 1.15
     rt.woken_steps, rt.wait_share = 5, 0.5
-    n = 0
-    while n < 600 and not (st.settled and len(st.history) > decisions):
-        co.loop(st, 1)
-        n += 1
+    _loop_to_next_decision(st, co, 600)
     dec = st.history[-1]
     # the looks' median when the re-probe began (their windows may straddle
     # the change), as the trigger says it
@@ -3197,13 +3196,10 @@ def test_company_slower_than_a_pause_is_still_left_within_a_few_windows():
     st = _company_stpa(rt, co)
     co.loop(st, 120)
     assert st.settled and st.threads == 2
-    decisions = len(st.history)
     rt.slow[("parallel", 2)], rt.slow_factor = 10**9, 5.0
     co.others = 1.0
-    n, t0 = 0, rt.now
-    while n < 1000 and not (st.settled and len(st.history) > decisions):
-        co.loop(st, 1)
-        n += 1
+    t0 = rt.now
+    n = _loop_to_next_decision(st, co, 1000)
     assert st.threads == 1 and rt.now - t0 <= 10 * COMPANY_SPAN_NS, (n, rt.now - t0, st.reason)
     assert st.history[-1].trigger.startswith("company: iterations took")
 
