@@ -125,6 +125,15 @@ void seer_pool_keep_off_caller_host(seer_runtime *rt, uint32_t n)
  * machine (7% slower); judging every three steady pool steps together
  * followed a burner at half duty too late (parallel-2 2-8% slower than
  * without stretches), as it ran longer stretches beside one at full duty.
+ * The ALONE_SETTLE_STEPS first pool steps of a new pool or after a switch
+ * (of executor or threads) are not judged either: its threads just started
+ * or woken after the other configuration's steps, its records just moved,
+ * the caller's caches another configuration's.  Judged, STPA's probe
+ * visits began stretches: on a 2-core VM, parallel-2's first three steps
+ * on PCS 64x64 after a switch from parallel-1 took 4.7, 3.2 and 5.0 ms
+ * (1.45 over time), a stretch began at the third, and the visit after it
+ * timed the caller alone (2.0-2.2 ms, the serial executor's speed): the
+ * probe chose the serial executor in 3 of 8 runs alone on the machine.
  * A pool that keeps its cores begins none, and outputs do not depend on it
  * (any thread gives the serial executor's).
  *
@@ -154,6 +163,7 @@ void seer_pool_keep_off_caller_host(seer_runtime *rt, uint32_t n)
 #define ALONE_TIDY_BUDGET 20u /* relayouts at most 1/20 of the time */
 #define ALONE_WARM_STEPS 2u /* pool steps after a stretch not judged */
 #define ALONE_COLD 1.25     /* a stretch's step counts at most this times the average */
+#define ALONE_SETTLE_STEPS 3u /* pool steps of a new configuration not judged */
 
 static int tracing_host(const seer_runtime *rt)
 {
@@ -162,7 +172,8 @@ static int tracing_host(const seer_runtime *rt)
 
 void seer_pool_alone_init_host(seer_runtime *rt, int allowed)
 {
-    rt->pool.alone = (seer_rt_alone){.allowed = allowed, .next = ALONE_FIRST};
+    rt->pool.alone = (seer_rt_alone){.allowed = allowed, .next = ALONE_FIRST,
+                                     .settling = ALONE_SETTLE_STEPS};
 }
 
 void seer_pool_alone_end_host(seer_runtime *rt)
@@ -171,6 +182,7 @@ void seer_pool_alone_end_host(seer_runtime *rt)
     a->left = a->lost = a->probe = 0;
     a->probe_ns = a->probe_events = 0;
     a->next = ALONE_FIRST;
+    a->settling = ALONE_SETTLE_STEPS;
 }
 
 uint32_t seer_pool_alone_cap_host(seer_runtime *rt, uint32_t n)
@@ -217,6 +229,10 @@ void seer_pool_alone_after_call_host(seer_runtime *rt, const seer_pool_call *cal
     }
     if (call->threads < 2 || !a->allowed || rt->check.mode || tracing_host(rt))
         return;
+    if (a->settling) { /* a new configuration's first steps: not judged */
+        a->settling--;
+        return;
+    }
     if (a->probe) { /* the pool's steps after a stretch, taken together */
         if (a->probe-- > ALONE_LOST_STEPS)
             return; /* its workers just woken: not judged */

@@ -42,7 +42,8 @@ void seer_pool_alone_after_call_host(seer_runtime *rt, const seer_pool_call *cal
  * begins with the pending events in address order (company.c says why). */
 void seer_pool_alone_before_step_host(seer_runtime *rt);
 /* End a stretch now (an executor or thread switch): the next call runs on
- * the pool, and a stretch after it starts short. */
+ * the pool, its first steps are not judged (ALONE_SETTLE_STEPS), and a
+ * stretch after them starts short. */
 void seer_pool_alone_end_host(seer_runtime *rt);
 
 #endif /* SEER_COMPANY_H */

@@ -315,6 +315,8 @@ typedef struct seer_rt_alone {
     int tidy;        /* a stretch began: its events in order first (its first
                         step out of the relayout budget)                        */
     uint32_t lost;   /* pool steps in a row that lost their threads               */
+    uint32_t settling; /* pool steps of a new configuration left before they are
+                          judged (ALONE_SETTLE_STEPS)                          */
     uint32_t probe;  /* pool steps left after a stretch before they are judged
                         (the first ALONE_WARM_STEPS of them not counted)        */
     uint64_t probe_ns, probe_events; /* ... their time and events so far       */

@@ -12,7 +12,8 @@
  * one twice as long (up to 256; one fast step among them is no win),
  * faster together they keep the pool and halve it; a stretch's cold step
  * counts as one a quarter slower than its others; a stretch's relayout
- * put off by its budget comes at the stretch's first step out of it; resets,
+ * put off by its budget comes at the stretch's first step out of it; the
+ * first three pool steps of a new pool or after a switch are not judged; resets,
  * calls on one thread, a traced call, SEER_POOL_ALONE=0 and a thread or
  * executor switch begin none (or end it).  Then real steps of PHOLD on the
  * parallel and optimistic executors (3 threads) through stretches: only
@@ -94,6 +95,15 @@ static void woken(seer_runtime *rt)
     CHECK(rt->pool.alone.left == 0 && rt->pool.alone.probe == 3,
           "woken steps judged: left %u, judged steps to come %u", rt->pool.alone.left,
           rt->pool.alone.probe);
+}
+
+/* A new pool's first three steps (or a switch's), kept: not judged anyway. */
+static void settled(seer_runtime *rt)
+{
+    for (int k = 0; k < 3; k++)
+        after(rt, pool_call(1000000, 5000, 10000));
+    CHECK(rt->pool.alone.settling == 0, "still settling after three steps: %u",
+          rt->pool.alone.settling);
 }
 
 static void lost_thrice(seer_runtime *rt, seer_pool_call c)
@@ -180,6 +190,21 @@ static void test_policy(void)
     CHECK(a->left > 0, "no stretch before the switch");
     CHECK(seer_runtime_set_threads(rt, 2) == SEER_OK, "set_threads: %s", seer_runtime_error(rt));
     CHECK(a->left == 0 && a->next == 8, "after a switch: left %u, next %u", a->left, a->next);
+    /* ... whose first three pool steps are not judged (settling: STPA's probe
+     * visits timed stretches begun by them); three lost after them begin one */
+    lost_thrice(rt, pool_call(1600000, 5000, 0));
+    CHECK(a->left == 0 && a->settling == 0,
+          "settling steps after a switch judged: left %u, settling %u", a->left, a->settling);
+    lost_thrice(rt, pool_call(1600000, 5000, 0));
+    CHECK(a->left == 8, "no stretch after the settling steps: left %u", a->left);
+    seer_runtime_destroy(rt);
+    /* a new pool's first three steps too (before any stretch: by waits) */
+    rt = make(SEER_EXECUTOR_PARALLEL, 2, NULL);
+    a = &rt->pool.alone;
+    lost_thrice(rt, waited);
+    CHECK(a->left == 0 && a->stretches == 0, "a new pool's settling steps began a stretch");
+    lost_thrice(rt, waited);
+    CHECK(a->left == 8, "no stretch after a new pool's settling steps: left %u", a->left);
     seer_runtime_destroy(rt);
 
     /* SEER_POOL_ALONE=0: never */
@@ -206,6 +231,7 @@ static void test_steps(int executor, const char *name)
      * machine's): a stretch described to the policy afresh */
     seer_pool_alone_end_host(rt);
     rt->pool.alone.alone_ns = 0;
+    rt->pool.alone.settling = 0;
     for (int k = 0; k < 3; k++)
         seer_pool_alone_after_call_host(rt, &few);
     CHECK(rt->pool.alone.left == 8, "%s: no stretch begun (%u)", name, rt->pool.alone.left);
@@ -254,6 +280,7 @@ static void test_cold_step(void)
 {
     seer_runtime *rt = make(SEER_EXECUTOR_PARALLEL, 2, NULL);
     const seer_rt_alone *a = &rt->pool.alone;
+    settled(rt);
     lost_thrice(rt, pool_call(1000000, 1000, 0));
     CHECK(a->left == 8, "cold: no stretch begun (%u)", a->left);
     const seer_pool_call cold = {.step = 1, .threads = 1, .ns = 6000000, .events = 10000,
@@ -277,6 +304,7 @@ static void test_tidy_put_off(void)
     const env_var env[] = {{"SEER_RELAYOUT", "1"}};
     seer_runtime *rt = make_phold(&cfg, SEER_EXECUTOR_PARALLEL, 2, env, 1);
     seer_rt_alone *a = &rt->pool.alone;
+    settled(rt);
     lost_thrice(rt, pool_call(1000000, 1000, 0));
     CHECK(a->left == 8 && a->tidy, "put off: no stretch begun (%u)", a->left);
     const uint64_t r0 = rt->mem.relayouts;
