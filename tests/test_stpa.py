@@ -2070,6 +2070,53 @@ def test_a_corrupted_label_in_a_remembered_decision_is_refused(tmp_path, caplog)
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
 
 
+def test_a_candidate_whose_last_visit_beat_the_fastest_is_a_close_call():
+    """Medians 10% apart are no close call at ``tie`` 5%; a candidate whose
+    last visit (its ``recent`` samples) ran faster than the fastest's median
+    is (still warming up, or the host changed under the probe); one whose
+    last visit did not, or with no ``recent``, is not."""
+    from seer_env.stpa.cost import close_call
+
+    flat = [2.0e6] * 6
+    warming = [5.6e6, 3.1e6, 2.5e6, 2.4e6, 1.9e6, 1.8e6]
+    assert close_call({SERIAL: flat, P[2]: warming}, 0.05) is None
+    assert close_call({SERIAL: flat, P[2]: warming}, 0.05, recent=2) == (SERIAL, P[2])
+    assert close_call({SERIAL: flat, P[2]: [2.2e6] * 4 + [2.1e6, 2.0e6]}, 0.05,
+                      recent=2) is None
+    # the slower of two warming ones counts only where its last visit beat the fastest
+    third = Candidate("optimistic", 2)
+    assert close_call({SERIAL: flat, P[2]: [2.5e6] * 6, third: warming}, 0.05,
+                      recent=2) == (SERIAL, third)
+    assert close_call({SERIAL: flat}, 0.05, recent=2) is None
+
+
+def test_a_pool_still_warming_up_in_the_probe_gets_more_rounds_and_is_chosen():
+    """parallel-2's first steps after the switch to it run 3x slower (its
+    threads and records settling: on a 2-core VM its steps on PCS 64x64 went
+    5.6, 3.1, 2.5, 2.0, 1.9 and 1.8 ms over its first visits, 1.45 over
+    time, against the serial executor's flat 2.2): its median loses to one
+    thread's, its last visit wins.  More rounds of both follow, and the
+    pool is chosen; with the warm-up over before the probe it is chosen
+    without them."""
+    def decided(slow: int) -> Stpa:
+        rt = _FakeRuntime()
+        rt.events_per_step = 1000
+        rt.scales = True
+        rt.slow[("parallel", 2)] = slow  # the warm-up step and two timed ones
+        st = _fake_stpa(rt, tie=0.0, extra_rounds=3, confirm=False)
+        while st.decision is None or st.state == "probing":
+            rt.step(st)
+        return st
+
+    st = decided(3)
+    p2 = st.history[-1].medians_ns
+    assert st.decision.candidate == P[2], st.reason
+    assert len(st.timings["parallel-2"]) == 4 + 3 * 2, st.timings  # 2 visits + 3 extra
+    assert p2["parallel-2"] < p2["parallel-1"]
+    st = decided(0)
+    assert st.decision.candidate == P[2] and len(st.timings["parallel-2"]) == 4
+
+
 def _decided_after_a_slow_serial_visit(serial_factor: float, rounds: int) -> Stpa:
     """One core, 1000 events a step (parallel-1 100 us, the serial executor
     ``serial_factor`` times that): the serial executor's first visit runs its

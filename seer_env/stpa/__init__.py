@@ -49,7 +49,11 @@ The preflight, step by step.  It probes only as much as the run can win back:
    *iteration*, from the end of the call before to the end of the step, so the
    caller's own work between two steps (a policy's forward pass, a learner's
    update), done beside the candidate's threads, counts; a pool whose threads
-   slow the caller's computation loses by what it costs there.
+   slow the caller's computation loses by what it costs there.  The two
+   fastest within ``tie`` of each other get ``extra_rounds`` more rounds, as
+   do the fastest and a candidate whose last visit ran faster than the
+   fastest's median (still warming up: a pool's threads and records settle
+   over its first steps; or the host changed under the probe).
 8. **Choice** ([`select`][seer_env.stpa.select], a pure function of the timings and features): the
    fastest median iteration wins; a candidate with fewer threads within ``margin`` of
    the fastest is preferred (it leaves cores free for the policy), and on one

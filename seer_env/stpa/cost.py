@@ -560,15 +560,40 @@ def eliminated(timings: Mapping[Candidate, Sequence[float]], drop: float = 1.5
     return {c for c, m in med.items() if m > drop * best}
 
 
-def close_call(timings: Mapping[Candidate, Sequence[float]], tie: float = 0.08
+def close_call(timings: Mapping[Candidate, Sequence[float]], tie: float = 0.08,
+               recent: int = 0, medians: Mapping[Candidate, float] | None = None
                ) -> tuple[Candidate, Candidate] | None:
     """The two fastest candidates when their medians are within ``tie`` of each
-    other (they get extra rounds), else None."""
-    med = sorted(((float(statistics.median(v)), _pref(c), c) for c, v in timings.items()
-                  if len(v)), key=lambda x: (x[0], x[1]))
-    if len(med) < 2 or med[1][0] > med[0][0] * (1.0 + tie):
+    other (they get extra rounds), else None.  ``medians``: what each
+    candidate is judged by, where not its samples' median (`choosable`'s:
+    the serial executor at the best one-thread candidate's).
+
+    With ``recent`` (the timed steps of a visit): also the fastest and a
+    candidate whose last ``recent`` samples, at their median, ran faster than
+    the fastest's median -- a candidate still warming up (a pool whose threads
+    and records settle over its first steps: on a 2-core VM, parallel-2's
+    steps on PCS 64x64 went 5.6, 3.1, 2.5, 2.0, 1.9 and 1.8 ms over its first
+    three visits, against the serial executor's flat 2.2, and its median lost
+    by 5% where it runs 1.45x faster), or the host changed under the probe::
+
+        close_call({serial: [2.2e6] * 6,
+                    p2: [5.6e6, 3.1e6, 2.5e6, 2.0e6, 1.9e6, 1.8e6]}, recent=2)
+        # (serial, p2): more rounds of both
+    """
+    if medians is None:
+        medians = {c: float(statistics.median(v)) for c, v in timings.items() if len(v)}
+    med = sorted(((float(m), _pref(c), c) for c, m in medians.items()),
+                 key=lambda x: (x[0], x[1]))
+    if len(med) < 2:
         return None
-    return med[0][2], med[1][2]
+    if med[1][0] <= med[0][0] * (1.0 + tie):
+        return med[0][2], med[1][2]
+    lead_ns, _, lead = med[0]
+    late = sorted((float(statistics.median(timings[c][-recent:])), _pref(c), c)
+                  for c in medians if recent and c != lead and len(timings.get(c, ())) > recent)
+    if late and late[0][0] < lead_ns:
+        return lead, late[0][2]
+    return None
 
 
 def own_or_stand_in(medians_ns: Mapping[str, float], c: Candidate

@@ -583,11 +583,13 @@ class Prober:
         timed = {c: v for c, v in pr.timings.items() if c not in pr.dropped}
         med = choosable({c: float(statistics.median(v)) for c, v in timed.items() if v})
         pair = None if pr.extended or pr.tiny else close_call(
-            {c: v for c, v in timed.items() if c in med}, host.tie)
+            {c: v for c, v in timed.items() if c in med}, host.tie, recent=self.k,
+            medians=med)
         if pair is None:
             host._decide(pr)
             return
-        # a close call: more visits of the two fastest only, forth and back
+        # a close call (or a candidate whose last visit beat the fastest: still
+        # warming up): more visits of the two only, forth and back
         pr.extended = True
         self._queue_pair(host, pr, pair, host.extra_rounds)
         # ... if the run can pay for them: the two are within `tie` of each
