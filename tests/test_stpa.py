@@ -49,6 +49,16 @@ from tests.test_runtime import assert_same_trace, phold_cfg, run_trace
 P = [Candidate("parallel", p) for p in range(0, 17)]  # P[p] = parallel-p
 
 
+@pytest.fixture(autouse=True)
+def _no_openmp_in_this_process(monkeypatch):
+    """STPA's reasons name torch's OpenMP workers where libgomp is loaded in
+    the process at its default wait (`openmp_spins_by_default`, read from
+    /proc/self/maps at each decision): every test here decides as in a
+    process without it, whichever tests imported torch before (a reason
+    asserted word for word named torch after test_bench_company's loop)."""
+    monkeypatch.setattr("seer_env.stpa.decision.openmp_spins_by_default", lambda: False)
+
+
 def feats(cores: int = 2, entities: int = 4096, instances: int = 1, lookahead: float = 1.0,
           events_per_step: float = 1e5, windows_per_step: float = 8.0) -> Features:
     return Features(model="phold", num_entities=entities, num_agents=entities,
