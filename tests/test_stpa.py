@@ -2256,6 +2256,97 @@ def test_a_pool_whose_threads_waited_for_a_core_saw_company(monkeypatch, share):
         assert "company" not in st.reason
 
 
+@pytest.mark.parametrize("others,threads", [(0.0, 0.0), (0.4, 0.0), (0.4, 0.5)])
+def test_waits_for_a_core_are_put_on_a_thread_pool_of_this_process_only_where_one_ran(
+        monkeypatch, others, threads):
+    """The pool's threads waited half of each step for a core, no other
+    process busy enough to blame (under half a core): a thread pool of this
+    process, where its other threads (neither the caller nor the pool) kept
+    half a core busy; where they kept none, not this process's: another
+    process part of the time (a burner at half duty kept 0.4 of a core busy
+    over a probe on a 2-core VM, and the reason blamed "another thread pool
+    in this process" of a process with no other thread busy), or something
+    outside it (a virtual machine's host)."""
+    from seer_env.stpa.decision import Decisions
+
+    rt = _FakeRuntime()
+    rt.events_per_step = 1000
+    rt.slow[("parallel", 2)] = 4
+    rt.wait_share = 0.5
+    monkeypatch.setattr(Decisions, "_pools_slower_than_traced", staticmethod(
+        lambda host, pr, dec: (P[2], 3.0) if dec.candidate.threads == 1 else None))
+    co = _Company(rt)
+    co.others, co.threads_busy = others, threads
+    st = _company_stpa(rt, co, rounds=1, check_every=8, reprobe_gap=16, confirm=True,
+                       recheck_ns=2_000_000.0, wait_sampler=lambda r: r.waited_ns,
+                       thread_sampler=co.threads)
+    rt.now += 100_000_000  # the run's first 0.1 s: long enough to read other processes' load
+    while st.decision is None:
+        rt.step(st)
+    assert st.threads == 1
+    waits = "parallel-2's other threads waited 108 us a step for a core, its steps took 216 us"
+    if threads:
+        assert f"Limit: company: another thread pool in this process spins on the same cores " \
+            f"({waits}, while other processes kept 0.4 of the machine's cores busy; a " \
+            "learner's threads" in st.reason, st.reason
+    elif others:
+        assert f"Limit: company: another process holds a core part of the time ({waits}; " \
+            "other processes kept 0.4 of the machine's cores busy during the probe, this " \
+            "process's other threads 0.0)" in st.reason, st.reason
+    else:
+        assert f"Limit: company: something outside this process holds a core ({waits}; " \
+            "other processes 0.0, this process's other threads 0.0 of the machine's cores " \
+            "during the probe" in st.reason, st.reason
+    assert st.monitor.recheck_steps is None  # company all the same
+
+
+def test_other_threads_cpu_ns_reads_this_processs_other_threads(tmp_path):
+    """Each thread's time on a core (schedstat's first field) by tid, less the
+    caller and the runtime's pool; a thread whose file is missing or
+    malformed (it ended) is left out; no task folder: None.  Between two
+    samples, the cores' worth the threads seen at both used."""
+    import threading
+    import time
+
+    from seer_env.stpa.company import (
+        CpuSample,
+        other_threads_busy_cores,
+        other_threads_cpu_ns,
+    )
+
+    class Pool:
+        def worker_tids(self):
+            return [12]
+
+    for tid, text in (("10", "900 120 4\n"), ("11", "50 30 1\n"), ("12", "70 1 1\n"),
+                      ("13", "x y\n"), ("14", "")):
+        (tmp_path / tid).mkdir()
+        (tmp_path / tid / "schedstat").write_text(text)
+    (tmp_path / "15").mkdir()
+    assert other_threads_cpu_ns(Pool(), str(tmp_path), caller=11) == {10: 900}
+    assert other_threads_cpu_ns(Pool(), str(tmp_path / "gone"), caller=11) is None
+    a = CpuSample(0, 0, None, threads={10: 900, 16: 5})
+    b = CpuSample(1000, 0, None, threads={10: 1400, 17: 10_000})
+    assert other_threads_busy_cores(a, b) == 0.5
+    assert other_threads_busy_cores(a, CpuSample(1000, 0, None)) is None
+    # this process: a busy thread is seen, the caller is not
+    stop = threading.Event()
+    spin = threading.Thread(target=lambda: [None for _ in iter(stop.is_set, True)])
+    spin.start()
+    try:
+        while spin.native_id is None:
+            time.sleep(0.001)
+        t0 = other_threads_cpu_ns(Pool())
+        time.sleep(0.05)
+        t1 = other_threads_cpu_ns(Pool())
+    finally:
+        stop.set()
+        spin.join()
+    assert t0 is not None and t1 is not None
+    assert threading.get_native_id() not in t0 and spin.native_id in t0
+    assert t1[spin.native_id] > t0[spin.native_id]
+
+
 def test_a_wait_read_after_the_pool_step_counts_to_the_pool():
     """A thread woken for a pool's step that got its core only after the step
     returned: its wait shows in the next read (before the next probe step,
@@ -2644,6 +2735,9 @@ class _Company:
         #: other processes' own loads (cores each; their sum within ``others``)
         self.peers: list[float] = []
         self.peer_ns: list[float] = []
+        #: cores' worth this process's other threads use (one thread, tid 7)
+        self.threads_busy = 0.0
+        self.thread_ns = 0.0
 
     def loop(self, st: Stpa, steps: int) -> None:
         """``steps`` iterations: the caller's work, then a step."""
@@ -2666,12 +2760,18 @@ class _Company:
         for i, x in enumerate(self.peers):
             self.peer_ns[i] += (now - self.last) * x
         self.busy += (now - self.last) * (1.0 + self.others)
+        self.thread_ns += (now - self.last) * self.threads_busy
         self.last = now
 
     def procs(self) -> dict[int, int]:
         """Every other process's CPU time so far, by pid (`process_cpu_ns`)."""
         self._advance()
         return {1000 + i: int(ns) for i, ns in enumerate(self.peer_ns)}
+
+    def threads(self, rt) -> dict[int, int]:
+        """This process's other threads' time so far (`other_threads_cpu_ns`)."""
+        self._advance()
+        return {7: int(self.thread_ns)}
 
 
 def _company_stpa(rt: _FakeRuntime, company: _Company, **opts: object) -> Stpa:

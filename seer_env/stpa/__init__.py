@@ -120,7 +120,12 @@ another process holds a core (other processes kept 1.0 of the machine's cores
 busy ...)"`` (the first also from the waits alone, where no other process
 was busy: ``"(parallel-2's other threads waited 1034 us a step for a core,
 its steps took 1740 us, while other processes kept 0.0 of the machine's
-cores busy; ...)"``), led, where a pool's windows mostly ran on the calling thread
+cores busy; ...)"``, where this process's other threads -- neither the caller
+nor the pool -- kept a tenth of a core busy or more; where they did not,
+``"another process holds a core part of the time (... other processes kept
+0.4 of the machine's cores busy during the probe, this process's other
+threads 0.0)"`` or ``"something outside this process holds a core (...)"``),
+led, where a pool's windows mostly ran on the calling thread
 alone during its timed steps (`Runtime.stats`'s ``alone_windows``), by
 ``"parallel-2's other threads found no free core (83% of its windows ran on
 the calling thread alone)"``.

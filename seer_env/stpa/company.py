@@ -37,6 +37,7 @@ import dataclasses
 import math
 import os
 import statistics
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -75,6 +76,11 @@ ALONE_MOST = 0.5
 #: leave no such trace)
 WAITED_MOST = 0.25
 
+#: this process's other threads (not the caller, not the pool) busy this many
+#: cores' worth over a probe, or more: a pool's waits for a core may be theirs
+#: ("another thread pool in this process"); under it, they are not
+THREADS_BUSY = 0.1
+
 #: the shortest interval `others_busy_cores` reads (``/proc/stat`` counts in
 #: ticks of 10 ms)
 MIN_SPAN_NS = 50_000_000
@@ -97,6 +103,10 @@ class CpuSample:
     #: every other process's CPU time (user and system, all its threads) by
     #: pid, in ns (`process_cpu_ns`); None where it was not read
     procs: Mapping[int, int] | None = None
+    #: this process's other threads' time on a core (neither the caller nor
+    #: the runtime's pool) by tid, in ns (`other_threads_cpu_ns`); None where
+    #: it was not read
+    threads: Mapping[int, int] | None = None
 
 
 def _machine_busy_ns() -> int | None:
@@ -216,6 +226,59 @@ def pool_wait_ns(rt: _Workers) -> int | None:
     ``rt.worker_tids()``); None for a pool of one thread or where it cannot
     be read."""
     return sched_delay_ns(rt.worker_tids())
+
+
+def other_threads_cpu_ns(rt: _Workers, task: str = "/proc/self/task",
+                         caller: int | None = None) -> dict[int, int] | None:
+    """This process's threads other than the caller (``caller``: its tid,
+    the calling thread's where None) and ``rt``'s pool (`worker_tids`), each
+    one's time on a core so far (the first field of
+    ``/proc/self/task/<tid>/schedstat``), in ns by tid: a learner's thread
+    pool, another runtime's.  A thread whose file is missing, unreadable or
+    malformed (it ended) is left out; None where the task folder cannot be
+    listed.  About 10 us a thread; read where a probe's timed steps begin
+    and at its decision.
+
+    ```python
+    other_threads_cpu_ns(rt)   # e.g. {4711: 90210033, 4712: 88000102}: torch's
+    ```
+    """
+    me = threading.get_native_id() if caller is None else caller
+    try:
+        skip = {me, *rt.worker_tids()}
+        names = os.listdir(task)
+    except (OSError, AttributeError):
+        return None
+    out: dict[int, int] = {}
+    for name in names:
+        if not name.isdigit() or int(name) in skip:
+            continue
+        try:
+            ns = int(_read_proc(f"{task}/{name}/schedstat", 256).split()[0])
+        except (OSError, ValueError, IndexError):
+            continue
+        if ns >= 0:
+            out[int(name)] = ns
+    return out
+
+
+def with_threads(sample: CpuSample, read: Callable[[_Workers], Mapping[int, int] | None] | None,
+                 rt: _Workers) -> CpuSample:
+    """``sample`` with this process's other threads' time read now
+    (`CpuSample.threads`, by ``read``: `other_threads_cpu_ns`); as it is
+    where there is no ``read``."""
+    return sample if read is None else dataclasses.replace(sample, threads=read(rt))
+
+
+def other_threads_busy_cores(a: CpuSample, b: CpuSample) -> float | None:
+    """Cores' worth of CPU this process's other threads (`CpuSample.threads`,
+    those seen at both) used between ``a`` and ``b``; None where either
+    sample lacks them or no time passed."""
+    wall = b.wall_ns - a.wall_ns
+    if a.threads is None or b.threads is None or wall <= 0:
+        return None
+    used = sum(max(0, ns - a.threads[t]) for t, ns in b.threads.items() if t in a.threads)
+    return used / wall
 
 
 def with_processes(sample: CpuSample,
@@ -382,7 +445,7 @@ def openmp_spins_by_default(maps: str | None = None,
 def company_words(others: float | None, cores: int, between: Mapping[str, float],
                   one: str | None, alone: Mapping[str, float] | None = None,
                   waited: Mapping[str, tuple[float, float]] | None = None,
-                  openmp_spins: bool = False) -> str:
+                  openmp_spins: bool = False, in_process: float | None = None) -> str:
     """What company a probe saw, in words ("" for none worth saying).
 
     Args:
@@ -408,6 +471,13 @@ def company_words(others: float | None, cores: int, between: Mapping[str, float]
             (`openmp_spins_by_default`): where another thread pool of this
             process is the company, the words name the setting that
             shortens its spin.
+        in_process: cores' worth of CPU this process's other threads (not
+            the caller, not the pool) used over the probe
+            (`other_threads_busy_cores`; None: unknown).  Under
+            ``THREADS_BUSY``, a pool's waits with no other process busy
+            enough to blame are not put on a thread pool of this process:
+            another process held a core part of the time (a burner at half
+            duty kept 0.4 of a core busy), or something outside it did.
 
     ```python
     company_words(1.0, 2, {}, None, {"parallel-2": 0.9})
@@ -445,6 +515,20 @@ def company_words(others: float | None, cores: int, between: Mapping[str, float]
                 "another thread pool in this process spins on the same cores (the caller's "
                 f"work between steps took {v / 1e3:.0f} us beside {lab}'s threads, "
                 f"{base / 1e3:.0f} us beside {one}; {advice})")
+    if waiting and not busy and not said and in_process is not None \
+            and in_process < THREADS_BUSY:
+        # no thread of this process busy either: outside it, part of the time
+        mine = f"this process's other threads {in_process:.1f}"
+        if others is not None and others >= THREADS_BUSY:
+            said.append(f"another process holds a core part of the time ({waiting}; other "
+                        f"processes kept {others:.1f} of the machine's cores busy during the "
+                        f"probe, {mine})")
+        else:
+            seen = "" if others is None else f"other processes {others:.1f}, "
+            said.append(f"something outside this process holds a core ({waiting}; {seen}"
+                        f"{mine} of the machine's cores during the probe: a virtual "
+                        "machine's host, or processes this one cannot see)")
+        waiting = ""
     if waiting and not busy and not said:
         # no other process to blame: a thread of this one held the core
         idle = "" if others is None else \
@@ -466,6 +550,7 @@ def company_words(others: float | None, cores: int, between: Mapping[str, float]
 
 
 __all__ = ["ALONE_MOST", "BETWEEN_MIN_NS", "BETWEEN_SLOWER", "CpuSample", "MAX_PROCS",
-           "MIN_SPAN_NS", "OTHERS_BUSY", "WAITED_MOST", "between_medians", "company_words",
-           "cpu_sample", "fair_cores", "iterations", "others_busy_cores", "others_loads",
-           "pool_wait_ns", "process_cpu_ns", "sched_delay_ns", "with_processes"]
+           "MIN_SPAN_NS", "OTHERS_BUSY", "THREADS_BUSY", "WAITED_MOST", "between_medians",
+           "company_words", "cpu_sample", "fair_cores", "iterations", "other_threads_busy_cores",
+           "other_threads_cpu_ns", "others_busy_cores", "others_loads", "pool_wait_ns",
+           "process_cpu_ns", "sched_delay_ns", "with_processes", "with_threads"]

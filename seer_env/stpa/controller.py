@@ -29,7 +29,14 @@ from typing import Any
 from .._bind.runtime import Runtime, cpu_count, process_calls
 from ..errors import SeerError
 from .cache import DecisionCache, cache_wanted, saved
-from .company import CpuSample, cpu_sample, pool_wait_ns, process_cpu_ns, with_processes
+from .company import (
+    CpuSample,
+    cpu_sample,
+    other_threads_cpu_ns,
+    pool_wait_ns,
+    process_cpu_ns,
+    with_processes,
+)
 from .cost import (
     SERIAL,
     Candidate,
@@ -152,6 +159,14 @@ class Stpa(_Running):
             thread pool of this one spinning between its operations)
             (`seer_env.stpa.company.pool_wait_ns`, from ``/proc``); default
             that with the default clock, none with a clock of the caller's.
+        thread_sampler: what reads, given the runtime, this process's other
+            threads' time on a core (ns by tid; not the caller's, not the
+            pool's), where a probe's timed steps begin and at its decision:
+            a pool's waits for a core are put on a thread pool of this
+            process only where its other threads were busy
+            (`seer_env.stpa.company.other_threads_cpu_ns`, from ``/proc``);
+            default that with the default clock, none with a clock of the
+            caller's.
         fair_share: beside other processes that keep cores busy during a probe,
             choose no pool of more threads than this run's share of the cores
             (`seer_env.stpa.company.fair_cores`: the cores less the others'
@@ -198,6 +213,7 @@ class Stpa(_Running):
                  cpu_sampler: Callable[[], CpuSample] | None = None,
                  proc_sampler: Callable[[], Mapping[int, int] | None] | None = None,
                  wait_sampler: Callable[[Any], int | None] | None = None,
+                 thread_sampler: Callable[[Any], Mapping[int, int] | None] | None = None,
                  fair_share: bool = True,
                  cache: bool | None = None, cache_path: Path | None = None) -> None:
         self.rt = runtime
@@ -235,6 +251,9 @@ class Stpa(_Running):
             proc_sampler if proc_sampler is not None or clock is not None else process_cpu_ns)
         self.wait_sampler: Callable[[Any], int | None] | None = (
             wait_sampler if wait_sampler is not None or clock is not None else pool_wait_ns)
+        self.thread_sampler: Callable[[Any], Mapping[int, int] | None] | None = (
+            thread_sampler if thread_sampler is not None or clock is not None
+            else other_threads_cpu_ns)
         # the machine's load since the run began: what a first probe, too short
         # for /proc/stat's ticks, reads the company from
         self.cpu_start: CpuSample | None = (

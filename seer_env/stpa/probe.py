@@ -55,7 +55,7 @@ import numpy as np
 
 from .._bind.runtime import EXECUTORS
 from ..errors import SeerError
-from .company import CpuSample, with_processes
+from .company import CpuSample, with_processes, with_threads
 from .cost import (
     SERIAL,
     Candidate,
@@ -188,6 +188,9 @@ class ProbeHost(Protocol):
     #: how long the pool's other threads have waited for a core so far
     #: (`seer_env.stpa.company.pool_wait_ns`)
     wait_sampler: Callable[[Any], int | None] | None
+    #: this process's other threads' time on a core by tid
+    #: (`seer_env.stpa.company.other_threads_cpu_ns`)
+    thread_sampler: Callable[[Any], Mapping[int, int] | None] | None
 
     def _native_step(self, mask_ptr: Any) -> None: ...
 
@@ -311,8 +314,10 @@ class Prober:
                         # runnable as the step returned) counts at the next
                         pr.wait_last = (visit.cand, d1)
                 if visit.timed and pr.cpu0 is None and host.cpu_sampler is not None:
-                    # the processes too: the share, process by process
-                    pr.cpu0 = with_processes(host.cpu_sampler(), host.proc_sampler)
+                    # the processes too: the share, process by process; and
+                    # this process's other threads (whose company it is)
+                    pr.cpu0 = with_threads(with_processes(host.cpu_sampler(), host.proc_sampler),
+                                           host.thread_sampler, host.rt)
         except BaseException:
             host._switch_back(prev)
             raise
