@@ -2303,7 +2303,8 @@ def test_waits_for_a_core_are_put_on_a_thread_pool_of_this_process_only_where_on
 def test_other_threads_cpu_ns_reads_this_processs_other_threads(tmp_path):
     """Each thread's time on a core (schedstat's first field) by tid, less the
     caller and the runtime's pool; a thread whose file is missing or
-    malformed (it ended) is left out; no task folder: None.  Between two
+    malformed (it ended) is left out; no task folder, or more threads than
+    the limit: None.  Between two
     samples, the cores' worth the threads seen at both used."""
     import threading
     import time
@@ -2325,6 +2326,7 @@ def test_other_threads_cpu_ns_reads_this_processs_other_threads(tmp_path):
     (tmp_path / "15").mkdir()
     assert other_threads_cpu_ns(Pool(), str(tmp_path), caller=11) == {10: 900}
     assert other_threads_cpu_ns(Pool(), str(tmp_path / "gone"), caller=11) is None
+    assert other_threads_cpu_ns(Pool(), str(tmp_path), caller=11, limit=5) is None  # 6 threads
     a = CpuSample(0, 0, None, threads={10: 900, 16: 5})
     b = CpuSample(1000, 0, None, threads={10: 1400, 17: 10_000})
     assert other_threads_busy_cores(a, b) == 0.5

@@ -229,15 +229,16 @@ def pool_wait_ns(rt: _Workers) -> int | None:
 
 
 def other_threads_cpu_ns(rt: _Workers, task: str = "/proc/self/task",
-                         caller: int | None = None) -> dict[int, int] | None:
+                         caller: int | None = None, limit: int = MAX_PROCS
+                         ) -> dict[int, int] | None:
     """This process's threads other than the caller (``caller``: its tid,
     the calling thread's where None) and ``rt``'s pool (`worker_tids`), each
     one's time on a core so far (the first field of
     ``/proc/self/task/<tid>/schedstat``), in ns by tid: a learner's thread
     pool, another runtime's.  A thread whose file is missing, unreadable or
     malformed (it ended) is left out; None where the task folder cannot be
-    listed.  About 10 us a thread; read where a probe's timed steps begin
-    and at its decision.
+    listed or holds more than ``limit`` threads.  About 10 us a thread; read
+    where a probe's timed steps begin and at its decision.
 
     ```python
     other_threads_cpu_ns(rt)   # e.g. {4711: 90210033, 4712: 88000102}: torch's
@@ -248,6 +249,8 @@ def other_threads_cpu_ns(rt: _Workers, task: str = "/proc/self/task",
         skip = {me, *rt.worker_tids()}
         names = os.listdir(task)
     except (OSError, AttributeError):
+        return None
+    if len(names) > limit:
         return None
     out: dict[int, int] = {}
     for name in names:
