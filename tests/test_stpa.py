@@ -2894,6 +2894,30 @@ def test_a_pool_that_slows_the_callers_work_loses_its_probe():
             assert st.monitor.running_ns == (110_000 if st.executor == "serial" else 100_000)
 
 
+def test_the_callers_work_slower_beside_the_pool_is_company_only_where_other_threads_ran():
+    """As above (the caller's work 400 us beside one thread, 480 beside the
+    pool's threads): where this process's other threads -- neither the
+    caller nor the pool -- kept half a core busy (a learner's thread pool),
+    the reason says "another thread pool in this process"; where they kept
+    none, the slowdown is the pool's own cost, which its iterations count
+    (one thread is chosen all the same), and no company: on a 2-core VM the
+    caller's 81 us of Python between steps took 127 beside parallel-2's
+    threads alone on the machine, and company re-probes, taking that for
+    company, held the pool to its steps of a slow moment and left it."""
+    for threads, named in ((0.5, True), (0.0, False)):
+        rt = _FakeRuntime()
+        rt.events_per_step = 1000
+        co = _Company(rt, 400_000, 1.2)
+        co.threads_busy = threads
+        st = _company_stpa(rt, co, thread_sampler=co.threads)
+        co.loop(st, 60)
+        assert st.settled and st.threads == 1, (threads, st.reason)
+        assert ("Limit: company: another thread pool in this process spins on the same cores "
+                "(the caller's work between steps took 480 us beside parallel-2's threads"
+                in st.reason) == named, st.reason
+        assert ("company" in st.reason) == named, st.reason
+
+
 def test_other_runtimes_calls_between_steps_are_not_the_callers_work():
     """Envs stepped in turn: between two steps of this run the others step,
     and their time is no work of this run's caller that its pool could slow.

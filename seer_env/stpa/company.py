@@ -477,10 +477,12 @@ def company_words(others: float | None, cores: int, between: Mapping[str, float]
         in_process: cores' worth of CPU this process's other threads (not
             the caller, not the pool) used over the probe
             (`other_threads_busy_cores`; None: unknown).  Under
-            ``THREADS_BUSY``, a pool's waits with no other process busy
-            enough to blame are not put on a thread pool of this process:
-            another process held a core part of the time (a burner at half
-            duty kept 0.4 of a core busy), or something outside it did.
+            ``THREADS_BUSY``, no thread pool of this process is company: the
+            caller's work slower beside a pool is the pool's own cost (the
+            iterations count it), and a pool's waits with no other process
+            busy enough to blame are put on another process part of the
+            time (a burner at half duty kept 0.4 of a core busy) or on
+            something outside this one.
 
     ```python
     company_words(1.0, 2, {}, None, {"parallel-2": 0.9})
@@ -508,7 +510,14 @@ def company_words(others: float | None, cores: int, between: Mapping[str, float]
         lab, w, t = max(waits, key=lambda p: p[1] / p[2])
         waiting = (f"{lab}'s other threads waited {w / 1e3:.0f} us a step for a core, its "
                    f"steps took {t / 1e3:.0f} us")
-    if one is not None and one in between:
+    # the caller's work slower beside the pool is put on another thread pool of
+    # this process only where one ran: with this process's other threads idle
+    # it is the pool's own cost, which the iterations count (on a 2-core VM
+    # the caller's 81 us of Python between steps took 127 beside parallel-2's
+    # threads alone on the machine, and re-probes held the pool to its steps
+    # of a slow moment as if in company)
+    threads_idle = in_process is not None and in_process < THREADS_BUSY
+    if one is not None and one in between and not threads_idle:
         base = between[one]
         slow = [(lab, v) for lab, v in between.items()
                 if lab != one and v > base * (1 + BETWEEN_SLOWER) and v - base > BETWEEN_MIN_NS]
@@ -518,8 +527,7 @@ def company_words(others: float | None, cores: int, between: Mapping[str, float]
                 "another thread pool in this process spins on the same cores (the caller's "
                 f"work between steps took {v / 1e3:.0f} us beside {lab}'s threads, "
                 f"{base / 1e3:.0f} us beside {one}; {advice})")
-    if waiting and not busy and not said and in_process is not None \
-            and in_process < THREADS_BUSY:
+    if waiting and not busy and not said and threads_idle:
         # no thread of this process busy either: outside it, part of the time
         mine = f"this process's other threads {in_process:.1f}"
         if others is not None and others >= THREADS_BUSY:

@@ -458,11 +458,11 @@ class Decisions:
         alone = {c.label: a / w for c, (w, a) in pr.alone.items() if w}
         waited = {c.label: (d / (n * (c.threads - 1)), t / n)
                   for c, (d, n, t) in pr.waited.items() if n and c.threads > 1}
-        # this process's other threads over the probe's timed steps: whose the
-        # pool's waits for a core could be
+        # this process's other threads over the probe's timed steps: whether
+        # a thread pool of this process could be the company
         in_process = other_threads_busy_cores(
             pr.cpu0, with_threads(host.cpu_sampler(), host.thread_sampler, host.rt)) \
-            if waited and pr.cpu0 is not None and host.cpu_sampler is not None else None
+            if pr.cpu0 is not None and host.cpu_sampler is not None else None
         return company_words(others, host.cores, between, ones[0].label if ones else None,
                              alone, waited, openmp_spins=openmp_spins_by_default(),
                              in_process=in_process)
