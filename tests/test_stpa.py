@@ -2316,7 +2316,7 @@ def test_other_threads_cpu_ns_reads_this_processs_other_threads(tmp_path):
     )
 
     class Pool:
-        def worker_tids(self):
+        def pool_tids(self):
             return [12]
 
     for tid, text in (("10", "900 120 4\n"), ("11", "50 30 1\n"), ("12", "70 1 1\n"),
@@ -3569,7 +3569,7 @@ def test_worker_tids_name_the_pools_running_threads():
     """The kernel ids of the pool's threads other than the caller's: one for
     parallel-2 (a thread of this process), none on one thread; they follow
     the pool's size (0 for a thread not started yet: the first call may end
-    before it runs)."""
+    before it runs).  `pool_tids` names the parked ones too."""
     import os
     import time
 
@@ -3589,10 +3589,13 @@ def test_worker_tids_name_the_pools_running_threads():
 
         tids = started(1)
         assert str(tids[0]) in os.listdir("/proc/self/task")
+        assert rt.pool_tids() == tids
         rt.switch_executor("serial", 1)
         assert rt.worker_tids() == []
+        assert rt.pool_tids() == tids  # parked, not gone: STPA leaves them out of "others"
         rt.switch_executor("parallel", 3)
         assert set(started(2)) <= {int(t) for t in os.listdir("/proc/self/task")}
+        assert rt.pool_tids() == rt.worker_tids()
     finally:
         rt.close()
 

@@ -62,6 +62,15 @@ uint32_t seer_runtime_worker_tids(const seer_runtime *rt, int64_t *out, uint32_t
     return n;
 }
 
+uint32_t seer_runtime_pool_tids(const seer_runtime *rt, int64_t *out, uint32_t cap)
+{
+    uint32_t n = 0;
+    for (uint32_t t = 1; t < rt->pool.nthreads && n < cap; t++)
+        /* relaxed: see seer_worker.tid (a worker not started yet reads 0) */
+        out[n++] = atomic_load_explicit(&rt->pool.workers[t].tid, memory_order_relaxed);
+    return n;
+}
+
 void *seer_runtime_buffer(seer_runtime *rt, int which)
 {
     switch (which) {

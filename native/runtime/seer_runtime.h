@@ -267,6 +267,11 @@ uint32_t seer_runtime_pool_size(const seer_runtime *rt);
  * waited for a core.  0 for a worker that has not started yet, and outside
  * Linux.  Returns how many it wrote.  Host thread, between calls. */
 uint32_t seer_runtime_worker_tids(const seer_runtime *rt, int64_t *out, uint32_t cap);
+/* ... and of every thread of the pool other than the calling one, the parked
+ * ones too (workers 1 .. pool size - 1): the threads of this runtime STPA
+ * leaves out where it reads what this process's other threads do.  Host
+ * thread, between calls. */
+uint32_t seer_runtime_pool_tids(const seer_runtime *rt, int64_t *out, uint32_t cap);
 int seer_runtime_executor(const seer_runtime *rt);
 void *seer_runtime_buffer(seer_runtime *rt, int which);
 

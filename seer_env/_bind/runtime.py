@@ -843,6 +843,24 @@ class Runtime:
             n = int(self.lib.seer_runtime_worker_tids(h, out, cap))
             return [int(out[i]) for i in range(n)]
 
+    def pool_tids(self) -> list[int]:
+        """The kernel thread ids of every thread of the pool but the calling
+        one, the parked ones too (`worker_tids`: only those that take part in
+        calls; 0 for one not started yet): the threads of this runtime that
+        STPA leaves out where it reads what this process's other threads do.
+
+        ```python
+        env = pcs_v0.vector_env(1, executor="parallel", threads=2)
+        env.runtime.switch_executor("serial", 1)
+        env.runtime.pool_tids()       # e.g. [48213]: parked, not gone
+        ```
+        """
+        with self._call() as h:
+            cap = int(self.lib.seer_runtime_pool_size(h))
+            out = self.ffi.new("int64_t[]", max(1, cap))
+            n = int(self.lib.seer_runtime_pool_tids(h, out, cap))
+            return [int(out[i]) for i in range(n)]
+
     def worker_trace_records(self, worker: int) -> np.ndarray:
         """A copy of worker ``worker``'s records (0: the calling thread's), laid
         out by this runtime's own module: unlike `trace_records` it never

@@ -220,6 +220,10 @@ class _Workers(Protocol):
     def worker_tids(self) -> list[int]: ...
 
 
+class _PoolThreads(Protocol):
+    def pool_tids(self) -> list[int]: ...
+
+
 def pool_wait_ns(rt: _Workers) -> int | None:
     """How long the pool's threads of ``rt`` other than the calling one have
     waited for a core so far, together (`sched_delay_ns` of
@@ -228,11 +232,12 @@ def pool_wait_ns(rt: _Workers) -> int | None:
     return sched_delay_ns(rt.worker_tids())
 
 
-def other_threads_cpu_ns(rt: _Workers, task: str = "/proc/self/task",
+def other_threads_cpu_ns(rt: _PoolThreads, task: str = "/proc/self/task",
                          caller: int | None = None, limit: int = MAX_PROCS
                          ) -> dict[int, int] | None:
     """This process's threads other than the caller (``caller``: its tid,
-    the calling thread's where None) and ``rt``'s pool (`worker_tids`), each
+    the calling thread's where None) and ``rt``'s pool (`pool_tids`: the
+    parked threads too, which ran the pools of other sizes the probe timed), each
     one's time on a core so far (the first field of
     ``/proc/self/task/<tid>/schedstat``), in ns by tid: a learner's thread
     pool, another runtime's.  A thread whose file is missing, unreadable or
@@ -246,7 +251,7 @@ def other_threads_cpu_ns(rt: _Workers, task: str = "/proc/self/task",
     """
     me = threading.get_native_id() if caller is None else caller
     try:
-        skip = {me, *rt.worker_tids()}
+        skip = {me, *rt.pool_tids()}
         names = os.listdir(task)
     except (OSError, AttributeError):
         return None
@@ -265,8 +270,9 @@ def other_threads_cpu_ns(rt: _Workers, task: str = "/proc/self/task",
     return out
 
 
-def with_threads(sample: CpuSample, read: Callable[[_Workers], Mapping[int, int] | None] | None,
-                 rt: _Workers) -> CpuSample:
+def with_threads(sample: CpuSample,
+                 read: Callable[[_PoolThreads], Mapping[int, int] | None] | None,
+                 rt: _PoolThreads) -> CpuSample:
     """``sample`` with this process's other threads' time read now
     (`CpuSample.threads`, by ``read``: `other_threads_cpu_ns`); as it is
     where there is no ``read``."""
