@@ -850,7 +850,9 @@ class Runtime:
         STPA leaves out where it reads what this process's other threads do.
 
         ```python
+        from seer_env.envs import pcs_v0
         env = pcs_v0.vector_env(1, executor="parallel", threads=2)
+        env.reset(seed=0)
         env.runtime.switch_executor("serial", 1)
         env.runtime.pool_tids()       # e.g. [48213]: parked, not gone
         ```
