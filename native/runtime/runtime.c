@@ -51,24 +51,25 @@ uint32_t seer_runtime_threads(const seer_runtime *rt)
 uint32_t seer_runtime_pool_size(const seer_runtime *rt) { return rt->pool.nthreads; }
 int seer_runtime_executor(const seer_runtime *rt) { return rt->executor; }
 
-uint32_t seer_runtime_worker_tids(const seer_runtime *rt, int64_t *out, uint32_t cap)
+/* The tids of workers 1 .. end - 1 (within the pool), into out[0 .. cap - 1]. */
+static uint32_t tids_host(const seer_runtime *rt, uint32_t end, int64_t *out, uint32_t cap)
 {
-    /* relaxed: the host is the only writer of `active` */
-    const uint32_t active = atomic_load_explicit(&rt->pool.active, memory_order_relaxed);
     uint32_t n = 0;
-    for (uint32_t t = 1; t < active && t < rt->pool.nthreads && n < cap; t++)
+    for (uint32_t t = 1; t < end && t < rt->pool.nthreads && n < cap; t++)
         /* relaxed: see seer_worker.tid (a worker not started yet reads 0) */
         out[n++] = atomic_load_explicit(&rt->pool.workers[t].tid, memory_order_relaxed);
     return n;
 }
 
+uint32_t seer_runtime_worker_tids(const seer_runtime *rt, int64_t *out, uint32_t cap)
+{
+    /* relaxed: the host is the only writer of `active` */
+    return tids_host(rt, atomic_load_explicit(&rt->pool.active, memory_order_relaxed), out, cap);
+}
+
 uint32_t seer_runtime_pool_tids(const seer_runtime *rt, int64_t *out, uint32_t cap)
 {
-    uint32_t n = 0;
-    for (uint32_t t = 1; t < rt->pool.nthreads && n < cap; t++)
-        /* relaxed: see seer_worker.tid (a worker not started yet reads 0) */
-        out[n++] = atomic_load_explicit(&rt->pool.workers[t].tid, memory_order_relaxed);
-    return n;
+    return tids_host(rt, rt->pool.nthreads, out, cap);
 }
 
 void *seer_runtime_buffer(seer_runtime *rt, int which)

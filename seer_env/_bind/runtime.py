@@ -837,11 +837,7 @@ class Runtime:
         env.runtime.worker_tids()     # e.g. [48213]
         ```
         """
-        with self._call() as h:
-            cap = int(self.lib.seer_runtime_pool_size(h))
-            out = self.ffi.new("int64_t[]", max(1, cap))
-            n = int(self.lib.seer_runtime_worker_tids(h, out, cap))
-            return [int(out[i]) for i in range(n)]
+        return self._tids(self.lib.seer_runtime_worker_tids)
 
     def pool_tids(self) -> list[int]:
         """The kernel thread ids of every thread of the pool but the calling
@@ -857,10 +853,14 @@ class Runtime:
         env.runtime.pool_tids()       # e.g. [48213]: parked, not gone
         ```
         """
+        return self._tids(self.lib.seer_runtime_pool_tids)
+
+    def _tids(self, read: Any) -> list[int]:
+        """What ``read`` (``seer_runtime_worker_tids`` or ``_pool_tids``) writes."""
         with self._call() as h:
             cap = int(self.lib.seer_runtime_pool_size(h))
             out = self.ffi.new("int64_t[]", max(1, cap))
-            n = int(self.lib.seer_runtime_pool_tids(h, out, cap))
+            n = int(read(h, out, cap))
             return [int(out[i]) for i in range(n)]
 
     def worker_trace_records(self, worker: int) -> np.ndarray:
