@@ -181,9 +181,12 @@ class Decisions:
         while the pools' probe is put off) and switch to the choice."""
         others, loads, company = None, None, ""
         if provisional is None:
-            others, loads = self._others(host, pr)
+            # the clocks now, once: what other processes and this process's
+            # other threads did since the probe's marks
+            now = host.cpu_sampler() if host.cpu_sampler is not None else None
+            others, loads = self._others(host, pr, now)
             host.prober.waits_since(host, pr)  # the last pool step's late waits
-            company = self._company(host, pr, others)
+            company = self._company(host, pr, others, now)
         # the running pool held to its steps over time only where this probe
         # saw company too: a moment of the host's own that slowed the steps
         # before a re-probe and passed left the pool's old steps against the
@@ -379,14 +382,15 @@ class Decisions:
                         {c.label: v for c, v in pred.items()}, dec.trigger)
 
     @staticmethod
-    def _others(host: DecisionHost, pr: Probe) -> tuple[float | None, list[float] | None]:
+    def _others(host: DecisionHost, pr: Probe, now: CpuSample | None
+                ) -> tuple[float | None, list[float] | None]:
         """Cores' worth of CPU other processes used over ``pr``'s timed steps
         or, where that is too short for /proc/stat's ticks to say, since the
-        monitor's last mark, or since the run began (None: unknown); and each
-        other process's share of it where the mark read them (`others_loads`)."""
-        if host.cpu_sampler is None:
+        monitor's last mark, or since the run began, up to ``now`` (None:
+        unknown); and each other process's share of it where the mark read
+        them (`others_loads`)."""
+        if now is None:
             return None, None
-        now = host.cpu_sampler()
         m = host.monitor
         for mark in (pr.cpu0, m.cpu_mark, m.cpu_mark_before, host.cpu_start):
             if mark is not None:
@@ -443,13 +447,15 @@ class Decisions:
         log.info("%s (share): %s", host.rt.model, reason)
         return True
 
-    def _company(self, host: DecisionHost, pr: Probe, others: float | None) -> str:
+    def _company(self, host: DecisionHost, pr: Probe, others: float | None,
+                 now: CpuSample | None) -> str:
         """The company ``pr`` saw, in words (`seer_env.stpa.company`): other
         processes' load over its timed steps (``others``), the caller's work
         between steps slower beside a pool than beside one thread, a pool's
         threads waiting for a core (``pr.waited``, the last pool step's late
-        waits read by the caller); "" for none.  Reads ``pr``, changes
-        nothing."""
+        waits read by the caller), and whether this process's other threads
+        were busy from the probe's first timed step to ``now``; "" for none.
+        Reads ``pr``, changes nothing."""
         medians = between_medians(pr.between)
         ones = sorted((c for c in medians if c.threads == 1), key=lambda c: medians[c])
         # the pools against the one-thread candidate whose caller's work was quickest
@@ -458,11 +464,11 @@ class Decisions:
         alone = {c.label: a / w for c, (w, a) in pr.alone.items() if w}
         waited = {c.label: (d / (n * (c.threads - 1)), t / n)
                   for c, (d, n, t) in pr.waited.items() if n and c.threads > 1}
-        # this process's other threads over the probe's timed steps: whether
-        # a thread pool of this process could be the company
+        # this process's other threads over the probe's timed steps, up to
+        # ``now``: whether a thread pool of this process could be the company
         in_process = other_threads_busy_cores(
-            pr.cpu0, with_threads(host.cpu_sampler(), host.thread_sampler, host.rt)) \
-            if pr.cpu0 is not None and host.cpu_sampler is not None else None
+            pr.cpu0, with_threads(now, host.thread_sampler, host.rt)) \
+            if pr.cpu0 is not None and now is not None else None
         return company_words(others, host.cores, between, ones[0].label if ones else None,
                              alone, waited, openmp_spins=openmp_spins_by_default(),
                              in_process=in_process)
