@@ -2795,13 +2795,15 @@ def _loop_to_next_decision(st: Stpa, co: _Company, limit: int) -> int:
     return n
 
 
-def _settled_on_the_pool() -> tuple[_FakeRuntime, _Company, Stpa]:
+def _settled_on_the_pool(work_ns: int = 1_000_000, waits: bool = False
+                         ) -> tuple[_FakeRuntime, _Company, Stpa]:
     """A run of 110 us steps (72 us on parallel-2) with a policy's forward of
-    1 ms between them, settled on parallel-2 after 80 iterations."""
+    ``work_ns`` between them (``waits``: the pool's waits for a core read,
+    `_company_wait_stpa`), settled on parallel-2 after 80 iterations."""
     rt = _FakeRuntime()
     rt.events_per_step = 1000
-    co = _Company(rt, work_ns=1_000_000)
-    st = _company_stpa(rt, co)
+    co = _Company(rt, work_ns=work_ns)
+    st = _company_wait_stpa(rt, co) if waits else _company_stpa(rt, co)
     co.loop(st, 80)
     assert st.settled and st.threads == 2
     return rt, co, st
@@ -2994,12 +2996,7 @@ def test_a_company_reprobe_holds_the_running_pool_to_its_steps_over_time():
     the pool's steps before the re-probe were no slower than its visits,
     nothing is held."""
     for company in (True, False):
-        rt = _FakeRuntime()
-        rt.events_per_step = 1000
-        co = _Company(rt, 50_000)
-        st = _company_wait_stpa(rt, co)
-        co.loop(st, 80)
-        assert st.settled and st.threads == 2
+        rt, co, st = _settled_on_the_pool(50_000, waits=True)
         _burner_beside_the_pool(rt, company)
         _loop_to_next_decision(st, co, 400)
         assert st.history[-1].trigger.startswith("company: iterations took"), \
@@ -3092,12 +3089,7 @@ def test_a_company_reprobe_holds_the_running_pool_to_its_iterations_over_time():
     82.8, the pool's iteration is 582.8 us and it stays; held to the
     iterations the looks saw, the run falls back to one thread and the
     reason says so."""
-    rt = _FakeRuntime()
-    rt.events_per_step = 1000
-    co = _Company(rt, 500_000)
-    st = _company_wait_stpa(rt, co)
-    co.loop(st, 80)
-    assert st.settled and st.threads == 2
+    rt, co, st = _settled_on_the_pool(500_000, waits=True)
     co.spin, co.spin_after_woken = 1.6, True
     rt.slow[("parallel", 2)], rt.slow_factor = 10**9, 1.15
     rt.woken_steps, rt.wait_share = 5, 0.5
