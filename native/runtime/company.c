@@ -13,6 +13,7 @@
 #include "base.h"
 #include "company.h"
 #include "events.h"
+#include "partition.h"
 #include "process.h"
 #include "runtime.h"
 #include "trace.h"
@@ -151,11 +152,26 @@ void seer_pool_keep_off_caller_host(seer_runtime *rt, uint32_t n)
  * first step that is out of it: skipped, its steps ran a quarter slower
  * the whole stretch.
  *
- * The partitions stay: cutting them to one for a stretch (parallel-1's
- * whole-instance steps, 2-3% faster than the windows alone) moved every
- * pending event twice a stretch, 3-5 ms a move beside a burner; cut only
- * for stretches of 64 steps and more, the gain was within the runs'
- * spread. */
+ * Short stretches keep the partitions: cutting them to one for a stretch
+ * (parallel-1's whole-instance steps, 2-3% faster than the windows alone)
+ * moved every pending event twice a stretch, 3-5 ms a move beside a
+ * burner; cut only for stretches of 64 steps and more, the gain was within
+ * the runs' spread.  Long ones (ALONE_SERIAL_MIN steps and more: beside a
+ * burner at full duty nearly every stretch after the first few is 256
+ * long) run on the serial executor's queues instead
+ * (seer_pool_alone_queues_host): the windows' phase machine, the partition
+ * lookups of every scheduled event and the two queues cost a step on the
+ * caller alone 8% more instructions than the serial executor's
+ * (callgrind, PCS 16x16) and, with the caches another env's steps left,
+ * 16-20% more time (PCS 64x64 beside a burner, paired in one process:
+ * 2.93-3.02 ms a step against 2.49-2.53), where the move there and back
+ * costs about two steps a stretch.  Measured the same way, a long
+ * stretch's steps then took 2.72-2.79 ms against the serial executor's
+ * 2.67-2.70, and parallel-2 and optimistic-2 ran 0.95-1.00x the serial
+ * executor after their first hundred steps (0.75-0.89x before).  The
+ * runtime still says its executor (seer_runtime_executor); a thread or
+ * executor switch, a traced step (STPA's) and the stretch's end move the
+ * events back first. */
 #define ALONE_FIRST 8u
 #define ALONE_LONGEST 256u
 #define ALONE_SHARE 4u /* events under 1/4 of a side's share: lost */
@@ -164,6 +180,7 @@ void seer_pool_keep_off_caller_host(seer_runtime *rt, uint32_t n)
 #define ALONE_WARM_STEPS 2u /* pool steps after a stretch not judged */
 #define ALONE_COLD 1.25     /* a stretch's step counts at most this times the average */
 #define ALONE_SETTLE_STEPS 3u /* pool steps of a new configuration not judged */
+#define ALONE_SERIAL_MIN 64u  /* stretches this long: on the serial executor's queues */
 
 static int tracing_host(const seer_runtime *rt)
 {
@@ -172,8 +189,12 @@ static int tracing_host(const seer_runtime *rt)
 
 void seer_pool_alone_init_host(seer_runtime *rt, int allowed)
 {
+    /* (a pool made anew keeps where the events are: the next step moves
+     * them back, seer_pool_alone_queues_host) */
+    const seer_rt_alone *a = &rt->pool.alone;
     rt->pool.alone = (seer_rt_alone){.allowed = allowed, .next = ALONE_FIRST,
-                                     .settling = ALONE_SETTLE_STEPS};
+                                     .settling = ALONE_SETTLE_STEPS,
+                                     .serial = a->serial, .executor = a->executor};
 }
 
 void seer_pool_alone_end_host(seer_runtime *rt)
@@ -203,6 +224,7 @@ static void begin_stretch(seer_rt_alone *a)
 {
     a->lost = 0;
     a->left = a->next;
+    a->long_stretch = a->left >= ALONE_SERIAL_MIN;
     a->next = a->next * 2 < ALONE_LONGEST ? a->next * 2 : ALONE_LONGEST;
     a->stretches++;
     a->tidy = 1;
@@ -282,4 +304,52 @@ void seer_pool_alone_before_step_host(seer_runtime *rt)
     (void)seer_event_relayout_host(rt);
     a->tidied_ns = seer_clock_ns();
     a->tidy_cost_ns = a->tidied_ns > t0 ? a->tidied_ns - t0 : 1;
+}
+
+/* ---- long stretches on the serial executor's queues --------------------------- */
+
+static int to_serial_host(seer_runtime *rt)
+{
+    seer_rt_alone *a = &rt->pool.alone;
+    int lost = 0;
+    const int executor = rt->executor;
+    if (seer_migrate_all(rt, SEER_EXECUTOR_SERIAL, &lost) != SEER_OK)
+        return SEER_E_NOMEM; /* (lost: the instances say they need a reset) */
+    a->executor = executor;
+    a->serial = 1;
+    rt->executor = SEER_EXECUTOR_SERIAL;
+    return SEER_OK;
+}
+
+int seer_pool_alone_leave_serial_host(seer_runtime *rt)
+{
+    seer_rt_alone *a = &rt->pool.alone;
+    if (!a->serial)
+        return SEER_OK;
+    int lost = 0;
+    if (seer_migrate_all(rt, a->executor, &lost) != SEER_OK)
+        return SEER_E_NOMEM; /* still whole on the serial queues (or lost) */
+    rt->executor = a->executor;
+    a->serial = 0;
+    a->long_stretch = 0;
+    rt->mem.order_now = 1; /* the records the caller kept go home */
+    return SEER_OK;
+}
+
+void seer_pool_alone_queues_host(seer_runtime *rt)
+{
+    seer_rt_alone *a = &rt->pool.alone;
+    const int traced = tracing_host(rt) || rt->check.mode;
+    if (a->serial) {
+        if (a->left && !traced)
+            return;
+        if (traced)
+            a->left = 0; /* a traced step (STPA's) must see the pool as it is */
+        if (seer_pool_alone_leave_serial_host(rt) != SEER_OK && !a->left)
+            a->left = 1; /* out of memory: one more step alone, then again */
+        return;
+    }
+    if (a->left && a->long_stretch && !traced && rt->executor != SEER_EXECUTOR_SERIAL &&
+        to_serial_host(rt) != SEER_OK)
+        a->long_stretch = 0; /* out of memory: the stretch on the pool's queues */
 }

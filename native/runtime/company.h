@@ -45,5 +45,15 @@ void seer_pool_alone_before_step_host(seer_runtime *rt);
  * the pool, its first steps are not judged (ALONE_SETTLE_STEPS), and a
  * stretch after them starts short. */
 void seer_pool_alone_end_host(seer_runtime *rt);
+/* Before a step (host, between calls, before its boundaries are set): a
+ * long stretch's first step moves every pending event to the serial
+ * executor's queues (rt->executor becomes SERIAL for the stretch), the step
+ * after its last (or a traced step) moves them back.  Out of memory: the
+ * stretch stays where its events are, and tries again the next step. */
+void seer_pool_alone_queues_host(seer_runtime *rt);
+/* The events back on the pool's queues now (an executor or thread switch,
+ * before seer_pool_alone_end_host): SEER_E_NOMEM leaves them on the serial
+ * queues, whole. */
+int seer_pool_alone_leave_serial_host(seer_runtime *rt);
 
 #endif /* SEER_COMPANY_H */

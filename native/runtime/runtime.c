@@ -49,7 +49,11 @@ uint32_t seer_runtime_threads(const seer_runtime *rt)
     return atomic_load_explicit(&rt->pool.active, memory_order_relaxed);
 }
 uint32_t seer_runtime_pool_size(const seer_runtime *rt) { return rt->pool.nthreads; }
-int seer_runtime_executor(const seer_runtime *rt) { return rt->executor; }
+int seer_runtime_executor(const seer_runtime *rt)
+{
+    /* (a long alone stretch runs on the serial executor's queues: company.c) */
+    return rt->pool.alone.serial ? rt->pool.alone.executor : rt->executor;
+}
 
 /* The tids of workers 1 .. end - 1 (within the pool), into out[0 .. cap - 1]. */
 static uint32_t tids_host(const seer_runtime *rt, uint32_t end, int64_t *out, uint32_t cap)
@@ -459,6 +463,22 @@ static uint32_t set_boundaries(seer_runtime *rt)
 
 static int step_now(seer_runtime *rt, const uint8_t *mask);
 
+/* A step of a long alone stretch, on the serial executor's queues
+ * (company.c): counted as the pool's stretch steps are. */
+static int stretch_step_serially(seer_runtime *rt)
+{
+    const uint64_t t0 = seer_clock_ns(), events = rt->stats.events;
+    const int rc = seer_serial_run(rt, JOB_STEP);
+    if (rc == SEER_OK) {
+        seer_pool_call call = {.step = 1, .threads = 1, .events = rt->stats.events - events};
+        call.caller_events = call.events;
+        const uint64_t t1 = seer_clock_ns();
+        call.ns = t1 > t0 ? t1 - t0 : 1;
+        seer_pool_alone_after_call_host(rt, &call);
+    }
+    return rc;
+}
+
 int seer_runtime_step(seer_runtime *rt, const uint8_t *mask)
 {
     const uint64_t t0 = seer_clock_ns();
@@ -476,6 +496,7 @@ static int step_now(seer_runtime *rt, const uint8_t *mask)
     rc = seer_pool_settle_host(rt);
     if (rc != SEER_OK)
         return rc;
+    seer_pool_alone_queues_host(rt); /* a long stretch's queues (company.c) */
     if (select_instances(rt, mask) == 0)
         return SEER_OK;
     rc = check_steppable(rt);
@@ -494,13 +515,15 @@ static int step_now(seer_runtime *rt, const uint8_t *mask)
         return rc;
     if (rt->mem.order_in && rt->executor == SEER_EXECUTOR_SERIAL && --rt->mem.order_in == 0)
         seer_event_tidy_serial_host(rt, 0); /* a while after a switch to it (threads.c) */
-    else if (rt->executor != SEER_EXECUTOR_SERIAL) {
+    else if (rt->executor != SEER_EXECUTOR_SERIAL)
         seer_event_order_pool_when_due_host(rt); /* a while after a switch, then now and then */
-        seer_pool_alone_before_step_host(rt);    /* a stretch's first step (company.c) */
-    }
+    if (rt->executor != SEER_EXECUTOR_SERIAL || rt->pool.alone.serial)
+        seer_pool_alone_before_step_host(rt); /* a stretch's first step (company.c) */
     rt->stats.steps++;
     rt->in_call = 1;
-    if (rt->executor == SEER_EXECUTOR_SERIAL) {
+    if (rt->pool.alone.serial) {
+        rc = stretch_step_serially(rt);
+    } else if (rt->executor == SEER_EXECUTOR_SERIAL) {
         rc = seer_serial_run(rt, JOB_STEP);
     } else if (spec) {
         /* instances whose speculation was abandoned come last in the

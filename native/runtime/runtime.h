@@ -321,6 +321,10 @@ typedef struct seer_rt_alone {
                         (the first ALONE_WARM_STEPS of them not counted)        */
     uint64_t probe_ns, probe_events; /* ... their time and events so far       */
     uint64_t tidied_ns, tidy_cost_ns; /* the last such relayout: its end, its time */
+    int long_stretch; /* the stretch is long (ALONE_SERIAL_MIN): on the serial
+                         executor's queues                                     */
+    int serial;      /* its events are on them now: rt->executor is SERIAL,   */
+    int executor;    /* ... and this the pool's (seer_runtime_executor says it) */
 } seer_rt_alone;
 
 /* The worker pool (pool.c). */

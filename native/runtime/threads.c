@@ -27,6 +27,19 @@
 
 /* ---- pool size -------------------------------------------------------------- */
 
+/* A new configuration: its pool first (an alone stretch ends, its events
+ * back on the pool's queues first: company.c). */
+static int leave_stretch(seer_runtime *rt)
+{
+    if (seer_pool_alone_leave_serial_host(rt) != SEER_OK) {
+        seer_fail(rt, "out of memory moving the pending events back to the pool's queues "
+                      "after an alone stretch; nothing changed");
+        return SEER_E_NOMEM;
+    }
+    seer_pool_alone_end_host(rt);
+    return SEER_OK;
+}
+
 /* Make `threads` workers take part in calls.  Within the created pool this
  * only parks or unparks workers (no thread is created or joined, nothing
  * can fail; the partitions follow once the new size has lasted:
@@ -49,14 +62,13 @@ int seer_runtime_set_threads(seer_runtime *rt, uint32_t threads)
         seer_fail(rt, "threads=%u must be in [1, 1024]", threads);
         return SEER_E_ARG;
     }
-    if (rt->executor == SEER_EXECUTOR_SERIAL && threads != 1) {
+    if (seer_runtime_executor(rt) == SEER_EXECUTOR_SERIAL && threads != 1) {
         seer_fail(rt, "the serial executor runs on one thread");
         return SEER_E_ARG;
     }
     int rc = seer_call_begin(rt);
-    if (rc != SEER_OK)
+    if (rc != SEER_OK || (rc = leave_stretch(rt)) != SEER_OK)
         return rc;
-    seer_pool_alone_end_host(rt); /* a new configuration: its pool first */
     if (rt->executor == SEER_EXECUTOR_SERIAL)
         return SEER_OK;
     return resize_pool(rt, seer_active_threads(rt->rt_flags, threads));
@@ -109,9 +121,8 @@ int seer_runtime_set_executor(seer_runtime *rt, int executor, uint32_t threads)
     if (rc != SEER_OK)
         return rc;
     rc = seer_call_begin(rt);
-    if (rc != SEER_OK)
+    if (rc != SEER_OK || (rc = leave_stretch(rt)) != SEER_OK)
         return rc;
-    seer_pool_alone_end_host(rt); /* a new configuration: its pool first */
     /* relaxed: the host is the only writer. */
     const uint32_t old_active = atomic_load_explicit(&rt->pool.active, memory_order_relaxed);
     /* The pool first: one that cannot grow keeps its size (resize_pool), and

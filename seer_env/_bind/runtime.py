@@ -744,9 +744,10 @@ class Runtime:
         executor's speculation phases -- because no other thread of the pool
         came for one, as on a loaded machine or under a budget of one thread;
         many of them say the pool's other threads did not get a core), and
-        ``alone_steps`` (steps a pool ran on the calling thread alone, on one
-        partition per instance, in the stretches it runs where its other
-        threads lose their cores: the Performance page's "In company"):
+        ``alone_steps`` (steps a pool ran on the calling thread alone, in the
+        stretches it runs where its other threads lose their cores: the
+        Performance page's "In company"; the long ones run on the serial
+        executor's queues and count no ``windows``):
 
         ```python
         rt = registry.Runtime("pcs", {"classic": True}, 1, "optimistic", 2)

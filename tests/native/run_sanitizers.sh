@@ -98,7 +98,8 @@ for mode in "${modes[@]}"; do
     "${wrap[@]}" -o "$out/test_event_relayout-$mode" -lm
   "$out/test_event_relayout-$mode"
   # a pool's alone stretches: the policy, and real steps through them
-  "$CC" "${common[@]}" "${flags[@]}" "$here/test_pool_alone.c" "${runtime_src[@]}" \
+  "$CC" "${common[@]}" "${flags[@]}" -DSEER_FAULT_INJECTION "$here/test_pool_alone.c" \
+    "${runtime_src[@]}" \
     "${wrap[@]}" -o "$out/test_pool_alone-$mode" -lm
   "$out/test_pool_alone-$mode"
   # every allocation and thread creation of the runtime failed in turn: the

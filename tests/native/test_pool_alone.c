@@ -325,6 +325,177 @@ static void test_tidy_put_off(void)
     seer_runtime_destroy(rt);
 }
 
+/* A long stretch (64 steps and more) described to the policy afresh: its
+ * length set, three calls that lost their threads. */
+static void begin_long(seer_runtime *rt, uint32_t len, const char *what)
+{
+    const seer_pool_call few = {.step = 1, .threads = 3, .ns = 1000000, .events = 10000,
+                                .caller_events = 9900};
+    seer_pool_alone_end_host(rt);
+    rt->pool.alone.settling = 0;
+    rt->pool.alone.alone_ns = 0; /* (judged by waits and shares) */
+    rt->pool.alone.next = len;
+    for (int k = 0; k < 3; k++)
+        seer_pool_alone_after_call_host(rt, &few);
+    CHECK(rt->pool.alone.left == len && rt->pool.alone.long_stretch,
+          "%s: no long stretch begun (%u)", what, rt->pool.alone.left);
+}
+
+/* Real steps of a long stretch on `executor` (3 threads): at its first
+ * step every pending event moves to the serial executor's queues, the
+ * steps run there (counted in alone_steps, the runtime still says
+ * `executor`), and the step after the stretch moves them back; a thread or
+ * executor switch, a traced step and a reset within it leave the runtime
+ * whole; the outputs are the serial executor's at every step. */
+static void test_long_stretch(int executor, const char *name)
+{
+    seer_runtime *ref = make(SEER_EXECUTOR_SERIAL, 1, NULL);
+    seer_runtime *rt = make(executor, 3, NULL);
+    const seer_rt_alone *a = &rt->pool.alone;
+    uint64_t h_ref = run(ref, 6, 1469598103934665603ull);
+    uint64_t h = run(rt, 6, 1469598103934665603ull);
+    begin_long(rt, 64, name);
+    seer_stats s0, s1;
+    seer_runtime_stats(rt, &s0);
+    for (int k = 0; k < 64; k++) {
+        h = run(rt, 1, h);
+        h_ref = run(ref, 1, h_ref);
+        CHECK(h == h_ref, "%s: long stretch step %d differs from the serial executor's", name,
+              k);
+        CHECK(a->serial && rt->executor == SEER_EXECUTOR_SERIAL,
+              "%s: long stretch step %d not on the serial queues", name, k);
+        CHECK(seer_runtime_executor(rt) == executor, "%s: step %d: the runtime says %d", name,
+              k, seer_runtime_executor(rt));
+    }
+    seer_runtime_stats(rt, &s1);
+    CHECK(s1.alone_steps - s0.alone_steps == 64 && s1.windows == s0.windows,
+          "%s: %llu alone steps counted, %llu windows", name,
+          (unsigned long long)(s1.alone_steps - s0.alone_steps),
+          (unsigned long long)(s1.windows - s0.windows));
+    CHECK(a->left == 0, "%s: the stretch outlasted 64 steps (%u)", name, a->left);
+    /* the step after it: the pool's queues again */
+    h = run(rt, 1, h);
+    h_ref = run(ref, 1, h_ref);
+    CHECK(!a->serial && rt->executor == executor && h == h_ref,
+          "%s: after the stretch: serial %d, executor %d, outputs %s", name, a->serial,
+          rt->executor, h == h_ref ? "equal" : "differ");
+    check_conserved(rt, name);
+
+    /* a thread switch within one: the events back first, the stretch over */
+    begin_long(rt, 128, name);
+    h = run(rt, 3, h);
+    h_ref = run(ref, 3, h_ref);
+    CHECK(a->serial, "%s: not on the serial queues before the switch", name);
+    CHECK(seer_runtime_set_threads(rt, 2) == SEER_OK, "%s: set_threads: %s", name,
+          seer_runtime_error(rt));
+    CHECK(!a->serial && !a->left && rt->executor == executor,
+          "%s: after set_threads: serial %d, left %u, executor %d", name, a->serial, a->left,
+          rt->executor);
+    h = run(rt, 2, h);
+    h_ref = run(ref, 2, h_ref);
+    CHECK(h == h_ref, "%s: outputs differ after a thread switch in a long stretch", name);
+    check_conserved(rt, name);
+    CHECK(seer_runtime_set_threads(rt, 3) == SEER_OK, "%s: set_threads: %s", name,
+          seer_runtime_error(rt));
+
+    /* a traced step within one sees the pool */
+    begin_long(rt, 64, name);
+    h = run(rt, 2, h);
+    h_ref = run(ref, 2, h_ref);
+    CHECK(seer_runtime_trace(rt, 1000) == SEER_OK, "%s: trace: %s", name,
+          seer_runtime_error(rt));
+    h = run(rt, 1, h);
+    h_ref = run(ref, 1, h_ref);
+    CHECK(!a->serial && !a->left && rt->executor == executor,
+          "%s: a traced step on the serial queues (serial %d, left %u)", name, a->serial,
+          a->left);
+    CHECK(seer_runtime_trace(rt, 0) == SEER_OK, "%s: trace off: %s", name,
+          seer_runtime_error(rt));
+
+    /* a reset within one, then a switch to the serial executor and back */
+    begin_long(rt, 64, name);
+    h = run(rt, 2, h);
+    h_ref = run(ref, 2, h_ref);
+    const uint64_t seeds[2] = {21, 22};
+    CHECK(seer_runtime_reset(rt, seeds, NULL) == SEER_OK &&
+              seer_runtime_reset(ref, seeds, NULL) == SEER_OK,
+          "%s: reset: %s", name, seer_runtime_error(rt));
+    h = run(rt, 2, h);
+    h_ref = run(ref, 2, h_ref);
+    CHECK(h == h_ref && a->serial, "%s: after a reset in a long stretch: outputs %s, serial %d",
+          name, h == h_ref ? "equal" : "differ", a->serial);
+    CHECK(seer_runtime_set_executor(rt, SEER_EXECUTOR_SERIAL, 1) == SEER_OK,
+          "%s: to serial: %s", name, seer_runtime_error(rt));
+    CHECK(!a->serial && rt->executor == SEER_EXECUTOR_SERIAL &&
+              seer_runtime_executor(rt) == SEER_EXECUTOR_SERIAL,
+          "%s: a switch to the serial executor in a long stretch: serial %d", name, a->serial);
+    h = run(rt, 2, h);
+    h_ref = run(ref, 2, h_ref);
+    CHECK(seer_runtime_set_executor(rt, executor, 3) == SEER_OK, "%s: back: %s", name,
+          seer_runtime_error(rt));
+    h = run(rt, 4, h);
+    h_ref = run(ref, 4, h_ref);
+    CHECK(h == h_ref, "%s: outputs differ after switches in a long stretch", name);
+    check_conserved(rt, name);
+    seer_runtime_destroy(rt);
+    seer_runtime_destroy(ref);
+}
+
+#ifdef SEER_FAULT_INJECTION
+/* Out of memory moving a long stretch's events (the first allocation of
+ * either move fails): into the serial queues, the stretch runs on the
+ * pool's; back, one more step on the serial queues, then back; a thread
+ * switch says so and changes nothing.  Outputs the serial executor's. */
+static void test_long_stretch_no_memory(void)
+{
+    seer_runtime *ref = make(SEER_EXECUTOR_SERIAL, 1, NULL);
+    seer_runtime *rt = make(SEER_EXECUTOR_PARALLEL, 3, NULL);
+    const seer_rt_alone *a = &rt->pool.alone;
+    uint64_t h_ref = run(ref, 4, 1469598103934665603ull);
+    uint64_t h = run(rt, 4, 1469598103934665603ull);
+    begin_long(rt, 64, "no memory");
+    seer_fi_arm(SEER_FI_ALLOC, 1, 0);
+    h = run(rt, 1, h);
+    h_ref = run(ref, 1, h_ref);
+    CHECK(seer_fi_failed(SEER_FI_ALLOC) == 1 && !a->serial && a->left == 63 &&
+              rt->executor == SEER_EXECUTOR_PARALLEL && h == h_ref,
+          "no memory in: failed %llu, serial %d, left %u, outputs %s",
+          (unsigned long long)seer_fi_failed(SEER_FI_ALLOC), a->serial, a->left,
+          h == h_ref ? "equal" : "differ");
+    begin_long(rt, 64, "no memory");
+    h = run(rt, 64, h);
+    h_ref = run(ref, 64, h_ref);
+    CHECK(a->serial && !a->left, "no memory: the stretch not on the serial queues");
+    seer_fi_arm(SEER_FI_ALLOC, 1, 0);
+    h = run(rt, 1, h);
+    h_ref = run(ref, 1, h_ref);
+    CHECK(seer_fi_failed(SEER_FI_ALLOC) == 1 && a->serial && !a->left &&
+              rt->executor == SEER_EXECUTOR_SERIAL && h == h_ref,
+          "no memory out: serial %d, left %u, outputs %s", a->serial, a->left,
+          h == h_ref ? "equal" : "differ");
+    h = run(rt, 1, h);
+    h_ref = run(ref, 1, h_ref);
+    CHECK(!a->serial && rt->executor == SEER_EXECUTOR_PARALLEL && h == h_ref,
+          "no memory: not back after a failed move");
+    begin_long(rt, 64, "no memory");
+    h = run(rt, 2, h);
+    h_ref = run(ref, 2, h_ref);
+    seer_fi_arm(SEER_FI_ALLOC, 1, 0);
+    CHECK(seer_runtime_set_threads(rt, 2) == SEER_E_NOMEM &&
+              strstr(seer_runtime_error(rt), "alone stretch") && a->serial && a->left == 62,
+          "no memory: set_threads in a long stretch: %s", seer_runtime_error(rt));
+    seer_fi_arm(SEER_FI_ALLOC, 0, 0);
+    h = run(rt, 62, h);
+    h_ref = run(ref, 62, h_ref);
+    h = run(rt, 2, h);
+    h_ref = run(ref, 2, h_ref);
+    CHECK(!a->serial && h == h_ref, "no memory: outputs differ (serial %d)", a->serial);
+    check_conserved(rt, "no memory");
+    seer_runtime_destroy(rt);
+    seer_runtime_destroy(ref);
+}
+#endif
+
 int main(void)
 {
     test_policy();
@@ -332,6 +503,11 @@ int main(void)
     test_tidy_put_off();
     test_steps(SEER_EXECUTOR_PARALLEL, "parallel");
     test_steps(SEER_EXECUTOR_OPTIMISTIC, "optimistic");
+    test_long_stretch(SEER_EXECUTOR_PARALLEL, "parallel");
+    test_long_stretch(SEER_EXECUTOR_OPTIMISTIC, "optimistic");
+#ifdef SEER_FAULT_INJECTION
+    test_long_stretch_no_memory();
+#endif
     if (fails) {
         fprintf(stderr, "test_pool_alone: %d failure(s)\n", fails);
         return 1;
