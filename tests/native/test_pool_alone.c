@@ -20,7 +20,12 @@
  * the caller takes part in a stretch's calls, its steps are counted in
  * alone_steps, the records it frees stay on its own lists (none sent to
  * the idle workers' homes), every record is accounted for after them, and
- * the outputs stay the serial executor's bit for bit.
+ * the outputs stay the serial executor's bit for bit.  Long stretches (64
+ * steps and more) on the serial executor's queues: moved there at their
+ * first step, back at the step after their last, before a thread switch
+ * and a traced step; a reset and executor switches within one; and, under
+ * fault injection, the moves failing (the stretch stays where its events
+ * are, a switch says out of memory).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
