@@ -165,10 +165,13 @@ void seer_pool_keep_off_caller_host(seer_runtime *rt, uint32_t n)
  * (callgrind, PCS 16x16) and, with the caches another env's steps left,
  * 16-20% more time (PCS 64x64 beside a burner, paired in one process:
  * 2.93-3.02 ms a step against 2.49-2.53), where the move there and back
- * costs about two steps a stretch.  Measured the same way, a long
- * stretch's steps then took 2.72-2.79 ms against the serial executor's
- * 2.67-2.70, and parallel-2 and optimistic-2 ran 0.95-1.00x the serial
- * executor after their first hundred steps (0.75-0.89x before).  The
+ * costs about three steps a stretch (4-5 ms there, 2-2.5 back).  Measured
+ * the same way, a long stretch's steps then took 2.72-2.79 ms against the
+ * serial executor's 2.67-2.70; paired with and without long stretches (a
+ * local build switch), after their first 200 steps parallel-2 ran
+ * 0.98-1.04x the serial executor (0.76-0.92x without), optimistic-2
+ * 0.97-1.02x (0.79-0.93x), and 1.00-1.01x on classic PCS 32x32, whose
+ * stretches had run the speculation on one thread (0.78-0.81x).  The
  * runtime still says its executor (seer_runtime_executor); a thread or
  * executor switch, a traced step (STPA's) and the stretch's end move the
  * events back first. */
