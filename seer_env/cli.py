@@ -241,7 +241,7 @@ def _bench_company(a: argparse.Namespace) -> int:
             situations=a.situations or company.SITUATIONS, threads=a.threads, quick=a.quick,
             rounds=min(a.rounds, 3) if a.quick else a.rounds, block=a.block, env=a.env,
             config=cfg, num_envs=a.num_envs, update_every=a.update_every,
-            stpa_cache=a.stpa_cache, replicas=a.replicas)
+            stpa_cache=a.stpa_cache, replicas=a.replicas, warm_blocks=a.warm_blocks)
     except KeyboardInterrupt:
         print("seer-env bench company: interrupted (Ctrl-C): the burner and env processes "
               "were stopped; no results written", file=sys.stderr)
@@ -532,6 +532,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--replicas", type=_at_least(1), default=None,
                    help="'company': envs per executor in alone, torch, async and burner-D, "
                         "taking its blocks in turn (default 2; --quick 1)")
+    b.add_argument("--warm-blocks", type=_at_least(1), default=None,
+                   help="'company': blocks each configuration runs before the timed ones "
+                        "(default 6: a pool's alone stretches settle in company; --quick 1)")
     b.add_argument("--stpa-cache", action="store_true",
                    help="'company': let threads='auto' start from a remembered decision "
                         "(default: it decides afresh in each situation)")

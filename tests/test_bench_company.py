@@ -25,7 +25,7 @@ QUICK = dict(quick=True, config=TINY, rounds=2, block=4, update_every=2, settle_
 TOP_KEYS = {"benchmark", "seer_env", "commit", "dirty", "machine", "load_avg_before",
             "load_avg_after", "workload", "executors", "threads", "rounds", "block", "quick",
             "stpa_cache", "update_every", "torch", "situations", "skipped", "wall_s",
-            "replicas"}
+            "replicas", "warm_blocks"}
 SITUATION_KEYS = {"title", "unit", "block", "load_avg_before", "wall_s", "executors", "auto"}
 AUTO_KEYS = {"choice", "reason", "state", "settled", "probe_steps_timed", "probes_timed"}
 
@@ -78,6 +78,38 @@ def test_cli_parses_the_company_options() -> None:
     assert cli.build_parser().parse_args(["bench", "company", "--replicas", "3"]).replicas == 3
     with pytest.raises(SystemExit):
         cli.build_parser().parse_args(["bench", "company", "--replicas", "0"])
+    assert cli.build_parser().parse_args(["bench", "company"]).warm_blocks is None
+    assert cli.build_parser().parse_args(
+        ["bench", "company", "--warm-blocks", "2"]).warm_blocks == 2
+    with pytest.raises(SystemExit):
+        cli.build_parser().parse_args(["bench", "company", "--warm-blocks", "0"])
+
+
+def test_every_configuration_warms_its_blocks_before_the_timed_ones(monkeypatch) -> None:
+    """``warm_blocks`` blocks of each configuration before the rotated ones
+    (a pool's alone stretches climb to their steady length there, as auto
+    settles), auto one block more after settling; the default 6 (``quick``
+    1), recorded in the result; a count below 1 refused."""
+    runs: list[int] = []
+    real = company._block_s
+
+    def counted(fn, n):
+        runs.append(n)
+        return real(fn, n)
+
+    monkeypatch.setattr(company, "_block_s", counted)
+    res = company.bench_company(["alone"], **{**QUICK, "warm_blocks": 3})
+    assert res["warm_blocks"] == 3
+    labels = res["executors"]
+    # the host check's blocks first; then each label's env warmed 3 blocks of 4,
+    # auto one block more once settled, then the timed blocks
+    warm_at = runs.index(12)
+    assert runs[warm_at:warm_at + len(labels)] == [12] * len(labels)
+    assert runs[warm_at + len(labels)] == 4
+    assert company.bench_company(["alone"], **QUICK)["warm_blocks"] == 1
+    assert company.WARM_BLOCKS == 6
+    with pytest.raises(ConfigError, match="warm_blocks"):
+        company.bench_company(["alone"], **{**QUICK, "warm_blocks": 0})
 
 
 def test_cli_refuses_an_unknown_situation_and_an_unwritable_file(tmp_path, capsys) -> None:

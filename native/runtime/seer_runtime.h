@@ -272,6 +272,9 @@ uint32_t seer_runtime_worker_tids(const seer_runtime *rt, int64_t *out, uint32_t
  * leaves out where it reads what this process's other threads do.  Host
  * thread, between calls. */
 uint32_t seer_runtime_pool_tids(const seer_runtime *rt, int64_t *out, uint32_t cap);
+/* The executor the runtime was made with or switched to (SEER_EXECUTOR_*),
+ * also while a pool's long alone stretch runs its steps on the serial
+ * executor's queues. */
 int seer_runtime_executor(const seer_runtime *rt);
 void *seer_runtime_buffer(seer_runtime *rt, int which);
 

@@ -27,10 +27,13 @@ Executors: ``serial``, ``parallel-P`` and ``optimistic-P`` for ``P`` in
 ``threads`` (default 2 to the usable cores) and ``auto`` (``threads="auto"``,
 STPA; warmed up until it has settled, in the situation itself; its decision
 cache off unless ``stpa_cache=True``, so each situation decides afresh).
-Within a situation every executor has its env(s) made and warmed, then they
-take turns, blocks of ``block`` iterations in an order that rotates every
-round (`seer_env.perf.bench`'s blocks); the figures are the medians of the
-blocks and their ratios to the serial executor's (> 1: faster than serial).
+Within a situation every executor has its env(s) made and warmed
+(``warm_blocks`` blocks each, default 6; a pool that loses its threads in
+company climbs to its steady alone stretches in about 150 steps, as auto
+settles in its own warm-up), then they take turns, blocks of ``block``
+iterations in an order that rotates every round (`seer_env.perf.bench`'s
+blocks); the figures are the medians of the blocks and their ratios to
+the serial executor's (> 1: faster than serial).
 In ``alone``, ``torch``, ``async`` and ``burner-D`` each executor has
 ``replicas`` envs (default 2; made round by round, the executors' order
 reversed every other round), which take its blocks in turn: envs made alike
@@ -93,8 +96,14 @@ DEFAULT_CONFIG: dict[str, Any] = {"width": 64, "height": 64}
 BURNER_PERIOD_S = 0.01
 #: How long a process of ``procs-N`` waits at the barrier for its siblings.
 _BARRIER_S = 600.0
-#: Calls taken to warm each configuration before its blocks (as blocks).
-_WARM_BLOCKS = 1
+#: Blocks each configuration runs before its timed ones (`bench_company`'s
+#: ``warm_blocks``): a pool that loses its threads in company runs stretches
+#: of 8, 16, 32 and then 64 to 256 steps on the caller alone, each judged by
+#: the pool's steps after it (native/runtime/company.c), and reaches its
+#: steady state some 150 steps after company comes; one warm block timed that
+#: climb (parallel-2 beside a burner at full duty 0.75-0.84x the serial
+#: executor, 0.98x from the 200th step on).  ``quick``: 1.
+WARM_BLOCKS = 6
 
 Log = Callable[[str], None]
 
@@ -505,6 +514,7 @@ class _Plan:
     auto_s: float
     progress: Log
     replicas: int = 1
+    warm_blocks: int = WARM_BLOCKS
 
 
 def _figures(samples: dict[str, list[float]], per: float,
@@ -558,11 +568,11 @@ def _rotate(plan: _Plan, runs: dict[str, Callable[[], Any]], autos: Sequence[Any
     steps each label's runtimes ran in alone stretches during the blocks.  A
     label's replicas (`_Replicas`) take its blocks in turn."""
     block = block or plan.block
-    plan.progress(f"  warming {len(runs)} configurations ({_WARM_BLOCKS * block} iterations "
-                  "each; auto until STPA settles)")
+    plan.progress(f"  warming {len(runs)} configurations ({plan.warm_blocks * block} "
+                  "iterations each; auto until STPA settles)")
     for fn in runs.values():
         for part in _parts(fn):
-            _block_s(part, _WARM_BLOCKS * block)
+            _block_s(part, plan.warm_blocks * block)
     auto_parts = _parts(runs["auto"]) if autos else []
     # each replica settles on its own (stepped in turn, each one's
     # iterations would hold the other's step, probing too)
@@ -573,7 +583,7 @@ def _rotate(plan: _Plan, runs: dict[str, Callable[[], Any]], autos: Sequence[Any
     # first steps after the decision's switch (1.7 ms a step against 1.3
     # on parallel-2, PCS 64x64 alone)
     for part in auto_parts:
-        _block_s(part, _WARM_BLOCKS * block)
+        _block_s(part, block)
     marks = _probe_marks(autos)
     plan.progress(f"  {plan.rounds} rounds of {block}-iteration blocks")
     got: dict[str, list[float]] = {k: [] for k in runs}
@@ -702,7 +712,8 @@ def host_moved(res: Mapping[str, Any]) -> str | None:
 
 
 def _proc_main(idx: int, wl: Workload, labels: list[str], rounds: int, block: int,
-               auto_calls: int, auto_s: float, barrier: Any, results: Any, parent: int) -> None:
+               warm_calls: int, auto_calls: int, auto_s: float, barrier: Any, results: Any,
+               parent: int) -> None:
     """One process of ``procs-N``: an env of each label, warmed together with
     its siblings (a barrier before each label), then the rotated blocks, each
     started together; its block times (and auto's record) go to ``results``."""
@@ -722,7 +733,7 @@ def _proc_main(idx: int, wl: Workload, labels: list[str], rounds: int, block: in
         warm: dict[str, Any] = {}
         for k, fn in runs.items():
             together(k)
-            _block_s(fn, _WARM_BLOCKS * block)
+            _block_s(fn, warm_calls)
             if k == "auto":
                 warm = _settle([envs[k].runtime.stpa], fn, auto_calls, auto_s)
         marks = _probe_marks([envs["auto"].runtime.stpa])
@@ -745,7 +756,8 @@ def _procs(plan: _Plan, n: int) -> dict[str, Any]:
     barrier, results = ctx.Barrier(n), ctx.Queue()
     procs = [ctx.Process(target=_proc_main, name=f"seer-env bench company env {i}",
                          args=(i, plan.workload, plan.labels, plan.rounds, plan.block,
-                               plan.auto_calls, plan.auto_s, barrier, results, os.getpid()),
+                               plan.warm_blocks * plan.block, plan.auto_calls, plan.auto_s,
+                               barrier, results, os.getpid()),
                          daemon=True) for i in range(n)]
     got: dict[int, dict[str, Any]] = {}
     try:
@@ -861,7 +873,8 @@ def bench_company(situations: Sequence[str] = SITUATIONS, threads: Sequence[int]
                   rounds: int | None = None, block: int | None = None, quick: bool = False,
                   env: str = DEFAULT_ENV, config: Mapping[str, Any] | None = None,
                   num_envs: int = 1, update_every: int = 16, stpa_cache: bool = False,
-                  settle_s: float | None = None, replicas: int | None = None, log: Log = print,
+                  settle_s: float | None = None, replicas: int | None = None,
+                  warm_blocks: int | None = None, log: Log = print,
                   progress: Log = _stderr) -> dict[str, Any]:
     """Measure the executors in every situation of ``situations`` (`SITUATIONS`
     by default; see the module's docstring) and return every figure as a dict
@@ -885,6 +898,10 @@ def bench_company(situations: Sequence[str] = SITUATIONS, threads: Sequence[int]
             30 s; ``quick`` 5 s); its record says whether it had.
         replicas: envs per executor in ``alone``, ``torch``, ``async`` and
             ``burner-D``, taking its blocks in turn (default 2; ``quick`` 1).
+        warm_blocks: blocks each configuration (each replica) runs before the
+            timed ones (default `WARM_BLOCKS`, 6: a pool's alone stretches
+            reach their steady length in company; ``quick`` 1); auto then
+            runs until STPA settles, and one block more.
 
     Example:
 
@@ -900,7 +917,8 @@ def bench_company(situations: Sequence[str] = SITUATIONS, threads: Sequence[int]
         raise ConfigError(f"threads {bad}: the pools measured take 2 to {cores} threads (the "
                           "usable cores; the runtime caps a pool there)")
     for what, v in (("rounds", rounds), ("block", block), ("num_envs", num_envs),
-                    ("update_every", update_every), ("replicas", replicas)):
+                    ("update_every", update_every), ("replicas", replicas),
+                    ("warm_blocks", warm_blocks)):
         if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
             raise ConfigError(f"{what}={v!r} must be a positive int")
     if settle_s is not None and not settle_s >= 0:
@@ -916,6 +934,7 @@ def bench_company(situations: Sequence[str] = SITUATIONS, threads: Sequence[int]
                                                  "num_envs": num_envs},
         "quick": quick, "stpa_cache": stpa_cache, "update_every": update_every,
         "replicas": replicas or (1 if quick else 2),
+        "warm_blocks": warm_blocks or (1 if quick else WARM_BLOCKS),
         # (imported only for the loops: importing torch takes seconds)
         "torch": (_torch_info() if any(_parse(n)[0] in ("torch", "async") for n in names)
                   else None),
@@ -932,7 +951,7 @@ def bench_company(situations: Sequence[str] = SITUATIONS, threads: Sequence[int]
         plan = _Plan(wl, labels, rounds or (3 if quick else 7), block or (16 if quick else 32),
                      update_every, 500 if quick else 3000,
                      settle_s if settle_s is not None else 5.0 if quick else 30.0, progress,
-                     res["replicas"])
+                     res["replicas"], res["warm_blocks"])
         res.update(executors=labels, threads=list(threads), rounds=plan.rounds,
                    block=plan.block)
         log(f"seer-env bench company: {env} {wl.config}, {num_envs} instance(s); "
