@@ -346,17 +346,20 @@ static void begin_long(seer_runtime *rt, uint32_t len, const char *what)
           "%s: no long stretch begun (%u)", what, rt->pool.alone.left);
 }
 
-/* Real steps of a long stretch on `executor` (3 threads): at its first
+/* Real steps of a long stretch on `executor` (`threads`): at its first
  * step every pending event moves to the serial executor's queues, the
  * steps run there (counted in alone_steps, the runtime still says
  * `executor`), and the step after the stretch moves them back; a thread or
  * executor switch, a traced step and a reset within it leave the runtime
  * whole; the outputs are the serial executor's at every step. */
-static void test_long_stretch(int executor, const char *name)
+static void test_long_stretch(int executor, uint32_t threads, const char *name)
 {
     seer_runtime *ref = make(SEER_EXECUTOR_SERIAL, 1, NULL);
-    seer_runtime *rt = make(executor, 3, NULL);
+    seer_runtime *rt = make(executor, threads, NULL);
     const seer_rt_alone *a = &rt->pool.alone;
+    /* (two instances on two threads: one partition each, whole-instance steps) */
+    CHECK((threads == 2) == (rt->part.n == 1), "%s: %u partitions on %u threads", name,
+          rt->part.n, threads);
     uint64_t h_ref = run(ref, 6, 1469598103934665603ull);
     uint64_t h = run(rt, 6, 1469598103934665603ull);
     begin_long(rt, 64, name);
@@ -400,7 +403,7 @@ static void test_long_stretch(int executor, const char *name)
     h_ref = run(ref, 2, h_ref);
     CHECK(h == h_ref, "%s: outputs differ after a thread switch in a long stretch", name);
     check_conserved(rt, name);
-    CHECK(seer_runtime_set_threads(rt, 3) == SEER_OK, "%s: set_threads: %s", name,
+    CHECK(seer_runtime_set_threads(rt, threads) == SEER_OK, "%s: set_threads: %s", name,
           seer_runtime_error(rt));
 
     /* a traced step within one sees the pool */
@@ -436,7 +439,7 @@ static void test_long_stretch(int executor, const char *name)
           "%s: a switch to the serial executor in a long stretch: serial %d", name, a->serial);
     h = run(rt, 2, h);
     h_ref = run(ref, 2, h_ref);
-    CHECK(seer_runtime_set_executor(rt, executor, 3) == SEER_OK, "%s: back: %s", name,
+    CHECK(seer_runtime_set_executor(rt, executor, threads) == SEER_OK, "%s: back: %s", name,
           seer_runtime_error(rt));
     h = run(rt, 4, h);
     h_ref = run(ref, 4, h_ref);
@@ -508,8 +511,10 @@ int main(void)
     test_tidy_put_off();
     test_steps(SEER_EXECUTOR_PARALLEL, "parallel");
     test_steps(SEER_EXECUTOR_OPTIMISTIC, "optimistic");
-    test_long_stretch(SEER_EXECUTOR_PARALLEL, "parallel");
-    test_long_stretch(SEER_EXECUTOR_OPTIMISTIC, "optimistic");
+    test_long_stretch(SEER_EXECUTOR_PARALLEL, 3, "parallel");
+    test_long_stretch(SEER_EXECUTOR_OPTIMISTIC, 3, "optimistic");
+    /* two instances on two threads: one partition each (whole-instance steps) */
+    test_long_stretch(SEER_EXECUTOR_PARALLEL, 2, "parallel, whole instances");
 #ifdef SEER_FAULT_INJECTION
     test_long_stretch_no_memory();
 #endif
