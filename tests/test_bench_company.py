@@ -98,8 +98,10 @@ def test_every_configuration_warms_its_blocks_before_the_timed_ones(monkeypatch)
         return real(fn, n)
 
     monkeypatch.setattr(company, "_block_s", counted)
-    res = company.bench_company(["alone"], **{**QUICK, "warm_blocks": 3})
+    lines: list[str] = []
+    res = company.bench_company(["alone"], **{**QUICK, "warm_blocks": 3, "log": lines.append})
     assert res["warm_blocks"] == 3
+    assert "rounds of 4-iteration blocks after 3 warm-up block(s) each" in lines[0]
     labels = res["executors"]
     # the host check's blocks first; then each label's env warmed 3 blocks of 4,
     # auto one block more once settled, then the timed blocks

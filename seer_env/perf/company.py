@@ -955,7 +955,8 @@ def bench_company(situations: Sequence[str] = SITUATIONS, threads: Sequence[int]
         res.update(executors=labels, threads=list(threads), rounds=plan.rounds,
                    block=plan.block)
         log(f"seer-env bench company: {env} {wl.config}, {num_envs} instance(s); "
-            f"{', '.join(labels)}; {plan.rounds} rounds of {plan.block}-iteration blocks\n"
+            f"{', '.join(labels)}; {plan.rounds} rounds of {plan.block}-iteration blocks "
+            f"after {plan.warm_blocks} warm-up block(s) each\n"
             f"{'':<12} {'executor':<14} {'time':>10} {'vs serial':>10} {'env part':>10}  "
             "(time: median per step, iteration or round; procs-N: aggregate steps/s)")
         has_torch = res["torch"] is not None
