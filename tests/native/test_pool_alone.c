@@ -56,6 +56,15 @@ static int fails = 0;
 
 #include "event_records.h"
 
+/* `steps` steps of a runtime and of its serial reference, each one's
+ * checksum carried on (run). */
+static void run_both(seer_runtime *rt, seer_runtime *ref, int steps, uint64_t *h,
+                     uint64_t *h_ref)
+{
+    *h = run(rt, steps, *h);
+    *h_ref = run(ref, steps, *h_ref);
+}
+
 /* A runtime of PHOLD, reset; `alone` as SEER_POOL_ALONE says (NULL: unset). */
 static seer_runtime *make(int executor, uint32_t threads, const char *alone)
 {
@@ -249,8 +258,7 @@ static void test_steps(int executor, const char *name)
         idle[t - 1] = rt->pool.workers[t].pool.nfree + rt->pool.workers[t].cross.nfree +
                       rt->mem.homes[t].n;
     for (int k = 0; k < 8; k++) {
-        h = run(rt, 1, h);
-        h_ref = run(ref, 1, h_ref);
+        run_both(rt, ref, 1, &h, &h_ref);
         for (uint32_t t = 1; t < 3; t++) {
             const uint64_t now = rt->pool.workers[t].pool.nfree +
                                  rt->pool.workers[t].cross.nfree + rt->mem.homes[t].n;
@@ -269,8 +277,7 @@ static void test_steps(int executor, const char *name)
     /* the pool again, as long as its steps keep their threads (PHOLD's are
      * real: their timings may begin another stretch, which changes nothing
      * but the threads) */
-    h = run(rt, 10, h);
-    h_ref = run(ref, 10, h_ref);
+    run_both(rt, ref, 10, &h, &h_ref);
     CHECK(h == h_ref, "%s: outputs differ from the serial executor's", name);
     check_conserved(rt, name);
     seer_runtime_destroy(rt);
@@ -366,8 +373,7 @@ static void test_long_stretch(int executor, uint32_t threads, const char *name)
     seer_stats s0, s1;
     seer_runtime_stats(rt, &s0);
     for (int k = 0; k < 64; k++) {
-        h = run(rt, 1, h);
-        h_ref = run(ref, 1, h_ref);
+        run_both(rt, ref, 1, &h, &h_ref);
         CHECK(h == h_ref, "%s: long stretch step %d differs from the serial executor's", name,
               k);
         CHECK(a->serial && rt->executor == SEER_EXECUTOR_SERIAL,
@@ -382,8 +388,7 @@ static void test_long_stretch(int executor, uint32_t threads, const char *name)
           (unsigned long long)(s1.windows - s0.windows));
     CHECK(a->left == 0, "%s: the stretch outlasted 64 steps (%u)", name, a->left);
     /* the step after it: the pool's queues again */
-    h = run(rt, 1, h);
-    h_ref = run(ref, 1, h_ref);
+    run_both(rt, ref, 1, &h, &h_ref);
     CHECK(!a->serial && rt->executor == executor && h == h_ref,
           "%s: after the stretch: serial %d, executor %d, outputs %s", name, a->serial,
           rt->executor, h == h_ref ? "equal" : "differ");
@@ -391,16 +396,14 @@ static void test_long_stretch(int executor, uint32_t threads, const char *name)
 
     /* a thread switch within one: the events back first, the stretch over */
     begin_long(rt, 128, name);
-    h = run(rt, 3, h);
-    h_ref = run(ref, 3, h_ref);
+    run_both(rt, ref, 3, &h, &h_ref);
     CHECK(a->serial, "%s: not on the serial queues before the switch", name);
     CHECK(seer_runtime_set_threads(rt, 2) == SEER_OK, "%s: set_threads: %s", name,
           seer_runtime_error(rt));
     CHECK(!a->serial && !a->left && rt->executor == executor,
           "%s: after set_threads: serial %d, left %u, executor %d", name, a->serial, a->left,
           rt->executor);
-    h = run(rt, 2, h);
-    h_ref = run(ref, 2, h_ref);
+    run_both(rt, ref, 2, &h, &h_ref);
     CHECK(h == h_ref, "%s: outputs differ after a thread switch in a long stretch", name);
     check_conserved(rt, name);
     CHECK(seer_runtime_set_threads(rt, threads) == SEER_OK, "%s: set_threads: %s", name,
@@ -408,12 +411,10 @@ static void test_long_stretch(int executor, uint32_t threads, const char *name)
 
     /* a traced step within one sees the pool */
     begin_long(rt, 64, name);
-    h = run(rt, 2, h);
-    h_ref = run(ref, 2, h_ref);
+    run_both(rt, ref, 2, &h, &h_ref);
     CHECK(seer_runtime_trace(rt, 1000) == SEER_OK, "%s: trace: %s", name,
           seer_runtime_error(rt));
-    h = run(rt, 1, h);
-    h_ref = run(ref, 1, h_ref);
+    run_both(rt, ref, 1, &h, &h_ref);
     CHECK(!a->serial && !a->left && rt->executor == executor,
           "%s: a traced step on the serial queues (serial %d, left %u)", name, a->serial,
           a->left);
@@ -422,14 +423,12 @@ static void test_long_stretch(int executor, uint32_t threads, const char *name)
 
     /* a reset within one, then a switch to the serial executor and back */
     begin_long(rt, 64, name);
-    h = run(rt, 2, h);
-    h_ref = run(ref, 2, h_ref);
+    run_both(rt, ref, 2, &h, &h_ref);
     const uint64_t seeds[2] = {21, 22};
     CHECK(seer_runtime_reset(rt, seeds, NULL) == SEER_OK &&
               seer_runtime_reset(ref, seeds, NULL) == SEER_OK,
           "%s: reset: %s", name, seer_runtime_error(rt));
-    h = run(rt, 2, h);
-    h_ref = run(ref, 2, h_ref);
+    run_both(rt, ref, 2, &h, &h_ref);
     CHECK(h == h_ref && a->serial, "%s: after a reset in a long stretch: outputs %s, serial %d",
           name, h == h_ref ? "equal" : "differ", a->serial);
     CHECK(seer_runtime_set_executor(rt, SEER_EXECUTOR_SERIAL, 1) == SEER_OK,
@@ -437,12 +436,10 @@ static void test_long_stretch(int executor, uint32_t threads, const char *name)
     CHECK(!a->serial && rt->executor == SEER_EXECUTOR_SERIAL &&
               seer_runtime_executor(rt) == SEER_EXECUTOR_SERIAL,
           "%s: a switch to the serial executor in a long stretch: serial %d", name, a->serial);
-    h = run(rt, 2, h);
-    h_ref = run(ref, 2, h_ref);
+    run_both(rt, ref, 2, &h, &h_ref);
     CHECK(seer_runtime_set_executor(rt, executor, threads) == SEER_OK, "%s: back: %s", name,
           seer_runtime_error(rt));
-    h = run(rt, 4, h);
-    h_ref = run(ref, 4, h_ref);
+    run_both(rt, ref, 4, &h, &h_ref);
     CHECK(h == h_ref, "%s: outputs differ after switches in a long stretch", name);
     check_conserved(rt, name);
     seer_runtime_destroy(rt);
@@ -463,40 +460,33 @@ static void test_long_stretch_no_memory(void)
     uint64_t h = run(rt, 4, 1469598103934665603ull);
     begin_long(rt, 64, "no memory");
     seer_fi_arm(SEER_FI_ALLOC, 1, 0);
-    h = run(rt, 1, h);
-    h_ref = run(ref, 1, h_ref);
+    run_both(rt, ref, 1, &h, &h_ref);
     CHECK(seer_fi_failed(SEER_FI_ALLOC) == 1 && !a->serial && a->left == 63 &&
               rt->executor == SEER_EXECUTOR_PARALLEL && h == h_ref,
           "no memory in: failed %llu, serial %d, left %u, outputs %s",
           (unsigned long long)seer_fi_failed(SEER_FI_ALLOC), a->serial, a->left,
           h == h_ref ? "equal" : "differ");
     begin_long(rt, 64, "no memory");
-    h = run(rt, 64, h);
-    h_ref = run(ref, 64, h_ref);
+    run_both(rt, ref, 64, &h, &h_ref);
     CHECK(a->serial && !a->left, "no memory: the stretch not on the serial queues");
     seer_fi_arm(SEER_FI_ALLOC, 1, 0);
-    h = run(rt, 1, h);
-    h_ref = run(ref, 1, h_ref);
+    run_both(rt, ref, 1, &h, &h_ref);
     CHECK(seer_fi_failed(SEER_FI_ALLOC) == 1 && a->serial && !a->left &&
               rt->executor == SEER_EXECUTOR_SERIAL && h == h_ref,
           "no memory out: serial %d, left %u, outputs %s", a->serial, a->left,
           h == h_ref ? "equal" : "differ");
-    h = run(rt, 1, h);
-    h_ref = run(ref, 1, h_ref);
+    run_both(rt, ref, 1, &h, &h_ref);
     CHECK(!a->serial && rt->executor == SEER_EXECUTOR_PARALLEL && h == h_ref,
           "no memory: not back after a failed move");
     begin_long(rt, 64, "no memory");
-    h = run(rt, 2, h);
-    h_ref = run(ref, 2, h_ref);
+    run_both(rt, ref, 2, &h, &h_ref);
     seer_fi_arm(SEER_FI_ALLOC, 1, 0);
     CHECK(seer_runtime_set_threads(rt, 2) == SEER_E_NOMEM &&
               strstr(seer_runtime_error(rt), "alone stretch") && a->serial && a->left == 62,
           "no memory: set_threads in a long stretch: %s", seer_runtime_error(rt));
     seer_fi_arm(SEER_FI_ALLOC, 0, 0);
-    h = run(rt, 62, h);
-    h_ref = run(ref, 62, h_ref);
-    h = run(rt, 2, h);
-    h_ref = run(ref, 2, h_ref);
+    run_both(rt, ref, 62, &h, &h_ref);
+    run_both(rt, ref, 2, &h, &h_ref);
     CHECK(!a->serial && h == h_ref, "no memory: outputs differ (serial %d)", a->serial);
     check_conserved(rt, "no memory");
     seer_runtime_destroy(rt);
