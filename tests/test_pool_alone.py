@@ -113,3 +113,111 @@ def test_alone_steps_is_a_counter_of_every_runtime():
         assert rt.stats()["alone_steps"] == 0
     finally:
         rt.close()
+
+
+LIFECYCLE_CHILD = r"""
+import hashlib, json, os, sys, threading
+import numpy as np
+from seer_env.registry import Runtime
+
+ALL = os.sched_getaffinity(0)
+CPU = min(ALL)
+MODEL, B, STEPS = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+CFG = {"phold_v0": dict(num_entities=200, events_per_entity=4, remote=0.7, mean=1.0,
+                        lookahead=0.5, work=20, step_duration=4.0),
+       "pcs_v0": dict(width=16, height=16)}.get(MODEL, {})
+# what happens at which step: each while the pool may be in a stretch
+OPS = {90: "snapshot", 100: "queries", 110: "restore", 140: "reset", 160: "threads",
+       175: "executor", 200: "snapshot", 215: "queries", 230: "restore"}
+
+def digest(rt, extra=b""):
+    h = hashlib.sha256(extra)
+    for a in (rt.obs, rt.reward, rt.terminated, rt.truncated, rt.info):
+        h.update(np.ascontiguousarray(a).tobytes())
+    return h.hexdigest()
+
+def run(executor, threads, other):
+    rt = Runtime(MODEL, CFG, B, executor, threads, oversubscribe=True)
+    rng = np.random.default_rng(11)
+    seeds = iter(range(100, 100000))
+    out, flags, snap = [], [], None
+    rt.reset([next(seeds) for _ in range(B)])
+    s0 = rt.stats()
+    for k in range(STEPS):
+        extra = b""
+        op = OPS.get(k)
+        if op == "snapshot":
+            snap = rt.snapshot(B - 1)
+            extra = hashlib.sha256(snap).digest()
+        elif op == "queries":
+            extra = repr((rt.entity_events(0), rt.pending_events(0))).encode()
+        elif op == "restore":
+            rt.restore(B - 1, snap)
+        elif op == "reset":
+            rt.reset([next(seeds) for _ in range(B)])
+        elif op == "threads":
+            rt.set_threads(threads)  # a pool made anew mid-run (new threads)
+        elif op == "executor":
+            rt.set_executor(other, threads)
+        # the caller and its pool's threads on one CPU: a worker gets a core
+        # only by taking the caller's, so the pool's steps lose and it runs
+        # stretches on the caller alone (the long ones on the serial queues)
+        for tid in [threading.get_native_id(), *rt.worker_tids()]:
+            os.sched_setaffinity(tid, {CPU})
+        a = rt.actions
+        if a.dtype.kind in "iu":
+            a[:] = rng.integers(0, max(1, int(rt.sizes.action_n)), size=a.shape)
+        else:
+            a[:] = rng.random(a.shape)
+        rt.step()
+        s = rt.stats()
+        flags.append([s["alone_steps"] - s0["alone_steps"], s["windows"] - s0["windows"]])
+        s0 = s
+        out.append(digest(rt, extra))
+        done = ~np.asarray(rt.alive).reshape(B, -1).any(axis=1)
+        if done.any():  # an instance whose agents are all gone starts again
+            rt.reset([next(seeds) for _ in range(B)], mask=done)
+    total = rt.stats()["alone_steps"]
+    rt.close()
+    os.sched_setaffinity(threading.get_native_id(), ALL)
+    return out, flags, total
+
+ref, _, _ = run("serial", 1, "serial")
+res = {}
+for ex, other in (("parallel", "optimistic"), ("optimistic", "parallel")):
+    got, flags, total = run(ex, 2, other)
+    first = next((k for k, (a, b) in enumerate(zip(ref, got)) if a != b), None)
+    # the longest run of steps on the serial executor's queues (alone, no windows)
+    longest = run_ = 0
+    for alone, windows in flags:
+        run_ = run_ + 1 if alone == 1 and windows == 0 else 0
+        longest = max(longest, run_)
+    res[ex] = {"first_difference": first, "alone_steps": total, "longest_serial": longest,
+               "steps": len(got)}
+print(json.dumps(res))
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs sched_setaffinity")
+@pytest.mark.parametrize("model,instances", [("pcs_v0", 1), ("pcs_v0", 2), ("phold_v0", 2),
+                                             ("hunt_v0", 1), ("aircraft_v0", 2)])
+def test_stretches_through_snapshots_restores_resets_and_switches_keep_the_serial_outputs(
+        model, instances):
+    # every shipped model, one and several instances, its pool pinned to the
+    # caller's CPU for 260 steps: snapshots, queries, a restore, a reset of
+    # every instance, a pool made anew and an executor switch come while the
+    # pool runs its stretches (long ones on the serial executor's queues,
+    # moved there and back around each); instances whose agents are all gone
+    # are reset on their own; every step's outputs (and what each snapshot
+    # and query returned) are the serial executor's
+    env = {k: v for k, v in os.environ.items() if k != "SEER_POOL_ALONE"}
+    env["SEER_KEEP_OFF_CALLER"] = "0"
+    p = subprocess.run([sys.executable, "-c", LIFECYCLE_CHILD, model, str(instances), "260"],
+                       env=env, cwd=ROOT, capture_output=True, text=True, timeout=300,
+                       check=False)
+    assert p.returncode == 0, p.stderr
+    res = json.loads(p.stdout.strip().splitlines()[-1])
+    for ex, r in res.items():
+        assert r["first_difference"] is None, (model, instances, ex, r)
+        assert r["steps"] == 260
+        assert 8 <= r["alone_steps"] < 260, (model, instances, ex, r)
