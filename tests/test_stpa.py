@@ -2374,26 +2374,75 @@ def test_a_wait_read_after_the_pool_step_counts_to_the_pool():
     assert pr.waited[P[2]] == [100.0, 1, 1000.0]
 
 
-def test_pools_always_behind_their_trace_are_rechecked_once(monkeypatch):
+def _decisions_at(st, rt, steps):
+    """Step ``rt`` under ``st`` ``steps`` times: (step, trigger) of each decision."""
+    at, n = [], len(st.history)
+    for i in range(steps):
+        rt.step(st)
+        if len(st.history) != n:
+            n = len(st.history)
+            at.append((i, st.history[-1].trigger))
+    return at
+
+
+def test_pools_always_behind_their_trace_are_rechecked_at_doubling_waits(monkeypatch):
     """A trace that always mispredicts the pool (uneven cores, a memory-bound
-    pool): the preflight's recheck comes once, and the confirmations after it
-    wait for their budget as usual (a recheck after every confirmation would
+    pool): the preflight's recheck comes a quarter of a second on (here 2 ms),
+    each confirmation that finds the same waits twice the last, and once that
+    is longer than the confirmation budget's own wait the confirmations wait
+    for their budget as usual (a recheck after every confirmation would
     confirm every quarter of a second for good)."""
     from seer_env.stpa.decision import Decisions
 
     rt = _FakeRuntime()
     rt.events_per_step = 1000
     monkeypatch.setattr(Decisions, "_pools_slower_than_traced",
-                        staticmethod(lambda host, pr, dec: (P[2], 3.0)))
+                        staticmethod(lambda host, pr, dec: (P[2], 3.0)
+                                     if dec.candidate.threads == 1 else None))
     st = Stpa(rt, cores=2, rounds=1, reprobe_rounds=1, check_every=8, reprobe_gap=16,
               check_ns=0.0, trace=False, tie=0.0, clock=rt.clock, probe_share=None,
               recheck_ns=2_000_000.0)
     rt.slow_factor = 2.0
     rt.slow[("parallel", 2)] = 10**9  # every parallel-2 step 2x: behind one thread
-    for _ in range(1500):
-        rt.step(st)
-    confirms = [d for d in st.history if d.trigger == "confirm"]
-    assert st.threads == 1 and 2 <= len(confirms) < 10, [d.trigger for d in st.history]
+    at = _decisions_at(st, rt, 1500)
+    assert [t for _, t in at] == ["preflight"] + ["confirm"] * (len(at) - 1)
+    assert st.threads == 1 and 5 <= len(at) < 10, at
+    gaps = [b - a for (a, _), (b, _) in itertools.pairwise(at)]
+    # 2 ms of 110 us steps (19), its confirmation's 8 steps and the check's
+    # spacing, then twice as long each time, up to the budget's wait
+    assert gaps[0] <= 19 + 8 + 8, gaps
+    # (each gap holds its confirmation's steps and the check's spacing too)
+    assert len(gaps) >= 4 and all(b >= 1.4 * a for a, b in itertools.pairwise(gaps)), gaps
+    assert st.monitor.recheck_wait_ns is None  # the chain ended at the budget's wait
+
+
+def test_a_pool_behind_its_trace_for_a_while_is_taken_by_a_later_recheck(monkeypatch):
+    """The preflight's pool ran behind its trace through the preflight and its
+    first recheck (the host slow for longer than a quarter of a second): the
+    rechecks after it, twice as far apart each, time it again and take it
+    once it runs as it should -- long before the confirmation budget's wait
+    (a run decided in such a moment kept the serial executor for it)."""
+    from seer_env.stpa.decision import Decisions
+
+    rt = _FakeRuntime()
+    rt.events_per_step = 1000  # serial 110 us, parallel-1 100 us, parallel-2 72 us
+
+    # (the trace puts parallel-2 ahead: a probe it lost ran it behind its trace)
+    monkeypatch.setattr(Decisions, "_pools_slower_than_traced",
+                        staticmethod(lambda host, pr, dec: (P[2], 3.0)
+                                     if dec.candidate.threads == 1 else None))
+    st = Stpa(rt, cores=2, rounds=1, reprobe_rounds=1, check_every=8, reprobe_gap=16,
+              check_ns=0.0, trace=False, tie=0.0, clock=rt.clock, probe_share=None,
+              recheck_ns=2_000_000.0, hysteresis=0.05)
+    # its first 12 steps 3x slower: the preflight's visits and the first
+    # rechecks' (it loses them), then as fast as it is
+    rt.slow[("parallel", 2)] = 12
+    at = _decisions_at(st, rt, 600)
+    assert st.threads == 2, (at, st.reason)
+    took = next(i for (i, _), d in zip(at, st.history, strict=True) if d.candidate.threads == 2)
+    # without the doubling rechecks the first confirmation came some 545
+    # steps after the first recheck
+    assert took < 400, at
 
 
 def test_one_slow_visit_does_not_drop_a_candidate():

@@ -254,22 +254,35 @@ class Decisions:
         # again and again)
         monitor.chosen_in_company = dec.candidate.threads > 1 and not same \
             and (bool(company) or share < host.cores)
-        # after the preflight only: a confirmation that found the same would
-        # recheck every quarter of a second for good where the trace
-        # mispredicts (uneven cores, a memory-bound pool)
-        slow = None if company or share < host.cores or pr.trigger != "preflight" \
+        # after the preflight, and after the confirmations that follow it
+        # while they find the same: each waits twice the last (a quarter of a
+        # second, then half, one, two ...) until the confirmation budget's own
+        # wait is shorter; a trace that always mispredicts (uneven cores, a
+        # memory-bound pool) costs a few confirmations, not one every quarter
+        # of a second for good
+        chain = pr.trigger == "preflight" or (pr.trigger == "confirm"
+                                              and monitor.recheck_wait_ns is not None)
+        slow = None if company or share < host.cores or not chain \
             else self._pools_slower_than_traced(host, pr, dec)
-        if slow is not None:
+        wait = (host.recheck_ns if pr.trigger == "preflight"
+                else 2.0 * (monitor.recheck_wait_ns or 0.0))
+        step = max(monitor.running_ns or host._step_ns(), 1.0)
+        steps = max(RECHECK_STEPS, math.ceil(wait / step)) if math.isfinite(step) else None
+        if slow is not None and steps is not None and (
+                pr.trigger == "preflight"
+                or steps < max(monitor.gap, monitor.confirm_wait(host))):
             # pools well behind their trace with no company seen: a moment of
             # the host's own noise (its other tenants), which passes; they are
             # timed again shortly (a run decided in such a moment kept the
-            # serial executor until its first confirmation, hundreds of steps)
-            step = monitor.running_ns or host._step_ns()
-            monitor.recheck_steps = max(RECHECK_STEPS,
-                                        math.ceil(host.recheck_ns / max(step, 1.0)))
+            # serial executor until its first confirmation, hundreds of steps;
+            # one that lasted past the first recheck, for seconds)
+            monitor.recheck_steps = steps
+            monitor.recheck_wait_ns = wait
             log.info("%s (%s): %s ran %.1fx slower than its trace predicts with no company "
-                     "seen: timed again shortly", host.rt.model, pr.trigger, slow[0].label,
-                     slow[1])
+                     "seen: timed again in %d steps", host.rt.model, pr.trigger,
+                     slow[0].label, slow[1], steps)
+        else:
+            monitor.recheck_wait_ns = None
         if pr.trigger == "preflight" and host.prober.deferred is None:
             if company or share < host.cores:
                 # the moment's company, not the model's: a later run alone
