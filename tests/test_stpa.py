@@ -3016,6 +3016,35 @@ def test_company_that_comes_after_the_decision_is_left_within_a_few_windows():
     assert ("parallel", 2) not in {(c.executor, c.threads) for c in st.monitor.hopeless}
 
 
+def test_a_company_fallback_no_company_explains_is_rechecked_soon(monkeypatch):
+    """A pool chosen alone; then its steps run 3x slower with no company to
+    see (no other process busy, no waits for a core: the host's other
+    tenants), and a company re-probe falls back to one thread.  The host
+    calms down: the fallback, its pool behind its trace, is timed again a
+    recheck's wait on (here 5 ms: some 40 iterations) and the pool comes
+    back, where it waited for the confirmation budget (some 650 iterations)."""
+    from seer_env.stpa.decision import Decisions
+
+    monkeypatch.setattr(Decisions, "_pools_slower_than_traced",
+                        staticmethod(lambda host, pr, dec: (P[2], 3.0)
+                                     if dec.candidate.threads == 1 else None))
+    rt = _FakeRuntime()
+    rt.events_per_step = 1000  # serial 110 us, parallel-2 72 us
+    co = _Company(rt, work_ns=50_000)
+    st = _company_stpa(rt, co, confirm=True, recheck_ns=5_000_000.0)
+    co.loop(st, 80)
+    assert st.settled and st.threads == 2
+    rt.slow[("parallel", 2)], rt.slow_factor = 10**9, 3.0  # the host slow
+    fell = _loop_to_next_decision(st, co, 200)
+    assert st.threads == 1 and st.history[-1].trigger.startswith("company"), st.reason
+    rt.slow[("parallel", 2)] = 0  # ... and calm again
+    back = 0
+    while st.threads == 1 and back < 1000:
+        co.loop(st, 1)
+        back += 1
+    assert st.threads == 2 and back <= 150, (fell, back, [d.trigger[:20] for d in st.history])
+
+
 def _burner_beside_the_pool(rt: _FakeRuntime, company: bool) -> None:
     """From here on parallel-2's steps take 2x -- except a visit's first
     steps, whose threads, just woken, the kernel runs ahead of the burner --

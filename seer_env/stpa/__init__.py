@@ -100,9 +100,10 @@ that lost in company are not written off: the confirmation re-probes time
 them again once the run has paid for it (the pool company kept the run
 from too; none beyond the run's share of the cores while other processes
 keep the rest busy: they would run on theirs), so the pool comes back when
-the company leaves.  A preflight whose pools ran over 1.5x behind what its
-traced step predicts, with no company seen (the host's other tenants, a
-moment that passes), is timed again a quarter of a second later, and while
+the company leaves.  A preflight (or a company re-probe's fall-back) whose
+pools ran over 1.5x behind what its traced step predicts, with no company
+seen (the host's other tenants, a moment that passes), is timed again a
+quarter of a second later, and while
 the confirmations find the same, again after twice the last wait each time
 (half a second, one, two ...) until the confirmation budget's own wait is
 shorter: a slow moment that outlasts the first recheck costs seconds, not

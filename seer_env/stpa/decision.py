@@ -254,23 +254,21 @@ class Decisions:
         # again and again)
         monitor.chosen_in_company = dec.candidate.threads > 1 and not same \
             and (bool(company) or share < host.cores)
-        # after the preflight, and after the confirmations that follow it
-        # while they find the same: each waits twice the last (a quarter of a
-        # second, then half, one, two ...) until the confirmation budget's own
-        # wait is shorter; a trace that always mispredicts (uneven cores, a
-        # memory-bound pool) costs a few confirmations, not one every quarter
-        # of a second for good
-        chain = pr.trigger == "preflight" or (pr.trigger == "confirm"
-                                              and monitor.recheck_wait_ns is not None)
+        # after the preflight or a company re-probe, and after the
+        # confirmations that follow while they find the same: each waits
+        # twice the last (a quarter of a second, then half, one, two ...)
+        # until the confirmation budget's own wait is shorter; a trace that
+        # always mispredicts (uneven cores, a memory-bound pool) costs a few
+        # confirmations, not one every quarter of a second for good
+        first = pr.trigger == "preflight" or pr.trigger.startswith("company")
+        chain = first or (pr.trigger == "confirm" and monitor.recheck_wait_ns is not None)
         slow = None if company or share < host.cores or not chain \
             else self._pools_slower_than_traced(host, pr, dec)
-        wait = (host.recheck_ns if pr.trigger == "preflight"
-                else 2.0 * (monitor.recheck_wait_ns or 0.0))
+        wait = host.recheck_ns if first else 2.0 * (monitor.recheck_wait_ns or 0.0)
         step = max(monitor.running_ns or host._step_ns(), 1.0)
         steps = max(RECHECK_STEPS, math.ceil(wait / step)) if math.isfinite(step) else None
         if slow is not None and steps is not None and (
-                pr.trigger == "preflight"
-                or steps < max(monitor.gap, monitor.confirm_wait(host))):
+                first or steps < max(monitor.gap, monitor.confirm_wait(host))):
             # pools well behind their trace with no company seen: a moment of
             # the host's own noise (its other tenants), which passes; they are
             # timed again shortly (a run decided in such a moment kept the
