@@ -2385,13 +2385,16 @@ def _decisions_at(st, rt, steps):
     return at
 
 
-def test_pools_always_behind_their_trace_are_rechecked_at_doubling_waits(monkeypatch):
+@pytest.mark.parametrize("recheck_ns", [2_000_000.0, 0.0])
+def test_pools_always_behind_their_trace_are_rechecked_at_doubling_waits(monkeypatch,
+                                                                          recheck_ns):
     """A trace that always mispredicts the pool (uneven cores, a memory-bound
     pool): the preflight's recheck comes a quarter of a second on (here 2 ms),
     each confirmation that finds the same waits twice the last, and once that
     is longer than the confirmation budget's own wait the confirmations wait
     for their budget as usual (a recheck after every confirmation would
-    confirm every quarter of a second for good)."""
+    confirm every quarter of a second for good).  With ``recheck_ns=0`` the
+    first waits its fewest steps (16), and the doubling ends all the same."""
     from seer_env.stpa.decision import Decisions
 
     rt = _FakeRuntime()
@@ -2401,7 +2404,7 @@ def test_pools_always_behind_their_trace_are_rechecked_at_doubling_waits(monkeyp
                                      if dec.candidate.threads == 1 else None))
     st = Stpa(rt, cores=2, rounds=1, reprobe_rounds=1, check_every=8, reprobe_gap=16,
               check_ns=0.0, trace=False, tie=0.0, clock=rt.clock, probe_share=None,
-              recheck_ns=2_000_000.0)
+              recheck_ns=recheck_ns)
     rt.slow_factor = 2.0
     rt.slow[("parallel", 2)] = 10**9  # every parallel-2 step 2x: behind one thread
     at = _decisions_at(st, rt, 1500)
@@ -2413,7 +2416,7 @@ def test_pools_always_behind_their_trace_are_rechecked_at_doubling_waits(monkeyp
     assert gaps[0] <= 19 + 8 + 8, gaps
     # (each gap holds its confirmation's steps and the check's spacing too)
     assert len(gaps) >= 4 and all(b >= 1.4 * a for a, b in itertools.pairwise(gaps)), gaps
-    assert st.monitor.recheck_wait_ns is None  # the chain ended at the budget's wait
+    assert st.monitor.recheck_chain is None  # the chain ended at the budget's wait
 
 
 def test_a_pool_behind_its_trace_for_a_while_is_taken_by_a_later_recheck(monkeypatch):

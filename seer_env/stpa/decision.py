@@ -261,26 +261,25 @@ class Decisions:
         # always mispredicts (uneven cores, a memory-bound pool) costs a few
         # confirmations, not one every quarter of a second for good
         first = pr.trigger == "preflight" or pr.trigger.startswith("company")
-        chain = first or (pr.trigger == "confirm" and monitor.recheck_wait_ns is not None)
+        chain = first or (pr.trigger == "confirm" and monitor.recheck_chain is not None)
         slow = None if company or share < host.cores or not chain \
             else self._pools_slower_than_traced(host, pr, dec)
-        wait = host.recheck_ns if first else 2.0 * (monitor.recheck_wait_ns or 0.0)
         step = max(monitor.running_ns or host._step_ns(), 1.0)
-        steps = max(RECHECK_STEPS, math.ceil(wait / step)) if math.isfinite(step) else None
-        if slow is not None and steps is not None and (
+        steps = max(RECHECK_STEPS, math.ceil(host.recheck_ns / step)) if first \
+            else 2 * (monitor.recheck_chain or 0)
+        if slow is not None and steps and (
                 first or steps < max(monitor.gap, monitor.confirm_wait(host))):
             # pools well behind their trace with no company seen: a moment of
             # the host's own noise (its other tenants), which passes; they are
             # timed again shortly (a run decided in such a moment kept the
             # serial executor until its first confirmation, hundreds of steps;
             # one that lasted past the first recheck, for seconds)
-            monitor.recheck_steps = steps
-            monitor.recheck_wait_ns = wait
+            monitor.recheck_steps = monitor.recheck_chain = steps
             log.info("%s (%s): %s ran %.1fx slower than its trace predicts with no company "
                      "seen: timed again in %d steps", host.rt.model, pr.trigger,
                      slow[0].label, slow[1], steps)
         else:
-            monitor.recheck_wait_ns = None
+            monitor.recheck_chain = None
         if pr.trigger == "preflight" and host.prober.deferred is None:
             if company or share < host.cores:
                 # the moment's company, not the model's: a later run alone

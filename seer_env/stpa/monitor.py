@@ -166,9 +166,9 @@ class Monitor:
             running choice, unexplained, before the one that decides
             (`Decisions._recheck`), or after a decision whose pools ran well
             behind their trace (`Decisions.decide`); None otherwise.
-        recheck_wait_ns: the wait (ns) of the last such recheck after a
-            decision whose pools ran behind their trace: the next, should
-            its confirmation find the same, waits twice as long (until the
+        recheck_chain: the steps of the last such recheck after a decision
+            whose pools ran behind their trace: the next, should its
+            confirmation find the same, waits twice as many (until the
             confirmation budget's wait is shorter); None when no such chain
             runs.
         pool_before: the pool company kept this run from (the one running
@@ -191,7 +191,7 @@ class Monitor:
     regimes: dict[int, Candidate] = field(default_factory=dict)
     regime_switches: int = 0
     recheck_steps: int | None = None
-    recheck_wait_ns: float | None = None
+    recheck_chain: int | None = None
     pool_before: Candidate | None = None
     # -- the user's iterations between the checks (`window`) --
     since: int = 0
