@@ -3438,6 +3438,27 @@ def test_envs_of_a_round_robin_loop_start_no_company_reprobe_after_pauses():
     assert all(st.threads == 2 for st in sts)
 
 
+def test_one_envs_own_steps_slower_in_a_round_robin_loop_start_no_company_reprobe():
+    """4 envs stepped in turn, each on its pool; then one env's own steps run
+    40% slower for good (the host's noise, where its memory lies) while the
+    rounds rise by a tenth: its iterations hold the other envs' steps, so
+    they are held to their own first windows after the decision, not to the
+    decision's iteration (one step of this env's: a round of 4 is always 4x
+    over it), and no company re-probe starts.  Real company -- every env's
+    pool slower, the rounds up by half -- still starts one in each."""
+    clock, rts, sts, rounds = _round_robin(4)
+    rounds(200)
+    assert all(st.settled and st.threads == 2 for st in sts)
+    rts[0].slow[("parallel", 2)], rts[0].slow_factor = 10**9, 1.4
+    rounds(400)
+    assert [st.monitor.company_probes for st in sts] == [0, 0, 0, 0]
+    for rt in rts:
+        rt.slow[("parallel", 2)], rt.slow_factor = 10**9, 2.0
+    rounds(400)
+    assert all(st.monitor.company_probes >= 1 for st in sts), \
+        [st.monitor.company_probes for st in sts]
+
+
 def test_company_slower_than_a_pause_is_still_left_within_a_few_windows():
     """A pool's iterations 5x slower from a step on (no caller's work: the
     steps are the iterations) look like pauses window after window: after

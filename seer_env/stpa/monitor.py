@@ -407,8 +407,15 @@ class Monitor:
         # decision whose visits caught the pool's threads just woken ahead of
         # company (torch's spinning OpenMP workers, a burner) -- its
         # iterations were as slow from the first window on, so they never rose.
-        # Not while a confirmation's recheck is due: it times them anyway
-        decided = self.iter_decided_ns
+        # Not while a confirmation's recheck is due: it times them anyway.
+        # Where the iterations hold other envs' steps (a round-robin loop)
+        # the decision's iteration, one step of this run's, says nothing of
+        # them: they are held to their own first windows after the decision
+        # instead (held to the decision's, a round of 4 envs was always 4x
+        # over it, and one env's steps a quarter slower -- the host's noise,
+        # the other envs' probes -- started a company re-probe in every run
+        # of `bench company`'s envs-4, where no company was)
+        decided = base if shared else self.iter_decided_ns
         slowed = alone is not None and steps_now is not None and self.recheck_steps is None \
             and self.one_step_ns is not None and decided is not None \
             and steps_now > alone * (1 + COMPANY_RISE) and steps_now > self.one_step_ns \
