@@ -103,15 +103,14 @@ keep the rest busy: they would run on theirs), so the pool comes back when
 the company leaves.  A preflight (or a company re-probe's fall-back) whose
 pools ran over 1.5x behind what its traced step predicts, with no company
 seen (the host's other tenants, a moment that passes), is timed again a
-quarter of a second later, and while
-the confirmations find the same, again after twice the last wait each time
-(half a second, one, two ...) until the confirmation budget's own wait is
-shorter: a slow moment that outlasts the first recheck costs seconds, not
-the budget's wait, and a trace that always mispredicts a few confirmations.
-Company a
-probe sees: other processes' CPU time (``/proc``), the caller's work slower
-beside a pool than beside one thread, and the pool's other threads waiting
-for a core during its timed steps (the kernel's ``run_delay`` of each, from
+quarter of a second later, and, while the confirmations find the same,
+again after twice as many steps each time until the confirmation budget's
+own wait is shorter: a slow moment that outlasts the first recheck costs
+seconds, not the budget's wait, and a trace that always mispredicts a few
+confirmations.  Company a probe sees: other processes' CPU time
+(``/proc``), the caller's work slower beside a pool than beside one thread,
+and the pool's other threads waiting for a core during its timed steps
+(the kernel's ``run_delay`` of each, from
 ``/proc/self/task/<tid>/schedstat``: a quarter of the steps' time or more;
 alone they wait microseconds, and the host's other tenants, who take the
 virtual CPU itself, leave no such trace).  A decision

@@ -413,8 +413,8 @@ class Monitor:
         # them: they are held to their own first windows after the decision
         # instead (held to the decision's, a round of 4 envs was always 4x
         # over it, and one env's steps a quarter slower -- the host's noise,
-        # the other envs' probes -- started a company re-probe in every run
-        # of `bench company`'s envs-4, where no company was)
+        # the other envs' probes -- started a company re-probe in most runs
+        # of `bench company`'s envs-4 on a 2-core VM, where no company was)
         decided = base if shared else self.iter_decided_ns
         slowed = alone is not None and steps_now is not None and self.recheck_steps is None \
             and self.one_step_ns is not None and decided is not None \
