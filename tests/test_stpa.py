@@ -2379,9 +2379,8 @@ def _decisions_at(st, rt, steps):
     at, n = [], len(st.history)
     for i in range(steps):
         rt.step(st)
-        if len(st.history) != n:
-            n = len(st.history)
-            at.append((i, st.history[-1].trigger))
+        at.extend((i, d.trigger) for d in st.history[n:])
+        n = len(st.history)
     return at
 
 
