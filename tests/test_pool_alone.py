@@ -71,15 +71,21 @@ print(json.dumps(res))
 """
 
 
-def _child(alone: str | None, model: str = "phold", steps: int = 90) -> dict:
+def _run_child(script: str, *args: str, alone: str | None = None) -> dict:
+    """``script`` in a child process with ``args`` (``alone``: its
+    SEER_POOL_ALONE, unset where None): the JSON its last line prints."""
     env = {k: v for k, v in os.environ.items() if k != "SEER_POOL_ALONE"}
     env["SEER_KEEP_OFF_CALLER"] = "0"  # the workers stay where the child put them
     if alone is not None:
         env["SEER_POOL_ALONE"] = alone
-    p = subprocess.run([sys.executable, "-c", CHILD, model, str(steps)], env=env, cwd=ROOT,
+    p = subprocess.run([sys.executable, "-c", script, *args], env=env, cwd=ROOT,
                        capture_output=True, text=True, timeout=300, check=False)
     assert p.returncode == 0, p.stderr
     return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def _child(alone: str | None, model: str = "phold", steps: int = 90) -> dict:
+    return _run_child(CHILD, model, str(steps), alone=alone)
 
 
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs sched_setaffinity")
@@ -140,9 +146,8 @@ def run(executor, threads, other):
     rt = Runtime(MODEL, CFG, B, executor, threads, oversubscribe=True)
     rng = np.random.default_rng(11)
     seeds = iter(range(100, 100000))
-    out, flags, snap = [], [], None
+    out, snap = [], None
     rt.reset([next(seeds) for _ in range(B)])
-    s0 = rt.stats()
     for k in range(STEPS):
         extra = b""
         op = OPS.get(k)
@@ -170,9 +175,6 @@ def run(executor, threads, other):
         else:
             a[:] = rng.random(a.shape)
         rt.step()
-        s = rt.stats()
-        flags.append([s["alone_steps"] - s0["alone_steps"], s["windows"] - s0["windows"]])
-        s0 = s
         out.append(digest(rt, extra))
         done = ~np.asarray(rt.alive).reshape(B, -1).any(axis=1)
         if done.any():  # an instance whose agents are all gone starts again
@@ -180,20 +182,14 @@ def run(executor, threads, other):
     total = rt.stats()["alone_steps"]
     rt.close()
     os.sched_setaffinity(threading.get_native_id(), ALL)
-    return out, flags, total
+    return out, total
 
-ref, _, _ = run("serial", 1, "serial")
+ref, _ = run("serial", 1, "serial")
 res = {}
 for ex, other in (("parallel", "optimistic"), ("optimistic", "parallel")):
-    got, flags, total = run(ex, 2, other)
+    got, total = run(ex, 2, other)
     first = next((k for k, (a, b) in enumerate(zip(ref, got)) if a != b), None)
-    # the longest run of steps on the serial executor's queues (alone, no windows)
-    longest = run_ = 0
-    for alone, windows in flags:
-        run_ = run_ + 1 if alone == 1 and windows == 0 else 0
-        longest = max(longest, run_)
-    res[ex] = {"first_difference": first, "alone_steps": total, "longest_serial": longest,
-               "steps": len(got)}
+    res[ex] = {"first_difference": first, "alone_steps": total, "steps": len(got)}
 print(json.dumps(res))
 """
 
@@ -210,13 +206,7 @@ def test_stretches_through_snapshots_restores_resets_and_switches_keep_the_seria
     # moved there and back around each); instances whose agents are all gone
     # are reset on their own; every step's outputs (and what each snapshot
     # and query returned) are the serial executor's
-    env = {k: v for k, v in os.environ.items() if k != "SEER_POOL_ALONE"}
-    env["SEER_KEEP_OFF_CALLER"] = "0"
-    p = subprocess.run([sys.executable, "-c", LIFECYCLE_CHILD, model, str(instances), "260"],
-                       env=env, cwd=ROOT, capture_output=True, text=True, timeout=300,
-                       check=False)
-    assert p.returncode == 0, p.stderr
-    res = json.loads(p.stdout.strip().splitlines()[-1])
+    res = _run_child(LIFECYCLE_CHILD, model, str(instances), "260")
     for ex, r in res.items():
         assert r["first_difference"] is None, (model, instances, ex, r)
         assert r["steps"] == 260

@@ -2374,6 +2374,16 @@ def test_a_wait_read_after_the_pool_step_counts_to_the_pool():
     assert pr.waited[P[2]] == [100.0, 1, 1000.0]
 
 
+def _trace_puts_parallel_2_ahead(monkeypatch) -> None:
+    """The trace predicts parallel-2 ahead of one thread: a decision for one
+    thread ran it behind its trace (`Decisions._pools_slower_than_traced`)."""
+    from seer_env.stpa.decision import Decisions
+
+    monkeypatch.setattr(Decisions, "_pools_slower_than_traced",
+                        staticmethod(lambda host, pr, dec: (P[2], 3.0)
+                                     if dec.candidate.threads == 1 else None))
+
+
 def _decisions_at(st, rt, steps):
     """Step ``rt`` under ``st`` ``steps`` times: (step, trigger) of each decision."""
     at, n = [], len(st.history)
@@ -2394,13 +2404,9 @@ def test_pools_always_behind_their_trace_are_rechecked_at_doubling_waits(monkeyp
     for their budget as usual (a recheck after every confirmation would
     confirm every quarter of a second for good).  With ``recheck_ns=0`` the
     first waits its fewest steps (16), and the doubling ends all the same."""
-    from seer_env.stpa.decision import Decisions
-
     rt = _FakeRuntime()
     rt.events_per_step = 1000
-    monkeypatch.setattr(Decisions, "_pools_slower_than_traced",
-                        staticmethod(lambda host, pr, dec: (P[2], 3.0)
-                                     if dec.candidate.threads == 1 else None))
+    _trace_puts_parallel_2_ahead(monkeypatch)
     st = Stpa(rt, cores=2, rounds=1, reprobe_rounds=1, check_every=8, reprobe_gap=16,
               check_ns=0.0, trace=False, tie=0.0, clock=rt.clock, probe_share=None,
               recheck_ns=recheck_ns)
@@ -2424,15 +2430,9 @@ def test_a_pool_behind_its_trace_for_a_while_is_taken_by_a_later_recheck(monkeyp
     rechecks after it, twice as far apart each, time it again and take it
     once it runs as it should -- long before the confirmation budget's wait
     (a run decided in such a moment kept the serial executor for it)."""
-    from seer_env.stpa.decision import Decisions
-
     rt = _FakeRuntime()
     rt.events_per_step = 1000  # serial 110 us, parallel-1 100 us, parallel-2 72 us
-
-    # (the trace puts parallel-2 ahead: a probe it lost ran it behind its trace)
-    monkeypatch.setattr(Decisions, "_pools_slower_than_traced",
-                        staticmethod(lambda host, pr, dec: (P[2], 3.0)
-                                     if dec.candidate.threads == 1 else None))
+    _trace_puts_parallel_2_ahead(monkeypatch)
     st = Stpa(rt, cores=2, rounds=1, reprobe_rounds=1, check_every=8, reprobe_gap=16,
               check_ns=0.0, trace=False, tie=0.0, clock=rt.clock, probe_share=None,
               recheck_ns=2_000_000.0, hysteresis=0.05)
@@ -3025,11 +3025,7 @@ def test_a_company_fallback_no_company_explains_is_rechecked_soon(monkeypatch):
     calms down: the fallback, its pool behind its trace, is timed again a
     recheck's wait on (here 5 ms: some 40 iterations) and the pool comes
     back, where it waited for the confirmation budget (some 650 iterations)."""
-    from seer_env.stpa.decision import Decisions
-
-    monkeypatch.setattr(Decisions, "_pools_slower_than_traced",
-                        staticmethod(lambda host, pr, dec: (P[2], 3.0)
-                                     if dec.candidate.threads == 1 else None))
+    _trace_puts_parallel_2_ahead(monkeypatch)
     rt = _FakeRuntime()
     rt.events_per_step = 1000  # serial 110 us, parallel-2 72 us
     co = _Company(rt, work_ns=50_000)
