@@ -174,7 +174,31 @@ void seer_pool_keep_off_caller_host(seer_runtime *rt, uint32_t n)
  * stretches had run the speculation on one thread (0.78-0.81x).  The
  * runtime still says its executor (seer_runtime_executor); a thread or
  * executor switch, a traced step (STPA's) and the stretch's end move the
- * events back first. */
+ * events back first.
+ *
+ * A stretch's end looks at the caller's CPUs first (its affinity mask: their
+ * idle, I/O-wait and nice time in /proc/stat, seer_cpus_free_ns_any): where
+ * they had under ALONE_FREE_MIN of a core free during the stretch, every
+ * core but the caller's was held by others (a burner, torch's OpenMP
+ * workers spinning after each forward pass, other env processes), and the
+ * pool's threads could only have shared those cores: the next stretch
+ * begins at once, twice as long, without the pool's steps, the moves of the
+ * events and the relayout between (about 20 ms a stretch on PCS 64x64: 3-4%
+ * of a 256-step stretch's time in torch's loop).  At most ALONE_GO_ON_MAX
+ * in a row (a core held by a task the kernel would put behind our workers,
+ * a cgroup's weight, is busy to /proc/stat as well: the pool is tried at
+ * least every 8th stretch), only stretches of ALONE_LOOK_NS and more (ten
+ * clock ticks of each CPU at 100 Hz), and anything the CPUs cannot say (no
+ * /proc, a malformed or shrinking count) tries the pool as before.  Free
+ * time counts the caller's own: a caller that waits (for a GPU, for I/O)
+ * leaves its CPU free and the pool is tried.  Paired in one process
+ * (benchmarks/bench_alone.py --var SEER_POOL_ALONE_CPUS, PCS 64x64, 2
+ * cores, two runs): beside a burner at full duty parallel-2 ran 1.00x the
+ * serial executor with the look and 0.94-0.95x without, optimistic-2
+ * 1.02x and 0.88-0.99x;
+ * the step's time in torch's loop 2% less; company that leaves is seen as
+ * before (the pool back within the stretch it left in).  SEER_POOL_ALONE_CPUS=0
+ * turns the look off. */
 #define ALONE_FIRST 8u
 #define ALONE_LONGEST 256u
 #define ALONE_SHARE 4u /* events under 1/4 of a side's share: lost */
@@ -184,6 +208,9 @@ void seer_pool_keep_off_caller_host(seer_runtime *rt, uint32_t n)
 #define ALONE_COLD 1.25     /* a stretch's step counts at most this times the average */
 #define ALONE_SETTLE_STEPS 3u /* pool steps of a new configuration not judged */
 #define ALONE_SERIAL_MIN 64u  /* stretches this long: on the serial executor's queues */
+#define ALONE_LOOK_NS 100000000ull /* a stretch this long (ns) looks at the CPUs at its end */
+#define ALONE_FREE_MIN 0.25 /* ... their free time under this many cores: runs on */
+#define ALONE_GO_ON_MAX 7u  /* ... at most this many stretches in a row */
 
 static int tracing_host(const seer_runtime *rt)
 {
@@ -197,7 +224,8 @@ void seer_pool_alone_init_host(seer_runtime *rt, int allowed)
     const seer_rt_alone *a = &rt->pool.alone;
     rt->pool.alone = (seer_rt_alone){.allowed = allowed, .next = ALONE_FIRST,
                                      .settling = ALONE_SETTLE_STEPS,
-                                     .serial = a->serial, .executor = a->executor};
+                                     .serial = a->serial, .executor = a->executor,
+                                     .cpus_free = a->cpus_free};
 }
 
 void seer_pool_alone_end_host(seer_runtime *rt)
@@ -207,6 +235,8 @@ void seer_pool_alone_end_host(seer_runtime *rt)
     a->probe_ns = a->probe_events = 0;
     a->next = ALONE_FIRST;
     a->settling = ALONE_SETTLE_STEPS;
+    a->looked = 0;
+    a->went_on = 0;
 }
 
 uint32_t seer_pool_alone_cap_host(seer_runtime *rt, uint32_t n)
@@ -223,14 +253,35 @@ uint32_t seer_pool_alone_cap_host(seer_runtime *rt, uint32_t n)
     return 1;
 }
 
-static void begin_stretch(seer_rt_alone *a)
+/* A stretch begins (`tidy`: its events in order first; not where one runs
+ * on: they are in order since the last one's first step) and reads the
+ * caller's CPUs' free time for its end (go_on_alone). */
+static void begin_stretch(seer_rt_alone *a, int tidy)
 {
     a->lost = 0;
     a->left = a->next;
     a->long_stretch = a->left >= ALONE_SERIAL_MIN;
     a->next = a->next * 2 < ALONE_LONGEST ? a->next * 2 : ALONE_LONGEST;
     a->stretches++;
-    a->tidy = 1;
+    a->tidy = tidy;
+    a->looked = a->cpus_free && a->cpus_free(&a->look_ns, &a->look_free_ns) == 0;
+}
+
+/* At a stretch's end: 1 where the caller's CPUs had under ALONE_FREE_MIN
+ * cores' worth of free time during it (at most ALONE_GO_ON_MAX times in a
+ * row), so that the pool's threads could only have taken cores that others
+ * held: the next stretch begins at once, without the pool's steps. */
+static int go_on_alone(seer_rt_alone *a)
+{
+    uint64_t now_ns, free_ns;
+    const int ok = a->looked && a->went_on < ALONE_GO_ON_MAX &&
+                   a->cpus_free(&now_ns, &free_ns) == 0 && now_ns >= a->look_ns + ALONE_LOOK_NS &&
+                   free_ns >= a->look_free_ns &&
+                   (double)(free_ns - a->look_free_ns) <
+                       ALONE_FREE_MIN * (double)(now_ns - a->look_ns);
+    a->went_on = ok ? a->went_on + 1 : 0;
+    a->went_on_total += (uint64_t)ok;
+    return ok;
 }
 
 void seer_pool_alone_after_call_host(seer_runtime *rt, const seer_pool_call *call)
@@ -245,6 +296,10 @@ void seer_pool_alone_after_call_host(seer_runtime *rt, const seer_pool_call *cal
         a->alone_ns = a->alone_ns > 0 ? 0.75 * a->alone_ns + 0.25 * per : per;
         a->left--;
         a->steps++;
+        if (!a->left && go_on_alone(a)) {
+            begin_stretch(a, !a->serial);
+            return;
+        }
         if (!a->left) {
             rt->mem.order_now = 1; /* the records the caller kept go home */
             a->probe = ALONE_WARM_STEPS + ALONE_LOST_STEPS;
@@ -266,7 +321,7 @@ void seer_pool_alone_after_call_host(seer_runtime *rt, const seer_pool_call *cal
         if (a->probe)
             return;
         if ((double)a->probe_ns / (double)a->probe_events > a->alone_ns)
-            begin_stretch(a);
+            begin_stretch(a, 1);
         else
             a->next = a->next / 2 > ALONE_FIRST ? a->next / 2 : ALONE_FIRST;
         return;
@@ -284,7 +339,7 @@ void seer_pool_alone_after_call_host(seer_runtime *rt, const seer_pool_call *cal
         return;
     }
     if (++a->lost == ALONE_LOST_STEPS)
-        begin_stretch(a);
+        begin_stretch(a, 1);
 }
 
 void seer_pool_alone_before_step_host(seer_runtime *rt)

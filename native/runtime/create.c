@@ -326,6 +326,10 @@ static void apply_options(seer_runtime *rt, const seer_model *model, const seer_
      * unless SEER_POOL_ALONE says 0 */
     const char *pa = getenv("SEER_POOL_ALONE");
     rt->pool.alone.allowed = !(pa && pa[0] == '0' && pa[1] == '\0');
+    /* ... and a stretch's end looks at the caller's CPUs unless this says 0 */
+    const char *pc = getenv("SEER_POOL_ALONE_CPUS");
+    rt->pool.alone.cpus_free =
+        pc && pc[0] == '0' && pc[1] == '\0' ? NULL : seer_cpus_free_ns_any;
     const char *ko = getenv("SEER_KEEP_OFF_CALLER");
     rt->pool.keep_off_allowed = !(ko && ko[0] == '0' && ko[1] == '\0');
     /* a pool's free lists put back in address order now and then

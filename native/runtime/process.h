@@ -6,6 +6,7 @@
 #define SEER_PROCESS_H
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* ---- process.c ------------------------------------------------------------- */
@@ -35,6 +36,19 @@ typedef struct seer_cpus {
  * thread, for its pool's workers. */
 int seer_thread_avoid_cpu_host(pthread_t thread, int cpu, seer_cpus *own);
 uint32_t seer_cpu_count(void);
+/* The free time so far of the CPUs in `cpus` (their idle, I/O-wait and
+ * nice time: a core no task of normal priority held) in clock ticks
+ * (sysconf(_SC_CLK_TCK) a second), from the text of /proc/stat (`len`
+ * bytes, whole lines; its cpuN lines, which come first).  Returns 0, or -1
+ * where a cpu line is malformed or none of `cpus` has one.  Any thread. */
+int seer_cpu_stat_free_ticks(const char *text, size_t len, const seer_cpus *cpus,
+                             uint64_t *ticks);
+/* The clock (CLOCK_MONOTONIC, ns) and, read right after it, the free time
+ * of the calling thread's CPUs (its affinity mask) so far, in ns: from
+ * /proc/stat, at the ticks' resolution.  Returns 0, or -1 where it cannot
+ * say (not Linux, /proc unreadable or malformed): the caller then knows
+ * nothing of the CPUs.  Any thread (the host reads its own CPUs). */
+int seer_cpus_free_ns_any(uint64_t *now_ns, uint64_t *free_ns);
 uint64_t seer_physical_memory(void);
 
 #endif /* SEER_PROCESS_H */

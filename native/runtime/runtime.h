@@ -325,6 +325,15 @@ typedef struct seer_rt_alone {
                          executor's queues                                     */
     int serial;      /* its events are on them now: rt->executor is SERIAL,   */
     int executor;    /* ... and this the pool's (seer_runtime_executor says it) */
+    /* the free time of the caller's CPUs (seer_cpus_free_ns_any; NULL:
+     * SEER_POOL_ALONE_CPUS=0, a stretch's end never looks; tests put their
+     * own), its reading at the stretch's start (looked: it could read), and
+     * the stretches run on in a row since the pool was last tried         */
+    int (*cpus_free)(uint64_t *now_ns, uint64_t *free_ns);
+    uint64_t look_ns, look_free_ns;
+    int looked;
+    uint32_t went_on;
+    uint64_t went_on_total; /* stretches run on, in all (tests)           */
 } seer_rt_alone;
 
 /* The worker pool (pool.c). */

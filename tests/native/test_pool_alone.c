@@ -25,7 +25,11 @@
  * first step, back at the step after their last, before a thread switch
  * and a traced step; a reset and executor switches within one; and, under
  * fault injection, the moves failing (the stretch stays where its events
- * are, a switch says out of memory).
+ * are, a switch says out of memory).  A stretch's end that finds the
+ * caller's CPUs busy (a reading put in by the test) begins the next at
+ * once, at most seven in a row; more free, a short stretch or CPUs it
+ * cannot read try the pool; and /proc/stat's cpu lines as the reading
+ * parses them.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -35,6 +39,7 @@
 #include "company.h"
 #include "events.h"
 #include "phold.h"
+#include "process.h"
 #include "runtime.h"
 #include "seer_runtime.h"
 #include "trace.h"
@@ -65,11 +70,15 @@ static void run_both(seer_runtime *rt, seer_runtime *ref, int steps, uint64_t *h
     *h_ref = run(ref, steps, *h_ref);
 }
 
-/* A runtime of PHOLD, reset; `alone` as SEER_POOL_ALONE says (NULL: unset). */
+/* A runtime of PHOLD, reset; `alone` as SEER_POOL_ALONE says (NULL: unset).
+ * Its stretches' ends look at no CPUs (the machine's load would decide
+ * whether they run on): test_look puts in its own reading. */
 static seer_runtime *make(int executor, uint32_t threads, const char *alone)
 {
     const env_var env[] = {{"SEER_POOL_ALONE", alone}};
-    return make_phold(&cfg, executor, threads, env, 1);
+    seer_runtime *rt = make_phold(&cfg, executor, threads, env, 1);
+    rt->pool.alone.cpus_free = NULL;
+    return rt;
 }
 
 /* Calls described to the policy: 10000 events in 1 ms on 2 threads, the
@@ -446,6 +455,161 @@ static void test_long_stretch(int executor, uint32_t threads, const char *name)
     seer_runtime_destroy(ref);
 }
 
+/* The CPUs as test_look has them: the clock and their free time (ns), or
+ * unreadable. */
+static uint64_t look_now_ns, look_free_ns;
+static int look_fails, look_reads;
+static int look_read(uint64_t *now_ns, uint64_t *free_ns)
+{
+    look_reads++;
+    if (look_fails)
+        return -1;
+    *now_ns = look_now_ns;
+    *free_ns = look_free_ns;
+    return 0;
+}
+
+/* `ms` of stretch steps (the whole stretch) with `cores` of the caller's
+ * CPUs free meanwhile. */
+static void look_stretch(seer_runtime *rt, uint32_t steps, double ms, double cores,
+                         const char *what)
+{
+    for (uint32_t k = 0; k < steps; k++) {
+        if (seer_pool_alone_cap_host(rt, 2) != 1) {
+            CHECK(0, "%s: step %u of %u on the pool", what, k, steps);
+            return;
+        }
+        look_now_ns += (uint64_t)(ms * 1e6 / steps);
+        look_free_ns += (uint64_t)(cores * ms * 1e6 / steps);
+        seer_pool_alone_after_call_host(rt, &alone_call);
+    }
+}
+
+/* A stretch's end looks at the caller's CPUs: with under a quarter of a
+ * core free during it (others held them: a burner, torch's spinning
+ * workers), the next stretch begins at once, twice as long, without the
+ * pool's steps in between -- at most 7 in a row; with more free, a stretch
+ * shorter than 100 ms, CPUs it cannot read (at the start or the end), or
+ * free time gone backwards: the pool's steps as before. */
+static void test_look(void)
+{
+    seer_runtime *rt = make(SEER_EXECUTOR_PARALLEL, 2, NULL);
+    const seer_rt_alone *a = &rt->pool.alone;
+    rt->pool.alone.cpus_free = look_read;
+    look_now_ns = 5000000000ull;
+    look_free_ns = 7000000000ull;
+    settled(rt);
+    lost_thrice(rt, pool_call(1000000, 1000, 0));
+    CHECK(a->left == 8 && a->looked && look_reads == 1, "look: no stretch, or no look at it");
+    /* 8 steps of 15 ms, a tenth of a core free: the next begins at once */
+    look_stretch(rt, 8, 120, 0.1, "busy");
+    CHECK(a->left == 16 && a->next == 32 && a->went_on == 1 && a->probe == 0 && a->looked,
+          "busy CPUs: left %u, next %u, went on %u, pool steps to come %u", a->left, a->next,
+          a->went_on, a->probe);
+    /* ... with a third of a core free: the pool's steps */
+    look_stretch(rt, 16, 200, 0.34, "a third free");
+    CHECK(a->left == 0 && a->probe == 5 && a->went_on == 0 && a->stretches == 2,
+          "a third of a core free: left %u, pool steps %u, went on %u", a->left, a->probe,
+          a->went_on);
+    woken(rt);
+    lost_thrice(rt, pool_call(1600000, 5000, 0));
+    CHECK(a->left == 32, "no stretch after lost pool steps: %u", a->left);
+    /* shorter than 100 ms, however busy: the pool's steps */
+    look_stretch(rt, 32, 90, 0.0, "short");
+    CHECK(a->left == 0 && a->probe == 5, "a 90 ms stretch went on: left %u", a->left);
+    woken(rt);
+    lost_thrice(rt, pool_call(1600000, 5000, 0));
+    /* free time gone backwards (a CPU taken offline): the pool's steps */
+    look_free_ns -= 1000000000ull;
+    look_stretch(rt, 64, 150, 0.0, "backwards");
+    CHECK(a->left == 0 && a->probe == 5, "free time gone backwards went on: left %u", a->left);
+    woken(rt);
+    /* unreadable at the start, then at the end */
+    look_fails = 1;
+    lost_thrice(rt, pool_call(1600000, 5000, 0));
+    CHECK(a->left == 128 && !a->looked, "unreadable at the start: left %u, looked %d", a->left,
+          a->looked);
+    look_fails = 0;
+    look_stretch(rt, 128, 300, 0.0, "unread start");
+    CHECK(a->left == 0 && a->probe == 5, "went on without a first reading");
+    woken(rt);
+    lost_thrice(rt, pool_call(1600000, 5000, 0));
+    look_fails = 1;
+    look_stretch(rt, 256, 500, 0.0, "unread end");
+    CHECK(a->left == 0 && a->probe == 5, "went on without a last reading");
+    look_fails = 0;
+    woken(rt);
+    /* busy for good: seven stretches in a row go on, the eighth tries the pool */
+    lost_thrice(rt, pool_call(1600000, 5000, 0));
+    const uint64_t total = a->went_on_total, stretches = a->stretches;
+    for (int k = 0; k < 7; k++) {
+        look_stretch(rt, 256, 500, 0.05, "busy for good");
+        CHECK(a->left == 256 && a->went_on == (uint32_t)k + 1, "busy %d: left %u, went on %u", k,
+              a->left, a->went_on);
+    }
+    look_stretch(rt, 256, 500, 0.05, "the eighth");
+    CHECK(a->left == 0 && a->probe == 5 && a->went_on == 0 &&
+              a->went_on_total == total + 7 && a->stretches == stretches + 7,
+          "eight busy stretches: left %u, pool steps %u, went on %llu", a->left, a->probe,
+          (unsigned long long)(a->went_on_total - total));
+    /* the pool lost again: the count starts anew */
+    woken(rt);
+    lost_thrice(rt, pool_call(1600000, 5000, 0));
+    look_stretch(rt, 256, 500, 0.05, "again");
+    CHECK(a->left == 256 && a->went_on == 1, "after the pool's steps: went on %u", a->went_on);
+    /* a thread switch ends the stretch; the look is carried to the new pool */
+    CHECK(seer_runtime_set_threads(rt, 2) == SEER_OK, "set_threads: %s", seer_runtime_error(rt));
+    CHECK(a->left == 0 && a->went_on == 0 && a->cpus_free == look_read,
+          "after a switch: left %u, went on %u, look %s", a->left, a->went_on,
+          a->cpus_free == look_read ? "kept" : "lost");
+    seer_runtime_destroy(rt);
+}
+
+/* /proc/stat's cpu lines: the free time (nice + idle + iowait) of the CPUs
+ * asked for; malformed lines, none of the CPUs and no cpu lines refused. */
+static void test_cpu_stat(void)
+{
+    static const char stat[] =
+        "cpu  100 20 30 4000 50 6 7 8 0 0\n"
+        "cpu0 10 2 3 400 5 0 1 0 0 0\n"
+        "cpu1 20 4 6 800 10 0 2 0 0 0\n"
+        "cpu12 30 6 9 1200 15 0 3 0 0 0\n"
+        "intr 12345 1 2 3\n"
+        "cpu3 1 1 1 1 1 1 1 1 1 1\n";
+    seer_cpus cpus = {{0}, 1};
+    uint64_t t = 0;
+    cpus.bits[0] = 1u << 1 | 1u << 12 | 1u << 3; /* cpu3 comes after intr: not a cpu line */
+    CHECK(seer_cpu_stat_free_ticks(stat, sizeof stat - 1, &cpus, &t) == 0 &&
+              t == (4 + 800 + 10) + (6 + 1200 + 15),
+          "cpu1 and cpu12: %llu ticks", (unsigned long long)t);
+    cpus.bits[0] = 1;
+    CHECK(seer_cpu_stat_free_ticks(stat, sizeof stat - 1, &cpus, &t) == 0 && t == 407,
+          "cpu0: %llu ticks", (unsigned long long)t);
+    cpus.bits[0] = 1u << 5;
+    CHECK(seer_cpu_stat_free_ticks(stat, sizeof stat - 1, &cpus, &t) == -1, "cpu5 found");
+    cpus.bits[0] = 3;
+    static const char *bad[] = {
+        "cpu0 10 2 3 400\n",              /* four fields */
+        "cpu0 10 2 x 400 5 0 0\n",        /* not a number */
+        "cpux 10 2 3 400 5 0 0\n",        /* no CPU number */
+        "cpu0\n",                          /* nothing */
+        "cpu0 10 2 3 400 5 0 0\ncpu1 7\n", /* the second malformed */
+        "",                                 /* empty */
+        "intr 1 2 3\ncpu0 1 2 3 4 5 6\n",  /* no cpu lines first */
+        "cpu  1 2 3 4 5 6 7\n",             /* the total only */
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++)
+        CHECK(seer_cpu_stat_free_ticks(bad[k], strlen(bad[k]), &cpus, &t) == -1,
+              "malformed /proc/stat %zu taken", k);
+    /* this machine's, for the calling thread's CPUs: free time moves forward */
+    uint64_t n0, f0, n1, f1;
+    if (seer_cpus_free_ns_any(&n0, &f0) == 0) {
+        CHECK(seer_cpus_free_ns_any(&n1, &f1) == 0 && n1 >= n0 && f1 >= f0,
+              "this machine's CPUs: %llu -> %llu ns free", (unsigned long long)f0,
+              (unsigned long long)f1);
+    }
+}
+
 #ifdef SEER_FAULT_INJECTION
 /* Out of memory moving a long stretch's events (the first allocation of
  * either move fails): into the serial queues, the stretch runs on the
@@ -499,6 +663,8 @@ int main(void)
     test_policy();
     test_cold_step();
     test_tidy_put_off();
+    test_look();
+    test_cpu_stat();
     test_steps(SEER_EXECUTOR_PARALLEL, "parallel");
     test_steps(SEER_EXECUTOR_OPTIMISTIC, "optimistic");
     test_long_stretch(SEER_EXECUTOR_PARALLEL, 3, "parallel");
