@@ -7,10 +7,16 @@ is the median of its blocks: its ratio on/off (below 1: the stretches are
 faster) and each one's ratio to the serial executor (serial's time over
 theirs, above 1: faster than serial), with the share of the timed steps the
 envs with stretches ran alone.  Alone, beside a CPU burner process at 50%
-duty, and at 100%.
+duty, and at 100%; ``torch``: in `bench company`'s training loop (a torch
+policy's forward on CPU before every step, an update every 16; the figures
+are per iteration).  ``--var`` compares another of the runtime's switches
+the same way (``SEER_POOL_ALONE_CPUS``: a stretch's end looking at the
+caller's CPUs).
 
     python benchmarks/bench_alone.py
     python benchmarks/bench_alone.py --json benchmarks/results/alone.json
+    python benchmarks/bench_alone.py --var SEER_POOL_ALONE_CPUS \
+        --situations alone,burner-50,burner-100,torch --json benchmarks/results/alone_cpus.json
 
 A benchmark, never a test: it prints ratios and asserts nothing.  A host
 check (parallel-2 against serial alone, rotated blocks) runs first and last:
@@ -27,25 +33,36 @@ from typing import Any
 
 from bench_relayout import _blocks, _nothing, host_check, make_with
 
-from seer_env.perf.company import Workload, _Stepper, burner
+from seer_env.perf.company import Workload, _Loop, _Policy, _Stepper, burner
+
+Run = _Stepper | _Loop
+UPDATE_EVERY = 16  # the training loop's updates (bench company's default)
 
 
-def _make(wl: Workload, label: str, alone: str | None) -> _Stepper:
-    """A stepper of ``label`` made with SEER_POOL_ALONE=alone (None: unset)."""
-    return make_with(wl, label, "SEER_POOL_ALONE", alone)
+def _make(wl: Workload, label: str, var: str, value: str | None,
+          policy: _Policy | None) -> Run:
+    """A stepper of ``label`` made with ``var``=value (None: unset); with a
+    ``policy``, a training loop's iteration around it."""
+    s = make_with(wl, label, var, value)
+    return s if policy is None else _Loop(s.venv, policy, UPDATE_EVERY)
 
 
-def _alone_steps(ss: list[_Stepper]) -> int:
+def _alone_steps(ss: list[Run]) -> int:
     return sum(s.venv.runtime.stats()["alone_steps"] for s in ss)
 
 
-def paired(wl: Workload, labels: list[str], rounds: int, block: int) -> dict[str, Any]:
-    """Serial, and each label off and on, warmed 50 steps: medians, ratios."""
-    groups: dict[str, list[_Stepper]] = {"serial": [_make(wl, "serial", None) for _ in range(2)]}
+def paired(wl: Workload, labels: list[str], rounds: int, block: int, var: str = "SEER_POOL_ALONE",
+           torch: bool = False, warm: int = 50) -> dict[str, Any]:
+    """Serial, and each label off (``var``=0) and on, warmed ``warm`` steps
+    each (beside a burner a stretch's length doubles to 256 in some 300):
+    medians, ratios."""
+    policy = _Policy(wl.make("serial")) if torch else None
+    groups: dict[str, list[Run]] = {
+        "serial": [_make(wl, "serial", var, None, policy) for _ in range(2)]}
     for label in labels:
-        groups[f"{label} off"] = [_make(wl, label, "0") for _ in range(2)]
-        groups[f"{label} on"] = [_make(wl, label, None) for _ in range(2)]
-    for _ in range(50):
+        groups[f"{label} off"] = [_make(wl, label, var, "0", policy) for _ in range(2)]
+        groups[f"{label} on"] = [_make(wl, label, var, None, policy) for _ in range(2)]
+    for _ in range(warm):
         for ss in groups.values():
             for s in ss:
                 s()
@@ -66,7 +83,7 @@ def paired(wl: Workload, labels: list[str], rounds: int, block: int) -> dict[str
 
 @contextmanager
 def _situation(name: str) -> Iterator[None]:
-    if name == "alone":
+    if name in ("alone", "torch"):
         with _nothing():
             yield
     else:
@@ -81,13 +98,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=12, help="rotated rounds (default 12)")
     ap.add_argument("--block", type=int, default=32, help="steps a block (default 32)")
     ap.add_argument("--json", help="write the results here")
+    ap.add_argument("--warm", type=int, default=50, help="steps each env is warmed (default 50)")
+    ap.add_argument("--var", default="SEER_POOL_ALONE",
+                    help="the switch compared, =0 (off) against unset (default SEER_POOL_ALONE)")
     a = ap.parse_args(argv)
-    out: dict[str, Any] = {"host_check_before": host_check()}
+    out: dict[str, Any] = {"var": a.var, "host_check_before": host_check()}
     print(f"host check (parallel-2 / serial alone): {out['host_check_before']:.2f}")
     wl = Workload()
     for situation in a.situations.split(","):
         with _situation(situation):
-            r = paired(wl, a.labels.split(","), a.rounds, a.block)
+            r = paired(wl, a.labels.split(","), a.rounds, a.block, a.var,
+                       situation == "torch", a.warm)
         out[situation] = r
         for label in a.labels.split(","):
             x = r[label]
