@@ -385,42 +385,75 @@ static int stat_cpu_line(const char *p, const char *end, long *cpu, uint64_t *fr
     return 0;
 }
 
-int seer_cpu_stat_free_ticks(const char *text, size_t len, const seer_cpus *cpus,
-                             uint64_t *ticks)
+/* The cpu lines of /proc/stat, a piece at a time (stat_take). */
+typedef struct stat_sum {
+    const seer_cpus *cpus;
+    uint64_t ticks; /* the free ticks of `cpus` so far */
+    int found;      /* one of them had a line */
+    int done;       /* past the cpu lines (they come first) */
+} stat_sum;
+
+/* The whole lines of `text` (`len` bytes) taken into `st`: returns the bytes
+ * taken (a line cut at the end is left for the next piece), or -1 where a
+ * cpu line is malformed. */
+static long stat_take(stat_sum *st, const char *text, size_t len)
 {
     const char *p = text, *end = text + len;
-    uint64_t sum = 0;
-    int found = 0;
-    while (p < end) {
-        const char *eol = memchr(p, '\n', (size_t)(end - p));
+    while (p < end && !st->done) {
+        const size_t n = (size_t)(end - p);
+        if (memcmp(p, "cpu", n < 3 ? n : 3) != 0) {
+            st->done = 1; /* the first line that is not a cpu line */
+            break;
+        }
+        const char *eol = memchr(p, '\n', n);
         if (!eol)
-            eol = end;
-        if (eol - p < 3 || memcmp(p, "cpu", 3) != 0)
-            break; /* the cpu lines come first */
-        if (eol - p > 3 && p[3] != ' ') { /* cpuN (not the total) */
+            break;
+        if (eol - p < 3) {
+            st->done = 1;
+        } else if (p[3] != ' ') { /* cpuN (not the total) */
             long cpu;
             uint64_t free;
             if (stat_cpu_line(p + 3, eol, &cpu, &free) != 0)
                 return -1;
-            if (cpu < 1024 && (cpus->bits[cpu / 64] >> (cpu % 64)) & 1u) {
-                sum += free;
-                found = 1;
+            if (cpu < 1024 && (st->cpus->bits[cpu / 64] >> (cpu % 64)) & 1u) {
+                st->ticks += free;
+                st->found = 1;
             }
         }
         p = eol + 1;
     }
-    if (!found)
+    return (long)(p - text);
+}
+
+int seer_cpu_stat_free_ticks_fd(int fd, const seer_cpus *cpus, uint64_t *ticks)
+{
+    /* a piece at a time: a cpu line is under 200 bytes, and the lines after
+     * them ("intr": thousands of bytes) are not read through */
+    char buf[1024];
+    stat_sum st = {.cpus = cpus};
+    size_t have = 0;
+    while (!st.done) {
+        const ssize_t r = read(fd, buf + have, sizeof buf - have);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break; /* the end (a last line cut short is not taken) */
+        have += (size_t)r;
+        const long took = stat_take(&st, buf, have);
+        if (took < 0 || (took == 0 && have == sizeof buf && !st.done))
+            return -1; /* malformed, or a cpu line longer than the buffer */
+        memmove(buf, buf + took, have - (size_t)took);
+        have -= (size_t)took;
+    }
+    if (!st.found)
         return -1;
-    *ticks = sum;
+    *ticks = st.ticks;
     return 0;
 }
 
 int seer_cpus_free_ns_any(uint64_t *now_ns, uint64_t *free_ns)
 {
 #if defined(__linux__)
-    /* the cpu lines only (a line each, under 200 bytes: 1024 CPUs fit); read
-     * in one go where they fit the buffer, else those that came */
-    char buf[16384];
     cpu_set_t set;
     seer_cpus cpus = {{0}, 1};
     _Static_assert(sizeof(cpu_set_t) == sizeof cpus.bits, "seer_cpus holds a cpu_set_t");
@@ -434,20 +467,10 @@ int seer_cpus_free_ns_any(uint64_t *now_ns, uint64_t *free_ns)
     const int fd = open("/proc/stat", O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return -1;
-    size_t len = 0;
-    while (len < sizeof buf) {
-        const ssize_t r = read(fd, buf + len, sizeof buf - len);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        len += (size_t)r;
-    }
+    uint64_t ticks = 0;
+    const int rc = seer_cpu_stat_free_ticks_fd(fd, &cpus, &ticks);
     close(fd);
-    while (len > 0 && buf[len - 1] != '\n')
-        len--; /* whole lines only */
-    uint64_t ticks;
-    if (seer_cpu_stat_free_ticks(buf, len, &cpus, &ticks) != 0)
+    if (rc != 0)
         return -1;
     *now_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
     *free_ns = ticks * (1000000000ull / (uint64_t)hz);

@@ -6,7 +6,6 @@
 #define SEER_PROCESS_H
 
 #include <pthread.h>
-#include <stddef.h>
 #include <stdint.h>
 
 /* ---- process.c ------------------------------------------------------------- */
@@ -38,11 +37,11 @@ int seer_thread_avoid_cpu_host(pthread_t thread, int cpu, seer_cpus *own);
 uint32_t seer_cpu_count(void);
 /* The free time so far of the CPUs in `cpus` (their idle, I/O-wait and
  * nice time: a core no task of normal priority held) in clock ticks
- * (sysconf(_SC_CLK_TCK) a second), from the text of /proc/stat (`len`
- * bytes, whole lines; its cpuN lines, which come first).  Returns 0, or -1
- * where a cpu line is malformed or none of `cpus` has one.  Any thread. */
-int seer_cpu_stat_free_ticks(const char *text, size_t len, const seer_cpus *cpus,
-                             uint64_t *ticks);
+ * (sysconf(_SC_CLK_TCK) a second), from /proc/stat's text read from `fd`
+ * (its cpuN lines, which come first; read no further; a last line cut
+ * short is not counted).  Returns 0, or -1 where a cpu line is malformed
+ * or none of `cpus` has one.  Any thread. */
+int seer_cpu_stat_free_ticks_fd(int fd, const seer_cpus *cpus, uint64_t *ticks);
 /* The clock (CLOCK_MONOTONIC, ns) and, read right after it, the free time
  * of the calling thread's CPUs (its affinity mask) so far, in ns: from
  * /proc/stat, at the ticks' resolution.  Returns 0, or -1 where it cannot

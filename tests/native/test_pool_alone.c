@@ -31,10 +31,13 @@
  * cannot read try the pool; and /proc/stat's cpu lines as the reading
  * parses them.
  */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "company.h"
 #include "events.h"
@@ -565,8 +568,24 @@ static void test_look(void)
     seer_runtime_destroy(rt);
 }
 
+/* The free ticks of `cpus` in `text` as /proc/stat (a file of it). */
+static int stat_text(const char *text, const seer_cpus *cpus, uint64_t *ticks)
+{
+    FILE *f = tmpfile();
+    if (!f || fwrite(text, 1, strlen(text), f) != strlen(text) || fflush(f) != 0) {
+        fprintf(stderr, "test_pool_alone: no temporary file\n");
+        exit(2);
+    }
+    rewind(f);
+    const int rc = seer_cpu_stat_free_ticks_fd(fileno(f), cpus, ticks);
+    fclose(f);
+    return rc;
+}
+
 /* /proc/stat's cpu lines: the free time (nice + idle + iowait) of the CPUs
- * asked for; malformed lines, none of the CPUs and no cpu lines refused. */
+ * asked for, read a piece at a time (300 CPUs, a long line after them);
+ * malformed lines, none of the CPUs and no cpu lines refused; and this
+ * machine's, for the calling thread's CPUs, between two whole readings. */
 static void test_cpu_stat(void)
 {
     static const char stat[] =
@@ -579,14 +598,12 @@ static void test_cpu_stat(void)
     seer_cpus cpus = {{0}, 1};
     uint64_t t = 0;
     cpus.bits[0] = 1u << 1 | 1u << 12 | 1u << 3; /* cpu3 comes after intr: not a cpu line */
-    CHECK(seer_cpu_stat_free_ticks(stat, sizeof stat - 1, &cpus, &t) == 0 &&
-              t == (4 + 800 + 10) + (6 + 1200 + 15),
+    CHECK(stat_text(stat, &cpus, &t) == 0 && t == (4 + 800 + 10) + (6 + 1200 + 15),
           "cpu1 and cpu12: %llu ticks", (unsigned long long)t);
     cpus.bits[0] = 1;
-    CHECK(seer_cpu_stat_free_ticks(stat, sizeof stat - 1, &cpus, &t) == 0 && t == 407,
-          "cpu0: %llu ticks", (unsigned long long)t);
+    CHECK(stat_text(stat, &cpus, &t) == 0 && t == 407, "cpu0: %llu ticks", (unsigned long long)t);
     cpus.bits[0] = 1u << 5;
-    CHECK(seer_cpu_stat_free_ticks(stat, sizeof stat - 1, &cpus, &t) == -1, "cpu5 found");
+    CHECK(stat_text(stat, &cpus, &t) == -1, "cpu5 found");
     cpus.bits[0] = 3;
     static const char *bad[] = {
         "cpu0 10 2 3 400\n",              /* four fields */
@@ -597,16 +614,59 @@ static void test_cpu_stat(void)
         "",                                 /* empty */
         "intr 1 2 3\ncpu0 1 2 3 4 5 6\n",  /* no cpu lines first */
         "cpu  1 2 3 4 5 6 7\n",             /* the total only */
+        "cpu0 1 2 3 4 5 6",                 /* cut short: not counted */
     };
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++)
-        CHECK(seer_cpu_stat_free_ticks(bad[k], strlen(bad[k]), &cpus, &t) == -1,
-              "malformed /proc/stat %zu taken", k);
-    /* this machine's, for the calling thread's CPUs: free time moves forward */
-    uint64_t n0, f0, n1, f1;
-    if (seer_cpus_free_ns_any(&n0, &f0) == 0) {
-        CHECK(seer_cpus_free_ns_any(&n1, &f1) == 0 && n1 >= n0 && f1 >= f0,
-              "this machine's CPUs: %llu -> %llu ns free", (unsigned long long)f0,
-              (unsigned long long)f1);
+        CHECK(stat_text(bad[k], &cpus, &t) == -1, "malformed /proc/stat %zu taken", k);
+    /* 300 CPUs (lines cut across the reader's pieces), then an "intr" line
+     * of 20000 bytes and a cpu line after it, not counted */
+    char *big = malloc(300 * 64 + 20100);
+    size_t n = (size_t)sprintf(big, "cpu  1 1 1 1 1 1 1\n");
+    uint64_t want = 0;
+    memset(cpus.bits, 0, sizeof cpus.bits);
+    for (int c = 0; c < 300; c++) {
+        n += (size_t)sprintf(big + n, "cpu%d %d %d %d %d %d 0 0 0 0 0\n", c, c, c + 1, 7,
+                             1000 * c, 3);
+        if (c % 3 == 0) {
+            cpus.bits[c / 64] |= 1ull << (c % 64);
+            want += (uint64_t)(c + 1) + 1000u * (uint64_t)c + 3u;
+        }
+    }
+    memcpy(big + n, "intr", 4);
+    memset(big + n + 4, '7', 20000);
+    n += 20004;
+    n += (size_t)sprintf(big + n, "\ncpu0 9 9 9 9 9 9\n");
+    CHECK(stat_text(big, &cpus, &t) == 0 && t == want, "300 CPUs: %llu ticks, %llu wanted",
+          (unsigned long long)t, (unsigned long long)want);
+    /* a cpu line longer than the reader's piece: refused */
+    memset(big, '1', 3000);
+    memcpy(big, "cpu0 ", 5);
+    big[3000] = '\n';
+    big[3001] = '\0';
+    cpus.bits[0] = 1;
+    CHECK(stat_text(big, &cpus, &t) == -1, "a 3000-byte cpu line taken");
+    free(big);
+    /* this machine's: between two whole readings of /proc/stat */
+    cpu_set_t set;
+    FILE *f = fopen("/proc/stat", "r");
+    if (f && sched_getaffinity(0, sizeof set, &set) == 0) {
+        fclose(f);
+        memcpy(cpus.bits, &set, sizeof set);
+        const uint64_t tick = 1000000000ull / (uint64_t)sysconf(_SC_CLK_TCK);
+        uint64_t before = 0, after = 0, now, free_ns;
+        int fd = open("/proc/stat", O_RDONLY);
+        CHECK(seer_cpu_stat_free_ticks_fd(fd, &cpus, &before) == 0, "this machine's /proc/stat");
+        close(fd);
+        CHECK(seer_cpus_free_ns_any(&now, &free_ns) == 0, "this machine's CPUs unread");
+        fd = open("/proc/stat", O_RDONLY);
+        CHECK(seer_cpu_stat_free_ticks_fd(fd, &cpus, &after) == 0, "this machine's /proc/stat");
+        close(fd);
+        CHECK(before * tick <= free_ns && free_ns <= after * tick,
+              "this machine's CPUs: %llu ns free, between %llu and %llu",
+              (unsigned long long)free_ns, (unsigned long long)(before * tick),
+              (unsigned long long)(after * tick));
+    } else if (f) {
+        fclose(f);
     }
 }
 
