@@ -194,11 +194,10 @@ void seer_pool_keep_off_caller_host(seer_runtime *rt, uint32_t n)
  * leaves its CPU free and the pool is tried.  Paired in one process
  * (benchmarks/bench_alone.py --var SEER_POOL_ALONE_CPUS, PCS 64x64, 2
  * cores, two runs): beside a burner at full duty parallel-2 ran 1.00x the
- * serial executor with the look and 0.94-0.95x without, optimistic-2
- * 1.02x and 0.88-0.99x;
- * the step's time in torch's loop 2% less; company that leaves is seen as
- * before (the pool back within the stretch it left in).  SEER_POOL_ALONE_CPUS=0
- * turns the look off. */
+ * serial executor with the look and 0.94-0.95x without, optimistic-2 1.02x
+ * and 0.88-0.99x; the step's time in torch's loop 2% less; company that
+ * leaves is seen as before (the pool back within the stretch it left in).
+ * SEER_POOL_ALONE_CPUS=0 turns the look off. */
 #define ALONE_FIRST 8u
 #define ALONE_LONGEST 256u
 #define ALONE_SHARE 4u /* events under 1/4 of a side's share: lost */
