@@ -225,7 +225,7 @@ class _FakeStpa:
         self.executor, self.threads, self.reason, self.state = "parallel", 2, "why", "monitor"
         self.settled = True
         self.probe_steps = 10
-        self.history = [SimpleNamespace(trigger="preflight")]
+        self.history = [SimpleNamespace(trigger="preflight", reason="The parallel executor")]
         self.prober = SimpleNamespace(probe=None)
 
 
@@ -247,6 +247,8 @@ def test_auto_record_counts_what_stpa_probed_during_the_timed_blocks() -> None:
         "company: iterations took 5.5 ms on parallel-2", "confirm",
         "company: iterations took 6 ms on parallel-2"]]
     assert rec["warmup_calls"] == 3 and rec["choice"] == ["parallel-2", "parallel-2"]
+    # the decisions before the blocks, not those during them
+    assert rec["decisions_before_timed"] == [["preflight: The parallel executor"]] * 2
     assert company._probes_words(rec) == "probed 37 timed steps (company x2, confirm)"
     assert "probe_steps_timed" not in company._auto_record([quiet], {})  # no marks
     sit = {"executors": {k: {"s": 1e-3, "ratio": 1.0} for k in ("serial", "auto")},

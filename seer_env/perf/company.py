@@ -235,7 +235,9 @@ def _auto_record(stpas: Sequence[Any], warm: dict[str, Any],
     the triggers of the decisions they made (``probes_timed``: "confirm",
     a drift or company in words).  Auto's blocks hold those steps (a probe
     visits the other candidates, a switch between executors moves every
-    pending event), so they say where auto fell behind the choice it made."""
+    pending event), so they say where auto fell behind the choice it made;
+    and the decisions made before the blocks, each "trigger: reason"
+    (``decisions_before_timed``): why the blocks began where they did."""
     rec = {**warm, "choice": [_label_of(s) for s in stpas],
            "reason": [s.reason for s in stpas], "state": [s.state for s in stpas],
            "settled": all(s.settled for s in stpas)}
@@ -244,6 +246,8 @@ def _auto_record(stpas: Sequence[Any], warm: dict[str, Any],
                                                                             strict=True)]
         rec["probes_timed"] = [[d.trigger for d in s.history[m[1]:]]
                                for s, m in zip(stpas, marks, strict=True)]
+        rec["decisions_before_timed"] = [[f"{d.trigger}: {d.reason}" for d in s.history[:m[1]]]
+                                         for s, m in zip(stpas, marks, strict=True)]
     return rec
 
 
