@@ -184,14 +184,19 @@ void seer_pool_keep_off_caller_host(seer_runtime *rt, uint32_t n)
  * pool's threads could only have shared those cores: the next stretch
  * begins at once, twice as long, without the pool's steps, the moves of the
  * events and the relayout between (about 20 ms a stretch on PCS 64x64: 3-4%
- * of a 256-step stretch's time in torch's loop).  At most ALONE_GO_ON_MAX
- * in a row (a core held by a task the kernel would put behind our workers,
- * a cgroup's weight, is busy to /proc/stat as well: the pool is tried at
- * least every 8th stretch), only stretches of ALONE_LOOK_NS and more (ten
- * clock ticks of each CPU at 100 Hz), and anything the CPUs cannot say (no
- * /proc, a malformed or shrinking count) tries the pool as before.  Free
- * time counts the caller's own: a caller that waits (for a GPU, for I/O)
- * leaves its CPU free and the pool is tried.  Paired in one process
+ * of a 256-step stretch's time in torch's loop).  The free time of the
+ * whole stretch, the caller's work between its steps included, is held to
+ * the time of its steps alone: it bounds what was free during them (in a
+ * round-robin loop over several envs the other core is free during this
+ * env's steps and busy with the others' pools between them: held to the
+ * stretch's whole time, the pool would never be tried again; a caller that
+ * waits for a GPU or I/O leaves its own CPU free, and the pool is tried).
+ * At most ALONE_GO_ON_MAX in a row (a core held by a task the kernel would
+ * put behind our workers, a cgroup's weight, is busy to /proc/stat as
+ * well: the pool is tried at least every 8th stretch), only stretches whose
+ * steps took ALONE_LOOK_NS and more (the counts are in clock ticks, 10 ms a
+ * CPU at 100 Hz), and anything the CPUs cannot say (no /proc, a malformed
+ * or shrinking count) tries the pool as before.  Paired in one process
  * (benchmarks/bench_alone.py --var SEER_POOL_ALONE_CPUS, PCS 64x64, 2
  * cores, two runs): beside a burner at full duty parallel-2 ran 1.00x the
  * serial executor with the look and 0.94-0.95x without, optimistic-2 1.02x
@@ -207,8 +212,8 @@ void seer_pool_keep_off_caller_host(seer_runtime *rt, uint32_t n)
 #define ALONE_COLD 1.25     /* a stretch's step counts at most this times the average */
 #define ALONE_SETTLE_STEPS 3u /* pool steps of a new configuration not judged */
 #define ALONE_SERIAL_MIN 64u  /* stretches this long: on the serial executor's queues */
-#define ALONE_LOOK_NS 100000000ull /* a stretch this long (ns) looks at the CPUs at its end */
-#define ALONE_FREE_MIN 0.25 /* ... their free time under this many cores: runs on */
+#define ALONE_LOOK_NS 200000000ull /* stretches whose steps took this long (ns) look at the CPUs */
+#define ALONE_FREE_MIN 0.25 /* ... their free time under this many cores over the steps: runs on */
 #define ALONE_GO_ON_MAX 7u  /* ... at most this many stretches in a row */
 
 static int tracing_host(const seer_runtime *rt)
@@ -264,20 +269,22 @@ static void begin_stretch(seer_rt_alone *a, int tidy)
     a->stretches++;
     a->tidy = tidy;
     a->looked = a->cpus_free && a->cpus_free(&a->look_ns, &a->look_free_ns) == 0;
+    a->look_steps_ns = 0;
 }
 
 /* At a stretch's end: 1 where the caller's CPUs had under ALONE_FREE_MIN
- * cores' worth of free time during it (at most ALONE_GO_ON_MAX times in a
- * row), so that the pool's threads could only have taken cores that others
- * held: the next stretch begins at once, without the pool's steps. */
+ * cores' worth of free time during it, counted against the time of its
+ * steps alone (at most ALONE_GO_ON_MAX times in a row), so that the pool's
+ * threads could only have taken cores that others held: the next stretch
+ * begins at once, without the pool's steps. */
 static int go_on_alone(seer_rt_alone *a)
 {
     uint64_t now_ns, free_ns;
     const int ok = a->looked && a->went_on < ALONE_GO_ON_MAX &&
-                   a->cpus_free(&now_ns, &free_ns) == 0 && now_ns >= a->look_ns + ALONE_LOOK_NS &&
-                   free_ns >= a->look_free_ns &&
+                   a->look_steps_ns >= ALONE_LOOK_NS && a->cpus_free(&now_ns, &free_ns) == 0 &&
+                   now_ns >= a->look_ns && free_ns >= a->look_free_ns &&
                    (double)(free_ns - a->look_free_ns) <
-                       ALONE_FREE_MIN * (double)(now_ns - a->look_ns);
+                       ALONE_FREE_MIN * (double)a->look_steps_ns;
     a->went_on = ok ? a->went_on + 1 : 0;
     a->went_on_total += (uint64_t)ok;
     return ok;
@@ -295,6 +302,7 @@ void seer_pool_alone_after_call_host(seer_runtime *rt, const seer_pool_call *cal
         a->alone_ns = a->alone_ns > 0 ? 0.75 * a->alone_ns + 0.25 * per : per;
         a->left--;
         a->steps++;
+        a->look_steps_ns += call->ns;
         if (!a->left && go_on_alone(a)) {
             begin_stretch(a, !a->serial);
             return;

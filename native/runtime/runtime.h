@@ -331,6 +331,7 @@ typedef struct seer_rt_alone {
      * the stretches run on in a row since the pool was last tried         */
     int (*cpus_free)(uint64_t *now_ns, uint64_t *free_ns);
     uint64_t look_ns, look_free_ns;
+    uint64_t look_steps_ns; /* the time of the stretch's steps so far     */
     int looked;
     uint32_t went_on;
     uint64_t went_on_total; /* stretches run on, in all (tests)           */

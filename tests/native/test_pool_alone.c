@@ -26,10 +26,10 @@
  * and a traced step; a reset and executor switches within one; and, under
  * fault injection, the moves failing (the stretch stays where its events
  * are, a switch says out of memory).  A stretch's end that finds the
- * caller's CPUs busy (a reading put in by the test) begins the next at
- * once, at most seven in a row; more free, a short stretch or CPUs it
- * cannot read try the pool; and /proc/stat's cpu lines as the reading
- * parses them.
+ * caller's CPUs busy over its steps' time (a reading put in by the test)
+ * begins the next at once, at most seven in a row; more free (between the
+ * steps too: a round-robin loop's), a short stretch or CPUs it cannot read
+ * try the pool; and /proc/stat's cpu lines as the reading parses them.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -472,28 +472,41 @@ static int look_read(uint64_t *now_ns, uint64_t *free_ns)
     return 0;
 }
 
-/* `ms` of stretch steps (the whole stretch) with `cores` of the caller's
- * CPUs free meanwhile. */
-static void look_stretch(seer_runtime *rt, uint32_t steps, double ms, double cores,
-                         const char *what)
+/* A stretch of `steps` steps that took `ms` in all, in `wall_ms` of the
+ * caller's time (its other work between them included), with `cores` of
+ * the caller's CPUs free over that time. */
+static void look_stretch_in(seer_runtime *rt, uint32_t steps, double ms, double wall_ms,
+                            double cores, const char *what)
 {
+    seer_pool_call c = alone_call; /* 150 ns an event, as alone_call's */
+    c.ns = (uint64_t)(ms * 1e6 / steps);
+    c.events = c.caller_events = c.ns / 150;
     for (uint32_t k = 0; k < steps; k++) {
         if (seer_pool_alone_cap_host(rt, 2) != 1) {
             CHECK(0, "%s: step %u of %u on the pool", what, k, steps);
             return;
         }
-        look_now_ns += (uint64_t)(ms * 1e6 / steps);
-        look_free_ns += (uint64_t)(cores * ms * 1e6 / steps);
-        seer_pool_alone_after_call_host(rt, &alone_call);
+        look_now_ns += (uint64_t)(wall_ms * 1e6 / steps);
+        look_free_ns += (uint64_t)(cores * wall_ms * 1e6 / steps);
+        seer_pool_alone_after_call_host(rt, &c);
     }
 }
 
+/* ... its steps back to back. */
+static void look_stretch(seer_runtime *rt, uint32_t steps, double ms, double cores,
+                         const char *what)
+{
+    look_stretch_in(rt, steps, ms, ms, cores, what);
+}
+
 /* A stretch's end looks at the caller's CPUs: with under a quarter of a
- * core free during it (others held them: a burner, torch's spinning
- * workers), the next stretch begins at once, twice as long, without the
- * pool's steps in between -- at most 7 in a row; with more free, a stretch
- * shorter than 100 ms, CPUs it cannot read (at the start or the end), or
- * free time gone backwards: the pool's steps as before. */
+ * core free over the time of its steps (others held them: a burner,
+ * torch's spinning workers), the next stretch begins at once, twice as
+ * long, without the pool's steps in between -- at most 7 in a row; with
+ * more free, steps that took under 200 ms in all, CPUs it cannot read (at
+ * the start or the end), or free time gone backwards: the pool's steps as
+ * before.  Free time between its steps counts too (a round-robin loop's
+ * other envs): held to the steps' time, not the stretch's whole. */
 static void test_look(void)
 {
     seer_runtime *rt = make(SEER_EXECUTOR_PARALLEL, 2, NULL);
@@ -504,36 +517,51 @@ static void test_look(void)
     settled(rt);
     lost_thrice(rt, pool_call(1000000, 1000, 0));
     CHECK(a->left == 8 && a->looked && look_reads == 1, "look: no stretch, or no look at it");
-    /* 8 steps of 15 ms, a tenth of a core free: the next begins at once */
-    look_stretch(rt, 8, 120, 0.1, "busy");
+    /* 8 steps of 30 ms, a tenth of a core free: the next begins at once */
+    look_stretch(rt, 8, 240, 0.1, "busy");
     CHECK(a->left == 16 && a->next == 32 && a->went_on == 1 && a->probe == 0 && a->looked,
           "busy CPUs: left %u, next %u, went on %u, pool steps to come %u", a->left, a->next,
           a->went_on, a->probe);
     /* ... with a third of a core free: the pool's steps */
-    look_stretch(rt, 16, 200, 0.34, "a third free");
+    look_stretch(rt, 16, 400, 0.34, "a third free");
     CHECK(a->left == 0 && a->probe == 5 && a->went_on == 0 && a->stretches == 2,
           "a third of a core free: left %u, pool steps %u, went on %u", a->left, a->probe,
           a->went_on);
     woken(rt);
     lost_thrice(rt, pool_call(1600000, 5000, 0));
     CHECK(a->left == 32, "no stretch after lost pool steps: %u", a->left);
-    /* shorter than 100 ms, however busy: the pool's steps */
-    look_stretch(rt, 32, 90, 0.0, "short");
-    CHECK(a->left == 0 && a->probe == 5, "a 90 ms stretch went on: left %u", a->left);
+    /* steps of 190 ms in all, however busy: the pool's steps */
+    look_stretch_in(rt, 32, 190, 900, 0.0, "short");
+    CHECK(a->left == 0 && a->probe == 5, "190 ms of steps went on: left %u", a->left);
+    woken(rt);
+    /* a round-robin loop: 250 ms of steps in 1000 ms, the other core free
+     * during them (a tenth of a core over the whole): held to the steps'
+     * time (0.4 of a core), the pool's steps */
+    lost_thrice(rt, pool_call(1600000, 5000, 0));
+    look_stretch_in(rt, 64, 250, 1000, 0.1, "round-robin");
+    CHECK(a->left == 0 && a->probe == 5, "free during the steps went on: left %u", a->left);
+    woken(rt);
+    /* ... and a loop whose other work kept the cores busy too: goes on */
+    lost_thrice(rt, pool_call(1600000, 5000, 0));
+    look_stretch_in(rt, 128, 250, 1000, 0.05, "busy loop");
+    CHECK(a->left == 256 && a->went_on == 1, "a busy loop: left %u, went on %u", a->left,
+          a->went_on);
+    look_stretch(rt, 256, 500, 0.5, "busy loop ends");
+    CHECK(a->left == 0 && a->probe == 5, "half a core free went on: left %u", a->left);
     woken(rt);
     lost_thrice(rt, pool_call(1600000, 5000, 0));
     /* free time gone backwards (a CPU taken offline): the pool's steps */
     look_free_ns -= 1000000000ull;
-    look_stretch(rt, 64, 150, 0.0, "backwards");
+    look_stretch(rt, 256, 500, 0.0, "backwards");
     CHECK(a->left == 0 && a->probe == 5, "free time gone backwards went on: left %u", a->left);
     woken(rt);
     /* unreadable at the start, then at the end */
     look_fails = 1;
     lost_thrice(rt, pool_call(1600000, 5000, 0));
-    CHECK(a->left == 128 && !a->looked, "unreadable at the start: left %u, looked %d", a->left,
+    CHECK(a->left == 256 && !a->looked, "unreadable at the start: left %u, looked %d", a->left,
           a->looked);
     look_fails = 0;
-    look_stretch(rt, 128, 300, 0.0, "unread start");
+    look_stretch(rt, 256, 500, 0.0, "unread start");
     CHECK(a->left == 0 && a->probe == 5, "went on without a first reading");
     woken(rt);
     lost_thrice(rt, pool_call(1600000, 5000, 0));
