@@ -198,10 +198,11 @@ void seer_pool_keep_off_caller_host(seer_runtime *rt, uint32_t n)
  * CPU at 100 Hz), and anything the CPUs cannot say (no /proc, a malformed
  * or shrinking count) tries the pool as before.  Paired in one process
  * (benchmarks/bench_alone.py --var SEER_POOL_ALONE_CPUS, PCS 64x64, 2
- * cores, two runs): beside a burner at full duty parallel-2 ran 1.00x the
- * serial executor with the look and 0.94-0.95x without, optimistic-2 1.02x
- * and 0.88-0.99x; the step's time in torch's loop 2% less; company that
- * leaves is seen as before (the pool back within the stretch it left in).
+ * cores, four runs): beside a burner at full duty the time with the look
+ * over the time without 0.92-1.02 for parallel-2, 0.86-0.98 for
+ * optimistic-2 (envs made alike spread by 5-10% there); the step's time in
+ * torch's loop 2% less; company that leaves is seen as before (the pool
+ * back within the stretch it left in).
  * SEER_POOL_ALONE_CPUS=0 turns the look off. */
 #define ALONE_FIRST 8u
 #define ALONE_LONGEST 256u
