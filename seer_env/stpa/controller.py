@@ -104,7 +104,8 @@ class Stpa(_Running):
         drop: after each visit, candidates slower than ``drop`` x the best median
             so far are not visited again (`eliminated`).
         drop_traced: a pool whose traced step took more than ``drop_traced`` x the
-            first (one-thread) step is not timed (a loaded machine, a hopeless pool).
+            first (one-thread) step is traced once more, and where that one
+            does too it is not timed (a loaded machine, a hopeless pool).
         tie: when the two fastest medians are within ``tie``, ``extra_rounds``
             alternating visits of those two follow (`close_call`).
         confirm: re-probe the neighbourhood of the choice every ``reprobe_gap``

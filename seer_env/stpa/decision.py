@@ -523,8 +523,8 @@ class Decisions:
                        "left (")
                 if slow:
                     why += (", ".join(sorted(d.label for d in slow))
-                            + f" dropped: its traced step took over {host.drop_traced:g}x "
-                            "the first step")
+                            + f" dropped: its traced steps took over {host.drop_traced:g}x "
+                            "the first step, twice")
                 if pr.unreachable:
                     why += ("; " if slow else "") + ", ".join(
                         sorted(d.label for d in pr.unreachable)) + ": the runtime could not switch"

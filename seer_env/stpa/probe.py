@@ -9,7 +9,9 @@ It goes through stages, one real step of the run at a time:
    (`Prober.plan_after_features`: tiny steps are decided at once, the pools'
    probe waits until the run can pay for it, a traced step comes first where
    there is more than one thread to consider);
-2. ``"trace"`` (a warm-up step and one traced step on the largest pool);
+2. ``"trace"`` (a warm-up step and one traced step on the largest pool; a
+   second where the first took over ``drop_traced`` times the first step, a
+   moment of the host's; the pool is dropped where both did);
 3. ``"timing"`` (the planned candidates visited forth and back, a warm-up step
    after each switch and ``k`` timed steps a visit: `Prober.plan_timing`;
    after each visit the hopeless candidates are dropped, and a close call
@@ -127,6 +129,9 @@ class Probe:
     t_start: int = 0
     steps: int = 0
     unreachable: set[Candidate] = field(default_factory=set)  # switching to them failed
+    #: pools whose traced step was over ``drop_traced`` once: traced again
+    #: before they are dropped (`Prober.visit_step`)
+    retraced: set[Candidate] = field(default_factory=set)
     pruned: list[Candidate] = field(default_factory=list)  # predicted too slow to time
     tiny: list[Candidate] = field(default_factory=list)  # left out: the steps are too short
     step_ns: float = 0.0  # ... this short
@@ -327,8 +332,16 @@ class Prober:
         if visit.traced:
             if summary is not None:
                 self.trace_summary = summary
-            if ns > host.drop_traced * self.t_first:
-                # even with tracing's cost counted, hopeless: do not time it
+            if ns > host.drop_traced * self.t_first and visit.cand not in pr.retraced:
+                # one slow step may be the host's moment (another tenant, a
+                # hiccup of the VM): traced once more before it counts (one
+                # such step dropped parallel-2 in bench company's runs alone
+                # on the 2-core VM, and the serial executor ran, untimed,
+                # until a confirmation seconds later)
+                pr.retraced.add(visit.cand)
+                pr.queue.insert(0, Visit(visit.cand, timed=False, traced=True))
+            elif ns > host.drop_traced * self.t_first:
+                # twice: even with tracing's cost counted, hopeless: do not time it
                 pr.dropped.add(visit.cand)
         elif visit.timed:
             # what the user pays: the step and the caller's work before it
