@@ -15,7 +15,7 @@ caller's CPUs).
 
     python benchmarks/bench_alone.py
     python benchmarks/bench_alone.py --json benchmarks/results/alone.json
-    python benchmarks/bench_alone.py --var SEER_POOL_ALONE_CPUS \
+    python benchmarks/bench_alone.py --var SEER_POOL_ALONE_CPUS --warm 300 --rounds 16 \
         --situations alone,burner-50,burner-100,torch --json benchmarks/results/alone_cpus.json
 
 A benchmark, never a test: it prints ratios and asserts nothing.  A host
