@@ -269,7 +269,7 @@ static void begin_stretch(seer_rt_alone *a, int tidy)
     a->next = a->next * 2 < ALONE_LONGEST ? a->next * 2 : ALONE_LONGEST;
     a->stretches++;
     a->tidy = tidy;
-    a->looked = a->cpus_free && a->cpus_free(&a->look_ns, &a->look_free_ns) == 0;
+    a->looked = a->cpus_free && a->cpus_free(&a->look_free_ns) == 0;
     a->look_steps_ns = 0;
 }
 
@@ -280,10 +280,10 @@ static void begin_stretch(seer_rt_alone *a, int tidy)
  * begins at once, without the pool's steps. */
 static int go_on_alone(seer_rt_alone *a)
 {
-    uint64_t now_ns, free_ns;
+    uint64_t free_ns;
     const int ok = a->looked && a->went_on < ALONE_GO_ON_MAX &&
-                   a->look_steps_ns >= ALONE_LOOK_NS && a->cpus_free(&now_ns, &free_ns) == 0 &&
-                   now_ns >= a->look_ns && free_ns >= a->look_free_ns &&
+                   a->look_steps_ns >= ALONE_LOOK_NS && a->cpus_free(&free_ns) == 0 &&
+                   free_ns >= a->look_free_ns &&
                    (double)(free_ns - a->look_free_ns) <
                        ALONE_FREE_MIN * (double)a->look_steps_ns;
     a->went_on = ok ? a->went_on + 1 : 0;

@@ -40,7 +40,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "base.h"
@@ -451,7 +450,7 @@ int seer_cpu_stat_free_ticks_fd(int fd, const seer_cpus *cpus, uint64_t *ticks)
     return 0;
 }
 
-int seer_cpus_free_ns_any(uint64_t *now_ns, uint64_t *free_ns)
+int seer_cpus_free_ns_any(uint64_t *free_ns)
 {
 #if defined(__linux__)
     cpu_set_t set;
@@ -461,9 +460,6 @@ int seer_cpus_free_ns_any(uint64_t *now_ns, uint64_t *free_ns)
     if (hz <= 0 || sched_getaffinity(0, sizeof set, &set) != 0)
         return -1;
     memcpy(cpus.bits, &set, sizeof set);
-    struct timespec ts;
-    if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
-        return -1;
     const int fd = open("/proc/stat", O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return -1;
@@ -472,11 +468,9 @@ int seer_cpus_free_ns_any(uint64_t *now_ns, uint64_t *free_ns)
     close(fd);
     if (rc != 0)
         return -1;
-    *now_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
     *free_ns = ticks * (1000000000ull / (uint64_t)hz);
     return 0;
 #else
-    (void)now_ns;
     (void)free_ns;
     return -1;
 #endif

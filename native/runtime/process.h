@@ -42,12 +42,12 @@ uint32_t seer_cpu_count(void);
  * short is not counted).  Returns 0, or -1 where a cpu line is malformed
  * or none of `cpus` has one.  Any thread. */
 int seer_cpu_stat_free_ticks_fd(int fd, const seer_cpus *cpus, uint64_t *ticks);
-/* The clock (CLOCK_MONOTONIC, ns) and, read right after it, the free time
- * of the calling thread's CPUs (its affinity mask) so far, in ns: from
- * /proc/stat, at the ticks' resolution.  Returns 0, or -1 where it cannot
- * say (not Linux, /proc unreadable or malformed): the caller then knows
- * nothing of the CPUs.  Any thread (the host reads its own CPUs). */
-int seer_cpus_free_ns_any(uint64_t *now_ns, uint64_t *free_ns);
+/* The free time of the calling thread's CPUs (its affinity mask) so far,
+ * in ns: from /proc/stat, at the ticks' resolution.  Returns 0, or -1
+ * where it cannot say (not Linux, /proc unreadable or malformed): the
+ * caller then knows nothing of the CPUs.  Any thread (the host reads its
+ * own CPUs). */
+int seer_cpus_free_ns_any(uint64_t *free_ns);
 uint64_t seer_physical_memory(void);
 
 #endif /* SEER_PROCESS_H */

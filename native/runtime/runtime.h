@@ -329,8 +329,8 @@ typedef struct seer_rt_alone {
      * SEER_POOL_ALONE_CPUS=0, a stretch's end never looks; tests put their
      * own), its reading at the stretch's start (looked: it could read), and
      * the stretches run on in a row since the pool was last tried         */
-    int (*cpus_free)(uint64_t *now_ns, uint64_t *free_ns);
-    uint64_t look_ns, look_free_ns;
+    int (*cpus_free)(uint64_t *free_ns);
+    uint64_t look_free_ns;
     uint64_t look_steps_ns; /* the time of the stretch's steps so far     */
     int looked;
     uint32_t went_on;

@@ -458,16 +458,14 @@ static void test_long_stretch(int executor, uint32_t threads, const char *name)
     seer_runtime_destroy(ref);
 }
 
-/* The CPUs as test_look has them: the clock and their free time (ns), or
- * unreadable. */
-static uint64_t look_now_ns, look_free_ns;
+/* The CPUs as test_look has them: their free time (ns), or unreadable. */
+static uint64_t look_free_ns;
 static int look_fails, look_reads;
-static int look_read(uint64_t *now_ns, uint64_t *free_ns)
+static int look_read(uint64_t *free_ns)
 {
     look_reads++;
     if (look_fails)
         return -1;
-    *now_ns = look_now_ns;
     *free_ns = look_free_ns;
     return 0;
 }
@@ -486,7 +484,6 @@ static void look_stretch_in(seer_runtime *rt, uint32_t steps, double ms, double 
             CHECK(0, "%s: step %u of %u on the pool", what, k, steps);
             return;
         }
-        look_now_ns += (uint64_t)(wall_ms * 1e6 / steps);
         look_free_ns += (uint64_t)(cores * wall_ms * 1e6 / steps);
         seer_pool_alone_after_call_host(rt, &c);
     }
@@ -512,7 +509,6 @@ static void test_look(void)
     seer_runtime *rt = make(SEER_EXECUTOR_PARALLEL, 2, NULL);
     const seer_rt_alone *a = &rt->pool.alone;
     rt->pool.alone.cpus_free = look_read;
-    look_now_ns = 5000000000ull;
     look_free_ns = 7000000000ull;
     settled(rt);
     lost_thrice(rt, pool_call(1000000, 1000, 0));
@@ -681,11 +677,11 @@ static void test_cpu_stat(void)
         fclose(f);
         memcpy(cpus.bits, &set, sizeof set);
         const uint64_t tick = 1000000000ull / (uint64_t)sysconf(_SC_CLK_TCK);
-        uint64_t before = 0, after = 0, now, free_ns;
+        uint64_t before = 0, after = 0, free_ns;
         int fd = open("/proc/stat", O_RDONLY);
         CHECK(seer_cpu_stat_free_ticks_fd(fd, &cpus, &before) == 0, "this machine's /proc/stat");
         close(fd);
-        CHECK(seer_cpus_free_ns_any(&now, &free_ns) == 0, "this machine's CPUs unread");
+        CHECK(seer_cpus_free_ns_any(&free_ns) == 0, "this machine's CPUs unread");
         fd = open("/proc/stat", O_RDONLY);
         CHECK(seer_cpu_stat_free_ticks_fd(fd, &cpus, &after) == 0, "this machine's /proc/stat");
         close(fd);
