@@ -332,17 +332,18 @@ class Prober:
         if visit.traced:
             if summary is not None:
                 self.trace_summary = summary
-            if ns > host.drop_traced * self.t_first and visit.cand not in pr.retraced:
-                # one slow step may be the host's moment (another tenant, a
-                # hiccup of the VM): traced once more before it counts (one
-                # such step dropped parallel-2 in bench company's runs alone
-                # on the 2-core VM, and the serial executor ran, untimed,
-                # until a confirmation seconds later)
-                pr.retraced.add(visit.cand)
-                pr.queue.insert(0, Visit(visit.cand, timed=False, traced=True))
-            elif ns > host.drop_traced * self.t_first:
-                # twice: even with tracing's cost counted, hopeless: do not time it
-                pr.dropped.add(visit.cand)
+            if ns > host.drop_traced * self.t_first:
+                if visit.cand in pr.retraced:
+                    # twice: even with tracing's cost counted, hopeless: do not time it
+                    pr.dropped.add(visit.cand)
+                else:
+                    # one slow step may be the host's moment (another tenant,
+                    # a hiccup of the VM): traced once more before it counts
+                    # (one such step dropped parallel-2 in bench company's
+                    # runs alone on the 2-core VM, and the serial executor
+                    # ran, untimed, until a confirmation seconds later)
+                    pr.retraced.add(visit.cand)
+                    pr.queue.insert(0, Visit(visit.cand, timed=False, traced=True))
         elif visit.timed:
             # what the user pays: the step and the caller's work before it
             # (beside this candidate's threads: the step before ran on it too,
