@@ -102,7 +102,10 @@ from too; none beyond the run's share of the cores while other processes
 keep the rest busy: they would run on theirs), so the pool comes back when
 the company leaves.  A preflight (or a company re-probe's fall-back) whose
 pools ran over 1.5x behind what its traced step predicts, with no company
-seen (the host's other tenants, a moment that passes), is timed again a
+seen (the host's other tenants, a moment that passes), or none but the
+pool's threads waiting for a core while nothing on the machine was busy for
+long (other processes under a quarter of a core, this process's other
+threads idle: `seer_env.stpa.company.passing_company`), is timed again a
 quarter of a second later, and, while the confirmations find the same,
 again after twice as many steps each time until the confirmation budget's
 own wait is shorter: a slow moment that outlasts the first recheck costs

@@ -81,6 +81,14 @@ WAITED_MOST = 0.25
 #: ("another thread pool in this process"); under it, they are not
 THREADS_BUSY = 0.1
 
+#: company seen only as a pool's waits for a core, while other processes kept
+#: under this many cores' worth busy and this process's other threads under
+#: ``THREADS_BUSY``: nothing on the machine holds a core for long (a burner at
+#: half duty keeps 0.4-0.5 busy), so the waits are a moment of the host's (a
+#: virtual machine's other tenants, a short burst of another process), which
+#: passes (`passing_company`)
+PASSING_OTHERS = 0.25
+
 #: the shortest interval `others_busy_cores` reads (``/proc/stat`` counts in
 #: ticks of 10 ms)
 MIN_SPAN_NS = 50_000_000
@@ -566,8 +574,28 @@ def company_words(others: float | None, cores: int, between: Mapping[str, float]
     return "; ".join(said)
 
 
+def passing_company(others: float | None, in_process: float | None) -> bool:
+    """Whether company a probe saw (in words, `company_words`) can only have
+    been a moment of the host's: other processes kept under
+    ``PASSING_OTHERS`` of a core busy and this process's other threads under
+    ``THREADS_BUSY`` (both known), so the words came from the pool's own
+    waits for a core alone.  A decision made on such company is timed again
+    shortly, as one whose pools ran behind their trace with no company seen.
+
+    ```python
+    passing_company(0.1, 0.0)   # True: nothing held a core for long
+    passing_company(0.4, 0.0)   # False: a burner at half duty, say
+    passing_company(0.0, 0.5)   # False: a thread pool of this process
+    passing_company(None, 0.0)  # False: other processes unknown
+    ```
+    """
+    return (others is not None and in_process is not None
+            and others < PASSING_OTHERS and in_process < THREADS_BUSY)
+
+
 __all__ = ["ALONE_MOST", "BETWEEN_MIN_NS", "BETWEEN_SLOWER", "CpuSample", "MAX_PROCS",
-           "MIN_SPAN_NS", "OTHERS_BUSY", "THREADS_BUSY", "WAITED_MOST", "between_medians",
-           "company_words", "cpu_sample", "fair_cores", "iterations", "other_threads_busy_cores",
-           "other_threads_cpu_ns", "others_busy_cores", "others_loads", "pool_wait_ns",
-           "process_cpu_ns", "sched_delay_ns", "with_processes", "with_threads"]
+           "MIN_SPAN_NS", "OTHERS_BUSY", "PASSING_OTHERS", "THREADS_BUSY", "WAITED_MOST",
+           "between_medians", "company_words", "cpu_sample", "fair_cores", "iterations",
+           "other_threads_busy_cores", "other_threads_cpu_ns", "others_busy_cores",
+           "others_loads", "passing_company", "pool_wait_ns", "process_cpu_ns",
+           "sched_delay_ns", "with_processes", "with_threads"]

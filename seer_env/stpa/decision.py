@@ -51,6 +51,7 @@ from .company import (
     other_threads_busy_cores,
     others_busy_cores,
     others_loads,
+    passing_company,
     with_processes,
     with_threads,
 )
@@ -179,14 +180,14 @@ class Decisions:
                provisional: Decision | None = None) -> None:
         """Choose from ``pr``'s timings (or take ``provisional``, a choice made
         while the pools' probe is put off) and switch to the choice."""
-        others, loads, company = None, None, ""
+        others, loads, company, passing = None, None, "", False
         if provisional is None:
             # the clocks now, once: what other processes and this process's
             # other threads did since the probe's marks
             now = host.cpu_sampler() if host.cpu_sampler is not None else None
             others, loads = self._others(host, pr, now)
             host.prober.waits_since(host, pr)  # the last pool step's late waits
-            company = self._company(host, pr, others, now)
+            company, passing = self._company(host, pr, others, now)
         # the running pool held to its steps over time only where this probe
         # saw company too: a moment of the host's own that slowed the steps
         # before a re-probe and passed left the pool's old steps against the
@@ -262,7 +263,13 @@ class Decisions:
         # confirmations, not one every quarter of a second for good
         first = pr.trigger == "preflight" or pr.trigger.startswith("company")
         chain = first or (pr.trigger == "confirm" and monitor.recheck_chain is not None)
-        slow = None if company or share < host.cores or not chain \
+        # (company that can only have been a moment of the host's, a pool's
+        # waits for a core with nothing on the machine busy for long, is no
+        # company here: alone on a 2-core VM a preflight saw parallel-2's
+        # threads wait 930 us a step with other processes at 0.1 of a core,
+        # chose the serial executor and kept it for the run, 0.98x serial
+        # where parallel-2 ran 1.23x)
+        slow = None if (company and not passing) or share < host.cores or not chain \
             else self._pools_slower_than_traced(host, pr, dec)
         step = max(monitor.running_ns or host._step_ns(), 1.0)
         steps = max(RECHECK_STEPS, math.ceil(host.recheck_ns / step)) if first \
@@ -276,8 +283,8 @@ class Decisions:
             # one that lasted past the first recheck, for seconds)
             monitor.recheck_steps = monitor.recheck_chain = steps
             log.info("%s (%s): %s ran %.1fx slower than its trace predicts with no company "
-                     "seen: timed again in %d steps", host.rt.model, pr.trigger,
-                     slow[0].label, slow[1], steps)
+                     "seen%s: timed again in %d steps", host.rt.model, pr.trigger,
+                     slow[0].label, slow[1], " but a moment's" if company else "", steps)
         else:
             monitor.recheck_chain = None
         if pr.trigger == "preflight" and host.prober.deferred is None:
@@ -458,14 +465,15 @@ class Decisions:
         return True
 
     def _company(self, host: DecisionHost, pr: Probe, others: float | None,
-                 now: CpuSample | None) -> str:
+                 now: CpuSample | None) -> tuple[str, bool]:
         """The company ``pr`` saw, in words (`seer_env.stpa.company`): other
         processes' load over its timed steps (``others``), the caller's work
         between steps slower beside a pool than beside one thread, a pool's
         threads waiting for a core (``pr.waited``, the last pool step's late
         waits read by the caller), and whether this process's other threads
         were busy from the probe's first timed step to ``now``; "" for none.
-        Reads ``pr``, changes nothing."""
+        And whether that company can only have been a moment of the host's
+        (`passing_company`).  Reads ``pr``, changes nothing."""
         medians = between_medians(pr.between)
         ones = sorted((c for c in medians if c.threads == 1), key=lambda c: medians[c])
         # the pools against the one-thread candidate whose caller's work was quickest
@@ -479,9 +487,10 @@ class Decisions:
         in_process = other_threads_busy_cores(
             pr.cpu0, with_threads(now, host.thread_sampler, host.rt)) \
             if pr.cpu0 is not None and now is not None else None
-        return company_words(others, host.cores, between, ones[0].label if ones else None,
-                             alone, waited, openmp_spins=openmp_spins_by_default(),
-                             in_process=in_process)
+        words = company_words(others, host.cores, between, ones[0].label if ones else None,
+                              alone, waited, openmp_spins=openmp_spins_by_default(),
+                              in_process=in_process)
+        return words, bool(words) and passing_company(others, in_process)
 
     def _choose(self, host: DecisionHost, pr: Probe, timings: dict[Candidate, list[float]],
                 provisional: Decision | None, company: str = "") -> Decision:
