@@ -3412,6 +3412,43 @@ def test_a_pool_that_wins_narrowly_with_the_serial_executor_pruned_has_it_timed_
         assert set(st.decision.medians_ns) == timed, st.decision.medians_ns
 
 
+@pytest.mark.parametrize("others", [0.0, 1.0])
+def test_a_company_reprobe_that_leaves_the_pool_with_no_company_seen_is_rechecked(others):
+    """The pool's iterations and steps slow (a moment of the host's: nothing
+    else on the machine busy), a company re-probe times the pool behind one
+    thread and takes one thread: that is timed again a little later (alone
+    on a 2-core VM such a re-probe left parallel-2 for the serial executor
+    for the run), and, the moment gone, the pool comes back.  Where another
+    process holds a core the run takes its share, one thread, as before,
+    with no recheck."""
+    rt = _FakeRuntime()
+    rt.events_per_step = 1000
+    co = _Company(rt, work_ns=100_000)
+    co.others = 0.0
+    st = _company_stpa(rt, co, confirm=True, recheck_ns=2_000_000.0, check_every=8)
+    co.loop(st, 80)
+    assert st.settled and st.threads == 2
+    # the learner's forward grows to 3 ms (a probe's steps span the 50 ms
+    # that other processes' load is read over), and the pool's steps slow
+    co.others, co.work_ns = others, 3_000_000
+    rt.slow[("parallel", 2)], rt.slow_factor = 10**9, 2.0
+    n = 0
+    while st.monitor.company_probes == 0 and n < 2000:
+        co.loop(st, 1)
+        n += 1
+    assert st.monitor.company_probes == 1
+    _loop_to_next_decision(st, co, 200)
+    assert st.threads == 1 and st.decision.trigger.startswith("company"), st.reason
+    if others:
+        assert "another process holds a core" in st.reason, st.reason
+        assert st.monitor.recheck_steps is None and st.monitor.recheck_chain is None
+        return
+    assert st.monitor.recheck_steps is not None and st.monitor.recheck_chain is not None
+    rt.slow.clear()  # the moment passes
+    at = _decisions_at(st, rt, 60)
+    assert [t for _, t in at] == ["confirm"] and st.threads == 2, (at, st.reason)
+
+
 def test_iterations_that_slow_with_our_steps_as_they_were_start_no_company_reprobe():
     """The caller's own work doubles after the decision (a heavier update,
     another env of the loop probing) while this run's steps stay as they

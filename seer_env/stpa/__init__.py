@@ -105,7 +105,9 @@ pools ran over 1.5x behind what its traced step predicts, with no company
 seen (the host's other tenants, a moment that passes), or none but the
 pool's threads waiting for a core while nothing on the machine was busy for
 long (other processes under a quarter of a core, this process's other
-threads idle: `seer_env.stpa.company.passing_company`), is timed again a
+threads idle: `seer_env.stpa.company.passing_company`), and a company
+re-probe that leaves the pool for fewer threads with no company seen (the
+slowdown that began it was such a moment too), is timed again a
 quarter of a second later, and, while the confirmations find the same,
 again after twice as many steps each time until the confirmation budget's
 own wait is shorter: a slow moment that outlasts the first recheck costs

@@ -269,12 +269,21 @@ class Decisions:
         # threads wait 930 us a step with other processes at 0.1 of a core,
         # chose the serial executor and kept it for the run, 0.98x serial
         # where parallel-2 ran 1.23x)
-        slow = None if (company and not passing) or share < host.cores or not chain \
-            else self._pools_slower_than_traced(host, pr, dec)
+        unexplained = not ((company and not passing) or share < host.cores or not chain)
+        slow = self._pools_slower_than_traced(host, pr, dec) if unexplained else None
+        # (a company re-probe, begun because the pool's iterations and steps
+        # slowed, that leaves the pool with no company seen: the slowdown was
+        # a moment of the host's too, whatever the trace says; and so is a
+        # pool that loses again at a recheck of the chain: alone on a 2-core
+        # VM such a re-probe chose the serial executor at 1.07x parallel-2's
+        # iteration, and the run kept it, 1.02x serial where parallel-2 ran
+        # 1.36x)
+        lost = self._pool_lost_unexplained(pr, dec) \
+            if unexplained and slow is None and pr.trigger != "preflight" else None
         step = max(monitor.running_ns or host._step_ns(), 1.0)
         steps = max(RECHECK_STEPS, math.ceil(host.recheck_ns / step)) if first \
             else 2 * (monitor.recheck_chain or 0)
-        if slow is not None and steps and (
+        if (slow is not None or lost is not None) and steps and (
                 first or steps < max(monitor.gap, monitor.confirm_wait(host))):
             # pools well behind their trace with no company seen: a moment of
             # the host's own noise (its other tenants), which passes; they are
@@ -282,9 +291,15 @@ class Decisions:
             # serial executor until its first confirmation, hundreds of steps;
             # one that lasted past the first recheck, for seconds)
             monitor.recheck_steps = monitor.recheck_chain = steps
-            log.info("%s (%s): %s ran %.1fx slower than its trace predicts with no company "
-                     "seen%s: timed again in %d steps", host.rt.model, pr.trigger,
-                     slow[0].label, slow[1], " but a moment's" if company else "", steps)
+            if slow is not None:
+                log.info("%s (%s): %s ran %.1fx slower than its trace predicts with no "
+                         "company seen%s: timed again in %d steps", host.rt.model, pr.trigger,
+                         slow[0].label, slow[1], " but a moment's" if company else "", steps)
+            elif lost is not None:
+                log.info("%s (%s): %s ran %.2fx behind %s with no company seen%s: timed "
+                         "again in %d steps", host.rt.model, pr.trigger, lost[0].label,
+                         lost[1], dec.candidate.label, " but a moment's" if company else "",
+                         steps)
         else:
             monitor.recheck_chain = None
         if pr.trigger == "preflight" and host.prober.deferred is None:
@@ -323,6 +338,22 @@ class Decisions:
             if ratio > SLOWER_THAN_TRACED and (worst is None or ratio > worst[1]):
                 worst = (c, ratio)
         return worst
+
+    @staticmethod
+    def _pool_lost_unexplained(pr: Probe, dec: Decision) -> tuple[Candidate, float] | None:
+        """A pool the choice, of fewer threads, was taken over: at a company
+        re-probe the pool that ran before it (``pr.sustained``), at another
+        re-probe the fastest pool it timed; the pool and its iterations' time
+        over the choice's (1.0 where either was not timed).  None where no
+        such pool was (the choice is the pool, or no pool was timed)."""
+        med = {c: statistics.median(v) for c, v in pr.timings.items() if v}
+        pools = [c for c in (pr.sustained if pr.trigger.startswith("company") else med)
+                 if c.threads > dec.candidate.threads]
+        if not pools:
+            return None
+        pool = min(pools, key=lambda c: med.get(c, math.inf))
+        mine = med.get(dec.candidate)
+        return pool, (med[pool] / mine if pool in med and mine else 1.0)
 
     @staticmethod
     def _pool_before(monitor: Monitor, dec: Decision, timed: dict[Candidate, list[float]],
