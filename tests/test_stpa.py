@@ -3413,7 +3413,8 @@ def test_a_pool_that_wins_narrowly_with_the_serial_executor_pruned_has_it_timed_
 
 
 @pytest.mark.parametrize("others", [0.0, 1.0])
-def test_a_company_reprobe_that_leaves_the_pool_with_no_company_seen_is_rechecked(others):
+def test_a_company_reprobe_that_leaves_the_pool_with_no_company_seen_is_rechecked(others,
+                                                                                   caplog):
     """The pool's iterations and steps slow (a moment of the host's: nothing
     else on the machine busy), a company re-probe times the pool behind one
     thread and takes one thread: that is timed again a little later (alone
@@ -3421,6 +3422,7 @@ def test_a_company_reprobe_that_leaves_the_pool_with_no_company_seen_is_rechecke
     for the run), and, the moment gone, the pool comes back.  Where another
     process holds a core the run takes its share, one thread, as before,
     with no recheck."""
+    caplog.set_level(logging.INFO, logger="seer_env.stpa")
     rt = _FakeRuntime()
     rt.events_per_step = 1000
     co = _Company(rt, work_ns=100_000)
@@ -3444,6 +3446,8 @@ def test_a_company_reprobe_that_leaves_the_pool_with_no_company_seen_is_rechecke
         assert st.monitor.recheck_steps is None and st.monitor.recheck_chain is None
         return
     assert st.monitor.recheck_steps is not None and st.monitor.recheck_chain is not None
+    assert "parallel-2 left for serial (its iterations 1.0" in caplog.text, caplog.text
+    assert "with no company seen: timed again in" in caplog.text, caplog.text
     rt.slow.clear()  # the moment passes
     at = _decisions_at(st, rt, 60)
     assert [t for _, t in at] == ["confirm"] and st.threads == 2, (at, st.reason)

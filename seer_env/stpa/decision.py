@@ -296,10 +296,10 @@ class Decisions:
                          "company seen%s: timed again in %d steps", host.rt.model, pr.trigger,
                          slow[0].label, slow[1], " but a moment's" if company else "", steps)
             elif lost is not None:
-                log.info("%s (%s): %s ran %.2fx behind %s with no company seen%s: timed "
-                         "again in %d steps", host.rt.model, pr.trigger, lost[0].label,
-                         lost[1], dec.candidate.label, " but a moment's" if company else "",
-                         steps)
+                log.info("%s (%s): %s left for %s (its iterations %.2fx theirs) with no "
+                         "company seen%s: timed again in %d steps", host.rt.model, pr.trigger,
+                         lost[0].label, dec.candidate.label, lost[1],
+                         " but a moment's" if company else "", steps)
         else:
             monitor.recheck_chain = None
         if pr.trigger == "preflight" and host.prober.deferred is None:
