@@ -2972,6 +2972,32 @@ def test_envs_stepped_in_turn_do_not_reprobe_each_other():
                for d in sts[0].history[n0:]), [d.trigger for d in sts[0].history]
 
 
+@pytest.mark.parametrize("moment", [200, 10**6])
+def test_envs_stepped_in_turn_reprobe_for_company_one_at_a_time(moment):
+    """Two envs stepped in turn, both on parallel-2, whose pools slow
+    together (a moment of the host's, or a burner that stays): one re-probes
+    for company; the other's windows in which it probed do not count, and it
+    judges afresh once that probe is done -- the moment over by then, it
+    does not re-probe (both envs of `bench company`'s envs-2 re-probed in one
+    block, each timing beside the other's probe steps, and one ended on the
+    serial executor); company that stays, it re-probes in its turn.  Never
+    two company re-probes at once."""
+    _, rts, sts, rounds = _round_robin(2)
+    rounds(200)
+    assert all(st.settled and st.threads == 2 for st in sts)
+    for rt in rts:
+        rt.slow[("parallel", 2)], rt.slow_factor = moment, 1.6
+    both = 0
+    for _ in range(600):
+        rounds(1)
+        probing = [st.prober.probe is not None and st.prober.probe.trigger.startswith("company")
+                   for st in sts]
+        both += all(probing)
+    probes = sorted(st.monitor.company_probes for st in sts)
+    assert both == 0
+    assert probes == ([0, 1] if moment < 10**6 else [1, 1]), probes
+
+
 def test_a_pool_that_slows_the_callers_work_loses_its_probe():
     """The pool's step alone is faster (PCS-like: 72 us against 110), but the
     caller's work between steps (a torch policy) takes 400 us beside one

@@ -95,7 +95,11 @@ loop, whose probes slow the round but no choice of ours changes), a *company
 re-probe* times the pool against the one-thread candidates and falls back
 within a few windows when the pool loses.  A window that spans a pause
 of the caller's (the learner's update, an evaluation: over 4x the windows so
-far) and the cold window after it do not count.  Pools
+far) and the cold window after it do not count, nor do a run's windows in
+which another run of the process probed: it judges on new windows once that
+probe is done, so the envs of one loop, which see a moment of the host's
+together, re-probe one at a time (the first one's re-probe often outlasts
+the moment).  Pools
 that lost in company are not written off: the confirmation re-probes time
 them again once the run has paid for it (the pool company kept the run
 from too; none beyond the run's share of the cores while other processes

@@ -49,7 +49,7 @@ from .cost import (
 )
 from .decision import Decisions
 from .monitor import Monitor
-from .probe import Probe, Prober
+from .probe import Probe, Prober, note_probe_step
 
 log = logging.getLogger("seer_env.stpa")
 
@@ -521,6 +521,7 @@ class Stpa(_Running):
         if pr.steps == 0:
             pr.t_start = t_in
         pr.steps += 1
+        note_probe_step()
         prober.settle(self, pr)
         t_out = self._clock()
         if prober.probe is None:  # decided in this call: account the whole probe

@@ -27,7 +27,10 @@ the decision and over the one-thread candidate's iteration at the decision (or
 a company re-probe times the pool against one thread and falls back within a
 few windows when the pool loses. A window that spans a pause of the caller's
 (an evaluation, the learner's update: over `PAUSE_FACTOR` times the windows so
-far) and the cold one after it are left out (`Monitor._look`). A decision
+far) and the cold one after it are left out (`Monitor._look`), and so are the
+windows in which another run of this process probed (`process_probe_steps`):
+the run judges on new windows once that probe is done, so the envs of one
+loop, which see a moment of the host's together, re-probe one at a time. A decision
 remembered from an earlier run (the decision cache) is confirmed at once when
 the run's iterations are slower than the remembered ones or other processes
 hold a core: made alone, it is not trusted in company.
@@ -72,7 +75,7 @@ from .company import (
     with_processes,
 )
 from .cost import Candidate, Decision, Load, choice_ns, drift, neighbours, regime
-from .probe import Probe, ProbeHost, Prober
+from .probe import Probe, ProbeHost, Prober, note_probe_step, process_probe_steps
 
 log = logging.getLogger("seer_env.stpa")
 
@@ -205,6 +208,9 @@ class Monitor:
     shared: collections.deque[bool] = field(
         default_factory=lambda: collections.deque(maxlen=COMPANY_WINDOWS))
     calls_mark: int = 0  # the process's calls (`process_calls`) at t_mark
+    # the process's probe steps (`process_probe_steps`) at t_mark: a mark in a
+    # count of the whole process's, no part of this run's state
+    probes_mark: int = field(default=0, compare=False)
     # windows that spanned a pause, in a row, and the first windows after a
     # decision, not yet judged (`_look`): (iteration ns, shared, step ns); the
     # window after a pause is a cold one
@@ -329,17 +335,33 @@ class Monitor:
         self.to_check -= n
         self.iter_steps += n
         calls = process_calls()
+        probes = process_probe_steps()
         looked = True
         if self.t_mark is not None and n > 0:
             # other runtimes of this process called since the last look: the
             # iterations hold their steps (the other envs of a round-robin
             # loop), which no choice of ours changes
             self.last_iter_ns = (t_in - self.t_mark) / n
-            looked = self._look(self.last_iter_ns, (calls - self.calls_mark) / n, step_ns)
+            if probes != self.probes_mark:
+                # ... and another run of this process probed (this run's own
+                # probes restart the windows): its visits and switches are in
+                # the iterations and on the cores, and what the windows saw
+                # before may be the moment that began its re-probe (the envs
+                # of a loop see a moment of the host's together: both envs of
+                # `bench company`'s envs-2 re-probed for company in one block,
+                # one ended on the serial executor).  Judged afresh once it is
+                # done, on new windows: one re-probe at a time in a process
+                self.windows.clear()
+                self.shared.clear()
+                self.step_samples.clear()
+                looked = False
+            else:
+                looked = self._look(self.last_iter_ns, (calls - self.calls_mark) / n, step_ns)
         elif step_ns is not None:
             self.step_samples.append(step_ns)
         self.t_mark = t_in
         self.calls_mark = calls
+        self.probes_mark = probes
         if not looked or len(self.windows) < COMPANY_WINDOWS \
                 or host._current().threads <= 1 or host.prober.probe is not None:
             return self.to_check <= 0
@@ -658,6 +680,7 @@ class Monitor:
         ``sustained_iter``: the running pool's steps and iterations as the
         looks saw them (`Probe.sustained`, `Probe.sustained_iter`)."""
         prober = host.prober
+        note_probe_step()  # begun: the other runs' next looks see it
         if now is None or windows is None:
             assert self.baseline is not None
             f = prober.features

@@ -86,6 +86,23 @@ log = logging.getLogger("seer_env.stpa")
 #: executor).
 SERIAL_RECHECK = 1.10
 
+#: probe steps the runs of this process have taken, all of them together
+#: (`note_probe_step`): a run's company check leaves out its windows in which
+#: another run of the process probed (`seer_env.stpa.monitor`)
+_PROCESS_PROBE_STEPS = [0]
+
+
+def note_probe_step() -> None:
+    """Count one probe step of a run of this process (the controller, once a
+    probe step has run; the monitor, as a re-probe begins)."""
+    _PROCESS_PROBE_STEPS[0] += 1
+
+
+def process_probe_steps() -> int:
+    """Probe steps the runs of this process have taken so far (a count that
+    only grows; a forked child goes on from its parent's)."""
+    return _PROCESS_PROBE_STEPS[0]
+
 
 @dataclass
 class Visit:
