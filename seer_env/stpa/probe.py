@@ -79,11 +79,12 @@ log = logging.getLogger("seer_env.stpa")
 #: A pool that wins the timing stage by less than this over parallel-1, with
 #: the serial executor pruned by the trace, has the serial executor timed too
 #: (`Prober._time_pruned_serial`): parallel-1 stands in for one thread there,
-#: and the serial executor ran up to 5% faster than it (PCS 64x64, alone:
-#: 2.00 against 2.10 ms; Aircraft, PHOLD and Hunt within 1% or slower), so a
-#: pool with a lead under this may trail it (a preflight in a torch training
-#: loop chose parallel-2 at 1.07x parallel-1, and ran at 0.93x the serial
-#: executor).
+#: and the serial executor ran faster than it (PCS 64x64, alone, two envs
+#: each in rotated blocks: parallel-1 1.01-1.14x the serial executor's step
+#: over five runs, 1.05 their median; Aircraft, PHOLD and Hunt within 1% or
+#: slower), so a pool with a lead under this may trail it (a preflight in a
+#: torch training loop chose parallel-2 at 1.07x parallel-1, and ran at 0.93x
+#: the serial executor); a lead over it is the pool's, the runs' spread aside.
 SERIAL_RECHECK = 1.10
 
 #: probe steps the runs of this process have taken, all of them together
@@ -669,7 +670,7 @@ class Prober:
         executor was not timed (`probe_plan`), yet parallel-1 won, or a pool
         won by less than `SERIAL_RECHECK` x parallel-1: the prediction did not
         hold (company: another pool, another process), and the serial executor
-        (up to 5% faster than parallel-1 on one thread: PCS 64x64) may beat
+        (5% faster than parallel-1 on one thread, PCS 64x64's median) may beat
         the winner.  Adds rounds of the serial executor and the winner, forth
         and back; True when it did (once a probe)."""
         one = Candidate("parallel", 1)
