@@ -291,15 +291,11 @@ class Decisions:
             # serial executor until its first confirmation, hundreds of steps;
             # one that lasted past the first recheck, for seconds)
             monitor.recheck_steps = monitor.recheck_chain = steps
-            if slow is not None:
-                log.info("%s (%s): %s ran %.1fx slower than its trace predicts with no "
-                         "company seen%s: timed again in %d steps", host.rt.model, pr.trigger,
-                         slow[0].label, slow[1], " but a moment's" if company else "", steps)
-            elif lost is not None:
-                log.info("%s (%s): %s left for %s (its iterations %.2fx theirs) with no "
-                         "company seen%s: timed again in %d steps", host.rt.model, pr.trigger,
-                         lost[0].label, dec.candidate.label, lost[1],
-                         " but a moment's" if company else "", steps)
+            what = (f"{slow[0].label} ran {slow[1]:.1f}x slower than its trace predicts"
+                    if slow is not None else f"{lost[0].label} left for {dec.candidate.label} "
+                    f"(its iterations {lost[1]:.2f}x theirs)" if lost is not None else "")
+            log.info("%s (%s): %s with no company seen%s: timed again in %d steps",
+                     host.rt.model, pr.trigger, what, " but a moment's" if company else "", steps)
         else:
             monitor.recheck_chain = None
         if pr.trigger == "preflight" and host.prober.deferred is None:
