@@ -3396,19 +3396,30 @@ def test_a_company_reprobe_times_the_serial_executor_the_trace_pruned():
     assert {v.cand for v in pr.queue} == {SERIAL, P[1], P[2]}
 
 
+def _serial_pruned_by_the_trace(serial_factor: float, slow_factor: float,
+                                iterations: int) -> Stpa:
+    """A run whose trace predicts parallel-2 far ahead of one thread (the
+    preflight prunes the serial executor), with parallel-2's steps
+    ``slow_factor`` x 72 us and the serial executor ``serial_factor`` x
+    parallel-1's, in a loop of 100 us of the caller's work: its controller
+    after ``iterations`` iterations."""
+    rt = _FakeRuntime()
+    rt.events_per_step = 1000
+    rt.serial_factor = serial_factor
+    rt.slow[("parallel", 2)], rt.slow_factor = 10**9, slow_factor
+    co = _Company(rt, work_ns=100_000)
+    st = _company_stpa(rt, co)
+    st.prober.trace_summary = summary(threads=2, events_per_window=1000, barrier_ns=100.0)
+    co.loop(st, iterations)
+    return st
+
+
 def test_when_the_trace_prediction_fails_the_serial_executor_is_timed_too():
     """The trace predicts the pool far ahead of one thread, so the preflight
     leaves the serial executor untimed; but the pool ran 3x slower than that
     (company), and parallel-1 won: the one-thread choice is then made between
     both executors, and the serial executor (10% faster here) is chosen."""
-    rt = _FakeRuntime()
-    rt.events_per_step = 1000
-    rt.serial_factor = 0.9
-    rt.slow[("parallel", 2)] = 10**9
-    co = _Company(rt, work_ns=100_000)
-    st = _company_stpa(rt, co)
-    st.prober.trace_summary = summary(threads=2, events_per_window=1000, barrier_ns=100.0)
-    co.loop(st, 120)
+    st = _serial_pruned_by_the_trace(serial_factor=0.9, slow_factor=3.0, iterations=120)
     assert st.settled, st.reason
     assert st.decision.candidate == SERIAL, st.reason
     assert set(st.decision.medians_ns) == {"serial", "parallel-1", "parallel-2"}
@@ -3422,15 +3433,8 @@ def test_a_pool_that_wins_narrowly_with_the_serial_executor_pruned_has_it_timed_
     timed against it and, 7.5% faster than parallel-1 here, chosen.  A pool
     that wins by more (1.16x) is chosen without it."""
     for slow_factor, want in ((1.25, SERIAL), (1.0, P[2])):
-        rt = _FakeRuntime()
-        rt.events_per_step = 1000
-        rt.serial_factor = 0.85
-        rt.slow[("parallel", 2)] = 10**9
-        rt.slow_factor = slow_factor  # parallel-2: 72 us a step x this
-        co = _Company(rt, work_ns=100_000)
-        st = _company_stpa(rt, co)
-        st.prober.trace_summary = summary(threads=2, events_per_window=1000, barrier_ns=100.0)
-        co.loop(st, 200)
+        st = _serial_pruned_by_the_trace(serial_factor=0.85, slow_factor=slow_factor,
+                                         iterations=200)
         assert st.settled, st.reason
         assert st.decision.candidate == want, st.reason
         timed = {"serial", "parallel-1", "parallel-2"} if want == SERIAL \
