@@ -33,18 +33,18 @@ from typing import Any
 
 from bench_relayout import _blocks, _nothing, host_check, make_with
 
-from seer_env.perf.company import Workload, _Loop, _Policy, _Stepper, burner
+from seer_env.perf.company import Policy, Stepper, TrainingLoop, Workload, burner
 
-Run = _Stepper | _Loop
+Run = Stepper | TrainingLoop
 UPDATE_EVERY = 16  # the training loop's updates (bench company's default)
 
 
 def _make(wl: Workload, label: str, var: str, value: str | None,
-          policy: _Policy | None) -> Run:
+          policy: Policy | None) -> Run:
     """A stepper of ``label`` made with ``var``=value (None: unset); with a
     ``policy``, a training loop's iteration around it."""
     s = make_with(wl, label, var, value)
-    return s if policy is None else _Loop(s.venv, policy, UPDATE_EVERY)
+    return s if policy is None else TrainingLoop(s.venv, policy, UPDATE_EVERY)
 
 
 def _alone_steps(ss: list[Run]) -> int:
@@ -56,7 +56,7 @@ def paired(wl: Workload, labels: list[str], rounds: int, block: int, var: str = 
     """Serial, and each label off (``var``=0) and on, warmed ``warm`` steps
     each (beside a burner a stretch's length doubles to 256 in some 300):
     medians, ratios."""
-    policy = _Policy(wl.make("serial")) if torch else None
+    policy = Policy(wl.make("serial")) if torch else None
     groups: dict[str, list[Run]] = {
         "serial": [_make(wl, "serial", var, None, policy) for _ in range(2)]}
     for label in labels:

@@ -56,7 +56,7 @@ from pathlib import Path
 from typing import Any
 
 from seer_env import budget
-from seer_env.perf.company import Workload, _Stepper
+from seer_env.perf.company import Stepper, Workload
 
 
 def _blocks(steppers: list[Any], rounds: int, block: int) -> list[list[float]]:
@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--envs >= 2, --rounds >= 1 and --block >= 1")
     wl = Workload()
     envs = [wl.make(a.executor) for _ in range(a.envs)]
-    steppers = [_Stepper(e) for e in envs]
+    steppers = [Stepper(e) for e in envs]
     for s in steppers:
         for _ in range(a.warm):
             s()

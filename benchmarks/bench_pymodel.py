@@ -40,8 +40,7 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 
 import seer_env  # noqa: E402
-from seer_env.perf.bench import machine  # noqa: E402
-from seer_env.perf.company import _commit  # noqa: E402
+from seer_env.perf.bench import commit, machine  # noqa: E402
 from seer_env.registry import Runtime  # noqa: E402
 
 
@@ -138,7 +137,7 @@ def main() -> None:
     print(f"  pure-Python port (oracles/phold_py.py): {orc:,.0f} ns/event = "
           f"{orc / med[('python', 1)]:.0f}x the Python-API model (serial)")
     res: dict[str, Any] = {
-        "benchmark": "pymodel", "seer_env": seer_env.__version__, **_commit(),
+        "benchmark": "pymodel", "seer_env": seer_env.__version__, **commit(),
         "machine": machine(), "load_avg_before": load_before,
         "workload": {"model": "phold", "config": cfg, "rounds": a.rounds, "block": a.block},
         "ns_per_event": {f"{n}_{'serial' if t == 1 else 'parallel2'}": round(v, 1)

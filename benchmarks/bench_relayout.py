@@ -33,10 +33,10 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from seer_env.perf.company import Workload, _Stepper
+from seer_env.perf.company import Stepper, Workload
 
 
-def make_with(wl: Workload, label: str, name: str, value: str | None) -> _Stepper:
+def make_with(wl: Workload, label: str, name: str, value: str | None) -> Stepper:
     """A stepper of ``label`` made with the variable ``name`` (a runtime
     reads it when it is made) set to ``value`` (None: unset); the process's
     own value back after."""
@@ -44,14 +44,14 @@ def make_with(wl: Workload, label: str, name: str, value: str | None) -> _Steppe
     if value is not None:
         os.environ[name] = value
     try:
-        return _Stepper(wl.make(label))
+        return Stepper(wl.make(label))
     finally:
         os.environ.pop(name, None)
         if old is not None:
             os.environ[name] = old
 
 
-def _make(wl: Workload, label: str, relayout: str | None) -> _Stepper:
+def _make(wl: Workload, label: str, relayout: str | None) -> Stepper:
     """A stepper of ``label`` made with SEER_RELAYOUT=relayout (None: unset)."""
     return make_with(wl, label, "SEER_RELAYOUT", relayout)
 
@@ -85,7 +85,7 @@ def _burner() -> Iterator[None]:
 def host_check(rounds: int = 6) -> float:
     """parallel-2 against serial alone (serial's time over the pool's)."""
     wl = Workload()
-    st = {label: _Stepper(wl.make(label)) for label in ("serial", "parallel-2")}
+    st = {label: Stepper(wl.make(label)) for label in ("serial", "parallel-2")}
     for s in st.values():
         for _ in range(50):
             s()
@@ -98,7 +98,7 @@ def host_check(rounds: int = 6) -> float:
 def paired(wl: Workload, label: str, rounds: int, block: int) -> dict[str, float]:
     """Two envs off and two on (SEER_RELAYOUT=0 / 1), warmed 50 steps: the
     medians and on/off."""
-    groups: dict[str, list[_Stepper]] = {
+    groups: dict[str, list[Stepper]] = {
         "off": [_make(wl, label, "0") for _ in range(2)],
         "on": [_make(wl, label, "1") for _ in range(2)]}
     for _ in range(50):

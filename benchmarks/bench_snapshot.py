@@ -35,8 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import seer_env  # noqa: E402
-from seer_env.perf.bench import machine  # noqa: E402
-from seer_env.perf.company import _commit  # noqa: E402
+from seer_env.perf.bench import commit, machine  # noqa: E402
 from seer_env.registry import Runtime  # noqa: E402
 
 MODELS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -115,7 +114,7 @@ def main(argv: list[str] | None = None) -> None:
     args = p.parse_args(argv)
     ms = 1e3
     out: dict[str, Any] = {"benchmark": "snapshot", "seer_env": seer_env.__version__,
-                           **_commit(), "machine": machine(),
+                           **commit(), "machine": machine(),
                            "load_avg_before": list(os.getloadavg()), "reps": args.reps,
                            "models": {}}
     for label, (name, cfg) in MODELS.items():

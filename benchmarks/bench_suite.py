@@ -54,12 +54,12 @@ import oracles.pcs_numpy  # noqa: E402
 import oracles.phold_py  # noqa: E402
 from seer_env._bind.runtime import cpu_count  # noqa: E402
 from seer_env.perf.bench import (  # noqa: E402
-    _pcs_config,
     bench_api,
     bench_optimistic,
     bench_pcs,
     calibrate_work,
     machine,
+    pcs_config,
     phold_config,
 )
 from seer_env.registry import Runtime, env_module  # noqa: E402
@@ -461,8 +461,8 @@ def bench_scaling(max_threads: int = 16, rounds: int = 7, log: Log = print) -> d
     cases: dict[str, tuple[str, Any, tuple[str, ...]]] = {
         "phold 4096 work~1us": ("phold", phold_config(4096, work), ("parallel",)),
         "phold 4096 work=0": ("phold", phold_config(4096, 0), ("parallel",)),
-        "pcs 64x64": ("pcs", _pcs_config(64), ("parallel", "optimistic")),
-        "pcs classic 64x64": ("pcs", _pcs_config(64, classic=True), ("optimistic",)),
+        "pcs 64x64": ("pcs", pcs_config(64), ("parallel", "optimistic")),
+        "pcs classic 64x64": ("pcs", pcs_config(64, classic=True), ("optimistic",)),
         "phold 4096 work~1us lookahead 1e-3": ("phold", tiny, ("parallel", "optimistic")),
     }
     out: dict[str, Any] = {"max_threads": max_threads, "work_iterations": work}

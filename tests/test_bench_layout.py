@@ -222,3 +222,50 @@ def test_bench_step_length_runs_and_writes_its_results_file(tmp_path):
     assert row["windows_per_step"] == pytest.approx(16.0)
     assert doc["summary"]["d16_serial_ns_per_event"] == row["ns_per_event"]["serial"]
     assert doc["summary"]["d0p25_events_per_step"] < doc["summary"]["d16_events_per_step"]
+
+
+def _scripts_imports() -> list[tuple[str, int, str, str]]:
+    """(file, line, module, name) of every ``from seer_env... import name`` in
+    the repository's scripts outside the package and its tests (benchmarks,
+    examples, oracles, docs)."""
+    out = subprocess.run(["git", "ls-files", "*.py"], cwd=ROOT, capture_output=True,
+                         text=True, check=True).stdout.split()
+    found = []
+    for rel in out:
+        if rel.startswith(("seer_env/", "tests/")):
+            continue
+        for node in ast.walk(ast.parse((ROOT / rel).read_text(), rel)):
+            if (isinstance(node, ast.ImportFrom) and node.level == 0 and node.module
+                    and node.module.split(".")[0] == "seer_env"):
+                found += [(rel, node.lineno, node.module, a.name) for a in node.names]
+    return found
+
+
+def test_scripts_outside_the_package_import_only_what_it_has_in_public():
+    """A benchmark script imported a helper the package had since dropped
+    (``seer_env.perf.company._commit``: bench_snapshot.py and bench_pymodel.py
+    failed at import, and their committed results could not be rerun).  Every
+    name the scripts import from seer_env exists, and none is private: the
+    package's private names may change without a look at the checkout."""
+    import importlib
+
+    from seer_env.errors import MissingExtraError
+
+    imports = _scripts_imports()
+    assert any(f.startswith("benchmarks/") for f, *_ in imports)
+    missing, private = [], []
+    for rel, line, module, name in imports:
+        where = f"{rel}:{line}: from {module} import {name}"
+        if name.startswith("_"):
+            private.append(where)
+        try:
+            mod = importlib.import_module(module)
+            if name == "*" or hasattr(mod, name):
+                continue
+            importlib.import_module(f"{module}.{name}")
+        except MissingExtraError:
+            continue  # an extra this venv lacks: the name is the adapter's
+        except ImportError:
+            missing.append(where)
+    assert missing == [], "scripts import names seer_env does not have"
+    assert private == [], "scripts import seer_env's private names"

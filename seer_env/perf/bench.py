@@ -438,9 +438,17 @@ def bench_api(rounds: int = 9, agents: tuple[int, ...] = (16, 64, 256, 1024, 409
     return out
 
 
-def _pcs_config(width: int, **over: Any) -> dict[str, Any]:
+def pcs_config(width: int, **over: Any) -> dict[str, Any]:
     """The complete PCS config of the env at ``width`` x ``width`` (its defaults:
-    load reports on; ``classic=True``: the ROSS-Models dynamics, lookahead 0)."""
+    load reports on; ``classic=True``: the ROSS-Models dynamics, lookahead 0),
+    every field by name, as a results file records it.
+
+    ```python
+    from seer_env.perf.bench import pcs_config
+    pcs_config(64)["width"]                          # 64
+    pcs_config(32, classic=True)["classic"]          # True
+    ```
+    """
     from ..envs import pcs_v0
 
     v = pcs_v0.vector_env(1, width=width, height=width, executor="serial", threads=1,
@@ -541,7 +549,7 @@ def bench_optimistic(quick: bool = False, threads: int = 2,
     scale = 0.1 if quick else 1.0
     for w, t_end in ((32, 120000.0), (64, 30000.0)):
         for minutes in step_minutes:
-            cfg = _pcs_config(w, classic=True, step_minutes=minutes)
+            cfg = pcs_config(w, classic=True, step_minutes=minutes)
             steps = max(1, int(round(scale * t_end / minutes)))
             nblocks = min(10, steps)
             block = max(1, steps // nblocks)
@@ -582,7 +590,7 @@ def bench_optimistic(quick: bool = False, threads: int = 2,
                 f"{'identical' if same else 'DIFFER'}")
     phold = dict(num_entities=4096, events_per_entity=2, remote=0.5, mean=1.0,
                  lookahead=1e-3, work=0, step_duration=1.0)
-    cases = [(f"default PCS {w}x{w}", "pcs", _pcs_config(w)) for w in (32, 64)]
+    cases = [(f"default PCS {w}x{w}", "pcs", pcs_config(w)) for w in (32, 64)]
     cases.append(("PHOLD 4096 lookahead 1e-3", "phold", phold))
     for name, model, cfg in cases:
         rts = {"serial": Runtime(model, cfg, 1, "serial", 1),
@@ -786,6 +794,6 @@ if __name__ == "__main__":
 
 
 __all__ = ["bench_api", "bench_optimistic", "bench_pcs", "bench_phold", "bench_stpa",
-           "calibrate_work", "commit", "load_avg", "machine", "require_results_path",
+           "calibrate_work", "commit", "load_avg", "machine", "pcs_config", "require_results_path",
            "results_file", "results_path_problem", "run_cases",
            "write_results", "Case", "MinimalDictEnv", "STPA_RUNS", "SUMMARIES"]

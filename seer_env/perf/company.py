@@ -323,9 +323,18 @@ def burner(duty: float, period: float = BURNER_PERIOD_S) -> Iterator[Any]:
 # -- one iteration of each situation ----------------------------------------------------------
 
 
-class _Stepper:
+class Stepper:
     """One step of an env with fixed random actions (drawn each step where
-    the model has action masks)."""
+    the model has action masks): what ``alone``, ``burner-D``, ``procs-N``
+    and ``envs-N`` time, and a block of steps for scripts of their own.
+
+    ```python
+    from seer_env.perf.company import Stepper, Workload
+    step = Stepper(Workload().make("parallel-2"))   # PCS 64x64, reset
+    for _ in range(32):
+        step()
+    ```
+    """
 
     def __init__(self, venv: Any, seed: int = 0) -> None:
         self.venv = venv
@@ -380,7 +389,7 @@ def _made_in_turn(plan: _Plan, make: Callable[[str], Callable[[], Any]]
 class _Round:
     """One step of each of several envs, in turn."""
 
-    def __init__(self, steppers: Sequence[_Stepper]) -> None:
+    def __init__(self, steppers: Sequence[Stepper]) -> None:
         self.steppers = list(steppers)
 
     def __call__(self) -> None:
@@ -398,11 +407,12 @@ def _torch_support(venv: Any) -> str | None:
     return None
 
 
-class _Policy:
+class Policy:
     """CleanRL's MLP (obs -> 64 -> 64 -> out, tanh) on every agent's row of the
     batched observations, with an Adam optimizer; Discrete actions from
     categorical logits (within the action masks), Box actions from a normal
-    distribution."""
+    distribution.  Needs torch (the ``train`` extra); one policy may drive
+    the loops of several envs of the same model (`TrainingLoop`)."""
 
     def __init__(self, venv: Any, seed: int = 0) -> None:
         import torch
@@ -453,14 +463,24 @@ class _Policy:
         self.opt.step()
 
 
-class _Loop:
+class TrainingLoop:
     """One iteration of a training loop: the policy's forward pass on the last
     observations, sampled actions, ``step()`` (or, ``asynchronous``: ``recv()``
     of one half of the instances, forward, ``send()`` of its actions), and
     every ``update_every`` iterations an update on the collected batch.
-    ``env_s``: seconds inside ``step()`` (or ``recv()`` and ``send()``)."""
+    ``env_s``: seconds inside ``step()`` (or ``recv()`` and ``send()``).
 
-    def __init__(self, venv: Any, policy: _Policy, update_every: int,
+    ```python
+    from seer_env.perf.company import Policy, TrainingLoop, Workload
+    wl = Workload()
+    loop = TrainingLoop(wl.make("serial"), Policy(wl.make("serial")), update_every=16)
+    for _ in range(64):
+        loop()
+    print(loop.env_s / 64)          # seconds a step, inside the loop
+    ```
+    """
+
+    def __init__(self, venv: Any, policy: Policy, update_every: int,
                  asynchronous: bool = False, seed: int = 0) -> None:
         self.venv, self.policy, self.k = venv, policy, update_every
         self.asynchronous = asynchronous
@@ -612,9 +632,9 @@ def _rotate(plan: _Plan, runs: dict[str, Callable[[], Any]], autos: Sequence[Any
 
 
 def _alone(plan: _Plan, envs: list[Any]) -> dict[str, Any]:
-    def make(k: str) -> _Stepper:
+    def make(k: str) -> Stepper:
         envs.append(plan.workload.make(k))
-        return _Stepper(envs[-1])
+        return Stepper(envs[-1])
 
     runs = _made_in_turn(plan, make)
     autos = [rt.stpa for rt in _runtimes(runs["auto"])]
@@ -628,7 +648,7 @@ def _envs(plan: _Plan, envs: list[Any], n: int) -> dict[str, Any]:
     for k in plan.labels:
         mine = [plan.workload.make(k) for _ in range(n)]
         envs.extend(mine)
-        runs[k] = _Round([_Stepper(e, seed=i) for i, e in enumerate(mine)])
+        runs[k] = _Round([Stepper(e, seed=i) for i, e in enumerate(mine)])
         if k == "auto":
             autos = [e.runtime.stpa for e in mine]
     samples, _, auto, alone = _rotate(plan, runs, autos)
@@ -642,14 +662,14 @@ def _loop(plan: _Plan, envs: list[Any], asynchronous: bool) -> dict[str, Any]:
     why = _torch_support(probe)
     if why is not None:
         return {"skipped": why}
-    policy = _Policy(probe)
+    policy = Policy(probe)
 
-    def make(k: str) -> _Loop:
+    def make(k: str) -> TrainingLoop:
         if asynchronous:  # two halves: one steps while the policy runs on the other
             envs.append(wl.make(k, num_envs=2 * wl.num_envs, batch_size=wl.num_envs))
         else:
             envs.append(wl.make(k))
-        return _Loop(envs[-1], policy, plan.update_every, asynchronous)
+        return TrainingLoop(envs[-1], policy, plan.update_every, asynchronous)
 
     runs = _made_in_turn(plan, make)
     autos = [rt.stpa for rt in _runtimes(runs["auto"])]
@@ -657,7 +677,7 @@ def _loop(plan: _Plan, envs: list[Any], asynchronous: bool) -> dict[str, Any]:
     block = plan.update_every * max(1, math.ceil(plan.block / plan.update_every))
 
     def env_s(k: str) -> float:  # the label's loops' running total
-        return sum(cast(_Loop, loop).env_s for loop in _parts(runs[k]))
+        return sum(cast(TrainingLoop, loop).env_s for loop in _parts(runs[k]))
 
     samples, inner, auto, alone = _rotate(plan, runs, autos, env_s, block)
     return {"executors": _figures(samples, block, inner, alone), "auto": auto, "block": block}
@@ -685,8 +705,8 @@ def _host_check(plan: _Plan) -> dict[str, Any] | None:
         return None
     envs = [plan.workload.make("serial"), plan.workload.make(pools[0])]
     try:
-        runs: dict[str, Callable[[], Any]] = {"serial": _Stepper(envs[0]),
-                                              pools[0]: _Stepper(envs[1])}
+        runs: dict[str, Callable[[], Any]] = {"serial": Stepper(envs[0]),
+                                              pools[0]: Stepper(envs[1])}
         for fn in runs.values():
             _block_s(fn, plan.block)
         got = _blocks(runs, HOST_CHECK_ROUNDS, plan.block)
@@ -733,7 +753,7 @@ def _proc_main(idx: int, wl: Workload, labels: list[str], rounds: int, block: in
         runs: dict[str, Callable[[], Any]] = {}
         for k in labels:
             envs[k] = wl.make(k)
-            runs[k] = _Stepper(envs[k], seed=idx)
+            runs[k] = Stepper(envs[k], seed=idx)
         warm: dict[str, Any] = {}
         for k, fn in runs.items():
             together(k)
@@ -1022,5 +1042,6 @@ def save(res: Mapping[str, Any], path: str | os.PathLike[str]) -> None:
         f.write("\n")
 
 
-__all__ = ["DEFAULT_CONFIG", "DEFAULT_ENV", "HOST_MOVED", "SITUATIONS", "Workload",
-           "bench_company", "burner", "executors", "host_moved", "save", "table"]
+__all__ = ["DEFAULT_CONFIG", "DEFAULT_ENV", "HOST_MOVED", "SITUATIONS", "Policy", "Stepper",
+           "TrainingLoop", "Workload", "bench_company", "burner", "executors", "host_moved",
+           "save", "table"]
