@@ -185,6 +185,78 @@ def test_replicas_are_made_in_turn_and_take_a_labels_blocks_in_turn() -> None:
     assert not isinstance(one["serial"], company._Replicas)
 
 
+class _Made(company.Workload):
+    """A workload that records the labels of the envs it makes (stand-ins)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.made: list[str] = []
+
+    def make(self, label: str, num_envs: int | None = None, **options):
+        self.made.append(label)
+        return SimpleNamespace(label=label, close=lambda: None,
+                               runtime=SimpleNamespace(stpa=f"stpa of {label}"))
+
+
+class _Stop(Exception):
+    pass
+
+
+def test_the_envs_of_envs_n_and_of_procs_n_are_made_in_turn(monkeypatch) -> None:
+    """Envs made alike differ by where their memory lies: ``envs-N`` makes
+    the i-th env of every label round by round (the labels' order reversed
+    every other round) and each process of ``procs-N`` makes its envs in the
+    labels' order or, in odd processes, in reverse -- no label's envs all
+    made last (auto's were, in both) -- while the rounds and the blocks keep
+    the labels' order."""
+    labels = ["serial", "parallel-2", "auto"]
+    wl = _Made()
+    plan = company._Plan(wl, labels, rounds=1, block=1, update_every=1, auto_calls=1,
+                         auto_s=0.0, progress=lambda s: None)
+    got = {}
+
+    def rotate(plan, runs, autos, *a, **k):
+        got.update(runs=runs, autos=autos)
+        raise _Stop
+
+    monkeypatch.setattr(company, "Stepper", lambda e, seed=0: e)
+    monkeypatch.setattr(company, "_rotate", rotate)
+    envs: list = []
+    with pytest.raises(_Stop):
+        company._envs(plan, envs, 3)
+    assert wl.made == labels + labels[::-1] + labels
+    assert [e.label for e in envs] == wl.made
+    assert list(got["runs"]) == labels
+    assert all([e.label for e in got["runs"][k].steppers] == [k] * 3 for k in labels)
+    assert got["autos"] == ["stpa of auto"] * 3
+
+    class Barrier:
+        def wait(self, timeout=None) -> None:
+            pass
+
+        def abort(self) -> None:
+            pass
+
+    import queue
+
+    def blocks(runs, rounds, block, before=None, after=None):
+        got["blocks"] = list(runs)
+        raise _Stop
+
+    monkeypatch.setattr(company, "_block_s", lambda fn, n: 0.0)
+    monkeypatch.setattr(company, "_settle", lambda *a: {})
+    monkeypatch.setattr(company, "_probe_marks", lambda stpas: [])
+    monkeypatch.setattr(company, "_alone_steps", lambda fn: 0)
+    monkeypatch.setattr(company, "_blocks", blocks)
+    for idx, order in ((0, labels), (1, labels[::-1]), (2, labels), (3, labels[::-1])):
+        wl.made.clear()
+        results: queue.Queue = queue.Queue()
+        company._proc_main(idx, wl, labels, 1, 1, 1, 1, 0.0, Barrier(), results, os.getppid())
+        assert wl.made == order, idx
+        assert got.pop("blocks") == labels
+        assert "_Stop" in results.get_nowait()[1]["error"]
+
+
 def test_each_auto_replica_settles_on_its_own() -> None:
     """auto's replicas settle one after the other, each stepped alone (in
     turn, each one's iterations would hold the other's step while both

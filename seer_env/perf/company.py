@@ -39,7 +39,9 @@ In ``alone``, ``torch``, ``async`` and ``burner-D`` each executor has
 reversed every other round), which take its blocks in turn: envs made alike
 in one process differ by up to 20% on some hosts, and one env a label made
 that luck part of the comparison (auto's env, made last, often came out a
-few percent behind the same pool made second).
+few percent behind the same pool made second).  ``envs-N`` makes its ``N``
+envs a label the same way, round by round, and each process of ``procs-N``
+makes its envs in the executors' order, or in reverse in odd processes.
 
 The **host check** brackets the run: the smallest pool alone against the
 serial executor, in a few rotated blocks, before the first situation and
@@ -643,14 +645,17 @@ def _alone(plan: _Plan, envs: list[Any]) -> dict[str, Any]:
 
 
 def _envs(plan: _Plan, envs: list[Any], n: int) -> dict[str, Any]:
-    runs: dict[str, Callable[[], Any]] = {}
-    autos: list[Any] = []
-    for k in plan.labels:
-        mine = [plan.workload.make(k) for _ in range(n)]
-        envs.extend(mine)
-        runs[k] = _Round([Stepper(e, seed=i) for i, e in enumerate(mine)])
-        if k == "auto":
-            autos = [e.runtime.stpa for e in mine]
+    # made round by round (the i-th env of every label, the labels' order
+    # reversed every other round), as `_made_in_turn` makes replicas: no
+    # label's envs all made last
+    made: dict[str, list[Any]] = {k: [] for k in plan.labels}
+    for i in range(n):
+        for k in (plan.labels if i % 2 == 0 else plan.labels[::-1]):
+            made[k].append(plan.workload.make(k))
+            envs.append(made[k][-1])
+    runs: dict[str, Callable[[], Any]] = {
+        k: _Round([Stepper(e, seed=i) for i, e in enumerate(mine)]) for k, mine in made.items()}
+    autos = [e.runtime.stpa for e in made.get("auto", [])]
     samples, _, auto, alone = _rotate(plan, runs, autos)
     return {"executors": _figures(samples, plan.block, alone=alone), "auto": auto}
 
@@ -740,7 +745,9 @@ def _proc_main(idx: int, wl: Workload, labels: list[str], rounds: int, block: in
                parent: int) -> None:
     """One process of ``procs-N``: an env of each label, warmed together with
     its siblings (a barrier before each label), then the rotated blocks, each
-    started together; its block times (and auto's record) go to ``results``."""
+    started together; its block times (and auto's record) go to ``results``.
+    The envs are made in the labels' order in even processes and in reverse
+    in odd ones, so that no label's envs are all made last (`_Replicas`)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C: the parent ends us
     envs: dict[str, Any] = {}
 
@@ -750,10 +757,10 @@ def _proc_main(idx: int, wl: Workload, labels: list[str], rounds: int, block: in
         barrier.wait(_BARRIER_S)
 
     try:
-        runs: dict[str, Callable[[], Any]] = {}
-        for k in labels:
+        for k in (labels if idx % 2 == 0 else labels[::-1]):
             envs[k] = wl.make(k)
-            runs[k] = Stepper(envs[k], seed=idx)
+        # (the warm-up and the blocks go in the labels' order in every process)
+        runs: dict[str, Callable[[], Any]] = {k: Stepper(envs[k], seed=idx) for k in labels}
         warm: dict[str, Any] = {}
         for k, fn in runs.items():
             together(k)
