@@ -351,6 +351,48 @@ def test_the_table_warns_where_the_host_check_moved() -> None:
             assert f"1.76x serial before it, {after:.2f}x after" in last
 
 
+def test_median_range_is_the_sign_tests_interval() -> None:
+    """The k-th smallest and largest of n values, k the largest whose
+    binomial tail stays within half of 5%: 9 rounds give the 2nd of each
+    end, 6 the extremes, 5 nothing; never narrower than the confidence asks."""
+    import random
+
+    nine = [0.97, 1.02, 0.99, 1.05, 0.94, 1.01, 1.00, 0.98, 1.03]
+    assert company.median_range(nine) == (0.97, 1.03)
+    assert company.median_range(nine[:6]) == (0.94, 1.05)
+    assert company.median_range(nine[:5]) is None and company.median_range([]) is None
+    assert company.median_range(nine, confidence=0.99) == (0.94, 1.05)
+    rng = random.Random(0)
+    for n in range(6, 40):
+        xs = [rng.random() for _ in range(n)]
+        lo, hi = company.median_range(xs)
+        k = sorted(xs).index(lo) + 1
+        assert sorted(xs)[n - k] == hi
+        tail = sum(math.comb(n, i) for i in range(k)) / 2 ** n
+        wider = tail + math.comb(n, k) / 2 ** n
+        assert 2 * tail <= 0.05 < 2 * wider, n
+
+
+def test_the_table_gives_each_ratios_95_percent_range() -> None:
+    """Under each situation's ratios, the range of each executor's paired
+    ratios (the results file's, or from the blocks for a file that predates
+    it); no row where the rounds are too few."""
+    serial = [2.0, 2.1, 1.9, 2.0, 2.2, 2.0, 1.8, 2.1, 2.0]
+    pool = [1.0, 1.4, 1.0, 1.0, 1.1, 1.25, 0.9, 1.05, 1.0]
+    ex = {"serial": {"s": 2.0, "ratio": 1.0, "blocks_s": serial},
+          "parallel-2": {"s": 1.0, "ratio": 2.0, "blocks_s": pool,
+                         "ratio_range": [1.5, 2.1]}}
+    res = {"executors": ["serial", "parallel-2"], "situations": {"alone": {"executors": ex}}}
+    lines = company.table(res).splitlines()
+    assert lines[2].split() == ["95%", "range", "1.50-2.10"]
+    del ex["parallel-2"]["ratio_range"]
+    lo, hi = company.median_range([s / p for s, p in zip(serial, pool, strict=True)])
+    assert company.table(res).splitlines()[2].split() == ["95%", "range", f"{lo:.2f}-{hi:.2f}"]
+    for row in ex.values():
+        row["blocks_s"] = row["blocks_s"][:5]
+    assert not any(line.startswith("  95% range") for line in company.table(res).splitlines())
+
+
 @pytest.fixture
 def torch_one_thread():  # type: ignore[no-untyped-def]
     """torch on one thread for the test's duration: the benchmark leaves torch

@@ -543,12 +543,46 @@ class _Plan:
     warm_blocks: int = WARM_BLOCKS
 
 
+#: the confidence of a ratio's range (`median_range`)
+RANGE_CONFIDENCE = 0.95
+
+
+def median_range(xs: Sequence[float], confidence: float = RANGE_CONFIDENCE
+                 ) -> tuple[float, float] | None:
+    """A distribution-free confidence interval for the median of ``xs``
+    (the sign test's: the k-th smallest and k-th largest, k the largest
+    with a binomial tail under half of ``1 - confidence``); None where there
+    are too few values for that confidence (five or fewer at 95%).  A
+    label's ``ratio_range`` is its paired ratios' (one per round): an
+    interval that holds 1.0 is a difference from serial the rounds cannot
+    tell from the host's noise.
+
+    ```python
+    median_range([0.97, 1.02, 0.99, 1.05, 0.94, 1.01, 1.00, 0.98, 1.03])
+    # (0.97, 1.03)
+    median_range([1.1, 1.2, 1.3])   # None: three rounds say too little
+    ```
+    """
+    n = len(xs)
+    k, tail = 0, 0.0
+    while k < n:
+        nxt = tail + math.comb(n, k) / 2.0 ** n
+        if 2.0 * nxt > 1.0 - confidence:
+            break
+        tail, k = nxt, k + 1
+    if k == 0:
+        return None
+    ordered = sorted(xs)
+    return ordered[k - 1], ordered[n - k]
+
+
 def _figures(samples: dict[str, list[float]], per: float,
              inner: dict[str, list[float]] | None = None,
              alone: dict[str, int] | None = None) -> dict[str, dict[str, Any]]:
     """Per label: the median seconds per iteration over the blocks, its ratio
     to serial's (> 1: faster), the median of the rounds' own ratios (each
-    round's blocks ran back to back), the blocks; ``inner``: the env's part
+    round's blocks ran back to back) and its 95% range (`median_range`;
+    None under six rounds), the blocks; ``inner``: the env's part
     of each block (``env_s``); ``alone``: the steps its runtimes ran in alone
     stretches during the blocks (``alone_steps``, `Runtime.stats`)."""
     base = samples["serial"]
@@ -556,9 +590,11 @@ def _figures(samples: dict[str, list[float]], per: float,
     out: dict[str, dict[str, Any]] = {}
     for k, v in samples.items():
         s = statistics.median(v) / per
+        paired = [b / x for b, x in zip(base, v, strict=True)]
         row: dict[str, Any] = {
             "s": s, "ratio": med_serial / s,
-            "ratio_paired": statistics.median(b / x for b, x in zip(base, v, strict=True)),
+            "ratio_paired": statistics.median(paired),
+            "ratio_range": median_range(paired),
             "blocks_s": [x / per for x in v]}
         if inner is not None:
             row["env_s"] = statistics.median(inner[k]) / per
@@ -846,12 +882,28 @@ def _torch_info() -> dict[str, Any] | None:
                     if k in os.environ}}
 
 
+def _range_cell(ex: Mapping[str, Any], k: str) -> str:
+    """A label's 95% range of its paired ratios to serial, "lo-hi" ("" under
+    six rounds); from its blocks where a results file predates the key."""
+    row = ex[k]
+    if "ratio_range" in row:
+        got = row["ratio_range"]
+    elif "blocks_s" not in row or "blocks_s" not in ex["serial"]:
+        got = None
+    else:
+        got = median_range([b / x for b, x in zip(ex["serial"]["blocks_s"], row["blocks_s"],
+                                                  strict=True)])
+    return "" if got is None else f"{got[0]:.2f}-{got[1]:.2f}"
+
+
 def table(res: Mapping[str, Any]) -> str:
     """The results as a plain-text table, situation x executor: the serial
     executor's time (aggregate steps/s for ``procs-N``), every other
     executor's ratio to it (> 1: faster than serial) and auto's choice; under
-    a training loop, a row of the env's part of an iteration (``step()``, or
-    ``recv()`` and ``send()``) in ms."""
+    it the 95% range of each one's paired ratios (`median_range`: a range
+    that holds 1.00 cannot tell that executor from serial); under a training
+    loop, a row of the env's part of an iteration (``step()``, or ``recv()``
+    and ``send()``) in ms."""
     labels: list[str] = list(res.get("executors", []))
     w = max([12, *(len(k) + 2 for k in labels)])
     lines = [f"{'':<16}" + "".join(f"{k:>{w}}" for k in labels) + "   auto chose"]
@@ -869,6 +921,9 @@ def table(res: Mapping[str, Any]) -> str:
         if probed:
             chose += f"; {probed}"
         lines.append(f"{name:<16}" + "".join(f"{c:>{w}}" for c in cells) + f"   {chose}")
+        ranges = [""] + [_range_cell(ex, k) for k in labels[1:]]
+        if any(ranges):
+            lines.append(f"{'  95% range':<16}" + "".join(f"{c:>{w}}" for c in ranges))
         if "env_s" in serial:
             part = "recv+send" if name == "async" else "step()"
             lines.append(f"{'  ' + part + ' ms':<16}"
@@ -876,7 +931,8 @@ def table(res: Mapping[str, Any]) -> str:
     for name, why in res.get("skipped", {}).items():
         lines.append(f"{name:<16}skipped: {why}")
     lines.append("(serial: its median time per step, iteration or round, or aggregate steps/s; "
-                 "the others: serial's time over theirs, > 1 is faster)")
+                 "the others: serial's time over theirs, > 1 is faster; 95% range: of the "
+                 "median of the rounds' own ratios)")
     moved = host_moved(res)
     if moved:
         lines.append(f"WARNING: {moved}")
@@ -1049,6 +1105,6 @@ def save(res: Mapping[str, Any], path: str | os.PathLike[str]) -> None:
         f.write("\n")
 
 
-__all__ = ["DEFAULT_CONFIG", "DEFAULT_ENV", "HOST_MOVED", "SITUATIONS", "Policy", "Stepper",
-           "TrainingLoop", "Workload", "bench_company", "burner", "executors", "host_moved",
-           "save", "table"]
+__all__ = ["DEFAULT_CONFIG", "DEFAULT_ENV", "HOST_MOVED", "RANGE_CONFIDENCE", "SITUATIONS",
+           "Policy", "Stepper", "TrainingLoop", "Workload", "bench_company", "burner",
+           "executors", "host_moved", "median_range", "save", "table"]
