@@ -534,7 +534,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "taking its blocks in turn (default 2; --quick 1)")
     b.add_argument("--warm-blocks", type=_at_least(1), default=None,
                    help="'company': blocks each configuration runs before the timed ones "
-                        "(default 6: a pool's alone stretches settle in company; --quick 1)")
+                        "(default 10: a pool's alone stretches settle in company; --quick 1)")
     b.add_argument("--stpa-cache", action="store_true",
                    help="'company': let threads='auto' start from a remembered decision "
                         "(default: it decides afresh in each situation)")

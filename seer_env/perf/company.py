@@ -28,8 +28,8 @@ Executors: ``serial``, ``parallel-P`` and ``optimistic-P`` for ``P`` in
 STPA; warmed up until it has settled, in the situation itself; its decision
 cache off unless ``stpa_cache=True``, so each situation decides afresh).
 Within a situation every executor has its env(s) made and warmed
-(``warm_blocks`` blocks each, default 6; a pool that loses its threads in
-company climbs to its steady alone stretches in about 150 steps, as auto
+(``warm_blocks`` blocks each, default 10; a pool that loses its threads in
+company climbs to its steady alone stretches in about 300 steps, as auto
 settles in its own warm-up), then they take turns, blocks of ``block``
 iterations in an order that rotates every round (`seer_env.perf.bench`'s
 blocks); the figures are the medians of the blocks and their ratios to
@@ -101,11 +101,16 @@ _BARRIER_S = 600.0
 #: Blocks each configuration runs before its timed ones (`bench_company`'s
 #: ``warm_blocks``): a pool that loses its threads in company runs stretches
 #: of 8, 16, 32 and then 64 to 256 steps on the caller alone, each judged by
-#: the pool's steps after it (native/runtime/company.c), and reaches its
-#: steady state some 150 steps after company comes; one warm block timed that
+#: the pool's steps after it (native/runtime/company.c): 8 + 16 + ... + 128
+#: steps alone and five pool steps after each, about 275 steps before the
+#: stretches of 256 that go on without the pool's.  One warm block timed that
 #: climb (parallel-2 beside a burner at full duty 0.75-0.84x the serial
-#: executor, 0.98x from the 200th step on).  ``quick``: 1.
-WARM_BLOCKS = 6
+#: executor, 0.98x from the 200th step on); six (192 iterations) left its
+#: end in the torch loop's timed blocks (parallel-2's replicas tried the pool
+#: in 5-25 of their 288 timed steps, each try about 20 ms, and its step ran
+#: 8-14% slower than the serial executor's); ten (320), 0-5 steps and 0.3%.
+#: ``quick``: 1.
+WARM_BLOCKS = 10
 
 Log = Callable[[str], None]
 
@@ -986,7 +991,7 @@ def bench_company(situations: Sequence[str] = SITUATIONS, threads: Sequence[int]
         replicas: envs per executor in ``alone``, ``torch``, ``async`` and
             ``burner-D``, taking its blocks in turn (default 2; ``quick`` 1).
         warm_blocks: blocks each configuration (each replica) runs before the
-            timed ones (default `WARM_BLOCKS`, 6: a pool's alone stretches
+            timed ones (default `WARM_BLOCKS`, 10: a pool's alone stretches
             reach their steady length in company; ``quick`` 1); auto then
             runs until STPA settles, and one block more.
 
