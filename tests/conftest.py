@@ -1,15 +1,36 @@
 """Shared test setup: make the repository root importable (for ``oracles``), and
 keep STPA's decision cache off (a test that wants it turns it on): a decision
-remembered by one test must not skip another's preflight."""
+remembered by one test must not skip another's preflight.  A test that leaves
+the process's signal handlers changed fails (they are put back first): the
+tests that send SIGINT to a fresh interpreter inherit them, and one test
+that left SIGINT ignored made every later Ctrl-C test fail."""
 
 from __future__ import annotations
 
 import os
+import signal
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 os.environ.setdefault("SEER_STPA_CACHE", "0")
+
+#: the signals whose handlers a test must leave as it found them
+_KEPT_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGALRM, signal.SIGCHLD)
+
+
+@pytest.fixture(autouse=True)
+def _signal_handlers_kept() -> Iterator[None]:
+    before = {s: signal.getsignal(s) for s in _KEPT_SIGNALS}
+    yield
+    changed = [signal.Signals(s).name for s, h in before.items() if signal.getsignal(s) is not h]
+    for s, h in before.items():
+        if signal.getsignal(s) is not h and h is not None:
+            signal.signal(s, h)
+    assert not changed, f"the test left the handlers of {changed} changed"

@@ -10,6 +10,7 @@ import json
 import math
 import multiprocessing
 import os
+import signal
 from types import SimpleNamespace
 
 import pytest
@@ -249,6 +250,10 @@ def test_the_envs_of_envs_n_and_of_procs_n_are_made_in_turn(monkeypatch) -> None
     monkeypatch.setattr(company, "_probe_marks", lambda stpas: [])
     monkeypatch.setattr(company, "_alone_steps", lambda fn: 0)
     monkeypatch.setattr(company, "_blocks", blocks)
+    # (a process of procs-N ignores SIGINT, its parent ends it: not this one,
+    # whose later tests' subprocesses would inherit it)
+    monkeypatch.setattr(company, "signal", SimpleNamespace(
+        signal=lambda *a: None, SIGINT=signal.SIGINT, SIG_IGN=signal.SIG_IGN))
     for idx, order in ((0, labels), (1, labels[::-1]), (2, labels), (3, labels[::-1])):
         wl.made.clear()
         results: queue.Queue = queue.Queue()
