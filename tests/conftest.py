@@ -1,9 +1,10 @@
 """Shared test setup: make the repository root importable (for ``oracles``), and
 keep STPA's decision cache off (a test that wants it turns it on): a decision
 remembered by one test must not skip another's preflight.  A test that leaves
-the process's signal handlers changed fails (they are put back first): the
-tests that send SIGINT to a fresh interpreter inherit them, and one test
-that left SIGINT ignored made every later Ctrl-C test fail."""
+the process's signal handlers or the thread budget's cap changed fails (they
+are put back first): the tests that send SIGINT to a fresh interpreter
+inherit the handlers, and one test that left SIGINT ignored made every later
+Ctrl-C test fail."""
 
 from __future__ import annotations
 
@@ -26,11 +27,23 @@ _KEPT_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGALRM, signal.SIGCHLD)
 
 
 @pytest.fixture(autouse=True)
-def _signal_handlers_kept() -> Iterator[None]:
+def _process_state_kept() -> Iterator[None]:
+    """The signal handlers and the thread budget's explicit cap as the test
+    found them (a cap left behind would run every later test's pools on
+    fewer threads, unseen)."""
+    from seer_env import budget
+
     before = {s: signal.getsignal(s) for s in _KEPT_SIGNALS}
+    cap = budget._cap
     yield
     changed = [signal.Signals(s).name for s, h in before.items() if signal.getsignal(s) is not h]
     for s, h in before.items():
         if signal.getsignal(s) is not h and h is not None:
             signal.signal(s, h)
+    left_cap = budget._cap != cap
+    if left_cap:
+        with budget._lock:
+            budget._cap = cap
+        budget.lease.forget()
     assert not changed, f"the test left the handlers of {changed} changed"
+    assert not left_cap, "the test left set_thread_budget's cap changed"
