@@ -64,6 +64,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import dataclasses
 import json
 import math
 import multiprocessing
@@ -381,6 +382,12 @@ def _parts(fn: Callable[[], Any]) -> list[Callable[[], Any]]:
     return list(fn.runs) if isinstance(fn, _Replicas) else [fn]
 
 
+def _in_turn(labels: list[str], r: int) -> list[str]:
+    """The order envs are made in, round (or process) ``r``: the labels', or
+    in reverse every other one, so that no label's are all made last."""
+    return labels if r % 2 == 0 else labels[::-1]
+
+
 def _made_in_turn(plan: _Plan, make: Callable[[str], Callable[[], Any]]
                   ) -> dict[str, Callable[[], Any]]:
     """Per label, ``plan.replicas`` runs (``make(label)`` each), made round by
@@ -388,7 +395,7 @@ def _made_in_turn(plan: _Plan, make: Callable[[str], Callable[[], Any]]
     envs are all made first or last (`_Replicas`)."""
     made: dict[str, list[Callable[[], Any]]] = {k: [] for k in plan.labels}
     for r in range(plan.replicas):
-        for k in (plan.labels if r % 2 == 0 else plan.labels[::-1]):
+        for k in _in_turn(plan.labels, r):
             made[k].append(make(k))
     return {k: v[0] if len(v) == 1 else _Replicas(v) for k, v in made.items()}
 
@@ -581,6 +588,11 @@ def median_range(xs: Sequence[float], confidence: float = RANGE_CONFIDENCE
     return ordered[k - 1], ordered[n - k]
 
 
+def _paired(base: Sequence[float], blocks: Sequence[float]) -> list[float]:
+    """Each round's ratio: serial's block time over the label's (> 1: faster)."""
+    return [b / x for b, x in zip(base, blocks, strict=True)]
+
+
 def _figures(samples: dict[str, list[float]], per: float,
              inner: dict[str, list[float]] | None = None,
              alone: dict[str, int] | None = None) -> dict[str, dict[str, Any]]:
@@ -595,7 +607,7 @@ def _figures(samples: dict[str, list[float]], per: float,
     out: dict[str, dict[str, Any]] = {}
     for k, v in samples.items():
         s = statistics.median(v) / per
-        paired = [b / x for b, x in zip(base, v, strict=True)]
+        paired = _paired(base, v)
         row: dict[str, Any] = {
             "s": s, "ratio": med_serial / s,
             "ratio_paired": statistics.median(paired),
@@ -686,17 +698,17 @@ def _alone(plan: _Plan, envs: list[Any]) -> dict[str, Any]:
 
 
 def _envs(plan: _Plan, envs: list[Any], n: int) -> dict[str, Any]:
-    # made round by round (the i-th env of every label, the labels' order
-    # reversed every other round), as `_made_in_turn` makes replicas: no
-    # label's envs all made last
-    made: dict[str, list[Any]] = {k: [] for k in plan.labels}
-    for i in range(n):
-        for k in (plan.labels if i % 2 == 0 else plan.labels[::-1]):
-            made[k].append(plan.workload.make(k))
-            envs.append(made[k][-1])
+    def make(k: str) -> Any:
+        envs.append(plan.workload.make(k))
+        return envs[-1]
+
+    # the n envs of a label made as replicas are: round by round, no label's
+    # all made last
+    made = _made_in_turn(dataclasses.replace(plan, replicas=n), make)
+    mine: dict[str, list[Any]] = {k: _parts(fn) for k, fn in made.items()}
     runs: dict[str, Callable[[], Any]] = {
-        k: _Round([Stepper(e, seed=i) for i, e in enumerate(mine)]) for k, mine in made.items()}
-    autos = [e.runtime.stpa for e in made.get("auto", [])]
+        k: _Round([Stepper(e, seed=i) for i, e in enumerate(v)]) for k, v in mine.items()}
+    autos = [e.runtime.stpa for e in mine.get("auto", [])]
     samples, _, auto, alone = _rotate(plan, runs, autos)
     return {"executors": _figures(samples, plan.block, alone=alone), "auto": auto}
 
@@ -798,7 +810,7 @@ def _proc_main(idx: int, wl: Workload, labels: list[str], rounds: int, block: in
         barrier.wait(_BARRIER_S)
 
     try:
-        for k in (labels if idx % 2 == 0 else labels[::-1]):
+        for k in _in_turn(labels, idx):
             envs[k] = wl.make(k)
         # (the warm-up and the blocks go in the labels' order in every process)
         runs: dict[str, Callable[[], Any]] = {k: Stepper(envs[k], seed=idx) for k in labels}
@@ -896,8 +908,7 @@ def _range_cell(ex: Mapping[str, Any], k: str) -> str:
     elif "blocks_s" not in row or "blocks_s" not in ex["serial"]:
         got = None
     else:
-        got = median_range([b / x for b, x in zip(ex["serial"]["blocks_s"], row["blocks_s"],
-                                                  strict=True)])
+        got = median_range(_paired(ex["serial"]["blocks_s"], row["blocks_s"]))
     return "" if got is None else f"{got[0]:.2f}-{got[1]:.2f}"
 
 
