@@ -13,10 +13,12 @@ import os
 import signal
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 from seer_env import cli
 from seer_env.errors import ConfigError
+from seer_env.faces.gym_vector import random_batched_actions
 from seer_env.perf import company
 from seer_env.perf.bench import machine
 
@@ -26,7 +28,7 @@ QUICK = dict(quick=True, config=TINY, rounds=2, block=4, update_every=2, settle_
 TOP_KEYS = {"benchmark", "seer_env", "commit", "dirty", "machine", "load_avg_before",
             "load_avg_after", "workload", "executors", "threads", "rounds", "block", "quick",
             "stpa_cache", "update_every", "torch", "situations", "skipped", "wall_s",
-            "replicas", "warm_blocks"}
+            "replicas", "warm_blocks", "twins"}
 SITUATION_KEYS = {"title", "unit", "block", "load_avg_before", "wall_s", "executors", "auto"}
 AUTO_KEYS = {"choice", "reason", "state", "settled", "probe_steps_timed", "probes_timed"}
 
@@ -143,6 +145,8 @@ def test_a_quick_run_returns_every_figure(monkeypatch) -> None:
     assert res["workload"] == {"env": "pcs_v0", "config": TINY, "num_envs": 1}
     assert list(res["situations"]) == ["alone", "procs-2", "envs-2"]
     assert res["torch"] is None  # no training loop: torch is not even imported
+    # PCS's lookahead gives it a few windows a step: optimistic-2 runs parallel-2's
+    assert res["twins"] == {"optimistic-2": "parallel-2"}
     for sit in res["situations"].values():
         _check_figures(sit, res["executors"], 2)
     procs = res["situations"]["procs-2"]
@@ -340,6 +344,54 @@ def test_auto_record_counts_what_stpa_probed_during_the_timed_blocks() -> None:
     sit["auto"] = rec
     assert "probed" not in company.table({"executors": ["serial", "auto"],
                                           "situations": {"alone": sit}})
+
+
+def test_an_optimistic_label_that_speculates_nothing_is_named_parallels_twin() -> None:
+    """Where the lookahead gives at most SEER_OPT_WINDOWS_MAX windows a step,
+    the optimistic executor runs the parallel executor's windows: its label
+    is the parallel one's twin (same threads only), and the table says so
+    under its legend; lookahead 0 or narrower windows speculate: none."""
+    from seer_env._bind.runtime import opt_windows_max
+
+    w = opt_windows_max()
+    labels = ["serial", "parallel-2", "parallel-4", "optimistic-2", "optimistic-4",
+              "optimistic-8", "auto"]
+    assert company.twins(labels, 1.0, 20.0) == {"optimistic-2": "parallel-2",
+                                               "optimistic-4": "parallel-4"}
+    assert company.twins(labels, 1.0, float(w)) == company.twins(labels, 1.0, 20.0)
+    assert company.twins(labels, 1.0, w + 0.5) == {}  # more windows than that: speculates
+    assert company.twins(labels, 0.0, 20.0) == {}
+    assert company.twins(["serial", "optimistic-2", "auto"], 1.0, 20.0) == {}
+    res = {"executors": ["serial", "parallel-2", "optimistic-2"], "situations": {}}
+    assert "speculates nothing" not in company.table(res)  # an older file: no key
+    res["twins"] = {"optimistic-2": "parallel-2"}
+    line = company.table(res).splitlines()[-1]
+    assert line.startswith("(optimistic-2 speculates nothing on this workload")
+    assert f"at most {w} windows a step: it runs parallel-2's windows" in line
+
+
+def test_a_twin_really_speculates_nothing() -> None:
+    """What `twins` says of PCS holds in the runtime: its optimistic-2 steps
+    roll nothing back and keep no log, and give parallel-2's outputs."""
+    wl = company.Workload(config=dict(TINY))
+    made = {k: wl.make(k) for k in ("parallel-2", "optimistic-2")}
+    try:
+        sz = made["optimistic-2"].runtime.sizes
+        assert company.twins(list(made), sz.lookahead, sz.step_duration) == {
+            "optimistic-2": "parallel-2"}
+        outs: dict[str, list] = {}
+        for k, venv in made.items():
+            venv.reset(seed=3)
+            rng = np.random.default_rng(5)
+            outs[k] = [venv.step(random_batched_actions(venv, rng))[:4] for _ in range(20)]
+        st = made["optimistic-2"].runtime.stats()
+        assert st["rollbacks"] == st["anti_messages"] == st["log_bytes_peak"] == 0
+        assert st["windows"] > 0 and st["steps"] == 20
+        for a, b in zip(outs["optimistic-2"], outs["parallel-2"], strict=True):
+            assert all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
+    finally:
+        for v in made.values():
+            v.close()
 
 
 def test_the_table_warns_where_the_host_check_moved() -> None:

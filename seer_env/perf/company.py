@@ -80,6 +80,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from .._bind.runtime import opt_windows_max
 from .._version import __version__
 from ..errors import ConfigError
 from ..faces.gym_vector import random_batched_actions
@@ -156,6 +157,30 @@ def executors(threads: Sequence[int], lookahead: float) -> list[str]:
         out += [f"parallel-{p}" for p in threads]
     out += [f"optimistic-{p}" for p in threads]
     return [*out, "auto"]
+
+
+def twins(labels: Sequence[str], lookahead: float, step_duration: float) -> dict[str, str]:
+    """The labels among ``labels`` that run another label's executor: the
+    optimistic executor on P threads speculates nothing where the lookahead
+    L > 0 gives at most ``SEER_OPT_WINDOWS_MAX`` windows of width L a step
+    (``step_duration``): it runs the parallel executor's windows, the same
+    code (PCS 64x64, L = 1, steps of 20 windows, for one).  Its column is
+    then a second measurement of ``parallel-P``'s, and how far apart the two
+    read is the run's own noise.
+
+    ```python
+    twins(["serial", "parallel-2", "optimistic-2", "auto"], 1.0, 20.0)
+    # {'optimistic-2': 'parallel-2'}
+    ```
+    """
+    if not lookahead > 0.0 or step_duration > opt_windows_max() * lookahead:
+        return {}
+    out = {}
+    for k in labels:
+        ex, _, p = k.partition("-")
+        if ex == "optimistic" and f"parallel-{p}" in labels:
+            out[k] = f"parallel-{p}"
+    return out
 
 
 def _parse(name: str) -> tuple[str, int]:
@@ -949,6 +974,10 @@ def table(res: Mapping[str, Any]) -> str:
     lines.append("(serial: its median time per step, iteration or round, or aggregate steps/s; "
                  "the others: serial's time over theirs, > 1 is faster; 95% range: of the "
                  "median of the rounds' own ratios)")
+    for k, v in res.get("twins", {}).items():
+        lines.append(f"({k} speculates nothing on this workload, whose lookahead gives at "
+                     f"most {opt_windows_max()} windows a step: it runs {v}'s windows, the same "
+                     f"code, and how far apart the two read is the run's own noise)")
     moved = host_moved(res)
     if moved:
         lines.append(f"WARNING: {moved}")
@@ -1048,7 +1077,9 @@ def bench_company(situations: Sequence[str] = SITUATIONS, threads: Sequence[int]
     try:
         probe = wl.make("serial")
         try:
-            labels = executors(threads, probe.runtime.sizes.lookahead)
+            sz = probe.runtime.sizes
+            labels = executors(threads, sz.lookahead)
+            res["twins"] = twins(labels, sz.lookahead, sz.step_duration)
         finally:
             probe.close()
         plan = _Plan(wl, labels, rounds or (3 if quick else 7), block or (16 if quick else 32),
