@@ -57,7 +57,24 @@ def test_adapter_types_order_and_checker() -> None:
         assert all(type(v) is float for d in infos.values() for v in d.values())
         assert all(o in env.get_observation_space(a) for a, o in obs.items())
     assert trunc["__all__"] is True and term["__all__"] is False
-    assert env.agents == [] and env.agents_alive == []  # the episode is over
+    # the episode is over: no agent alive, `agents` the last step's (RLlib's checker)
+    assert env.agents == names and env.agents_alive == []
+    env.close()
+
+
+def test_rllib_checker_passes_when_its_step_ends_the_episode() -> None:
+    """RLlib's checker steps once after reset and wants the step's keys in
+    `agents`: with `agents` emptied at the episode's end, an episode that its
+    one step ended (max_cycles=1; every prey of a small Hunt grid caught)
+    failed it, and with it the build of RLlib's env runners."""
+    env = rllib.SeerMultiAgentEnv({**SMALL_PCS, "max_cycles": 1})
+    check_multiagent_environments(env)
+    obs, _ = env.reset(seed=1)
+    obs, _, term, trunc, _ = env.step({a: 0 for a in env.agents_alive})
+    assert trunc["__all__"] and not term["__all__"] and env.agents_alive == []
+    assert env.agents == list(obs) == env.possible_agents
+    env.reset(seed=2)  # a new episode: the live agents again
+    assert env.agents == env.agents_alive == env.possible_agents
     env.close()
 
 
@@ -83,7 +100,8 @@ def test_all_flags_when_agents_finish_differently(monkeypatch: pytest.MonkeyPatc
     assert rew == {"agent_2": 1.0, "agent_3": 3.5}
     assert term == {"agent_2": True, "agent_3": False, "__all__": False}
     assert trunc == {"agent_3": True, "agent_2": False, "__all__": True}
-    assert env.agents == [] and env.agents_alive == []  # the episode is over
+    # the episode is over: none alive, `agents` the last step's
+    assert env.agents == ["agent_2", "agent_3"] and env.agents_alive == []
     # RLlib's ParallelPettingZooEnv never ends this episode
     theirs.step(acts)
     *_, t_term, t_trunc, _ = theirs.step({"agent_2": 0, "agent_3": 2})
@@ -275,7 +293,8 @@ def test_hunt_episodes_end_for_rllib_with_both_groups_and_their_returns() -> Non
             finished += [a for a in obs if term[a] or trunc[a]]
             steps += 1
         assert term["__all__"] or trunc["__all__"]
-        assert env.agents == [] and sorted(finished) == sorted(env.possible_agents)
+        assert env.agents_alive == [] and sorted(finished) == sorted(env.possible_agents)
+        assert set(obs) == set(env.agents)  # the last step's agents
         ends["truncated" if trunc["__all__"] else "caught"] += 1
         assert ep.get_return() == pytest.approx(total, abs=1e-9)
         modules = {sa.module_id for sa in ep.agent_episodes.values()}

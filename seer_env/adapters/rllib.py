@@ -41,13 +41,17 @@ when it binds.  Give the runners more CPUs to let STPA use pools:
 What this adapter does that RLlib's ``ParallelPettingZooEnv`` does not:
 
 * ``agents`` and ``possible_agents`` are lists in the env's order (not built
-  from a set); while the episode goes on, ``agents`` is the agents the last
-  results speak of: those alive now and those that finished in the last step
-  (whose final observations it returned), as RLlib's env checker requires
-  (every key of a step's results must be in ``agents``; with the alive ones
-  only, a death in the checker's step failed the build of the env runners);
-  once no agent is alive it is empty (``while env.agents:`` loops end).
-  ``agents_alive`` is the live ones alone;
+  from a set); ``agents`` is the agents the last results speak of: those
+  alive now and those that finished in the last step (whose final
+  observations it returned), as RLlib's env checker requires (every key of a
+  step's results must be in ``agents``; with the alive ones only, a death in
+  the checker's step failed the build of the env runners), the episode's
+  last step included (emptied there, an episode that ended in the checker's
+  one step -- ``max_cycles=1``, every prey of a small Hunt grid caught at
+  once -- failed the build).  So, unlike a PettingZoo ``ParallelEnv``'s,
+  ``agents`` is not empty once the episode is over: end a loop on
+  ``terminateds["__all__"] or truncateds["__all__"]`` (RLlib's way) or on
+  ``agents_alive``, the live ones alone (``while env.agents_alive:``);
 * ``__all__``: the episode ends when no agent is alive, even when, in the
   last step, one agent terminated and another truncated (``ParallelPettingZooEnv``
   sets ``__all__`` to ``all(...)`` of each dict and then never ends such an
@@ -255,12 +259,23 @@ class SeerMultiAgentEnv(MultiAgentEnv):
     @property
     def agents(self) -> list[Any]:
         """The agents the last results speak of: alive now (the ParallelEnv's,
-        so never behind it) or finished in the last step."""
+        so never behind it) or finished in the last step, the episode's last
+        included (RLlib's checker; loop on `agents_alive` to end with the
+        episode):
+
+        ```python
+        obs, infos = env.reset(seed=0)
+        while env.agents_alive:
+            obs, rew, term, trunc, infos = env.step(
+                {a: env.get_action_space(a).sample() for a in env.agents_alive})
+        assert set(obs) <= set(env.agents)     # the last step's agents
+        ```
+        """
         par_env = self.__dict__.get("par_env")
         if par_env is None:
             return []
         just = self.__dict__.get("_just_finished", ())
-        if not just or not par_env.agents:  # the episode over: none (`while env.agents`)
+        if not just:
             return list(par_env.agents)
         keep = set(par_env.agents) | set(just)
         return [a for a in self.possible_agents if a in keep]
