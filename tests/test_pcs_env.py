@@ -19,7 +19,7 @@ from pettingzoo.test import (
 
 from oracles.pcs_numpy import INFO_NAMES
 from seer_env.envs import pcs_v0
-from seer_env.errors import ConfigError, ExecutorError, InvalidActionError
+from seer_env.errors import ClosedError, ConfigError, ExecutorError, InvalidActionError
 
 SMALL: dict[str, Any] = dict(width=4, height=3, channels=4, portables_per_cell=10,
                              next_call_mean=60.0, call_time_mean=60.0, move_mean=90.0,
@@ -159,6 +159,31 @@ def test_vector_env_bad_actions_and_batch() -> None:
     assert tot["events"].shape == (3,) and (tot["events"] > 0).all()
     venv.close()
     ref.close()
+
+
+def test_totals_never_read_a_step_in_flight() -> None:
+    """totals() during a send() waits for the background step, as state()
+    does (it read the info buffers as the step wrote them: counts that were
+    neither before the step nor after it); closed, a ClosedError, as from
+    the ParallelEnv's."""
+    venv = pcs_v0.vector_env(2, width=24, height=24, threads=2, max_cycles=0)
+    venv.reset(seed=4)
+    for _ in range(5):
+        before = venv.totals()
+        venv.send(np.zeros((2, 24 * 24), np.int64))
+        mid = venv.totals()
+        venv.recv()
+        after = venv.totals()
+        assert all(np.array_equal(mid[k], after[k]) for k in after)
+        assert (after["events"] > before["events"]).all()
+    venv.close()
+    with pytest.raises(ClosedError, match="totals"):
+        venv.totals()
+    env = pcs_v0.parallel_env(width=3, height=3, threads=1)
+    env.reset(seed=0)
+    env.close()
+    with pytest.raises(ClosedError, match="totals"):
+        env.totals()
 
 
 @pytest.mark.parametrize("kw,match", [

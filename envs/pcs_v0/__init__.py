@@ -130,6 +130,7 @@ class PcsParallelEnv(_Cells, SeerParallelEnv):
 
     def totals(self) -> dict[str, int]:
         """Cumulative counters summed over all cells (``events``: events processed)."""
+        self._check_open("totals")
         tot = self.runtime.info[0].sum(axis=0)
         return {name: int(v) for name, v in zip(self.info_names, tot, strict=True)}
 
@@ -139,8 +140,9 @@ class PcsVectorEnv(_Cells, SeerVectorEnv):
     `cell_of` / `agent_at`."""
 
     def totals(self) -> dict[str, np.ndarray]:
-        """Cumulative counters summed over cells, each of shape ``(num_envs,)``."""
-        tot = self.runtime.info.sum(axis=1)
+        """Cumulative counters summed over cells, each of shape ``(num_envs,)``
+        (instances in flight: once their step has finished, as `state`)."""
+        tot = self._idle_runtime("totals").info.sum(axis=1)
         return {name: tot[:, j].astype(np.int64) for j, name in enumerate(self.info_names)}
 
 

@@ -675,10 +675,26 @@ class SeerVectorEnv(_SeerEnvCommon):
     def state(self) -> np.ndarray:
         """Global states, shape (num_envs, state_dim) (instances in flight: once
         their step has finished)."""
-        self._check_open("state")
+        rt = self._idle_runtime("state")
+        return np.stack([rt.global_state(i) for i in range(self.num_envs)])
+
+    def _idle_runtime(self, what: str) -> Any:
+        """The runtime once no `send` is queued or running (their results stay
+        for `recv`): what reads the runtime's buffers between calls goes
+        through it, as a model's own accessors do (``what``: the accessor, for
+        the error on a closed env).  A background step writes the buffers;
+        read meanwhile they are neither the state before it nor after it:
+
+        ```python
+        class MyVectorEnv(SeerVectorEnv):
+            def totals(self):
+                return self._idle_runtime("totals").info.sum(axis=1)
+        ```
+        """
+        self._check_open(what)
         if self._stepper is not None:
             self._stepper.drain()
-        return np.stack([self.runtime.global_state(i) for i in range(self.num_envs)])
+        return self.runtime
 
     # -- snapshots ---------------------------------------------------------------
 
