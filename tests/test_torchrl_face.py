@@ -475,6 +475,16 @@ def test_bad_one_hot_actions_are_refused() -> None:
         flt = td.clone().set(("prey", "action"), td["prey", "action"].float())
         with pytest.raises(InvalidActionError, match="integers or bools"):
             env.step(flt)
+        # one-hots of the wrong width: a narrower one was read as its argmax (a
+        # legal index), a predator's multi-one-hot one wider raised torch's
+        # RuntimeError from inside the split
+        prey, pred = td["prey", "action"], td["predator", "action"]
+        for key, bad in ((("prey", "action"), prey[..., :-1]),
+                         (("prey", "action"), prey[..., :1]),
+                         (("predator", "action"), torch.cat([pred, pred[..., :1] * 0], -1))):
+            wrong = td.clone(recurse=False).set(key, bad)
+            with pytest.raises(InvalidActionError, match=r"must end in axes of \(\d+,\)"):
+                env.step(wrong)
         env.step(td)
     finally:
         env.close()

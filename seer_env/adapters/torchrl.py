@@ -165,6 +165,8 @@ class _G:
         # how the spec encodes the action (PettingZooWrapper's choice)
         self.onehot = not categorical and self.kind != "box"
         self.multi_onehot = isinstance(act_spec, MultiOneHot)
+        # one agent's action as the spec has it: a one-hot's trailing axes
+        self.act_shape = tuple(int(d) for d in act_spec.shape)
         # a homogeneous MultiDiscrete is a stack of Categorical/OneHot: its
         # mask (the components' masks one after another) is (k, N)
         self.mask_shape: tuple[int, ...] | None = None
@@ -349,6 +351,11 @@ class SeerTorchEnv(EnvBase):
             raise InvalidActionError(
                 f"one-hot actions of group {g.key!r} must be integers or bools, "
                 f"got {t.dtype}")
+        k = len(g.act_shape)
+        if t.ndim < k or tuple(t.shape[t.ndim - k:]) != g.act_shape:
+            raise InvalidActionError(
+                f"one-hot actions of group {g.key!r} must end in axes of {g.act_shape} "
+                f"(the action spec's), got shape {tuple(t.shape)}")
         parts = t.split(list(g.nvec), dim=-1) if g.multi_onehot else [t]
         for p in parts:
             if p.ndim < 3 or not bool(((p == 0) | (p == 1)).all()) or not bool(
