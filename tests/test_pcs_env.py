@@ -19,7 +19,13 @@ from pettingzoo.test import (
 
 from oracles.pcs_numpy import INFO_NAMES
 from seer_env.envs import pcs_v0
-from seer_env.errors import ClosedError, ConfigError, ExecutorError, InvalidActionError
+from seer_env.errors import (
+    ClosedError,
+    ConfigError,
+    ExecutorError,
+    InvalidActionError,
+    StateError,
+)
 
 SMALL: dict[str, Any] = dict(width=4, height=3, channels=4, portables_per_cell=10,
                              next_call_mean=60.0, call_time_mean=60.0, move_mean=90.0,
@@ -307,3 +313,34 @@ def test_parallel_env_pickles_as_its_configuration():
     assert r1[1] == r2[1] and r1[4] == r2[4]
     env.close()
     copy.close()
+
+
+@pytest.mark.parametrize("how", ["pickle", "deepcopy", "unwrapped"])
+def test_aec_env_pickles_as_its_configuration(how: str) -> None:
+    """The AEC env (and the SeerAECEnv under its order-enforcing wrapper)
+    pickles and deep-copies as the ParallelEnv does: a fresh env of the same
+    configuration (a TypeError about a module object, from inside, before)."""
+    import copy as copying
+    import pickle
+
+    env = pcs_v0.env(width=4, height=3, step_minutes=10.0, threads=1)
+    env.reset(seed=5)
+    env.step(1)
+    src = env.env if how == "unwrapped" else env
+    dup = copying.deepcopy(src) if how == "deepcopy" else pickle.loads(pickle.dumps(src))
+    assert type(dup) is type(src) and dup.env is not src.env
+    if how != "unwrapped":
+        with pytest.raises(StateError, match="reset"):  # fresh: not reset
+            dup.step(1)
+    for e in (env, dup):
+        e.reset(seed=9)
+    seen = []
+    for e in (env, dup):
+        out = []
+        for _ in range(len(e.possible_agents) * 3):
+            out.append(e.last()[:2])
+            e.step(2)
+        seen.append(out)
+    assert [(o.tobytes(), r) for o, r in seen[0]] == [(o.tobytes(), r) for o, r in seen[1]]
+    env.close()
+    dup.close()

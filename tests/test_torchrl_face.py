@@ -490,6 +490,32 @@ def test_bad_one_hot_actions_are_refused() -> None:
         env.close()
 
 
+@pytest.mark.parametrize("how", ["pickle", "deepcopy"])
+def test_the_env_pickles_as_its_arguments(how: str) -> None:
+    """Pickled or deep-copied (as a lambda shipped to a process-based
+    collector carries it), a SeerTorchEnv is a fresh env of the same model,
+    batch, options and seed (a TypeError about a module object before)."""
+    import copy
+    import pickle
+
+    env = SeerTorchEnv(HUNT[0], num_envs=B, seed=7, categorical_actions=False, **HUNT[1])
+    env.rollout(3)
+    dup = copy.deepcopy(env) if how == "deepcopy" else pickle.loads(pickle.dumps(env))
+    try:
+        assert type(dup) is SeerTorchEnv and dup.venv is not env.venv
+        assert dup.batch_size == env.batch_size and dup.group_map == env.group_map
+        ref = SeerTorchEnv(HUNT[0], num_envs=B, seed=7, categorical_actions=False, **HUNT[1])
+        assert not dup.categorical_actions  # one-hot kept
+        assert dup.full_action_spec == ref.full_action_spec
+        assert dup.full_observation_spec == ref.full_observation_spec
+        a, b = dup.reset(), ref.reset()  # the same seed
+        assert (a == b).all()
+        ref.close()
+    finally:
+        env.close()
+        dup.close()
+
+
 def test_config_errors() -> None:
     with pytest.raises(ConfigError, match="copy"):
         SeerTorchEnv(PHOLD[0], num_envs=2, copy=True, **PHOLD[1])

@@ -105,6 +105,7 @@ TorchRL itself (``RuntimeError``).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from importlib.util import find_spec
 from typing import Any, cast
 
@@ -230,6 +231,25 @@ class SeerTorchEnv(EnvBase):
         self._seed = seed
         self._started = False
         self._state_cache: Any = None
+        # what a pickled copy is made from (`__reduce__`)
+        self._init_args = dict(num_envs=num_envs, device=str(dev),
+                               categorical_actions=categorical_actions,
+                               return_state=return_state, return_info=return_info, seed=seed,
+                               **config)
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, dict[str, Any]]]:
+        """Pickle (and deep-copy) as the other faces do: by the model's
+        reference and the constructor's arguments, the copy a fresh env of
+        the same configuration, batch and seed (its state travels with
+        `snapshot`), as a process-based collector ships it:
+
+        ```python
+        copy = pickle.loads(pickle.dumps(env))   # SeerTorchEnv, not started
+        ```
+        """
+        m: Model = self.seer_model
+        ref = m.reference or functools.partial(type(m), m.folder, m.name)
+        return (_rebuild_torch_env, (ref, dict(self._init_args)))
 
     # -- construction ---------------------------------------------------------
 
@@ -562,3 +582,8 @@ class SeerTorchEnv(EnvBase):
         return (f"SeerTorchEnv({self.seer_model.name!r}, num_envs={self.num_envs}, "
                 f"groups={ {k: len(v) for k, v in self.group_map.items()} }, "
                 f"device={self.device})")
+
+
+def _rebuild_torch_env(ref: Any, args: dict[str, Any]) -> SeerTorchEnv:
+    """An unpickled `SeerTorchEnv`: a fresh one made with the same arguments."""
+    return SeerTorchEnv(ref(), **args)

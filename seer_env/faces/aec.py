@@ -55,6 +55,11 @@ class SeerAECEnv(parallel_to_aec_wrapper):
         self._reset_done = False
         _gate.track(self)
 
+    def __reduce__(self) -> tuple[Any, tuple[Any]]:
+        """Pickle (and deep-copy) as its ParallelEnv does: a fresh env of the
+        same configuration (call ``reset`` on it)."""
+        return (type(self), (self.env,))
+
     def _check_ready(self, what: str) -> None:
         if self._busy.closing or self.env._closed():
             raise ClosedError(f"{self.seer_model.name}: {what}() on a closed env")
@@ -307,6 +312,13 @@ class _SeerOrderEnforcingWrapper(OrderEnforcingWrapper):
         """The AEC env's state (`SeerAECEnv.snapshot`)."""
         self._check_reset("snapshot")
         return self.env.snapshot()
+
+    def __reduce__(self) -> tuple[Any, tuple[Any]]:
+        """Pickle (and deep-copy) as the ParallelEnv under it does, by the
+        model's reference and configuration: the copy is a fresh AEC env of
+        the same configuration (call ``reset`` on it); a state travels with
+        `snapshot`."""
+        return (aec_env, (self.env.env,))
 
     def restore(self, snap: EnvSnapshot) -> None:
         """Go back to ``snap`` (`SeerAECEnv.restore`); as after a reset, the
