@@ -233,6 +233,31 @@ def test_bad_autoreset_mode(bad: Any) -> None:
         phold_v0.vector_env(1, autoreset_mode=bad, **PHOLD)
 
 
+@pytest.mark.parametrize("make", ["vector_env", "agent_vector_env"])
+@pytest.mark.parametrize("kw", [dict(info_keys=["nope"]), dict(info_keys=["events"]),
+                                dict(info_keys=5), dict(info_keys="events"),
+                                dict(copy="yes"), dict(copy=None), dict(copy=1)])
+def test_a_batched_env_refuses_what_it_would_ignore(make: str, kw: dict[str, Any]) -> None:
+    """info_keys chooses the per-agent dicts' counters (the ParallelEnv's, the
+    AEC env's): a batched env, whose infos hold every counter as arrays,
+    took any value and ignored it (a typo unseen); copy= was read by
+    bool() (copy=None gave read-only views).  Both are a ConfigError now."""
+    from seer_env.envs import pcs_v0
+
+    with pytest.raises(ConfigError, match=next(iter(kw))):
+        getattr(pcs_v0, make)(2, width=3, height=3, threads=1, **kw)
+
+
+def test_a_batched_env_takes_info_keys_all_and_a_bool_copy() -> None:
+    from seer_env.envs import pcs_v0
+
+    for kw in (dict(info_keys="all"), dict(info_keys=None), dict(copy=np.bool_(False))):
+        v = pcs_v0.vector_env(2, width=3, height=3, threads=1, **kw)
+        _, infos = v.reset(seed=0)
+        assert set(v.info_names) <= set(infos)
+        v.close()
+
+
 def test_autoreset_mode_spellings() -> None:
     for spelling in ("SameStep", "SAME_STEP", "same_step", AutoresetMode.SAME_STEP):
         v = phold_v0.vector_env(1, autoreset_mode=spelling, **PHOLD)

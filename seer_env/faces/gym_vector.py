@@ -132,7 +132,7 @@ from .._bind.runtime import alloc_zeros
 from ..errors import ClosedError, ConfigError, InvalidActionError, SnapshotError
 from .common import check_options
 from .snapshot import EnvSnapshot, check_intact
-from .vector import SeerVectorEnv
+from .vector import SeerVectorEnv, checked_copy
 
 __all__ = ["AgentVectorEnv", "agent_vector_env", "random_actions", "random_batched_actions"]
 
@@ -168,7 +168,7 @@ class AgentVectorEnv(gymnasium.vector.VectorEnv):
                 f"AgentVectorEnv steps every instance together: the vector env's batch_size "
                 f"({venv.batch_size}) must be its num_envs ({venv.num_envs})")
         self.venv = venv
-        self.copy = bool(copy)
+        self.copy = checked_copy(copy)
         self.num_instances = venv.num_envs
         names = [g.name for g in venv.groups]
         if group is None and venv.grouped:

@@ -181,6 +181,15 @@ class SeerVectorEnv(_SeerEnvCommon):
                 or not 1 <= batch_size <= num_envs:
             raise ConfigError(
                 f"batch_size={batch_size!r} must be an int in [1, num_envs={num_envs}]")
+        checked_copy(copy)
+        keys = config.get("info_keys")
+        if keys is not None and not (isinstance(keys, str) and keys == "all"):
+            # every counter is in the infos, as (B, A) arrays: choosing some is
+            # the per-agent dicts' business (an ignored choice hid typos)
+            raise ConfigError(
+                f"info_keys={keys!r}: a vector env's infos hold every counter as an array "
+                "(info_names); info_keys chooses the counters of the ParallelEnv's and "
+                "the AEC env's per-agent info dicts (leave it out here, or 'all')")
         self.autoreset_mode = autoreset_mode_of(autoreset_mode)
         self._init_args = {"num_envs": int(num_envs), "copy": copy,
                            "autoreset_mode": self.autoreset_mode, "batch_size": batch_size,
@@ -824,6 +833,15 @@ class SeerVectorEnv(_SeerEnvCommon):
             self._stepper.stop()
         self.runtime.close()
         self._needs_reset = True
+
+
+def checked_copy(copy: Any) -> bool:
+    """``copy=`` of a batched face, a bool (a string or None read as true or
+    false by ``bool`` hid the mistake: ``copy=None`` gave read-only views)."""
+    if not isinstance(copy, (bool, np.bool_)):
+        raise ConfigError(f"copy={copy!r} must be True (fresh arrays) or False (views "
+                          "into the runtime's buffers)")
+    return bool(copy)
 
 
 def _rebuild_vector_env(ref: Callable[[], Model], args: dict[str, Any]) -> SeerVectorEnv:
