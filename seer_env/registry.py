@@ -118,6 +118,9 @@ def get(name: str) -> Model:
     path ``name``."""
     if not isinstance(name, str):
         raise ConfigError(f"env name {name!r} must be a string")
+    if not name.strip():  # not the current directory ("." says that)
+        raise ConfigError(f"env name {name!r} is empty; available: {available()} (or a "
+                          "model folder's path)")
     with _lock:
         m = _models.get(name)
     if m is not None:
@@ -160,6 +163,9 @@ def load(path: str | Path, build: bool = True, log: Callable[[str], None] | None
     ``__init__.py`` is declared with the defaults (its name is the folder's).
     ([`seer_env.sdk.load`][seer_env.sdk.load] is this function.)
     """
+    if isinstance(path, str) and not path.strip():
+        raise ConfigError(f"model folder {path!r}: an empty path (\".\" is the current "
+                          "directory)")
     folder = Path(path).expanduser().resolve()
     if not folder.is_dir():
         # in a remote worker (a Ray env runner on another node) the path is

@@ -41,6 +41,23 @@ def test_make_every_api() -> None:
         e.close()
 
 
+def test_an_empty_name_is_no_env_and_no_folder(tmp_path, monkeypatch) -> None:
+    """make("") took the empty name for the current directory (Path("") is
+    "."), tried to build whatever C files were there and registered the
+    folder under its name; "." still says the current directory."""
+    from seer_env import sdk
+
+    (tmp_path / "junk.c").write_text("int not_a_model;\n")
+    monkeypatch.chdir(tmp_path)
+    before = seer_env.available()
+    for name in ("", "   "):
+        with pytest.raises(ConfigError, match="is empty"):
+            seer_env.make(name)
+    with pytest.raises(ConfigError, match="an empty path"):
+        sdk.load("")
+    assert seer_env.available() == before
+
+
 def test_pettingzoo_registry() -> None:
     ids = seer_env.register_pettingzoo()  # idempotent; import seer_env already did it
     assert {"seer_env/pcs_v0", "seer_env/phold_v0"} <= set(ids)
