@@ -20,6 +20,7 @@ from pettingzoo.test import (
 from oracles.pcs_numpy import INFO_NAMES
 from seer_env.envs import pcs_v0
 from seer_env.errors import (
+    BudgetError,
     ClosedError,
     ConfigError,
     ExecutorError,
@@ -165,6 +166,29 @@ def test_vector_env_bad_actions_and_batch() -> None:
     assert tot["events"].shape == (3,) and (tot["events"] > 0).all()
     venv.close()
     ref.close()
+
+
+def test_state_after_a_failed_step_says_why_it_needs_a_reset() -> None:
+    """state() after a failed call (here the event budget) says what step()
+    and snapshot() say -- the instance needs a reset, as its last call failed,
+    and why -- not that it was never reset; before any reset, that."""
+    env = pcs_v0.parallel_env(width=4, height=4, threads=1, max_step_events=30)
+    with pytest.raises(StateError, match=r"call reset\(\) before state\(\)"):
+        env.state()
+    venv = pcs_v0.vector_env(1, width=4, height=4, threads=1)
+    with pytest.raises(StateError, match="state: instance 0 has not been reset"):
+        venv.state()
+    venv.close()
+    env.reset(seed=0)
+    with pytest.raises(BudgetError):
+        env.step({a: 0 for a in env.agents})
+    for call in (env.state, env.snapshot, lambda: env.step({a: 0 for a in env.agents})):
+        with pytest.raises(StateError, match="instance 0 needs a reset: its last call "
+                                             "failed: step 0 of instance 0 handled more than"):
+            call()
+    env.reset(seed=0)
+    assert env.state().shape == env.state_space.shape
+    env.close()
 
 
 def test_totals_never_read_a_step_in_flight() -> None:

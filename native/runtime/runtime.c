@@ -621,7 +621,11 @@ int seer_runtime_global_state(seer_runtime *rt, uint32_t instance, float *out)
     if (!rt->model->global_state)
         return SEER_OK;
     if (!rt->inst[instance].ready) {
-        seer_fail(rt, "instance %u has not been reset", instance);
+        if (rt->inst[instance].failed) /* reset once: what it needs now is why */
+            seer_fail(rt, "state: instance %u needs a reset: its last call failed: %s",
+                      instance, rt->fail_msg);
+        else
+            seer_fail(rt, "state: instance %u has not been reset", instance);
         return SEER_E_ORDER;
     }
     if (!rt->pool.workers) { /* broken: the pool, worker 0 included, is gone */
