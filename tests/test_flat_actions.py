@@ -178,9 +178,15 @@ def test_a_group_vectorenv_and_the_other_faces_take_the_option() -> None:
 
 
 def test_the_option_is_a_bool_and_flattens_only_small_products() -> None:
-    for value in ("yes", 1, None):
-        with pytest.raises(ConfigError, match="flatten_actions=.* must be True or False"):
+    # the yes/no rule of every option (enforce_masks, copy, the models' bools):
+    # a bool, or 0 or 1
+    for value in ("yes", 2, None, 1.0):
+        with pytest.raises(ConfigError, match="flatten_actions=.* must be a bool"):
             hunt_v0.parallel_env(flatten_actions=value)
+    for value in (1, np.int64(0)):
+        env = hunt_v0.parallel_env(flatten_actions=value, threads=1)
+        assert env.flatten_actions is bool(value)
+        env.close()
     from seer_env.faces.flat_actions import flat_groups
 
     class G:

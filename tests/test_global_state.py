@@ -165,4 +165,4 @@ def test_rllib_adapter_state_in_infos_equals_the_parallel_env() -> None:
         env.close()
         par.close()
     with pytest.raises(ConfigError, match="global_state_in_infos"):
-        rllib.SeerMultiAgentEnv({"env": "pcs_v0", "global_state_in_infos": 1})
+        rllib.SeerMultiAgentEnv({"env": "pcs_v0", "global_state_in_infos": "yes"})

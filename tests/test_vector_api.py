@@ -236,7 +236,7 @@ def test_bad_autoreset_mode(bad: Any) -> None:
 @pytest.mark.parametrize("make", ["vector_env", "agent_vector_env"])
 @pytest.mark.parametrize("kw", [dict(info_keys=["nope"]), dict(info_keys=["events"]),
                                 dict(info_keys=5), dict(info_keys="events"),
-                                dict(copy="yes"), dict(copy=None), dict(copy=1)])
+                                dict(copy="yes"), dict(copy=None), dict(copy=2)])
 def test_a_batched_env_refuses_what_it_would_ignore(make: str, kw: dict[str, Any]) -> None:
     """info_keys chooses the per-agent dicts' counters (the ParallelEnv's, the
     AEC env's): a batched env, whose infos hold every counter as arrays,
@@ -251,7 +251,8 @@ def test_a_batched_env_refuses_what_it_would_ignore(make: str, kw: dict[str, Any
 def test_a_batched_env_takes_info_keys_all_and_a_bool_copy() -> None:
     from seer_env.envs import pcs_v0
 
-    for kw in (dict(info_keys="all"), dict(info_keys=None), dict(copy=np.bool_(False))):
+    for kw in (dict(info_keys="all"), dict(info_keys=None), dict(copy=np.bool_(False)),
+               dict(copy=0)):
         v = pcs_v0.vector_env(2, width=3, height=3, threads=1, **kw)
         _, infos = v.reset(seed=0)
         assert set(v.info_names) <= set(infos)

@@ -76,7 +76,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["EXECUTORS", "Runtime", "alloc_zeros", "cpu_count", "cpu_model", "group_action_view",
            "memory_estimate", "opt_windows_max", "process_calls", "resolve_threads",
-           "rng_seed_state", "trace_dtype", "trace_kinds"]
+           "rng_seed_state", "trace_dtype", "trace_kinds", "yes_no"]
 
 #: steps and resets of every Runtime of this process, counted as each starts
 #: (a hint: threads may lose a count): STPA reads it to tell the caller's own
@@ -174,10 +174,17 @@ def _positive_int(name: str, v: Any, lo: int, hi: int) -> int:
     return int(v)
 
 
-def _flag(name: str, v: Any) -> bool:
-    """A yes/no key: a bool (NumPy's too), or the int 0 or 1 -- the rule of
-    the models' bool parameters.  ``bool("false")`` is True, so anything else
-    is refused rather than read by its truth."""
+def yes_no(name: str, v: Any) -> bool:
+    """A yes/no key ``name``: a bool (NumPy's too), or the int 0 or 1 -- the
+    rule of the models' bool parameters, and of every face's yes/no option.
+    ``bool("false")`` is True, so anything else is refused
+    (`ConfigError`) rather than read by its truth:
+
+    ```python
+    yes_no("copy", 0)        # False
+    yes_no("copy", "no")     # ConfigError: copy='no' must be a bool
+    ```
+    """
     if isinstance(v, (bool, np.bool_)):
         return bool(v)
     if isinstance(v, (int, np.integer)) and int(v) in (0, 1):
@@ -318,8 +325,9 @@ class Runtime:
         opts.shuffle_seed = shuffle_seed & 0xFFFFFFFFFFFFFFFF
         opts.max_step_events = _positive_int("max_step_events", max_step_events, 0, 2**62)
         opts.memory_limit = _positive_int("memory_limit", memory_limit, 0, 2**62)
-        enforce_masks = _flag("enforce_masks", enforce_masks)
-        opts.flags = (lib.SEER_RT_OVERSUBSCRIBE if _flag("oversubscribe", oversubscribe) else 0) | (
+        enforce_masks = yes_no("enforce_masks", enforce_masks)
+        over = yes_no("oversubscribe", oversubscribe)
+        opts.flags = (lib.SEER_RT_OVERSUBSCRIBE if over else 0) | (
             0 if enforce_masks else lib.SEER_RT_MASK_ADVISORY)
         #: actions the masks forbid are refused (the model's flags allowing)
         self.enforce_masks = enforce_masks and not (

@@ -143,6 +143,7 @@ from typing import Any, cast
 
 import gymnasium
 
+from .._bind.runtime import yes_no
 from ..errors import ConfigError, MissingExtraError, SeerError, SnapshotError, StateError
 from ..faces import EnvSnapshot
 from ..faces.common import raised_by_seer
@@ -203,12 +204,9 @@ class SeerMultiAgentEnv(MultiAgentEnv):
             raise ConfigError("env_config needs 'env', e.g. {'env': 'pcs_v0', ...}")
         name = cfg.pop("env")
         self._obs_key = str(cfg.pop("observation_key", "observation"))
-        in_infos = cfg.pop("global_state_in_infos", False)
-        if not isinstance(in_infos, bool):
-            raise ConfigError(
-                f"global_state_in_infos={in_infos!r} must be True or False")
         #: whether reset/step put the global state in every agent's infos
-        self.global_state_in_infos = in_infos
+        self.global_state_in_infos = yes_no("global_state_in_infos",
+                                            cfg.pop("global_state_in_infos", False))
         self._cut_short = False
         #: the process's thread budget, set from the CPUs Ray assigned to this
         #: env runner where Ray assigned some (`take_ray_cpus`), else None

@@ -16,7 +16,7 @@ import numpy as np
 import pettingzoo
 
 from .._bind import gate as _gate
-from .._bind.runtime import Runtime, alloc_zeros
+from .._bind.runtime import Runtime, alloc_zeros, yes_no
 from ..budget import thread_budget
 from ..errors import (
     ClosedError,
@@ -141,12 +141,9 @@ class _SeerEnvCommon:
             )
         if self.render_mode is not None and model.render is None:
             raise ConfigError(f"{model.name} cannot render")
-        flatten = config.get("flatten_actions", False)
-        if not isinstance(flatten, (bool, np.bool_)):
-            raise ConfigError(f"flatten_actions={flatten!r} must be True or False")
         #: multi-discrete groups handed out as one Discrete of their joint actions
         #: (`seer_env.faces.flat_actions`)
-        self.flatten_actions = bool(flatten)
+        self.flatten_actions = yes_no("flatten_actions", config.get("flatten_actions", False))
         self.runtime = Runtime(native, params, num_instances, self.executor, threads,
                                config.get("max_cycles", native.max_cycles),
                                max_step_events=config.get("max_step_events", 0),

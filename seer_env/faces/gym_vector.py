@@ -128,11 +128,11 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
-from .._bind.runtime import alloc_zeros
+from .._bind.runtime import alloc_zeros, yes_no
 from ..errors import ClosedError, ConfigError, InvalidActionError, SnapshotError
 from .common import check_options
 from .snapshot import EnvSnapshot, check_intact
-from .vector import SeerVectorEnv, checked_copy
+from .vector import SeerVectorEnv
 
 __all__ = ["AgentVectorEnv", "agent_vector_env", "random_actions", "random_batched_actions"]
 
@@ -168,7 +168,7 @@ class AgentVectorEnv(gymnasium.vector.VectorEnv):
                 f"AgentVectorEnv steps every instance together: the vector env's batch_size "
                 f"({venv.batch_size}) must be its num_envs ({venv.num_envs})")
         self.venv = venv
-        self.copy = checked_copy(copy)
+        self.copy = yes_no("copy", copy)
         self.num_instances = venv.num_envs
         names = [g.name for g in venv.groups]
         if group is None and venv.grouped:
@@ -179,11 +179,8 @@ class AgentVectorEnv(gymnasium.vector.VectorEnv):
             raise ConfigError(f"{venv.seer_model.name}: group={group!r} is not one of {names}")
         if others is not None and not callable(others):
             raise ConfigError(f"others={others!r} must be a callable (obs, infos) -> actions")
-        if not isinstance(global_state_in_infos, (bool, np.bool_)):
-            raise ConfigError(
-                f"global_state_in_infos={global_state_in_infos!r} must be True or False")
         #: whether reset/step put the global state in infos["state"]
-        self.global_state_in_infos = bool(global_state_in_infos)
+        self.global_state_in_infos = yes_no("global_state_in_infos", global_state_in_infos)
         self.state_space = venv._state_space
         #: the group this VectorEnv steps (None: a model without groups)
         self.group = group if venv.grouped else None

@@ -23,7 +23,7 @@ from gymnasium.vector import AutoresetMode
 
 from .._bind import kernels as _kernels
 from .._bind.gate import close_now, exclusive
-from .._bind.runtime import Runtime
+from .._bind.runtime import Runtime, yes_no
 from ..errors import (
     AsyncStateError,
     ClosedError,
@@ -181,7 +181,8 @@ class SeerVectorEnv(_SeerEnvCommon):
                 or not 1 <= batch_size <= num_envs:
             raise ConfigError(
                 f"batch_size={batch_size!r} must be an int in [1, num_envs={num_envs}]")
-        checked_copy(copy)
+        # (a string or None read by bool() hid the mistake: copy=None gave views)
+        yes_no("copy", copy)
         keys = config.get("info_keys")
         if keys is not None and not (isinstance(keys, str) and keys == "all"):
             # every counter is in the infos, as (B, A) arrays: choosing some is
@@ -833,15 +834,6 @@ class SeerVectorEnv(_SeerEnvCommon):
             self._stepper.stop()
         self.runtime.close()
         self._needs_reset = True
-
-
-def checked_copy(copy: Any) -> bool:
-    """``copy=`` of a batched face, a bool (a string or None read as true or
-    false by ``bool`` hid the mistake: ``copy=None`` gave read-only views)."""
-    if not isinstance(copy, (bool, np.bool_)):
-        raise ConfigError(f"copy={copy!r} must be True (fresh arrays) or False (views "
-                          "into the runtime's buffers)")
-    return bool(copy)
 
 
 def _rebuild_vector_env(ref: Callable[[], Model], args: dict[str, Any]) -> SeerVectorEnv:
