@@ -129,7 +129,7 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
 from .._bind.runtime import alloc_zeros, yes_no
-from ..errors import ClosedError, ConfigError, InvalidActionError, SnapshotError
+from ..errors import AsyncStateError, ClosedError, ConfigError, InvalidActionError, SnapshotError
 from .common import check_options
 from .snapshot import EnvSnapshot, check_intact
 from .vector import SeerVectorEnv
@@ -353,6 +353,9 @@ class AgentVectorEnv(gymnasium.vector.VectorEnv):
         """The outputs of the step `step_async` started (waiting for it);
         without one, `AsyncStateError`."""
         self._check_open("step_wait")
+        if not self.venv._n_pending:  # (the batched env's words are EnvPool's: recv/send)
+            raise AsyncStateError(f"{self.metadata['name']}: step_wait() with no step "
+                                  "started: call step_async(actions) first")
         out = self.venv.recv()
         infos = out[-1]
         ids = infos.pop("env_id")
