@@ -75,6 +75,14 @@ as there, and its action mask is then ``(B, n, k, N)``.  A masked group's
 ``env.rand_action()`` and ``env.rollout()`` without a policy draw within the
 masks.  Unlike ``PettingZooWrapper`` the observation is the Box itself (not
 ``(g, "observation", "observation")``): the mask is beside it, not in it.
+TorchRL's own batched envs (``SerialEnv``, ``ParallelEnv``) over a masked
+``SeerTorchEnv`` do not carry the sub-envs' mask updates into their own spec
+(TorchRL 0.14): their ``rand_action()`` and policy-less ``rollout()`` draw
+forbidden actions, which the sub-envs refuse (``InvalidActionError``), and
+with ``MultiOneHot`` actions TorchRL's ``ParallelEnv`` fails expanding the mask.
+A policy that reads ``(g, "action_mask")`` from the tensordict is unaffected;
+for random rollouts, batch inside one env (``num_envs=B``: its instances step
+on the runtime's threads) rather than with TorchRL's batched envs.
 
 **Resets** are TorchRL's: ``_reset`` with a ``"_reset"`` entry ``(B, 1)``
 resets those instances (the batched env's ``reset(options={"reset_mask":
