@@ -29,7 +29,8 @@ TOP_KEYS = {"benchmark", "seer_env", "commit", "dirty", "machine", "load_avg_bef
             "load_avg_after", "workload", "executors", "threads", "rounds", "block", "quick",
             "stpa_cache", "update_every", "torch", "situations", "skipped", "wall_s",
             "replicas", "warm_blocks", "twins"}
-SITUATION_KEYS = {"title", "unit", "block", "load_avg_before", "wall_s", "executors", "auto"}
+SITUATION_KEYS = {"title", "unit", "block", "load_avg_before", "wall_s", "executors", "auto",
+                  "auto_vs_best"}
 AUTO_KEYS = {"choice", "reason", "state", "settled", "probe_steps_timed", "probes_timed"}
 
 
@@ -392,6 +393,39 @@ def test_a_twin_really_speculates_nothing() -> None:
     finally:
         for v in made.values():
             v.close()
+
+
+def test_auto_vs_best_is_the_best_fixed_choices_time_over_autos_round_by_round() -> None:
+    """What "auto within 5% of the best fixed choice" reads: the label but
+    auto with the highest ratio to serial (serial included), each round's
+    block time of it over auto's, their median and 95% range; a row under
+    the ranges in the table, for older files computed from their blocks."""
+    rows = 9
+    serial = [2.0] * rows
+    p2 = [1.0, 1.1, 1.0, 0.9, 1.2, 1.0, 1.05, 1.0, 0.95]
+    auto = [1.1, 1.0, 1.1, 1.0, 1.2, 1.25, 1.0, 1.1, 1.0]
+    ex = {k: {"s": sorted(v)[rows // 2], "ratio": 2.0 / sorted(v)[rows // 2], "blocks_s": v}
+          for k, v in (("serial", serial), ("parallel-2", p2), ("auto", auto))}
+    vs = company.auto_vs_best(ex)
+    assert vs is not None and vs["best"] == "parallel-2"
+    paired = sorted(b / a for b, a in zip(p2, auto, strict=True))
+    assert vs["ratio"] == paired[rows // 2]
+    assert vs["range"] == (paired[1], paired[-2])  # the sign test's at 9 rounds
+    # serial the best: auto against serial
+    slow = {**ex, "parallel-2": {"ratio": 0.8, "blocks_s": [2.5] * rows}}
+    assert company.auto_vs_best(slow)["best"] == "serial"
+    # nothing to compare
+    assert company.auto_vs_best({k: ex[k] for k in ("serial", "parallel-2")}) is None
+    assert company.auto_vs_best({"auto": ex["auto"]}) is None
+    assert company.auto_vs_best({**ex, "auto": {"ratio": 1.0}}) is None
+    res = {"executors": ["serial", "parallel-2", "auto"],
+           "situations": {"alone": {"executors": ex, "auto": {"choice": ["parallel-2"]}}}}
+    lines = company.table(res).splitlines()
+    row = next(x for x in lines if x.startswith("  auto vs best"))
+    lo, hi = vs["range"]
+    assert row.split(None, 3)[3] == (f"{vs['ratio']:.2f} of parallel-2's speed "
+                                     f"(95% range {lo:.2f}-{hi:.2f})")
+    assert lines.index(row) == 3  # under the situation's ratios and their ranges
 
 
 def test_the_table_warns_where_the_host_check_moved() -> None:

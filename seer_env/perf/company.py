@@ -618,6 +618,29 @@ def _paired(base: Sequence[float], blocks: Sequence[float]) -> list[float]:
     return [b / x for b, x in zip(base, blocks, strict=True)]
 
 
+def auto_vs_best(ex: Mapping[str, Any]) -> dict[str, Any] | None:
+    """auto against a situation's best fixed choice (``ex``: its executors'
+    figures; the best: the label but auto with the highest ratio to serial,
+    serial included), what the goal "auto within 5% of the best" reads: the
+    median of the rounds' own ratios, the best's block time over auto's
+    (1.00: as fast; 0.95: 5% slower), and its 95% range (`median_range`);
+    None without auto, another label or their blocks.
+
+    ```python
+    auto_vs_best(res["situations"]["envs-4"]["executors"])
+    # {'best': 'parallel-2', 'ratio': 0.94, 'range': (0.84, 1.1)}
+    ```
+    """
+    fixed = [k for k in ex if k != "auto"]
+    if "auto" not in ex or not fixed:
+        return None
+    best = max(fixed, key=lambda k: ex[k]["ratio"])
+    if "blocks_s" not in ex[best] or "blocks_s" not in ex["auto"]:
+        return None
+    paired = _paired(ex[best]["blocks_s"], ex["auto"]["blocks_s"])
+    return {"best": best, "ratio": statistics.median(paired), "range": median_range(paired)}
+
+
 def _figures(samples: dict[str, list[float]], per: float,
              inner: dict[str, list[float]] | None = None,
              alone: dict[str, int] | None = None) -> dict[str, dict[str, Any]]:
@@ -965,6 +988,11 @@ def table(res: Mapping[str, Any]) -> str:
         ranges = [""] + [_range_cell(ex, k) for k in labels[1:]]
         if any(ranges):
             lines.append(f"{'  95% range':<16}" + "".join(f"{c:>{w}}" for c in ranges))
+        vs = sit.get("auto_vs_best") or auto_vs_best(ex)
+        if vs is not None:
+            rg = vs["range"]
+            lines.append(f"{'  auto vs best':<16}{vs['ratio']:.2f} of {vs['best']}'s speed"
+                         + (f" (95% range {rg[0]:.2f}-{rg[1]:.2f})" if rg else ""))
         if "env_s" in serial:
             part = "recv+send" if name == "async" else "step()"
             lines.append(f"{'  ' + part + ' ms':<16}"
@@ -973,7 +1001,8 @@ def table(res: Mapping[str, Any]) -> str:
         lines.append(f"{name:<16}skipped: {why}")
     lines.append("(serial: its median time per step, iteration or round, or aggregate steps/s; "
                  "the others: serial's time over theirs, > 1 is faster; 95% range: of the "
-                 "median of the rounds' own ratios)")
+                 "median of the rounds' own ratios; auto vs best: the best fixed choice's "
+                 "time over auto's, round by round)")
     for k, v in res.get("twins", {}).items():
         lines.append(f"({k} speculates nothing on this workload, whose lookahead gives at "
                      f"most {opt_windows_max()} windows a step: it runs {v}'s windows, the same "
@@ -1127,7 +1156,8 @@ def bench_company(situations: Sequence[str] = SITUATIONS, threads: Sequence[int]
                 continue
             title, unit = _title(name, update_every)
             sit = {"title": title, "unit": unit, "block": sit.pop("block", plan.block),
-                   "load_avg_before": load0, "wall_s": time.perf_counter() - t0, **sit}
+                   "load_avg_before": load0, "wall_s": time.perf_counter() - t0, **sit,
+                   "auto_vs_best": auto_vs_best(sit["executors"])}
             res["situations"][name] = sit
             log(f"{name}: {title} ({unit})\n{_rows(name, sit)}")
         if check is not None:
