@@ -7,6 +7,7 @@ a user would.
 
 from __future__ import annotations
 
+import importlib.util
 import pickle
 import re
 import subprocess
@@ -140,6 +141,10 @@ def test_rebuilds_when_a_source_changes(tmp_path: Path,
      ModelError, "the default of integer parameter 'goal' is 40.5, not a whole number"),
     ({"const seer_model broken_model": "const seer_model broken_model2 = {0};\n"
       "const seer_model broken_model"}, BuildError, "exactly one model table"),
+    # a parameter named like an env option: the face took the value given and
+    # the model kept its default, unseen (env.config showed the face's)
+    ({"goal": "threads"}, ModelError,
+     r"parameter\(s\) \['threads'\] have the name of an env option"),
 ])
 def test_broken_models_fail_clearly(tmp_path: Path, edits: dict[str, str], error: type,
                                     match: str, request: pytest.FixtureRequest) -> None:
@@ -150,6 +155,33 @@ def test_broken_models_fail_clearly(tmp_path: Path, edits: dict[str, str], error
         _ = sdk.load(folder).native
     if error is BuildError:
         assert info.value.log or "model table" in str(info.value)
+
+
+def test_every_key_a_face_takes_is_reserved_from_the_models() -> None:
+    """RESERVED_PARAMS (what a model table may not name a parameter) holds every
+    keyword the faces and adapters take for themselves: one a face added and
+    the list missed would shadow a model's parameter of that name again."""
+    import inspect
+
+    from seer_env._bind.native import RESERVED_PARAMS
+    from seer_env.faces import COMMON_KEYS
+    from seer_env.faces.gym_vector import AgentVectorEnv
+    from seer_env.faces.vector import SeerVectorEnv
+    from seer_env.registry import make
+
+    def keywords(fn: object, skip: set[str]) -> set[str]:
+        sig = inspect.signature(fn)  # type: ignore[arg-type]
+        return {p.name for p in sig.parameters.values()
+                if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)} - skip
+    taken = set(COMMON_KEYS) | {"mask_in_infos"}  # (the ParallelEnv pops it from its config)
+    taken |= keywords(SeerVectorEnv.__init__, {"self", "model"})
+    taken |= keywords(AgentVectorEnv.__init__, {"self", "venv"})
+    taken |= keywords(make, set())
+    if importlib.util.find_spec("torchrl") is not None:
+        from seer_env.torchrl import SeerTorchEnv
+        taken |= keywords(SeerTorchEnv.__init__, {"self"})
+    taken |= {"env", "observation_key", "global_state_in_infos"}  # the RLlib adapter's config
+    assert taken <= RESERVED_PARAMS, sorted(taken - RESERVED_PARAMS)
 
 
 def test_describe_failure_is_a_config_error(tmp_path: Path) -> None:

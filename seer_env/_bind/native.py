@@ -74,6 +74,24 @@ _STATUS_NAMES: dict[str, type[SeerError]] = {
 
 _ERRLEN = 1024
 
+#: Config keys the env faces and adapters take for themselves (the faces'
+#: common keys, the batched and Gymnasium faces', TorchRL's, RLlib's,
+#: ``make``'s): a model parameter of one of these names could never be set
+#: (the face would take the value, the model keep its default), so a model
+#: table that declares one is refused (`NativeModel`).
+#: ``tests/test_sdk.py`` checks every face's keyword names are here.
+RESERVED_PARAMS = frozenset({
+    # every env (seer_env.faces.common.COMMON_KEYS)
+    "threads", "executor", "render_mode", "info_keys", "max_cycles", "max_step_events",
+    "memory_limit", "enforce_masks", "flatten_actions",
+    # the ParallelEnv's, the batched env's and the Gymnasium vector face's
+    "mask_in_infos", "num_envs", "copy", "autoreset_mode", "batch_size", "group", "others",
+    "global_state_in_infos",
+    # make()'s, the TorchRL face's, the RLlib adapter's
+    "name", "api", "device", "seed", "categorical_actions", "return_state", "return_info",
+    "env", "observation_key",
+})
+
 
 def error_for(lib: Any, code: int, message: str) -> SeerError:
     """The exception for a native status code."""
@@ -459,6 +477,13 @@ class NativeModel:
         self.config_size = int(t.config_size)
         self.max_cycles = int(t.max_cycles)
         self.params: dict[str, Param] = {}
+        taken = sorted({self.ffi.string(t.params[i].name).decode()
+                        for i in range(t.num_params)} & RESERVED_PARAMS)
+        if taken:
+            raise ModelError(
+                f"{self.name}: parameter(s) {taken} have the name of an env option, which "
+                "the env faces take for themselves (the model would never get the value "
+                f"given, only its default); rename them ({source})")
         for i in range(t.num_params):
             p = t.params[i]
             declared = not (p.lo == 0.0 and p.hi == 0.0)
