@@ -184,6 +184,27 @@ def test_every_key_a_face_takes_is_reserved_from_the_models() -> None:
     assert taken <= RESERVED_PARAMS, sorted(taken - RESERVED_PARAMS)
 
 
+def test_a_models_message_in_any_bytes_is_a_seer_error(tmp_path: Path) -> None:
+    """A model's failure message of non-ASCII text long enough for the
+    runtime to cut it (mid-character) or of bytes that are no UTF-8 at all
+    raised UnicodeDecodeError from the bindings, and the message was lost;
+    now the SeerError it was, its text with the undecodable bytes replaced."""
+    e400 = "\\xc3\\xa9" * 400  # 400 x "é" in a C string literal
+    folder = new_model(tmp_path, "accents", {
+        "    if (c->goal < c->tokens_per_agent) {":
+        f'    if (c->goal == 41) {{ snprintf(err, errlen, "%s", "{e400}"); '
+        "return SEER_E_CONFIG; }\n"
+        '    if (c->goal == 42) { snprintf(err, errlen, "%s", "bad \\xff\\xfe bytes"); '
+        "return SEER_E_CONFIG; }\n"
+        "    if (c->goal < c->tokens_per_agent) {"})
+    model = sdk.load(folder)
+    with pytest.raises(ConfigError) as info:
+        model.parallel_env(goal=41)
+    assert "é" * 100 in str(info.value)
+    with pytest.raises(ConfigError, match="bad \ufffd\ufffd bytes"):
+        model.parallel_env(goal=42)
+
+
 def test_describe_failure_is_a_config_error(tmp_path: Path) -> None:
     folder = new_model(tmp_path, "desc", {
         "    if (c->goal < c->tokens_per_agent) {":

@@ -74,6 +74,15 @@ _STATUS_NAMES: dict[str, type[SeerError]] = {
 
 _ERRLEN = 1024
 
+
+def c_text(ffi: Any, p: Any) -> str:
+    """The C string ``p`` (a message, a name, a doc line) as text, its
+    undecodable bytes replaced: a model's strings may hold any bytes, and the
+    runtime cuts a long message at its buffer's end, mid-character maybe (a
+    message in another alphabet then raised UnicodeDecodeError, not the
+    SeerError that carried it)."""
+    return bytes(ffi.string(p)).decode("utf-8", "replace")
+
 #: Config keys the env faces and adapters take for themselves (the faces'
 #: common keys, the batched and Gymnasium faces', TorchRL's, RLlib's,
 #: ``make``'s): a model parameter of one of these names could never be set
@@ -471,13 +480,13 @@ class NativeModel:
         err = self.ffi.new("char[]", _ERRLEN)
         rc = self.lib.seer_model_check(self.table, err, _ERRLEN)
         if rc != self.lib.SEER_OK:
-            raise error_for(self.lib, rc, f"{self.ffi.string(err).decode()} ({source})")
+            raise error_for(self.lib, rc, f"{c_text(self.ffi, err)} ({source})")
         t = self.table
-        self.name: str = self.ffi.string(t.name).decode()
+        self.name: str = c_text(self.ffi, t.name)
         self.config_size = int(t.config_size)
         self.max_cycles = int(t.max_cycles)
         self.params: dict[str, Param] = {}
-        taken = sorted({self.ffi.string(t.params[i].name).decode()
+        taken = sorted({c_text(self.ffi, t.params[i].name)
                         for i in range(t.num_params)} & RESERVED_PARAMS)
         if taken:
             raise ModelError(
@@ -490,29 +499,29 @@ class NativeModel:
             kind = _KINDS[int(p.kind)]
             none_ok = bool(p.flags & self.lib.SEER_P_NONE)
             default = self._default(p, kind, none_ok)
-            self.params[self.ffi.string(p.name).decode()] = Param(
-                name=self.ffi.string(p.name).decode(), kind=kind, size=int(p.size),
+            self.params[c_text(self.ffi, p.name)] = Param(
+                name=c_text(self.ffi, p.name), kind=kind, size=int(p.size),
                 offset=int(p.offset), count=int(p.count), inner=int(p.inner),
                 default=default, low=float(p.lo) if declared else None,
                 high=float(p.hi) if declared else None,
                 low_exclusive=bool(p.flags & self.lib.SEER_P_GT),
                 inf_ok=bool(p.flags & self.lib.SEER_P_INF), none_ok=none_ok,
-                doc=self.ffi.string(p.doc).decode() if p.doc != self.ffi.NULL else "",
+                doc=c_text(self.ffi, p.doc) if p.doc != self.ffi.NULL else "",
             )
         self.state_fields = [
-            Field(self.ffi.string(f.name).decode(), _KINDS[int(f.kind)], int(f.size),
+            Field(c_text(self.ffi, f.name), _KINDS[int(f.kind)], int(f.size),
                   int(f.offset), int(f.count), int(f.inner))
             for f in (t.state_fields[i] for i in range(t.num_state_fields))
         ]
         self.config_dtype = _struct_dtype(list(self.params.values()), self.config_size)
         self.event_names = tuple(
-            self.ffi.string(self.lib.seer_model_event_name(t, i)).decode()
+            c_text(self.ffi, self.lib.seer_model_event_name(t, i))
             for i in range(t.event_type_count)
         )
 
     def event_name(self, event_type: int) -> str:
         """The name the model's table gives event type ``event_type``."""
-        return self.ffi.string(self.lib.seer_model_event_name(self.table, event_type)).decode()
+        return c_text(self.ffi, self.lib.seer_model_event_name(self.table, event_type))
 
     def _default(self, p: Any, kind: str, none_ok: bool) -> Any:
         d = float(getattr(p, "def"))
@@ -729,7 +738,7 @@ class NativeModel:
             raise ConfigError(f"{self.name}: {p.name}={v!r} must be {want} "
                               f"({p.describe_range()})")
         if rc != lib.SEER_OK:
-            raise error_for(lib, rc, ffi.string(err).decode())
+            raise error_for(lib, rc, c_text(ffi, err))
 
     def read_config(self, buf: Any) -> dict[str, Any]:
         """The parameters' values in a configuration struct."""
@@ -748,7 +757,7 @@ class NativeModel:
         err = self.ffi.new("char[]", _ERRLEN)
         rc = self.lib.seer_model_describe(self.table, buf, out, err, _ERRLEN)
         if rc != self.lib.SEER_OK:
-            raise error_for(self.lib, rc, self.ffi.string(err).decode())
+            raise error_for(self.lib, rc, c_text(self.ffi, err))
         return buf, self.sizes_of(out, buf)
 
     def groups_of(self, s: Any, buf: Any) -> tuple[Group, ...]:
@@ -766,14 +775,14 @@ class NativeModel:
                 rc = lib.seer_model_action_nvec(self.table, buf, s, i, g, nvec, total, err,
                                                 _ERRLEN)
             if rc != lib.SEER_OK:
-                raise error_for(lib, rc, ffi.string(err).decode())
+                raise error_for(lib, rc, c_text(ffi, err))
             kind = ACTION_KINDS[int(g.action_kind)]
-            names = tuple(ffi.string(g.info_names[k]).decode() for k in range(g.info_dim)) \
+            names = tuple(c_text(ffi, g.info_names[k]) for k in range(g.info_dim)) \
                 if g.info_names != ffi.NULL else ()
             mask_len = int(lib.seer_model_group_choices(g, total[0])) if int(s.mask_dim) \
                 else 0
             out.append(Group(
-                name=ffi.string(g.name).decode(), first=first, count=int(g.count),
+                name=c_text(ffi, g.name), first=first, count=int(g.count),
                 obs_dim=int(g.obs_dim), action_kind=kind, action_dim=int(g.action_dim),
                 action_n=int(g.action_n),
                 nvec=tuple(int(nvec[k]) for k in range(g.action_dim))
@@ -795,7 +804,7 @@ class NativeModel:
                                               self.ffi.from_buffer("float[]", lo),
                                               self.ffi.from_buffer("float[]", hi), err, _ERRLEN)
         if rc != self.lib.SEER_OK:
-            raise error_for(self.lib, rc, self.ffi.string(err).decode())
+            raise error_for(self.lib, rc, c_text(self.ffi, err))
         return lo[: g.obs_dim], hi[: g.obs_dim]
 
     def sizes_of(self, s: Any, buf: Any = None) -> Sizes:
@@ -821,10 +830,10 @@ class NativeModel:
         csz.num_groups = sizes.num_groups if sizes is not None else 1
         rc = self.lib.seer_model_agent_names(self.table, buf, csz, n, out, err, _ERRLEN)
         if rc != self.lib.SEER_OK:
-            raise error_for(self.lib, rc, self.ffi.string(err).decode())
+            raise error_for(self.lib, rc, c_text(self.ffi, err))
         raw = np.frombuffer(self.ffi.buffer(out, n * self.lib.SEER_NAME_LEN),
                             dtype=f"S{self.lib.SEER_NAME_LEN}")
-        return [b.decode() for b in raw.tolist()]
+        return [b.decode("utf-8", "replace") for b in raw.tolist()]
 
     def bounds(self, buf: Any, sz: Sizes) -> tuple[np.ndarray, ...]:
         """Observation (low, high) and state (low, high) bounds, float32;
@@ -838,12 +847,12 @@ class NativeModel:
         err = self.ffi.new("char[]", _ERRLEN)
         rc = self.lib.seer_model_bounds(self.table, buf, s, *ptrs, err, _ERRLEN)
         if rc != self.lib.SEER_OK:
-            raise error_for(self.lib, rc, self.ffi.string(err).decode())
+            raise error_for(self.lib, rc, c_text(self.ffi, err))
         return (arrs[0][: sz.obs_dim], arrs[1][: sz.obs_dim], arrs[2][: sz.state_dim],
                 arrs[3][: sz.state_dim])
 
     def info_names(self, n: int) -> tuple[str, ...]:
-        return tuple(self.ffi.string(self.lib.seer_model_info_name(self.table, i)).decode()
+        return tuple(c_text(self.ffi, self.lib.seer_model_info_name(self.table, i))
                      for i in range(n))
 
     def state_dtype(self, entity_size: int) -> np.dtype:

@@ -59,7 +59,7 @@ from .memory import (
     threads_note,
     total_note,
 )
-from .native import _ERRLEN, Group, NativeModel, Sizes, error_for
+from .native import _ERRLEN, Group, NativeModel, Sizes, c_text, error_for
 from .records import (
     cpu_count,
     cpu_model,
@@ -129,13 +129,13 @@ def _estimate(model: NativeModel, cfg: Any, opts: Any) -> dict[str, int]:
     lib, ffi = model.lib, model.ffi
     names: list[str] = []
     while (name := lib.seer_memory_part_name(len(names))) != ffi.NULL:
-        names.append(ffi.string(name).decode())
+        names.append(c_text(ffi, name))
     parts = ffi.new("uint64_t[]", max(1, len(names)))
     err = ffi.new("char[]", _ERRLEN)
     rc = lib.seer_runtime_estimate(model.table, cfg, model.config_size, opts, parts,
                                    len(names), err, _ERRLEN)
     if rc != lib.SEER_OK:
-        raise error_for(lib, rc, ffi.string(err).decode())
+        raise error_for(lib, rc, c_text(ffi, err))
     return {n: int(parts[k]) for k, n in enumerate(names)}
 
 
@@ -345,9 +345,9 @@ class Runtime:
             self._drop_host_buffers()  # nothing half-made kept (a held traceback holds self)
             if rc == lib.SEER_E_NOMEM:  # the C side freed what it had made
                 raise OutOfMemoryError(
-                    f"{self.model}: {ffi.string(err).decode()}: {native_parts_note(self.memory)}"
+                    f"{self.model}: {c_text(ffi, err)}: {native_parts_note(self.memory)}"
                     f"{threads_note(opts.threads)}; {total_note(self.memory)}") from None
-            raise error_for(lib, rc, ffi.string(err).decode())
+            raise error_for(lib, rc, c_text(ffi, err))
         self._h = ffi.gc(out[0], lib.seer_runtime_destroy)
         self._native_step, self._null = lib.seer_runtime_step, ffi.NULL  # step()'s shortcuts
         _live_runtimes.add(self)
@@ -436,7 +436,7 @@ class Runtime:
     def _check(self, h: Any, rc: int) -> None:
         if rc != self.lib.SEER_OK:
             raise error_for(self.lib, rc,
-                            self.ffi.string(self.lib.seer_runtime_error(h)).decode())
+                            c_text(self.ffi, self.lib.seer_runtime_error(h)))
 
     def _mask_ptr(self, mask: ArrayLike | None) -> Any:
         if mask is None:
@@ -623,7 +623,7 @@ class Runtime:
                 h, self.ffi.from_buffer("uint8_t[]", self._check_mask), self._check_err,
                 _ERRLEN)
             if rc != self.lib.SEER_OK:
-                raise error_for(self.lib, rc, self.ffi.string(self._check_err).decode())
+                raise error_for(self.lib, rc, c_text(self.ffi, self._check_err))
 
     def _instance(self, instance: int) -> int:
         return _positive_int("instance", instance, 0, self.num_instances - 1)
@@ -906,7 +906,7 @@ class Runtime:
     def event_name(self, event_type: int) -> str:
         t = _positive_int("event_type", event_type, 0, 2**32 - 1)
         with self._call() as h:
-            return self.ffi.string(self.lib.seer_runtime_event_name(h, t)).decode()
+            return c_text(self.ffi, self.lib.seer_runtime_event_name(h, t))
 
     def close(self) -> None:
         """Join the workers and free native memory. Idempotent; waits for a call
