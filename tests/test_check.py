@@ -202,6 +202,27 @@ def test_a_model_table_with_another_name_is_a_finding() -> None:
                                         threads=(1,), batches=(1,), progress=False).rules()
 
 
+@pytest.mark.parametrize("kw,match", [
+    (dict(budget=0), "budget=0 must be a positive number"),
+    (dict(budget=-1.0), "budget=-1.0 must be a positive number"),
+    (dict(budget=float("nan")), "budget=nan must be a positive number"),
+    (dict(budget="5"), "budget='5' must be a positive number"),
+    (dict(seeds=(-1,)), r"seeds holds -1; each must be a whole number in \[0, "),
+    (dict(seeds=(0.5,)), r"seeds holds 0.5"),
+    (dict(threads=(0,)), r"threads holds 0; each must be a whole number in \[1, 1024\]"),
+    (dict(batches=5), r"batches=5 must be a list of whole numbers"),
+    (dict(seeds=()), "seeds, threads and batches must not be empty"),
+    (dict(steps=2.5), r"steps=2.5 must be a whole number >= 0"),
+    (dict(steps=-1), r"steps=-1 must be a whole number >= 0"),
+])
+def test_bad_check_arguments_are_config_errors(kw: dict, match: str) -> None:
+    """Refused before anything runs: the child process took them as they came
+    (a budget of 0 gave a correct model a [hang] finding, a seed of -1 came
+    back as a RuntimeError carrying the child's traceback, steps=2.5 ran)."""
+    with pytest.raises(ConfigError, match=match):
+        seer_env.check("phold_v0", {"num_entities": 8}, progress=False, **kw)
+
+
 def test_a_describe_without_a_reason_names_the_model(capsys: pytest.CaptureFixture) -> None:
     with pytest.raises(ConfigError, match=r"^model 'wreck': invalid configuration "
                                           r"\(describe gave no reason\)$"):

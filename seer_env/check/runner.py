@@ -13,6 +13,8 @@ import resource
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from .. import errors
 from .._bind.native import NativeModel
 from ..errors import ConfigError, SeerError
@@ -37,6 +39,21 @@ from .report import _ALL_HOOKS, _HOOKS, FIXES, CheckReport, Finding, PassResult,
 from .runs import CREATE, INSPECT, OUTPUTS, RESET, STEP, run_model
 
 # -- the check ----------------------------------------------------------------------------
+
+
+def _whole_numbers(name: str, values: Iterable[Any], lo: int, hi: int) -> tuple[int, ...]:
+    """``values`` as a tuple of ints in ``[lo, hi]``, else a ConfigError naming ``name``
+    (the child process took them as they came: a seed of -1 failed there, as a
+    RuntimeError carrying its traceback)."""
+    try:
+        out = tuple(values)
+    except TypeError:
+        raise ConfigError(f"check: {name}={values!r} must be a list of whole numbers") from None
+    for v in out:
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not lo <= v <= hi:
+            raise ConfigError(f"check: {name} holds {v!r}; each must be a whole number in "
+                              f"[{lo}, {hi}]")
+    return tuple(int(v) for v in out)
 
 
 def check(
@@ -81,20 +98,29 @@ def check(
     from .. import sdk
 
     limit = _memory_budget(memory)
+    # the arguments first: checked in the child, a seed of -1 came back as a
+    # RuntimeError with its traceback, and a budget of 0 as a [hang] finding
+    base: dict[str, Any] = dict(QUICK) if quick else dict(seeds=(0, 1), threads=(1, 2, 3, 4, 8),
+                                                        batches=(1, 2, 3))
+    for k, v, lo, hi in (("seeds", seeds, 0, 2**64 - 1), ("threads", threads, 1, 1024),
+                         ("batches", batches, 1, 1 << 20)):
+        if v is not None:
+            base[k] = _whole_numbers(k, v, lo, hi)
+    if not all(base.values()):
+        raise ConfigError("check: seeds, threads and batches must not be empty")
+    if steps is not None and (isinstance(steps, bool) or not isinstance(
+            steps, (int, np.integer)) or steps < 0):
+        raise ConfigError(f"check: steps={steps!r} must be a whole number >= 0")
+    if budget is not None and (isinstance(budget, bool) or not isinstance(
+            budget, (int, float, np.integer, np.floating)) or not 0 < budget < math.inf):
+        raise ConfigError(f"check: budget={budget!r} must be a positive number of seconds")
 
     m = sdk.resolve(model)
     native = m.native  # built here (a compiler error raises here), run in the child
     cfg = dict(config or {})
     episode = min(native.max_cycles or EPISODE_CAP, EPISODE_CAP)
-    base: dict[str, Any] = dict(QUICK) if quick else dict(seeds=(0, 1), threads=(1, 2, 3, 4, 8),
-                                                        batches=(1, 2, 3))
-    for k, v in (("seeds", seeds), ("threads", threads), ("batches", batches)):
-        if v is not None:
-            base[k] = tuple(v)
     if steps is None:
         steps = min(episode, QUICK_STEPS) if quick else episode
-    if not all(base.values()) or int(steps) < 0:
-        raise ConfigError("check: seeds, threads and batches must not be empty, steps >= 0")
     with _Worker(str(m.folder), cfg, native, limit) as worker:
         return _Check(m, native, cfg, worker, budget, progress, log, limit).run(
             steps=int(steps), episode=episode, **base)
