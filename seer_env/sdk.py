@@ -111,11 +111,14 @@ def new(name: str, where: str | Path = ".", force: bool = False, python: bool = 
     multi-discrete actions and action masks).  It builds, passes
     [`seer_env.check`][seer_env.check] and runs as written.  Returns the folder.
     ``groups=True`` with ``python=True`` raises [`ConfigError`][seer_env.errors.ConfigError] (the
-    Python model API has no groups yet)."""
+    templates hold no Python model with groups: write the C one, or a Python
+    model and declare its groups as the Python model page shows)."""
     if groups and python:
-        raise ConfigError("groups=True (--groups) needs a C model: the Python model API "
-                          "(seer_env.pymodel) has no agent groups yet; leave out python=True "
-                          "(--python)")
+        raise ConfigError("groups=True (--groups) writes the C template with groups; there is "
+                          "no Python template with groups (Python models have them: the "
+                          "Python model page's 'Agent groups, action masks and multi-discrete "
+                          "actions'); leave out python=True (--python) or groups=True "
+                          "(--groups)")
     check_name(name, " (it names the folder, the C symbols and the env)")
     if name.startswith("_"):
         raise ConfigError(f"model name {name!r} must be an identifier not starting with '_' "

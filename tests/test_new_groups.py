@@ -70,7 +70,8 @@ def test_groups_model_spaces_masks_and_batched_api(tmp_path: Path) -> None:
 
 
 def test_groups_needs_a_c_model(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match=r"--groups\) needs a C model"):
+    with pytest.raises(ConfigError, match=r"--groups\) writes the C template with groups; "
+                                          r"there is no Python template"):
         sdk.new("nope", tmp_path, groups=True, python=True)
     assert list(tmp_path.iterdir()) == []
     r = subprocess.run([sys.executable, "-m", "seer_env.cli", "new", "nope", "--groups",
