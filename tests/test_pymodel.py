@@ -278,6 +278,7 @@ def test_uncompilable_handler_fails_with_numbas_message_and_the_handler(tmp_path
     msg = str(exc.value)
     assert "handler `handle`" in msg and "cannot be compiled by Numba" in msg
     assert "plain_helper" in msg and "@seer_env.pymodel.jit" in msg
+    assert "\x1b" not in msg  # Numba's colours (ANSI escapes) left out: plain text
 
 
 def test_a_good_model_builds_once_then_loads_from_the_cache(tmp_path: Path) -> None:

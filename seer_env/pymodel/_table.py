@@ -384,10 +384,16 @@ def _check_code(model: PythonModel, b: _Building) -> None:
                         f"{model.name}: handler `{hook}` ({loc}) {what} [{m.group(1)}]")
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
 def _compile_error(model: PythonModel, hook: str, exc: Exception) -> BuildError:
     from numba.core.errors import NumbaError
 
     msg = str(exc) if isinstance(exc, NumbaError) else f"{type(exc).__name__}: {exc}"
+    # Numba colours its messages (ANSI escapes) whatever the output: plain text
+    # here, for logs, files and the checker's reports
+    msg = _ANSI.sub("", msg)
     hint = ""
     if isinstance(exc, KeyError):
         hint = ("\nhint: a record field that its dtype does not have (the entity state's, "
