@@ -83,6 +83,7 @@ def c_text(ffi: Any, p: Any) -> str:
     SeerError that carried it)."""
     return bytes(ffi.string(p)).decode("utf-8", "replace")
 
+
 #: Config keys the env faces and adapters take for themselves (the faces'
 #: common keys, the batched and Gymnasium faces', TorchRL's, RLlib's,
 #: ``make``'s): a model parameter of one of these names could never be set
