@@ -46,10 +46,13 @@ what was skipped): a system file we cannot read never stops an env.
 from __future__ import annotations
 
 import math
+import operator
 import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import numpy as np
 
 from .errors import ConfigError
 
@@ -131,7 +134,17 @@ def _v2_quota(text: str) -> float | None:
     quota = int(parts[0])
     if quota <= 0 or period <= 0:
         raise ValueError(f"quota and period must be positive, got {text.strip()[:60]!r}")
-    return quota / period
+    return _cpus(quota, period)
+
+
+def _cpus(quota: int, period: int) -> float:
+    """``quota / period`` CPUs; a ValueError (the file is skipped) where it
+    is no float (a 400-digit quota raised OverflowError through every env)."""
+    try:
+        return quota / period
+    except OverflowError:
+        raise ValueError(f"quota {str(quota)[:20]}... over period {period} is too "
+                         "large a number") from None
 
 
 def _v1_quota(quota_text: str, period_text: str) -> float | None:
@@ -139,8 +152,9 @@ def _v1_quota(quota_text: str, period_text: str) -> float | None:
     if quota < 0:  # -1: no quota
         return None
     if quota == 0 or period <= 0:
-        raise ValueError(f"quota {quota} and period {period} must be positive")
-    return quota / period
+        raise ValueError(f"quota {str(quota)[:20]} and period {str(period)[:20]} must be "
+                         "positive")
+    return _cpus(quota, period)
 
 
 def _ancestors(base: Path, rel: str) -> list[Path]:
@@ -231,8 +245,8 @@ _cap: tuple[int, str] | None = None  # set_thread_budget's (threads, source)
 def _whole(name: str, value: object, most: int) -> int:
     """``value`` as a whole number from 1 to ``most``, else a `ConfigError`."""
     n: int | None = None
-    if isinstance(value, int) and not isinstance(value, bool):
-        n = value
+    if hasattr(value, "__index__") and not isinstance(value, (bool, np.bool_)):
+        n = operator.index(value)  # an int, NumPy's included (threads= takes them too)
     elif isinstance(value, str):
         try:
             n = int(value.strip())

@@ -21,17 +21,18 @@ from __future__ import annotations
 import argparse
 import ast
 import dataclasses
+import math
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 
 from ._version import __version__
-from .errors import BuildError, SeerError
+from .errors import BuildError, ConfigError, SeerError
 from .perf import bench
 from .registry import env_module
 from .testing import verify
@@ -44,9 +45,13 @@ _FALSE = {"false", "no", "off", "0"}
 _BOOL_KEYS = ("enforce_masks", "flatten_actions")
 
 
-def _parse_sets(items: list[str], env: str | None = None) -> dict[str, Any]:
+def _parse_sets(items: list[str], env: str | None = None,
+                own: Mapping[str, str] | None = None) -> dict[str, Any]:
     """``key=value`` pairs; values as Python literals, booleans of bool
-    parameters in any usual spelling (true/false, yes/no, on/off, 1/0)."""
+    parameters in any usual spelling (true/false, yes/no, on/off, 1/0).
+    ``own``: the keys the command sets from options of its own (key ->
+    option): given with ``--set`` too, a ConfigError naming the option (they
+    reached the call twice: a TypeError's traceback)."""
     kinds: dict[str, str] = {}
     if env is not None and items:
         kinds = {n: p.kind for n, p in env_module(env).params.items()}
@@ -54,15 +59,18 @@ def _parse_sets(items: list[str], env: str | None = None) -> dict[str, Any]:
     cfg: dict[str, Any] = {}
     for item in items:
         if "=" not in item:
-            raise SystemExit(f"--set expects key=value, got {item!r}")
+            raise ConfigError(f"--set expects key=value, got {item!r}")
         k, v = item.split("=", 1)
+        if own and k in own:
+            raise ConfigError(f"--set {item}: {k} is this command's option {own[k]}: give "
+                              f"{own[k]} instead")
         if kinds.get(k) == "bool" and v.strip().lower() in _TRUE | _FALSE:
             cfg[k] = v.strip().lower() in _TRUE
             continue
         try:
             cfg[k] = ast.literal_eval(v)
-        except (ValueError, SyntaxError):
-            cfg[k] = v
+        except (ValueError, SyntaxError, RecursionError, MemoryError):
+            cfg[k] = v  # not a literal (or one too deep to read): the text, checked later
     return cfg
 
 
@@ -134,7 +142,7 @@ def _model_label(given: str, model: Any) -> str:
 
 
 def cmd_run(a: argparse.Namespace) -> int:
-    cfg = _parse_sets(a.set, a.env)
+    cfg = _parse_sets(a.set, a.env, {"threads": "--threads", "num_envs": "--num-envs"})
     mod = env_module(a.env)
     if a.executor is not None:  # given: it runs as asked (STPA only chooses without)
         cfg["executor"] = a.executor
@@ -174,7 +182,9 @@ def cmd_run(a: argparse.Namespace) -> int:
 
 
 def cmd_verify(a: argparse.Namespace) -> int:
-    cfg = _parse_sets(a.set, a.env)
+    cfg = _parse_sets(a.set, a.env, {"threads": "--threads", "num_envs": "--num-envs",
+                                     "seed": "--seed", "executor": "--executor",
+                                     "steps": "--steps"})
     rep = verify(a.env, steps=a.steps, threads=a.threads, num_envs=a.num_envs, seed=a.seed,
                  executor=a.executor,
                  **cfg)
@@ -267,7 +277,7 @@ def _counts(v: str) -> list[int]:
 def cmd_trace(a: argparse.Namespace) -> int:
     from .perf.trace import trace_env, write_trace
 
-    cfg = _parse_sets(a.set, a.env)
+    cfg = _parse_sets(a.set, a.env, {"threads": "--threads", "num_envs": "--num-envs"})
     if a.parallelism:
         from .perf import parallelism
 
@@ -276,6 +286,10 @@ def cmd_trace(a: argparse.Namespace) -> int:
         print(rep.table())
         return 0
     out = Path(a.output).expanduser()
+    if out.is_dir():
+        print(f"seer-env: cannot write the trace to {out}: it is a folder (give a file "
+              "name, e.g. trace.json)", file=sys.stderr)
+        return 2
     if not out.parent.is_dir() or not os.access(out.parent, os.W_OK):
         # before the run: the trace was taken whole, then lost to a traceback
         print(f"seer-env: cannot write the trace to {out}: its folder {out.parent} "
@@ -344,8 +358,9 @@ def cmd_check(a: argparse.Namespace) -> int:
     from .check import check
 
     cfg = _parse_sets(a.set, a.path)
-    if a.budget is not None and not a.budget > 0:
-        raise SystemExit(f"--budget must be a positive number of seconds, got {a.budget}")
+    if a.budget is not None and not 0 < a.budget < math.inf:
+        # exit 2 (it cannot start), not 1 (the model breaks the contract)
+        raise ConfigError(f"--budget must be a positive number of seconds, got {a.budget}")
     try:
         report = check(a.path, cfg, steps=a.steps, quick=a.quick, budget=a.budget,
                        memory=a.memory)
@@ -612,6 +627,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(a.fn(a))
     except SeerError as exc:
+        print(f"seer-env: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # a path given that cannot be written or read (a file for --dir)
         print(f"seer-env: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
 

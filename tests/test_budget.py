@@ -8,6 +8,7 @@ import os
 import threading
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from seer_env import budget
@@ -76,7 +77,9 @@ def test_v1_no_quota(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("text", ["", "abc 100000", "100000 0", "-5 100000", "1 2 3",
-                                  "max abc", "\xff"])
+                                  "max abc", "\xff",
+                                  # a quota no float holds: OverflowError escaped
+                                  "9" * 400 + " 100000"])
 def test_a_malformed_file_is_skipped_and_noted(tmp_path: Path, text: str) -> None:
     root = _fs(tmp_path, {"proc/self/cgroup": "0::/\n"})
     (root / "sys/fs/cgroup").mkdir(parents=True)
@@ -84,6 +87,17 @@ def test_a_malformed_file_is_skipped_and_noted(tmp_path: Path, text: str) -> Non
     q, src, notes = budget.cgroup_cpu_quota(root)
     assert q is None and src == ""
     assert len(notes) == 1 and notes[0].startswith("/sys/fs/cgroup/cpu.max skipped")
+
+
+def test_a_v1_quota_no_float_holds_is_skipped(tmp_path: Path) -> None:
+    root = _fs(tmp_path, {
+        "proc/self/cgroup": "4:cpu,cpuacct:/\n",
+        "proc/self/mountinfo": "31 25 0:27 / /sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpu\n",
+        "sys/fs/cgroup/cpu/cpu.cfs_quota_us": "9" * 400 + "\n",
+        "sys/fs/cgroup/cpu/cpu.cfs_period_us": "100000\n"})
+    q, src, notes = budget.cgroup_cpu_quota(root)
+    assert q is None and src == "" and len(notes) == 1 and "too large" in notes[0]
+    assert budget.thread_budget(root).quota is None  # the budget goes on without it
 
 
 def test_missing_files_mean_no_quota(tmp_path: Path) -> None:
@@ -120,11 +134,21 @@ def test_a_bad_cap_is_a_config_error(monkeypatch: pytest.MonkeyPatch, value: str
         budget.thread_budget()
 
 
-@pytest.mark.parametrize("value", [0, -3, "abc", 1.5, True, 99999])
+@pytest.mark.parametrize("value", [0, -3, "abc", 1.5, True, 99999, np.bool_(True), 1.0])
 def test_a_bad_api_cap_is_a_config_error(value: object) -> None:
     with pytest.raises(ConfigError, match="must be a whole number from 1 to"):
         budget.set_thread_budget(value)  # type: ignore[arg-type]
     assert budget.thread_budget().cap is None
+
+
+def test_the_api_cap_takes_numpys_ints_as_threads_does() -> None:
+    """set_thread_budget(np.int64(1)) was refused with "must be a whole number"
+    (an env's threads= takes NumPy's ints)."""
+    for value in (np.int64(1), np.uint8(1)):
+        budget.set_thread_budget(value)  # type: ignore[arg-type]
+        b = budget.thread_budget()
+        assert b.cap == 1 and type(b.cap) is int and b.threads == 1
+    budget.set_thread_budget(None)
 
 
 def test_the_caps(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -191,6 +191,26 @@ def test_state_after_a_failed_step_says_why_it_needs_a_reset() -> None:
     env.close()
 
 
+@pytest.mark.parametrize("kw", [{}, {"threads": 2}], ids=["auto", "fixed"])
+def test_the_choice_stays_readable_after_close(kw: dict[str, Any], monkeypatch) -> None:
+    """env.stpa after close(): threads, workload and as_dict() (and a fixed
+    choice's reason) raised ClosedError while executor and state answered;
+    the runtime keeps what ran last (its threads and counters) at close."""
+    monkeypatch.setenv("SEER_STPA_CACHE", "0")
+    env = pcs_v0.parallel_env(width=6, height=6, **kw)
+    env.reset(seed=0)
+    for _ in range(3):
+        env.step({a: 0 for a in env.agents})
+    st = env.stpa
+    before = (st.executor, st.threads, st.reason, st.workload, st.as_dict())
+    env.close()
+    st = env.stpa
+    assert (st.executor, st.threads, st.reason, st.workload, st.as_dict()) == before
+    assert env.runtime.stats()["steps"] == 3
+    with pytest.raises(ClosedError):
+        env.step({a: 0 for a in env.possible_agents})
+
+
 def test_totals_never_read_a_step_in_flight() -> None:
     """totals() during a send() waits for the background step, as state()
     does (it read the info buffers as the step wrote them: counts that were

@@ -152,6 +152,46 @@ def test_cli_trace_to_a_missing_folder_fails_before_the_run(
     assert not out.parent.exists()
 
 
+@pytest.mark.parametrize("args,says", [
+    # a --set of a key the command sets from an option of its own: a TypeError's
+    # traceback ("got multiple values for keyword argument 'threads'"), rc 1
+    (["run", "phold_v0", "--steps", "2", "--set", "threads=2"],
+     "--set threads=2: threads is this command's option --threads: give --threads instead"),
+    (["run", "phold_v0", "--steps", "2", "--set", "num_envs=2"], "option --num-envs"),
+    (["verify", "phold_v0", "--steps", "2", "--set", "executor=serial"], "option --executor"),
+    (["trace", "phold_v0", "--steps", "2", "--set", "threads=2"], "option --threads"),
+    # rc 1 (for check: "the model breaks the contract") where it could not start
+    (["run", "phold_v0", "--steps", "2", "--set", "num_entities"],
+     "--set expects key=value, got 'num_entities'"),
+    (["check", "phold_v0", "--quick", "--budget", "-1"],
+     "--budget must be a positive number of seconds, got -1.0"),
+    (["check", "phold_v0", "--quick", "--budget", "nan"], "got nan"),
+    # a literal too deep for Python's parser: RecursionError's traceback
+    (["run", "phold_v0", "--steps", "2", "--set", "num_entities=" + "-" * 3000 + "1"],
+     "num_entities='----"),
+])
+def test_cli_refuses_bad_sets_and_options_in_one_line(
+        args: list[str], says: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("seer-env: ConfigError: ") and says in err
+    assert "Traceback" not in err and len(err) < 400  # a deep value is cut short
+
+
+def test_cli_output_paths_it_cannot_write_are_one_line_errors(
+        tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    """new --dir FILE and trace -o FOLDER raised OSError tracebacks (trace's
+    after the whole traced run)."""
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    assert cli.main(["new", "okname", "--dir", str(afile)]) == 2
+    assert capsys.readouterr().err.startswith("seer-env: NotADirectoryError: ")
+    assert cli.main(["trace", "phold_v0", "--steps", "2", "-o", str(tmp_path)]) == 2
+    captured = capsys.readouterr()
+    assert f"cannot write the trace to {tmp_path}: it is a folder" in captured.err
+    assert "trace events" not in captured.out  # refused before tracing
+
+
 def test_cli_progress_bar(monkeypatch: pytest.MonkeyPatch) -> None:
     class Tty(io.StringIO):
         def isatty(self) -> bool:

@@ -103,6 +103,13 @@ RESERVED_PARAMS = frozenset({
 })
 
 
+def _shown(v: Any, limit: int = 80) -> str:
+    """``repr(v)`` for a message, cut to about ``limit`` characters (a config
+    value of 100,000 characters was repeated whole in its ConfigError)."""
+    r = repr(v)
+    return r if len(r) <= limit else f"{r[:limit - 20]}... ({len(r)} characters)"
+
+
 def error_for(lib: Any, code: int, message: str) -> SeerError:
     """The exception for a native status code."""
     for name, cls in _STATUS_NAMES.items():
@@ -678,7 +685,8 @@ class NativeModel:
             p = self.params.get(key) if isinstance(key, str) else None
             if p is None:
                 raise ConfigError(
-                    f"{self.name}: unknown config key {key!r}; valid keys: {sorted(self.params)}"
+                    f"{self.name}: unknown config key {_shown(key)}; valid keys: "
+                    f"{sorted(self.params)}"
                 )
             self._set(buf, p, value)
         return buf
@@ -690,7 +698,8 @@ class NativeModel:
         if value is None or _is_scalar(value):
             if value is not None and not p.none_ok:
                 raise ConfigError(
-                    f"{self.name}: {p.name}={value!r} must be {p.count} values (a sequence), "
+                    f"{self.name}: {p.name}={_shown(value)} must be {p.count} values "
+                    "(a sequence), "
                     f"each {p.describe_range().split('each ', 1)[-1]}"
                 )
             self._set_one(buf, p, 0, value)
@@ -703,7 +712,7 @@ class NativeModel:
             items = []
         if len(items) != p.count:
             raise ConfigError(
-                f"{self.name}: {p.name}={value!r} must be {p.count} values"
+                f"{self.name}: {p.name}={_shown(value)} must be {p.count} values"
                 + (", one number" if p.none_ok else "") + (" or None" if p.none_ok else "")
             )
         for i, v in enumerate(items):
@@ -717,14 +726,15 @@ class NativeModel:
             rc = lib.seer_config_set_none(self.table, buf, name, i, err, _ERRLEN)
         elif isinstance(v, (bool, np.bool_)):
             if p.kind != "bool":
-                raise ConfigError(f"{self.name}: {p.name}={v!r} must be a number, not a bool")
+                raise ConfigError(
+                    f"{self.name}: {p.name}={_shown(v)} must be a number, not a bool")
             rc = lib.seer_config_set_i64(self.table, buf, name, i, int(v), err, _ERRLEN)
         elif isinstance(v, (int, np.integer)):
             iv = int(v)
             if p.kind == "bool" and iv not in (0, 1):
-                raise ConfigError(f"{self.name}: {p.name}={v!r} must be a bool")
+                raise ConfigError(f"{self.name}: {p.name}={_shown(v)} must be a bool")
             if not -(2**63) <= iv < 2**64:
-                raise ConfigError(f"{self.name}: {p.name}={v!r} is out of range "
+                raise ConfigError(f"{self.name}: {p.name}={_shown(v)} is out of range "
                                   f"({p.describe_range()})")
             if iv >= 2**63:
                 rc = lib.seer_config_set_u64(self.table, buf, name, i, iv, err, _ERRLEN)
@@ -732,11 +742,11 @@ class NativeModel:
                 rc = lib.seer_config_set_i64(self.table, buf, name, i, iv, err, _ERRLEN)
         elif isinstance(v, (float, np.floating)):
             if p.kind == "bool":
-                raise ConfigError(f"{self.name}: {p.name}={v!r} must be a bool")
+                raise ConfigError(f"{self.name}: {p.name}={_shown(v)} must be a bool")
             rc = lib.seer_config_set_f64(self.table, buf, name, i, float(v), err, _ERRLEN)
         else:
             want = "a bool" if p.kind == "bool" else "a number"
-            raise ConfigError(f"{self.name}: {p.name}={v!r} must be {want} "
+            raise ConfigError(f"{self.name}: {p.name}={_shown(v)} must be {want} "
                               f"({p.describe_range()})")
         if rc != lib.SEER_OK:
             raise error_for(lib, rc, c_text(ffi, err))

@@ -467,7 +467,11 @@ class Runtime:
 
     @property
     def threads(self) -> int:
-        """Threads taking part in calls (capped at the CPUs unless ``oversubscribe``)."""
+        """Threads taking part in calls (capped at the CPUs unless ``oversubscribe``;
+        closed: the last)."""
+        final = getattr(self, "_final", None)
+        if final is not None and self._h is None:
+            return int(final[0])
         n = self._threads_now
         if n is None or self._h is None:  # read once after each change (STPA asks often)
             with self._call() as h:
@@ -764,9 +768,15 @@ class Runtime:
         print(s["events_rolled_back"] / max(1, s["events"]))
         ```
         """
-        s = self.ffi.new("seer_stats *")
+        final = getattr(self, "_final", None)
+        if final is not None and self._h is None:  # closed: the whole run's
+            return dict(final[1])
         with self._call() as h:
-            self.lib.seer_runtime_stats(h, s)
+            return self._stats_of(h)
+
+    def _stats_of(self, h: Any) -> dict[str, int]:
+        s = self.ffi.new("seer_stats *")
+        self.lib.seer_runtime_stats(h, s)
         return {
             "events": int(s.events),
             "windows": int(s.windows),
@@ -911,7 +921,8 @@ class Runtime:
     def close(self) -> None:
         """Join the workers and free native memory. Idempotent; waits for a call
         running on another thread.  The host arrays (`obs` ...) stay
-        readable: they belong to Python.  An attached controller with a
+        readable: they belong to Python; so do `threads` and `stats` (what ran
+        last).  An attached controller with a
         ``notify_close()`` hears of it first (STPA writes its decision then)."""
         notify = getattr(getattr(self, "stpa", None), "notify_close", None)
         if notify is not None and getattr(self, "_h", None) is not None:
@@ -921,6 +932,9 @@ class Runtime:
             h = getattr(self, "_h", None)
             if h is None:
                 return
+            # what ran, for the reads after (`threads`, `stats`: env.stpa's
+            # reason and workload after close)
+            self._final = (int(self.lib.seer_runtime_threads(h)), self._stats_of(h))
             self._h = None
             _live_runtimes.discard(self)
             self.ffi.release(h)
