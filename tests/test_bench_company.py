@@ -418,6 +418,15 @@ def test_auto_vs_best_is_the_best_fixed_choices_time_over_autos_round_by_round()
     assert company.auto_vs_best({k: ex[k] for k in ("serial", "parallel-2")}) is None
     assert company.auto_vs_best({"auto": ex["auto"]}) is None
     assert company.auto_vs_best({**ex, "auto": {"ratio": 1.0}}) is None
+    # twins (one configuration measured twice) count as one: each round the
+    # mean of their blocks, not the better of two samples of the same thing
+    o2 = [0.8, 1.2, 0.9, 0.95, 0.95, 1.1, 0.95, 0.9, 0.95]
+    with_twin = {**ex, "optimistic-2": {"s": 1.0, "ratio": 2.0, "blocks_s": o2}}
+    assert company.auto_vs_best(with_twin)["best"] == "optimistic-2"  # the luckier sample
+    vs2 = company.auto_vs_best(with_twin, {"optimistic-2": "parallel-2"})
+    assert vs2 is not None and vs2["best"] == "parallel-2 = optimistic-2"
+    pooled = sorted((a + b) / 2 / c for a, b, c in zip(p2, o2, auto, strict=True))
+    assert vs2["ratio"] == pytest.approx(pooled[rows // 2])
     res = {"executors": ["serial", "parallel-2", "auto"],
            "situations": {"alone": {"executors": ex, "auto": {"choice": ["parallel-2"]}}}}
     lines = company.table(res).splitlines()

@@ -618,26 +618,36 @@ def _paired(base: Sequence[float], blocks: Sequence[float]) -> list[float]:
     return [b / x for b, x in zip(base, blocks, strict=True)]
 
 
-def auto_vs_best(ex: Mapping[str, Any]) -> dict[str, Any] | None:
+def auto_vs_best(ex: Mapping[str, Any], twins: Mapping[str, str] | None = None
+                 ) -> dict[str, Any] | None:
     """auto against a situation's best fixed choice (``ex``: its executors'
     figures; the best: the label but auto with the highest ratio to serial,
     serial included), what the goal "auto within 5% of the best" reads: the
     median of the rounds' own ratios, the best's block time over auto's
     (1.00: as fast; 0.95: 5% slower), and its 95% range (`median_range`);
-    None without auto, another label or their blocks.
+    None without auto, another label or their blocks.  ``twins`` (`twins`):
+    labels that run another's code count as one configuration, each round's
+    block time the mean of theirs (the best of two samples of one
+    configuration is, on average, above either: a noise the goal should not
+    be read against); ``best`` then names both.
 
     ```python
-    auto_vs_best(res["situations"]["envs-4"]["executors"])
-    # {'best': 'parallel-2', 'ratio': 0.94, 'range': (0.84, 1.1)}
+    auto_vs_best(res["situations"]["envs-4"]["executors"], res["twins"])
+    # {'best': 'parallel-2 = optimistic-2', 'ratio': 0.97, 'range': (0.9, 1.02)}
     ```
     """
-    fixed = [k for k in ex if k != "auto"]
-    if "auto" not in ex or not fixed:
+    if any("blocks_s" not in ex.get(k, {}) for k in ("auto", "serial")):
         return None
-    best = max(fixed, key=lambda k: ex[k]["ratio"])
-    if "blocks_s" not in ex[best] or "blocks_s" not in ex["auto"]:
-        return None
-    paired = _paired(ex[best]["blocks_s"], ex["auto"]["blocks_s"])
+    groups: dict[str, list[str]] = {}
+    for k in ex:
+        if k != "auto" and "blocks_s" in ex[k]:
+            groups.setdefault((twins or {}).get(k, k), []).append(k)
+    blocks = {" = ".join(ks): [statistics.fmean(r) for r in zip(
+        *(ex[k]["blocks_s"] for k in ks), strict=True)] for ks in groups.values()}
+    med = statistics.median(ex["serial"]["blocks_s"])
+    best = max(blocks, key=lambda g: med / statistics.median(blocks[g]))
+    base = blocks[best]
+    paired = _paired(base, ex["auto"]["blocks_s"])
     return {"best": best, "ratio": statistics.median(paired), "range": median_range(paired)}
 
 
@@ -988,7 +998,7 @@ def table(res: Mapping[str, Any]) -> str:
         ranges = [""] + [_range_cell(ex, k) for k in labels[1:]]
         if any(ranges):
             lines.append(f"{'  95% range':<16}" + "".join(f"{c:>{w}}" for c in ranges))
-        vs = sit.get("auto_vs_best") or auto_vs_best(ex)
+        vs = sit.get("auto_vs_best") or auto_vs_best(ex, res.get("twins"))
         if vs is not None:
             rg = vs["range"]
             lines.append(f"{'  auto vs best':<16}{vs['ratio']:.2f} of {vs['best']}'s speed"
@@ -1157,7 +1167,7 @@ def bench_company(situations: Sequence[str] = SITUATIONS, threads: Sequence[int]
             title, unit = _title(name, update_every)
             sit = {"title": title, "unit": unit, "block": sit.pop("block", plan.block),
                    "load_avg_before": load0, "wall_s": time.perf_counter() - t0, **sit,
-                   "auto_vs_best": auto_vs_best(sit["executors"])}
+                   "auto_vs_best": auto_vs_best(sit["executors"], res.get("twins"))}
             res["situations"][name] = sit
             log(f"{name}: {title} ({unit})\n{_rows(name, sit)}")
         if check is not None:
