@@ -22,8 +22,8 @@ import numpy as np
 
 from .loader import core, runtime_module
 
-__all__ = ["cpu_count", "cpu_model", "opt_windows_max", "rng_seed_state", "trace_dtype",
-           "trace_dtype_of", "trace_kinds", "trace_kinds_of"]
+__all__ = ["cpu_count", "cpu_model", "opt_speculates", "opt_windows_max", "rng_seed_state",
+           "trace_dtype", "trace_dtype_of", "trace_kinds", "trace_kinds_of"]
 
 
 def cpu_count() -> int:
@@ -91,6 +91,14 @@ def opt_windows_max() -> int:
     """``SEER_OPT_WINDOWS_MAX``: the most conservative windows of width L the
     optimistic executor runs in one step before it speculates instead."""
     return int(runtime_module().lib.SEER_OPT_WINDOWS_MAX)
+
+
+def opt_speculates(lookahead: float, step_duration: float) -> bool:
+    """Whether the optimistic executor speculates on a model of this
+    lookahead L and step duration (the runtime's rule, ``seer_runtime.h``):
+    L of 0, or more than `opt_windows_max` windows of width L a step;
+    otherwise it runs the parallel executor's windows."""
+    return not lookahead > 0.0 or step_duration > opt_windows_max() * lookahead
 
 
 def rng_seed_state(seed: int, entity: int) -> tuple[int, int, int, int]:

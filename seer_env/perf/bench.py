@@ -632,12 +632,12 @@ STPA_RUNS: tuple[tuple[str, str, dict[str, Any], int], ...] = (
 
 def _fixed_choices(lookahead: float, step_duration: float, cores: int) -> list[str]:
     """Every fixed configuration STPA could pick, as labels."""
-    from .._bind.runtime import opt_windows_max
+    from .._bind.runtime import opt_speculates
 
     out = ["serial"]
     if lookahead > 0.0:
         out += [f"parallel-{p}" for p in range(1, cores + 1)]
-    if not lookahead > 0.0 or step_duration > opt_windows_max() * lookahead:
+    if opt_speculates(lookahead, step_duration):
         out += [f"optimistic-{p}" for p in range(2, cores + 1)]
     return out
 

@@ -80,7 +80,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from .._bind.runtime import opt_windows_max
+from .._bind.runtime import opt_speculates, opt_windows_max
 from .._version import __version__
 from ..errors import ConfigError
 from ..faces.gym_vector import random_batched_actions
@@ -173,7 +173,7 @@ def twins(labels: Sequence[str], lookahead: float, step_duration: float) -> dict
     # {'optimistic-2': 'parallel-2'}
     ```
     """
-    if not lookahead > 0.0 or step_duration > opt_windows_max() * lookahead:
+    if opt_speculates(lookahead, step_duration):
         return {}
     out = {}
     for k in labels:

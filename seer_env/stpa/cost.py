@@ -15,7 +15,7 @@ directly.  [`seer_env.stpa`][seer_env.stpa] re-exports the public names.
 
 The bottom of the `seer_env.stpa` package (``[tool.importlinter]`` in
 ``pyproject.toml``: cost, then cache, then controller): it imports only the
-bindings' `opt_windows_max`.  ``seer_env.stpa_cost``, its old path, re-exports it.
+bindings' `opt_speculates`.  ``seer_env.stpa_cost``, its old path, re-exports it.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from .._bind.runtime import opt_windows_max
+from .._bind.runtime import opt_speculates
 
 _KIND_EVENT, _KIND_WINDOW, _KIND_BARRIER = 0, 2, 4
 
@@ -212,8 +212,7 @@ def speculates(features: Features) -> bool:
     the conservative executor's windows)?  Lookahead 0, or more than
     ``SEER_OPT_WINDOWS_MAX`` windows of width L per step (the runtime's rule,
     ``seer_runtime.h``)."""
-    L = features.lookahead
-    return not L > 0.0 or features.step_duration > opt_windows_max() * L
+    return opt_speculates(features.lookahead, features.step_duration)
 
 
 def candidate_set(features: Features, max_threads: int | None = None) -> list[Candidate]:
