@@ -52,8 +52,6 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-
 from .errors import ConfigError
 
 __all__ = [
@@ -245,7 +243,7 @@ _cap: tuple[int, str] | None = None  # set_thread_budget's (threads, source)
 def _whole(name: str, value: object, most: int) -> int:
     """``value`` as a whole number from 1 to ``most``, else a `ConfigError`."""
     n: int | None = None
-    if hasattr(value, "__index__") and not isinstance(value, (bool, np.bool_)):
+    if hasattr(value, "__index__") and not isinstance(value, bool):
         n = operator.index(value)  # an int, NumPy's included (threads= takes them too)
     elif isinstance(value, str):
         try:

@@ -84,16 +84,18 @@ def c_text(ffi: Any, p: Any) -> str:
     return bytes(ffi.string(p)).decode("utf-8", "replace")
 
 
-#: Config keys the env faces and adapters take for themselves (the faces'
-#: common keys, the batched and Gymnasium faces', TorchRL's, RLlib's,
-#: ``make``'s): a model parameter of one of these names could never be set
-#: (the face would take the value, the model keep its default), so a model
-#: table that declares one is refused (`NativeModel`).
+#: Keys every env accepts besides its model's parameters (the faces'
+#: ``seer_env.faces.COMMON_KEYS``).
+COMMON_KEYS = ("threads", "executor", "render_mode", "info_keys", "max_cycles",
+               "max_step_events", "memory_limit", "enforce_masks", "flatten_actions")
+
+#: Config keys the env faces and adapters take for themselves (`COMMON_KEYS`,
+#: the batched and Gymnasium faces', TorchRL's, RLlib's, ``make``'s): a model
+#: parameter of one of these names could never be set (the face would take
+#: the value, the model keep its default), so a model table that declares one
+#: is refused (`NativeModel`).
 #: ``tests/test_sdk.py`` checks every face's keyword names are here.
-RESERVED_PARAMS = frozenset({
-    # every env (seer_env.faces.common.COMMON_KEYS)
-    "threads", "executor", "render_mode", "info_keys", "max_cycles", "max_step_events",
-    "memory_limit", "enforce_masks", "flatten_actions",
+RESERVED_PARAMS = frozenset(COMMON_KEYS) | frozenset({
     # the ParallelEnv's, the batched env's and the Gymnasium vector face's
     "mask_in_infos", "num_envs", "copy", "autoreset_mode", "batch_size", "group", "others",
     "global_state_in_infos",

@@ -63,6 +63,7 @@ from .native import _ERRLEN, Group, NativeModel, Sizes, c_text, error_for
 from .records import (
     cpu_count,
     cpu_model,
+    opt_speculates,
     opt_windows_max,
     rng_seed_state,
     trace_dtype,
@@ -75,8 +76,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from numpy.typing import ArrayLike  # a mask: anything np.asarray(mask, dtype=bool) reads
 
 __all__ = ["EXECUTORS", "Runtime", "alloc_zeros", "cpu_count", "cpu_model", "group_action_view",
-           "memory_estimate", "opt_windows_max", "process_calls", "resolve_threads",
-           "rng_seed_state", "trace_dtype", "trace_kinds", "yes_no"]
+           "memory_estimate", "opt_speculates", "opt_windows_max", "process_calls",
+           "resolve_threads", "rng_seed_state", "trace_dtype", "trace_kinds", "yes_no"]
 
 #: steps and resets of every Runtime of this process, counted as each starts
 #: (a hint: threads may lose a count): STPA reads it to tell the caller's own
@@ -259,6 +260,10 @@ class Runtime:
         memory: the estimate checked against ``memory_limit``: bytes by part
             ([`memory_estimate`][seer_env.registry.memory_estimate]; the total is the sum).
     """
+
+    #: closed: its last thread count and counters (`close` keeps them for
+    #: `threads` and `stats`); None while open
+    _final: tuple[int, dict[str, int]] | None = None
 
     # The host buffers, which _host_buffers sets by name (setattr): arrays the
     # runtime writes in place, one row per instance and agent.
@@ -469,11 +474,10 @@ class Runtime:
     def threads(self) -> int:
         """Threads taking part in calls (capped at the CPUs unless ``oversubscribe``;
         closed: the last)."""
-        final = getattr(self, "_final", None)
-        if final is not None and self._h is None:
-            return int(final[0])
         n = self._threads_now
         if n is None or self._h is None:  # read once after each change (STPA asks often)
+            if self._h is None and self._final is not None:
+                return self._final[0]
             with self._call() as h:
                 n = self._threads_now = int(self.lib.seer_runtime_threads(h))
         return n
@@ -768,9 +772,8 @@ class Runtime:
         print(s["events_rolled_back"] / max(1, s["events"]))
         ```
         """
-        final = getattr(self, "_final", None)
-        if final is not None and self._h is None:  # closed: the whole run's
-            return dict(final[1])
+        if self._h is None and self._final is not None:  # closed: the whole run's
+            return dict(self._final[1])
         with self._call() as h:
             return self._stats_of(h)
 

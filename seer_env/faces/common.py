@@ -16,6 +16,7 @@ import numpy as np
 import pettingzoo
 
 from .._bind import gate as _gate
+from .._bind import native as _native
 from .._bind.runtime import Runtime, alloc_zeros, yes_no
 from ..budget import thread_budget
 from ..errors import (
@@ -64,9 +65,9 @@ _CUT_SHORT_SEND = _CUT_SHORT.format("send")
 _CUT_SHORT_RECV = _CUT_SHORT.format("recv")
 _CUT_SHORT_RESTORE = _CUT_SHORT.format("restore")
 
-#: Keys every env accepts besides its model's parameters.
-COMMON_KEYS = ("threads", "executor", "render_mode", "info_keys", "max_cycles",
-               "max_step_events", "memory_limit", "enforce_masks", "flatten_actions")
+#: Keys every env accepts besides its model's parameters (the bindings' list:
+#: a model may name no parameter like one, `NativeModel` checks).
+COMMON_KEYS = _native.COMMON_KEYS
 
 _MAX_SEED = 2**64 - 1
 

@@ -182,7 +182,7 @@ class SeerVectorEnv(_SeerEnvCommon):
             raise ConfigError(
                 f"batch_size={batch_size!r} must be an int in [1, num_envs={num_envs}]")
         # (a string or None read by bool() hid the mistake: copy=None gave views)
-        yes_no("copy", copy)
+        copy = yes_no("copy", copy)
         keys = config.get("info_keys")
         if keys is not None and not (isinstance(keys, str) and keys == "all"):
             # every counter is in the infos, as (B, A) arrays: choosing some is
@@ -199,7 +199,7 @@ class SeerVectorEnv(_SeerEnvCommon):
         self._grouped = len(self.groups) > 1
         self.num_envs = int(num_envs)
         self.num_agents = self.sizes.num_agents
-        self.copy = bool(copy)
+        self.copy = copy
         self.metadata: dict[str, Any] = {
             "name": model.name,
             "autoreset_mode": self.autoreset_mode,
