@@ -2830,7 +2830,10 @@ class _Company:
         #: `_FakeRuntime.woken_steps`)
         self.spin_after_woken = False
         self.others = 0.0  # cores' worth other processes use
+        #: of ``others``, the cores' worth the VM's host steals (other guests)
+        self.steal = 0.0
         self.busy = self.last = 0
+        self.steal_ns = 0.0
         #: other processes' own loads (cores each; their sum within ``others``)
         self.peers: list[float] = []
         self.peer_ns: list[float] = []
@@ -2851,7 +2854,7 @@ class _Company:
         # the machine's busy time: ours (a core's worth while we run) plus
         # others', at the rate in force since the last sample
         self._advance()
-        return CpuSample(self.rt.now, self.rt.now, int(self.busy))
+        return CpuSample(self.rt.now, self.rt.now, int(self.busy), steal_ns=int(self.steal_ns))
 
     def _advance(self) -> None:
         now = self.rt.now
@@ -2859,6 +2862,7 @@ class _Company:
         for i, x in enumerate(self.peers):
             self.peer_ns[i] += (now - self.last) * x
         self.busy += (now - self.last) * (1.0 + self.others)
+        self.steal_ns += (now - self.last) * self.steal
         self.thread_ns += (now - self.last) * self.threads_busy
         self.last = now
 
@@ -3442,8 +3446,8 @@ def test_a_pool_that_wins_narrowly_with_the_serial_executor_pruned_has_it_timed_
         assert set(st.decision.medians_ns) == timed, st.decision.medians_ns
 
 
-@pytest.mark.parametrize("others", [0.0, 1.0])
-def test_a_company_reprobe_that_leaves_the_pool_with_no_company_seen_is_rechecked(others,
+@pytest.mark.parametrize("others,steal", [(0.0, 0.0), (1.0, 0.0), (1.0, 0.8)])
+def test_a_company_reprobe_that_leaves_the_pool_with_no_company_seen_is_rechecked(others, steal,
                                                                                    caplog):
     """The pool's iterations and steps slow (a moment of the host's: nothing
     else on the machine busy), a company re-probe times the pool behind one
@@ -3451,7 +3455,8 @@ def test_a_company_reprobe_that_leaves_the_pool_with_no_company_seen_is_rechecke
     on a 2-core VM such a re-probe left parallel-2 for the serial executor
     for the run), and, the moment gone, the pool comes back.  Where another
     process holds a core the run takes its share, one thread, as before,
-    with no recheck."""
+    with no recheck; where most of that load is the host's steal time (a
+    virtual machine's other guests), the reason names the host instead."""
     caplog.set_level(logging.INFO, logger="seer_env.stpa")
     rt = _FakeRuntime()
     rt.events_per_step = 1000
@@ -3462,7 +3467,7 @@ def test_a_company_reprobe_that_leaves_the_pool_with_no_company_seen_is_rechecke
     assert st.settled and st.threads == 2
     # the learner's forward grows to 3 ms (a probe's steps span the 50 ms
     # that other processes' load is read over), and the pool's steps slow
-    co.others, co.work_ns = others, 3_000_000
+    co.others, co.steal, co.work_ns = others, steal, 3_000_000
     rt.slow[("parallel", 2)], rt.slow_factor = 10**9, 2.0
     n = 0
     while st.monitor.company_probes == 0 and n < 2000:
@@ -3472,7 +3477,9 @@ def test_a_company_reprobe_that_leaves_the_pool_with_no_company_seen_is_rechecke
     _loop_to_next_decision(st, co, 200)
     assert st.threads == 1 and st.decision.trigger.startswith("company"), st.reason
     if others:
-        assert "another process holds a core" in st.reason, st.reason
+        host = "the virtual machine's host holds a core (steal time 0."
+        assert (host in st.reason) == bool(steal), st.reason
+        assert ("another process holds a core" in st.reason) != bool(steal), st.reason
         assert st.monitor.recheck_steps is None and st.monitor.recheck_chain is None
         return
     assert st.monitor.recheck_steps is not None and st.monitor.recheck_chain is not None
@@ -3770,6 +3777,56 @@ def test_company_words_name_a_pool_whose_threads_waited_for_a_core():
     # under WAITED_MOST of the step (or no steps): nothing
     short = {"parallel-2": (WAITED_MOST * 1000e3 - 1, 1000e3), "parallel-3": (5e3, 0.0)}
     assert company_words(0.0, 2, {}, None, {"parallel-2": 0.9}, short) == ""
+
+
+def test_the_hosts_steal_time_is_read_and_named(tmp_path, monkeypatch):
+    """``/proc/stat``'s steal field is read with the busy time (part of it),
+    as cores' worth between two samples; a line without it, malformed or
+    missing, is no evidence (None).  Where most of the other processes' load
+    is steal, the words name the virtual machine's host, not a process."""
+    import seer_env.stpa.company as company
+    from seer_env.stpa.company import STEAL_MOST, CpuSample, company_words, cpu_sample, steal_cores
+
+    stat = tmp_path / "stat"
+    monkeypatch.setattr(company, "_STAT", str(stat))
+    monkeypatch.setattr(company, "_hz", lambda: 100)
+    stat.write_text("cpu  100 5 20 900 7 1 2 30 0 0\ncpu0 1 2 3 4 5 6 7 8\n")
+    got = cpu_sample()
+    assert (got.machine_busy_ns, got.steal_ns) == (158 * 10**7, 30 * 10**7)
+    stat.write_text("cpu  100 5 20 900 7 1 2\n")   # no steal field (old kernels)
+    got = cpu_sample()
+    assert (got.machine_busy_ns, got.steal_ns) == (128 * 10**7, None)
+    for bad in ("cpu  1 2 3 4 5 6 7 x\n", "intr 5\n", ""):
+        stat.write_text(bad)
+        got = cpu_sample()
+        assert (got.machine_busy_ns, got.steal_ns) == (None, None), bad
+    stat.unlink()
+    assert cpu_sample().steal_ns is None
+
+    a = CpuSample(0, 0, 0, steal_ns=10**8)
+    assert steal_cores(a, CpuSample(10**8, 0, 0, steal_ns=14 * 10**7)) == pytest.approx(0.4)
+    assert steal_cores(a, CpuSample(10**7, 0, 0, steal_ns=2 * 10**8)) is None  # < 50 ms
+    assert steal_cores(a, CpuSample(10**8, 0, 0)) is None
+    assert steal_cores(a, CpuSample(10**8, 0, 0, steal_ns=0)) == 0.0  # never negative
+
+    host = company_words(1.0, 2, {}, None, steal=0.8)
+    assert host == ("the virtual machine's host holds a core (steal time 0.8 of the "
+                    "machine's cores: the host ran other guests on this machine's virtual "
+                    "CPUs during the probe, other processes 0.2; this run may use 2)")
+    # steal under half the others' load, or under STEAL_MOST, or unknown: a process
+    for steal in (0.4, None):
+        assert company_words(1.0, 2, {}, None, steal=steal).startswith(
+            "another process holds a core (other processes kept 1.0"), steal
+    assert company_words(STEAL_MOST * 1.5, 2, {}, None, steal=STEAL_MOST * 0.9) == ""
+    # no load at all, the steal alone, says nothing of company either
+    assert company_words(0.0, 2, {}, None, steal=0.0) == ""
+    # a pool's waits with no process busy: the host, part of the time
+    waited = {"parallel-2": (712e3, 1491e3)}
+    part = company_words(0.2, 2, {}, None, waited=waited, in_process=0.0, steal=0.15)
+    assert part.startswith("the virtual machine's host holds a core part of the time "
+                           "(parallel-2's other threads waited 712 us"), part
+    assert company_words(0.2, 2, {}, None, waited=waited, in_process=0.0, steal=0.05
+                         ).startswith("another process holds a core part of the time")
 
 
 def test_sched_delay_ns_sums_the_threads_waits(tmp_path):

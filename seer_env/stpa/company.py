@@ -89,6 +89,14 @@ THREADS_BUSY = 0.1
 #: passes (`passing_company`)
 PASSING_OTHERS = 0.25
 
+#: the machine's steal time (`steal_cores`) at least this many cores' worth
+#: over a probe, and half the other processes' load or more: the company the
+#: words name is the virtual machine's host (other guests on its physical
+#: cores), not a process of this machine.  On a 2-core VM, steal read 0-2% of
+#: the machine's time beside the serial executor and up to 20% (0.4 cores)
+#: beside parallel-2: the host took the second virtual CPU back
+STEAL_MOST = 0.1
+
 #: the shortest interval `others_busy_cores` reads (``/proc/stat`` counts in
 #: ticks of 10 ms)
 MIN_SPAN_NS = 50_000_000
@@ -115,30 +123,38 @@ class CpuSample:
     #: the runtime's pool) by tid, in ns (`other_threads_cpu_ns`); None where
     #: it was not read
     threads: Mapping[int, int] | None = None
+    #: the machine's steal time so far (``/proc/stat``'s eighth field: time
+    #: a virtual CPU was ready to run while the hypervisor ran something
+    #: else), in ns, all cores; part of ``machine_busy_ns``.  None where not
+    #: read (no ``/proc/stat``, or a kernel that does not count it)
+    steal_ns: int | None = None
 
 
-def _machine_busy_ns() -> int | None:
+def _machine_times_ns() -> tuple[int | None, int | None]:
     """The machine's busy CPU time so far (``/proc/stat``'s first line: user,
-    nice, system, irq, softirq, steal; idle and iowait left out), in ns."""
+    nice, system, irq, softirq, steal; idle and iowait left out) and its
+    steal time alone, in ns (None each where not read)."""
     try:
         with open(_STAT, "rb") as f:
             fields = f.readline().split()
     except OSError:
-        return None
+        return None, None
     if len(fields) < 8 or fields[0] != b"cpu":
-        return None
+        return None, None
     try:
         user, nice, system, _idle, _iowait, irq, softirq = (int(x) for x in fields[1:8])
-        steal = int(fields[8]) if len(fields) > 8 else 0
+        steal = int(fields[8]) if len(fields) > 8 else None
     except ValueError:
-        return None
-    hz = _hz()
-    return (user + nice + system + irq + softirq + steal) * (1_000_000_000 // max(1, hz))
+        return None, None
+    tick = 1_000_000_000 // max(1, _hz())
+    busy = (user + nice + system + irq + softirq + (steal or 0)) * tick
+    return busy, None if steal is None else steal * tick
 
 
 def cpu_sample() -> CpuSample:
     """The clocks now (a read of ``/proc/stat``: 10-30 us)."""
-    return CpuSample(time.perf_counter_ns(), time.process_time_ns(), _machine_busy_ns())
+    busy, steal = _machine_times_ns()
+    return CpuSample(time.perf_counter_ns(), time.process_time_ns(), busy, steal_ns=steal)
 
 
 def _read_proc(path: str, size: int) -> bytes:
@@ -336,6 +352,23 @@ def others_busy_cores(a: CpuSample, b: CpuSample) -> float | None:
     return max(0.0, others / wall)
 
 
+def steal_cores(a: CpuSample, b: CpuSample) -> float | None:
+    """Cores' worth of the machine's steal time between ``a`` and ``b``: a
+    virtual machine's host running other guests on its virtual CPUs (part of
+    `others_busy_cores`); None when unknown or the interval is too short to
+    say (under `MIN_SPAN_NS`).
+
+    ```python
+    steal_cores(CpuSample(0, 0, 0, steal_ns=0),
+                CpuSample(10**8, 0, 0, steal_ns=4 * 10**7))   # 0.4
+    ```
+    """
+    wall = b.wall_ns - a.wall_ns
+    if a.steal_ns is None or b.steal_ns is None or wall < MIN_SPAN_NS:
+        return None
+    return max(0.0, (b.steal_ns - a.steal_ns) / wall)
+
+
 #: rounding a share half up, with room for the float error of the water-filling
 #: (its running sums put 2 cores less five loads of 0.1 at 1.4999999999999998:
 #: one core, where the whole machine's rule gave 2)
@@ -462,7 +495,8 @@ def openmp_spins_by_default(maps: str | None = None,
 def company_words(others: float | None, cores: int, between: Mapping[str, float],
                   one: str | None, alone: Mapping[str, float] | None = None,
                   waited: Mapping[str, tuple[float, float]] | None = None,
-                  openmp_spins: bool = False, in_process: float | None = None) -> str:
+                  openmp_spins: bool = False, in_process: float | None = None,
+                  steal: float | None = None) -> str:
     """What company a probe saw, in words ("" for none worth saying).
 
     Args:
@@ -497,12 +531,19 @@ def company_words(others: float | None, cores: int, between: Mapping[str, float]
             busy enough to blame are put on another process part of the
             time (a burner at half duty kept 0.4 of a core busy) or on
             something outside this one.
+        steal: the machine's steal time over the probe, in cores
+            (`steal_cores`; None: unknown).  Where it is ``STEAL_MOST`` or
+            more and half of ``others`` or more, the company other processes
+            stand for in the words is the virtual machine's host.
 
     ```python
     company_words(1.0, 2, {}, None, {"parallel-2": 0.9})
     # "parallel-2's other threads found no free core (90% of its windows ran
     #  on the calling thread alone); another process holds a core (...)"
     company_words(None, 2, {}, None, {"parallel-2": 0.9})   # ""
+    company_words(0.6, 2, {}, None, steal=0.5)
+    # "the virtual machine's host holds a core (steal time 0.5 of the
+    #  machine's cores: the host ran other guests on ...)"
     company_words(0.0, 2, {}, None, waited={"parallel-2": (712e3, 1491e3)})
     # "another thread pool in this process spins on the same cores
     #  (parallel-2's other threads waited 712 us a step for a core, its steps
@@ -531,6 +572,11 @@ def company_words(others: float | None, cores: int, between: Mapping[str, float]
     # threads alone on the machine, and re-probes held the pool to its steps
     # of a slow moment as if in company)
     threads_idle = in_process is not None and in_process < THREADS_BUSY
+    # the other processes' load is mostly the host's steal time: other guests
+    hosted = (steal is not None and others is not None and steal >= STEAL_MOST
+              and 2 * steal >= others)
+    vm = (f"steal time {steal:.1f} of the machine's cores: the host ran other guests on "
+          "this machine's virtual CPUs" if hosted and steal is not None else "")
     if one is not None and one in between and not threads_idle:
         base = between[one]
         slow = [(lab, v) for lab, v in between.items()
@@ -544,7 +590,11 @@ def company_words(others: float | None, cores: int, between: Mapping[str, float]
     if waiting and not busy and not said and threads_idle:
         # no thread of this process busy either: outside it, part of the time
         mine = f"this process's other threads {in_process:.1f}"
-        if others is not None and others >= THREADS_BUSY:
+        if hosted:
+            said.append(f"the virtual machine's host holds a core part of the time "
+                        f"({waiting}; {vm} during the probe, other processes "
+                        f"{max(0.0, (others or 0.0) - (steal or 0.0)):.1f}, {mine})")
+        elif others is not None and others >= THREADS_BUSY:
             said.append(f"another process holds a core part of the time ({waiting}; other "
                         f"processes kept {others:.1f} of the machine's cores busy during the "
                         f"probe, {mine})")
@@ -561,7 +611,11 @@ def company_words(others: float | None, cores: int, between: Mapping[str, float]
         said.append(f"another thread pool in this process spins on the same cores ({waiting}"
                     f"{idle}; {advice})")
         waiting = ""
-    if busy:
+    if busy and hosted:
+        said.append(f"the virtual machine's host holds a core ({vm} during the probe, other "
+                    f"processes {max(0.0, (others or 0.0) - (steal or 0.0)):.1f}; this run "
+                    f"may use {cores})")
+    elif busy:
         said.append(f"another process holds a core (other processes kept {others:.1f} of "
                     f"the machine's cores busy during the probe; this run may use {cores})")
     crowded = [(lab, x) for lab, x in (alone or {}).items() if x >= ALONE_MOST]
@@ -594,8 +648,9 @@ def passing_company(others: float | None, in_process: float | None) -> bool:
 
 
 __all__ = ["ALONE_MOST", "BETWEEN_MIN_NS", "BETWEEN_SLOWER", "CpuSample", "MAX_PROCS",
-           "MIN_SPAN_NS", "OTHERS_BUSY", "PASSING_OTHERS", "THREADS_BUSY", "WAITED_MOST",
+           "MIN_SPAN_NS", "OTHERS_BUSY", "PASSING_OTHERS", "STEAL_MOST",
+           "THREADS_BUSY", "WAITED_MOST",
            "between_medians", "company_words", "cpu_sample", "fair_cores", "iterations",
            "other_threads_busy_cores", "other_threads_cpu_ns", "others_busy_cores",
            "others_loads", "passing_company", "pool_wait_ns", "process_cpu_ns",
-           "sched_delay_ns", "with_processes", "with_threads"]
+           "sched_delay_ns", "steal_cores", "with_processes", "with_threads"]

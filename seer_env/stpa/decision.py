@@ -52,6 +52,7 @@ from .company import (
     others_busy_cores,
     others_loads,
     passing_company,
+    steal_cores,
     with_processes,
     with_threads,
 )
@@ -185,9 +186,9 @@ class Decisions:
             # the clocks now, once: what other processes and this process's
             # other threads did since the probe's marks
             now = host.cpu_sampler() if host.cpu_sampler is not None else None
-            others, loads = self._others(host, pr, now)
+            others, loads, steal = self._others(host, pr, now)
             host.prober.waits_since(host, pr)  # the last pool step's late waits
-            company, passing = self._company(host, pr, others, now)
+            company, passing = self._company(host, pr, others, now, steal)
         # the running pool held to its steps over time only where this probe
         # saw company too: a moment of the host's own that slowed the steps
         # before a re-probe and passed left the pool's old steps against the
@@ -427,23 +428,25 @@ class Decisions:
 
     @staticmethod
     def _others(host: DecisionHost, pr: Probe, now: CpuSample | None
-                ) -> tuple[float | None, list[float] | None]:
+                ) -> tuple[float | None, list[float] | None, float | None]:
         """Cores' worth of CPU other processes used over ``pr``'s timed steps
         or, where that is too short for /proc/stat's ticks to say, since the
         monitor's last mark, or since the run began, up to ``now`` (None:
-        unknown); and each other process's share of it where the mark read
-        them (`others_loads`)."""
+        unknown); each other process's share of it where the mark read
+        them (`others_loads`); and, of it, the host's steal time over the
+        same span (`steal_cores`)."""
         if now is None:
-            return None, None
+            return None, None, None
         m = host.monitor
         for mark in (pr.cpu0, m.cpu_mark, m.cpu_mark_before, host.cpu_start):
             if mark is not None:
                 others = others_busy_cores(mark, now)
                 if others is not None:
+                    steal = steal_cores(mark, now)
                     if mark.procs is not None:
                         now = with_processes(now, host.proc_sampler)
-                    return others, others_loads(mark, now)
-        return None, None
+                    return others, others_loads(mark, now), steal
+        return None, None, None
 
     def take_share(self, host: DecisionHost, others: float,
                    loads: list[float] | None = None) -> bool:
@@ -492,9 +495,10 @@ class Decisions:
         return True
 
     def _company(self, host: DecisionHost, pr: Probe, others: float | None,
-                 now: CpuSample | None) -> tuple[str, bool]:
+                 now: CpuSample | None, steal: float | None = None) -> tuple[str, bool]:
         """The company ``pr`` saw, in words (`seer_env.stpa.company`): other
-        processes' load over its timed steps (``others``), the caller's work
+        processes' load over its timed steps (``others``; ``steal`` of it
+        the host's steal time), the caller's work
         between steps slower beside a pool than beside one thread, a pool's
         threads waiting for a core (``pr.waited``, the last pool step's late
         waits read by the caller), and whether this process's other threads
@@ -516,7 +520,7 @@ class Decisions:
             if pr.cpu0 is not None and now is not None else None
         words = company_words(others, host.cores, between, ones[0].label if ones else None,
                               alone, waited, openmp_spins=openmp_spins_by_default(),
-                              in_process=in_process)
+                              in_process=in_process, steal=steal)
         return words, bool(words) and passing_company(others, in_process)
 
     def _choose(self, host: DecisionHost, pr: Probe, timings: dict[Candidate, list[float]],
