@@ -268,10 +268,15 @@ def test_mask_in_infos_must_be_a_bool_and_is_the_dict_faces_own() -> None:
     from seer_env import errors
     from seer_env.envs import hunt_v0
 
-    for bad in ("yes", "Only", 1, None):
+    for bad in ("yes", "Only", 2, -1, 1.0, None):
         with pytest.raises(errors.ConfigError,
                            match="mask_in_infos=.* must be True, False or 'only'"):
             hunt_v0.parallel_env(mask_in_infos=bad)
+    # the one yes/no rule of every face option: 0 and 1 (NumPy's too) read as bools
+    for v, want in ((1, True), (0, False), (np.int64(1), True), (np.bool_(True), True)):
+        made = hunt_v0.parallel_env(mask_in_infos=v)
+        assert made.mask_in_infos is want
+        made.close()
     # the batched faces have their masks in infos["action_mask"] already
     with pytest.raises(errors.ConfigError, match="unknown config key.*mask_in_infos"):
         hunt_v0.vector_env(2, mask_in_infos=True)

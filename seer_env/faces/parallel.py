@@ -19,6 +19,7 @@ from pettingzoo import ParallelEnv
 
 from .._bind import kernels as _kernels
 from .._bind.gate import close_now, exclusive
+from .._bind.runtime import yes_no
 from ..errors import (
     ConfigError,
     InvalidActionError,
@@ -111,13 +112,17 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
     def __init__(self, model: Model, **config: Any) -> None:
         self._init_config = dict(config)
         in_infos = config.pop("mask_in_infos", False)
-        if not (isinstance(in_infos, (bool, np.bool_)) or isinstance(in_infos, str)
-                and in_infos == "only"):
-            raise ConfigError(f"mask_in_infos={in_infos!r} must be True, False or 'only'")
         #: each masked agent's mask also in its infos (``infos[agent]["action_mask"]``):
         #: False, True, or "only" (in its infos and not in its observation)
-        self.mask_in_infos: bool | str = in_infos if isinstance(in_infos, str) else \
-            bool(in_infos)
+        self.mask_in_infos: bool | str
+        if isinstance(in_infos, str) and in_infos == "only":
+            self.mask_in_infos = in_infos
+        else:
+            try:  # the one yes/no rule of every face option (0 and 1 too)
+                self.mask_in_infos = yes_no("mask_in_infos", in_infos)
+            except ConfigError:
+                raise ConfigError(f"mask_in_infos={in_infos!r} must be True, False or "
+                                  "'only'") from None
         self._setup(model, 1, config)
         self.agents: list[str] = []
         if self.mask_in_infos == "only":  # the observation is the Box alone
