@@ -33,7 +33,7 @@ from seer_env.errors import (
     SeerError,
     StateError,
 )
-from seer_env.faces.gym_vector import random_actions
+from seer_env.faces.gym_vector import random_actions, random_batched_actions
 
 ROOT = Path(seer_env.__file__).resolve().parent.parent
 
@@ -394,6 +394,7 @@ def test_step_async_and_step_wait_equal_step(model: str) -> None:
     e2 = mod.agent_vector_env(2, **cfg, threads=1, **kw)
     _, inf1 = e1.reset(seed=4)
     e2.reset(seed=4)
+    snap = e2.snapshot()
     rng = np.random.default_rng(0)
     # in Gymnasium's words (the batched env's are EnvPool's: recv/send)
     with pytest.raises(AsyncStateError, match=r"step_wait\(\) with no step started: "
@@ -409,11 +410,14 @@ def test_step_async_and_step_wait_equal_step(model: str) -> None:
         out1 = e1.step(a)
         inf1 = out1[-1]
         e2.step_async(a)
-        with pytest.raises(AsyncStateError):
-            e2.step_async(a)
-        with pytest.raises(AsyncStateError):
-            e2.step(a)
+        # in Gymnasium's words too (they spoke of send() and recv())
+        for name, arg in (("step_async", a), ("step", a), ("snapshot", None),
+                          ("restore", snap)):
+            with pytest.raises(AsyncStateError, match=r"\(\) while a step started with "
+                                                      r"step_async\(\) runs: call step_wait"):
+                getattr(e2, name)(*(() if arg is None else (arg,)))
         out2 = e2.step_wait()
+        snap = e2.snapshot()
         for x, y in zip(out1[:4], out2[:4], strict=True):
             assert np.array_equal(x, y)
         assert out1[4].keys() == out2[4].keys()
@@ -421,6 +425,24 @@ def test_step_async_and_step_wait_equal_step(model: str) -> None:
             assert np.array_equal(out1[4][key], out2[4][key]), key
     e1.close()
     e2.close()
+
+
+def test_in_flight_refusals_name_the_call_or_the_property() -> None:
+    """The batched env's refusals while instances are in flight say ``step()``
+    for a call and "alive (the property)" for the property (it said
+    "alive()", a call nobody made)."""
+    venv = pcs_v0.vector_env(2, **PCS, threads=1)
+    venv.reset(seed=1)
+    venv.send(random_batched_actions(venv, np.random.default_rng(0)))
+    with pytest.raises(AsyncStateError, match=r"^pcs_v0: alive \(the property\) while "
+                                              r"instance\(s\) \[0, 1\] are in flight"):
+        _ = venv.alive
+    with pytest.raises(AsyncStateError, match=r"^pcs_v0: step\(\) while instance"):
+        venv.step(random_batched_actions(venv, np.random.default_rng(0)))
+    with pytest.raises(AsyncStateError, match=r"^pcs_v0: snapshot\(\) while instance"):
+        venv.snapshot()
+    venv.recv()
+    venv.close()
 
 
 def test_the_agent_vector_env_needs_every_instance_per_batch() -> None:

@@ -6,6 +6,7 @@ is wrong, and leave the env as it was."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import pickle
 import struct
@@ -875,10 +876,47 @@ def test_a_changed_aec_state_is_refused() -> None:
     refused_by(env, aec(rewards={"x": 0.0}), "rewards")
     refused_by(env, aec(terminations=dict.fromkeys(snap.state["aec"]["terminations"], 0)),
                "terminations")
+    # values last() and observe() hand the user (a well-made forgery: a new digest)
+    agents = list(snap.state["aec"]["rewards"])
+    refused_by(env, aec(rewards=dict.fromkeys(agents, "1.0")), "rewards")
+    refused_by(env, aec(rewards=dict.fromkeys(agents, True)), "rewards")
+    refused_by(env, aec(_cumulative_rewards=dict.fromkeys(agents, "not a number")),
+               "_cumulative_rewards")
+    refused_by(env, aec(infos=dict.fromkeys(agents, 42)), "infos")
+    refused_by(env, aec(_observations=dict.fromkeys(agents, "obs")), "_observations")
+    env.restore(aec(rewards=dict.fromkeys(agents, np.float32(0.5))))  # NumPy's numbers are
+    env.restore(snap)
     for k in range(9):
         env.step(k % 3)
         twin.step(k % 3)
         assert same(env.last(), twin.last()) and env.agent_selection == twin.agent_selection
+
+
+def test_an_agent_vector_snapshot_of_a_group_checks_its_generator_and_forgets_last() -> None:
+    """A group's VectorEnv snapshot: a generator state NumPy refuses
+    (out of range: OverflowError) is a SnapshotError with nothing changed;
+    the other groups' last outputs are no longer kept (the restored outputs
+    are they), and an older snapshot's, even forged, change nothing (a forged
+    one was handed on, and every later step raised AttributeError)."""
+    envs = hunt_v0.agent_vector_env(2, group="predator", width=6, height=6,
+                                    executor="serial")
+    envs.reset(seed=4)
+    nvec = envs.single_action_space.nvec
+    acts = np.zeros((envs.num_envs, len(nvec)), np.int64)
+    envs.step(acts)
+    snap = envs.snapshot()
+    assert set(snap.state) == {"venv", "group", "rng"}
+    first = [envs.step(acts) for _ in range(4)]
+    rng = copy.deepcopy(snap.state["rng"])
+    rng["state"]["state"] = -5
+    with pytest.raises(SnapshotError, match="generator state is malformed"):
+        envs.restore(dataclasses.replace(snap, state={**snap.state, "rng": rng}))
+    with pytest.raises(SnapshotError, match="malformed"):
+        envs.restore(dataclasses.replace(snap, state={**snap.state, "extra": 1}))
+    for last in ((1, 2), None):
+        envs.restore(dataclasses.replace(snap, state={**snap.state, "last": last}))
+        assert same([envs.step(acts) for _ in range(4)], first)
+    envs.close()
 
 
 def test_a_changed_agent_vector_snapshot_is_refused() -> None:

@@ -170,6 +170,13 @@ class SeerAECEnv(parallel_to_aec_wrapper):
                 if k in aec and not (type(aec[k]) is dict and all(map(agent, aec[k])))]
         bad += [k for k in ("terminations", "truncations") if k in aec and k not in bad
                 and not all(type(v) is bool for v in aec[k].values())]
+        # what last() and observe() hand the user: numbers, dicts, arrays
+        bad += [k for k in ("rewards", "_cumulative_rewards") if k in aec and k not in bad
+                and not all(isinstance(v, (int, float, np.integer, np.floating))
+                            and not isinstance(v, (bool, np.bool_)) for v in aec[k].values())]
+        bad += [k for k, kinds in (("infos", (dict,)), ("_observations", (dict, np.ndarray)))
+                if k in aec and k not in bad
+                and not all(isinstance(v, kinds) for v in aec[k].values())]
         if "agent_selection" in aec and not agent(aec["agent_selection"]):
             bad.append("agent_selection")
         if aec.get("_skip_agent_selection") is not None and not agent(

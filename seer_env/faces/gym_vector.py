@@ -319,6 +319,7 @@ class AgentVectorEnv(gymnasium.vector.VectorEnv):
         """Step all sub-envs; ``actions`` has shape ``(num_envs,)`` (discrete) or
         ``(num_envs, dim)`` (Box).  Actions of idle sub-envs are ignored."""
         self._check_open("step")
+        self._refuse_started("step")
         return self._outputs(self._unless_refused(self.venv.step, actions))
 
     def step_async(self, actions: Any) -> None:
@@ -337,7 +338,17 @@ class AgentVectorEnv(gymnasium.vector.VectorEnv):
         ```
         """
         self._check_open("step_async")
+        self._refuse_started("step_async")
         self._unless_refused(self.venv.send, actions)
+
+    def _refuse_started(self, what: str) -> None:
+        """AsyncStateError for ``what()`` while a step `step_async` started
+        runs (in this face's words: the batched env's are EnvPool's,
+        send/recv)."""
+        if self.venv._n_pending:
+            raise AsyncStateError(f"{self.metadata['name']}: {what}() while a step started "
+                                  "with step_async() runs: call step_wait() first (reset() "
+                                  "drops it)")
 
     def _unless_refused(self, call: Callable[[Any], Any], actions: Any) -> Any:
         """``call`` (the batched env's step or send) with the batched actions;
@@ -447,10 +458,10 @@ class AgentVectorEnv(gymnasium.vector.VectorEnv):
         It restores into this VectorEnv or a new one of the same model,
         configuration and group (any executor and thread count)."""
         self._check_open("snapshot")
+        self._refuse_started("snapshot")
         snap = self.venv.snapshot()
         mine = {"venv": snap.state, "group": self.group,
-                "rng": copy.deepcopy(self._rng.bit_generator.state),
-                "last": copy.deepcopy(self._last)}
+                "rng": copy.deepcopy(self._rng.bit_generator.state)}
         return dataclasses.replace(snap, face="agent_vector", state=mine)
 
     def restore(self, snap: EnvSnapshot) -> tuple[np.ndarray, dict[str, Any]]:
@@ -465,9 +476,13 @@ class AgentVectorEnv(gymnasium.vector.VectorEnv):
             raise SnapshotError(f"{name}: restore() takes an agent_vector_env's snapshot(), "
                                 f"got {what!r}")
         check_intact(snap, name)
+        self._refuse_started("restore")
         st = snap.state
-        if not (type(st) is dict and set(st) == {"venv", "group", "rng", "last"}
-                and (st["last"] is None or type(st["last"]) is tuple and len(st["last"]) == 2)):
+        # "last" (the other groups' last outputs, which the restored outputs
+        # are) is no longer written, and ignored where an older snapshot has
+        # it: a forged one was handed to ``others`` unchecked
+        if not (type(st) is dict and {"venv", "group", "rng"} <= set(st)
+                and set(st) <= {"venv", "group", "rng", "last"}):
             raise SnapshotError(f"{name}: the snapshot is malformed")
         if st["group"] != self.group:
             raise SnapshotError(f"{name}: the snapshot is of group {st['group']!r}, this "
@@ -475,12 +490,12 @@ class AgentVectorEnv(gymnasium.vector.VectorEnv):
         rng = np.random.default_rng()
         try:
             rng.bit_generator.state = copy.deepcopy(st["rng"])
-        except (TypeError, ValueError, KeyError) as exc:
-            raise SnapshotError(f"{name}: the snapshot is malformed ({exc})") from None
+        except (TypeError, ValueError, KeyError, OverflowError) as exc:
+            raise SnapshotError(f"{name}: the snapshot's generator state is malformed "
+                                f"({exc})") from None
         obs, vinfos = self._mine(self.venv.restore(
             dataclasses.replace(snap, face="vector", state=st["venv"])))
         self._rng = rng
-        self._last = copy.deepcopy(st["last"])
         return self._flat(obs), self._infos(vinfos)
 
     def _check_open(self, what: str) -> None:

@@ -289,7 +289,7 @@ class SeerVectorEnv(_SeerEnvCommon):
         if self._closed():  # closed, or closing (waiting for a call on another thread)
             raise ClosedError(f"{self.seer_model.name}: alive on a closed env")
         if self._n_pending:
-            raise self._pending_error("alive")
+            raise self._pending_error("alive (the property)")
         return self.runtime.alive.copy()
 
     # -- reset ---------------------------------------------------------------
@@ -422,7 +422,7 @@ class SeerVectorEnv(_SeerEnvCommon):
         if self._needs_reset:
             raise StateError(f"{self.seer_model.name}: call reset() before step()")
         if self._n_pending:
-            raise self._pending_error("step")
+            raise self._pending_error("step()")
         mode = self.autoreset_mode
         if mode is AutoresetMode.DISABLED and self._finished(rt, self._fin):
             raise StateError(
@@ -493,16 +493,18 @@ class SeerVectorEnv(_SeerEnvCommon):
     # -- asynchronous stepping (EnvPool's send / recv) --------------------------
 
     def _pending_error(self, what: str) -> AsyncStateError:
+        """``what`` (a call, "step()", or a property, "alive") refused while
+        instances are in flight."""
         ids = np.flatnonzero(self._pending).tolist()
         return AsyncStateError(
-            f"{self.seer_model.name}: {what}() while instance(s) {ids} are in flight (sent with "
+            f"{self.seer_model.name}: {what} while instance(s) {ids} are in flight (sent with "
             "send(), not received yet): recv() them first (reset() drops them)")
 
     def _refuse_in_flight(self, what: str, ids: Iterable[int]) -> None:
         """AsyncStateError when one of the instances ``ids`` is in flight (its
         state is the background step's until recv() hands it over)."""
         if self._n_pending and any(self._pending[i] for i in ids):
-            raise self._pending_error(what)
+            raise self._pending_error(f"{what}()")
 
     def _drop_pending(self) -> None:
         """Forget every send (after the stepper drained): a full reset."""
@@ -604,7 +606,7 @@ class SeerVectorEnv(_SeerEnvCommon):
         """
         self._check_open("async_reset")
         if self._n_pending:
-            raise self._pending_error("async_reset")
+            raise self._pending_error("async_reset()")
         seeds = self._instance_seeds(seed)
         B = self.num_envs
         self._interrupted = _CUT_SHORT.format("async_reset")
