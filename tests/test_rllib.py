@@ -78,6 +78,41 @@ def test_rllib_checker_passes_when_its_step_ends_the_episode() -> None:
     env.close()
 
 
+@pytest.mark.parametrize("in_infos", [True, "only"])
+def test_masks_in_infos_reach_rllib_as_arrays(in_infos: Any) -> None:
+    """A ParallelEnv option, ``mask_in_infos``, through the adapter: the masks
+    reach the infos as arrays (``float()`` of each raised TypeError on every
+    reset, and the env was unusable); the numbers stay Python floats."""
+    from seer_env.envs import hunt_v0
+
+    def legal(space: Any, mask: np.ndarray) -> Any:
+        """A random action the flat ``mask`` allows (each part's mask its own)."""
+        mask = mask.astype(np.int8)
+        if hasattr(space, "nvec"):
+            return space.sample(tuple(np.split(mask, np.cumsum(space.nvec)[:-1])))
+        return space.sample(mask)
+
+    env = rllib.SeerMultiAgentEnv({"env": "hunt_v0", "width": 5, "height": 5,
+                                   "mask_in_infos": in_infos})
+    check_multiagent_environments(env)
+    par = hunt_v0.parallel_env(width=5, height=5, mask_in_infos=in_infos)
+    obs, infos = env.reset(seed=3)
+    want_obs, want_infos = par.reset(seed=3)
+    for _ in range(3):
+        for a, d in infos.items():
+            assert isinstance(d["action_mask"], np.ndarray), a
+            assert np.array_equal(d["action_mask"], want_infos[a]["action_mask"]), a
+            assert all(type(v) is float for k, v in d.items() if k != "action_mask"), d
+            if in_infos is True:
+                assert np.array_equal(obs[a]["action_mask"], d["action_mask"])
+        acts = {a: legal(env.action_spaces[a], want_infos[a]["action_mask"])
+                for a in env.agents_alive}
+        obs, _, _, _, infos = env.step(acts)
+        want_obs, _, _, _, want_infos = par.step(acts)
+    env.close()
+    par.close()
+
+
 def test_all_flags_when_agents_finish_differently(monkeypatch: pytest.MonkeyPatch) -> None:
     env = rllib.SeerMultiAgentEnv({"env": str(DYING.folder), "num_agents": 4})
     theirs = ParallelPettingZooEnv(DYING.parallel_env(num_agents=4))

@@ -142,6 +142,7 @@ from importlib.util import find_spec
 from typing import Any, cast
 
 import gymnasium
+import numpy as np
 
 from .._bind.runtime import yes_no
 from ..errors import ConfigError, MissingExtraError, SeerError, SnapshotError, StateError
@@ -186,7 +187,11 @@ def _rename_obs(obs: dict[str, Any], key: str) -> dict[str, Any]:
 
 
 def _to_python_infos(infos: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    return {a: {k: float(v) for k, v in d.items()} for a, d in infos.items()}
+    """Each agent's infos with its numbers as Python floats and its arrays (an
+    ``action_mask`` where the env was made with ``mask_in_infos``) as copies
+    (``float()`` of a mask raised TypeError on every reset)."""
+    return {a: {k: float(v) if np.ndim(v) == 0 else np.array(v) for k, v in d.items()}
+            for a, d in infos.items()}
 
 
 class SeerMultiAgentEnv(MultiAgentEnv):
