@@ -279,8 +279,17 @@ class Decisions:
         # VM such a re-probe chose the serial executor at 1.07x parallel-2's
         # iteration, and the run kept it, 1.02x serial where parallel-2 ran
         # 1.36x)
+        # A preflight's too where the trace had predicted a pool far ahead
+        # and the timings did not bear it out (`Probe.trace_missed`): alone
+        # on a 2-core VM a preflight in such a moment timed parallel-2 1.21x
+        # the serial executor's iteration, under the 1.5x past its trace that
+        # says `SLOWER_THAN_TRACED`, and kept the serial executor for the
+        # run (`bench company`'s alone row: auto 1.42x the serial
+        # executor where parallel-2 ran 1.58x).  Not where the trace put the
+        # pools behind: their loss was foretold
         lost = self._pool_lost_unexplained(pr, dec) \
-            if unexplained and slow is None and pr.trigger != "preflight" else None
+            if unexplained and slow is None and (pr.trigger != "preflight"
+                                                 or pr.trace_missed) else None
         step = max(monitor.running_ns or host._step_ns(), 1.0)
         steps = max(RECHECK_STEPS, math.ceil(host.recheck_ns / step)) if first \
             else 2 * (monitor.recheck_chain or 0)

@@ -132,6 +132,10 @@ class Probe:
     trigger: str
     rounds: int
     extended: bool = False
+    #: the trace predicted a pool far ahead of one thread and the timings
+    #: did not bear it out (`Prober._time_pruned_serial`): a moment of the
+    #: host's, or a trace that mispredicts
+    trace_missed: bool = False
     dropped: set[Candidate] = field(default_factory=set)
     candidates: list[Candidate] = field(default_factory=list)
     queue: list[Visit] = field(default_factory=list)
@@ -681,7 +685,7 @@ class Prober:
         best = min(timed, key=lambda c: timed[c])
         if best != one and timed[one] >= SERIAL_RECHECK * timed[best]:
             return False
-        pr.extended = True
+        pr.extended = pr.trace_missed = True
         pr.pruned.remove(SERIAL)
         pr.candidates.append(SERIAL)
         self._queue_pair(host, pr, [SERIAL, best] if host._current() == best else [best, SERIAL],
