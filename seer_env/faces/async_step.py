@@ -56,10 +56,13 @@ class Job:
 
 @dataclass
 class Failure:
-    """A native call that raised: its error and the instances it was running."""
+    """A native call that raised: its error and the instances it was running;
+    ``known``: the runtime's own report (what it did is known: the instances
+    that failed need a reset and say so), not a bug's."""
 
     error: SeerError
     ids: np.ndarray
+    known: bool = True
 
 
 @dataclass
@@ -194,7 +197,7 @@ def _run(st: Stepper) -> None:
         except BaseException as exc:  # pragma: no cover - a bug; reported, not lost
             finals = {}
             failure = Failure(SeerError(f"the background step failed: {exc!r}"),
-                              np.concatenate([j.ids for j in jobs]))
+                              np.concatenate([j.ids for j in jobs]), known=False)
         with st.cond:
             st.running = []
             if failure is not None:

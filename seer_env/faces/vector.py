@@ -632,9 +632,12 @@ class SeerVectorEnv(_SeerEnvCommon):
         wait for ever).  The arrays are always fresh copies.
 
         Nothing in flight: `AsyncStateError`.  A step
-        that failed in the background (a model error, Ctrl-C during the native
-        call) raises its error here, with the runtime's message, and the env
-        then needs `reset`.  Ctrl-C while waiting leaves everything as it
+        that failed in the background (a model error, a budget, Ctrl-C during
+        the native call) raises its error here, with the runtime's message,
+        and leaves the env as the same failure in `step` would: the
+        instances that failed need `reset` (or `restore`) and say so when
+        sent again, the others go on (a Python model's exception or a bug:
+        the whole env needs `reset`).  Ctrl-C while waiting leaves everything as it
         was: the step goes on, the next recv() returns it."""
         self._check_open("recv")
         st = self._stepper
@@ -649,8 +652,13 @@ class SeerVectorEnv(_SeerEnvCommon):
         if failure is not None:
             self._pending[failure.ids] = False
             self._n_pending = int(self._pending.sum())
-            self._interrupted = (f"a step sent with send() failed in the background "
-                                 f"({type(failure.error).__name__}: {failure.error})")
+            if not (failure.known and raised_by_seer(failure.error)):
+                # a model written in Python raised, or a bug: nothing is known
+                # of what the call did.  Else the runtime's own report, as
+                # after the same failure in step(): the instances that failed
+                # need reset() or restore() and say so, the others go on
+                self._interrupted = (f"a step sent with send() failed in the background "
+                                     f"({type(failure.error).__name__}: {failure.error})")
             raise failure.error
         self._interrupted = _CUT_SHORT_RECV  # until Python has caught up
         with st.cond:
