@@ -6,6 +6,7 @@ the test models that keep the contract give no finding."""
 from __future__ import annotations
 
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -117,6 +118,39 @@ def test_an_uninitialised_local_in_handle_names_the_entity() -> None:
     assert [r for r, _ in found] == ["uninitialised"], found
     assert ("uninitialised read in act or handle: step 3, instance 0, the state of entity 1 "
             "of 6 (fields value; value: ") in found[0][1], found
+
+
+def test_a_pointer_kept_in_the_state_is_named_as_one(tmp_path: Path) -> None:
+    """A model that keeps a pointer (to a static of its own) in an entity's
+    state: its two painted builds are two copies of the model in one process,
+    the bytes differ as two addresses, not as 0 and 0xFE..: a pointer-state
+    finding, where an uninitialised read was reported (a wrong diagnosis
+    whose fix, "write every local", does not apply)."""
+    from seer_env.check.bounds import FIXES, _pointers_at
+
+    cfg = {"mode": 10}
+    found = uninit_findings(ROGUE2.native, cfg, STEPS, _names(ROGUE2.native, cfg))
+    assert [r for r, _ in found] == ["pointer-state"], found
+    assert found[0][1].startswith(
+        "model 'rogue2': a pointer kept in act or handle: step 3, instance 0, the state of "
+        "entity 1 of 6 (fields pings; pings: "), found
+    assert "in one build of the model and 0x" in found[0][1]
+    assert "never a pointer" in FIXES["pointer-state"]
+    # the rule, on a map of the process's own: two mapped addresses differ
+    maps = tmp_path / "maps"
+    maps.write_text("7f0000000000-7f0000100000 r-xp 00000000 00:00 0 a.so\n"
+                    "7f0000200000-7f0000300000 rw-p 00000000 00:00 0 b.so\n")
+
+    def word(v: int) -> bytes:
+        return v.to_bytes(8, sys.byteorder)
+
+    a, b = word(0x7F0000000010) + b"xy", word(0x7F0000200010) + b"xy"
+    assert _pointers_at(a, b, 3, str(maps)) == (0x7F0000000010, 0x7F0000200010)
+    # uninitialised bytes read as zero and as 0xFE.., or an address and not
+    for x, y in ((0, 0xFEFEFEFEFEFEFEFE), (0x7F0000000010, 0x10), (0x7F0000000010,) * 2):
+        assert _pointers_at(word(x), word(y), 0, str(maps)) is None, (x, y)
+    assert _pointers_at(a, b, 9, str(maps)) is None  # no whole word there
+    assert _pointers_at(a, b, 0, str(tmp_path / "missing")) is None
 
 
 def test_an_element_observe_never_writes_is_reported_on_request() -> None:

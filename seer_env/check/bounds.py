@@ -47,6 +47,7 @@ from __future__ import annotations
 import contextlib
 import os
 import resource
+import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -69,6 +70,10 @@ FIXES: dict[str, str] = {
     "uninitialised": "write every local variable (and every element of a local array or "
                      "struct) before reading it, and every output element in every call: the "
                      "outputs depended on bytes nobody wrote",
+    "pointer-state": "keep plain data in entity states, snapshot records and instance data: "
+                     "an index (an entity number, an offset), never a pointer -- a snapshot "
+                     "copies the bytes, and an address means nothing in another build, run "
+                     "or process",
 }
 
 POISON32 = 0x7FA0DEAD  # a signalling NaN no arithmetic produces
@@ -382,6 +387,38 @@ def _painted(native: Any) -> list[tuple[str, Any]] | None:
     return out
 
 
+def _mapped_ranges(maps: str = "/proc/self/maps") -> list[tuple[int, int]]:
+    """This process's mapped address ranges ([] where unreadable)."""
+    out = []
+    try:
+        with open(maps) as f:
+            for line in f:
+                lo, _, hi = line.partition(" ")[0].partition("-")
+                out.append((int(lo, 16), int(hi, 16)))
+    except (OSError, ValueError):
+        return []
+    return out
+
+
+def _pointers_at(a: bytes, b: bytes, off: int, maps: str = "/proc/self/maps"
+                 ) -> tuple[int, int] | None:
+    """The aligned 8-byte words around byte ``off`` of ``a`` and ``b`` (two
+    builds' copies of one record) where both are addresses this process maps,
+    and differ: a pointer the model keeps (uninitialised bytes read as 0 in
+    one build and 0xFE.. in the other, never as two mapped addresses); None
+    otherwise."""
+    w = off - off % 8
+    if w + 8 > min(len(a), len(b)):
+        return None
+    x, y = (int.from_bytes(v[w:w + 8], sys.byteorder) for v in (a, b))
+    if x == y:
+        return None
+    ranges = _mapped_ranges(maps)
+    if all(any(lo <= v < hi for lo, hi in ranges) for v in (x, y)):
+        return x, y
+    return None
+
+
 def _differs(a: Any, b: Any) -> bool:
     a, b = np.asarray(a), np.asarray(b)
     return a.shape != b.shape or a.tobytes() != b.tobytes()
@@ -397,12 +434,22 @@ def _first_index(a: np.ndarray, b: np.ndarray) -> tuple[int, ...]:
 
 
 def _read_difference(native: Any, zs: list[dict[str, Any]], ps: list[dict[str, Any]],
-                     names: Sequence[str], sizes: Any) -> str | None:
-    """Where the zeroed and painted runs first differ, in words."""
+                     names: Sequence[str], sizes: Any) -> tuple[str, str] | None:
+    """Where the zeroed and painted runs first differ, in words, and the rule:
+    ``"uninitialised"``, or ``"pointer-state"`` where the bytes that differ
+    are an address in both (`_pointers_at`: the two builds are two copies
+    of the model in this process, whose addresses differ)."""
     both = "when local variables start as zero bytes and {} when they start as 0xFE bytes"
     differs = ("differs between a run whose local variables start as zero bytes and one whose "
                "locals start as 0xFE bytes")
     N = sizes.num_entities
+
+    def pointer(a: bytes, b: bytes, off: int, where: str) -> tuple[str, str] | None:
+        got = _pointers_at(a, b, off)
+        if got is None:
+            return None
+        return ("pointer-state", f"a pointer kept in {where}: 0x{got[0]:x} in one build of "
+                f"the model and 0x{got[1]:x} in another, both addresses of this process")
 
     def agent(a: int) -> str:
         return names[a] if a < len(names) else f"agent_{a}"
@@ -414,9 +461,11 @@ def _read_difference(native: Any, zs: list[dict[str, Any]], ps: list[dict[str, A
             if zsn != pzn:
                 S = sizes.snapshot_size
                 off = next(x for x in range(len(zsn)) if zsn[x] != pzn[x])
-                return (f"uninitialised read in publish: step {k}, instance {i}, the snapshot "
-                        f"record of entity {off // S} (published at the boundary before, "
-                        f"byte {off % S}) " + differs)
+                where = (f"step {k}, instance {i}, the snapshot record of entity {off // S} "
+                         f"(published at the boundary before, byte {off % S})")
+                e0 = off - off % S
+                return pointer(zsn[e0:e0 + S], pzn[e0:e0 + S], off % S, f"publish: {where}") \
+                    or ("uninitialised", f"uninitialised read in publish: {where} " + differs)
         if _differs(z["state"], p["state"]):
             i = int(np.argwhere((z["state"] != p["state"]).any(axis=1))[0][0])
             off = int(np.argwhere(z["state"][i] != p["state"][i])[0][0])
@@ -433,24 +482,31 @@ def _read_difference(native: Any, zs: list[dict[str, Any]], ps: list[dict[str, A
                     fields = (f" (fields {', '.join(diff)}; {diff[0]}: "
                               f"{np.asarray(su[diff[0]]).tolist()!r} vs "
                               f"{np.asarray(sv[diff[0]]).tolist()!r})")
-            return (f"uninitialised read in {hook}: step {k}, instance {i}, the state of "
-                    f"entity {e} of {N}{fields} " + differs)
+            where = f"step {k}, instance {i}, the state of entity {e} of {N}{fields}"
+            E = max(1, sizes.entity_size)
+            zr, pr = z["state"][i].tobytes(), p["state"][i].tobytes()
+            return pointer(zr[e * E:(e + 1) * E], pr[e * E:(e + 1) * E], off - e * E,
+                           f"{hook}: {where}") \
+                or ("uninitialised", f"uninitialised read in {hook}: {where} " + differs)
         for i in sorted(set(z["seen"]) & set(p["seen"])):
             zi, pi = z["seen"][i][1], p["seen"][i][1]
             if zi != pi:
                 off = next(x for x in range(len(zi)) if zi[x] != pi[x])
-                return (f"uninitialised read in boundary: step {k}, instance {i}, byte {off} "
-                        f"of the instance data " + differs)
+                where = f"step {k}, instance {i}, byte {off} of the instance data"
+                return pointer(zi, pi, off, f"boundary: {where}") \
+                    or ("uninitialised", f"uninitialised read in boundary: {where} " + differs)
         for key in ("obs", "reward", "terminated", "truncated", "info"):
             if _differs(z[key], p[key]):
                 idx = _first_index(z[key], p[key])
                 elem = f"[{idx[2]}]" if len(idx) > 2 else ""
-                return (f"uninitialised read in observe: step {k}, instance {idx[0]}, agent "
+                return ("uninitialised",
+                        f"uninitialised read in observe: step {k}, instance {idx[0]}, agent "
                         f"{agent(idx[1])}, {key}{elem} is {_f(z[key][idx])} "
                         + both.format(_f(p[key][idx])))
         if _differs(z["global"], p["global"]):
             i, j = _first_index(z["global"], p["global"])
-            return (f"uninitialised read in global_state: step {k}, instance {i}, global "
+            return ("uninitialised",
+                    f"uninitialised read in global_state: step {k}, instance {i}, global "
                     f"state[{j}] is {_f(z['global'][i, j])} " +
                     both.format(_f(p["global"][i, j])))
     return None
@@ -467,10 +523,13 @@ def uninit_findings(native: Any, config: Mapping[str, Any], steps: int,
     boundary's snapshot records and instance data) and, with
     ``unwritten=True``, output elements observe or global_state never write
     (every model; Python models get only this).  Returns at most one
-    finding, rule ``"uninitialised"``: the uninitialised read if there is one
+    finding of rule ``"uninitialised"``: the uninitialised read if there is one
     (with the elements never written after it, if any), else the elements
-    never written.  A run that fails (a schedule rule, a handler error) is
-    left to the other passes: what it ran up to the failure counts; one out
+    never written; where the first bytes that differ between the builds are
+    an address in both, a ``"pointer-state"`` finding instead of the read
+    (the model keeps a pointer in its state: not an uninitialised read).  A
+    run that fails (a schedule rule, a handler error) is left to the other
+    passes: what it ran up to the failure counts; one out
     of memory raises its MemoryError.  ``progress(k)``: called before each
     step k of each run (0: its reset)."""
     cfg = dict(config)
@@ -487,10 +546,13 @@ def uninit_findings(native: Any, config: Mapping[str, Any], steps: int,
         runs.append(got)
         watches.append(w)
     parts: list[str] = []
+    found: list[tuple[str, str]] = []
     if len(runs) == 2:
         diff = _read_difference(native, runs[0], runs[1], names, sizes)
-        if diff:
-            parts.append(diff)
+        if diff and diff[0] != "uninitialised":  # a finding of its own
+            found.append((diff[0], f"model '{native.name}': " + diff[1]))
+        elif diff:
+            parts.append(diff[1])
     w = watches[0] if watches and unwritten else None
     never = [j for j in range(sizes.obs_dim) if not w.obs_written[j]] if w and w.obs_calls \
         else []
@@ -508,9 +570,9 @@ def uninit_findings(native: Any, config: Mapping[str, Any], steps: int,
                                                                  else "")
         parts.append(f"global_state never wrote {elems} in {w.gs_calls} calls (the first: "
                      f"instance {i}, step {k}): the runtime leaves 0 there")
-    if not parts:
-        return []
-    return [("uninitialised", f"model '{native.name}': " + "; also ".join(parts))]
+    if parts:
+        found.append(("uninitialised", f"model '{native.name}': " + "; also ".join(parts)))
+    return found
 
 
 __all__ = ["FIXES", "POISON32", "bounds_findings", "uninit_findings"]

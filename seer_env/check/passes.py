@@ -268,14 +268,16 @@ RACE_STEPS = 40
 PASSES: list[Pass] = [
     Pass("isolation", _isolation_runs, rule="layout",
          what=lambda kw: "checking mode vs plain serial run", compare_after="replay"),
-    Pass("uninit", job=_uninit_job, fixes={"uninitialised": check_bounds.FIXES["uninitialised"]}),
+    Pass("uninit", job=_uninit_job, fixes={k: check_bounds.FIXES[k]
+                                           for k in ("uninitialised", "pointer-state")}),
     Pass("replay", _replay_runs, rule="hidden-state",
          what=lambda kw: "second serial run vs the first"),
     Pass("order", _order_runs, rule="order", skip=_order_skip,
          what=lambda kw: f"shuffled visiting order (threads={kw['threads']}) vs serial"),
     Pass("race", job=_race_job, job_runs=12, fixes=check_race.FIXES),
     Pass("bounds", _bounds_runs, inspect=_bounds_inspect,
-         fixes={k: v for k, v in check_bounds.FIXES.items() if k != "uninitialised"}),
+         fixes={k: v for k, v in check_bounds.FIXES.items()
+                if k not in ("uninitialised", "pointer-state")}),
     Pass("matrix", _matrix_runs, rule="determinism", what=_matrix_what),
     Pass("snapshot", job=_snapshot_job, job_runs=3,
          fixes={"restore": "keep all state in runtime-owned memory (entity states, instance "

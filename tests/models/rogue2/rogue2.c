@@ -27,7 +27,9 @@ enum rogue2_mode {
                            allocated by describe: shared by every entity and
                            thread                                                */
     R2_UNINIT_HANDLE = 9, /* handle adds an uninitialised local to its state    */
-    R2_MODES = 10
+    R2_POINTER_STATE = 10, /* handle keeps a pointer (to a static of the model)
+                              in its state                                       */
+    R2_MODES = 11
 };
 
 typedef struct rogue2_config {
@@ -146,6 +148,9 @@ static int rogue2_handle(seer_ctx *ctx, void *entity, uint32_t type, const void 
             terms[i] = 1.0;
         st->value += terms[1];
     }
+    if (c->mode == R2_POINTER_STATE && seer_self(ctx) == c->culprit &&
+        seer_step_index(ctx) == c->at_step)
+        st->pings = (uint64_t)(uintptr_t)&rogue2_scratch;
     if (c->lookahead > 0.0)
         return seer_schedule(ctx, (seer_self(ctx) + 1) % c->num_entities,
                              seer_now(ctx) + c->lookahead, PING, NULL, 0);
