@@ -427,12 +427,16 @@ def _state(pid: int) -> str:
     (3, "non-finite", "bounds"),       # a NaN reward
     (7, "uninitialised", "uninit"),    # observe copies an uninitialised local
     (8, "shared-heap", "race"),        # one heap scratch buffer for every handler
+    # global_state writes past its row (missed, or taken for a data race, before)
+    (11, "output-row", "isolation"),
 ])
 def test_the_default_check_catches_output_and_memory_breaches(
         mode: int, rule: str, pass_name: str) -> None:
     report = check(ROGUE2, {"mode": mode}, progress=False)
     assert [(f.rule, f.pass_name) for f in report.findings] == [(rule, pass_name)], str(report)
-    assert report.findings[0].message.startswith("model 'rogue2': ")
+    assert report.findings[0].message.startswith(
+        "contract violation (isolation) in model 'rogue2': global_state of instance 0 wrote "
+        "byte 0 past the end of its state row (8 bytes)" if mode == 11 else "model 'rogue2': ")
     if rule == "uninitialised":  # not also reported as a layout or order difference
         assert {p.name: p.status for p in report.passes}["matrix"] == (
             "compared: uninitialised reads (uninit)")

@@ -71,6 +71,12 @@ void seer_check_disarm(struct seer_runtime *rt);
  * handler's thread, which is the host: checking runs serially); returns the
  * handler's status or SEER_E_ISOLATION (the worker's error is set). */
 int seer_check_run(seer_ctx *c, int hook, const seer_hook_args *a);
+/* Checking mode: the output rows a hook writes (observe's, global_state's)
+ * are private copies, each followed by SEER_GUARD_BYTES bytes of
+ * SEER_GUARD_BYTE that must be as they were after it: a write past a row
+ * would land in the next agent's row, or past the caller's buffer. */
+#define SEER_GUARD_BYTES 64
+#define SEER_GUARD_BYTE 0xA5
 /* Is this runtime isolating its handlers? */
 #define SEER_CHECKING(rt) __builtin_expect(((rt)->check.mode & SEER_CHECK_ISOLATE) != 0, 0)
 

@@ -174,12 +174,10 @@ static void mask_agent(seer_ctx *c, size_t i, uint32_t a, int acts_next)
 }
 
 /* Checking mode: observe writes into private copies of its agent's output
- * rows, each followed by guard bytes, which must be as they were after it
- * (a write past a row lands in the next agent's, or, for the last agent,
- * past the host's buffer); the rows then go where they belong.  Allocates:
- * checking mode only, not a normal run's path. */
-#define OBS_GUARD 64
-#define OBS_GUARD_BYTE 0xA5
+ * rows, each followed by guard bytes (SEER_GUARD_BYTES), which must be as
+ * they were after it (a write past a row lands in the next agent's, or, for
+ * the last agent, past the host's buffer); the rows then go where they
+ * belong.  Allocates: checking mode only, not a normal run's path. */
 
 static void check_observe_call(seer_ctx *c, uint32_t a, const seer_output *out)
 {
@@ -191,14 +189,14 @@ static void check_observe_call(seer_ctx *c, uint32_t a, const seer_output *out)
     size_t at[5], total = 0;
     for (int k = 0; k < 5; k++) {
         at[k] = total;
-        total += (len[k] + 7) / 8 * 8 + OBS_GUARD; /* 8-aligned: doubles, then a guard */
+        total += (len[k] + 7) / 8 * 8 + SEER_GUARD_BYTES; /* 8-aligned: doubles, then a guard */
     }
     uint8_t *mem = malloc(total);
     if (!mem) {
         seer_worker_error_local(c->w, SEER_E_NOMEM, "out of memory checking observe");
         return;
     }
-    memset(mem, OBS_GUARD_BYTE, total);
+    memset(mem, SEER_GUARD_BYTE, total);
     for (int k = 0; k < 5; k++)
         memset(mem + at[k], 0, len[k]);
     seer_output mine = {
@@ -209,7 +207,7 @@ static void check_observe_call(seer_ctx *c, uint32_t a, const seer_output *out)
     for (int k = 0; k < 5 && !c->w->err; k++) {
         const size_t end = (k + 1 < 5 ? at[k + 1] : total);
         for (size_t b = at[k] + len[k]; b < end; b++)
-            if (mem[b] != OBS_GUARD_BYTE) {
+            if (mem[b] != SEER_GUARD_BYTE) {
                 seer_worker_error_local(
                     c->w, SEER_E_ISOLATION,
                     "contract violation (isolation) in model '%s': observe for agent %u of "

@@ -24,7 +24,8 @@ FIXES: dict[str, str] = {
                       "global_state only read them",
     "output-row": "write only the agent's own output rows: obs[0..obs_dim-1], *reward, "
                   "*terminated, *truncated and info[0..info_dim-1] in observe, mask[0..mask_dim-1] "
-                  "in action_mask (check the loop bounds and the dims describe gives)",
+                  "in action_mask, out[0..state_dim-1] in global_state (check the loop bounds "
+                  "and the dims describe gives)",
     "snapshot": "write snapshot records only in publish, the entity's own record",
     "instance-data": "write the instance data only in the boundary hook",
     "config": "treat the configuration as read-only after describe",

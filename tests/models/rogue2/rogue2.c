@@ -29,7 +29,8 @@ enum rogue2_mode {
     R2_UNINIT_HANDLE = 9, /* handle adds an uninitialised local to its state    */
     R2_POINTER_STATE = 10, /* handle keeps a pointer (to a static of the model)
                               in its state                                       */
-    R2_MODES = 11
+    R2_STATE_PAST = 11, /* global_state writes out[2], past its 2-value row      */
+    R2_MODES = 12
 };
 
 typedef struct rogue2_config {
@@ -200,6 +201,8 @@ static void rogue2_global_state(seer_ctx *ctx, float *out)
     out[1] = 0.5f;
     if (c->mode == R2_STATE_OUT && seer_step_index(ctx) == c->at_step)
         out[0] = 2.0f;
+    if (c->mode == R2_STATE_PAST && seer_step_index(ctx) == c->at_step)
+        out[2] = 0.25f;
 }
 
 static int rogue2_agent_name(const void *config, uint32_t agent, char *buf, size_t len)
