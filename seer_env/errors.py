@@ -6,7 +6,7 @@ catch (``ValueError`` for bad values, ``RuntimeError`` for bad call order):
 
 ```python
 try:
-    env.step({"cell_0": 99})
+    env.step({a: 99 for a in env.agents})   # 99: no such choice
 except seer_env.InvalidActionError as exc:   # also a ValueError
     print(exc)
 ```

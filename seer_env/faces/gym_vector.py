@@ -13,7 +13,7 @@ from seer_env.envs import pcs_v0
 
 envs = RecordEpisodeStatistics(pcs_v0.agent_vector_env(4, width=8, height=8, threads=2))
 print(envs.num_envs)                  # 4 instances x 64 cells = 256 sub-envs
-obs, infos = envs.reset(seed=0)       # obs.shape == (256, 16)
+obs, infos = envs.reset(seed=0)       # obs.shape == (256, 14)
 for _ in range(10):
     actions = envs.action_space.sample()          # shape (256,)
     obs, rewards, terminations, truncations, infos = envs.step(actions)
