@@ -37,11 +37,14 @@ import dataclasses
 import math
 import os
 import statistics
+import sysconfig
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
+
+import numpy as np
 
 K = TypeVar("K")
 
@@ -130,6 +133,44 @@ class CpuSample:
     steal_ns: int | None = None
 
 
+#: where this package and the libraries it calls live (`raised_by_caller`):
+#: seer_env, NumPy, and Python's standard library less its site-packages
+_OWN_DIRS = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,
+             os.path.dirname(os.path.abspath(np.__file__)) + os.sep)
+_STDLIB_DIRS = tuple(sorted({os.path.abspath(sysconfig.get_paths()[k]) + os.sep
+                             for k in ("stdlib", "platstdlib")}))
+
+
+def raised_by_caller(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised by the caller's code that ran inside ours --
+    a signal handler, which Python runs between two bytecodes of any frame
+    (a timeout's alarm raising ``TimeoutError``, an ``OSError``) -- rather
+    than by this package or the libraries it calls: its innermost frame's
+    file is outside seer_env, NumPy and the standard library.  Such an
+    exception is the caller's to see, never taken for a file that could
+    not be read or for the controller's own failure.
+
+    ```python
+    try:
+        statistics.median([])
+    except statistics.StatisticsError as exc:
+        raised_by_caller(exc)   # False: raised in the standard library
+    ```
+    """
+    tb = exc.__traceback__
+    if tb is None:
+        return False
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    name = tb.tb_frame.f_code.co_filename
+    if name.startswith("<frozen"):
+        return False
+    f = os.path.abspath(name)
+    stdlib = f.startswith(_STDLIB_DIRS) and not any(
+        part in ("site-packages", "dist-packages") for part in f.split(os.sep))
+    return not (stdlib or f.startswith(_OWN_DIRS))
+
+
 def _machine_times_ns() -> tuple[int | None, int | None]:
     """The machine's busy CPU time so far (``/proc/stat``'s first line: user,
     nice, system, irq, softirq, steal; idle and iowait left out) and its
@@ -137,7 +178,9 @@ def _machine_times_ns() -> tuple[int | None, int | None]:
     try:
         with open(_STAT, "rb") as f:
             fields = f.readline().split()
-    except OSError:
+    except OSError as exc:
+        if raised_by_caller(exc):  # a signal handler's: the caller's
+            raise
         return None, None
     if len(fields) < 8 or fields[0] != b"cpu":
         return None, None
@@ -185,7 +228,9 @@ def process_cpu_ns(proc: str = "/proc", self_pid: int | None = None) -> dict[int
     me = os.getpid() if self_pid is None else self_pid
     try:
         names = os.listdir(proc)
-    except OSError:
+    except OSError as exc:
+        if raised_by_caller(exc):  # a signal handler's: the caller's
+            raise
         return None
     if len(names) > MAX_PROCS:  # a crowded host: the scan would cost tens of ms
         return None
@@ -200,7 +245,9 @@ def process_cpu_ns(proc: str = "/proc", self_pid: int | None = None) -> dict[int
             # utime and stime are the 14th and 15th fields
             fields = raw[raw.rindex(b")") + 2:].split()
             out[int(name)] = (int(fields[11]) + int(fields[12])) * tick
-        except (OSError, ValueError, IndexError):
+        except (OSError, ValueError, IndexError) as exc:
+            if raised_by_caller(exc):  # a signal handler's: the caller's
+                raise
             continue
     return out
 
@@ -232,7 +279,9 @@ def sched_delay_ns(tids: Sequence[int], task: str = "/proc/self/task") -> int | 
             if len(fields) < 2:
                 return None
             delay = int(fields[1])
-        except (OSError, ValueError):
+        except (OSError, ValueError) as exc:
+            if raised_by_caller(exc):  # a signal handler's: the caller's
+                raise
             return None
         if delay < 0:
             return None
@@ -277,7 +326,9 @@ def other_threads_cpu_ns(rt: _PoolThreads, task: str = "/proc/self/task",
     try:
         skip = {me, *rt.pool_tids()}
         names = os.listdir(task)
-    except (OSError, AttributeError):
+    except (OSError, AttributeError) as exc:
+        if raised_by_caller(exc):  # a signal handler's: the caller's
+            raise
         return None
     if len(names) > limit:
         return None
@@ -287,7 +338,9 @@ def other_threads_cpu_ns(rt: _PoolThreads, task: str = "/proc/self/task",
             continue
         try:
             ns = int(_read_proc(f"{task}/{name}/schedstat", 256).split()[0])
-        except (OSError, ValueError, IndexError):
+        except (OSError, ValueError, IndexError) as exc:
+            if raised_by_caller(exc):  # a signal handler's: the caller's
+                raise
             continue
         if ns >= 0:
             out[int(name)] = ns
@@ -487,7 +540,9 @@ def openmp_spins_by_default(maps: str | None = None,
         try:
             with open("/proc/self/maps") as f:
                 maps = f.read()
-        except OSError:
+        except OSError as exc:
+            if raised_by_caller(exc):  # a signal handler's: the caller's
+                raise
             return False
     return "/libgomp" in maps
 
@@ -652,5 +707,5 @@ __all__ = ["ALONE_MOST", "BETWEEN_MIN_NS", "BETWEEN_SLOWER", "CpuSample", "MAX_P
            "THREADS_BUSY", "WAITED_MOST",
            "between_medians", "company_words", "cpu_sample", "fair_cores", "iterations",
            "other_threads_busy_cores", "other_threads_cpu_ns", "others_busy_cores",
-           "others_loads", "passing_company", "pool_wait_ns", "process_cpu_ns",
+           "others_loads", "passing_company", "pool_wait_ns", "process_cpu_ns", "raised_by_caller",
            "sched_delay_ns", "steal_cores", "with_processes", "with_threads"]

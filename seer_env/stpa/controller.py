@@ -35,6 +35,7 @@ from .company import (
     other_threads_cpu_ns,
     pool_wait_ns,
     process_cpu_ns,
+    raised_by_caller,
     with_processes,
 )
 from .cost import (
@@ -431,7 +432,10 @@ class Stpa(_Running):
         The controller's own failure (an exception of its bookkeeping, or of
         a switch or trace it asked for) never costs the step: it is logged,
         the controller stops (``state`` "failed", the runtime stays where it
-        is, the reason says why) and the step runs, once.
+        is, the reason says why) and the step runs, once.  An exception the
+        caller's code raised meanwhile (a signal handler: a timeout's
+        ``TimeoutError``) is the caller's: it propagates, as an interrupt
+        does (`seer_env.stpa.company.raised_by_caller`).
         """
         if self.state == "failed":
             self._native_step(mask_ptr)
@@ -451,7 +455,9 @@ class Stpa(_Running):
         try:
             self._step(mask_ptr)
         except Exception as exc:
-            if self._native_failed:  # the step itself failed: the caller's to see
+            # the step itself failed, or the caller's code (a signal handler)
+            # raised during our bookkeeping: the caller's to see
+            if self._native_failed or raised_by_caller(exc):
                 raise
             self._fail(exc)
             if not self._ran:
