@@ -40,11 +40,14 @@ with ``active`` False, while the reward and flags of that step are its last
 transition's, real (``infos["final_info"]["active"]`` is True, its final
 observation in ``infos["final_obs"]``): count them with the sample of the
 observation it acted on, not by that step's ``active``.
+With ``NEXT_STEP`` (the default) and ``DISABLED``,
 ``RecordEpisodeStatistics`` reports exact returns and lengths for every
 episode that does not follow such an idle stretch; after one, the idle steps
 count into the next episode's length (their rewards are 0, so returns stay
 exact).  Where all agents of an instance finish together (PCS, PHOLD), no
-sub-env ever idles.
+sub-env ever idles.  With ``SAME_STEP`` Gymnasium's wrapper (1.2) counts as
+if ``NEXT_STEP`` were in force, for its own ``SyncVectorEnv`` too: every
+episode after the first is one step short and misses its first reward.
 
 **Infos** are a dict of ``(num_envs,)`` arrays with Gymnasium's ``_key`` masks:
 ``alive`` (the agent acts in the next step), ``active`` (this step's row is
