@@ -218,6 +218,63 @@ def test_fork_child_can_use_close_recreate_and_exit(make: str) -> None:
     assert r.returncode == 0, r.stdout + r.stderr[-3000:]
 
 
+def test_a_fork_during_an_executor_switch_leaves_a_usable_child() -> None:
+    """Another thread forks while this one is in STPA's third step of a run
+    (the switch from the serial executor to a new pool of two threads, then
+    a traced step): the child, whose step is refused, resets and steps.  The
+    switch rewrites the pool and the event lists; a child that found them
+    half rewritten crashed on its reset (14 of 30 such forks: SIGSEGV or
+    SIGABRT); fork() now waits for that work to end
+    (``seer_fork_hold_host``)."""
+    code = """
+    import os, random, signal, threading, time
+    os.environ["SEER_STPA_CACHE"] = "0"
+    import numpy as np
+    from seer_env.envs import pcs_v0
+    from seer_env.errors import SeerError
+    random.seed(1)
+    def acts(env, t):
+        rng = np.random.default_rng(t)
+        return dict(zip(env.agents, rng.integers(5, size=len(env.agents)).tolist()))
+    codes = []
+    for trial in range(16):
+        env = pcs_v0.parallel_env(width=56, height=56)   # threads="auto"
+        env.reset(seed=0)
+        env.step(acts(env, 0))
+        env.step(acts(env, 1))                           # STPA's serial steps
+        child = []
+        def forker():
+            time.sleep(random.uniform(0, 0.012))         # into the next step
+            pid = os.fork()
+            if pid == 0:
+                signal.alarm(30)
+                try:
+                    try:
+                        env.step(acts(env, 2))           # the parent's call was cut
+                    except SeerError:
+                        pass
+                    env.reset(seed=7)
+                    for t in range(5):
+                        env.step(acts(env, t))
+                    os._exit(0)
+                except BaseException as exc:
+                    os.write(2, repr(exc).encode())
+                    os._exit(3)
+            child.append(pid)
+        t = threading.Thread(target=forker)
+        t.start()
+        env.step(acts(env, 2))                           # STPA: to parallel-2, traced
+        t.join()
+        _, status = os.waitpid(child[0], 0)
+        codes.append(os.waitstatus_to_exitcode(status))
+        env.close()
+    print(codes)
+    assert codes == [0] * 16, codes
+    """
+    r = run_python(code, timeout=240)
+    assert r.returncode == 0, r.stdout + r.stderr[-3000:]
+
+
 # ---- 6. Ctrl-C during a long step ------------------------------------------------
 
 

@@ -9,6 +9,15 @@
  * next call re-creates its locks and worker pool there (seer_pool_after_fork
  * in pool.c), so the child can use it, close it or exit.
  *
+ * The thread that forked is the child's only one: lists, arrays and pools
+ * another thread was rewriting at the fork are half rewritten there, and a
+ * child that walked them crashed (STPA switching executors while a thread
+ * forked: 11 of 30 children).  That host-side bookkeeping runs "held"
+ * (seer_fork_hold_host): the prepare handler waits until no hold runs (at
+ * most SEER_FORK_WAIT_NS), and a hold taken while a fork is under way waits
+ * for it.  The model's hooks never run held; a fork during them finds the
+ * call in_call (seer_pool_after_fork drops what it was doing).
+ *
  * Ctrl-C.  While a step runs in C the Python interpreter cannot act on
  * SIGINT.  The runtime chains a handler in front of the one installed (the
  * interpreter's): it counts the signal, then calls the previous handler as
@@ -40,6 +49,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base.h"
@@ -52,13 +62,75 @@
 static _Atomic unsigned g_fork_gen;
 static pthread_once_t g_fork_once = PTHREAD_ONCE_INIT;
 
-static void fork_child(void)
+/* Holds running (all runtimes of this copy of the runtime), and whether a
+ * fork's prepare handler is waiting or forking. */
+static _Atomic unsigned g_holds;
+static _Atomic int g_forking;
+/* The longest a fork waits for the holds: past it, it forks anyway (a hold
+ * that never ends must not hang the process). */
+#define SEER_FORK_WAIT_NS 5000000000ull
+
+static void nap_us(long us)
 {
-    /* relaxed: see g_fork_gen */
-    atomic_fetch_add_explicit(&g_fork_gen, 1, memory_order_relaxed);
+    struct timespec ts = {0, us * 1000L};
+    (void)nanosleep(&ts, NULL);
 }
 
-static void fork_register(void) { (void)pthread_atfork(NULL, NULL, fork_child); }
+void seer_fork_hold_host(void)
+{
+    for (;;) {
+        /* seq_cst, as fork_prepare's store and load: a store then a load on
+         * each side, so either this hold sees g_forking or the prepare
+         * handler sees the hold (neither misses both). */
+        atomic_fetch_add_explicit(&g_holds, 1, memory_order_seq_cst);
+        if (!atomic_load_explicit(&g_forking, memory_order_seq_cst))
+            return;
+        atomic_fetch_sub_explicit(&g_holds, 1, memory_order_seq_cst);
+        /* relaxed: only a wait; the loop's seq_cst pair decides */
+        while (atomic_load_explicit(&g_forking, memory_order_relaxed))
+            nap_us(50);
+    }
+}
+
+void seer_fork_release_host(void)
+{
+    /* release: the held work's writes are done before the prepare handler's
+     * load sees the count fall (and fork copies them). */
+    atomic_fetch_sub_explicit(&g_holds, 1, memory_order_release);
+}
+
+static void fork_prepare(void)
+{
+    /* seq_cst: see seer_fork_hold_host */
+    atomic_store_explicit(&g_forking, 1, memory_order_seq_cst);
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (atomic_load_explicit(&g_holds, memory_order_seq_cst)) {
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if ((uint64_t)(t.tv_sec - t0.tv_sec) * 1000000000ull + (uint64_t)t.tv_nsec -
+                (uint64_t)t0.tv_nsec > SEER_FORK_WAIT_NS)
+            break;
+        nap_us(20);
+    }
+}
+
+static void fork_parent(void)
+{
+    /* release: pairs with nothing in particular; the holds waiting re-check
+     * with their seq_cst pair */
+    atomic_store_explicit(&g_forking, 0, memory_order_release);
+}
+
+static void fork_child(void)
+{
+    /* relaxed: see g_fork_gen; the holds of the parent's other threads do
+     * not exist here */
+    atomic_fetch_add_explicit(&g_fork_gen, 1, memory_order_relaxed);
+    atomic_store_explicit(&g_holds, 0, memory_order_relaxed);
+    atomic_store_explicit(&g_forking, 0, memory_order_relaxed);
+}
+
+static void fork_register(void) { (void)pthread_atfork(fork_prepare, fork_parent, fork_child); }
 
 unsigned seer_fork_generation(void)
 {

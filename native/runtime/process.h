@@ -13,6 +13,15 @@
 /* Bumped in every child of fork(): a runtime created before the fork sees a
  * new value in the child.  Any thread. */
 unsigned seer_fork_generation(void);
+/* Around a runtime's host-side bookkeeping (switching executors, resizing
+ * the pool, ordering or freeing event lists, restoring, a call's
+ * preparation): fork()'s prepare handler waits until no such work runs, so
+ * that a child never finds lists half rewritten by a thread it does not
+ * have.  Host thread; never around a model's hooks (a Python model's hook
+ * may need the interpreter's lock, which a forking thread holds).  Holds
+ * nest. */
+void seer_fork_hold_host(void);
+void seer_fork_release_host(void);
 /* Put the runtime's SIGINT counter in front of the handler installed now. */
 void seer_sigint_watch(void);
 /* SIGINTs since the process started.  Any thread. */

@@ -177,7 +177,38 @@ static void fail_selected(seer_runtime *rt)
     release_failed(rt);
 }
 
+static int reset_now(seer_runtime *rt, const uint64_t *seeds, const uint8_t *mask);
+
+/* reset and step run held (seer_fork_hold_host) but for the model's hooks:
+ * a fork then finds the call in_call, or none of its bookkeeping half done.
+ * Whether the calling thread holds for the call it is in (calls of a
+ * runtime do not nest): a step that succeeded takes the hold back only for
+ * what follows a failure. */
+static _Thread_local int t_held;
+
+static void hold_call_host(void)
+{
+    seer_fork_hold_host();
+    t_held = 1;
+}
+
+static void release_call_host(void)
+{
+    if (t_held) {
+        t_held = 0;
+        seer_fork_release_host();
+    }
+}
+
 int seer_runtime_reset(seer_runtime *rt, const uint64_t *seeds, const uint8_t *mask)
+{
+    hold_call_host();
+    const int rc = reset_now(rt, seeds, mask);
+    release_call_host();
+    return rc;
+}
+
+static int reset_now(seer_runtime *rt, const uint64_t *seeds, const uint8_t *mask)
 {
     if (!seeds) {
         seer_fail(rt, "seeds must not be NULL");
@@ -202,8 +233,10 @@ int seer_runtime_reset(seer_runtime *rt, const uint64_t *seeds, const uint8_t *m
         memset(rt->buf.alive + i * A, 1, A);
     }
     rt->in_call = 1;
+    release_call_host(); /* the hooks run */
     rc = rt->executor == SEER_EXECUTOR_SERIAL ? seer_serial_run(rt, JOB_RESET)
                                               : seer_parallel_run(rt, JOB_RESET);
+    hold_call_host(); /* the tidying below, or a failure's */
     rt->in_call = 0;
     if (rc)
         fail_selected(rt);
@@ -482,7 +515,9 @@ static int stretch_step_serially(seer_runtime *rt)
 int seer_runtime_step(seer_runtime *rt, const uint8_t *mask)
 {
     const uint64_t t0 = seer_clock_ns();
+    hold_call_host();
     const int rc = step_now(rt, mask);
+    release_call_host();
     if (rc == SEER_OK)
         seer_pool_note_step_host(rt, t0, seer_clock_ns());
     return rc;
@@ -521,6 +556,7 @@ static int step_now(seer_runtime *rt, const uint8_t *mask)
         seer_pool_alone_before_step_host(rt); /* a stretch's first step (company.c) */
     rt->stats.steps++;
     rt->in_call = 1;
+    release_call_host(); /* the hooks run */
     if (rt->pool.alone.serial) {
         rc = stretch_step_serially(rt);
     } else if (rt->executor == SEER_EXECUTOR_SERIAL) {
@@ -552,6 +588,8 @@ static int step_now(seer_runtime *rt, const uint8_t *mask)
         for (uint32_t k = par; k < all && rc == SEER_OK; k++)
             rc = seer_step_serially(rt, rt->call.sel[k], 1, 0);
     }
+    if (rc)
+        hold_call_host(); /* the failure's release of the event memory */
     rt->in_call = 0;
     if (rc)
         fail_selected(rt);

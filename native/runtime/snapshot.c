@@ -40,6 +40,7 @@
 #include "errors.h"
 #include "event.h"
 #include "events.h"
+#include "process.h"
 #include "runtime.h"
 #include "squeue.h"
 
@@ -785,12 +786,19 @@ int seer_runtime_restore(seer_runtime *rt, uint32_t instance, const void *data, 
     if (rc != SEER_OK)
         return rc;
     /* the pool (worker 0's free list) as a call finds it: re-created in a
-     * child of fork(), refused when broken */
+     * child of fork(), refused when broken; held (seer_fork_hold_host): it
+     * rewrites the instance's queues and the free lists, and runs no hook */
+    seer_fork_hold_host();
     rc = seer_call_begin(rt);
-    if (rc != SEER_OK)
+    if (rc != SEER_OK) {
+        seer_fork_release_host();
         return rc;
+    }
     struct collect rec;
     rc = reserve_restore(rt, &rt->inst[instance], &s, &rec);
+    if (rc == SEER_OK)
+        commit_restore(rt, instance, &s, &rec);
+    seer_fork_release_host();
     if (rc != SEER_OK) {
         seer_fail(rt, "restore of instance %u: %s for its %llu pending events; the instance "
                   "was not changed",
@@ -799,6 +807,5 @@ int seer_runtime_restore(seer_runtime *rt, uint32_t instance, const void *data, 
                   (unsigned long long)s.nev);
         return SEER_E_NOMEM;
     }
-    commit_restore(rt, instance, &s, &rec);
     return SEER_OK;
 }

@@ -22,6 +22,7 @@
 #include "events.h"
 #include "partition.h"
 #include "pool.h"
+#include "process.h"
 #include "runtime.h"
 #include "sync.h"
 
@@ -56,7 +57,19 @@ static int resize_pool(seer_runtime *rt, uint32_t threads)
     return seer_pool_remake(rt, threads, threads, threads);
 }
 
+static int set_threads_held(seer_runtime *rt, uint32_t threads);
+
+/* set_threads, set_executor and tidy_records run held (seer_fork_hold_host):
+ * they rewrite the pool and the event lists, and no hook runs in them. */
 int seer_runtime_set_threads(seer_runtime *rt, uint32_t threads)
+{
+    seer_fork_hold_host();
+    const int rc = set_threads_held(rt, threads);
+    seer_fork_release_host();
+    return rc;
+}
+
+static int set_threads_held(seer_runtime *rt, uint32_t threads)
 {
     if (threads == 0 || threads > 1024) {
         seer_fail(rt, "threads=%u must be in [1, 1024]", threads);
@@ -115,7 +128,17 @@ static int check_executor_args(seer_runtime *rt, int executor, uint32_t threads)
     return SEER_OK;
 }
 
+static int set_executor_held(seer_runtime *rt, int executor, uint32_t threads);
+
 int seer_runtime_set_executor(seer_runtime *rt, int executor, uint32_t threads)
+{
+    seer_fork_hold_host();
+    const int rc = set_executor_held(rt, executor, threads);
+    seer_fork_release_host();
+    return rc;
+}
+
+static int set_executor_held(seer_runtime *rt, int executor, uint32_t threads)
 {
     int rc = check_executor_args(rt, executor, threads);
     if (rc != SEER_OK)
@@ -161,14 +184,14 @@ int seer_runtime_set_executor(seer_runtime *rt, int executor, uint32_t threads)
 
 int seer_runtime_tidy_records(seer_runtime *rt)
 {
+    seer_fork_hold_host();
     int rc = seer_call_begin(rt);
-    if (rc != SEER_OK)
-        return rc;
-    if (rt->executor == SEER_EXECUTOR_SERIAL) {
+    if (rc == SEER_OK && rt->executor == SEER_EXECUTOR_SERIAL) {
         rt->mem.order_in = 0; /* done now, not SEER_ORDER_AFTER_STEPS steps on */
         seer_event_tidy_serial_host(rt, 0);
-    } else {
+    } else if (rc == SEER_OK) {
         seer_event_tidy_pool_host(rt);
     }
-    return SEER_OK;
+    seer_fork_release_host();
+    return rc;
 }
