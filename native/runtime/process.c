@@ -63,9 +63,17 @@ static _Atomic unsigned g_fork_gen;
 static pthread_once_t g_fork_once = PTHREAD_ONCE_INIT;
 
 /* Holds running (all runtimes of this copy of the runtime), and whether a
- * fork's prepare handler is waiting or forking. */
-static _Atomic unsigned g_holds;
-static _Atomic int g_forking;
+ * fork's prepare handler is waiting or forking: in memory of their own
+ * (fork_register), not this file's statics, which the checker's isolation
+ * pass watches while a hook runs (a hook that forks runs fork_prepare, whose
+ * write was blamed on the model as its static's).  Set once, by
+ * fork_register under g_fork_once; NULL where it could not be allocated (no
+ * holds then). */
+typedef struct fork_gate {
+    _Atomic unsigned holds;
+    _Atomic int forking;
+} fork_gate;
+static fork_gate *g_gate;
 /* The longest a fork waits for the holds: past it, it forks anyway (a hold
  * that never ends must not hang the process). */
 #define SEER_FORK_WAIT_NS 5000000000ull
@@ -76,18 +84,24 @@ static void nap_us(long us)
     (void)nanosleep(&ts, NULL);
 }
 
+static void fork_register(void);
+
 void seer_fork_hold_host(void)
 {
+    (void)pthread_once(&g_fork_once, fork_register);
+    fork_gate *g = g_gate;
+    if (!g)
+        return;
     for (;;) {
         /* seq_cst, as fork_prepare's store and load: a store then a load on
-         * each side, so either this hold sees g_forking or the prepare
+         * each side, so either this hold sees `forking` or the prepare
          * handler sees the hold (neither misses both). */
-        atomic_fetch_add_explicit(&g_holds, 1, memory_order_seq_cst);
-        if (!atomic_load_explicit(&g_forking, memory_order_seq_cst))
+        atomic_fetch_add_explicit(&g->holds, 1, memory_order_seq_cst);
+        if (!atomic_load_explicit(&g->forking, memory_order_seq_cst))
             return;
-        atomic_fetch_sub_explicit(&g_holds, 1, memory_order_seq_cst);
+        atomic_fetch_sub_explicit(&g->holds, 1, memory_order_seq_cst);
         /* relaxed: only a wait; the loop's seq_cst pair decides */
-        while (atomic_load_explicit(&g_forking, memory_order_relaxed))
+        while (atomic_load_explicit(&g->forking, memory_order_relaxed))
             nap_us(50);
     }
 }
@@ -96,16 +110,20 @@ void seer_fork_release_host(void)
 {
     /* release: the held work's writes are done before the prepare handler's
      * load sees the count fall (and fork copies them). */
-    atomic_fetch_sub_explicit(&g_holds, 1, memory_order_release);
+    if (g_gate)
+        atomic_fetch_sub_explicit(&g_gate->holds, 1, memory_order_release);
 }
 
 static void fork_prepare(void)
 {
+    fork_gate *g = g_gate;
+    if (!g)
+        return;
     /* seq_cst: see seer_fork_hold_host */
-    atomic_store_explicit(&g_forking, 1, memory_order_seq_cst);
+    atomic_store_explicit(&g->forking, 1, memory_order_seq_cst);
     struct timespec t0, t;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    while (atomic_load_explicit(&g_holds, memory_order_seq_cst)) {
+    while (atomic_load_explicit(&g->holds, memory_order_seq_cst)) {
         clock_gettime(CLOCK_MONOTONIC, &t);
         if ((uint64_t)(t.tv_sec - t0.tv_sec) * 1000000000ull + (uint64_t)t.tv_nsec -
                 (uint64_t)t0.tv_nsec > SEER_FORK_WAIT_NS)
@@ -118,7 +136,8 @@ static void fork_parent(void)
 {
     /* release: pairs with nothing in particular; the holds waiting re-check
      * with their seq_cst pair */
-    atomic_store_explicit(&g_forking, 0, memory_order_release);
+    if (g_gate)
+        atomic_store_explicit(&g_gate->forking, 0, memory_order_release);
 }
 
 static void fork_child(void)
@@ -126,11 +145,17 @@ static void fork_child(void)
     /* relaxed: see g_fork_gen; the holds of the parent's other threads do
      * not exist here */
     atomic_fetch_add_explicit(&g_fork_gen, 1, memory_order_relaxed);
-    atomic_store_explicit(&g_holds, 0, memory_order_relaxed);
-    atomic_store_explicit(&g_forking, 0, memory_order_relaxed);
+    if (g_gate) {
+        atomic_store_explicit(&g_gate->holds, 0, memory_order_relaxed);
+        atomic_store_explicit(&g_gate->forking, 0, memory_order_relaxed);
+    }
 }
 
-static void fork_register(void) { (void)pthread_atfork(fork_prepare, fork_parent, fork_child); }
+static void fork_register(void)
+{
+    g_gate = calloc(1, sizeof *g_gate); /* never freed: the handlers outlive every runtime */
+    (void)pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
 
 unsigned seer_fork_generation(void)
 {
