@@ -12,18 +12,12 @@ import contextlib
 import io
 import re
 import shlex
-from pathlib import Path
 
 import pytest
 
 from seer_env.cli import build_parser
+from tests.test_docs_examples import _FENCE, PAGES, ROOT  # the pages the docs tests read
 
-ROOT = Path(__file__).resolve().parents[1]
-PAGES = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md"),
-                *(ROOT / "docs" / "api").glob("*.md"), *(ROOT / "envs").glob("*/README.md")],
-               key=str)
-_FENCE = re.compile(r"^(?P<indent>[ ]*)```(?P<lang>[^\n`]*)\n(?P<body>.*?)^(?P=indent)```[ ]*$",
-                    re.S | re.M)
 _INLINE = re.compile(r"`(seer-env [^`]+)`")
 #: a placeholder or a synopsis: ENV, PATH, [--steps N], ..., <name>, a|b
 _PLACEHOLDER = re.compile(r"\[|\.\.\.|\b[A-Z]{2,}\b|<|\|")
