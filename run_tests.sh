@@ -19,20 +19,39 @@ fi
 # torch pinned first: the [train] extra's range then resolves to this CPU build
 .venv/bin/python -m pip install -q torch==2.13.0
 .venv/bin/python -m pip install -q -e '.[test,train,rllib,compat,docs,numba,torchrl]'
-echo "== ruff"
+# each phase's start time: where the run's minutes go
+phase() { echo "== $1 ($(date +%T))"; }
+phase "ruff"
 .venv/bin/ruff check .
-echo "== lint-imports (the Python layer's one-way import order, pyproject.toml)"
+phase "lint-imports (the Python layer's one-way import order, pyproject.toml)"
 .venv/bin/lint-imports
-echo "== mypy (the package's type annotations)"
+phase "mypy (the package's type annotations)"
 .venv/bin/mypy
-echo "== docs (mkdocs build --strict)"
+phase "docs (mkdocs build --strict)"
 # no -q: with it mkdocs counts no warning, and --strict passes them
 NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict -d "$(mktemp -d)"
-echo "== pytest"
-.venv/bin/python -m pytest -q "$@"
-echo "== BenchMARL's task and TorchRL 0.11 (a venv of their own: BenchMARL pins TorchRL < 0.12)"
+phase "pytest (pytest-xdist: SEER_TEST_WORKERS processes, default one a core up to 8)"
+workers=${SEER_TEST_WORKERS:-$(n=$(nproc); echo $((n < 8 ? n : 8)))}
+.venv/bin/python -m pytest -q -n "$workers" --dist worksteal "$@"
+# the C stress tests use little more than one core (their builds one): they
+# run beside BenchMARL's venv and the wheel's test (mostly installs), their
+# report printed once they are done
+san_log=$(mktemp)
+phase "C stress tests (plain, TSan, ASan+UBSan) and seer_env._fast under ASan+UBSan: started, beside the next two"
+# (a session of their own: stopped with this script, whichever way it ends,
+# builds and stress tests included)
+setsid bash tests/native/run_sanitizers.sh > "$san_log" 2>&1 &
+san_pid=$!
+trap 'kill -- -"$san_pid" 2>/dev/null || true' EXIT
+phase "BenchMARL's task and TorchRL 0.11 (a venv of their own: BenchMARL pins TorchRL < 0.12)"
 bash tests/in_benchmarl_venv/run.sh
-echo "== C stress tests (plain, TSan, ASan+UBSan) and seer_env._fast under ASan+UBSan"
-bash tests/native/run_sanitizers.sh
-echo "== the wheel, installed in a fresh venv"
+phase "the wheel, installed in a fresh venv"
 bash tests/wheel_smoke.sh .venv/bin/python
+phase "C stress tests: waiting for them"
+san_rc=0
+wait "$san_pid" || san_rc=$?
+trap - EXIT
+cat "$san_log"
+rm -f "$san_log"
+[ "$san_rc" -eq 0 ] || { echo "C stress tests failed (exit $san_rc)"; exit "$san_rc"; }
+phase "done"

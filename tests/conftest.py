@@ -4,13 +4,18 @@ remembered by one test must not skip another's preflight.  A test that leaves
 the process's signal handlers or the thread budget's cap changed fails (they
 are put back first): the tests that send SIGINT to a fresh interpreter
 inherit the handlers, and one test that left SIGINT ignored made every later
-Ctrl-C test fail."""
+Ctrl-C test fail.  The suite runs in several processes (pytest-xdist,
+``run_tests.sh``): a test that starts a Ray session takes `ray_turn` first,
+so that one Ray session at a time runs on the machine."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import signal
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -47,3 +52,34 @@ def _process_state_kept() -> Iterator[None]:
         budget.lease.forget()
     assert not changed, f"the test left the handlers of {changed} changed"
     assert not left_cap, "the test left set_thread_budget's cap changed"
+
+
+
+@contextlib.contextmanager
+def _one_ray_session() -> Iterator[None]:
+    """An exclusive lock on a file of the machine's temporary folder, held
+    while the caller's Ray session lives.  pytest-xdist's workers run the
+    suite's modules side by side, and two Ray clusters starting at once on a
+    2-core machine each wait for the other's processes."""
+    path = Path(tempfile.gettempdir()) / "seer-env-tests-ray.lock"
+    with open(path, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+@pytest.fixture(scope="module")
+def ray_turn() -> Iterator[None]:
+    """This process's turn for a Ray session (a local cluster of its own),
+    for a module's session fixture (`_one_ray_session`)."""
+    with _one_ray_session():
+        yield
+
+
+@pytest.fixture
+def ray_turn_test() -> Iterator[None]:
+    """`ray_turn` for one test (one that starts Ray in a child process)."""
+    with _one_ray_session():
+        yield

@@ -92,7 +92,8 @@ def _pages_with_blocks() -> list[Path]:
 
 
 @pytest.mark.parametrize("page", _pages_with_blocks(), ids=lambda p: str(p.relative_to(ROOT)))
-def test_every_python_block_of_the_page_runs(page: Path, tmp_path: Path) -> None:
+def test_every_python_block_of_the_page_runs(page: Path, tmp_path: Path,
+                                             request: pytest.FixtureRequest) -> None:
     setups, blocks = page_blocks(page)
     rel = page.relative_to(ROOT)
     run = []
@@ -108,6 +109,8 @@ def test_every_python_block_of_the_page_runs(page: Path, tmp_path: Path) -> None
         run.append({"where": where, "body": b["body"]})
     if not run:
         pytest.skip(f"{rel}: no block can run here (they need what is not installed)")
+    if any(_starts_ray(b["body"]) for b in run):
+        request.getfixturevalue("ray_turn_test")  # one Ray session at a time (conftest)
     env = _reader_env()
     for cmd in setups:
         subprocess.run(cmd, shell=True, cwd=tmp_path, env=env, check=True,
@@ -240,7 +243,13 @@ def _resolve(target: str) -> object | None:
 _LIBS = {"ray": "ray", "torchrl": "torchrl", "benchmarl": "benchmarl", "torch": "torch"}
 
 
-def test_the_api_pages_self_contained_examples_run(tmp_path: Path) -> None:
+def _starts_ray(body: str) -> bool:
+    """A block that starts a Ray session (``ray.init``)."""
+    return "ray.init(" in body
+
+
+def test_the_api_pages_self_contained_examples_run(tmp_path: Path,
+                                                   request: pytest.FixtureRequest) -> None:
     examples = api_examples()
     assert len(examples) >= 15, [n for n, _ in examples]
     run = []
@@ -249,6 +258,8 @@ def test_the_api_pages_self_contained_examples_run(tmp_path: Path) -> None:
         if any(importlib.util.find_spec(lib) is None for lib in libs):
             continue  # needs what this venv lacks (BenchMARL's: its own venv)
         run.append({"where": f"docstring of {name}", "body": body})
+    if any(_starts_ray(b["body"]) for b in run):
+        request.getfixturevalue("ray_turn_test")  # one Ray session at a time (conftest)
     env = _reader_env()
     # the model a reader made: "mymodel" and "path/to/mymodel" in the examples
     for where in ("mymodel", "path/to/mymodel"):

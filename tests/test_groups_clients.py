@@ -78,7 +78,7 @@ def test_rllib_env_checker_and_one_policy_per_group() -> None:
 
 
 @pytest.fixture(scope="module")
-def ray_session() -> Any:
+def ray_session(ray_turn: None) -> Any:
     ray.init(address="local", num_cpus=2, include_dashboard=False,
              object_store_memory=150 * 1024**2,
              log_to_driver=False)

@@ -31,7 +31,7 @@ def test_check_nodes_needs_a_cluster() -> None:
 
 
 @pytest.fixture(scope="module")
-def two_nodes() -> Iterator[Cluster]:
+def two_nodes(ray_turn: None) -> Iterator[Cluster]:
     if ray.is_initialized():
         ray.shutdown()
     cluster = Cluster(initialize_head=True, head_node_args={

@@ -200,7 +200,7 @@ def test_env_config_needs_env_name() -> None:
 
 
 @pytest.fixture(scope="module")
-def ray_session() -> Any:
+def ray_session(ray_turn: None) -> Any:
     ray.init(address="local", num_cpus=3, include_dashboard=False,
              object_store_memory=150 * 1024**2,
              log_to_driver=False)
