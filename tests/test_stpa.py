@@ -2549,6 +2549,57 @@ def test_an_entry_out_of_range_is_ignored_and_a_run_goes_on(tmp_path, bad, caplo
     rt.close()
 
 
+def test_writers_in_several_processes_lose_no_entry(tmp_path):
+    """Processes writing decisions to one cache at once (RLlib's env runners,
+    a process vector env's workers, each closing its envs) each read the
+    file, added their entry and replaced it: the last writer's read won, and
+    the others' entries were lost (8 processes of 10 entries each kept 13-52
+    of the 80).  They take turns: all 80 are kept, and the file is valid."""
+    import subprocess
+    import sys
+    import time
+
+    path = tmp_path / "stpa.json"
+    go = time.time() + 3.0  # all start writing at once, once every child is up
+    code = (
+        "import sys, time\n"
+        "from seer_env.stpa import DecisionCache\n"
+        "c = DecisionCache(sys.argv[1])\n"
+        "e = dict(executor='serial', threads=1, reason='x', medians_ns={},\n"
+        "         events_per_step=10.0, alive_agents=3)\n"
+        "time.sleep(max(0.0, float(sys.argv[3]) - time.time()))\n"
+        "for i in range(10):\n"
+        "    c.put(f'{sys.argv[2]}-{i}', e)\n")
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(path), str(p), str(go)])
+             for p in range(8)]
+    assert [p.wait(timeout=120) for p in procs] == [0] * 8
+    assert set(DecisionCache(path).entries()) == {f"{p}-{i}" for p in range(8)
+                                                  for i in range(10)}
+    assert not [f.name for f in tmp_path.iterdir() if f.name.startswith(".stpa-")]
+
+
+def test_a_cache_whose_lock_is_held_is_written_after_the_wait(tmp_path, monkeypatch):
+    """A writer that holds the lock past `DecisionCache.LOCK_WAIT_S` (stopped,
+    stuck) delays another's write by that wait, no more; a lock file that
+    cannot be made (a folder in its place) does not stop the write."""
+    import fcntl
+    import time
+
+    path = tmp_path / "stpa.json"
+    cache = DecisionCache(path)
+    monkeypatch.setattr(DecisionCache, "LOCK_WAIT_S", 0.2)
+    with open(tmp_path / "stpa.json.lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        t0 = time.monotonic()
+        cache.put("a", _entry())
+        assert 0.2 <= time.monotonic() - t0 < 5.0
+    assert set(cache.entries()) == {"a"}
+    (tmp_path / "stpa.json.lock").unlink()
+    (tmp_path / "stpa.json.lock").mkdir()
+    cache.put("b", _entry())
+    assert set(cache.entries()) == {"a", "b"}
+
+
 def test_a_decision_without_a_step_time_is_remembered_without_one(tmp_path):
     """A decision made without timing a step has no step time to remember
     (it was written as 0.0); a run started from such an entry steps through
