@@ -584,6 +584,37 @@ def test_dropping_the_env_with_steps_in_flight_ends_its_thread() -> None:
     assert r.returncode == 0 and "ok" in r.stdout, r.stdout + r.stderr[-3000:]
 
 
+def test_dropping_an_idle_env_ends_its_thread_at_once() -> None:
+    """An env dropped without close() after its sends were received: its idle
+    thread is woken and ends, with the runtime, at once (it looked every
+    0.25 s, and a loop that made and dropped envs held a thread and a
+    runtime for each meanwhile).  The idle look is set to a minute here: the
+    thread must end long before it."""
+    code = """
+    import gc, weakref
+    import numpy as np
+    from seer_env.envs import pcs_v0
+    from seer_env.faces import async_step
+    async_step._IDLE_S = 60.0
+    for _ in range(3):
+        venv = pcs_v0.vector_env(2, width=3, height=2, threads=1)
+        venv.reset(seed=0)
+        venv.send(np.zeros((2, 6), np.int64))
+        venv.recv()
+        thread = venv._stepper.thread
+        rt = weakref.ref(venv.runtime)
+        del venv
+        gc.collect()
+        thread.join(20)
+        assert not thread.is_alive(), "the idle thread waited for its look"
+        gc.collect()
+        assert rt() is None
+    print("ok")
+    """
+    r = run_python(code, timeout=120)
+    assert r.returncode == 0 and "ok" in r.stdout, r.stdout + r.stderr[-3000:]
+
+
 def test_close_from_another_thread_while_recv_waits() -> None:
     venv = phold_v0.vector_env(2, num_entities=64, events_per_entity=4, work=100000, mean=1.0,
                                lookahead=1.0, step_duration=2.0, threads=1, max_cycles=0)

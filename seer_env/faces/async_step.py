@@ -86,7 +86,8 @@ class Stepper:
         self.rt = rt
         self.same_step = same_step
         self._env = weakref.ref(env)
-        self.cond = threading.Condition(threading.Lock())
+        self.lock = threading.Lock()
+        self.cond = threading.Condition(self.lock)
         self.jobs: list[Job] = []  # sent, not started
         self.running: list[Job] = []  # in the native call now
         self.ready: collections.deque[int] = collections.deque()  # finished, not received
@@ -142,9 +143,20 @@ class Stepper:
 
     def abandon(self) -> None:
         """The env was collected: end the thread after the call that runs (the
-        queued sends are dropped).  Takes no lock: the collector may run on
-        any thread, this one included, at any point."""
+        queued sends are dropped).  Waits for no lock: the collector may run
+        on any thread, this one included, at any point.  An idle thread is
+        woken at once where the lock is free (where it is held, by whichever
+        thread, the thread sees `stopping` when it next looks, within
+        ``_IDLE_S``: an env dropped without close() kept its thread and its
+        runtime that long, and a loop that made and dropped many held as many
+        threads)."""
         self.stopping = True
+        lock = self.lock
+        if lock.acquire(blocking=False):
+            try:
+                self.cond.notify_all()
+            finally:
+                lock.release()
 
     def stop(self, join: bool = True, timeout: float | None = None) -> None:
         """Drop the queued sends, let the running call end, end the thread."""
@@ -162,7 +174,8 @@ class Stepper:
         # The thread and whatever it was doing do not exist here; the lock may
         # be held by it.  Work in flight is lost: the env must be reset.
         lost = bool(self.jobs or self.running)
-        self.cond = threading.Condition(threading.Lock())
+        self.lock = threading.Lock()
+        self.cond = threading.Condition(self.lock)
         self.thread = None
         self.jobs = []
         self.running = []
