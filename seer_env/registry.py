@@ -250,8 +250,8 @@ class Runtime(_runtime.Runtime):
 
 
 def memory_estimate(model: NativeModel | str, config: Mapping[str, Any] | None = None,
-                    num_instances: int = 1, executor: str = "serial", check: int = 0
-                    ) -> dict[str, int]:
+                    num_instances: int = 1, executor: str = "serial", check: int = 0,
+                    threads: int | str = 1) -> dict[str, int]:
     """`seer_env._bind.runtime.memory_estimate` of a native model or of a
     registered model's name:
 
@@ -262,7 +262,7 @@ def memory_estimate(model: NativeModel | str, config: Mapping[str, Any] | None =
     """
     if isinstance(model, str):
         model = native_model(model)
-    return _runtime.memory_estimate(model, config, num_instances, executor, check)
+    return _runtime.memory_estimate(model, config, num_instances, executor, check, threads)
 
 
 def available() -> list[str]:

@@ -356,6 +356,43 @@ def test_a_config_over_the_machine_is_refused_before_its_buffers_exist() -> None
         aircraft_v0.vector_env(1 << 20, **BIG_AIRCRAFT)
 
 
+@pytest.mark.parametrize("env_name", ["phold_v0", "aircraft_v0", "hunt_v0", "pcs_v0"])
+def test_a_memory_limit_under_the_first_block_of_events_is_refused_when_made(
+        env_name: str) -> None:
+    """Event records come in blocks (256 KiB at least): a memory_limit that
+    passed the estimate but left no room for the first block let the env be
+    made and failed its every reset ("0 events ... in use", the limit in
+    GiB: "0.00 GiB").  The estimate counts that block: such a limit is a
+    ConfigError naming the pending events when the env is made, and at the
+    estimate's total the env resets and steps on every executor (a block a
+    thread: a pool's first calls failed now and then at one block, a worker's
+    stock of records out of the other's reach)."""
+    import importlib
+
+    from seer_env.registry import memory_estimate
+
+    mod = importlib.import_module(f"seer_env.envs.{env_name}")
+    parts = memory_estimate(env_name, {}, 1)
+    assert parts["pending events"] >= 256 << 10
+    with pytest.raises(errors.ConfigError, match=r"the biggest part is the pending events: "
+                       r".*at least a block of event records") as info:
+        mod.parallel_env(memory_limit=65536)
+    assert "(65536 bytes) allowed (memory_limit)" in str(info.value)
+    for ex, th in (("serial", 1), ("parallel", 2), ("optimistic", 2)):
+        try:
+            # a block a thread: a pool's workers each stock records of their own
+            total = sum(memory_estimate(env_name, {}, 1, ex, threads=th).values())
+            assert total >= sum(parts.values()) + (th - 1) * (256 << 10)
+            env = mod.parallel_env(memory_limit=total, executor=ex, threads=th)
+        except errors.ConfigError as exc:  # a model of lookahead 0: no parallel executor
+            assert "lookahead 0" in str(exc) and ex == "parallel"
+            continue
+        env.reset(seed=0)
+        for _ in range(3):
+            env.step({a: env.action_space(a).sample() for a in env.agents})
+        env.close()
+
+
 @pytest.mark.parametrize("discrete", [False, True])
 def test_memory_limit_counts_every_host_buffer(discrete: bool) -> None:
     """The host buffers' bytes come from the sizes the model reports; their

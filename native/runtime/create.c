@@ -71,13 +71,28 @@ static uint64_t mem_bytes(double x)
     return x >= 1.8e19 ? UINT64_MAX : (uint64_t)ceil(x);
 }
 
+/* The bytes of an event record of a model whose payloads take
+ * `payload_size` bytes (set_strides; events.c's blocks hold them): records
+ * of at most a line never straddle two (blocks are line-aligned). */
+static size_t event_stride_for(uint32_t payload_size)
+{
+    size_t stride = seer_round_up(sizeof(seer_event) + payload_size, 16);
+    if (stride < SEER_CACHE_LINE && SEER_CACHE_LINE % stride)
+        stride = SEER_CACHE_LINE;
+    return stride;
+}
+
 /* Bytes a runtime of these sizes takes, by part (in doubles first: absurd
  * sizes must not wrap around); returns the total (saturated).  The events
  * are a guess: the model's pending_events, with their queue entries and a
- * quarter more for the free lists' slack; the rest is exact but for
- * alignment. */
+ * quarter more for the free lists' slack, and at least a block of records
+ * for each of the `threads` workers' own (events.c: 256 KiB or more each; a
+ * memory_limit under one let the runtime be made and failed its every
+ * reset, "0 events in use", and under one a worker, a pool's first calls
+ * failed now and then, a worker's stock of records out of the others'
+ * reach); the rest is exact but for alignment. */
 static uint64_t memory_estimate(const seer_sizes *sz, uint32_t B, uint32_t check,
-                                uint64_t part[MEM_PARTS])
+                                uint32_t threads, uint64_t part[MEM_PARTS])
 {
     const double page = (check & SEER_CHECK_ISOLATE) ? (double)seer_page_size() : 16.0;
     const double ent = (double)seer_round_up(sz->entity_size ? sz->entity_size : 1,
@@ -87,7 +102,11 @@ static uint64_t memory_estimate(const seer_sizes *sz, uint32_t B, uint32_t check
                        (double)sizeof(seer_entity_rec) + 8.0;
     const double ev = (double)seer_round_up(sizeof(seer_event) + sz->payload_size, 16) + 16.0;
     part[MEM_STATES] = mem_bytes((double)B * sz->num_entities * ent);
+    const uint64_t block = (uint64_t)1 << seer_event_block_shift(event_stride_for(
+                                                 sz->payload_size));
     part[MEM_EVENTS] = mem_bytes((double)B * 1.25 * (double)sz->pending_events * ev);
+    if (part[MEM_EVENTS] < block * (threads ? threads : 1))
+        part[MEM_EVENTS] = block * (threads ? threads : 1);
     part[MEM_INSTANCE] = mem_bytes((double)B * sz->instance_size);
     part[MEM_GLOBAL_STATE] = mem_bytes((double)B * sz->state_dim * sizeof(float));
     for (int b = 0; b < SEER_BUF_COUNT; b++) {
@@ -125,8 +144,8 @@ static void part_detail(const seer_sizes *sz, uint32_t B, int k, char *buf, size
                  "records", B, sz->num_entities, sz->entity_size);
         return;
     case MEM_EVENTS:
-        snprintf(buf, len, "%u instance(s) x %llu pending events", B,
-                 (unsigned long long)sz->pending_events);
+        snprintf(buf, len, "%u instance(s) x %llu pending events, at least a block of "
+                 "event records a thread", B, (unsigned long long)sz->pending_events);
         return;
     case MEM_INSTANCE:
         snprintf(buf, len, "%u instance(s) x %u bytes", B, sz->instance_size);
@@ -204,7 +223,7 @@ static int check_fits(const seer_model *model, const seer_runtime_options *o,
                              model->name);
     /* every byte counts, the host buffers included, before any is allocated */
     const uint64_t limit = o->memory_limit ? o->memory_limit : seer_physical_memory();
-    const uint64_t need = memory_estimate(sz, o->num_instances, o->check, part);
+    const uint64_t need = memory_estimate(sz, o->num_instances, o->check, o->threads, part);
     if (need > limit) {
         int big = 0;
         for (int k = 1; k < MEM_PARTS; k++)
@@ -367,10 +386,7 @@ static void set_strides(seer_runtime *rt)
 {
     const seer_sizes *sz = &rt->sz;
     const size_t align = region_align(rt);
-    /* Records of at most a line never straddle two (chunks are line-aligned). */
-    rt->event_stride = seer_round_up(sizeof(seer_event) + sz->payload_size, 16);
-    if (rt->event_stride < SEER_CACHE_LINE && SEER_CACHE_LINE % rt->event_stride)
-        rt->event_stride = SEER_CACHE_LINE;
+    rt->event_stride = event_stride_for(sz->payload_size);
     rt->mem.block_shift = seer_event_block_shift(rt->event_stride);
     rt->entity_stride = seer_round_up(sz->entity_size ? sz->entity_size : 1, align);
     rt->snapshot_stride = seer_round_up(sz->snapshot_size ? sz->snapshot_size : 1, align);

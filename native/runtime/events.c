@@ -313,10 +313,12 @@ int seer_event_refill_local(seer_worker *w, seer_event_pool *p)
     if (rc == SEER_E_BUDGET)
         seer_worker_error_local(w, SEER_E_NOMEM,
                                 "the pending events need more than the runtime's memory "
-                                "limit (%.2f GiB, memory_limit): %llu events of %zu bytes "
-                                "are in use; lower the event rate or raise memory_limit",
-                                (double)rt->memory_limit / 1073741824.0,
-                                (unsigned long long)rt->mem.pool_events, rt->event_stride);
+                                "limit (%llu bytes, memory_limit): %llu event records of "
+                                "%zu bytes are in use, and a block of %llu bytes more would "
+                                "pass it; lower the event rate or raise memory_limit",
+                                (unsigned long long)rt->memory_limit,
+                                (unsigned long long)rt->mem.pool_events, rt->event_stride,
+                                (unsigned long long)1 << rt->mem.block_shift);
     return rc;
 }
 

@@ -141,11 +141,12 @@ def _estimate(model: NativeModel, cfg: Any, opts: Any) -> dict[str, int]:
 
 
 def memory_estimate(model: NativeModel, config: Mapping[str, Any] | None = None,
-                    num_instances: int = 1, executor: str = "serial", check: int = 0
-                    ) -> dict[str, int]:
+                    num_instances: int = 1, executor: str = "serial", check: int = 0,
+                    threads: int | str = 1) -> dict[str, int]:
     """The bytes a [`Runtime`][seer_env.registry.Runtime] of this configuration would take, by part:
     ``"entity states"``, ``"pending events"`` (an estimate from the model's
-    ``pending_events``), ``"instance data"``, ``"global-state outputs"`` and
+    ``pending_events``, and at least a block of event records, 256 KiB or
+    more, for each of the pool's ``threads``), ``"instance data"``, ``"global-state outputs"`` and
     each host buffer (``"observation buffer"``, ``"action buffer"``, ...).
     Their sum is what ``memory_limit`` (or the machine's memory) is checked
     against, before anything is allocated.  Nothing is allocated here:
@@ -161,7 +162,7 @@ def memory_estimate(model: NativeModel, config: Mapping[str, Any] | None = None,
     opts = ffi.new("seer_runtime_options *")
     opts.num_instances = _positive_int("num_instances", num_instances, 1, 1 << 20)
     opts.executor = _executor_code(lib, executor)
-    opts.threads = 1
+    opts.threads = resolve_threads(threads, executor)
     opts.check = check
     opts.memory_limit = 2**62  # report, do not refuse
     return _estimate(model, model.config_struct(config or {}), opts)
