@@ -23,6 +23,7 @@ from seer_env.errors import (  # noqa: E402
     ContractViolation,
     MissingExtraError,
     ModelError,
+    StateError,
 )
 from seer_env.registry import Runtime  # noqa: E402
 from tests.models import load as load_test_model  # noqa: E402
@@ -269,6 +270,44 @@ def test_forbidden_handler_code_is_refused_with_handler_and_line(
     assert what in msg
     with pytest.raises(BuildError):  # refused again: nothing unchecked was cached
         model.build()
+
+
+@pytest.mark.parametrize("hook", ["observe", "global_state"])
+def test_a_compiled_output_hook_writing_past_its_row_is_a_model_error(
+        tmp_path: Path, hook: str) -> None:
+    """An observe writing past its agent's row, a global_state past
+    state_dim: compiled, they wrote past the runtime's buffers (the process
+    aborted, "free(): invalid pointer", or other agents' rows changed
+    silently); the output hooks run bounds checked, so the step (or
+    state()) raises ModelError naming the hook."""
+    folder = tmp_path / f"past_{hook}"
+    folder.mkdir()
+    text = _TEMPLATE.format(body="", state='np.dtype([("x", np.float64)])',
+                            sizes=", state_dim=2")
+    if hook == "observe":
+        text = text.replace("out.obs[0] = seer.entity_state(ctx, agent).x",
+                            "out.obs[0] = seer.entity_state(ctx, agent).x\n"
+                            "    for k in range(1, 64):\n"
+                            "        out.obs[k] = 7.0")
+    text += ("\n\n@MODEL.global_state\ndef global_state(ctx, out):\n"
+             "    for k in range(2 + (62 if seer.step_index(ctx) > 0 else 0)):\n"
+             "        out[k] = 7.0\n")
+    (folder / "__init__.py").write_text(text)
+    model = seer_env.sdk.load(folder)
+    env = model.parallel_env(n=3, threads=1)
+    with pytest.raises(ModelError, match=f"{hook} raised an exception"):
+        env.reset(seed=0)
+        env.state()
+        env.step({a: 0 for a in env.agents})
+        env.state()
+    if hook == "observe":  # the step failed: the env needs a reset
+        with pytest.raises(StateError, match="reset"):
+            env.step({a: 0 for a in env.possible_agents})
+    else:  # state() failed, the env as it was: it steps, and state() fails again
+        env.step({a: 0 for a in env.agents})
+        with pytest.raises(ModelError, match="global_state raised an exception"):
+            env.state()
+    env.close()
 
 
 def test_uncompilable_handler_fails_with_numbas_message_and_the_handler(tmp_path: Path) -> None:

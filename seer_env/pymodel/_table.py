@@ -25,6 +25,7 @@ import hashlib
 import importlib.util
 import inspect
 import math
+import os
 import platform
 import re
 import shutil
@@ -221,6 +222,8 @@ def content_key(model: PythonModel) -> str:
 
     h = hashlib.sha256()
     h.update(f"{SEER_VERSION} {numba.__version__} {sys.version} {platform.machine()}".encode())
+    # Numba's switch that overrides the handlers' bounds checks (`_Building`)
+    h.update(f"boundscheck={os.environ.get('NUMBA_BOUNDSCHECK', '')}".encode())
     here = Path(__file__).resolve().parent
     for p in sorted(here.glob("*.py")):
         h.update(p.read_bytes())
@@ -241,6 +244,13 @@ def content_key(model: PythonModel) -> str:
 # -- compiling ----------------------------------------------------------------------------
 
 
+#: The hooks compiled with bounds checks: those that write the runtime's
+#: output rows (observations and infos, global state, action masks, published
+#: values).  The others (init, act, handle, boundary) run unchecked: they
+#: write the model's own records, whose breaches `seer-env check` finds.
+BOUNDS_CHECKED = ("observe", "global_state", "action_mask", "publish")
+
+
 class _Building:
     """What a generated handlers.py reads while it is imported."""
 
@@ -253,8 +263,16 @@ class _Building:
         self.ctx_type = CtxType(s, key)
         self.as_ctx = ctx_caster(self.ctx_type)
         self.dtypes = (s.state, s.payload, s.snapshot, s.instance, s.action_dtype)
-        self.user = {h: numba.njit(model.functions[h]) for h in HANDLERS
-                     if h in model.functions}
+        # the hooks that write the runtime's output rows run bounds checked
+        # (`BOUNDS_CHECKED`): an index past a row is an IndexError (a
+        # ModelError naming the hook, as where the handlers run interpreted),
+        # not a write past the runtime's buffers (an observe or global_state
+        # writing past its row crashed the process, "free(): invalid
+        # pointer", or silently overwrote other agents' rows).  Numba's
+        # NUMBA_BOUNDSCHECK=0 or 1 overrides it for every hook (part of the
+        # build's key)
+        self.user = {h: numba.njit(model.functions[h], boundscheck=h in BOUNDS_CHECKED)
+                     for h in HANDLERS if h in model.functions}
 
 
 _building: dict[str, _Building] = {}
