@@ -16,7 +16,7 @@ pytest.importorskip("numba")
 
 import seer_env  # noqa: E402
 from seer_env import pymodel as seer  # noqa: E402
-from seer_env.check import check  # noqa: E402
+from seer_env.check import FIXES, check  # noqa: E402
 from seer_env.errors import (  # noqa: E402
     BuildError,
     ConfigError,
@@ -153,6 +153,8 @@ ROGUE_PY_MODES = {
     9: ("handler-error", ["failed at t=", "the culprit gave up"]),
     10: ("past", ["time in the past"]),
     11: ("target", ["target 9 >= num_entities 6"]),
+    # it was reported as a determinism finding, with that rule's fix
+    12: ("event-type", ["unknown event type", "type 7 >= event_type_count 2"]),
 }
 
 
@@ -165,6 +167,7 @@ def test_checker_catches_each_rule_in_a_python_model(mode: int) -> None:
     assert "model 'rogue_py'" in finding.message
     for frag in fragments:
         assert frag in finding.message, (frag, finding.message)
+    assert finding.fix == FIXES[rule]
 
 
 def test_well_behaved_python_model_passes_the_checker() -> None:

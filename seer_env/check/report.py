@@ -37,6 +37,8 @@ FIXES: dict[str, str] = {
                  "model's lookahead in describe)",
     "past": "schedule events at >= now",
     "target": "schedule only to entities 0 .. num_entities-1 of the instance",
+    "event-type": "schedule only the model's own event types, 0 .. event_type_count-1 (the "
+                  "event names it declares)",
     "payload": "keep payloads within payload_size (set it in describe)",
     "time": "schedule at finite times",
     "phase": "schedule only from init, act and handle",
@@ -157,6 +159,7 @@ _VIOLATION_RULES = (
     ("inside the lookahead", "lookahead"),
     ("time in the past", "past"),
     ("unknown target", "target"),
+    ("unknown event type", "event-type"),
     ("payload too large", "payload"),
     ("non-finite event time", "time"),
     ("outside init/act/handle", "phase"),

@@ -15,14 +15,14 @@ import numpy as np
 from seer_env import pymodel as seer
 
 NONE, READ_OTHER, LOOKAHEAD, SNAPSHOT, CONFIG, OBSERVE, BOUNDARY_RNG, PUBLISH, RAISE, FAIL, \
-    PAST, TARGET = range(12)
+    PAST, TARGET, EVENT_TYPE = range(13)
 TICK, PING = 0, 1
 
 MODEL = seer.declare(
     __name__,
     params=[
         seer.param("num_entities", np.uint32, 6, lo=2, hi=256, doc="entities"),
-        seer.param("mode", np.uint32, 0, lo=0, hi=TARGET, doc="the rule to break"),
+        seer.param("mode", np.uint32, 0, lo=0, hi=EVENT_TYPE, doc="the rule to break"),
         seer.param("culprit", np.uint32, 1, lo=0, hi=255, doc="the entity that breaks it"),
         seer.param("at_step", np.uint32, 2, lo=0, hi=1 << 20,
                    doc="the step in which it does"),
@@ -71,6 +71,8 @@ def misbehave(ctx, c, st):
         seer.schedule(ctx, me, seer.now(ctx) - 1.0, TICK)
     elif c.mode == TARGET:
         seer.schedule(ctx, c.num_entities + 3, seer.now(ctx) + 1.0, TICK)
+    elif c.mode == EVENT_TYPE:
+        seer.schedule(ctx, me, seer.now(ctx) + 1.0, 7)
 
 
 @MODEL.handle
