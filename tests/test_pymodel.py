@@ -313,6 +313,26 @@ def test_a_compiled_output_hook_writing_past_its_row_is_a_model_error(
     env.close()
 
 
+def test_obs_bounds_of_the_wrong_length_are_named_as_such(tmp_path: Path) -> None:
+    """An obs_bounds returning 3 values where obs_dim is 1 was reported as
+    NaN bounds the model never gave ("gave element 0 the bounds [nan,
+    nan]"), the real cause only in a warning; the error says it."""
+    folder = tmp_path / "bounds3"
+    folder.mkdir()
+    (folder / "__init__.py").write_text(_TEMPLATE.format(
+        body="", state='np.dtype([("x", np.float64)])', sizes="") + (
+        "\n\n@MODEL.obs_bounds\ndef obs_bounds(c):\n"
+        "    return np.zeros(3), np.full(3, np.inf)\n"))
+    model = seer_env.sdk.load(folder)
+    with pytest.warns(UserWarning, match="obs_bounds failed"), \
+            pytest.raises(ModelError) as info:
+        model.parallel_env(n=2, threads=1)
+    msg = str(info.value)
+    assert "obs_bounds failed: ValueError: it returned low bounds of shape (3,) where " \
+           "obs_dim is 1" in msg
+    assert "nan" not in msg
+
+
 def test_uncompilable_handler_fails_with_numbas_message_and_the_handler(tmp_path: Path) -> None:
     model = _model(tmp_path, "uncompilable", "plain_helper(st)")
     with pytest.raises(BuildError) as exc:

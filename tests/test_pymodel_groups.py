@@ -19,7 +19,7 @@ import seer_env
 from seer_env import pymodel as seer
 from seer_env._bind.runtime import Runtime
 from seer_env.check import check
-from seer_env.errors import ConfigError, ContractViolation, InvalidActionError, ModelError
+from seer_env.errors import ConfigError, InvalidActionError, ModelError
 from tests.models import load as load_test_model
 
 TEAMS = load_test_model("teams")
@@ -246,12 +246,39 @@ def test_a_mask_with_no_allowed_choice_fails_the_step(jit: bool) -> None:
 
 
 @needs_numba
-def test_the_checking_mode_names_a_compiled_mask_hook_that_writes_another_row() -> None:
-    rt = runtime(TEAMS_PY, {"bad": 2}, B=1, check=1)
-    with pytest.raises(ContractViolation,
-                       match=r"model 'teams_py': action_mask for agent 0 of instance 0 wrote "
-                             r"byte 0 of agent 1's mask row"):
-        rt.reset([1])
+def test_a_compiled_mask_hook_cannot_reach_another_row() -> None:
+    """Compiled with bounds checks (the output hooks are), a mask hook
+    writing past its row raises, as the interpreted one does: a ModelError
+    naming the hook, in checking mode or not."""
+    for check_mode in (0, 1):
+        rt = runtime(TEAMS_PY, {"bad": 2}, B=1, check=check_mode)
+        with pytest.raises(ModelError, match=r"action_mask raised an exception"):
+            rt.reset([1])
+
+
+def test_the_checking_mode_names_a_compiled_mask_hook_that_writes_another_row(
+        tmp_path: Path) -> None:
+    """With Numba's bounds checks off (NUMBA_BOUNDSCHECK=0) the checking
+    mode's guard still names the breach."""
+    import os
+    import subprocess
+    import sys
+
+    code = textwrap.dedent("""
+        import pytest
+        from seer_env.errors import ContractViolation
+        from tests.test_pymodel_groups import TEAMS_PY, runtime
+        rt = runtime(TEAMS_PY, {"bad": 2}, B=1, check=1)
+        with pytest.raises(ContractViolation,
+                           match=r"model 'teams_py': action_mask for agent 0 of instance 0 "
+                                 r"wrote byte 0 of agent 1's mask row"):
+            rt.reset([1])
+        print("ok")
+        """)
+    env = {**os.environ, "NUMBA_BOUNDSCHECK": "0", "SEER_ENV_CACHE": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=600, env=env, cwd=Path(__file__).resolve().parent.parent)
+    assert out.returncode == 0 and "ok" in out.stdout, out.stdout + out.stderr[-3000:]
 
 
 def test_an_interpreted_mask_hook_cannot_reach_another_row() -> None:

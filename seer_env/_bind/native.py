@@ -26,6 +26,7 @@ imports only `seer_env._bind.loader` and [`seer_env.errors`][seer_env.errors];
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
@@ -112,8 +113,28 @@ def _shown(v: Any, limit: int = 80) -> str:
     return r if len(r) <= limit else f"{r[:limit - 20]}... ({len(r)} characters)"
 
 
+#: This thread's last failure of a Python model's bounds hook (`note_hook_failure`).
+_hook_failure = threading.local()
+
+
+def note_hook_failure(hook: str, text: str) -> None:
+    """A Python model's bounds hook ``hook`` failed inside a native call,
+    ``text`` saying why.  Such a hook has no status to return: it hands the
+    runtime NaN bounds, which the runtime refuses, naming the hook ("gave
+    element 0 the bounds [nan, nan]"); `error_for` then says ``text``
+    instead (an obs_bounds of 3 values where obs_dim is 4 was reported as
+    NaN bounds the model never gave)."""
+    _hook_failure.note = (hook, text)
+
+
 def error_for(lib: Any, code: int, message: str) -> SeerError:
     """The exception for a native status code."""
+    note = getattr(_hook_failure, "note", None)
+    if note is not None:
+        _hook_failure.note = None
+        hook, text = note
+        if f"{hook} gave element" in message and "[nan, nan]" in message:
+            message = f"{message.split(f'{hook} gave element', 1)[0]}{hook} failed: {text}"
     for name, cls in _STATUS_NAMES.items():
         if getattr(lib, name) == code:
             return cls(message)

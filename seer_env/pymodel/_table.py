@@ -40,6 +40,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from .._bind import native as _native
 from .._bind import pytable as _pytable
 from .._bind.loader import cache_dir, file_lock
 from .._bind.native import NativeModel
@@ -651,14 +652,19 @@ def _host_hooks(model: PythonModel, keep: list[Any]) -> dict[str, Any]:
 
         cbs["agent_name"] = _pytable.agent_name_hook(spec.config, agent_name)
 
-    def bounds_cb(hook: str, dim_of: Callable[[Sizes], int]) -> Any:
+    def bounds_cb(hook: str, dim_of: Callable[[Sizes], int], dim_name: str) -> Any:
         def bounds(cfg: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
             c = Record(cfg)
             try:
                 n = dim_of(_sizes_of(model, Record(cfg.copy())))
                 lo, hi = fns[hook](c)
-                lo = np.broadcast_to(np.asarray(lo, np.float32), (n,))
-                hi = np.broadcast_to(np.asarray(hi, np.float32), (n,))
+                lo, hi = np.asarray(lo, np.float32), np.asarray(hi, np.float32)
+                for side, v in (("low", lo), ("high", hi)):
+                    if v.ndim and v.shape != (n,):
+                        raise ValueError(f"it returned {side} bounds of shape {v.shape} where "
+                                         f"{dim_name} is {n} (one value, or {n})")
+                lo = np.broadcast_to(lo, (n,))
+                hi = np.broadcast_to(hi, (n,))
             except BaseException as exc:
                 return bounds_failed(hook, exc)
             return lo, hi
@@ -666,9 +672,9 @@ def _host_hooks(model: PythonModel, keep: list[Any]) -> dict[str, Any]:
         return _pytable.bounds_hook(spec.config, bounds)
 
     if "obs_bounds" in fns:
-        cbs["obs_bounds"] = bounds_cb("obs_bounds", lambda s: int(s.obs_dim))
+        cbs["obs_bounds"] = bounds_cb("obs_bounds", lambda s: int(s.obs_dim), "obs_dim")
     if "state_bounds" in fns:
-        cbs["state_bounds"] = bounds_cb("state_bounds", lambda s: int(s.state_dim))
+        cbs["state_bounds"] = bounds_cb("state_bounds", lambda s: int(s.state_dim), "state_dim")
 
     if "group" in fns:
         cbs["group"] = _pytable.group_hook(
@@ -693,6 +699,7 @@ def _host_hooks(model: PythonModel, keep: list[Any]) -> dict[str, Any]:
         with spaces the model did not mean; -inf..inf made one silently)."""
         warnings.warn(f"{model.name}.{hook} failed ({type(exc).__name__}: {exc})",
                       stacklevel=1)
+        _native.note_hook_failure(hook, f"{type(exc).__name__}: {exc}")
         nan = np.full(1, np.nan, np.float32)
         return nan, nan
 
