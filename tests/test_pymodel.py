@@ -333,6 +333,21 @@ def test_obs_bounds_of_the_wrong_length_are_named_as_such(tmp_path: Path) -> Non
     assert "nan" not in msg
 
 
+def test_a_draw_below_zero_fails_the_step(tmp_path: Path) -> None:
+    """seer_rng_below(ctx, 0): [0, 0) holds no value, and it returned 0
+    silently; the step fails with a ModelError naming the call and the
+    entity, and the env needs a reset."""
+    model = _model(tmp_path, "below0", "st.x += seer.rng_below(ctx, np.uint32(0))")
+    env = model.parallel_env(n=2, threads=1)
+    with pytest.raises(ModelError, match=r"model 'below0': seer_rng_below\(ctx, 0\) for "
+                                         r"entity \d of instance 0 at t=0.25: the range"):
+        env.reset(seed=0)
+        env.step({a: 0 for a in env.agents})
+    with pytest.raises(StateError, match="reset"):
+        env.step({a: 0 for a in env.possible_agents})
+    env.close()
+
+
 def test_uncompilable_handler_fails_with_numbas_message_and_the_handler(tmp_path: Path) -> None:
     model = _model(tmp_path, "uncompilable", "plain_helper(st)")
     with pytest.raises(BuildError) as exc:

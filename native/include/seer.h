@@ -358,7 +358,8 @@ int seer_schedule(seer_ctx *ctx, uint32_t target, seer_time t, uint32_t type,
 uint64_t seer_rng_u64(seer_ctx *ctx);
 double seer_rng_uniform(seer_ctx *ctx);         /* in (0, 1), 53-bit        */
 double seer_rng_exponential(seer_ctx *ctx, double mean); /* -mean*log(u)    */
-uint32_t seer_rng_below(seer_ctx *ctx, uint32_t n); /* uniform in [0, n)     */
+/* uniform in [0, n); n = 0 fails the handler's call (a ModelError) */
+uint32_t seer_rng_below(seer_ctx *ctx, uint32_t n);
 
 /* ---- Boundary only (boundary, observe, action_mask, global_state) ------- */
 /* Read any entity's state of this instance (NULL outside the boundary). */

@@ -77,7 +77,23 @@ double seer_rng_exponential(seer_ctx *ctx, double mean)
     return -mean * log(seer_rng_uniform(ctx));
 }
 
+/* seer_rng_below(ctx, 0): [0, 0) holds no value, and 0 came back, silently
+ * (a handler's "% n" or table index then went astray): the call fails the
+ * handler's call as seer_fail_step does (a ModelError naming the entity);
+ * the draw is made, as for any n, so the stream moves on alike. */
+static uint32_t rng_below_empty(seer_ctx *ctx)
+{
+    (void)xoshiro_next(stream_of(ctx));
+    seer_worker_error_local(ctx->w, SEER_E_MODEL,
+                            "model '%s': seer_rng_below(ctx, 0) for entity %u of instance %u "
+                            "at t=%.17g: the range [0, 0) holds no value (n must be >= 1)",
+                            ctx->rt->model->name, ctx->self, ctx->inst_idx, ctx->now);
+    return 0;
+}
+
 uint32_t seer_rng_below(seer_ctx *ctx, uint32_t n)
 {
+    if (__builtin_expect(n == 0, 0))
+        return rng_below_empty(ctx);
     return (uint32_t)(((xoshiro_next(stream_of(ctx)) >> 32) * (uint64_t)n) >> 32);
 }

@@ -599,7 +599,8 @@ def rng_exponential(ctx: Any, mean: float) -> float:
 
 
 def rng_below(ctx: Any, n: int) -> int:
-    """Uniform in [0, n) from the entity's stream (``seer_rng_below``)."""
+    """Uniform in [0, n) from the entity's stream (``seer_rng_below``); n = 0
+    fails the step (a ModelError: the range holds no value)."""
     return ctx.rng_below(n)
 
 
