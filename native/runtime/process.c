@@ -25,6 +25,9 @@
  * its value at the start of the call every few hundred events and abandon
  * the call (SEER_E_INTERRUPTED) when it changed: the interrupt reaches the
  * user within milliseconds, and the instances are marked as needing a reset.
+ * Between events only: a handler that never returns (an endless loop in a
+ * model's hook) holds the call until it does; `seer-env check` names such
+ * a hook (its hang pass, under a time budget).
  * Every extension module has a copy of the runtime; the copies in a process
  * share one handler, one count and one chain (the hub, see "SIGINT" below),
  * so the interpreter's handler runs once per signal and every copy's loops
