@@ -85,8 +85,9 @@ def observe(ctx, agent, out):
 
 
 @pytest.mark.parametrize("name,bounds,match", [
-    ("wrong_length", "np.zeros(3), np.ones(3)", r"obs_bounds gave element 0 the bounds "
-                                                r"\[nan, nan\]"),
+    # named as what it is (it read "gave element 0 the bounds [nan, nan]")
+    ("wrong_length", "np.zeros(3), np.ones(3)", r"obs_bounds failed: ValueError: it returned "
+                                                r"low bounds of shape \(3,\) where obs_dim is 4"),
     ("nan_low", "np.array([0, 0, 0, np.nan]), np.ones(4)", r"element 3 the bounds \[nan, 1\]"),
     ("inverted", "np.ones(4), np.zeros(4)", r"element 0 the bounds \[1, 0\]"),
 ])
