@@ -11,7 +11,6 @@ so that one Ray session at a time runs on the machine."""
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import signal
 import sys
@@ -54,20 +53,15 @@ def _process_state_kept() -> Iterator[None]:
     assert not left_cap, "the test left set_thread_budget's cap changed"
 
 
-
-@contextlib.contextmanager
-def _one_ray_session() -> Iterator[None]:
+def _one_ray_session() -> contextlib.AbstractContextManager[None]:
     """An exclusive lock on a file of the machine's temporary folder, held
-    while the caller's Ray session lives.  pytest-xdist's workers run the
-    suite's modules side by side, and two Ray clusters starting at once on a
-    2-core machine each wait for the other's processes."""
-    path = Path(tempfile.gettempdir()) / "seer-env-tests-ray.lock"
-    with open(path, "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+    while the caller's Ray session lives (the package's own `file_lock`).
+    pytest-xdist's workers run the suite's modules side by side, and two Ray
+    clusters starting at once on a 2-core machine each wait for the other's
+    processes."""
+    from seer_env._bind.loader import file_lock
+
+    return file_lock(Path(tempfile.gettempdir()) / "seer-env-tests-ray.lock")
 
 
 @pytest.fixture(scope="module")

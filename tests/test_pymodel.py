@@ -231,7 +231,8 @@ def handle(ctx, st, event_type, payload):
 @MODEL.observe
 def observe(ctx, agent, out):
     out.obs[0] = seer.entity_state(ctx, agent).x
-'''
+{observe}
+{extra}'''
 
 
 @pytest.fixture(autouse=True)
@@ -243,11 +244,16 @@ def _own_cache(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch,
 
 
 def _model(tmp_path: Path, name: str, body: str = "", state: str =
-           'np.dtype([("x", np.float64)])', sizes: str = "") -> seer.PythonModel:
+           'np.dtype([("x", np.float64)])', sizes: str = "", observe: str = "",
+           extra: str = "") -> seer.PythonModel:
+    """The template model in ``tmp_path / name``: ``body`` ends handle,
+    ``observe`` ends observe, ``extra`` (hooks of its own) ends the module."""
     folder = tmp_path / name
     folder.mkdir()
     (folder / "__init__.py").write_text(_TEMPLATE.format(
-        body=textwrap.indent(textwrap.dedent(body), "    "), state=state, sizes=sizes))
+        body=textwrap.indent(textwrap.dedent(body), "    "), state=state, sizes=sizes,
+        observe=textwrap.indent(textwrap.dedent(observe), "    "),
+        extra=textwrap.dedent(extra)))
     model = seer_env.sdk.load(folder, build=False)
     assert isinstance(model, seer.PythonModel)
     return model
@@ -283,20 +289,14 @@ def test_a_compiled_output_hook_writing_past_its_row_is_a_model_error(
     aborted, "free(): invalid pointer", or other agents' rows changed
     silently); the output hooks run bounds checked, so the step (or
     state()) raises ModelError naming the hook."""
-    folder = tmp_path / f"past_{hook}"
-    folder.mkdir()
-    text = _TEMPLATE.format(body="", state='np.dtype([("x", np.float64)])',
-                            sizes=", state_dim=2")
-    if hook == "observe":
-        text = text.replace("out.obs[0] = seer.entity_state(ctx, agent).x",
-                            "out.obs[0] = seer.entity_state(ctx, agent).x\n"
-                            "    for k in range(1, 64):\n"
-                            "        out.obs[k] = 7.0")
-    text += ("\n\n@MODEL.global_state\ndef global_state(ctx, out):\n"
-             "    for k in range(2 + (62 if seer.step_index(ctx) > 0 else 0)):\n"
-             "        out[k] = 7.0\n")
-    (folder / "__init__.py").write_text(text)
-    model = seer_env.sdk.load(folder)
+    model = _model(tmp_path, f"past_{hook}", sizes=", state_dim=2",
+                   observe="for k in range(1, 64):\n    out.obs[k] = 7.0"
+                   if hook == "observe" else "", extra="""
+                   @MODEL.global_state
+                   def global_state(ctx, out):
+                       for k in range(2 + (62 if seer.step_index(ctx) > 0 else 0)):
+                           out[k] = 7.0
+                   """)
     env = model.parallel_env(n=3, threads=1)
     with pytest.raises(ModelError, match=f"{hook} raised an exception"):
         env.reset(seed=0)
@@ -317,13 +317,11 @@ def test_obs_bounds_of_the_wrong_length_are_named_as_such(tmp_path: Path) -> Non
     """An obs_bounds returning 3 values where obs_dim is 1 was reported as
     NaN bounds the model never gave ("gave element 0 the bounds [nan,
     nan]"), the real cause only in a warning; the error says it."""
-    folder = tmp_path / "bounds3"
-    folder.mkdir()
-    (folder / "__init__.py").write_text(_TEMPLATE.format(
-        body="", state='np.dtype([("x", np.float64)])', sizes="") + (
-        "\n\n@MODEL.obs_bounds\ndef obs_bounds(c):\n"
-        "    return np.zeros(3), np.full(3, np.inf)\n"))
-    model = seer_env.sdk.load(folder)
+    model = _model(tmp_path, "bounds3", extra="""
+                   @MODEL.obs_bounds
+                   def obs_bounds(c):
+                       return np.zeros(3), np.full(3, np.inf)
+                   """)
     with pytest.warns(UserWarning, match="obs_bounds failed"), \
             pytest.raises(ModelError) as info:
         model.parallel_env(n=2, threads=1)

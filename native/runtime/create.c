@@ -102,11 +102,11 @@ static uint64_t memory_estimate(const seer_sizes *sz, uint32_t B, uint32_t check
                        (double)sizeof(seer_entity_rec) + 8.0;
     const double ev = (double)seer_round_up(sizeof(seer_event) + sz->payload_size, 16) + 16.0;
     part[MEM_STATES] = mem_bytes((double)B * sz->num_entities * ent);
-    const uint64_t block = (uint64_t)1 << seer_event_block_shift(event_stride_for(
-                                                 sz->payload_size));
+    const uint64_t blocks = ((uint64_t)1 << seer_event_block_shift(event_stride_for(
+                                                  sz->payload_size))) * (threads ? threads : 1);
     part[MEM_EVENTS] = mem_bytes((double)B * 1.25 * (double)sz->pending_events * ev);
-    if (part[MEM_EVENTS] < block * (threads ? threads : 1))
-        part[MEM_EVENTS] = block * (threads ? threads : 1);
+    if (part[MEM_EVENTS] < blocks)
+        part[MEM_EVENTS] = blocks;
     part[MEM_INSTANCE] = mem_bytes((double)B * sz->instance_size);
     part[MEM_GLOBAL_STATE] = mem_bytes((double)B * sz->state_dim * sizeof(float));
     for (int b = 0; b < SEER_BUF_COUNT; b++) {
