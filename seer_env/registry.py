@@ -234,19 +234,23 @@ class Runtime(_runtime.Runtime):
     rt = Runtime("pcs", {"classic": True}, 1, "optimistic", 2)
     ```
 
-    ``stpa_options``: the controller's keyword arguments; the other arguments
-    are the bindings' (`seer_env._bind.runtime.Runtime`).
+    ``stpa_options``: the controller's keyword arguments, checked before the
+    runtime is made (`seer_env.stpa.check_options`: a `ConfigError` names a
+    bad one), whether or not a controller is attached; the other arguments are
+    the bindings' (`seer_env._bind.runtime.Runtime`).
     """
 
     def __init__(self, model: NativeModel | str, config: Mapping[str, Any] | None = None,
                  num_instances: int = 1, executor: str = "parallel",
                  threads: int | str = "auto", max_cycles: int | None = 0,
                  stpa_options: Mapping[str, Any] | None = None, **options: Any) -> None:
+        # checked before the runtime is made: a bad option costs nothing to undo
+        checked = stpa.check_options(stpa_options)
         if isinstance(model, str):
             model = native_model(model)
         super().__init__(model, config, num_instances, executor, threads, max_cycles,
                          **options)
-        stpa.attach(self, **dict(stpa_options or {}))
+        stpa.attach(self, **checked)
 
 
 def memory_estimate(model: NativeModel | str, config: Mapping[str, Any] | None = None,

@@ -11,6 +11,7 @@ import logging
 import math
 import os
 import random
+import re
 import stat
 import statistics
 from collections.abc import Callable
@@ -1058,11 +1059,12 @@ def test_the_cost_model_is_apart_from_the_controller_and_stpa_reexports_it() -> 
     seer_env.stpa_cost, its old path; the cache and the controller are
     modules of their own."""
     from seer_env import stpa, stpa_cost
-    from seer_env.stpa import cache, controller, cost
+    from seer_env.stpa import cache, controller, cost, options
 
     ctrl = ("Stpa", "attach", "FixedChoice", "describe", "run_workload")
     for name in stpa.__all__:
-        home = (controller if name in ctrl else cache if name == "DecisionCache" else cost)
+        home = (controller if name in ctrl else cache if name == "DecisionCache"
+                else options if name == "check_options" else cost)
         assert getattr(stpa, name) is getattr(home, name), name
         assert name in home.__all__, name
         if home is cost:
@@ -2079,6 +2081,77 @@ def test_a_remembered_close_call_is_confirmed_soon(tmp_path):
     _remember_serial(rt, path, {"serial": 100_000.0, "parallel-1": 90_000.0})
     st = Stpa(rt, cores=2, clock=rt.clock, cache=True, cache_path=path, trace=False)
     assert st.from_cache and st.monitor.close_call_remembered is False
+
+
+def test_a_remembered_choice_run_on_fewer_threads_is_not_trusted(tmp_path):
+    """A remembered pool the runtime now runs on fewer threads (a budget
+    lowered since, a forged entry: "optimistic-1024" ran as optimistic-2,
+    with the entry's reason) is not the decision: a preflight runs."""
+
+    class Capped(_FakeRuntime):
+        def switch_executor(self, executor: str, threads: int) -> None:
+            super().switch_executor(executor, min(threads, 2))
+
+    from seer_env.stpa import DecisionCache
+
+    for threads, trusted in ((2, True), (3, False), (1024, False)):
+        path = tmp_path / f"c{threads}.json"
+        rt = Capped()
+        DecisionCache(path).put(DecisionCache.key(rt, None, 2, cache_sizes()), {
+            "executor": "parallel", "threads": threads, "reason": "The parallel executor: x",
+            "events_per_step": 100.0, "alive_agents": 8, "medians_ns": {"serial": 1e5}})
+        st = Stpa(rt, cores=2, clock=rt.clock, cache=True, cache_path=path, trace=False)
+        assert st.from_cache is trusted, threads
+        assert st.state == ("monitor" if trusted else "preflight")
+
+
+@pytest.mark.parametrize("options, named", [
+    ({"rounds": "3"}, "rounds='3'"), ({"rounds": 0}, "rounds=0"), ({"rounds": True}, "rounds=True"),
+    ({"margin": None}, "margin=None"), ({"margin": float("nan")}, "margin=nan"),
+    ({"check_every": float("inf")}, "check_every=inf"), ({"cores": float("nan")}, "cores=nan"),
+    ({"cores": 10**30}, "cores=1000000000000000000000000000000"),
+    ({"max_threads": 0}, "max_threads=0"), ({"probe_share": 0}, "probe_share=0"),
+    ({"probe_share": float("nan")}, "probe_share=nan"), ({"min_visit_ns": float("inf")},
+                                                         "min_visit_ns=inf"),
+    ({"drift_factor": 1.0}, "drift_factor=1.0"), ({"alive_drop": 2}, "alive_drop=2"),
+    ({"tie": -0.1}, "tie=-0.1"), ({"recheck_ns": float("nan")}, "recheck_ns=nan"),
+    ({"confirm": "yes"}, "confirm='yes'"), ({"clock": 3}, "clock=3"),
+    ({"cache_path": 7}, "cache_path=7"), ({"roundz": 3}, "'roundz'"), (5, "stpa_options=5"),
+])
+def test_bad_stpa_options_are_refused_before_the_runtime_is_made(options, named):
+    """Every bad controller option is a ConfigError naming it, at once (not
+    the controller's failure at the first step: ``probe_share=0`` divided by
+    zero there, NaN compared false everywhere), from `Runtime` before the
+    runtime is made and from `Stpa` itself; fixed threads too (a typo is
+    one there as well)."""
+    from seer_env.errors import ConfigError
+
+    for threads in ("auto", 2):
+        with pytest.raises(ConfigError, match=re.escape(named)):
+            Runtime("phold", {"num_entities": 8}, 1, "parallel", threads, stpa_options=options)
+    if isinstance(options, dict) and "roundz" not in options:
+        with pytest.raises(ConfigError, match=re.escape(named)):
+            Stpa(_FakeRuntime(), **options)
+
+
+def test_every_stpa_option_is_checked_and_the_edges_are_taken():
+    """`check_options` knows exactly Stpa's keyword arguments, and the
+    values the tests and the docs use are taken (infinite bounds, zero
+    budgets, None)."""
+    import inspect
+
+    from seer_env.stpa import check_options
+    from seer_env.stpa.options import OPTIONS
+
+    assert set(OPTIONS) == set(inspect.signature(Stpa).parameters) - {"runtime"}
+    ok = {"drop_traced": float("inf"), "prune": 1e9, "reprobe_gap": 0, "tiny_ns": 0,
+          "confirm_budget": 0.0, "check_ns": 0.0, "probe_share": None, "cores": 3,
+          "max_threads": None, "cache": None, "cache_path": "x.json", "clock": lambda: 0,
+          "confirm": np.bool_(True), "margin": 0.0, "alive_drop": 1.0}
+    assert check_options(ok) == ok and check_options(None) == {}
+    st = Stpa(_FakeRuntime(), cores=2, trace=False, **{k: v for k, v in ok.items()
+                                                        if k not in ("cores", "clock")})
+    assert st.state == "preflight"
 
 
 def test_a_corrupted_label_in_a_remembered_decision_is_refused(tmp_path, caplog):

@@ -199,6 +199,7 @@ from .cost import (
     select,
     summarize_trace,
 )
+from .options import check_options
 
 __all__ = [
     "attach",
@@ -214,6 +215,7 @@ __all__ = [
     "TraceSummary",
     "cache_sizes",
     "candidate_set",
+    "check_options",
     "drift",
     "limiting_factor",
     "neighbours",

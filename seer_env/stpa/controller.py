@@ -50,6 +50,7 @@ from .cost import (
 )
 from .decision import Decisions
 from .monitor import Monitor
+from .options import OPTIONS, check_options
 from .probe import Probe, Prober, note_probe_step
 
 log = logging.getLogger("seer_env.stpa")
@@ -218,6 +219,8 @@ class Stpa(_Running):
                  thread_sampler: Callable[[Any], Mapping[int, int] | None] | None = None,
                  fair_share: bool = True,
                  cache: bool | None = None, cache_path: Path | None = None) -> None:
+        # a bad option is the caller's mistake: a ConfigError naming it, now
+        check_options({k: v for k, v in locals().items() if k in OPTIONS})
         self.rt = runtime
         self.rounds = int(rounds)
         self.reprobe_rounds = int(reprobe_rounds)

@@ -624,6 +624,12 @@ class Decisions:
             log.info("%s: remembered choice %s not possible now (%s): preflight",
                      host.rt.model, c.label, exc)
             return
+        if (host.rt.executor, host.rt.threads) != (c.executor, c.threads):
+            # the runtime ran it on fewer threads (a budget since lowered): not
+            # the remembered decision, which a preflight here makes afresh
+            log.info("%s: remembered choice %s runs as %s-%d now: preflight",
+                     host.rt.model, c.label, host.rt.executor, host.rt.threads)
+            return
         # everything that could fail first: the controller's state changes
         # only once nothing is left to fail (the caller then goes on as if
         # there were no cache)
