@@ -314,3 +314,35 @@ def test_supersuit_black_death_on_aircraft_runs_to_the_end() -> None:
     assert base.step({}) == ({}, {}, {}, {}, {})
     with pytest.raises(StateError, match="the episode is over"):
         base.step({"uav_0": np.zeros(3, np.float32)})
+
+
+def test_a_grouped_face_stepped_before_reset_or_given_no_mapping_says_so() -> None:
+    """A group's VectorEnv stepped before reset() is a StateError in its own
+    words (step() and step_async() failed with a bare AssertionError, asking
+    for the other groups' actions first; a one-group face's step_async
+    named send()); ``others`` returning something other than a mapping is an
+    InvalidActionError naming the groups (was: "'int' object is not
+    iterable"), and the face steps on once it returns one."""
+    from seer_env.envs import hunt_v0
+    from seer_env.errors import StateError
+
+    for envs, act in ((hunt_v0.agent_vector_env(2, group="predator"), (2,)),
+                      (pcs_v0.agent_vector_env(2, width=2, height=2), ())):
+        for call in ("step", "step_async"):
+            with pytest.raises(StateError, match=rf": call reset\(\) before {call}\(\)$"):
+                getattr(envs, call)(np.zeros((envs.num_envs, *act), np.int64))
+        envs.close()
+    got: list[Any] = [5]
+    envs = hunt_v0.agent_vector_env(2, group="predator", others=lambda obs, infos: got[0])
+    envs.reset(seed=0)
+    acts = np.zeros((envs.num_envs, 2), np.int64)
+    for bad in (5, [np.zeros((2, 2), np.int64)]):
+        got[0] = bad
+        with pytest.raises(InvalidActionError, match=r"others\(obs, infos\) must return a "
+                                                     r"mapping of the other groups' names "
+                                                     r"\('prey'\) to their action arrays, got "):
+            envs.step(acts)
+    n_prey = envs.venv.single_action_spaces["prey"].shape
+    got[0] = {"prey": np.zeros((2, *((envs.venv.groups[1].count,) + n_prey)), np.int64)}
+    envs.step(acts)
+    envs.close()

@@ -132,7 +132,14 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
 from .._bind.runtime import alloc_zeros, yes_no
-from ..errors import AsyncStateError, ClosedError, ConfigError, InvalidActionError, SnapshotError
+from ..errors import (
+    AsyncStateError,
+    ClosedError,
+    ConfigError,
+    InvalidActionError,
+    SnapshotError,
+    StateError,
+)
 from .common import check_options
 from .snapshot import EnvSnapshot, check_intact
 from .vector import SeerVectorEnv
@@ -243,7 +250,13 @@ class AgentVectorEnv(gymnasium.vector.VectorEnv):
         assert self._last is not None
         obs, infos = self._last
         if self._others is not None:
-            acts = dict(self._others(obs, infos))
+            got = self._others(obs, infos)
+            if not isinstance(got, Mapping):
+                names = ", ".join(repr(g.name) for g in self.venv.groups if g.name != self.group)
+                raise InvalidActionError(
+                    f"others(obs, infos) must return a mapping of the other groups' names "
+                    f"({names}) to their action arrays, got {type(got).__name__}")
+            acts = dict(got)
         else:
             acts = {g.name: random_actions(g, infos.get("action_mask", {}).get(g.name),
                                            self.num_instances, self._rng)
@@ -323,6 +336,7 @@ class AgentVectorEnv(gymnasium.vector.VectorEnv):
         ``(num_envs, dim)`` (Box).  Actions of idle sub-envs are ignored."""
         self._check_open("step")
         self._refuse_started("step")
+        self._refuse_unreset("step")
         return self._outputs(self._unless_refused(self.venv.step, actions))
 
     def step_async(self, actions: Any) -> None:
@@ -342,6 +356,7 @@ class AgentVectorEnv(gymnasium.vector.VectorEnv):
         """
         self._check_open("step_async")
         self._refuse_started("step_async")
+        self._refuse_unreset("step_async")
         self._unless_refused(self.venv.send, actions)
 
     def _refuse_started(self, what: str) -> None:
@@ -352,6 +367,13 @@ class AgentVectorEnv(gymnasium.vector.VectorEnv):
             raise AsyncStateError(f"{self.metadata['name']}: {what}() while a step started "
                                   "with step_async() runs: call step_wait() first (reset() "
                                   "drops it)")
+
+    def _refuse_unreset(self, what: str) -> None:
+        """StateError for ``what()`` before the first `reset` (or after a
+        failed step left the instances needing one), in this face's words,
+        before the other groups' actions are asked for."""
+        if self.venv._needs_reset:
+            raise StateError(f"{self.metadata['name']}: call reset() before {what}()")
 
     def _unless_refused(self, call: Callable[[Any], Any], actions: Any) -> Any:
         """``call`` (the batched env's step or send) with the batched actions;
