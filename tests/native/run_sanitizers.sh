@@ -22,6 +22,21 @@ for f in $(python3 -c "import ast,sys; t=ast.parse(open(sys.argv[1]).read()); pr
   wrap+=("-Wl,--wrap=$f")
 done
 runtime_src=("$rt"/*.c "$phold/phold.c")
+# the runtime's objects, compiled once a mode (and once more with the failure
+# injection) and linked into each test: one build of each instead of one a
+# test, the sources compiled a core each (xargs -P)
+jobs=$(nproc 2>/dev/null || echo 2)
+compile_runtime() {  # folder, then the flags
+  local dir=$1
+  shift
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  # shellcheck disable=SC2016 # expanded by the inner bash
+  printf '%s\n' "${runtime_src[@]}" | DIR=$dir xargs -P "$jobs" -I{} bash -c \
+    '"$CC" "$@" -c "$0" -o "$DIR/$(basename "${0%.c}").o"' {} "$@"
+  runtime_obj=("$dir"/*.o)
+}
+export CC
 modes=("$@")
 [ ${#modes[@]} -eq 0 ] && modes=(plain tsan asan fast)
 # stress_failures: the pass that fails every call from the k-th on runs at
@@ -82,30 +97,34 @@ for mode in "${modes[@]}"; do
     "$CC" "${common[@]}" "${flags[@]}" "$here/$t.c" -o "$out/$t-$mode"
     "$out/$t-$mode"
   done
-  "$CC" "${common[@]}" "${flags[@]}" "$here/stress_runtime.c" "${runtime_src[@]}" \
+  compile_runtime "$out/obj-$mode" "${common[@]}" "${flags[@]}"
+  plain_obj=("${runtime_obj[@]}")
+  compile_runtime "$out/obj-$mode-faults" "${common[@]}" \
+    "${flags[@]}" -DSEER_FAULT_INJECTION
+  fault_obj=("${runtime_obj[@]}")
+  "$CC" "${common[@]}" "${flags[@]}" "$here/stress_runtime.c" "${plain_obj[@]}" \
     "${wrap[@]}" -o "$out/stress_runtime-$mode" -lm
   "$out/stress_runtime-$mode"
   # snapshots: restored on every executor; damaged ones refused, read within bounds
-  "$CC" "${common[@]}" "${flags[@]}" "$here/test_snapshot.c" "${runtime_src[@]}" \
+  "$CC" "${common[@]}" "${flags[@]}" "$here/test_snapshot.c" "${plain_obj[@]}" \
     "${wrap[@]}" -o "$out/test_snapshot-$mode" -lm
   "$out/test_snapshot-$mode"
   # free event records in address order after a switch to serial and a reset
-  "$CC" "${common[@]}" "${flags[@]}" "$here/test_event_order.c" "${runtime_src[@]}" \
+  "$CC" "${common[@]}" "${flags[@]}" "$here/test_event_order.c" "${plain_obj[@]}" \
     "${wrap[@]}" -o "$out/test_event_order-$mode" -lm
   "$out/test_event_order-$mode"
   # pending events moved into address order (serial, parallel, optimistic)
-  "$CC" "${common[@]}" "${flags[@]}" "$here/test_event_relayout.c" "${runtime_src[@]}" \
+  "$CC" "${common[@]}" "${flags[@]}" "$here/test_event_relayout.c" "${plain_obj[@]}" \
     "${wrap[@]}" -o "$out/test_event_relayout-$mode" -lm
   "$out/test_event_relayout-$mode"
   # a pool's alone stretches: the policy, and real steps through them
   "$CC" "${common[@]}" "${flags[@]}" -DSEER_FAULT_INJECTION "$here/test_pool_alone.c" \
-    "${runtime_src[@]}" \
-    "${wrap[@]}" -o "$out/test_pool_alone-$mode" -lm
+    "${fault_obj[@]}" "${wrap[@]}" -o "$out/test_pool_alone-$mode" -lm
   "$out/test_pool_alone-$mode"
   # every allocation and thread creation of the runtime failed in turn: the
   # only build with the failure injection (faults.h, faults.c)
   "$CC" "${common[@]}" "${flags[@]}" -DSEER_FAULT_INJECTION "$here/stress_failures.c" \
-    "${runtime_src[@]}" "${wrap[@]}" -o "$out/stress_failures-$mode" -lm
+    "${fault_obj[@]}" "${wrap[@]}" -o "$out/stress_failures-$mode" -lm
   # shellcheck disable=SC2086 # two arguments
   "$out/stress_failures-$mode" ${fi_stride[$mode]}
   # again with the pending events relaid after every serial reset and
