@@ -21,6 +21,18 @@ fi
 .venv/bin/python -m pip install -q -e '.[test,train,rllib,compat,docs,numba,torchrl]'
 # each phase's start time: where the run's minutes go
 phase() { echo "== $1 ($(date +%T))"; }
+# the C stress tests (about 8 minutes of one core) start first, at the lowest
+# priority: they take the cores the checks and pytest leave idle (mypy's one
+# core, pytest's workers' waits, its last long tests), then run beside
+# BenchMARL's venv and the wheel's test (mostly installs); their report is
+# printed once they are done
+san_log=$(mktemp)
+phase "C stress tests (plain, TSan, ASan+UBSan) and seer_env._fast under ASan+UBSan: started (nice 19), beside the rest"
+# (a session of their own: stopped with this script, whichever way it ends,
+# builds and stress tests included)
+setsid nice -n 19 bash tests/native/run_sanitizers.sh > "$san_log" 2>&1 &
+san_pid=$!
+trap 'kill -- -"$san_pid" 2>/dev/null || true' EXIT
 phase "ruff"
 .venv/bin/ruff check .
 phase "lint-imports (the Python layer's one-way import order, pyproject.toml)"
@@ -33,16 +45,6 @@ NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict -d "$(mktemp -d)"
 phase "pytest (pytest-xdist: SEER_TEST_WORKERS processes, default one a core up to 8)"
 workers=${SEER_TEST_WORKERS:-$(n=$(nproc); echo $((n < 8 ? n : 8)))}
 .venv/bin/python -m pytest -q -n "$workers" --dist worksteal "$@"
-# the C stress tests use little more than one core (their builds one): they
-# run beside BenchMARL's venv and the wheel's test (mostly installs), their
-# report printed once they are done
-san_log=$(mktemp)
-phase "C stress tests (plain, TSan, ASan+UBSan) and seer_env._fast under ASan+UBSan: started, beside the next two"
-# (a session of their own: stopped with this script, whichever way it ends,
-# builds and stress tests included)
-setsid bash tests/native/run_sanitizers.sh > "$san_log" 2>&1 &
-san_pid=$!
-trap 'kill -- -"$san_pid" 2>/dev/null || true' EXIT
 phase "BenchMARL's task and TorchRL 0.11 (a venv of their own: BenchMARL pins TorchRL < 0.12)"
 bash tests/in_benchmarl_venv/run.sh
 phase "the wheel, installed in a fresh venv"
