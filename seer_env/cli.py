@@ -341,6 +341,13 @@ def cmd_build(a: argparse.Namespace) -> int:
            "python": "interpreted (handlers run as plain Python)"}[where]
     path = getattr(model, "build_dir", None) or nm.module.__file__
     print(f"{model.name}: model '{nm.name}' {src}: {path}")
+    try:  # built is not usable: its describe hook must take its own defaults
+        nm.describe({})
+    except SeerError as exc:
+        print(f"seer-env: {model.name} built, but its default configuration is refused "
+              f"(describe failed: {type(exc).__name__}: {exc}); check, run and loading "
+              "raise it too", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -216,6 +216,23 @@ def test_describe_failure_is_a_config_error(tmp_path: Path) -> None:
         model.parallel_env(goal=1)
 
 
+def test_cli_build_fails_when_the_default_configuration_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """A model that compiles but whose describe refuses its own defaults is
+    no usable build: `seer-env build` says so and exits 1 (it printed
+    "built" and exited 0; check, run and loading then raised it)."""
+    folder = new_model(tmp_path, "nodef", {
+        "    if (c->goal < c->tokens_per_agent) {":
+        "    if (c->goal == 40 || c->goal < c->tokens_per_agent) {"})
+    assert cli.main(["build", str(folder), "--quiet"]) == 1
+    out, err = capsys.readouterr()
+    assert "nodef: model 'nodef' " in out
+    assert ("seer-env: nodef built, but its default configuration is refused (describe "
+            "failed: ConfigError: nodef: goal=40 must be >= tokens_per_agent=2 (an agent would be "
+            "done with its own tokens)); check, run and loading raise it too") in err
+    assert sdk.load(folder).parallel_env(goal=41).possible_agents
+
+
 def test_handler_error_mid_episode_marks_the_env(tmp_path: Path) -> None:
     folder = new_model(tmp_path, "fails", {
         "    st->received++;\n":
