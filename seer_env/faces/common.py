@@ -101,6 +101,18 @@ def _fresh_seed() -> int:
     return int.from_bytes(os.urandom(8), "little")
 
 
+def next_seed(seed: int) -> int:
+    """The seed after ``seed`` in an env's own sequence (SplitMix64's step:
+    an odd constant added, then its finalizer), which a ParallelEnv's
+    ``reset()`` without a seed goes on with: as a Gymnasium env's generator
+    goes on, the episodes after ``reset(seed=s)`` are the same in every run,
+    and an env seeded ``s + 1`` does not replay them (``s + 1`` would)."""
+    z = (seed + 0x9E3779B97F4A7C15) & _MAX_SEED
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MAX_SEED
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MAX_SEED
+    return z ^ (z >> 31)
+
+
 def _box(low: np.ndarray, high: np.ndarray) -> gymnasium.spaces.Box:
     return gymnasium.spaces.Box(np.asarray(low, np.float32), np.asarray(high, np.float32),
                                 dtype=np.float32)
@@ -300,7 +312,9 @@ class _SeerEnvCommon:
         return [self.runtime.snapshot_alive(i, data) for i, data in pairs]
 
     def _seeds(self, seed: int | np.integer | None, n: int) -> list[int]:
-        """Seeds of n instances: ``seed + i`` (mod 2**64), or the spec's default."""
+        """Seeds of n instances: ``seed + i`` (mod 2**64); for None the spec's
+        default, else fresh random ones (the faces go on with their own
+        sequences first, where they have one)."""
         if seed is None and self.seer_model.default_seed is not None:
             seed = self.seer_model.default_seed(self.config)
         base = _fresh_seed() if seed is None else seed_value(seed)

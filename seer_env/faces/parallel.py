@@ -34,6 +34,7 @@ from .common import (
     _CUT_SHORT_STEP,
     _SeerEnvCommon,
     check_options,
+    next_seed,
     raised_by_seer,
 )
 from .snapshot import EnvSnapshot
@@ -144,6 +145,9 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
             if not isinstance(k, str):
                 raise ConfigError(f"info name {k!r} is not a string")
         self._needs_reset = True
+        #: the seed a reset() without one takes: None until a reset (then the
+        #: model's default or a fresh one), then the sequence of the last (`next_seed`)
+        self._seed_next: int | None = None
         self._window: Any = None
         self._names = np.array(self.possible_agents, dtype=object)
         self._all_names = tuple(self.possible_agents)
@@ -244,8 +248,12 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
         Args:
             seed: the episode's seed, an int in ``[0, 2**64)``; the same seed
                 gives the same episode on every executor and thread count.
-                None: the model's default seed where it has one (PCS in
-                classic mode: 0), else a fresh random one.
+                None: the next seed of this env's own sequence, once a
+                reset has started one (as a Gymnasium env's generator goes
+                on: ``reset(seed=s)`` once, then ``reset()``, replays the
+                same episodes in every run); at the env's first reset the
+                model's default seed where it has one (PCS in classic
+                mode: 0), else a fresh random one.
             options: accepted for PettingZoo's signature (a dict or None);
                 no key is read.
 
@@ -260,7 +268,8 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
         """
         self._check_open("reset")
         check_options(options)
-        seeds = self._seeds(seed, 1)
+        seeds = self._seeds(seed, 1) if seed is not None or self._seed_next is None \
+            else [self._seed_next]
         cut = self._interrupted
         self._interrupted = _CUT_SHORT_RESET  # until Python has caught up
         try:
@@ -269,6 +278,7 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
             if raised_by_seer(exc):  # the runtime reports the truth (and marks its instances)
                 self._interrupted = cut
             raise
+        self._seed_next = next_seed(seeds[0])
         self._live_names = self._all_names
         self._live_idx = np.arange(len(self._all_names))
         self.agents = list(self._all_names)

@@ -218,6 +218,9 @@ class SeerVectorEnv(_SeerEnvCommon):
         self._needs_reset = True
         self._autoreset = self._zeros("the autoreset flags", (self.num_envs,), bool)
         self._next_seeds: list[int] = [0] * self.num_envs
+        # which instances have a sequence (a reset or a restore gave them
+        # one): a reset without a seed goes on with it
+        self._seeded: list[bool] = [False] * self.num_envs
         # what each instance's seed advances by: num_envs, or the num_envs of the
         # batch a restored instance's snapshot came from (its own sequence)
         self._seed_strides: list[int] = [self.num_envs] * self.num_envs
@@ -297,12 +300,14 @@ class SeerVectorEnv(_SeerEnvCommon):
     def _instance_seeds(self, seed: Any) -> list[int]:
         if isinstance(seed, np.ndarray) and seed.ndim == 0:
             seed = seed[()]  # a NumPy scalar array: its value
-        if seed is None or isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+        if seed is None:
+            return self._continued_seeds()
+        if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
             return self._seeds(seed, self.num_envs)
         if isinstance(seed, (list, tuple, np.ndarray)):
             if len(seed) != self.num_envs:
                 raise ConfigError(f"seed list has {len(seed)} entries; need {self.num_envs}")
-            fresh = self._seeds(None, self.num_envs)
+            fresh = self._continued_seeds()
             return [fresh[i] if s is None else seed_value(s) for i, s in enumerate(seed)]
         raise ConfigError(f"seed={seed!r} must be an int, a list of {self.num_envs} ints or None")
 
@@ -382,6 +387,16 @@ class SeerVectorEnv(_SeerEnvCommon):
                                            flat=self._flat)
         return obs, infos
 
+    def _continued_seeds(self) -> list[int]:
+        """The seeds of a reset without one: each instance's next seed where
+        it has a sequence (as a Gymnasium env's generator goes on:
+        ``reset(seed=s)`` once, then ``reset()``, replays the same episodes in
+        every run), else the model's default or a fresh random one (a
+        never-reset env)."""
+        first = self._seeds(None, self.num_envs)
+        return [self._next_seeds[i] if self._seeded[i] else first[i]
+                for i in range(self.num_envs)]
+
     def _take_seeds(self, mask: np.ndarray) -> list[int]:
         """Seeds for the instances in ``mask`` (their next seeds), advancing them."""
         seeds = [0] * self.num_envs
@@ -395,6 +410,7 @@ class SeerVectorEnv(_SeerEnvCommon):
         sequence (its seed, then steps of ``num_envs``)."""
         self._next_seeds = [(s + self.num_envs) & _MAX_SEED for s in seeds]
         self._seed_strides = [self.num_envs] * self.num_envs
+        self._seeded = [True] * self.num_envs
 
     def _advance_seed(self, i: int) -> None:
         """Instance ``i`` used its next seed: the one after it, by its stride."""
@@ -822,6 +838,7 @@ class SeerVectorEnv(_SeerEnvCommon):
             self._autoreset[i] = bool(flag)
             self._next_seeds[i] = int(seed) & _MAX_SEED
             self._seed_strides[i] = int(stride)
+            self._seeded[i] = True
         self._any_autoreset = bool(self._autoreset.any())
         if len(targets) == self.num_envs:
             self._needs_reset = False
