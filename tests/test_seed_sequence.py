@@ -156,3 +156,28 @@ def test_classic_pcs_starts_from_its_default_seed_then_goes_on() -> None:
     a = run()
     assert a == run()
     assert a[0] == seeded(0) and a[1] == seeded(next_seed(0))
+
+
+def test_supersuits_frame_skip_draws_from_np_random_seeded_by_reset() -> None:
+    """SuperSuit's frame_skip_v0 on a ParallelEnv reads
+    ``env.unwrapped.np_random`` (an AttributeError before): the skips it
+    draws, and so the run, are the same for the same seed."""
+    supersuit = pytest.importorskip("supersuit")
+
+    def run() -> list[Any]:
+        env = supersuit.frame_skip_v0(aircraft_v0.parallel_env(threads=1, num_uavs=4,
+                                                               max_cycles=20), (1, 4))
+        obs, _ = env.reset(seed=2)
+        out = []
+        while env.agents:
+            obs, rew, *_ = env.step({a: np.full(3, 0.5, np.float32) for a in env.agents})
+            out.append(sorted(rew.items()))
+        env.close()
+        return out
+
+    a = run()
+    assert a == run() and 5 <= len(a) < 20  # skips of 1..4 steps: fewer calls than steps
+    env = aircraft_v0.parallel_env(threads=1, num_uavs=4)
+    env.reset(seed=2)
+    assert env.np_random.integers(1 << 30) == np.random.default_rng(2).integers(1 << 30)
+    env.close()

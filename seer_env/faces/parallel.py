@@ -148,6 +148,7 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
         #: the seed a reset() without one takes: None until a reset (then the
         #: model's default or a fresh one), then the sequence of the last (`next_seed`)
         self._seed_next: int | None = None
+        self._np_random: np.random.Generator | None = None  # `np_random`
         self._window: Any = None
         self._names = np.array(self.possible_agents, dtype=object)
         self._all_names = tuple(self.possible_agents)
@@ -227,6 +228,18 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
         return self.groups[self._group_of[self._agent_idx(agent)]].name
 
     @property
+    def np_random(self) -> np.random.Generator:
+        """A NumPy generator for the wrappers that draw randomness of their
+        own from the env (SuperSuit's ``frame_skip_v0`` reads
+        ``env.unwrapped.np_random``, as of a Gymnasium env): seeded by each
+        reset with that reset's seed, so a seeded run draws the same numbers
+        on every executor; a random one before the first reset.  The model's
+        own randomness never comes from it (its streams are the runtime's)."""
+        if self._np_random is None:
+            self._np_random = np.random.default_rng()
+        return self._np_random
+
+    @property
     def state_space(self) -> gymnasium.Space:
         """The space of `state()`: a float32 Box of the model's state_dim."""
         return self._state_space
@@ -279,6 +292,7 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
                 self._interrupted = cut
             raise
         self._seed_next = next_seed(seeds[0])
+        self._np_random = np.random.default_rng(seeds[0])
         self._live_names = self._all_names
         self._live_idx = np.arange(len(self._all_names))
         self.agents = list(self._all_names)
