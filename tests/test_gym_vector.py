@@ -346,3 +346,28 @@ def test_a_grouped_face_stepped_before_reset_or_given_no_mapping_says_so() -> No
     got[0] = {"prey": np.zeros((2, *((envs.venv.groups[1].count,) + n_prey)), np.int64)}
     envs.step(acts)
     envs.close()
+
+
+def test_a_refused_reset_leaves_the_other_groups_generator() -> None:
+    """A group's VectorEnv reseeded the other groups' generator before the
+    batched env checked the seed: a refused reset (ConfigError) changed the
+    run after it, and -1 or 1.5 raised NumPy's errors, not ConfigError."""
+    from seer_env.envs import hunt_v0
+
+    def run(bad: Any) -> list[np.ndarray]:
+        envs = hunt_v0.agent_vector_env(2, group="predator", threads=1)
+        envs.reset(seed=0)
+        if bad is not None:
+            with pytest.raises(ConfigError, match="seed"):
+                envs.reset(seed=bad)
+        envs.reset()
+        out = []
+        for _ in range(4):  # the prey act by the generator: random legal actions
+            obs, *_ = envs.step(np.zeros((envs.num_envs, 2), np.int64))
+            out.append(obs)
+        envs.close()
+        return out
+
+    ref = run(None)
+    for bad in (2**64, [0, 2**64], -1, 1.5):
+        assert all(np.array_equal(x, y) for x, y in zip(ref, run(bad), strict=True)), bad

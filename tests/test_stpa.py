@@ -2117,6 +2117,9 @@ def test_a_remembered_choice_run_on_fewer_threads_is_not_trusted(tmp_path):
     ({"tie": -0.1}, "tie=-0.1"), ({"recheck_ns": float("nan")}, "recheck_ns=nan"),
     ({"confirm": "yes"}, "confirm='yes'"), ({"clock": 3}, "clock=3"),
     ({"cache_path": 7}, "cache_path=7"), ({"roundz": 3}, "'roundz'"), (5, "stpa_options=5"),
+    # the controller rounds with these: inf, or a finite time beyond any run, overflowed
+    ({"confirm_budget": float("inf")}, "confirm_budget=inf"),
+    ({"probe_step_ns": 1e308}, "probe_step_ns=1e+308"),
 ])
 def test_bad_stpa_options_are_refused_before_the_runtime_is_made(options, named):
     """Every bad controller option is a ConfigError naming it, at once (not
@@ -2149,6 +2152,10 @@ def test_every_stpa_option_is_checked_and_the_edges_are_taken():
           "max_threads": None, "cache": None, "cache_path": "x.json", "clock": lambda: 0,
           "confirm": np.bool_(True), "margin": 0.0, "alive_drop": 1.0}
     assert check_options(ok) == ok and check_options(None) == {}
+    # NumPy's scalars are taken, and max_threads keys the cache as its int
+    st = Stpa(_FakeRuntime(), cores=np.int64(2), max_threads=np.int64(2), margin=np.float32(0.1),
+              trace=False)
+    assert type(st.max_threads) is int and st.max_threads == 2
     st = Stpa(_FakeRuntime(), cores=2, trace=False, **{k: v for k, v in ok.items()
                                                         if k not in ("cores", "clock")})
     assert st.state == "preflight"

@@ -323,10 +323,14 @@ class AgentVectorEnv(gymnasium.vector.VectorEnv):
                     "sub-env restarts only with its instance"
                 )
             options = {**options, "reset_mask": per[:, 0].copy()}
+        out = self.venv.reset(seed=seed, options=options)  # a bad seed is refused here
         if self.group is not None and seed is not None:
+            # the other groups' generator, seeded once the reset took the seed
+            # (a refused one leaves it as it was)
             self._rng = np.random.default_rng(
-                seed if not isinstance(seed, (list, tuple)) else [s or 0 for s in seed])
-        obs, vinfos = self._mine(self.venv.reset(seed=seed, options=options))
+                [int(s or 0) for s in seed] if isinstance(seed, (list, tuple, np.ndarray))
+                else int(seed))
+        obs, vinfos = self._mine(out)
         return self._flat(obs), self._infos(vinfos)
 
     def step(

@@ -232,7 +232,8 @@ class Stpa(_Running):
         self.drift_factor = float(drift_factor)
         self.alive_drop = float(alive_drop)
         self.reprobe_gap = int(reprobe_gap)
-        self.max_threads = max_threads
+        # an int (a NumPy one would make another cache key: its repr)
+        self.max_threads = max_threads = None if max_threads is None else int(max_threads)
         self.trace_enabled = bool(trace)
         self.drop = float(drop)
         self.drop_traced = float(drop_traced)

@@ -99,12 +99,16 @@ def _path(name: str, value: Any) -> None:
         raise _refuse(name, value, "a non-empty path or None")
 
 
+#: the longest time an option in ns may name (about 11 days): the controller
+#: divides and rounds with them, and a larger one overflows there
+MAX_NS = 1e15
+
 #: every option of `seer_env.stpa.Stpa` (its keyword arguments but ``runtime``)
 #: and what it takes
 OPTIONS: dict[str, _Check] = {
     "rounds": _integer(1),
     "reprobe_rounds": _integer(1),
-    "min_visit_ns": _number(0.0),
+    "min_visit_ns": _number(0.0, MAX_NS),
     "margin": _number(0.0, 1.0, hi_open=True),
     "prune": _number(1.0, infinite=True),
     "check_every": _integer(1),
@@ -120,14 +124,14 @@ OPTIONS: dict[str, _Check] = {
     "extra_rounds": _integer(0),
     "confirm": _flag(),
     "hysteresis": _number(0.0),
-    "tiny_ns": _number(0.0),
-    "recheck_ns": _number(0.0),
-    "confirm_budget": _number(0.0, infinite=True),
+    "tiny_ns": _number(0.0, MAX_NS),
+    "recheck_ns": _number(0.0, MAX_NS),
+    "confirm_budget": _number(0.0, 1e6),
     "probe_share": _number(0.0, 1.0, lo_open=True, none=True),
-    "pool_probe_ns": _number(0.0),
-    "probe_step_ns": _number(0.0),
-    "check_ns": _number(0.0),
-    "save_ns": _number(0.0),
+    "pool_probe_ns": _number(0.0, MAX_NS),
+    "probe_step_ns": _number(0.0, MAX_NS),
+    "check_ns": _number(0.0, MAX_NS),
+    "save_ns": _number(0.0, MAX_NS),
     "clock": _function,
     "cpu_sampler": _function,
     "proc_sampler": _function,
@@ -157,4 +161,4 @@ def check_options(options: Any) -> dict[str, Any]:
     return dict(options)
 
 
-__all__ = ["MAX_THREADS", "OPTIONS", "check_options"]
+__all__ = ["MAX_NS", "MAX_THREADS", "OPTIONS", "check_options"]
