@@ -69,8 +69,9 @@ class Model:
         render_fps: frames per second advertised in ``metadata``.
         dict_info_keys: info values put in each agent's ``infos`` dict by the
             ParallelEnv by default (None: all).
-        default_seed: optional ``config -> seed`` used by ``reset(seed=None)``
-            (None: a fresh random seed).
+        default_seed: optional ``config -> seed`` used by an env's first
+            ``reset(seed=None)`` (None: a fresh random seed); later ones go on
+            with the env's seed sequence.
         parallel_class: the ParallelEnv class (a subclass of the generic
             one may add model-specific methods).
         vector_class: the batched env class (the same).

@@ -181,3 +181,70 @@ def test_supersuits_frame_skip_draws_from_np_random_seeded_by_reset() -> None:
     env.reset(seed=2)
     assert env.np_random.integers(1 << 30) == np.random.default_rng(2).integers(1 << 30)
     env.close()
+
+
+def test_a_restored_instance_goes_on_with_its_own_batchs_stride() -> None:
+    """An instance restored from a batch of another size goes on, through
+    unseeded full and masked resets (and None entries of a seed list), with
+    the sequence it had there (its seed, then steps of that batch's
+    num_envs), as the docs say: it took this batch's stride before."""
+    orig = aircraft_v0.vector_env(2, threads=1, **AIR)
+    orig.reset(seed=0)
+    snap = orig.snapshot(0)
+    new = aircraft_v0.vector_env(4, threads=1, **AIR)
+    new.reset(seed=100)
+    new.restore(snap, 0)
+    for call in ("reset", "reset", "list", "masked"):
+        if call == "reset":
+            a, b = orig.reset()[0][0], new.reset()[0][0]
+        elif call == "list":
+            a, b = orig.reset(seed=[None, 7])[0][0], new.reset(seed=[None, 1, 2, 3])[0][0]
+        else:
+            a = orig.reset(options={"reset_mask": np.array([True, False])})[0][0]
+            b = new.reset(options={"reset_mask": np.array([True, False, False, False])})[0][0]
+        assert np.array_equal(a, b), call
+    orig.close()
+    new.close()
+
+
+@pytest.mark.parametrize("face", ["parallel", "aec"])
+def test_a_snapshot_carries_the_seed_sequence(face: str) -> None:
+    """A ParallelEnv's (and an AEC env's) snapshot holds its next seed: an
+    env restored from it, fresh or moved on, then reset() without a seed,
+    plays the episode the original plays (a fresh one drew a random seed,
+    one moved on went on with its own sequence); an older snapshot without
+    one leaves the env's sequence as it is."""
+    def make() -> Any:
+        return (aircraft_v0.parallel_env(threads=1, **AIR) if face == "parallel"
+                else aircraft_v0.env(threads=1, **AIR))
+
+    def first_obs(env: Any) -> np.ndarray:
+        if face == "parallel":
+            obs, _ = env.reset()
+            return np.concatenate([np.ravel(o) for o in obs.values()])
+        env.reset()
+        return env.observe(env.agent_selection).copy()
+
+    a = make()
+    a.reset(seed=7)
+    snap = a.snapshot()
+    want = first_obs(a)
+    for moved in (0, 2):
+        b = make()
+        for _ in range(moved):
+            b.reset()
+        b.restore(snap)
+        assert np.array_equal(first_obs(b), want), moved
+        b.close()
+    if face == "parallel":  # an older snapshot, without the sequence: the env's own goes on
+        import dataclasses
+
+        old = dataclasses.replace(snap, state={"live": snap.state["live"]})
+        b, c = make(), make()
+        for e in (b, c):
+            e.reset(seed=3)
+        b.restore(old)
+        assert np.array_equal(first_obs(b), first_obs(c))
+        b.close()
+        c.close()
+    a.close()

@@ -793,6 +793,8 @@ def test_a_changed_live_list_is_refused_and_the_env_steps_on_unchanged() -> None
     refused_by(env, forged(snap, live=list(live)), "malformed")
     refused_by(env, forged(snap, live=live[1:2] + live[:1] + live[2:]), "order")
     refused_by(env, forged(snap, extra=1), "malformed")
+    for seed_next in (-1, 2**64, 1.5, "7", True):
+        refused_by(env, forged(snap, seed_next=seed_next), "malformed")
     refused_by(env, dataclasses.replace(snap, env_ids=(0, 1)), "env_ids")
     refused_by(env, dataclasses.replace(snap, config=(1, 2)), "configuration is malformed")
     snap.state["live"] = live[:-1]  # changed in place after snapshot() made it

@@ -17,8 +17,9 @@ parameters (``MODEL.config_help()``).
 
 ``classic=True`` runs the exact ROSS-Models PCS dynamics (lookahead 0: the
 serial executor, or the optimistic one on several threads, between which
-``threads="auto"`` chooses by itself; ``reset()`` without a seed uses the
-engine's base seed):
+``threads="auto"`` chooses by itself; the first ``reset()`` without a seed
+uses the engine's base seed, as ``reset(seed=0)`` does; later ones go on with
+the env's seed sequence):
 
 ```python
 from seer_env.envs import pcs_v0

@@ -639,14 +639,17 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
 
         Raises `StateError` before ``reset()`` and
         `ClosedError` after ``close()``."""
-        return self._snapshot_of("parallel", (0,), {"live": self._live_names})
+        return self._snapshot_of("parallel", (0,), {"live": self._live_names,
+                                                    "seed_next": self._seed_next})
 
     @exclusive
     def restore(self, snap: EnvSnapshot) -> tuple[dict[str, np.ndarray], dict[str, dict[str, Any]]]:
         """Go back to ``snap`` (from `snapshot` of this env or of one of the
         same model and configuration); returns ``(observations, infos)`` of the
         live agents, as at that moment.  Steps from here are those the env
-        made after the snapshot, bit for bit.  Another model, configuration or
+        made after the snapshot, bit for bit, and so are the episodes of
+        ``reset()`` without a seed (the env's seed sequence travels with
+        it; `np_random` does not).  Another model, configuration or
         face, or damaged bytes, raise `SnapshotError`
         and leave the env unchanged; a never-reset env may be restored."""
         self._check_open("restore")
@@ -659,9 +662,13 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
         self._check_snapshot(snap, face)
         name = self.seer_model.name
         live = snap.state.get("live")
-        if len(snap.instances) != 1 or set(snap.state) != {"live"} or type(live) is not tuple:
-            raise SnapshotError(f"{name}: the snapshot is malformed (a "
-                                "ParallelEnv's holds one instance and its live agents)")
+        # (the seed sequence since this release: an older snapshot has none)
+        seed_next = snap.state.get("seed_next")
+        if len(snap.instances) != 1 or set(snap.state) - {"seed_next"} != {"live"} \
+                or type(live) is not tuple or not (
+                    seed_next is None or type(seed_next) is int and 0 <= seed_next < 2**64):
+            raise SnapshotError(f"{name}: the snapshot is malformed (a ParallelEnv's holds "
+                                "one instance, its live agents and its next seed)")
         idx = [self.agent_index.get(a) if type(a) is str else None for a in live]
         unknown = [a for a, i in zip(live, idx, strict=True) if i is None]
         if unknown:
@@ -696,6 +703,8 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
                 self._interrupted = cut
             raise
         live: tuple[str, ...] = snap.state["live"]
+        if "seed_next" in snap.state:  # the sequence goes on as it would have there
+            self._seed_next = snap.state["seed_next"]
         self._live_names = live
         self._live_idx = np.array([self.agent_index[a] for a in live], dtype=np.intp)
         self.agents = list(live)

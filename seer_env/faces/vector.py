@@ -329,7 +329,7 @@ class SeerVectorEnv(_SeerEnvCommon):
         mask = None if options is None else options.get("reset_mask")
         cut = self._interrupted
         if mask is None:
-            seeds = self._instance_seeds(seed)
+            seeds, kept = self._instance_seeds(seed), self._kept_sequences(seed)
             if self._stepper is not None:
                 self._stepper.drain()  # a call in flight ends first (Ctrl-C: nothing changed)
             self._interrupted = _CUT_SHORT_RESET  # until Python has caught up
@@ -340,7 +340,7 @@ class SeerVectorEnv(_SeerEnvCommon):
                 if raised_by_seer(exc):  # the runtime reports the truth itself
                     self._interrupted = cut
                 raise
-            self._start_seeds(seeds)
+            self._start_seeds(seeds, kept)
             self._autoreset[:] = False
             self._any_autoreset = False
             self._needs_reset = False
@@ -362,14 +362,16 @@ class SeerVectorEnv(_SeerEnvCommon):
                     f"{np.flatnonzero(mask & self._pending).tolist()} sent with send() and not "
                     "received yet: recv() them first (or reset() every instance)")
             given = None if seed is None else self._instance_seeds(seed)
+            kept = self._kept_sequences(seed)
             if self._stepper is not None:
                 self._stepper.drain()  # one native call at a time: the others' go first
             self._interrupted = _CUT_SHORT_RESET  # until Python has caught up
             seeds = self._take_seeds(mask) if given is None else given
             if given is not None:
                 for i in np.flatnonzero(mask):
-                    self._next_seeds[i] = (seeds[i] + self.num_envs) & _MAX_SEED
-                    self._seed_strides[i] = self.num_envs
+                    if not kept[i]:  # a seed given: a sequence of this batch's from it
+                        self._seed_strides[i] = self.num_envs
+                    self._next_seeds[i] = (seeds[i] + self._seed_strides[i]) & _MAX_SEED
             try:
                 rt.reset(seeds, mask)
             except SeerError as exc:
@@ -397,6 +399,16 @@ class SeerVectorEnv(_SeerEnvCommon):
         return [self._next_seeds[i] if self._seeded[i] else first[i]
                 for i in range(self.num_envs)]
 
+    def _kept_sequences(self, seed: Any) -> list[bool]:
+        """Which instances a reset with ``seed`` leaves on their own sequence
+        (no seed for them, and they have one: a restored instance keeps the
+        stride of the batch it came from), not on a new one of this batch's."""
+        if seed is None:
+            return list(self._seeded)
+        if isinstance(seed, (list, tuple, np.ndarray)) and np.ndim(seed) == 1:
+            return [s is None and self._seeded[i] for i, s in enumerate(seed)]
+        return [False] * self.num_envs
+
     def _take_seeds(self, mask: np.ndarray) -> list[int]:
         """Seeds for the instances in ``mask`` (their next seeds), advancing them."""
         seeds = [0] * self.num_envs
@@ -405,11 +417,15 @@ class SeerVectorEnv(_SeerEnvCommon):
             self._advance_seed(int(i))
         return seeds
 
-    def _start_seeds(self, seeds: Sequence[int]) -> None:
+    def _start_seeds(self, seeds: Sequence[int], kept: Sequence[bool] | None = None) -> None:
         """Every instance reset with ``seeds``: each continues on this batch's
-        sequence (its seed, then steps of ``num_envs``)."""
-        self._next_seeds = [(s + self.num_envs) & _MAX_SEED for s in seeds]
-        self._seed_strides = [self.num_envs] * self.num_envs
+        sequence (its seed, then steps of ``num_envs``), or, where ``kept``
+        (`_kept_sequences`), on its own (steps of its stride)."""
+        kept = kept or [False] * self.num_envs
+        self._seed_strides = [st if k else self.num_envs
+                              for st, k in zip(self._seed_strides, kept, strict=True)]
+        self._next_seeds = [(s + st) & _MAX_SEED
+                            for s, st in zip(seeds, self._seed_strides, strict=True)]
         self._seeded = [True] * self.num_envs
 
     def _advance_seed(self, i: int) -> None:
@@ -623,10 +639,10 @@ class SeerVectorEnv(_SeerEnvCommon):
         self._check_open("async_reset")
         if self._n_pending:
             raise self._pending_error("async_reset()")
-        seeds = self._instance_seeds(seed)
+        seeds, kept = self._instance_seeds(seed), self._kept_sequences(seed)
         B = self.num_envs
         self._interrupted = _CUT_SHORT.format("async_reset")
-        self._start_seeds(seeds)
+        self._start_seeds(seeds, kept)
         self._autoreset[:] = False
         self._any_autoreset = False
         self._needs_reset = False
