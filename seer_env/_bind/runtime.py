@@ -93,6 +93,8 @@ def process_calls() -> int:
 # -- runtimes -----------------------------------------------------------------------
 
 EXECUTORS = ("serial", "parallel", "optimistic")
+#: the largest pool a runtime runs (the runtime's own rule: create.c, threads.c)
+MAX_THREADS = 1024
 
 
 def _executor_code(lib: Any, executor: str) -> int:
@@ -117,8 +119,8 @@ def resolve_threads(threads: int | str, executor: str) -> int:
         return thread_budget().threads if executor == "optimistic" else 1
     if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)):
         raise ConfigError(f"threads={threads!r} must be 'auto' or a positive int")
-    if not 1 <= int(threads) <= 1024:
-        raise ConfigError(f"threads={threads} must be in [1, 1024]")
+    if not 1 <= int(threads) <= MAX_THREADS:
+        raise ConfigError(f"threads={threads} must be in [1, {MAX_THREADS}]")
     if executor == "serial" and int(threads) != 1:
         raise ConfigError(f"executor='serial' runs on one thread; got threads={threads}")
     return int(threads)
@@ -489,7 +491,7 @@ class Runtime:
         An explicit pool size turns STPA off (`stpa` becomes None); a runtime
         STPA had put on the serial executor goes back to the parallel one.
         """
-        n = _positive_int("threads", threads, 1, 1024)
+        n = _positive_int("threads", threads, 1, MAX_THREADS)
         if self.stpa is not None and self.executor == "serial":
             self.switch_executor("parallel", n)
         else:
@@ -520,7 +522,7 @@ class Runtime:
         the switch a controller such as STPA makes itself."""
         if executor not in EXECUTORS:
             raise ConfigError(f"executor={executor!r} must be one of {list(EXECUTORS)}")
-        n = _positive_int("threads", threads, 1, 1024)
+        n = _positive_int("threads", threads, 1, MAX_THREADS)
         code = _executor_code(self.lib, executor)
         self._threads_now = None
         with self._call() as h:

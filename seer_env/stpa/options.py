@@ -28,10 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from .._bind.runtime import MAX_THREADS
 from ..errors import ConfigError
-
-#: the largest pool the runtime makes (`seer_env._bind.runtime`'s threads rule)
-MAX_THREADS = 1024
 
 _Check = Callable[[str, Any], None]
 
@@ -55,9 +53,9 @@ def _integer(lo: int, hi: int | None = None, none: bool = False) -> _Check:
 
 def _number(lo: float, hi: float | None = None, *, lo_open: bool = False,
             hi_open: bool = False, infinite: bool = False, none: bool = False) -> _Check:
-    left, right = "(" if lo_open else "[", ")" if hi_open else "]"
-    top = "inf" if hi is None else f"{hi:g}"
-    what = f"a number in {left}{lo:g}, {top}{right if hi is not None else ')'}"
+    left = "(" if lo_open else "["
+    right = ")" if hi is None or hi_open else "]"
+    what = f"a number in {left}{lo:g}, {'inf' if hi is None else f'{hi:g}'}{right}"
     what += ", inf included" if infinite else ""
     what += " or None" if none else ""
 
@@ -161,4 +159,4 @@ def check_options(options: Any) -> dict[str, Any]:
     return dict(options)
 
 
-__all__ = ["MAX_NS", "MAX_THREADS", "OPTIONS", "check_options"]
+__all__ = ["MAX_NS", "OPTIONS", "check_options"]
