@@ -297,18 +297,23 @@ class SeerVectorEnv(_SeerEnvCommon):
 
     # -- reset ---------------------------------------------------------------
 
-    def _instance_seeds(self, seed: Any) -> list[int]:
+    def _instance_seeds(self, seed: Any) -> tuple[list[int], list[bool]]:
+        """The instances' seeds for a reset with ``seed``, and which of them go
+        on with their own sequence (no seed for them, and they have one: a
+        restored instance keeps the stride of the batch it came from) rather
+        than start one of this batch's."""
         if isinstance(seed, np.ndarray) and seed.ndim == 0:
             seed = seed[()]  # a NumPy scalar array: its value
         if seed is None:
-            return self._continued_seeds()
+            return self._continued_seeds(), list(self._seeded)
         if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
-            return self._seeds(seed, self.num_envs)
+            return self._seeds(seed, self.num_envs), [False] * self.num_envs
         if isinstance(seed, (list, tuple, np.ndarray)):
             if len(seed) != self.num_envs:
                 raise ConfigError(f"seed list has {len(seed)} entries; need {self.num_envs}")
             fresh = self._continued_seeds()
-            return [fresh[i] if s is None else seed_value(s) for i, s in enumerate(seed)]
+            return ([fresh[i] if s is None else seed_value(s) for i, s in enumerate(seed)],
+                    [s is None and self._seeded[i] for i, s in enumerate(seed)])
         raise ConfigError(f"seed={seed!r} must be an int, a list of {self.num_envs} ints or None")
 
     @exclusive
@@ -329,7 +334,7 @@ class SeerVectorEnv(_SeerEnvCommon):
         mask = None if options is None else options.get("reset_mask")
         cut = self._interrupted
         if mask is None:
-            seeds, kept = self._instance_seeds(seed), self._kept_sequences(seed)
+            seeds, kept = self._instance_seeds(seed)
             if self._stepper is not None:
                 self._stepper.drain()  # a call in flight ends first (Ctrl-C: nothing changed)
             self._interrupted = _CUT_SHORT_RESET  # until Python has caught up
@@ -361,8 +366,7 @@ class SeerVectorEnv(_SeerEnvCommon):
                     f"{self.seer_model.name}: reset() of instance(s) "
                     f"{np.flatnonzero(mask & self._pending).tolist()} sent with send() and not "
                     "received yet: recv() them first (or reset() every instance)")
-            given = None if seed is None else self._instance_seeds(seed)
-            kept = self._kept_sequences(seed)
+            given, kept = (None, []) if seed is None else self._instance_seeds(seed)
             if self._stepper is not None:
                 self._stepper.drain()  # one native call at a time: the others' go first
             self._interrupted = _CUT_SHORT_RESET  # until Python has caught up
@@ -399,16 +403,6 @@ class SeerVectorEnv(_SeerEnvCommon):
         return [self._next_seeds[i] if self._seeded[i] else first[i]
                 for i in range(self.num_envs)]
 
-    def _kept_sequences(self, seed: Any) -> list[bool]:
-        """Which instances a reset with ``seed`` leaves on their own sequence
-        (no seed for them, and they have one: a restored instance keeps the
-        stride of the batch it came from), not on a new one of this batch's."""
-        if seed is None:
-            return list(self._seeded)
-        if isinstance(seed, (list, tuple, np.ndarray)) and np.ndim(seed) == 1:
-            return [s is None and self._seeded[i] for i, s in enumerate(seed)]
-        return [False] * self.num_envs
-
     def _take_seeds(self, mask: np.ndarray) -> list[int]:
         """Seeds for the instances in ``mask`` (their next seeds), advancing them."""
         seeds = [0] * self.num_envs
@@ -420,7 +414,7 @@ class SeerVectorEnv(_SeerEnvCommon):
     def _start_seeds(self, seeds: Sequence[int], kept: Sequence[bool] | None = None) -> None:
         """Every instance reset with ``seeds``: each continues on this batch's
         sequence (its seed, then steps of ``num_envs``), or, where ``kept``
-        (`_kept_sequences`), on its own (steps of its stride)."""
+        (`_instance_seeds`), on its own (steps of its stride)."""
         kept = kept or [False] * self.num_envs
         self._seed_strides = [st if k else self.num_envs
                               for st, k in zip(self._seed_strides, kept, strict=True)]
@@ -639,7 +633,7 @@ class SeerVectorEnv(_SeerEnvCommon):
         self._check_open("async_reset")
         if self._n_pending:
             raise self._pending_error("async_reset()")
-        seeds, kept = self._instance_seeds(seed), self._kept_sequences(seed)
+        seeds, kept = self._instance_seeds(seed)
         B = self.num_envs
         self._interrupted = _CUT_SHORT.format("async_reset")
         self._start_seeds(seeds, kept)
