@@ -15,7 +15,11 @@ raises fails the test, naming the page and line.  Markers in HTML comments
   ``tests/in_benchmarl_venv/run.sh``);
 * ``<!-- docs-test: skip: REASON -->`` before a block -- not run, and the
   reason is required (a fragment of a file, the same recipe as a block run
-  elsewhere).
+  elsewhere);
+* ``<!-- docs-test: quick: OLD -> NEW -->`` before a block -- it runs with the
+  text ``OLD``, which must occur in it exactly once, replaced by ``NEW``: a
+  training loop's length (``range(5) -> range(1)``), never what the block
+  calls or how.
 """
 
 from __future__ import annotations
@@ -39,7 +43,8 @@ PAGES = sorted(
 
 _FENCE = re.compile(r"^(?P<indent>[ ]*)```(?P<lang>[^\n`]*)\n(?P<body>.*?)^(?P=indent)```[ ]*$",
                     re.S | re.M)
-_MARK = re.compile(r"<!-- docs-test: (?P<kind>setup|needs|skip): (?P<arg>.*?) -->", re.S)
+_MARK = re.compile(r"<!-- docs-test: (?P<kind>setup|needs|skip|quick): (?P<arg>.*?) -->",
+                   re.S)
 
 
 def page_blocks(path: Path) -> tuple[list[str], list[dict[str, object]]]:
@@ -106,7 +111,10 @@ def test_every_python_block_of_the_page_runs(page: Path, tmp_path: Path,
         if mark is not None and mark[0] == "needs" and importlib.util.find_spec(
                 str(mark[1])) is None:
             continue
-        run.append({"where": where, "body": b["body"]})
+        body = str(b["body"])
+        if mark is not None and mark[0] == "quick":
+            body = _quick(body, str(mark[1]), where)
+        run.append({"where": where, "body": body})
     if not run:
         pytest.skip(f"{rel}: no block can run here (they need what is not installed)")
     if any(_starts_ray(b["body"]) for b in run):
@@ -127,6 +135,15 @@ def test_every_python_block_of_the_page_runs(page: Path, tmp_path: Path,
     assert ran == [b["where"] for b in run]
 
 
+def _quick(body: str, arg: str, where: str) -> str:
+    """The block with a ``quick`` marker's ``OLD -> NEW`` applied (``OLD``
+    exactly once in it)."""
+    old, sep, new = arg.partition(" -> ")
+    assert sep and old, f"{where}: a quick marker is 'OLD -> NEW', not {arg!r}"
+    assert body.count(old) == 1, f"{where}: {old!r} must occur once in the block"
+    return body.replace(old, new)
+
+
 def test_the_markers_are_read_as_written(tmp_path: Path) -> None:
     page = tmp_path / "p.md"
     page.write_text(
@@ -137,12 +154,24 @@ def test_the_markers_are_read_as_written(tmp_path: Path) -> None:
         "text between\n<!-- docs-test: needs: nosuchmodule -->\n\n"
         "  ```python\n  z = 2\n  ```\n"
         "<!-- docs-test: skip: not for the next block -->\nprose\n"
-        "```python\nw = 3\n```\n```bash\nls\n```\n")
+        "```python\nw = 3\n```\n```bash\nls\n```\n"
+        "<!-- docs-test: quick: range(5) -> range(1) -->\n"
+        "```python\nfor _ in range(5):\n    pass\n```\n")
     setups, blocks = page_blocks(page)
     assert setups == ["seer-env new m"]
     assert [(b["line"], b["body"], b["mark"]) for b in blocks] == [
         (3, "x = 1", None), (7, "from nowhere import y", ("skip", "a fragment of a model's file")),
-        (13, "z = 2", ("needs", "nosuchmodule")), (18, "w = 3", None)]
+        (13, "z = 2", ("needs", "nosuchmodule")), (18, "w = 3", None),
+        (25, "for _ in range(5):\n    pass", ("quick", "range(5) -> range(1)"))]
+    assert _quick(str(blocks[-1]["body"]), "range(5) -> range(1)", "p.md:25") == \
+        "for _ in range(5):\n    pass".replace("range(5)", "range(1)")
+    # what it replaces must be there, once: a page edited under it fails
+    with pytest.raises(AssertionError, match="must occur once"):
+        _quick("for _ in range(3): pass", "range(5) -> range(1)", "p.md:25")
+    with pytest.raises(AssertionError, match="must occur once"):
+        _quick("range(5); range(5)", "range(5) -> range(1)", "p.md:25")
+    with pytest.raises(AssertionError, match="OLD -> NEW"):
+        _quick("range(5)", "range(5) range(1)", "p.md:25")
 
 
 # -- the API pages' examples: the docstrings mkdocstrings renders ------------------------

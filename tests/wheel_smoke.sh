@@ -5,22 +5,35 @@
 # the SDK (in C and in Python; a C model with agent groups and masks too),
 # check and train the example model, and build the documentation site against
 # the installed package.  Usage:
-#   tests/wheel_smoke.sh [PYTHON]        (default: the repository's .venv python)
+#   tests/wheel_smoke.sh [PYTHON]              both steps (default PYTHON: the repository's .venv python)
+#   tests/wheel_smoke.sh [PYTHON] build DIST   only build the sdist and the wheel into DIST
+#   tests/wheel_smoke.sh [PYTHON] test DIST    only install and try the wheel DIST holds
+# (run_tests.sh builds first, then tests the wheel beside BenchMARL's venv: the
+# build writes seer_env.egg-info in the tree, as BenchMARL's editable install does)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 py=${1:-$root/.venv/bin/python}
+step=${2:-all}
 work=$(mktemp -d /tmp/seer-wheel-XXXXXX)
 trap 'rm -rf "$work"' EXIT
-echo "== build the sdist and the wheel"
-"$py" -m build --outdir "$work/dist" "$root" > "$work/build.log" 2>&1 || {
-  tail -50 "$work/build.log"; exit 1; }
-ls "$work/dist"
+case "$step" in
+  all) dist="$work/dist" ;;
+  build|test) dist=${3:?"tests/wheel_smoke.sh: $step needs the dist folder"} ;;
+  *) echo "tests/wheel_smoke.sh: unknown step $step (all, build or test)" >&2; exit 2 ;;
+esac
+if [ "$step" != test ]; then
+  echo "== build the sdist and the wheel"
+  "$py" -m build --outdir "$dist" "$root" > "$work/build.log" 2>&1 || {
+    tail -50 "$work/build.log"; exit 1; }
+  ls "$dist"
+  [ "$step" = build ] && exit 0
+fi
 echo "== a fresh venv with the wheel (not editable) and torch"
 "$py" -m venv "$work/venv"
 v="$work/venv/bin"
 "$v/python" -m pip install -q --upgrade pip
 "$v/python" -m pip install -q torch==2.13.0
-whl=$(ls "$work"/dist/seer_env-*.whl)
+whl=$(ls "$dist"/seer_env-*.whl)
 "$v/python" -m pip install -q "$whl[numba]" pytest
 export SEER_ENV_CACHE="$work/cache"
 mkdir "$work/user" && cd "$work/user"

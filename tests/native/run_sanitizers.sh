@@ -75,7 +75,7 @@ run_fast() {
 }
 for mode in "${modes[@]}"; do
   if [ "$mode" = fast ]; then
-    echo "== fast (seer_env._fast under ASan+UBSan)"
+    echo "== fast (seer_env._fast under ASan+UBSan) ($(date +%T))"
     run_fast
     continue
   fi
@@ -85,7 +85,7 @@ for mode in "${modes[@]}"; do
     asan) flags=(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all) ;;
     *) echo "unknown mode $mode" >&2; exit 2 ;;
   esac
-  echo "== $mode"
+  echo "== $mode ($(date +%T))"
   "$CC" "${common[@]}" "${flags[@]}" "$here/stress_phases.c" "$rt/park.c" -o "$out/stress_phases-$mode" -lm
   "$out/stress_phases-$mode"
   "$CC" "${common[@]}" "${flags[@]}" "$here/test_squeue.c" "$rt/squeue.c" \
@@ -135,4 +135,4 @@ for mode in "${modes[@]}"; do
     SEER_RELAYOUT=1 SEER_ORDER_POOLS=1 "$out/stress_failures-$mode" ${fi_stride[$mode]}
   fi
 done
-echo "sanitizer runs: all passed"
+echo "sanitizer runs: all passed ($(date +%T))"
