@@ -275,6 +275,42 @@ def test_invalid_runtime_arguments():
         Runtime("phold", phold_cfg(), 0)
 
 
+def test_the_largest_pool_is_the_runtimes_own_rule():
+    """SEER_MAX_THREADS (seer_runtime.h) is the one bound of a pool: the
+    Python layer reads it from the runtime, and the runtime itself refuses a
+    thread more wherever a pool is sized."""
+    from seer_env._bind.runtime import max_threads
+    from seer_env.stpa import check_options
+
+    top = max_threads()
+    assert top >= 64
+    with pytest.raises(errors.ConfigError, match=rf"threads={top + 1} must be in \[1, {top}\]"):
+        Runtime("phold", phold_cfg(), 1, "parallel", top + 1)
+    with pytest.raises(errors.ConfigError, match=rf"max_threads.*\[1, {top}\]"):
+        check_options({"max_threads": top + 1})
+    check_options({"max_threads": top})
+    rt = Runtime("phold", phold_cfg(), 1, "parallel", 2)
+    with pytest.raises(errors.ConfigError, match=rf"must be in \[1, {top}\]"):
+        rt.set_threads(top + 1)
+    lib = rt.lib
+    with rt._call() as h:  # the runtime's own checks, under the Python layer's
+        assert lib.seer_runtime_set_threads(h, top + 1) == lib.SEER_E_ARG
+        assert f"threads={top + 1} must be in [1, {top}]" in rt.ffi.string(
+            lib.seer_runtime_error(h)).decode()
+        assert lib.seer_runtime_set_executor(h, lib.SEER_EXECUTOR_PARALLEL, top + 1) \
+            == lib.SEER_E_ARG
+        assert lib.seer_runtime_set_call_threads(h, top + 1) == lib.SEER_E_ARG
+        assert f"call threads={top + 1} must be in [0, {top}]" in rt.ffi.string(
+            lib.seer_runtime_error(h)).decode()
+        assert lib.seer_runtime_set_call_threads(h, top) == lib.SEER_OK
+        assert lib.seer_runtime_set_call_threads(h, 0) == lib.SEER_OK
+    rt.reset([1])
+    rt.actions[:] = 0
+    rt.step()  # the refused calls left it as it was
+    assert rt.threads == 2
+    rt.close()
+
+
 def test_call_order_and_closed_runtime():
     rt = Runtime("phold", phold_cfg(), 1, "parallel", 2)
     with pytest.raises(errors.StateError, match="before reset"):

@@ -248,3 +248,61 @@ def test_a_snapshot_carries_the_seed_sequence(face: str) -> None:
         b.close()
         c.close()
     a.close()
+
+
+def test_a_snapshot_carries_np_randoms_state() -> None:
+    """A ParallelEnv's snapshot holds its `np_random`'s state: after a
+    restore a wrapper's draws (SuperSuit's frame skips) are those of the run
+    it was taken from, so the steps are too (the generator stayed where the
+    env had moved it before).  A state no NumPy bit generator takes is
+    refused and changes nothing; an older snapshot without one leaves the
+    env's generator as it is."""
+    import dataclasses
+
+    from seer_env.errors import SnapshotError
+
+    env = aircraft_v0.parallel_env(threads=1, num_uavs=4, max_cycles=30)
+    env.reset(seed=5)
+    env.np_random.integers(10, size=3)
+    snap = env.snapshot()
+    want = env.np_random.integers(1 << 30, size=8)
+    env.np_random.integers(10, size=5)  # moved on
+    env.restore(snap)
+    assert np.array_equal(env.np_random.integers(1 << 30, size=8), want)
+    fresh = aircraft_v0.parallel_env(threads=1, num_uavs=4, max_cycles=30)
+    fresh.restore(snap)  # never reset: its generator is the snapshot's
+    assert np.array_equal(fresh.np_random.integers(1 << 30, size=8), want)
+    before = env.np_random.bit_generator.state
+    good = snap.state["np_random"]
+    for bad in ("PCG64", {"bit_generator": "Nope"}, {**good, "state": "x"},
+                {**good, "state": {"state": 1}}, {"bit_generator": "MT19937", "state": 3}):
+        with pytest.raises(SnapshotError, match="np_random state is malformed"):
+            env.restore(dataclasses.replace(snap, state={**snap.state, "np_random": bad}))
+        assert env.np_random.bit_generator.state == before
+    old = dataclasses.replace(snap, state={"live": snap.state["live"],
+                                           "seed_next": snap.state["seed_next"]})
+    env.restore(old)
+    assert env.np_random.bit_generator.state == before
+    fresh.close()
+    env.close()
+
+    supersuit = pytest.importorskip("supersuit")
+    inner = pcs_v0.parallel_env(width=4, height=4, max_cycles=60, threads=1)
+    wrapped = supersuit.frame_skip_v0(inner, (1, 4))
+    wrapped.reset(seed=2)
+    act = {a: i % 3 for i, a in enumerate(inner.possible_agents)}
+    for _ in range(3):
+        wrapped.step({a: act[a] for a in wrapped.agents})
+    snap = inner.snapshot()
+
+    def rest() -> list[Any]:
+        out = []
+        while wrapped.agents:
+            _, rew, *_ = wrapped.step({a: act[a] for a in wrapped.agents})
+            out.append(sorted(rew.items()))
+        return out
+
+    first = rest()
+    inner.restore(snap)
+    assert rest() == first and 10 <= len(first) < 50  # skips of 1..4 steps drawn
+    wrapped.close()

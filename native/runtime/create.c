@@ -173,9 +173,9 @@ static int check_options(const seer_runtime_options *o, char *err, size_t errlen
     if (o->executor != SEER_EXECUTOR_SERIAL && o->executor != SEER_EXECUTOR_PARALLEL &&
         o->executor != SEER_EXECUTOR_OPTIMISTIC)
         return seer_fail_buf(err, errlen, SEER_E_ARG, "unknown executor %d", o->executor);
-    if (o->threads == 0 || o->threads > 1024)
-        return seer_fail_buf(err, errlen, SEER_E_ARG, "threads=%u must be in [1, 1024]",
-                             o->threads);
+    if (o->threads == 0 || o->threads > SEER_MAX_THREADS)
+        return seer_fail_buf(err, errlen, SEER_E_ARG, "threads=%u must be in [1, %u]",
+                             o->threads, (unsigned)SEER_MAX_THREADS);
     if (o->executor == SEER_EXECUTOR_SERIAL && o->threads != 1)
         return seer_fail_buf(err, errlen, SEER_E_ARG, "the serial executor runs on one thread");
     if (o->check & ~(uint32_t)(SEER_CHECK_ISOLATE | SEER_CHECK_SHUFFLE))

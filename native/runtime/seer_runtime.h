@@ -187,6 +187,12 @@ enum {
     /* The optimistic executor runs no checking mode (SEER_E_EXECUTOR). */
 };
 
+/* The largest pool a runtime runs (threads, the calling thread included):
+ * seer_runtime_create, seer_runtime_set_threads and seer_runtime_set_executor
+ * refuse more, seer_runtime_set_call_threads a larger cap.  The Python layer
+ * reads it from here (seer_env._bind.runtime.max_threads). */
+#define SEER_MAX_THREADS 1024
+
 typedef struct seer_runtime_options {
     uint32_t num_instances; /* B >= 1                                         */
     int executor;           /* SEER_EXECUTOR_*                                */

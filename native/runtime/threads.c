@@ -71,8 +71,8 @@ int seer_runtime_set_threads(seer_runtime *rt, uint32_t threads)
 
 static int set_threads_held(seer_runtime *rt, uint32_t threads)
 {
-    if (threads == 0 || threads > 1024) {
-        seer_fail(rt, "threads=%u must be in [1, 1024]", threads);
+    if (threads == 0 || threads > SEER_MAX_THREADS) {
+        seer_fail(rt, "threads=%u must be in [1, %u]", threads, (unsigned)SEER_MAX_THREADS);
         return SEER_E_ARG;
     }
     if (seer_runtime_executor(rt) == SEER_EXECUTOR_SERIAL && threads != 1) {
@@ -89,8 +89,8 @@ static int set_threads_held(seer_runtime *rt, uint32_t threads)
 
 int seer_runtime_set_call_threads(seer_runtime *rt, uint32_t threads)
 {
-    if (threads > 1024) {
-        seer_fail(rt, "call threads=%u must be in [0, 1024]", threads);
+    if (threads > SEER_MAX_THREADS) {
+        seer_fail(rt, "call threads=%u must be in [0, %u]", threads, (unsigned)SEER_MAX_THREADS);
         return SEER_E_ARG;
     }
     /* host only, between calls: read by the host at the next call's start */
@@ -107,8 +107,8 @@ static int check_executor_args(seer_runtime *rt, int executor, uint32_t threads)
         seer_fail(rt, "unknown executor %d", executor);
         return SEER_E_ARG;
     }
-    if (threads == 0 || threads > 1024) {
-        seer_fail(rt, "threads=%u must be in [1, 1024]", threads);
+    if (threads == 0 || threads > SEER_MAX_THREADS) {
+        seer_fail(rt, "threads=%u must be in [1, %u]", threads, (unsigned)SEER_MAX_THREADS);
         return SEER_E_ARG;
     }
     if (executor == SEER_EXECUTOR_SERIAL && threads != 1) {

@@ -87,6 +87,12 @@ def trace_kinds_of(lib: Any) -> dict[int, str]:
     }
 
 
+def max_threads() -> int:
+    """``SEER_MAX_THREADS`` (``seer_runtime.h``): the largest pool a runtime
+    runs, the calling thread included; the runtime refuses more."""
+    return int(runtime_module().lib.SEER_MAX_THREADS)
+
+
 def opt_windows_max() -> int:
     """``SEER_OPT_WINDOWS_MAX``: the most conservative windows of width L the
     optimistic executor runs in one step before it speculates instead."""

@@ -63,6 +63,7 @@ from .native import _ERRLEN, Group, NativeModel, Sizes, c_text, error_for
 from .records import (
     cpu_count,
     cpu_model,
+    max_threads,
     opt_speculates,
     opt_windows_max,
     rng_seed_state,
@@ -76,7 +77,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from numpy.typing import ArrayLike  # a mask: anything np.asarray(mask, dtype=bool) reads
 
 __all__ = ["EXECUTORS", "Runtime", "alloc_zeros", "cpu_count", "cpu_model", "group_action_view",
-           "memory_estimate", "opt_speculates", "opt_windows_max", "process_calls",
+           "max_threads", "memory_estimate", "opt_speculates", "opt_windows_max", "process_calls",
            "resolve_threads", "rng_seed_state", "trace_dtype", "trace_kinds", "yes_no"]
 
 #: steps and resets of every Runtime of this process, counted as each starts
@@ -93,8 +94,6 @@ def process_calls() -> int:
 # -- runtimes -----------------------------------------------------------------------
 
 EXECUTORS = ("serial", "parallel", "optimistic")
-#: the largest pool a runtime runs (the runtime's own rule: create.c, threads.c)
-MAX_THREADS = 1024
 
 
 def _executor_code(lib: Any, executor: str) -> int:
@@ -119,8 +118,8 @@ def resolve_threads(threads: int | str, executor: str) -> int:
         return thread_budget().threads if executor == "optimistic" else 1
     if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)):
         raise ConfigError(f"threads={threads!r} must be 'auto' or a positive int")
-    if not 1 <= int(threads) <= MAX_THREADS:
-        raise ConfigError(f"threads={threads} must be in [1, {MAX_THREADS}]")
+    if not 1 <= int(threads) <= max_threads():
+        raise ConfigError(f"threads={threads} must be in [1, {max_threads()}]")
     if executor == "serial" and int(threads) != 1:
         raise ConfigError(f"executor='serial' runs on one thread; got threads={threads}")
     return int(threads)
@@ -491,7 +490,7 @@ class Runtime:
         An explicit pool size turns STPA off (`stpa` becomes None); a runtime
         STPA had put on the serial executor goes back to the parallel one.
         """
-        n = _positive_int("threads", threads, 1, MAX_THREADS)
+        n = _positive_int("threads", threads, 1, max_threads())
         if self.stpa is not None and self.executor == "serial":
             self.switch_executor("parallel", n)
         else:
@@ -522,7 +521,7 @@ class Runtime:
         the switch a controller such as STPA makes itself."""
         if executor not in EXECUTORS:
             raise ConfigError(f"executor={executor!r} must be one of {list(EXECUTORS)}")
-        n = _positive_int("threads", threads, 1, MAX_THREADS)
+        n = _positive_int("threads", threads, 1, max_threads())
         code = _executor_code(self.lib, executor)
         self._threads_now = None
         with self._call() as h:

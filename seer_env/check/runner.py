@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import errors
 from .._bind.native import NativeModel
-from .._bind.runtime import MAX_THREADS
+from .._bind.runtime import max_threads
 from ..errors import ConfigError, SeerError
 from .child import _NEAR, _Stop, _Worker
 from .passes import (
@@ -103,7 +103,7 @@ def check(
     # RuntimeError with its traceback, and a budget of 0 as a [hang] finding
     base: dict[str, Any] = dict(QUICK) if quick else dict(seeds=(0, 1), threads=(1, 2, 3, 4, 8),
                                                         batches=(1, 2, 3))
-    for k, v, lo, hi in (("seeds", seeds, 0, 2**64 - 1), ("threads", threads, 1, MAX_THREADS),
+    for k, v, lo, hi in (("seeds", seeds, 0, 2**64 - 1), ("threads", threads, 1, max_threads()),
                          ("batches", batches, 1, 1 << 20)):
         if v is not None:
             base[k] = _whole_numbers(k, v, lo, hi)

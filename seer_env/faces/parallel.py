@@ -639,8 +639,10 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
 
         Raises `StateError` before ``reset()`` and
         `ClosedError` after ``close()``."""
-        return self._snapshot_of("parallel", (0,), {"live": self._live_names,
-                                                    "seed_next": self._seed_next})
+        return self._snapshot_of("parallel", (0,), {
+            "live": self._live_names, "seed_next": self._seed_next,
+            "np_random": None if self._np_random is None
+            else self._np_random.bit_generator.state})
 
     @exclusive
     def restore(self, snap: EnvSnapshot) -> tuple[dict[str, np.ndarray], dict[str, dict[str, Any]]]:
@@ -649,9 +651,11 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
         live agents, as at that moment.  Steps from here are those the env
         made after the snapshot, bit for bit, and so are the episodes of
         ``reset()`` without a seed (the env's seed sequence travels with
-        it; `np_random` does not).  Another model, configuration or
-        face, or damaged bytes, raise `SnapshotError`
-        and leave the env unchanged; a never-reset env may be restored."""
+        it) and the draws of `np_random` (its generator's state too: a
+        wrapper's own randomness, SuperSuit's frame skips, replays).
+        Another model, configuration or face, or damaged bytes, raise
+        `SnapshotError` and leave the env unchanged; a never-reset env may
+        be restored."""
         self._check_open("restore")
         self._check_parallel_snapshot(snap, "parallel")
         return self._restore_unchecked(snap)
@@ -662,13 +666,17 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
         self._check_snapshot(snap, face)
         name = self.seer_model.name
         live = snap.state.get("live")
-        # (the seed sequence since this release: an older snapshot has none)
+        # (the seed sequence and np_random's state came after 0.3.0: an older
+        # snapshot has neither)
         seed_next = snap.state.get("seed_next")
-        if len(snap.instances) != 1 or set(snap.state) - {"seed_next"} != {"live"} \
+        if len(snap.instances) != 1 \
+                or set(snap.state) - {"seed_next", "np_random"} != {"live"} \
                 or type(live) is not tuple or not (
                     seed_next is None or type(seed_next) is int and 0 <= seed_next < 2**64):
             raise SnapshotError(f"{name}: the snapshot is malformed (a ParallelEnv's holds "
-                                "one instance, its live agents and its next seed)")
+                                "one instance, its live agents, its next seed and its "
+                                "np_random's state)")
+        _generator_of(snap.state.get("np_random"), name)
         idx = [self.agent_index.get(a) if type(a) is str else None for a in live]
         unknown = [a for a, i in zip(live, idx, strict=True) if i is None]
         if unknown:
@@ -705,6 +713,8 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
         live: tuple[str, ...] = snap.state["live"]
         if "seed_next" in snap.state:  # the sequence goes on as it would have there
             self._seed_next = snap.state["seed_next"]
+        if "np_random" in snap.state:  # and so do a wrapper's draws
+            self._np_random = _generator_of(snap.state["np_random"], self.seer_model.name)
         self._live_names = live
         self._live_idx = np.array([self.agent_index[a] for a in live], dtype=np.intp)
         self.agents = list(live)
@@ -775,6 +785,29 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
             self._window = None
         self.runtime.close()
         self._needs_reset = True
+
+
+#: NumPy's bit generators a snapshot's ``np_random`` state may name
+_BIT_GENERATORS = ("PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64")
+
+
+def _generator_of(state: Any, name: str) -> np.random.Generator | None:
+    """The generator a snapshot's ``np_random`` state (its bit generator's
+    ``state`` dict; None: the env had none) gives; SnapshotError for one no
+    NumPy bit generator takes."""
+    if state is None:
+        return None
+    kind = state.get("bit_generator") if type(state) is dict else None
+    if kind not in _BIT_GENERATORS:
+        raise SnapshotError(f"{name}: the snapshot's np_random state is malformed (not the "
+                            "state of one of NumPy's bit generators)")
+    bits = getattr(np.random, kind)()
+    try:
+        bits.state = state
+    except (TypeError, ValueError, KeyError, OverflowError) as exc:
+        raise SnapshotError(f"{name}: the snapshot's np_random state is malformed "
+                            f"({kind}: {exc})") from None
+    return np.random.Generator(bits)
 
 
 def env_class(model: Model, base: type[SeerParallelEnv]) -> type[SeerParallelEnv]:

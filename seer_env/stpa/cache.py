@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from .._bind.loader import cache_dir
-from .._bind.runtime import EXECUTORS, MAX_THREADS, cpu_model
+from .._bind.runtime import EXECUTORS, cpu_model, max_threads
 from .._version import __version__
 
 #: a candidate's label: "serial", "parallel-N" or "optimistic-N"
@@ -181,8 +181,8 @@ class DecisionCache:
             return "not an object"
         if e.get("executor") not in EXECUTORS:
             return f"executor {e.get('executor')!r} unknown"
-        if type(e.get("threads")) is not int or not 1 <= e["threads"] <= MAX_THREADS:
-            return f"threads {e.get('threads')!r} not an int in 1..{MAX_THREADS}"
+        if type(e.get("threads")) is not int or not 1 <= e["threads"] <= max_threads():
+            return f"threads {e.get('threads')!r} not an int in 1..{max_threads()}"
         if not isinstance(e.get("reason"), str):
             return "reason not a string"
         if not number(e.get("events_per_step"), 0.0, 1e15):

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from .._bind.runtime import MAX_THREADS
+from .._bind.runtime import max_threads
 from ..errors import ConfigError
 
 _Check = Callable[[str, Any], None]
@@ -38,16 +38,19 @@ def _refuse(name: str, value: Any, what: str) -> ConfigError:
     return ConfigError(f"stpa option {name}={value!r} must be {what}")
 
 
-def _integer(lo: int, hi: int | None = None, none: bool = False) -> _Check:
-    what = f"an int in [{lo}, {hi}]" if hi is not None else f"an int >= {lo}"
-    what += " or None" if none else ""
+def _integer(lo: int, hi: int | Callable[[], int] | None = None,
+             none: bool = False) -> _Check:
+    """An int in [lo, hi] (hi: a bound, or a function giving it when an
+    option is checked: the runtime's largest pool), or None where ``none``."""
 
     def check(name: str, value: Any) -> None:
         if value is None and none:
             return
+        top = hi() if callable(hi) else hi
         if isinstance(value, bool) or not isinstance(value, numbers.Integral) \
-                or int(value) < lo or (hi is not None and int(value) > hi):
-            raise _refuse(name, value, what)
+                or int(value) < lo or (top is not None and int(value) > top):
+            what = f"an int in [{lo}, {top}]" if top is not None else f"an int >= {lo}"
+            raise _refuse(name, value, what + (" or None" if none else ""))
     return check
 
 
@@ -113,9 +116,9 @@ OPTIONS: dict[str, _Check] = {
     "drift_factor": _number(1.0, lo_open=True, infinite=True),
     "alive_drop": _number(0.0, 1.0),
     "reprobe_gap": _integer(0),
-    "max_threads": _integer(1, MAX_THREADS, none=True),
+    "max_threads": _integer(1, max_threads, none=True),
     "trace": _flag(),
-    "cores": _integer(1, MAX_THREADS, none=True),
+    "cores": _integer(1, max_threads, none=True),
     "drop": _number(1.0, infinite=True),
     "drop_traced": _number(1.0, infinite=True),
     "tie": _number(0.0),
