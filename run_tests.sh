@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Install seer_env with its test dependencies into ./.venv and run everything:
 # ruff, import-linter (the Python layers), mypy (the package's type
-# annotations), the documentation site (strict),
-# the pytest suite, BenchMARL's task and the TorchRL face at TorchRL 0.11 in a
+# annotations), the pytest suite (the documentation site, strict, among its
+# tests), BenchMARL's task and the TorchRL face at TorchRL 0.11 in a
 # venv of their own (tests/in_benchmarl_venv/run.sh), the runtime's C stress tests plain and under
 # ThreadSanitizer and AddressSanitizer+UBSan (and seer_env._fast under ASan),
 # and the package as a user gets
@@ -55,7 +55,7 @@ unnice() {
 }
 # The runtime's C stress tests (about 8 minutes of one core; gcc and python3
 # only, no venv) start first, at the lowest priority: they take the core that
-# pip's installs, the checks (mypy's one core) and pytest leave idle (its
+# pip's installs and the checks leave idle, and pytest's idle moments (its
 # workers' waits, its last long tests); once pytest is done they run at the
 # normal priority beside the rest.
 phase "C stress tests (plain, TSan, ASan+UBSan): started (nice 19), beside the rest"
@@ -78,15 +78,15 @@ phase "ruff"
 .venv/bin/ruff check .
 phase "lint-imports (the Python layer's one-way import order, pyproject.toml)"
 .venv/bin/lint-imports
-phase "mypy (the package's type annotations)"
-.venv/bin/mypy
-phase "docs (mkdocs build --strict)"
-# no -q: with it mkdocs counts no warning, and --strict passes them
-NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict -d "$(mktemp -d)"
+# mypy (a minute of one core) beside pytest: its report comes after it.  (The
+# docs site is built, strict, by pytest: tests/test_docs_site.py.)
+phase "mypy (the package's type annotations): started, beside pytest"
+bg mypy 0 .venv/bin/mypy
 phase "pytest (pytest-xdist: SEER_TEST_WORKERS processes, default one a core up to 8)"
 workers=${SEER_TEST_WORKERS:-$(n=$(nproc); echo $((n < 8 ? n : 8)))}
 .venv/bin/python -m pytest -q -n "$workers" --dist worksteal "$@"
 unnice stress
+wait_bg mypy "mypy"
 # What is left is mostly one core's work each (pip's installs, one pytest
 # process, one build): two at a time.  The wheel is built (sdist, then the
 # wheel from it) beside seer_env._fast's ASan build and tests (which copy the
