@@ -427,6 +427,11 @@ def test_bad_actions_are_refused_and_change_nothing() -> None:
             bad.append((good.clone().exclude((key, "action")), InvalidActionError))
             bad.append((with_("nosuchgroup", a.clone()), InvalidActionError))
             bad.append((with_(key, a.unsqueeze(-1).clone()), InvalidActionError))
+            # the actions one level too high: a tensor where the group's
+            # tensordict goes (tensordict's ValueError escaped before)
+            flat = good.clone().exclude(key)
+            flat.set(key, a.clone())
+            bad.append((flat, InvalidActionError))
             if a.is_floating_point():
                 nan = a.clone()
                 nan[0, 0, 0] = float("nan")
@@ -450,6 +455,8 @@ def test_bad_actions_are_refused_and_change_nothing() -> None:
                 with pytest.raises(exc) as info:
                     env.step(b)
                 assert isinstance(info.value, SeerError)
+            with pytest.raises(InvalidActionError, match=rf"td\[{key!r}\] is a Tensor"):
+                env.step(flat)
             with pytest.raises(RuntimeError, match="shape"):  # TorchRL checks the batch first
                 env.step(good[:2])
             acts = {g: good[k, "action"].numpy() for g, k in keys.items()}
@@ -462,6 +469,31 @@ def test_bad_actions_are_refused_and_change_nothing() -> None:
         finally:
             env.close()
             ref.close()
+
+
+def test_a_finished_instance_is_refused_with_torchrls_way_to_reset_it() -> None:
+    """Stepping a finished instance (autoreset is off here: TorchRL resets)
+    is a StateError that names TorchRL's reset with a '_reset' entry; it
+    named the batched env's reset(options=...), which this env refuses."""
+    env = SeerTorchEnv(DYING[0], num_envs=B, seed=0, **DYING[1])
+    try:
+        torch.manual_seed(0)
+        td = env.reset()
+        for _ in range(200):
+            out = env.step(env.rand_action(td.clone()))
+            td = env.step_mdp(out)
+            if out["next", "done"].any():
+                break
+        done = out["next", "done"].clone()
+        assert done.any()
+        with pytest.raises(StateError, match=r"finished; .*'_reset' entry") as info:
+            env.step(env.rand_action(td.clone()))
+        assert "options" not in str(info.value)
+        again = env.reset(td.set("_reset", done))  # what it says: those instances reset
+        assert not again["done"].any()
+        env.step(env.rand_action(again.clone()))
+    finally:
+        env.close()
 
 
 def test_bad_one_hot_actions_are_refused() -> None:

@@ -82,7 +82,29 @@ forbidden actions, which the sub-envs refuse (``InvalidActionError``), and
 with ``MultiOneHot`` actions TorchRL's ``ParallelEnv`` fails expanding the mask.
 A policy that reads ``(g, "action_mask")`` from the tensordict is unaffected;
 for random rollouts, batch inside one env (``num_envs=B``: its instances step
-on the runtime's threads) rather than with TorchRL's batched envs.
+on the runtime's threads) rather than with TorchRL's batched envs.  The same
+holds for a ``TransformedEnv`` (any transform: its spec is its own) and for a
+collector given ``policy=None`` (its random policy keeps the spec it was made
+with), as for TorchRL's ``PettingZooWrapper``: give the ``TransformedEnv``
+TorchRL's ``ActionMask`` transform, one per masked group, and a collector a
+policy that draws from the env's spec as it is at each step:
+
+```python
+from torchrl.collectors import Collector    # SyncDataCollector before TorchRL 0.11
+from torchrl.envs import Compose, StepCounter, TransformedEnv
+from torchrl.envs.transforms import ActionMask
+from seer_env.torchrl import SeerTorchEnv
+
+base = SeerTorchEnv("hunt_v0", num_envs=2, max_cycles=40)
+env = TransformedEnv(base, Compose(
+    *(ActionMask((g, "action"), (g, "action_mask")) for g in base.group_map),
+    StepCounter()))
+td = env.rollout(30, break_when_any_done=False)       # within the masks
+collector = Collector(env, lambda td: env.rand_action(td),
+                      frames_per_batch=100, total_frames=200)
+frames = sum(batch.numel() for batch in collector)
+collector.shutdown()
+```
 
 **Resets** are TorchRL's: ``_reset`` with a ``"_reset"`` entry ``(B, 1)``
 resets those instances (the batched env's ``reset(options={"reset_mask":
@@ -229,6 +251,10 @@ class SeerTorchEnv(EnvBase):
         model = env if isinstance(env, Model) else _get_model(env)
         self._venv: Any = None
         venv = model.vector_env(num_envs, copy=False, autoreset_mode="disabled", **config)
+        # a finished instance is refused with TorchRL's way to reset it
+        venv._reset_advice = ("TorchRL's reset of those instances (env.reset(td) with a "
+                              "'_reset' entry, e.g. td.set('_reset', td['done']); "
+                              "env.step_and_maybe_reset() does it)")
         try:
             super().__init__(device=device, batch_size=torch.Size([venv.num_envs]))
             self._venv = venv
@@ -348,7 +374,12 @@ class SeerTorchEnv(EnvBase):
                         f"exist; the groups are {list(self.group_map)}")
         out = {}
         for g in self._groups:
-            t = td.get((g.key, "action"), None)
+            sub = td.get(g.key, None)
+            if sub is not None and not isinstance(sub, TensorDictBase):
+                raise InvalidActionError(
+                    f"{self.seer_model.name}: td[{g.key!r}] is a {type(sub).__name__}; the "
+                    f"group's actions go in a tensordict there, at ({g.key!r}, 'action')")
+            t = None if sub is None else sub.get("action", None)
             if t is None:
                 raise InvalidActionError(
                     f"{self.seer_model.name}: no actions for group {g.key!r} (expected "

@@ -162,6 +162,11 @@ class SeerVectorEnv(_SeerEnvCommon):
     ```
     """
 
+    #: how a user of this face resets finished instances, as the refusal to
+    #: step them says it (a face over this one that resets otherwise, as
+    #: TorchRL's, says its own way)
+    _reset_advice = "reset(options={'reset_mask': mask})"
+
     def __init__(
         self,
         model: Model,
@@ -453,8 +458,8 @@ class SeerVectorEnv(_SeerEnvCommon):
         if mode is AutoresetMode.DISABLED and self._finished(rt, self._fin):
             raise StateError(
                 f"{self.seer_model.name}: instance(s) {np.flatnonzero(self._fin).tolist()} "
-                "finished; with autoreset_mode=DISABLED reset them with "
-                "reset(options={'reset_mask': mask}) before stepping"
+                f"finished; with autoreset_mode=DISABLED reset them with "
+                f"{self._reset_advice} before stepping"
             )
         self._write_actions(actions)
         # set before the native step: a KeyboardInterrupt anywhere from here
@@ -596,8 +601,8 @@ class SeerVectorEnv(_SeerEnvCommon):
             if done.size:
                 raise StateError(
                     f"{self.seer_model.name}: instance(s) {done.tolist()} finished; with "
-                    "autoreset_mode=DISABLED reset them with reset(options={'reset_mask': "
-                    "mask}) before sending them")
+                    f"autoreset_mode=DISABLED reset them with {self._reset_advice} before "
+                    "sending them")
         self._write_actions(actions, ids)
         sel = np.zeros(B, dtype=bool)
         sel[ids] = True
