@@ -1221,6 +1221,39 @@ def test_the_decision_is_written_once_the_run_has_paid_for_it():
     assert set(DecisionCache(path).entries()) == {"k2"}
 
 
+def test_a_decision_due_while_another_process_writes_is_written_at_a_later_check():
+    """The mid-run write (inside a step) waits MID_RUN_WAIT_S at most for
+    other processes' writes; kept from it, the decision waits for a later
+    monitor check and is written there, never over the other writer's."""
+    import fcntl
+    import tempfile
+    from pathlib import Path
+
+    from seer_env.stpa import DecisionCache
+    from seer_env.stpa.decision import MID_RUN_WAIT_S
+
+    assert MID_RUN_WAIT_S < DecisionCache.LOCK_WAIT_S
+    path = Path(tempfile.mkdtemp()) / "d.json"
+    rt = _FakeRuntime()
+    rt.events_per_step = 1000
+    st = Stpa(rt, cores=2, rounds=1, reprobe_rounds=1, check_every=8, reprobe_gap=16, check_ns=0.0,
+              trace=False, tie=0.0, clock=rt.clock, confirm=False, probe_share=None,
+              cache_path=path, cache=True)
+    st.decisions.cache_key = "k"
+    while st.decision is None:
+        rt.step(st)
+    decided = rt.counts["steps"]
+    with open(path.with_name(path.name + ".lock"), "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # another process's write, long
+        for _ in range(223 + 64 + 100):  # past the write's due check (the test above)
+            rt.step(st)
+        assert st.decisions.unsaved is not None and not path.exists()
+    while st.decisions.unsaved is not None:  # the lock is free: the next check writes
+        rt.step(st)
+    assert rt.counts["steps"] - decided <= 223 + 64 + 100 + 64
+    assert DecisionCache(path).get("k")["executor"] == "parallel"
+
+
 def test_the_cache_key_follows_the_build_and_the_machine(monkeypatch):
     from seer_env.stpa import DecisionCache
     from seer_env.stpa import cache as stpa_mod
@@ -2658,26 +2691,34 @@ def test_writers_in_several_processes_lose_no_entry(tmp_path):
     assert not [f.name for f in tmp_path.iterdir() if f.name.startswith(".stpa-")]
 
 
-def test_a_cache_whose_lock_is_held_is_written_after_the_wait(tmp_path, monkeypatch):
+def test_a_cache_whose_lock_is_held_is_not_written_over_the_holder(tmp_path, monkeypatch):
     """A writer that holds the lock past `DecisionCache.LOCK_WAIT_S` (stopped,
-    stuck) delays another's write by that wait, no more; a lock file that
-    cannot be made (a folder in its place) does not stop the write."""
+    stuck, or many writers queued on a loaded machine) delays another's write
+    by that wait, no more, and that one then writes nothing (put returns
+    False): writing anyway replaced the file with a read that missed the
+    holder's entry (7 of 80 entries lost once on a loaded 2-core machine).
+    A lock file that cannot be made (a folder in its place) does not stop
+    the write."""
     import fcntl
     import time
 
     path = tmp_path / "stpa.json"
     cache = DecisionCache(path)
+    assert cache.put("a", _entry()) is True
     monkeypatch.setattr(DecisionCache, "LOCK_WAIT_S", 0.2)
     with open(tmp_path / "stpa.json.lock", "w") as held:
         fcntl.flock(held, fcntl.LOCK_EX)
         t0 = time.monotonic()
-        cache.put("a", _entry())
+        assert cache.put("b", _entry()) is False
         assert 0.2 <= time.monotonic() - t0 < 5.0
+        assert cache.put("b", _entry(), wait_s=0.0) is False
     assert set(cache.entries()) == {"a"}
+    assert cache.put("b", _entry()) is True
+    assert set(cache.entries()) == {"a", "b"}
     (tmp_path / "stpa.json.lock").unlink()
     (tmp_path / "stpa.json.lock").mkdir()
-    cache.put("b", _entry())
-    assert set(cache.entries()) == {"a", "b"}
+    assert cache.put("c", _entry()) is True
+    assert set(cache.entries()) == {"a", "b", "c"}
 
 
 def test_a_decision_without_a_step_time_is_remembered_without_one(tmp_path):

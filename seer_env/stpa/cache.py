@@ -205,13 +205,15 @@ class DecisionCache:
         """The entry for ``key``, or None."""
         return self.entries().get(key)
 
-    def put(self, key: str, entry: dict[str, Any]) -> None:
+    def put(self, key: str, entry: dict[str, Any], wait_s: float | None = None) -> bool:
         """Store ``entry`` under ``key`` (the oldest entries go past MAX_ENTRIES).
         Best effort: a cache that cannot be written is left as it is.  A write
         takes 0.3-0.8 ms here, several times a tiny env's preflight: `Stpa`
         writes its decision once the run has paid for that, or at close or exit.
         Writers in several processes take turns (`_writing`): none loses
-        another's entry.
+        another's entry.  A writer waits for the others at most ``wait_s``
+        seconds (default `LOCK_WAIT_S`), then writes nothing and returns
+        False (the caller may try again later); True otherwise.
         An entry that is no valid one (`invalid`) is not written; nor is the
         file replaced unless it is a regular file or missing (a symbolic link
         is followed: the file it names is replaced)."""
@@ -219,7 +221,7 @@ class DecisionCache:
         why = self.invalid(entry)
         if why is not None:
             log.info("STPA decision cache %s: decision not written: %s", self.path, why)
-            return
+            return True
         path = Path(os.path.realpath(self.path))
         try:
             st = os.stat(path)
@@ -227,28 +229,41 @@ class DecisionCache:
             pass
         except OSError as exc:
             log.debug("STPA decision cache %s not written: %s", self.path, exc)
-            return
+            return True
         else:
             if not stat.S_ISREG(st.st_mode):
                 log.warning("STPA decision cache %s is not a regular file: not replaced",
                             self.path)
-                return
-        with self._writing(path):
+                return True
+        wait = self.LOCK_WAIT_S if wait_s is None else wait_s
+        with self._writing(path, wait) as turn:
+            if not turn:
+                log.info("STPA decision cache %s: another writer held it %.2f s: not "
+                         "written", self.path, wait)
+                return False
             self._replace(path, key, entry)
+        return True
 
-    #: seconds a writer waits for another's write to end (`_writing`)
-    LOCK_WAIT_S = 2.0
+    #: seconds a writer waits at most for another's write to end (`_writing`):
+    #: each takes a millisecond or so, and many processes writing at once on
+    #: a loaded machine (a test suite's workers, env runners closing) queue
+    #: for a few seconds; a writer that holds it longer is stopped or stuck
+    LOCK_WAIT_S = 10.0
 
     @contextlib.contextmanager
-    def _writing(self, path: Path) -> Iterator[None]:
+    def _writing(self, path: Path, wait_s: float) -> Iterator[bool]:
         """One writer at a time (read, add, replace) among the processes
         sharing the file: an exclusive ``flock`` on a lock file beside it
-        (``<name>.lock``), waited for at most ``LOCK_WAIT_S`` (a writer that
-        holds it longer is stopped or stuck: this one writes anyway, as where
-        the lock file cannot be made, e.g. a read-only folder).  Without it,
-        two processes writing at once each replaced the file with their own
-        read of it plus their entry: one entry lost (8 processes writing 10
-        entries each at once kept 13-52 of the 80)."""
+        (``<name>.lock``), waited for at most ``wait_s``.  Yields whether it
+        is this writer's turn: False once another writer held it all that
+        while (writing then would drop that one's entry); True where the lock
+        file cannot be made or locked (a read-only folder, a folder in its
+        place, a file system without locks: the file is written as before
+        there were locks).  Without it, two processes writing at once each
+        replaced the file with their own read of it plus their entry: one
+        entry lost (8 processes writing 10 entries each at once kept 13-52 of
+        the 80); writing anyway after a 2-second wait lost 7 of them once on
+        a loaded 2-core machine."""
         fd = -1
         with contextlib.suppress(OSError):
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -256,21 +271,21 @@ class DecisionCache:
                          os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0),
                          0o644)
         try:
+            turn = True
             if fd >= 0:
-                deadline = time.monotonic() + self.LOCK_WAIT_S
+                deadline = time.monotonic() + wait_s
                 while True:
                     try:
                         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                         break
                     except BlockingIOError:
                         if time.monotonic() >= deadline:
-                            log.info("STPA decision cache %s: another writer held it %.1f s: "
-                                     "written without waiting", self.path, self.LOCK_WAIT_S)
+                            turn = False
                             break
                         time.sleep(0.001)
                     except OSError:  # a file system without locks
                         break
-            yield
+            yield turn
         finally:
             if fd >= 0:
                 os.close(fd)  # the lock goes with it

@@ -567,10 +567,12 @@ class Stpa(_Running):
 
     # -- the runtime's end and resets -----------------------------------------------------
 
-    def save_decision(self) -> None:
+    def save_decision(self, wait_s: float | None = None) -> None:
         """Write the latest preflight decision to the cache now if it is not
-        yet (called when the runtime closes and at exit)."""
-        self.decisions.save(self)
+        yet (called when the runtime closes and at exit, and at a monitor
+        check once the run has paid for it: there it waits ``wait_s`` at most
+        for other processes' writes, and tries again later)."""
+        self.decisions.save(self, wait_s)
 
     def notify_close(self) -> None:
         """The runtime is closing (called by ``Runtime.close``)."""

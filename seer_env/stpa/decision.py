@@ -75,6 +75,10 @@ from .cost import (
 from .monitor import RECHECK_STEPS, Monitor, MonitorHost
 from .probe import Probe
 
+#: seconds a write of the decision at a monitor check (mid-run, inside a
+#: step) waits at most for other processes' writes: it is tried again later
+MID_RUN_WAIT_S = 0.05
+
 log = logging.getLogger("seer_env.stpa")
 
 
@@ -101,7 +105,7 @@ class DecisionHost(MonitorHost, Protocol):
     save_ns: float
     cpu_start: CpuSample | None
 
-    def save_decision(self) -> None: ...
+    def save_decision(self, wait_s: float | None = None) -> None: ...
 
 
 #: a pool whose steps ran this many times slower than its traced step predicts,
@@ -701,11 +705,13 @@ class Decisions:
             if host.cpu_sampler is not None and start is not None and \
                     host.cpu_sampler().wall_ns - start.wall_ns < MIN_SPAN_NS:
                 return  # the load since the run began cannot be read yet: a later check
-            host.save_decision()
+            host.save_decision(MID_RUN_WAIT_S)
 
-    def save(self, host: DecisionHost) -> None:
+    def save(self, host: DecisionHost, wait_s: float | None = None) -> None:
         """Write the decision kept for the cache now, if there is one (for
-        ``host``, whose write at exit is then off)."""
+        ``host``, whose write at exit is then off).  ``wait_s``: how long to
+        wait for other processes' writes (`DecisionCache.put`); given, a
+        write they kept from it is kept for a later check, close or exit."""
         entry, self.unsaved = self.unsaved, None
         saved(host)
         if entry is not None and self.cache is not None:
@@ -719,7 +725,9 @@ class Decisions:
                 log.info("%s: the decision is not remembered: other processes kept "
                          "%.1f cores busy since the run began", host.rt.model, others)
                 return
-            self.cache.put(self.cache_key, entry)
+            if not self.cache.put(self.cache_key, entry, wait_s) and wait_s is not None:
+                self.unsaved = entry  # others were writing: a later check, close or exit
+                save_at_exit(host)
 
     @staticmethod
     def _others_since_start(host: DecisionHost) -> float | None:
