@@ -275,7 +275,9 @@ def test_a_snapshot_carries_np_randoms_state() -> None:
     before = env.np_random.bit_generator.state
     good = snap.state["np_random"]
     for bad in ("PCG64", {"bit_generator": "Nope"}, {**good, "state": "x"},
-                {**good, "state": {"state": 1}}, {"bit_generator": "MT19937", "state": 3}):
+                {**good, "state": {"state": 1}}, {"bit_generator": "MT19937", "state": 3},
+                {"bit_generator": "MT19937", "state": {"key": [], "pos": 0}},
+                {**good, "state": np.zeros(2)}):
         with pytest.raises(SnapshotError, match="np_random state is malformed"):
             env.restore(dataclasses.replace(snap, state={**snap.state, "np_random": bad}))
         assert env.np_random.bit_generator.state == before

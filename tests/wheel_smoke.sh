@@ -5,9 +5,9 @@
 # the SDK (in C and in Python; a C model with agent groups and masks too),
 # check and train the example model, and build the documentation site against
 # the installed package.  Usage:
-#   tests/wheel_smoke.sh [PYTHON]              both steps (default PYTHON: the repository's .venv python)
-#   tests/wheel_smoke.sh [PYTHON] build DIST   only build the sdist and the wheel into DIST
-#   tests/wheel_smoke.sh [PYTHON] test DIST    only install and try the wheel DIST holds
+#   tests/wheel_smoke.sh [PYTHON]            both steps (default PYTHON: the repository's .venv python)
+#   tests/wheel_smoke.sh PYTHON build DIST   only build the sdist and the wheel into DIST
+#   tests/wheel_smoke.sh PYTHON test DIST    only install and try the wheel DIST holds
 # (run_tests.sh builds first, then tests the wheel beside BenchMARL's venv: the
 # build writes seer_env.egg-info in the tree, as BenchMARL's editable install does)
 set -euo pipefail
@@ -18,7 +18,9 @@ work=$(mktemp -d /tmp/seer-wheel-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 case "$step" in
   all) dist="$work/dist" ;;
-  build|test) dist=${3:?"tests/wheel_smoke.sh: $step needs the dist folder"} ;;
+  build|test)  # absolute: the test step installs from it in other folders
+    dist=${3:?"tests/wheel_smoke.sh: $step needs the dist folder"}
+    dist=$(mkdir -p "$dist" && cd "$dist" && pwd) ;;
   *) echo "tests/wheel_smoke.sh: unknown step $step (all, build or test)" >&2; exit 2 ;;
 esac
 if [ "$step" != test ]; then

@@ -804,7 +804,7 @@ def _generator_of(state: Any, name: str) -> np.random.Generator | None:
     bits = getattr(np.random, kind)()
     try:
         bits.state = state
-    except (TypeError, ValueError, KeyError, OverflowError) as exc:
+    except Exception as exc:  # the setter's own checks (TypeError, ValueError, IndexError..)
         raise SnapshotError(f"{name}: the snapshot's np_random state is malformed "
                             f"({kind}: {exc})") from None
     return np.random.Generator(bits)
