@@ -14,6 +14,7 @@ re-exports every public name here), above `seer_env._bind.loader`.
 
 from __future__ import annotations
 
+import functools
 import os
 import platform
 from typing import Any
@@ -87,9 +88,12 @@ def trace_kinds_of(lib: Any) -> dict[int, str]:
     }
 
 
+@functools.cache
 def max_threads() -> int:
     """``SEER_MAX_THREADS`` (``seer_runtime.h``): the largest pool a runtime
-    runs, the calling thread included; the runtime refuses more."""
+    runs, the calling thread included; the runtime refuses more.  Read from
+    the runtime once (a constant of its header): the decision cache checks
+    every entry against it."""
     return int(runtime_module().lib.SEER_MAX_THREADS)
 
 
