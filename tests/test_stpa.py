@@ -1185,6 +1185,20 @@ def test_a_choice_made_while_the_pools_wait_is_not_remembered(tmp_path):
     assert (entry["executor"], entry["threads"]) == running
 
 
+def _decided_with_a_cache(path):
+    """A fake runtime (110 us serial steps) and its controller, whose
+    decision cache is ``path`` (key "k"), stepped until it decided."""
+    rt = _FakeRuntime()
+    rt.events_per_step = 1000  # 110 us serial steps
+    st = Stpa(rt, cores=2, rounds=1, reprobe_rounds=1, check_every=8, reprobe_gap=16, check_ns=0.0,
+              trace=False, tie=0.0, clock=rt.clock, confirm=False, probe_share=None,
+              cache_path=path, cache=True)
+    st.decisions.cache_key = "k"
+    while st.decision is None:
+        rt.step(st)
+    return rt, st
+
+
 def test_the_decision_is_written_once_the_run_has_paid_for_it():
     """A cache write costs 0.3-0.8 ms (save_ns): the decision is written at the
     first monitor check after probe_share of the run's step time covers it,
@@ -1195,14 +1209,7 @@ def test_the_decision_is_written_once_the_run_has_paid_for_it():
     from seer_env.stpa import DecisionCache
 
     path = Path(tempfile.mkdtemp()) / "d.json"
-    rt = _FakeRuntime()
-    rt.events_per_step = 1000  # 110 us serial steps
-    st = Stpa(rt, cores=2, rounds=1, reprobe_rounds=1, check_every=8, reprobe_gap=16, check_ns=0.0,
-              trace=False, tie=0.0, clock=rt.clock, confirm=False, probe_share=None,
-              cache_path=path, cache=True)
-    st.decisions.cache_key = "k"
-    while st.decision is None:
-        rt.step(st)
+    rt, st = _decided_with_a_cache(path)
     assert st.decisions.unsaved is not None and DecisionCache(path).entries() == {}
     # 0.8 ms / 5% = 16 ms of steps of the choice (parallel-2: 72 us): 223 steps
     decided = rt.counts["steps"]
@@ -1234,14 +1241,7 @@ def test_a_decision_due_while_another_process_writes_is_written_at_a_later_check
 
     assert MID_RUN_WAIT_S < DecisionCache.LOCK_WAIT_S
     path = Path(tempfile.mkdtemp()) / "d.json"
-    rt = _FakeRuntime()
-    rt.events_per_step = 1000
-    st = Stpa(rt, cores=2, rounds=1, reprobe_rounds=1, check_every=8, reprobe_gap=16, check_ns=0.0,
-              trace=False, tie=0.0, clock=rt.clock, confirm=False, probe_share=None,
-              cache_path=path, cache=True)
-    st.decisions.cache_key = "k"
-    while st.decision is None:
-        rt.step(st)
+    rt, st = _decided_with_a_cache(path)
     decided = rt.counts["steps"]
     with open(path.with_name(path.name + ".lock"), "w") as held:
         fcntl.flock(held, fcntl.LOCK_EX)  # another process's write, long
