@@ -776,6 +776,27 @@ def test_a_sigint_handler_closing_the_env_during_recv_closes_it_when_recv_ends()
     assert r.returncode == 0 and "ok" in r.stdout, r.stdout + r.stderr[-3000:]
 
 
+def test_restore_beside_a_step_in_flight_returns_its_rows_after_it() -> None:
+    """restore() of one instance while another is in flight returns every
+    instance's rows, the in-flight one's after its step (as a masked reset
+    does), never before it or a mix: restore waits for the call in flight
+    (it read the rows while the background step could still be writing
+    them).  The in-flight step takes about half a second."""
+    venv = eval(SLOW.format(extra=""), {"phold_v0": phold_v0})
+    try:
+        obs0, _ = venv.reset(seed=0)
+        snap = venv.snapshot(1)
+        venv.send(np.zeros((1, 64), np.int64), [0])
+        obs, _ = venv.restore(snap, env_id=1)
+        assert obs[1].tobytes() == obs0[1].tobytes()
+        got, *_, infos = venv.recv()
+        assert infos["env_id"].tolist() == [0]
+        assert not np.array_equal(got[0], obs0[0])  # the step changed its row
+        assert obs[0].tobytes() == got[0].tobytes()
+    finally:
+        venv.close()
+
+
 def test_snapshot_and_restore_refuse_instances_in_flight() -> None:
     """An instance sent and not received has no state to take or to replace (its
     state is the background step's): snapshot() and restore() of it raise

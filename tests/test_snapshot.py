@@ -911,8 +911,14 @@ def test_an_agent_vector_snapshot_of_a_group_checks_its_generator_and_forgets_la
     first = [envs.step(acts) for _ in range(4)]
     rng = copy.deepcopy(snap.state["rng"])
     rng["state"]["state"] = -5
-    with pytest.raises(SnapshotError, match="generator state is malformed"):
-        envs.restore(dataclasses.replace(snap, state={**snap.state, "rng": rng}))
+    good = snap.state["rng"]
+    # NumPy's setter refuses these with OverflowError, TypeError, ValueError
+    # and IndexError (an array where the state goes: it escaped restore)
+    for bad in (rng, None, "PCG64", {**good, "state": np.zeros(2)},
+                {**good, "has_uint32": np.zeros(2)}, {**good, "bit_generator": "Nope"},
+                {"bit_generator": "MT19937", "state": {"key": [], "pos": 0}}):
+        with pytest.raises(SnapshotError, match="generator state is malformed|no generator state"):
+            envs.restore(dataclasses.replace(snap, state={**snap.state, "rng": bad}))
     with pytest.raises(SnapshotError, match="malformed"):
         envs.restore(dataclasses.replace(snap, state={**snap.state, "extra": 1}))
     for last in ((1, 2), None):

@@ -141,7 +141,7 @@ from ..errors import (
     StateError,
 )
 from .common import check_options
-from .snapshot import EnvSnapshot, check_intact
+from .snapshot import EnvSnapshot, check_intact, generator_of
 from .vector import SeerVectorEnv
 
 __all__ = ["AgentVectorEnv", "agent_vector_env", "random_actions", "random_batched_actions"]
@@ -516,12 +516,10 @@ class AgentVectorEnv(gymnasium.vector.VectorEnv):
         if st["group"] != self.group:
             raise SnapshotError(f"{name}: the snapshot is of group {st['group']!r}, this "
                                 f"VectorEnv steps {self.group!r}")
-        rng = np.random.default_rng()
-        try:
-            rng.bit_generator.state = copy.deepcopy(st["rng"])
-        except (TypeError, ValueError, KeyError, OverflowError) as exc:
-            raise SnapshotError(f"{name}: the snapshot's generator state is malformed "
-                                f"({exc})") from None
+        rng = generator_of(st["rng"], name, "other groups' generator")
+        if rng is None:
+            raise SnapshotError(f"{name}: the snapshot is malformed (no generator state for "
+                                "the other groups' actions)")
         obs, vinfos = self._mine(self.venv.restore(
             dataclasses.replace(snap, face="vector", state=st["venv"])))
         self._rng = rng

@@ -37,7 +37,7 @@ from .common import (
     next_seed,
     raised_by_seer,
 )
-from .snapshot import EnvSnapshot
+from .snapshot import EnvSnapshot, generator_of
 from .spaces import (
     _INT_TYPES,
     _box_value,
@@ -676,7 +676,7 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
             raise SnapshotError(f"{name}: the snapshot is malformed (a ParallelEnv's holds "
                                 "one instance, its live agents, its next seed and its "
                                 "np_random's state)")
-        _generator_of(snap.state.get("np_random"), name)
+        generator_of(snap.state.get("np_random"), name)
         idx = [self.agent_index.get(a) if type(a) is str else None for a in live]
         unknown = [a for a, i in zip(live, idx, strict=True) if i is None]
         if unknown:
@@ -714,7 +714,7 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
         if "seed_next" in snap.state:  # the sequence goes on as it would have there
             self._seed_next = snap.state["seed_next"]
         if "np_random" in snap.state:  # and so do a wrapper's draws
-            self._np_random = _generator_of(snap.state["np_random"], self.seer_model.name)
+            self._np_random = generator_of(snap.state["np_random"], self.seer_model.name)
         self._live_names = live
         self._live_idx = np.array([self.agent_index[a] for a in live], dtype=np.intp)
         self.agents = list(live)
@@ -785,29 +785,6 @@ class SeerParallelEnv(_SeerEnvCommon, ParallelEnv):
             self._window = None
         self.runtime.close()
         self._needs_reset = True
-
-
-#: NumPy's bit generators a snapshot's ``np_random`` state may name
-_BIT_GENERATORS = ("PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64")
-
-
-def _generator_of(state: Any, name: str) -> np.random.Generator | None:
-    """The generator a snapshot's ``np_random`` state (its bit generator's
-    ``state`` dict; None: the env had none) gives; SnapshotError for one no
-    NumPy bit generator takes."""
-    if state is None:
-        return None
-    kind = state.get("bit_generator") if type(state) is dict else None
-    if kind not in _BIT_GENERATORS:
-        raise SnapshotError(f"{name}: the snapshot's np_random state is malformed (not the "
-                            "state of one of NumPy's bit generators)")
-    bits = getattr(np.random, kind)()
-    try:
-        bits.state = state
-    except Exception as exc:  # the setter's own checks (TypeError, ValueError, IndexError..)
-        raise SnapshotError(f"{name}: the snapshot's np_random state is malformed "
-                            f"({kind}: {exc})") from None
-    return np.random.Generator(bits)
 
 
 def env_class(model: Model, base: type[SeerParallelEnv]) -> type[SeerParallelEnv]:

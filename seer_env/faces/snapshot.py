@@ -154,3 +154,27 @@ class EnvSnapshot:
     def nbytes(self) -> int:
         """Bytes of the runtime snapshots it holds."""
         return sum(len(b) for b in self.instances)
+
+
+#: NumPy's bit generators a snapshot's generator state may name
+_BIT_GENERATORS = ("PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64")
+
+
+def generator_of(state: Any, name: str, what: str = "np_random") -> np.random.Generator | None:
+    """The generator a snapshot's generator state (its bit generator's
+    ``state`` dict; None: the env had none) gives; SnapshotError naming
+    ``what`` for one no NumPy bit generator takes, whatever NumPy's setter
+    raised (TypeError, ValueError, KeyError, IndexError, OverflowError, ...)."""
+    if state is None:
+        return None
+    kind = state.get("bit_generator") if type(state) is dict else None
+    if kind not in _BIT_GENERATORS:
+        raise SnapshotError(f"{name}: the snapshot's {what} state is malformed (not the "
+                            "state of one of NumPy's bit generators)")
+    bits = getattr(np.random, kind)()
+    try:
+        bits.state = state
+    except Exception as exc:  # the setter's own checks
+        raise SnapshotError(f"{name}: the snapshot's {what} state is malformed "
+                            f"({kind}: {exc})") from None
+    return np.random.Generator(bits)

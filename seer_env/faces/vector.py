@@ -794,7 +794,12 @@ class SeerVectorEnv(_SeerEnvCommon):
         one-instance snapshot restored into a batch of another ``num_envs``
         continues bit for bit as the original instance did, autoresets
         included.  A full ``reset()`` (or ``async_reset()``) starts every
-        instance on this batch's sequence again."""
+        instance on this batch's sequence again.
+
+        Instances sent with `send` and not received yet cannot be restored
+        (`AsyncStateError`); while they are in flight their steps end
+        first, so the rows returned for them are those after their step
+        (which `recv` then returns), as a masked `reset` does."""
         self._check_open("restore")
         self._check_snapshot(snap, "vector")
         name = self.seer_model.name
@@ -840,6 +845,10 @@ class SeerVectorEnv(_SeerEnvCommon):
                     f"{name}: the snapshot's instance {snap.env_ids[k]} is marked for an "
                     "autoreset but its runtime state has live agents: it was changed after "
                     "snapshot() made it")
+        if self._stepper is not None:
+            # the others' calls in flight end first: the rows returned are
+            # after them, never a mix (as a masked reset's)
+            self._stepper.drain()
         cut = self._interrupted
         self._interrupted = _CUT_SHORT_RESTORE  # until Python has caught up
         for (i, data), flag, seed, stride in zip(pairs, st["autoreset"], st["next_seeds"],
