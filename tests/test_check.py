@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -440,3 +441,57 @@ def test_the_default_check_catches_output_and_memory_breaches(
     if rule == "uninitialised":  # not also reported as a layout or order difference
         assert {p.name: p.status for p in report.passes}["matrix"] == (
             "compared: uninitialised reads (uninit)")
+
+
+@pytest.mark.parametrize("mode,fragment", [
+    (12, "observe for agent 1 of instance 0 (t=3) wrote byte 400000 past the end of its obs "
+         "row (16 bytes)"),
+    (13, "observe for agent 1 of instance 0 (t=3) wrote byte 400000 before the start of its "
+         "obs row (16 bytes)"),
+    (14, "global_state of instance 0 (t=2) wrote byte 400000 past the end of its state row "
+         "(8 bytes)"),
+])
+def test_a_write_far_from_an_output_row_is_caught_and_named(mode: int, fragment: str) -> None:
+    """A write far past (or before) an output row: the isolation pass names
+    the hook, the row and how far, and the plain runs that would write into
+    memory that is not the model's do not run.  It used to land in the
+    checker's own heap: missed, or a crash with nothing named, or a NameError
+    out of check() from the damaged child."""
+    report = check(ROGUE2, {"mode": mode, "culprit": 1, "at_step": 2}, progress=False)
+    assert [(f.rule, f.pass_name) for f in report.findings] == [
+        ("output-row", "isolation")], str(report)
+    msg = report.findings[0].message
+    assert fragment in msg and "a plain run writes into memory that is not the model's" in msg
+    assert all(p.status.startswith("skipped: a plain run would write into memory")
+               for p in report.passes if p.name != "isolation" and p.runs == 0), \
+        [(p.name, p.status) for p in report.passes]
+
+
+def test_a_child_failing_after_a_finding_is_a_crash_finding_not_an_exception(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The child raises a Python error (a model's wild write damaged it: a
+    NameError of a module's global was seen) in a pass after a finding: a
+    ``crash`` finding naming the error and the pass, the check ends there and
+    returns its report.  With nothing found before, the same failure is the
+    checker's own and is raised."""
+    from seer_env.check import child
+
+    real = child._Worker.call
+
+    def failing_jobs(self: Any, msg: dict[str, Any], budget: float) -> Any:
+        if msg.get("op") == "job":  # the uninit pass's, after isolation's runs
+            return {"ok": False, "data": 0, "exc": {
+                "type": "NameError", "message": "name 'Sizes' is not defined",
+                "traceback": "Traceback ...\nNameError: name 'Sizes' is not defined"}}
+        return real(self, msg, budget)
+
+    monkeypatch.setattr(child._Worker, "call", failing_jobs)
+    report = check(ROGUE, {"mode": 13, "at_step": 2}, **QUICK)
+    assert [(f.rule, f.pass_name) for f in report.findings] == [
+        ("output-row", "isolation"), ("crash", "uninit")], str(report)
+    assert "failed in the uninit pass (NameError: name 'Sizes' is not defined) after the " \
+           "breach found above" in report.findings[1].message
+    assert all(p.status.startswith("skipped: the model crashed (uninit)")
+               for p in report.passes if p.runs == 0), str(report)
+    with pytest.raises(RuntimeError, match="child process failed:\nTraceback"):
+        check(ROGUE, {"mode": 0}, **QUICK)

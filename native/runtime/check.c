@@ -204,6 +204,9 @@ static int region_of(const seer_check_frame *f, uintptr_t a)
         return SEER_REGION_CONFIG;
     if (a >= rt->check.static_lo && a < rt->check.static_hi)
         return SEER_REGION_STATIC;
+    if (rt->check.out_map && a >= (uintptr_t)rt->check.out_map &&
+        a < (uintptr_t)rt->check.out_map + rt->check.out_map_len)
+        return SEER_REGION_OUTPUT; /* the slots are writable: a fence */
     return 0;
 }
 
@@ -309,12 +312,89 @@ static pthread_once_t g_exit_once = PTHREAD_ONCE_INIT;
 
 static void exit_register(void) { (void)atexit(exit_in_handler); }
 
+/* ---- output rows ------------------------------------------------------------ */
+
+/* Guard bytes to compare with (memcmp, a chunk at a time); filled once. */
+static unsigned char g_guard[4096];
+static pthread_once_t g_guard_once = PTHREAD_ONCE_INIT;
+
+static void guard_fill(void) { memset(g_guard, SEER_GUARD_BYTE, sizeof g_guard); }
+
+/* The slots' mapping (see seer_rt_check.out_map): PROT_NONE but for the
+ * slots.  Fences as large as the largest host buffer (at least 1 MiB, at
+ * most 1 GiB): an agent's index times a row's size lands in them.  Address
+ * space only: PROT_NONE pages take no memory, nor count to RLIMIT_DATA. */
+static int out_setup(seer_runtime *rt)
+{
+    const size_t page = seer_page_size();
+    const seer_sizes *sz = &rt->sz;
+    const size_t len[SEER_OUT_SLOTS] = {
+        [SEER_OUT_OBS] = sz->obs_dim * sizeof(float),
+        [SEER_OUT_INFO] = sz->info_dim * sizeof(double),
+        [SEER_OUT_REWARD] = sizeof(float),
+        [SEER_OUT_TERMINATED] = 1,
+        [SEER_OUT_TRUNCATED] = 1,
+        [SEER_OUT_STATE] = sz->state_dim * sizeof(float),
+        [SEER_OUT_MASK] = seer_buffer_bytes(sz, rt->B, SEER_BUF_MASK)};
+    size_t fence = (size_t)1 << 20;
+    const int host[3] = {SEER_BUF_OBS, SEER_BUF_INFO, SEER_BUF_MASK};
+    for (int k = 0; k < 3; k++) {
+        const size_t b = seer_buffer_bytes(sz, rt->B, host[k]);
+        fence = b > fence ? b : fence;
+    }
+    fence = len[SEER_OUT_STATE] > fence ? len[SEER_OUT_STATE] : fence;
+    fence = seer_round_up(fence < ((size_t)1 << 30) ? fence : ((size_t)1 << 30), page);
+    size_t at = fence;
+    for (int s = 0; s < SEER_OUT_SLOTS; s++) {
+        rt->check.out_at[s] = at;
+        rt->check.out_len[s] = len[s];
+        rt->check.out_span[s] = seer_round_up(len[s] + SEER_GUARD_BYTES, page);
+        at += rt->check.out_span[s] + fence;
+    }
+    void *map = mmap(NULL, at, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (map == MAP_FAILED)
+        return SEER_E_NOMEM;
+    rt->check.out_map = map;
+    rt->check.out_map_len = at;
+    rt->check.out_fence = fence;
+    for (int s = 0; s < SEER_OUT_SLOTS; s++)
+        if (mprotect(rt->check.out_map + rt->check.out_at[s], rt->check.out_span[s],
+                     PROT_READ | PROT_WRITE) != 0)
+            return SEER_E_NOMEM; /* unmapped by seer_check_teardown */
+    (void)pthread_once(&g_guard_once, guard_fill);
+    return SEER_OK;
+}
+
+unsigned char *seer_check_out_row(seer_runtime *rt, int slot, size_t len)
+{
+    unsigned char *p = rt->check.out_map + rt->check.out_at[slot];
+    memset(p, 0, len);
+    memset(p + len, SEER_GUARD_BYTE, rt->check.out_span[slot] - len);
+    return p;
+}
+
+size_t seer_check_out_guard(const seer_runtime *rt, int slot, size_t len)
+{
+    const unsigned char *p = rt->check.out_map + rt->check.out_at[slot];
+    const size_t end = rt->check.out_span[slot];
+    for (size_t b = len; b < end; b += sizeof g_guard) {
+        const size_t n = end - b < sizeof g_guard ? end - b : sizeof g_guard;
+        if (memcmp(p + b, g_guard, n) != 0)
+            for (size_t k = b; k < b + n; k++)
+                if (p[k] != SEER_GUARD_BYTE)
+                    return k - len;
+    }
+    return SIZE_MAX;
+}
+
 int seer_check_setup(seer_runtime *rt)
 {
     if (!(rt->check.mode & SEER_CHECK_ISOLATE))
         return SEER_OK;
     (void)pthread_once(&g_exit_once, exit_register);
     (void)pthread_once(&g_progress_once, progress_map);
+    if (out_setup(rt) != SEER_OK)
+        return SEER_E_NOMEM;
     struct phdr_query q = {.addr = (uintptr_t)rt->model, .page = seer_page_size()};
     dl_iterate_phdr(phdr_cb, &q);
     rt->check.static_lo = q.lo;
@@ -329,6 +409,9 @@ void seer_check_teardown(seer_runtime *rt)
 {
     if ((rt->check.mode & SEER_CHECK_ISOLATE) && rt->config)
         mprotect(rt->config, rt->check.config_len, PROT_READ | PROT_WRITE);
+    if (rt->check.out_map)
+        munmap(rt->check.out_map, rt->check.out_map_len);
+    rt->check.out_map = NULL;
 }
 
 /* ---- one checked handler call ---------------------------------------------- */
@@ -541,6 +624,55 @@ static void static_fault_text(const seer_check_frame *f, char *what, size_t n)
              (unsigned long)off, sym);
 }
 
+/* A fence around the output rows: which of the hook's rows the address is
+ * nearest, past its end or before its start. */
+static void output_fault_text(const seer_ctx *c, int hook, const seer_check_frame *f,
+                              const char *verb, char *buf, size_t n)
+{
+    const seer_runtime *rt = c->rt;
+    static const char *const what[SEER_OUT_SLOTS] = {"obs", "info", "reward", "terminated",
+                                                     "truncated", "state", "mask"};
+    const int lo = hook == SEER_HOOK_OBSERVE ? SEER_OUT_OBS
+                   : hook == SEER_HOOK_STATE ? SEER_OUT_STATE
+                                             : SEER_OUT_MASK;
+    const int hi = hook == SEER_HOOK_OBSERVE ? SEER_OUT_TRUNCATED : lo;
+    int best = lo, past = 1;
+    size_t dist = SIZE_MAX;
+    for (int s = lo; s <= hi; s++) {
+        const uintptr_t row = (uintptr_t)rt->check.out_map + rt->check.out_at[s];
+        const uintptr_t end = row + rt->check.out_len[s];
+        const size_t d = f->addr >= end ? f->addr - end : row - f->addr;
+        if (d < dist) {
+            dist = d;
+            best = s;
+            past = f->addr >= end;
+        }
+    }
+    /* seer_env/check/runner.py reads this: the other passes would not run */
+    static const char FAR[] = "; so far from it that a plain run writes into memory that is "
+                              "not the model's";
+    const size_t len = rt->check.out_len[best];
+    if (best == SEER_OUT_MASK)
+        snprintf(buf, n,
+                 "%s byte %zu %s the action masks (%zu bytes, every agent's mask row of every "
+                 "instance): a mask hook writes only its own row (mask_dim=%u bytes)%s",
+                 verb, dist, past ? "past the end of" : "before the start of", len,
+                 rt->sz.mask_dim, FAR);
+    else if (best == SEER_OUT_STATE)
+        snprintf(buf, n,
+                 "%s byte %zu %s its state row (%zu bytes): global_state writes only "
+                 "out[0..state_dim-1] (state_dim=%u)%s",
+                 verb, dist, past ? "past the end of" : "before the start of", len,
+                 rt->sz.state_dim, FAR);
+    else
+        snprintf(buf, n,
+                 "%s byte %zu %s its %s row (%zu bytes): observe writes only its own agent's "
+                 "obs[0..obs_dim-1] (obs_dim=%u), *reward, *terminated, *truncated and "
+                 "info[0..info_dim-1] (info_dim=%u)%s",
+                 verb, dist, past ? "past the end of" : "before the start of", what[best], len,
+                 rt->sz.obs_dim, rt->sz.info_dim, FAR);
+}
+
 static void report_fault(seer_ctx *c, int hook, const seer_check_frame *f)
 {
     seer_runtime *rt = c->rt;
@@ -574,6 +706,9 @@ static void report_fault(seer_ctx *c, int hook, const seer_check_frame *f)
                  "dereferenced a NULL pointer (address %#lx): seer_entity_state returns NULL "
                  "outside the boundary hooks, seer_snapshot for an entity out of range",
                  (unsigned long)f->addr);
+        break;
+    case SEER_REGION_OUTPUT:
+        output_fault_text(c, hook, f, verb, what, sizeof what);
         break;
     default:
         static_fault_text(f, what, sizeof what);

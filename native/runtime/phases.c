@@ -126,23 +126,24 @@ static void check_mask_row(seer_ctx *c, const seer_rt_group *g, uint8_t *row, ui
 }
 
 /* Checking mode: the hook runs with what observe may not touch protected,
- * and must leave every other agent's row as it was (the mask buffer is the
- * host's, so the check compares a copy of the whole buffer). */
+ * on a copy of the whole mask buffer in a slot of its own
+ * (seer_check_out_row: guard bytes after it, fences around it), and must
+ * leave every other agent's row as it was; its own row then goes back to
+ * the host's buffer. */
 static void check_mask_call(seer_ctx *c, uint8_t *row, uint32_t a)
 {
     seer_runtime *rt = c->rt;
     const size_t bytes = seer_buffer_bytes(&rt->sz, rt->B, SEER_BUF_MASK);
     const size_t own = (size_t)(row - rt->buf.mask);
-    uint8_t *before = malloc(bytes); /* checking mode only: not a normal run's path */
-    if (before)
-        memcpy(before, rt->buf.mask, bytes);
-    (void)seer_check_run(c, SEER_HOOK_MASK, &(seer_hook_args){.type = a, .entity = row});
-    for (size_t k = 0; before && k < bytes && !c->w->err; k++) {
+    uint8_t *copy = seer_check_out_row(rt, SEER_OUT_MASK, bytes);
+    memcpy(copy, rt->buf.mask, bytes);
+    (void)seer_check_run(c, SEER_HOOK_MASK, &(seer_hook_args){.type = a, .entity = copy + own});
+    for (size_t k = 0; k < bytes && !c->w->err; k++) {
         if (k == own) {
             k += rt->sz.mask_dim - 1;
             continue;
         }
-        if (before[k] != rt->buf.mask[k]) {
+        if (copy[k] != rt->buf.mask[k]) {
             const size_t r = k / rt->sz.mask_dim;
             seer_worker_error_local(
                 c->w, SEER_E_ISOLATION,
@@ -153,7 +154,16 @@ static void check_mask_call(seer_ctx *c, uint8_t *row, uint32_t a)
                 r / rt->sz.num_agents, rt->sz.mask_dim);
         }
     }
-    free(before);
+    const size_t b = c->w->err ? SIZE_MAX : seer_check_out_guard(rt, SEER_OUT_MASK, bytes);
+    if (b != SIZE_MAX)
+        seer_worker_error_local(
+            c->w, SEER_E_ISOLATION,
+            "contract violation (isolation) in model '%s': action_mask for agent %u of "
+            "instance %u wrote byte %zu past the end of the action masks (%zu bytes, every "
+            "agent's mask row of every instance): a mask hook writes only its own row "
+            "(mask_dim=%u bytes); a plain run writes into memory that is not the model's",
+            rt->model->name, a, c->inst_idx, b, bytes, rt->sz.mask_dim);
+    memcpy(row, copy + own, rt->sz.mask_dim);
 }
 
 /* The mask row of agent a (models with masks): all 1, then, for an agent
@@ -174,10 +184,10 @@ static void mask_agent(seer_ctx *c, size_t i, uint32_t a, int acts_next)
 }
 
 /* Checking mode: observe writes into private copies of its agent's output
- * rows, each followed by guard bytes (SEER_GUARD_BYTES), which must be as
+ * rows (seer_check_out_row), each followed by guard bytes which must be as
  * they were after it (a write past a row lands in the next agent's, or, for
- * the last agent, past the host's buffer); the rows then go where they
- * belong.  Allocates: checking mode only, not a normal run's path. */
+ * the last agent, past the host's buffer), and fences, where a write far
+ * past a row faults; the rows then go where they belong. */
 
 static void check_observe_call(seer_ctx *c, uint32_t a, const seer_output *out)
 {
@@ -186,46 +196,45 @@ static void check_observe_call(seer_ctx *c, uint32_t a, const seer_output *out)
     const size_t len[5] = {sz->obs_dim * sizeof(float), sz->info_dim * sizeof(double),
                            sizeof(float), 1, 1};
     static const char *const what[5] = {"obs", "info", "reward", "terminated", "truncated"};
-    size_t at[5], total = 0;
-    for (int k = 0; k < 5; k++) {
-        at[k] = total;
-        total += (len[k] + 7) / 8 * 8 + SEER_GUARD_BYTES; /* 8-aligned: doubles, then a guard */
-    }
-    uint8_t *mem = malloc(total);
-    if (!mem) {
-        seer_worker_error_local(c->w, SEER_E_NOMEM, "out of memory checking observe");
-        return;
-    }
-    memset(mem, SEER_GUARD_BYTE, total);
+    unsigned char *row[5];
     for (int k = 0; k < 5; k++)
-        memset(mem + at[k], 0, len[k]);
-    seer_output mine = {
-        .obs = (float *)(void *)(mem + at[0]), .info = (double *)(void *)(mem + at[1]),
-        .reward = (float *)(void *)(mem + at[2]), .terminated = mem + at[3],
-        .truncated = mem + at[4]};
+        row[k] = seer_check_out_row(rt, SEER_OUT_OBS + k, len[k]);
+    seer_output mine = {.obs = (float *)(void *)row[0], .info = (double *)(void *)row[1],
+                        .reward = (float *)(void *)row[2], .terminated = row[3],
+                        .truncated = row[4]};
     (void)seer_check_run(c, SEER_HOOK_OBSERVE, &(seer_hook_args){.type = a, .out = &mine});
+    /* where each row lies in the host's buffer: a write past it that a
+     * plain run would make past the buffer's end is said to be (the checker
+     * then runs no plain run: seer_env/check/runner.py reads the words) */
+    const unsigned char *host[5] = {(void *)out->obs, (void *)out->info, (void *)out->reward,
+                                    out->terminated, out->truncated};
+    const unsigned char *base[5] = {(void *)rt->buf.obs, (void *)rt->buf.info,
+                                    (void *)rt->buf.reward, rt->buf.terminated,
+                                    rt->buf.truncated};
+    static const int which[5] = {SEER_BUF_OBS, SEER_BUF_INFO, SEER_BUF_REWARD,
+                                 SEER_BUF_TERMINATED, SEER_BUF_TRUNCATED};
     for (int k = 0; k < 5 && !c->w->err; k++) {
-        const size_t end = (k + 1 < 5 ? at[k + 1] : total);
-        for (size_t b = at[k] + len[k]; b < end; b++)
-            if (mem[b] != SEER_GUARD_BYTE) {
-                seer_worker_error_local(
-                    c->w, SEER_E_ISOLATION,
-                    "contract violation (isolation) in model '%s': observe for agent %u of "
-                    "instance %u wrote byte %zu past the end of its %s row (%zu bytes): "
-                    "observe writes only its own agent's obs[0..obs_dim-1] (obs_dim=%u), "
-                    "*reward, *terminated, *truncated and info[0..info_dim-1] (info_dim=%u); "
-                    "a write past a row lands in the next agent's, or past the buffer",
-                    rt->model->name, a, c->inst_idx, b - at[k] - len[k], what[k], len[k],
-                    sz->obs_dim, sz->info_dim);
-                break;
-            }
+        const size_t b = seer_check_out_guard(rt, SEER_OUT_OBS + k, len[k]);
+        if (b == SIZE_MAX)
+            continue;
+        const int far = (size_t)(host[k] - base[k]) + len[k] + b >=
+                        seer_buffer_bytes(sz, rt->B, which[k]);
+        seer_worker_error_local(
+            c->w, SEER_E_ISOLATION,
+            "contract violation (isolation) in model '%s': observe for agent %u of "
+            "instance %u wrote byte %zu past the end of its %s row (%zu bytes): "
+            "observe writes only its own agent's obs[0..obs_dim-1] (obs_dim=%u), "
+            "*reward, *terminated, *truncated and info[0..info_dim-1] (info_dim=%u); "
+            "%s",
+            rt->model->name, a, c->inst_idx, b, what[k], len[k], sz->obs_dim, sz->info_dim,
+            far ? "past the last row: a plain run writes into memory that is not the model's"
+                : "a plain run writes it into another agent's row");
     }
     memcpy(out->obs, mine.obs, len[0]);
     memcpy(out->info, mine.info, len[1]);
     *out->reward = *mine.reward;
     *out->terminated = *mine.terminated;
     *out->truncated = *mine.truncated;
-    free(mem);
 }
 
 void seer_observe_agent(seer_worker *w, uint32_t inst, uint32_t a)

@@ -651,36 +651,27 @@ int seer_runtime_entity_states(seer_runtime *rt, uint32_t instance, void *out)
     return SEER_OK;
 }
 
-/* Checking mode: global_state writes into a private copy of the row followed
- * by guard bytes (SEER_GUARD_BYTES), which must be as they were after it (a
- * write past the row lands past the caller's buffer); the row then goes to
- * `out`.  Host thread, inside seer_check_begin_call/end_call.  Allocates:
- * checking mode only, not a normal run's path. */
+/* Checking mode: global_state writes into a private copy of the row
+ * (seer_check_out_row) followed by guard bytes, which must be as they were
+ * after it (a write past the row lands past the caller's buffer), and
+ * fences, where a write far past it faults; the row then goes to `out`.
+ * Host thread, inside seer_check_begin_call/end_call. */
 static void check_state_call(seer_ctx *c, float *out)
 {
     seer_runtime *rt = c->rt;
     const size_t len = rt->sz.state_dim * sizeof(float);
-    uint8_t *mem = malloc(len + SEER_GUARD_BYTES);
-    if (!mem) {
-        seer_worker_error_local(c->w, SEER_E_NOMEM, "out of memory checking global_state");
-        return;
-    }
-    memset(mem, 0, len);
-    memset(mem + len, SEER_GUARD_BYTE, SEER_GUARD_BYTES);
+    unsigned char *mem = seer_check_out_row(rt, SEER_OUT_STATE, len);
     (void)seer_check_run(c, SEER_HOOK_STATE, &(seer_hook_args){.fout = (float *)(void *)mem});
-    for (size_t b = len; b < len + SEER_GUARD_BYTES && !c->w->err; b++)
-        if (mem[b] != SEER_GUARD_BYTE) {
-            seer_worker_error_local(
-                c->w, SEER_E_ISOLATION,
-                "contract violation (isolation) in model '%s': global_state of instance %u "
-                "wrote byte %zu past the end of its state row (%zu bytes): global_state "
-                "writes only out[0..state_dim-1] (state_dim=%u); a write past the row lands "
-                "past the caller's buffer",
-                rt->model->name, c->inst_idx, b - len, len, rt->sz.state_dim);
-            break;
-        }
+    const size_t b = c->w->err ? SIZE_MAX : seer_check_out_guard(rt, SEER_OUT_STATE, len);
+    if (b != SIZE_MAX)
+        seer_worker_error_local(
+            c->w, SEER_E_ISOLATION,
+            "contract violation (isolation) in model '%s': global_state of instance %u "
+            "wrote byte %zu past the end of its state row (%zu bytes): global_state "
+            "writes only out[0..state_dim-1] (state_dim=%u); past the row a plain run "
+            "writes into memory that is not the model's",
+            rt->model->name, c->inst_idx, b, len, rt->sz.state_dim);
     memcpy(out, mem, len);
-    free(mem);
 }
 
 int seer_runtime_global_state(seer_runtime *rt, uint32_t instance, float *out)

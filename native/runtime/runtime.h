@@ -167,6 +167,19 @@ enum seer_job { JOB_RESET = 1, JOB_STEP };
 /* The runtime's state, by concern.  Each group is a named struct so that a
  * file can say which concern it touches (rt->check.mode, rt->opt.rollbacks). */
 
+/* The output rows a checked handler writes into (check.c): observe's five,
+ * global_state's row, the action masks of every instance. */
+enum seer_out_slot {
+    SEER_OUT_OBS = 0,
+    SEER_OUT_INFO,
+    SEER_OUT_REWARD,
+    SEER_OUT_TERMINATED,
+    SEER_OUT_TRUNCATED,
+    SEER_OUT_STATE,
+    SEER_OUT_MASK,
+    SEER_OUT_SLOTS
+};
+
 /* The checking mode (check.c). */
 typedef struct seer_rt_check {
     uint32_t mode;           /* SEER_CHECK_* flags                             */
@@ -177,6 +190,13 @@ typedef struct seer_rt_check {
     struct seer_inst *armed_inst; /* whose regions are protected               */
     int armed_cls;                /* ... for which class of handler            */
     uint32_t armed_entity;        /* ... and which entity                      */
+    /* SEER_CHECK_ISOLATE: the output rows handlers write into (check.c,
+     * seer_check_out_row): one mapping, slot s at out_map + out_at[s], its
+     * row's out_len[s] bytes then guard bytes to out_span[s], the slots
+     * between PROT_NONE fences of out_fence bytes. */
+    unsigned char *out_map;
+    size_t out_map_len, out_fence;
+    size_t out_at[SEER_OUT_SLOTS], out_len[SEER_OUT_SLOTS], out_span[SEER_OUT_SLOTS];
 } seer_rt_check;
 
 /* Partitions of the parallel executor: contiguous, equal ranges of

@@ -194,7 +194,8 @@ def classify(exc: BaseException) -> str:
             return "config"
         if "at the boundary entity states are read-only" in msg:
             return "boundary-write"
-        if "past the end of its" in msg or "mask row" in msg:
+        if ("past the end of its" in msg or "before the start of its" in msg
+                or "the action masks" in msg or "mask row" in msg):
             return "output-row"
         return "entity-state"
     for needle, rule in _VIOLATION_RULES:

@@ -322,7 +322,7 @@ class _Check:
             self.out_of_memory(p, kw, oom)
             return "memory"
         if not reply["ok"]:
-            _raise_packed(reply["exc"], self.native.name)
+            return self.child_failed(p, reply["exc"])
         if ref is not None and reply["error"] is None:
             self.refs.add(_ref_key(ref))
         for rule, message in reply.get("found", ()):
@@ -332,6 +332,9 @@ class _Check:
             self.add(p.name, err["rule"], err["message"])
             if "dereferenced a NULL pointer" in err["message"]:
                 self.skip_rest("a plain run would crash (NULL pointer)")
+            elif "a plain run writes into memory that is not the model's" in err["message"]:
+                self.skip_rest("a plain run would write into memory that is not the model's "
+                               f"({err['rule']})")
             return None
         if keep:
             deferred.append((p, kw, reply["id"]))
@@ -351,7 +354,7 @@ class _Check:
                 self.out_of_memory(dp, dref, oom, reference=True)
                 return "memory"
             if not reply["ok"]:
-                _raise_packed(reply["exc"], self.native.name)
+                return self.child_failed(dp, reply["exc"])
             self.refs.add(_ref_key(dref))
             self.judge(dp, dkw, reply)
         return None
@@ -372,7 +375,8 @@ class _Check:
             self.out_of_memory(p, None, oom)
             return "memory"
         if not reply["ok"]:
-            _raise_packed(reply["exc"], self.native.name)
+            res.runs += 1
+            return self.child_failed(p, reply["exc"])
         out: JobOutcome = reply["outcome"]
         res.runs += out.runs
         res.steps += out.steps
@@ -402,6 +406,28 @@ class _Check:
                                      f"difference at {reply['diff']}")
 
     # -- crashes and hangs ------------------------------------------------------------
+
+    def child_failed(self, p: Pass, exc: dict[str, Any]) -> str:
+        """The child raised in one of p's runs (or its job) where the runs
+        report what they find.  After a finding, that is the model's doing:
+        a breach found before (a write past an output row, into another
+        entity's state) may have damaged the process running it, which then
+        fails anywhere, as a Python error (a NameError) as well as a crash;
+        a ``crash`` finding says so and the check ends there, with a new
+        process for what comes after.  With nothing found yet the failure is
+        raised (a SeerError as itself, else the checker's own failure)."""
+        if not self.report.findings:
+            _raise_packed(exc, self.native.name)
+        text = re.sub(r"\s+", " ", str(exc.get("message", ""))).strip()
+        if len(text) > 160:
+            text = text[:157].rstrip() + "..."
+        self.worker.kill()
+        self.add(p.name, "crash",
+                 f"model '{self.native.name}': the process running the model failed in the "
+                 f"{p.name} pass ({exc.get('type', 'an error')}: {text}) after the breach "
+                 "found above, which may have damaged its memory; fix that first")
+        self.skip_rest(f"the model crashed ({p.name})")
+        return "crash"
 
     def stopped(self, p: Pass, kw: dict[str, Any] | None, stop: _Stop) -> str:
         """The child died or ran past its budget during one of p's runs (or

@@ -30,7 +30,11 @@ enum rogue2_mode {
     R2_POINTER_STATE = 10, /* handle keeps a pointer (to a static of the model)
                               in its state                                       */
     R2_STATE_PAST = 11, /* global_state writes out[2], past its 2-value row      */
-    R2_MODES = 12
+    R2_OBS_FAR = 12,    /* observe writes obs[4 + 100000]: far past the host's
+                           buffer (into the checker's own heap, before)          */
+    R2_OBS_BEFORE = 13, /* observe writes obs[-100000], far before its row      */
+    R2_STATE_FAR = 14,  /* global_state writes out[2 + 100000]                   */
+    R2_MODES = 15
 };
 
 typedef struct rogue2_config {
@@ -183,6 +187,8 @@ static void rogue2_observe(seer_ctx *ctx, uint32_t agent, const seer_output *out
     case R2_NAN_REWARD: *out->reward = NAN; break;
     case R2_INF_INFO: out->info[0] = INFINITY; break;
     case R2_NAN_OBS: out->obs[2] = NAN; break;
+    case R2_OBS_FAR: out->obs[4 + 100000] = 1.0f; break;
+    case R2_OBS_BEFORE: out->obs[-100000] = 1.0f; break;
     default: break;
     }
 }
@@ -203,6 +209,8 @@ static void rogue2_global_state(seer_ctx *ctx, float *out)
         out[0] = 2.0f;
     if (c->mode == R2_STATE_PAST && seer_step_index(ctx) == c->at_step)
         out[2] = 0.25f;
+    if (c->mode == R2_STATE_FAR && seer_step_index(ctx) == c->at_step)
+        out[2 + 100000] = 0.25f;
 }
 
 static int rogue2_agent_name(const void *config, uint32_t agent, char *buf, size_t len)
