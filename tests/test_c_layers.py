@@ -69,6 +69,8 @@ LAYER: dict[str, str] = {
     "trace.c": "core",
     "check.h": "core",
     "check.c": "core",
+    "check_rows.h": "core",
+    "check_rows.c": "core",
     "ctx.h": "core",
     "ctx.c": "core",
     "phases.h": "core",

@@ -462,7 +462,7 @@ def test_a_write_far_from_an_output_row_is_caught_and_named(mode: int, fragment:
         ("output-row", "isolation")], str(report)
     msg = report.findings[0].message
     assert fragment in msg and "a plain run writes into memory that is not the model's" in msg
-    assert all(p.status.startswith("skipped: a plain run would write into memory")
+    assert all(p.status.startswith("skipped: a plain run would touch memory")
                for p in report.passes if p.name != "isolation" and p.runs == 0), \
         [(p.name, p.status) for p in report.passes]
 
@@ -495,3 +495,25 @@ def test_a_child_failing_after_a_finding_is_a_crash_finding_not_an_exception(
                for p in report.passes if p.runs == 0), str(report)
     with pytest.raises(RuntimeError, match="child process failed:\nTraceback"):
         check(ROGUE, {"mode": 0}, **QUICK)
+
+
+@pytest.mark.parametrize("mode,fragment", [
+    (1, "wrote memory 8 bytes past the end of entity 5's state (the last entity's), outside "
+        "every entity's state (in a fence around them): a plain run writes into memory that "
+        "is not the model's"),
+    (2, "read memory 0 bytes past the end of entity 5's state (the last entity's), outside "
+        "every entity's state (in a fence around them): a plain run reads memory that is not "
+        "the model's"),
+])
+def test_the_last_entity_touching_past_its_state_is_named(mode: int, fragment: str) -> None:
+    """The last entity's handler writing (reading) past its state: past the
+    states, where the heap was.  It was missed, and the damage crashed a later
+    handler (another agent's act) with SIGABRT; now the isolation pass names
+    it and the passes that would run it unprotected are skipped."""
+    report = check(ROGUE, {"mode": mode, "at_step": 2, "culprit": 5}, **QUICK)
+    assert [(f.rule, f.pass_name) for f in report.findings] == [
+        ("entity-state", "isolation")], str(report)
+    msg = report.findings[0].message
+    assert "handle for entity 5 of instance 0" in msg and fragment in msg, msg
+    assert all(p.status.startswith("skipped: a plain run would touch memory")
+               for p in report.passes if p.name != "isolation" and p.runs == 0), str(report)

@@ -77,11 +77,6 @@
  * by the thread itself around a handler call; read by its signal handler. */
 _Thread_local seer_check_frame *seer_check_current;
 
-size_t seer_page_size(void)
-{
-    long p = sysconf(_SC_PAGESIZE);
-    return p > 0 ? (size_t)p : 4096u;
-}
 
 /* The progress record.  Keep in step with _C_REC in seer_env/check.py. */
 typedef struct progress_rec {
@@ -189,16 +184,24 @@ static struct {
     uintptr_t lo, hi;
 } g_armed[MAX_ARMED];
 
+/* Is `a` in the region of `bytes` bytes at `p`, or in its fences? */
+static int in_fenced(uintptr_t a, const void *p, size_t bytes)
+{
+    const size_t fence = seer_check_fence(bytes);
+    const uintptr_t lo = (uintptr_t)p;
+    return a >= lo - fence && a < lo + seer_round_up(bytes, seer_page_size()) + fence;
+}
+
 static int region_of(const seer_check_frame *f, uintptr_t a)
 {
     const seer_runtime *rt = f->rt;
     const seer_inst *in = f->inst;
     const size_t N = rt->sz.num_entities;
-    if (a >= (uintptr_t)in->states && a < (uintptr_t)in->states + N * rt->entity_stride)
+    if (in_fenced(a, in->states, N * rt->entity_stride))
         return SEER_REGION_STATE;
-    if (a >= (uintptr_t)in->snapshot && a < (uintptr_t)in->snapshot + N * rt->snapshot_stride)
+    if (in_fenced(a, in->snapshot, N * rt->snapshot_stride))
         return SEER_REGION_SNAPSHOT;
-    if (a >= (uintptr_t)in->idata && a < (uintptr_t)in->idata + rt->idata_stride)
+    if (in_fenced(a, in->idata, rt->idata_stride))
         return SEER_REGION_INSTANCE;
     if (a >= (uintptr_t)rt->config && a < (uintptr_t)rt->config + rt->check.config_len)
         return SEER_REGION_CONFIG;
@@ -312,89 +315,12 @@ static pthread_once_t g_exit_once = PTHREAD_ONCE_INIT;
 
 static void exit_register(void) { (void)atexit(exit_in_handler); }
 
-/* ---- output rows ------------------------------------------------------------ */
-
-/* Guard bytes to compare with (memcmp, a chunk at a time); filled once. */
-static unsigned char g_guard[4096];
-static pthread_once_t g_guard_once = PTHREAD_ONCE_INIT;
-
-static void guard_fill(void) { memset(g_guard, SEER_GUARD_BYTE, sizeof g_guard); }
-
-/* The slots' mapping (see seer_rt_check.out_map): PROT_NONE but for the
- * slots.  Fences as large as the largest host buffer (at least 1 MiB, at
- * most 1 GiB): an agent's index times a row's size lands in them.  Address
- * space only: PROT_NONE pages take no memory, nor count to RLIMIT_DATA. */
-static int out_setup(seer_runtime *rt)
-{
-    const size_t page = seer_page_size();
-    const seer_sizes *sz = &rt->sz;
-    const size_t len[SEER_OUT_SLOTS] = {
-        [SEER_OUT_OBS] = sz->obs_dim * sizeof(float),
-        [SEER_OUT_INFO] = sz->info_dim * sizeof(double),
-        [SEER_OUT_REWARD] = sizeof(float),
-        [SEER_OUT_TERMINATED] = 1,
-        [SEER_OUT_TRUNCATED] = 1,
-        [SEER_OUT_STATE] = sz->state_dim * sizeof(float),
-        [SEER_OUT_MASK] = seer_buffer_bytes(sz, rt->B, SEER_BUF_MASK)};
-    size_t fence = (size_t)1 << 20;
-    const int host[3] = {SEER_BUF_OBS, SEER_BUF_INFO, SEER_BUF_MASK};
-    for (int k = 0; k < 3; k++) {
-        const size_t b = seer_buffer_bytes(sz, rt->B, host[k]);
-        fence = b > fence ? b : fence;
-    }
-    fence = len[SEER_OUT_STATE] > fence ? len[SEER_OUT_STATE] : fence;
-    fence = seer_round_up(fence < ((size_t)1 << 30) ? fence : ((size_t)1 << 30), page);
-    size_t at = fence;
-    for (int s = 0; s < SEER_OUT_SLOTS; s++) {
-        rt->check.out_at[s] = at;
-        rt->check.out_len[s] = len[s];
-        rt->check.out_span[s] = seer_round_up(len[s] + SEER_GUARD_BYTES, page);
-        at += rt->check.out_span[s] + fence;
-    }
-    void *map = mmap(NULL, at, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (map == MAP_FAILED)
-        return SEER_E_NOMEM;
-    rt->check.out_map = map;
-    rt->check.out_map_len = at;
-    rt->check.out_fence = fence;
-    for (int s = 0; s < SEER_OUT_SLOTS; s++)
-        if (mprotect(rt->check.out_map + rt->check.out_at[s], rt->check.out_span[s],
-                     PROT_READ | PROT_WRITE) != 0)
-            return SEER_E_NOMEM; /* unmapped by seer_check_teardown */
-    (void)pthread_once(&g_guard_once, guard_fill);
-    return SEER_OK;
-}
-
-unsigned char *seer_check_out_row(seer_runtime *rt, int slot, size_t len)
-{
-    unsigned char *p = rt->check.out_map + rt->check.out_at[slot];
-    memset(p, 0, len);
-    memset(p + len, SEER_GUARD_BYTE, rt->check.out_span[slot] - len);
-    return p;
-}
-
-size_t seer_check_out_guard(const seer_runtime *rt, int slot, size_t len)
-{
-    const unsigned char *p = rt->check.out_map + rt->check.out_at[slot];
-    const size_t end = rt->check.out_span[slot];
-    for (size_t b = len; b < end; b += sizeof g_guard) {
-        const size_t n = end - b < sizeof g_guard ? end - b : sizeof g_guard;
-        if (memcmp(p + b, g_guard, n) != 0)
-            for (size_t k = b; k < b + n; k++)
-                if (p[k] != SEER_GUARD_BYTE)
-                    return k - len;
-    }
-    return SIZE_MAX;
-}
-
 int seer_check_setup(seer_runtime *rt)
 {
     if (!(rt->check.mode & SEER_CHECK_ISOLATE))
         return SEER_OK;
     (void)pthread_once(&g_exit_once, exit_register);
     (void)pthread_once(&g_progress_once, progress_map);
-    if (out_setup(rt) != SEER_OK)
-        return SEER_E_NOMEM;
     struct phdr_query q = {.addr = (uintptr_t)rt->model, .page = seer_page_size()};
     dl_iterate_phdr(phdr_cb, &q);
     rt->check.static_lo = q.lo;
@@ -560,12 +486,24 @@ static void state_fault_text(const seer_ctx *c, int hook, const seer_check_frame
     const size_t size = rt->sz.entity_size ? rt->sz.entity_size : 1;
     /* states sit at the end of their pages: an address before entity k's
      * state is past the end of entity k-1's */
-    const size_t rel = f->addr - (uintptr_t)c->inst->states;
+    const uint32_t N = rt->sz.num_entities;
+    const uintptr_t lo = (uintptr_t)c->inst->states, hi = lo + (size_t)N * rt->entity_stride;
+    /* in a fence (seer_check_region_alloc): before the first state, or past
+     * the last, taken as bytes of entity 0's (N-1's) page */
+    const uintptr_t at = f->addr < lo ? lo : f->addr >= hi ? hi - 1 : f->addr;
+    const size_t rel = at - lo;
     const uint32_t k = (uint32_t)(rel / rt->entity_stride);
     const size_t off = rel % rt->entity_stride;
     const int own = hook == SEER_HOOK_INIT || hook == SEER_HOOK_ACT || hook == SEER_HOOK_HANDLE;
     char where[128], fld[80];
-    if (off >= rt->entity_pad) {
+    if (f->addr < lo) {
+        snprintf(where, sizeof where, "memory %zu bytes before entity 0's state",
+                 (size_t)(lo - f->addr) + rt->entity_pad);
+    } else if (f->addr >= hi) {
+        snprintf(where, sizeof where,
+                 "memory %zu bytes past the end of entity %u's state (the last entity's)",
+                 (size_t)(f->addr - hi), N - 1);
+    } else if (off >= rt->entity_pad) {
         field_text(rt->model, off - rt->entity_pad, fld, sizeof fld);
         snprintf(where, sizeof where, "the live state of entity %u (%s)", k, fld);
     } else if (k == 0) {
@@ -578,7 +516,8 @@ static void state_fault_text(const seer_ctx *c, int hook, const seer_check_frame
     /* The entity the code meant: pointer arithmetic on a state (the
      * handler's own, else the one the address follows) as if the states
      * were one array, which they are not, in this layout or any other. */
-    const uint32_t base = own ? c->self : (off >= rt->entity_pad || k == 0 ? k : k - 1);
+    const uint32_t base = own ? c->self
+                              : (off >= rt->entity_pad || k == 0 || f->addr >= hi ? k : k - 1);
     const intptr_t delta = (intptr_t)(f->addr - ((uintptr_t)c->inst->states +
                                                  (size_t)base * rt->entity_stride +
                                                  rt->entity_pad));
@@ -592,7 +531,12 @@ static void state_fault_text(const seer_ctx *c, int hook, const seer_check_frame
                  ", where entity %ld's state (%s) would be if entity states were one array",
                  (long)j, fld);
     }
-    if (own)
+    if (f->addr < lo || f->addr >= hi)
+        snprintf(what, n,
+                 "%s %s%s, outside every entity's state (in a fence around them): %s; look "
+                 "for an index or a pointer past the states",
+                 verb, where, meant, seer_check_far_words(f->write));
+    else if (own)
         snprintf(what, n,
                  "%s %s%s: a handler may touch only its own entity's state; read another "
                  "entity's published snapshot (seer_snapshot) or send it an event instead",
@@ -624,55 +568,6 @@ static void static_fault_text(const seer_check_frame *f, char *what, size_t n)
              (unsigned long)off, sym);
 }
 
-/* A fence around the output rows: which of the hook's rows the address is
- * nearest, past its end or before its start. */
-static void output_fault_text(const seer_ctx *c, int hook, const seer_check_frame *f,
-                              const char *verb, char *buf, size_t n)
-{
-    const seer_runtime *rt = c->rt;
-    static const char *const what[SEER_OUT_SLOTS] = {"obs", "info", "reward", "terminated",
-                                                     "truncated", "state", "mask"};
-    const int lo = hook == SEER_HOOK_OBSERVE ? SEER_OUT_OBS
-                   : hook == SEER_HOOK_STATE ? SEER_OUT_STATE
-                                             : SEER_OUT_MASK;
-    const int hi = hook == SEER_HOOK_OBSERVE ? SEER_OUT_TRUNCATED : lo;
-    int best = lo, past = 1;
-    size_t dist = SIZE_MAX;
-    for (int s = lo; s <= hi; s++) {
-        const uintptr_t row = (uintptr_t)rt->check.out_map + rt->check.out_at[s];
-        const uintptr_t end = row + rt->check.out_len[s];
-        const size_t d = f->addr >= end ? f->addr - end : row - f->addr;
-        if (d < dist) {
-            dist = d;
-            best = s;
-            past = f->addr >= end;
-        }
-    }
-    /* seer_env/check/runner.py reads this: the other passes would not run */
-    static const char FAR[] = "; so far from it that a plain run writes into memory that is "
-                              "not the model's";
-    const size_t len = rt->check.out_len[best];
-    if (best == SEER_OUT_MASK)
-        snprintf(buf, n,
-                 "%s byte %zu %s the action masks (%zu bytes, every agent's mask row of every "
-                 "instance): a mask hook writes only its own row (mask_dim=%u bytes)%s",
-                 verb, dist, past ? "past the end of" : "before the start of", len,
-                 rt->sz.mask_dim, FAR);
-    else if (best == SEER_OUT_STATE)
-        snprintf(buf, n,
-                 "%s byte %zu %s its state row (%zu bytes): global_state writes only "
-                 "out[0..state_dim-1] (state_dim=%u)%s",
-                 verb, dist, past ? "past the end of" : "before the start of", len,
-                 rt->sz.state_dim, FAR);
-    else
-        snprintf(buf, n,
-                 "%s byte %zu %s its %s row (%zu bytes): observe writes only its own agent's "
-                 "obs[0..obs_dim-1] (obs_dim=%u), *reward, *terminated, *truncated and "
-                 "info[0..info_dim-1] (info_dim=%u)%s",
-                 verb, dist, past ? "past the end of" : "before the start of", what[best], len,
-                 rt->sz.obs_dim, rt->sz.info_dim, FAR);
-}
-
 static void report_fault(seer_ctx *c, int hook, const seer_check_frame *f)
 {
     seer_runtime *rt = c->rt;
@@ -684,19 +579,38 @@ static void report_fault(seer_ctx *c, int hook, const seer_check_frame *f)
         state_fault_text(c, hook, f, verb, what, sizeof what);
         break;
     case SEER_REGION_SNAPSHOT: {
-        const uint32_t k =
-            (uint32_t)((f->addr - (uintptr_t)c->inst->snapshot) / rt->snapshot_stride);
-        snprintf(what, sizeof what,
-                 "wrote the published snapshot record of entity %u: only publish writes a "
-                 "record, its own entity's, at the boundary",
-                 k);
+        const uintptr_t lo = (uintptr_t)c->inst->snapshot;
+        const size_t all = (size_t)rt->sz.num_entities * rt->snapshot_stride;
+        if (f->addr < lo || f->addr >= lo + all)
+            snprintf(what, sizeof what,
+                     "%s memory %zu bytes %s the published snapshot records (in a fence "
+                     "around them): only publish writes a record, its own entity's, at the "
+                     "boundary, and seer_snapshot reads the record of an entity in range; %s",
+                     verb, f->addr < lo ? (size_t)(lo - f->addr) : (size_t)(f->addr - lo - all),
+                     f->addr < lo ? "before" : "past the end of", seer_check_far_words(f->write));
+        else
+            snprintf(what, sizeof what,
+                     "wrote the published snapshot record of entity %u: only publish writes a "
+                     "record, its own entity's, at the boundary",
+                     (uint32_t)((f->addr - lo) / rt->snapshot_stride));
         break;
     }
-    case SEER_REGION_INSTANCE:
-        snprintf(what, sizeof what,
-                 "wrote the instance data: only the boundary hook writes it (event handlers "
-                 "read it)");
+    case SEER_REGION_INSTANCE: {
+        const uintptr_t lo = (uintptr_t)c->inst->idata;
+        const size_t size = rt->sz.instance_size;
+        if (f->addr < lo || f->addr >= lo + rt->idata_stride)
+            snprintf(what, sizeof what,
+                     "%s memory %zu bytes %s the instance data (instance_size=%zu bytes, in a "
+                     "fence around it): the boundary hook writes only the instance data's "
+                     "own bytes; %s",
+                     verb, f->addr < lo ? (size_t)(lo - f->addr) : (size_t)(f->addr - lo - size),
+                     f->addr < lo ? "before" : "past the end of", size, seer_check_far_words(f->write));
+        else
+            snprintf(what, sizeof what,
+                     "wrote the instance data: only the boundary hook writes it (event handlers "
+                     "read it)");
         break;
+    }
     case SEER_REGION_CONFIG:
         snprintf(what, sizeof what,
                  "wrote the configuration: it is immutable once describe has completed it");
@@ -708,7 +622,14 @@ static void report_fault(seer_ctx *c, int hook, const seer_check_frame *f)
                  (unsigned long)f->addr);
         break;
     case SEER_REGION_OUTPUT:
-        output_fault_text(c, hook, f, verb, what, sizeof what);
+        seer_check_output_text(rt,
+                               hook == SEER_HOOK_OBSERVE ? SEER_OUT_OBS
+                               : hook == SEER_HOOK_STATE ? SEER_OUT_STATE
+                                                         : SEER_OUT_MASK,
+                               hook == SEER_HOOK_OBSERVE ? SEER_OUT_TRUNCATED
+                               : hook == SEER_HOOK_STATE ? SEER_OUT_STATE
+                                                         : SEER_OUT_MASK,
+                               f->addr, f->write, verb, what, sizeof what);
         break;
     default:
         static_fault_text(f, what, sizeof what);

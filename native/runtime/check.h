@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "check_rows.h"
 #include "runtime.h"
 
 /* ---- check.c: the checking mode -------------------------------------------- */
@@ -59,7 +60,6 @@ typedef struct seer_check_frame {
 /* The checked handler running on this thread, NULL when none. */
 extern _Thread_local seer_check_frame *seer_check_current;
 
-size_t seer_page_size(void);
 /* At creation (after allocation) / destruction of a runtime in checking mode. */
 int seer_check_setup(struct seer_runtime *rt);
 void seer_check_teardown(struct seer_runtime *rt);
@@ -72,23 +72,6 @@ void seer_check_disarm(struct seer_runtime *rt);
  * handler's thread, which is the host: checking runs serially); returns the
  * handler's status or SEER_E_ISOLATION (the worker's error is set). */
 int seer_check_run(seer_ctx *c, int hook, const seer_hook_args *a);
-/* Checking mode: the output rows a hook writes (observe's, global_state's,
- * the action masks) are private copies in slots of their own pages
- * (seer_rt_check.out_map), each row followed by at least SEER_GUARD_BYTES
- * bytes of SEER_GUARD_BYTE to its slot's end, which must be as they were
- * after the hook (a write just past a row would land in the next agent's
- * row, or past the caller's buffer), and every slot between PROT_NONE
- * fences at least as large as the largest host buffer, so that a write far
- * past a row (an agent's index times obs_dim) faults and is named
- * (SEER_REGION_OUTPUT) instead of landing in the checker's own heap. */
-#define SEER_GUARD_BYTES 64
-#define SEER_GUARD_BYTE 0xA5
-/* Slot `slot`'s row, its `len` bytes zeroed and its guard bytes set (the
- * host, around one checked call; len <= the slot's out_len). */
-unsigned char *seer_check_out_row(struct seer_runtime *rt, int slot, size_t len);
-/* The offset past the row of slot `slot` (of `len` bytes) of the first
- * guard byte a hook changed, or SIZE_MAX where none. */
-size_t seer_check_out_guard(const struct seer_runtime *rt, int slot, size_t len);
 /* Is this runtime isolating its handlers? */
 #define SEER_CHECKING(rt) __builtin_expect(((rt)->check.mode & SEER_CHECK_ISOLATE) != 0, 0)
 

@@ -492,6 +492,24 @@ static int set_groups(seer_runtime *rt)
     return first == sz->num_agents ? SEER_OK : SEER_E_MODEL;
 }
 
+/* A region of an instance (states, snapshot records, instance data):
+ * line-aligned, or, in checking mode, pages of its own between fences
+ * (seer_check_region_alloc), where a write past its end faults. */
+static void *region_alloc(const seer_runtime *rt, size_t bytes, size_t line)
+{
+    if (rt->check.mode & SEER_CHECK_ISOLATE)
+        return seer_check_region_alloc(bytes);
+    return aligned_alloc(line, seer_round_up(bytes, line));
+}
+
+static void region_free(const seer_runtime *rt, void *p, size_t bytes)
+{
+    if (rt->check.mode & SEER_CHECK_ISOLATE)
+        seer_check_region_free(p, bytes);
+    else
+        free(p);
+}
+
 /* The instances: states, snapshot records, instance data, entity records
  * and the serial queue of each (line-aligned; see seer_inst). */
 static int alloc_instances(seer_runtime *rt)
@@ -506,9 +524,9 @@ static int alloc_instances(seer_runtime *rt)
     for (size_t i = 0; i < B; i++) {
         seer_inst *in = &rt->inst[i];
         seer_squeue_init(&in->queue);
-        in->states = aligned_alloc(line, seer_round_up(N * rt->entity_stride, line));
-        in->snapshot = aligned_alloc(line, seer_round_up(N * rt->snapshot_stride, line));
-        in->idata = aligned_alloc(line, seer_round_up(rt->idata_stride, line));
+        in->states = region_alloc(rt, N * rt->entity_stride, line);
+        in->snapshot = region_alloc(rt, N * rt->snapshot_stride, line);
+        in->idata = region_alloc(rt, rt->idata_stride, line);
         in->recs = aligned_alloc(64, seer_round_up(N * sizeof(seer_entity_rec), 64));
         if (!in->states || !in->snapshot || !in->idata || !in->recs)
             return SEER_E_NOMEM;
@@ -530,7 +548,15 @@ static int start_pool(seer_runtime *rt, const seer_runtime_options *o)
     if (seer_set_partitions(rt, pool) != SEER_OK || seer_pool_start(rt, pool) != SEER_OK ||
         seer_check_setup(rt) != SEER_OK)
         return SEER_E_NOMEM;
-    return SEER_OK;
+    if (!(rt->check.mode & SEER_CHECK_ISOLATE))
+        return SEER_OK;
+    size_t host = 0; /* the output rows' fences: as large as the largest host buffer */
+    const int which[3] = {SEER_BUF_OBS, SEER_BUF_INFO, SEER_BUF_MASK};
+    for (int k = 0; k < 3; k++) {
+        const size_t b = seer_buffer_bytes(&rt->sz, rt->B, which[k]);
+        host = b > host ? b : host;
+    }
+    return seer_check_out_setup(rt, seer_buffer_bytes(&rt->sz, rt->B, SEER_BUF_MASK), host);
 }
 
 int seer_runtime_create(const seer_model *model, const void *config, size_t config_size,
@@ -593,9 +619,10 @@ void seer_runtime_destroy(seer_runtime *rt)
             seer_inst *in = &rt->inst[i];
             seer_squeue_free(&in->queue);
             seer_free_part_queues(rt, in->parts);
-            free(in->states);
-            free(in->snapshot);
-            free(in->idata);
+            const size_t N = rt->sz.num_entities;
+            region_free(rt, in->states, N * rt->entity_stride);
+            region_free(rt, in->snapshot, N * rt->snapshot_stride);
+            region_free(rt, in->idata, rt->idata_stride);
             free(in->recs);
         }
     }
