@@ -216,6 +216,18 @@ def test_describe_failure_is_a_config_error(tmp_path: Path) -> None:
         model.parallel_env(goal=1)
 
 
+def test_an_empty_observation_is_refused_as_a_groups_is(tmp_path: Path) -> None:
+    """describe giving obs_dim=0 (no groups): a ConfigError naming it, as for
+    a group (an env with a Box of shape (0,) was made before)."""
+    folder = new_model(tmp_path, "noobs", {"    out->obs_dim = OBS_DIM;":
+                                           "    out->obs_dim = c->goal == 41 ? 0 : OBS_DIM;"})
+    model = sdk.load(folder)
+    with pytest.raises(ConfigError,
+                       match=r"model 'noobs': obs_dim=0 \(an observation needs >= 1 element\)"):
+        model.parallel_env(goal=41)
+    assert model.parallel_env(goal=42).possible_agents
+
+
 def test_cli_build_fails_when_the_default_configuration_is_refused(
         tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     """A model that compiles but whose describe refuses its own defaults is

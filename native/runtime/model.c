@@ -588,6 +588,9 @@ static int check_group(const seer_model *m, uint32_t g, const seer_group *x, int
                                  "%sobs_dim=0 (a group's observation needs >= 1 element)", pre);
     } else {
         snprintf(pre, sizeof pre, "model '%s': ", m->name);
+        if (x->obs_dim < 1) /* as a group's: an empty Box suits no learner */
+            return seer_fail_buf(err, errlen, SEER_E_CONFIG,
+                                 "%sobs_dim=0 (an observation needs >= 1 element)", pre);
     }
     switch (x->action_kind) {
     case SEER_ACTION_DISCRETE:
