@@ -493,17 +493,17 @@ def test_a_child_failing_after_a_finding_is_a_crash_finding_not_an_exception(
            "breach found above" in report.findings[1].message
     assert all(p.status.startswith("skipped: the model crashed (uninit)")
                for p in report.passes if p.runs == 0), str(report)
-    with pytest.raises(RuntimeError, match="child process failed:\nTraceback"):
-        check(ROGUE, {"mode": 0}, **QUICK)
+    # nothing found, or only what damages no memory (a clock read): raised
+    for mode in (0, 5):
+        with pytest.raises(RuntimeError, match="child process failed:\nTraceback"):
+            check(ROGUE, {"mode": mode, "at_step": 2}, **QUICK)
 
 
 @pytest.mark.parametrize("mode,fragment", [
     (1, "wrote memory 8 bytes past the end of entity 5's state (the last entity's), outside "
-        "every entity's state (in a fence around them): a plain run writes into memory that "
-        "is not the model's"),
+        "every entity's state: a plain run writes into memory that is not the model's"),
     (2, "read memory 0 bytes past the end of entity 5's state (the last entity's), outside "
-        "every entity's state (in a fence around them): a plain run reads memory that is not "
-        "the model's"),
+        "every entity's state: a plain run reads memory that is not the model's"),
 ])
 def test_the_last_entity_touching_past_its_state_is_named(mode: int, fragment: str) -> None:
     """The last entity's handler writing (reading) past its state: past the
@@ -517,3 +517,39 @@ def test_the_last_entity_touching_past_its_state_is_named(mode: int, fragment: s
     assert "handle for entity 5 of instance 0" in msg and fragment in msg, msg
     assert all(p.status.startswith("skipped: a plain run would touch memory")
                for p in report.passes if p.name != "isolation" and p.runs == 0), str(report)
+
+
+@pytest.mark.parametrize("mode,rule,fragment", [
+    (15, "entity-state", "handle for entity 2 of instance 0 (event type 0, TICK, at t=2."),
+    (15, "entity-state", "wrote memory 1 bytes before entity 2's state, where entity 1's state"),
+    (16, "snapshot", "publish for entity 2 of instance 0 (t=3) wrote memory 1 bytes before its "
+                     "entity's published snapshot record, where entity 1's record would be"),
+    (17, "instance-data", "boundary of instance 0 (t=3) wrote memory 0 bytes past the end of "
+                          "the instance data (instance_size=8 bytes)"),
+])
+def test_a_write_into_the_slack_of_a_handlers_own_page_is_named(
+        mode: int, rule: str, fragment: str) -> None:
+    """The bytes before a handler's own state (or record) and after the
+    instance data share a page with what it may write, so no fault catches a
+    write there: guard bytes do.  Missed before (in a plain run the write
+    lands in the previous entity's state or record, or past the instance
+    data), or found only as differences naming no handler."""
+    report = check(ROGUE2, {"mode": mode, "culprit": 2, "at_step": 2}, progress=False)
+    assert [(f.rule, f.pass_name) for f in report.findings][:1] == [(rule, "isolation")], \
+        str(report)
+    assert fragment in report.findings[0].message, report.findings[0].message
+
+
+def test_a_write_into_the_previous_agents_row_is_not_taken_for_a_far_one() -> None:
+    """observe writing obs[-1] faults in the fence before its slot; in a
+    plain run it lands in the previous agent's row, inside the host's buffer:
+    the finding says so and the other passes still run (it said the write
+    reached memory that is not the model's, and skipped them all)."""
+    report = check(ROGUE2, {"mode": 18, "culprit": 1, "at_step": 2}, progress=False)
+    first = report.findings[0]
+    assert (first.rule, first.pass_name) == ("output-row", "isolation"), str(report)
+    assert ("observe for agent 1 of instance 0 (t=3) wrote byte 4 before the start of its obs "
+            "row (16 bytes)") in first.message
+    assert "a plain run writes it into another agent's row" in first.message
+    assert "not the model's" not in first.message
+    assert {p.name: p.runs > 0 for p in report.passes}["matrix"], str(report)

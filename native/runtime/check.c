@@ -506,9 +506,9 @@ static void state_fault_text(const seer_ctx *c, int hook, const seer_check_frame
     } else if (off >= rt->entity_pad) {
         field_text(rt->model, off - rt->entity_pad, fld, sizeof fld);
         snprintf(where, sizeof where, "the live state of entity %u (%s)", k, fld);
-    } else if (k == 0) {
-        snprintf(where, sizeof where, "memory %zu bytes before entity 0's state",
-                 rt->entity_pad - off);
+    } else if (k == 0 || (own && k == c->self)) {
+        snprintf(where, sizeof where, "memory %zu bytes before entity %u's state",
+                 rt->entity_pad - off, k);
     } else {
         snprintf(where, sizeof where, "memory %zu bytes past the end of entity %u's state",
                  off + rt->entity_stride - rt->entity_pad - size, k - 1);
@@ -531,10 +531,10 @@ static void state_fault_text(const seer_ctx *c, int hook, const seer_check_frame
                  ", where entity %ld's state (%s) would be if entity states were one array",
                  (long)j, fld);
     }
-    if (f->addr < lo || f->addr >= hi)
+    if (f->addr < lo || f->addr >= hi || (k == 0 && off < rt->entity_pad))
         snprintf(what, n,
-                 "%s %s%s, outside every entity's state (in a fence around them): %s; look "
-                 "for an index or a pointer past the states",
+                 "%s %s%s, outside every entity's state: %s; look for an index or a pointer "
+                 "past the states",
                  verb, where, meant, seer_check_far_words(f->write));
     else if (own)
         snprintf(what, n,
@@ -586,7 +586,9 @@ static void report_fault(seer_ctx *c, int hook, const seer_check_frame *f)
                      "%s memory %zu bytes %s the published snapshot records (in a fence "
                      "around them): only publish writes a record, its own entity's, at the "
                      "boundary, and seer_snapshot reads the record of an entity in range; %s",
-                     verb, f->addr < lo ? (size_t)(lo - f->addr) : (size_t)(f->addr - lo - all),
+                     verb,
+                     f->addr < lo ? (size_t)(lo - f->addr) + rt->snapshot_pad
+                                  : (size_t)(f->addr - lo - all),
                      f->addr < lo ? "before" : "past the end of", seer_check_far_words(f->write));
         else
             snprintf(what, sizeof what,
@@ -640,6 +642,63 @@ static void report_fault(seer_ctx *c, int hook, const seer_check_frame *f)
                             rt->model->name, who, what);
 }
 
+/* The slack a hook may reach without a fault (seer_check_fill_pads): the
+ * bytes before its own entity's state (init, act, handle) or record
+ * (publish), after the instance data (boundary).  A changed byte is a
+ * breach; as a fault would be, it is reported (report_fault, or here for
+ * the slack of records and instance data) and the slack filled again. */
+static int pad_breach(seer_ctx *c, int hook, seer_check_frame *f)
+{
+    seer_runtime *rt = c->rt;
+    seer_inst *in = c->inst;
+    const int cls = class_of(hook);
+    unsigned char *p;
+    size_t n;
+    if (cls == CLS_ENTITY) {
+        p = in->states + (size_t)c->self * rt->entity_stride;
+        n = rt->entity_pad;
+    } else if (cls == CLS_PUBLISH) {
+        p = in->snapshot + (size_t)c->self * rt->snapshot_stride;
+        n = rt->snapshot_pad;
+    } else if (cls == CLS_BOUNDARY) {
+        p = in->idata + rt->sz.instance_size;
+        n = rt->idata_stride - rt->sz.instance_size;
+    } else {
+        return 0;
+    }
+    const size_t b = seer_check_guard_find(p, n);
+    if (b == SIZE_MAX)
+        return 0;
+    memset(p, SEER_GUARD_BYTE, n);
+    char who[256];
+    doing(c, hook, who, sizeof who);
+    if (cls == CLS_ENTITY) {
+        f->region = SEER_REGION_STATE;
+        f->addr = (uintptr_t)(p + b);
+        f->write = 1;
+        report_fault(c, hook, f);
+    } else if (cls == CLS_PUBLISH) {
+        seer_worker_error_local(
+            c->w, SEER_E_ISOLATION,
+            "contract violation (isolation) in model '%s': %s wrote memory %zu bytes before "
+            "its entity's published snapshot record, where entity %u's record would be if the "
+            "records were one array: publish writes only its own record",
+            rt->model->name, who, n - b, c->self ? c->self - 1 : 0);
+    } else {
+        seer_worker_error_local(
+            c->w, SEER_E_ISOLATION,
+            "contract violation (isolation) in model '%s': %s wrote memory %zu bytes past the "
+            "end of the instance data (instance_size=%u bytes): the boundary hook writes only "
+            "the instance data's own bytes%s%s",
+            rt->model->name, who, b, rt->sz.instance_size,
+            rt->sz.instance_size + b >= seer_round_up(rt->sz.instance_size, 64) ? "; " : "",
+            rt->sz.instance_size + b >= seer_round_up(rt->sz.instance_size, 64)
+                ? seer_check_far_words(1)
+                : "");
+    }
+    return 1;
+}
+
 int seer_check_run(seer_ctx *c, int hook, const seer_hook_args *a)
 {
     seer_runtime *rt = c->rt;
@@ -686,6 +745,8 @@ int seer_check_run(seer_ctx *c, int hook, const seer_hook_args *a)
     f.armed = 0;
     if (p)
         p->running = 0;
+    if (!f.region && pad_breach(c, hook, &f))
+        return SEER_E_ISOLATION;
     if (f.region) {
         report_fault(c, hook, &f);
         return SEER_E_ISOLATION;

@@ -13,6 +13,7 @@
  */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -23,10 +24,20 @@
 #include "check_rows.h"
 #include "runtime.h"
 
+/* The page size, read once: the SIGSEGV handler asks for it (through
+ * seer_check_fence), where sysconf is not on POSIX's async-signal-safe
+ * list.  Relaxed: every thread that reads it computes the same value. */
+static _Atomic size_t g_page;
+
 size_t seer_page_size(void)
 {
-    long p = sysconf(_SC_PAGESIZE);
-    return p > 0 ? (size_t)p : 4096u;
+    size_t p = atomic_load_explicit(&g_page, memory_order_relaxed);
+    if (!p) {
+        const long s = sysconf(_SC_PAGESIZE);
+        p = s > 0 ? (size_t)s : 4096u;
+        atomic_store_explicit(&g_page, p, memory_order_relaxed);
+    }
+    return p;
 }
 
 /* Guard bytes to compare with (memcmp, a chunk at a time); filled once. */
@@ -34,6 +45,9 @@ static unsigned char g_guard[4096];
 static pthread_once_t g_guard_once = PTHREAD_ONCE_INIT;
 
 static void guard_fill(void) { memset(g_guard, SEER_GUARD_BYTE, sizeof g_guard); }
+
+/* g_guard filled (any thread, before a guard is compared). */
+static void guard_ready(void) { (void)pthread_once(&g_guard_once, guard_fill); }
 
 size_t seer_check_fence(size_t bytes)
 {
@@ -98,30 +112,50 @@ int seer_check_out_setup(seer_runtime *rt, size_t mask_bytes, size_t host_bytes)
         if (mprotect(rt->check.out_map + rt->check.out_at[s], rt->check.out_span[s],
                      PROT_READ | PROT_WRITE) != 0)
             return SEER_E_NOMEM; /* unmapped by seer_check_teardown */
-    (void)pthread_once(&g_guard_once, guard_fill);
+    guard_ready();
     return SEER_OK;
 }
 
-unsigned char *seer_check_out_row(seer_runtime *rt, int slot, size_t len)
+unsigned char *seer_check_out_row(seer_runtime *rt, int slot, size_t len, size_t host_at,
+                                  size_t host_len)
 {
+    rt->check.out_host_at[slot] = host_at;
+    rt->check.out_host_len[slot] = host_len;
     unsigned char *p = rt->check.out_map + rt->check.out_at[slot];
     memset(p, 0, len);
     memset(p + len, SEER_GUARD_BYTE, rt->check.out_span[slot] - len);
     return p;
 }
 
+size_t seer_check_guard_find(const unsigned char *p, size_t n)
+{
+    for (size_t b = 0; b < n; b += sizeof g_guard) {
+        const size_t k = n - b < sizeof g_guard ? n - b : sizeof g_guard;
+        if (memcmp(p + b, g_guard, k) != 0)
+            for (size_t j = b; j < b + k; j++)
+                if (p[j] != SEER_GUARD_BYTE)
+                    return j;
+    }
+    return SIZE_MAX;
+}
+
 size_t seer_check_out_guard(const seer_runtime *rt, int slot, size_t len)
 {
     const unsigned char *p = rt->check.out_map + rt->check.out_at[slot];
-    const size_t end = rt->check.out_span[slot];
-    for (size_t b = len; b < end; b += sizeof g_guard) {
-        const size_t n = end - b < sizeof g_guard ? end - b : sizeof g_guard;
-        if (memcmp(p + b, g_guard, n) != 0)
-            for (size_t k = b; k < b + n; k++)
-                if (p[k] != SEER_GUARD_BYTE)
-                    return k - len;
+    return seer_check_guard_find(p + len, rt->check.out_span[slot] - len);
+}
+
+void seer_check_fill_pads(const seer_runtime *rt, seer_inst *in, int all)
+{
+    guard_ready();
+    if (all) {
+        for (size_t e = 0; e < rt->sz.num_entities; e++) {
+            memset(in->states + e * rt->entity_stride, SEER_GUARD_BYTE, rt->entity_pad);
+            memset(in->snapshot + e * rt->snapshot_stride, SEER_GUARD_BYTE, rt->snapshot_pad);
+        }
     }
-    return SIZE_MAX;
+    memset(in->idata + rt->sz.instance_size, SEER_GUARD_BYTE,
+           rt->idata_stride - rt->sz.instance_size);
 }
 
 /* A fence around the output rows: which of the hook's rows the address is
@@ -151,8 +185,16 @@ void seer_check_output_text(const seer_runtime *rt, int lo, int hi, uintptr_t ad
             past = addr >= end;
         }
     }
+    /* where a plain run's access would land: past the host's buffer, or in
+     * another agent's row of it */
+    const size_t at = rt->check.out_host_at[best], all = rt->check.out_host_len[best];
+    const size_t rlen = rt->check.out_len[best];
+    const int far = past ? at + rlen + dist >= all || at + rlen + dist < at : dist > at;
     char FAR[96];
-    snprintf(FAR, sizeof FAR, "; so far from it that %s", seer_check_far_words(write));
+    snprintf(FAR, sizeof FAR, "; %s",
+             far ? seer_check_far_words(write)
+             : write == 0 ? "a plain run reads another agent's row"
+                          : "a plain run writes it into another agent's row");
     const size_t len = rt->check.out_len[best];
     if (best == SEER_OUT_MASK)
         snprintf(buf, n,

@@ -43,11 +43,21 @@ void seer_check_region_free(void *p, size_t bytes);
  * by seer_check_teardown. */
 int seer_check_out_setup(struct seer_runtime *rt, size_t mask_bytes, size_t host_bytes);
 /* Slot `slot`'s row, its `len` bytes zeroed and its guard bytes set (the
- * host, around one checked call; len <= the slot's out_len). */
-unsigned char *seer_check_out_row(struct seer_runtime *rt, int slot, size_t len);
+ * host, around one checked call; len <= the slot's out_len); the row it
+ * stands for lies at byte `host_at` of a host buffer of `host_len` bytes. */
+unsigned char *seer_check_out_row(struct seer_runtime *rt, int slot, size_t len, size_t host_at,
+                                  size_t host_len);
 /* The offset past the row of slot `slot` (of `len` bytes) of the first
  * guard byte a hook changed, or SIZE_MAX where none. */
 size_t seer_check_out_guard(const struct seer_runtime *rt, int slot, size_t len);
+/* The first of `n` bytes at `p` that is no SEER_GUARD_BYTE, or SIZE_MAX. */
+size_t seer_check_guard_find(const unsigned char *p, size_t n);
+/* Checking mode: guard bytes in the slack of an instance's pages, which no
+ * fence covers because it shares a page with what a hook may write: before
+ * each entity's state and snapshot record (`all`), after the instance data
+ * (always; its clearing at reset and restore takes them).  The host, at
+ * creation, reset and restore; checked after each hook (check.c). */
+void seer_check_fill_pads(const struct seer_runtime *rt, struct seer_inst *in, int all);
 /* What a plain run does with an access a fence caught (`write`: 1 a write,
  * 0 a read, -1 unknown): the words seer_env/check/runner.py reads to skip
  * the passes that run the model unprotected. */

@@ -534,6 +534,8 @@ static int alloc_instances(seer_runtime *rt)
         memset(in->snapshot, 0, N * rt->snapshot_stride);
         memset(in->idata, 0, rt->idata_stride);
         memset(in->recs, 0, N * sizeof(seer_entity_rec));
+        if (rt->check.mode & SEER_CHECK_ISOLATE)
+            seer_check_fill_pads(rt, in, 1);
     }
     return SEER_OK;
 }
@@ -551,8 +553,8 @@ static int start_pool(seer_runtime *rt, const seer_runtime_options *o)
     if (!(rt->check.mode & SEER_CHECK_ISOLATE))
         return SEER_OK;
     size_t host = 0; /* the output rows' fences: as large as the largest host buffer */
-    const int which[3] = {SEER_BUF_OBS, SEER_BUF_INFO, SEER_BUF_MASK};
-    for (int k = 0; k < 3; k++) {
+    const int which[4] = {SEER_BUF_OBS, SEER_BUF_INFO, SEER_BUF_MASK, SEER_BUF_REWARD};
+    for (int k = 0; k < 4; k++) {
         const size_t b = seer_buffer_bytes(&rt->sz, rt->B, which[k]);
         host = b > host ? b : host;
     }

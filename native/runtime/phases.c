@@ -135,7 +135,7 @@ static void check_mask_call(seer_ctx *c, uint8_t *row, uint32_t a)
     seer_runtime *rt = c->rt;
     const size_t bytes = seer_buffer_bytes(&rt->sz, rt->B, SEER_BUF_MASK);
     const size_t own = (size_t)(row - rt->buf.mask);
-    uint8_t *copy = seer_check_out_row(rt, SEER_OUT_MASK, bytes);
+    uint8_t *copy = seer_check_out_row(rt, SEER_OUT_MASK, bytes, 0, bytes); /* all of it */
     memcpy(copy, rt->buf.mask, bytes);
     (void)seer_check_run(c, SEER_HOOK_MASK, &(seer_hook_args){.type = a, .entity = copy + own});
     for (size_t k = 0; k < bytes && !c->w->err; k++) {
@@ -196,13 +196,6 @@ static void check_observe_call(seer_ctx *c, uint32_t a, const seer_output *out)
     const size_t len[5] = {sz->obs_dim * sizeof(float), sz->info_dim * sizeof(double),
                            sizeof(float), 1, 1};
     static const char *const what[5] = {"obs", "info", "reward", "terminated", "truncated"};
-    unsigned char *row[5];
-    for (int k = 0; k < 5; k++)
-        row[k] = seer_check_out_row(rt, SEER_OUT_OBS + k, len[k]);
-    seer_output mine = {.obs = (float *)(void *)row[0], .info = (double *)(void *)row[1],
-                        .reward = (float *)(void *)row[2], .terminated = row[3],
-                        .truncated = row[4]};
-    (void)seer_check_run(c, SEER_HOOK_OBSERVE, &(seer_hook_args){.type = a, .out = &mine});
     /* where each row lies in the host's buffer: a write past it that a
      * plain run would make past the buffer's end is said to be (the checker
      * then runs no plain run: seer_env/check/runner.py reads the words) */
@@ -213,12 +206,22 @@ static void check_observe_call(seer_ctx *c, uint32_t a, const seer_output *out)
                                     rt->buf.truncated};
     static const int which[5] = {SEER_BUF_OBS, SEER_BUF_INFO, SEER_BUF_REWARD,
                                  SEER_BUF_TERMINATED, SEER_BUF_TRUNCATED};
+    unsigned char *row[5];
+    size_t all[5];
+    for (int k = 0; k < 5; k++) {
+        all[k] = seer_buffer_bytes(sz, rt->B, which[k]);
+        row[k] = seer_check_out_row(rt, SEER_OUT_OBS + k, len[k], (size_t)(host[k] - base[k]),
+                                    all[k]);
+    }
+    seer_output mine = {.obs = (float *)(void *)row[0], .info = (double *)(void *)row[1],
+                        .reward = (float *)(void *)row[2], .terminated = row[3],
+                        .truncated = row[4]};
+    (void)seer_check_run(c, SEER_HOOK_OBSERVE, &(seer_hook_args){.type = a, .out = &mine});
     for (int k = 0; k < 5 && !c->w->err; k++) {
         const size_t b = seer_check_out_guard(rt, SEER_OUT_OBS + k, len[k]);
         if (b == SIZE_MAX)
             continue;
-        const int far = (size_t)(host[k] - base[k]) + len[k] + b >=
-                        seer_buffer_bytes(sz, rt->B, which[k]);
+        const int far = (size_t)(host[k] - base[k]) + len[k] + b >= all[k];
         seer_worker_error_local(
             c->w, SEER_E_ISOLATION,
             "contract violation (isolation) in model '%s': observe for agent %u of "

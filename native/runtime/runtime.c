@@ -230,6 +230,8 @@ static int reset_now(seer_runtime *rt, const uint64_t *seeds, const uint8_t *mas
         in->resetting = 1;
         in->boundary = 0.0;
         memset(in->idata, 0, rt->idata_stride);
+        if (SEER_CHECKING(rt))
+            seer_check_fill_pads(rt, in, 0);
         memset(rt->buf.alive + i * A, 1, A);
     }
     rt->in_call = 1;
@@ -660,7 +662,7 @@ static void check_state_call(seer_ctx *c, float *out)
 {
     seer_runtime *rt = c->rt;
     const size_t len = rt->sz.state_dim * sizeof(float);
-    unsigned char *mem = seer_check_out_row(rt, SEER_OUT_STATE, len);
+    unsigned char *mem = seer_check_out_row(rt, SEER_OUT_STATE, len, 0, len); /* the caller's */
     (void)seer_check_run(c, SEER_HOOK_STATE, &(seer_hook_args){.fout = (float *)(void *)mem});
     const size_t b = c->w->err ? SIZE_MAX : seer_check_out_guard(rt, SEER_OUT_STATE, len);
     if (b != SIZE_MAX)

@@ -197,6 +197,10 @@ typedef struct seer_rt_check {
     unsigned char *out_map;
     size_t out_map_len, out_fence;
     size_t out_at[SEER_OUT_SLOTS], out_len[SEER_OUT_SLOTS], out_span[SEER_OUT_SLOTS];
+    /* where the row of the call in progress lies in its host buffer (byte
+     * offset, the buffer's bytes): what a plain run's write past the row
+     * would reach (set by the host before each checked call) */
+    size_t out_host_at[SEER_OUT_SLOTS], out_host_len[SEER_OUT_SLOTS];
 } seer_rt_check;
 
 /* Partitions of the parallel executor: contiguous, equal ranges of

@@ -36,6 +36,7 @@
 
 #include "api.h"
 #include "base.h"
+#include "check.h"
 #include "ctx.h"
 #include "errors.h"
 #include "event.h"
@@ -726,6 +727,8 @@ static void commit_restore(seer_runtime *rt, uint32_t instance, const struct par
     }
     memset(in->idata, 0, rt->idata_stride);
     memcpy(in->idata, s->idata, sz->instance_size);
+    if (SEER_CHECKING(rt))
+        seer_check_fill_pads(rt, in, 0);
     for (size_t k = 0; k < SNAP_NBUFS; k++) {
         const size_t row = buf_row(rt, snap_bufs[k]);
         memcpy((unsigned char *)seer_runtime_buffer(rt, snap_bufs[k]) + instance * row,

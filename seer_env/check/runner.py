@@ -409,14 +409,15 @@ class _Check:
 
     def child_failed(self, p: Pass, exc: dict[str, Any]) -> str:
         """The child raised in one of p's runs (or its job) where the runs
-        report what they find.  After a finding, that is the model's doing:
-        a breach found before (a write past an output row, into another
-        entity's state) may have damaged the process running it, which then
-        fails anywhere, as a Python error (a NameError) as well as a crash;
-        a ``crash`` finding says so and the check ends there, with a new
-        process for what comes after.  With nothing found yet the failure is
-        raised (a SeerError as itself, else the checker's own failure)."""
-        if not self.report.findings:
+        report what they find.  After a finding of memory a handler wrote
+        outside what it may (`_MEMORY_RULES`: past an output row, into
+        another entity's state), that is the model's doing: the process
+        running it may be damaged and then fails anywhere, as a Python error
+        (a NameError) as well as a crash; a ``crash`` finding says so and the
+        check ends there, with a new process for what comes after.
+        Otherwise the failure is raised (a SeerError as itself, else the
+        checker's own failure)."""
+        if not any(f.rule in _MEMORY_RULES for f in self.report.findings):
             _raise_packed(exc, self.native.name)
         text = re.sub(r"\s+", " ", str(exc.get("message", ""))).strip()
         if len(text) > 160:
@@ -686,6 +687,11 @@ class _Check:
 #: The hooks the runtime's checking mode names (enum seer_hook), then the
 #: hooks on a configuration only, which the host calls (seer_model_*).
 #: A stop's kind in words.
+#: Findings of memory a handler wrote outside what it may: after one, the
+#: process running the model may be damaged (`_Check.child_failed`).
+_MEMORY_RULES = frozenset(("entity-state", "output-row", "snapshot", "instance-data", "config",
+                           "static-data", "boundary-write"))
+
 _STOPPED = {"crash": "crashed", "hang": "hung", "fork": "forked",
             "memory": "ran out of memory"}
 

@@ -34,7 +34,14 @@ enum rogue2_mode {
                            buffer (into the checker's own heap, before)          */
     R2_OBS_BEFORE = 13, /* observe writes obs[-100000], far before its row      */
     R2_STATE_FAR = 14,  /* global_state writes out[2 + 100000]                   */
-    R2_MODES = 15
+    R2_BEFORE_STATE = 15, /* handle writes the byte before its own state (the
+                             previous entity's last, in a plain run)            */
+    R2_BEFORE_RECORD = 16, /* publish writes the byte before its own record    */
+    R2_IDATA_PAST = 17, /* the boundary hook writes the byte past its 8 bytes of
+                           instance data                                         */
+    R2_OBS_PREV = 18,   /* observe writes obs[-1]: the previous agent's last
+                           element in a plain run                                */
+    R2_MODES = 19
 };
 
 typedef struct rogue2_config {
@@ -107,6 +114,7 @@ static int rogue2_describe(void *config, seer_sizes *out, char *err, size_t errl
     out->entity_size = sizeof(rogue2_state);
     out->payload_size = 8;
     out->snapshot_size = sizeof(rogue2_record);
+    out->instance_size = c->mode == R2_IDATA_PAST ? 8 : 0;
     out->lookahead = c->lookahead;
     out->step_duration = 1.0;
     return SEER_OK;
@@ -156,6 +164,9 @@ static int rogue2_handle(seer_ctx *ctx, void *entity, uint32_t type, const void 
     if (c->mode == R2_POINTER_STATE && seer_self(ctx) == c->culprit &&
         seer_step_index(ctx) == c->at_step)
         st->pings = (uint64_t)(uintptr_t)&rogue2_scratch;
+    if (c->mode == R2_BEFORE_STATE && seer_self(ctx) == c->culprit &&
+        seer_step_index(ctx) == c->at_step)
+        ((volatile unsigned char *)(void *)st)[-1] = 0x5A;
     if (c->lookahead > 0.0)
         return seer_schedule(ctx, (seer_self(ctx) + 1) % c->num_entities,
                              seer_now(ctx) + c->lookahead, PING, NULL, 0);
@@ -189,14 +200,25 @@ static void rogue2_observe(seer_ctx *ctx, uint32_t agent, const seer_output *out
     case R2_NAN_OBS: out->obs[2] = NAN; break;
     case R2_OBS_FAR: out->obs[4 + 100000] = 1.0f; break;
     case R2_OBS_BEFORE: out->obs[-100000] = 1.0f; break;
+    case R2_OBS_PREV: out->obs[-1] = 1.0f; break;
     default: break;
     }
 }
 
 static void rogue2_publish(seer_ctx *ctx, const void *entity, void *record)
 {
-    (void)ctx;
+    const rogue2_config *c = seer_config(ctx);
     ((rogue2_record *)record)->ticks = ((const rogue2_state *)entity)->ticks;
+    if (c->mode == R2_BEFORE_RECORD && seer_self(ctx) == c->culprit &&
+        seer_step_index(ctx) == c->at_step)
+        ((volatile unsigned char *)record)[-1] = 0x5A;
+}
+
+static void rogue2_boundary(seer_ctx *ctx, void *instance_data)
+{
+    const rogue2_config *c = seer_config(ctx);
+    if (c->mode == R2_IDATA_PAST && seer_step_index(ctx) == c->at_step)
+        ((volatile unsigned char *)instance_data)[8] = 0x5A;
 }
 
 static void rogue2_global_state(seer_ctx *ctx, float *out)
@@ -249,6 +271,7 @@ const seer_model rogue2_model = {
     .handle = rogue2_handle,
     .observe = rogue2_observe,
     .publish = rogue2_publish,
+    .boundary = rogue2_boundary,
     .global_state = rogue2_global_state,
     .info_names = rogue2_info,
     .event_names = rogue2_events,
