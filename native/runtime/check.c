@@ -77,7 +77,6 @@
  * by the thread itself around a handler call; read by its signal handler. */
 _Thread_local seer_check_frame *seer_check_current;
 
-
 /* The progress record.  Keep in step with _C_REC in seer_env/check.py. */
 typedef struct progress_rec {
     uint64_t calls;    /* checked handler calls started                      */
@@ -623,16 +622,15 @@ static void report_fault(seer_ctx *c, int hook, const seer_check_frame *f)
                  "outside the boundary hooks, seer_snapshot for an entity out of range",
                  (unsigned long)f->addr);
         break;
-    case SEER_REGION_OUTPUT:
-        seer_check_output_text(rt,
-                               hook == SEER_HOOK_OBSERVE ? SEER_OUT_OBS
-                               : hook == SEER_HOOK_STATE ? SEER_OUT_STATE
-                                                         : SEER_OUT_MASK,
-                               hook == SEER_HOOK_OBSERVE ? SEER_OUT_TRUNCATED
-                               : hook == SEER_HOOK_STATE ? SEER_OUT_STATE
-                                                         : SEER_OUT_MASK,
-                               f->addr, f->write, verb, what, sizeof what);
+    case SEER_REGION_OUTPUT: {
+        /* the hook's rows: observe's five, global_state's, the masks */
+        const int lo = hook == SEER_HOOK_OBSERVE ? SEER_OUT_OBS
+                       : hook == SEER_HOOK_STATE ? SEER_OUT_STATE
+                                                 : SEER_OUT_MASK;
+        const int hi = hook == SEER_HOOK_OBSERVE ? SEER_OUT_TRUNCATED : lo;
+        seer_check_output_text(rt, lo, hi, f->addr, f->write, verb, what, sizeof what);
         break;
+    }
     default:
         static_fault_text(f, what, sizeof what);
         break;
@@ -685,16 +683,15 @@ static int pad_breach(seer_ctx *c, int hook, seer_check_frame *f)
             "records were one array: publish writes only its own record",
             rt->model->name, who, n - b, c->self ? c->self - 1 : 0);
     } else {
+        /* a plain run's instance data: 64-byte lines of its own */
+        const int far = rt->sz.instance_size + b >= seer_round_up(rt->sz.instance_size, 64);
         seer_worker_error_local(
             c->w, SEER_E_ISOLATION,
             "contract violation (isolation) in model '%s': %s wrote memory %zu bytes past the "
             "end of the instance data (instance_size=%u bytes): the boundary hook writes only "
             "the instance data's own bytes%s%s",
-            rt->model->name, who, b, rt->sz.instance_size,
-            rt->sz.instance_size + b >= seer_round_up(rt->sz.instance_size, 64) ? "; " : "",
-            rt->sz.instance_size + b >= seer_round_up(rt->sz.instance_size, 64)
-                ? seer_check_far_words(1)
-                : "");
+            rt->model->name, who, b, rt->sz.instance_size, far ? "; " : "",
+            far ? seer_check_far_words(1) : "");
     }
     return 1;
 }

@@ -158,8 +158,6 @@ void seer_check_fill_pads(const seer_runtime *rt, seer_inst *in, int all)
            rt->idata_stride - rt->sz.instance_size);
 }
 
-/* A fence around the output rows: which of the hook's rows the address is
- * nearest, past its end or before its start. */
 const char *seer_check_far_words(int write)
 {
     /* seer_env/check/runner.py reads "memory that is not the model's": the
@@ -168,6 +166,15 @@ const char *seer_check_far_words(int write)
                          : "a plain run writes into memory that is not the model's";
 }
 
+int seer_check_out_far(const seer_runtime *rt, int slot, int past, size_t dist)
+{
+    const size_t at = rt->check.out_host_at[slot], all = rt->check.out_host_len[slot];
+    const size_t end = at + rt->check.out_len[slot] + dist; /* past: where it lands */
+    return past ? end >= all || end < at : dist > at;
+}
+
+/* A fence around the output rows: which of the hook's rows the address is
+ * nearest, past its end or before its start. */
 void seer_check_output_text(const seer_runtime *rt, int lo, int hi, uintptr_t addr, int write,
                             const char *verb, char *buf, size_t n)
 {
@@ -187,12 +194,9 @@ void seer_check_output_text(const seer_runtime *rt, int lo, int hi, uintptr_t ad
     }
     /* where a plain run's access would land: past the host's buffer, or in
      * another agent's row of it */
-    const size_t at = rt->check.out_host_at[best], all = rt->check.out_host_len[best];
-    const size_t rlen = rt->check.out_len[best];
-    const int far = past ? at + rlen + dist >= all || at + rlen + dist < at : dist > at;
     char FAR[96];
     snprintf(FAR, sizeof FAR, "; %s",
-             far ? seer_check_far_words(write)
+             seer_check_out_far(rt, best, past, dist) ? seer_check_far_words(write)
              : write == 0 ? "a plain run reads another agent's row"
                           : "a plain run writes it into another agent's row");
     const size_t len = rt->check.out_len[best];

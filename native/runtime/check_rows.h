@@ -58,6 +58,11 @@ size_t seer_check_guard_find(const unsigned char *p, size_t n);
  * (always; its clearing at reset and restore takes them).  The host, at
  * creation, reset and restore; checked after each hook (check.c). */
 void seer_check_fill_pads(const struct seer_runtime *rt, struct seer_inst *in, int all);
+/* Whether a plain run's access `dist` bytes past the end (`past`) or before
+ * the start of slot `slot`'s row lands outside its host buffer (the row's
+ * place there as the last seer_check_out_row gave it), not in another
+ * agent's row. */
+int seer_check_out_far(const struct seer_runtime *rt, int slot, int past, size_t dist);
 /* What a plain run does with an access a fence caught (`write`: 1 a write,
  * 0 a read, -1 unknown): the words seer_env/check/runner.py reads to skip
  * the passes that run the model unprotected. */

@@ -197,8 +197,9 @@ static void check_observe_call(seer_ctx *c, uint32_t a, const seer_output *out)
                            sizeof(float), 1, 1};
     static const char *const what[5] = {"obs", "info", "reward", "terminated", "truncated"};
     /* where each row lies in the host's buffer: a write past it that a
-     * plain run would make past the buffer's end is said to be (the checker
-     * then runs no plain run: seer_env/check/runner.py reads the words) */
+     * plain run would make past the buffer's end (seer_check_out_far) is
+     * said to be (the checker then runs no plain run: seer_env/check/
+     * runner.py reads the words) */
     const unsigned char *host[5] = {(void *)out->obs, (void *)out->info, (void *)out->reward,
                                     out->terminated, out->truncated};
     const unsigned char *base[5] = {(void *)rt->buf.obs, (void *)rt->buf.info,
@@ -207,12 +208,9 @@ static void check_observe_call(seer_ctx *c, uint32_t a, const seer_output *out)
     static const int which[5] = {SEER_BUF_OBS, SEER_BUF_INFO, SEER_BUF_REWARD,
                                  SEER_BUF_TERMINATED, SEER_BUF_TRUNCATED};
     unsigned char *row[5];
-    size_t all[5];
-    for (int k = 0; k < 5; k++) {
-        all[k] = seer_buffer_bytes(sz, rt->B, which[k]);
+    for (int k = 0; k < 5; k++)
         row[k] = seer_check_out_row(rt, SEER_OUT_OBS + k, len[k], (size_t)(host[k] - base[k]),
-                                    all[k]);
-    }
+                                    seer_buffer_bytes(sz, rt->B, which[k]));
     seer_output mine = {.obs = (float *)(void *)row[0], .info = (double *)(void *)row[1],
                         .reward = (float *)(void *)row[2], .terminated = row[3],
                         .truncated = row[4]};
@@ -221,7 +219,6 @@ static void check_observe_call(seer_ctx *c, uint32_t a, const seer_output *out)
         const size_t b = seer_check_out_guard(rt, SEER_OUT_OBS + k, len[k]);
         if (b == SIZE_MAX)
             continue;
-        const int far = (size_t)(host[k] - base[k]) + len[k] + b >= all[k];
         seer_worker_error_local(
             c->w, SEER_E_ISOLATION,
             "contract violation (isolation) in model '%s': observe for agent %u of "
@@ -230,7 +227,8 @@ static void check_observe_call(seer_ctx *c, uint32_t a, const seer_output *out)
             "*reward, *terminated, *truncated and info[0..info_dim-1] (info_dim=%u); "
             "%s",
             rt->model->name, a, c->inst_idx, b, what[k], len[k], sz->obs_dim, sz->info_dim,
-            far ? "past the last row: a plain run writes into memory that is not the model's"
+            seer_check_out_far(rt, SEER_OUT_OBS + k, 1, b)
+                ? "past the last row: a plain run writes into memory that is not the model's"
                 : "a plain run writes it into another agent's row");
     }
     memcpy(out->obs, mine.obs, len[0]);

@@ -419,9 +419,7 @@ class _Check:
         checker's own failure)."""
         if not any(f.rule in _MEMORY_RULES for f in self.report.findings):
             _raise_packed(exc, self.native.name)
-        text = re.sub(r"\s+", " ", str(exc.get("message", ""))).strip()
-        if len(text) > 160:
-            text = text[:157].rstrip() + "..."
+        text = _one_line(str(exc.get("message", "")))
         self.worker.kill()
         self.add(p.name, "crash",
                  f"model '{self.native.name}': the process running the model failed in the "
@@ -471,9 +469,7 @@ class _Check:
         for err in (reply.get("exc") if not reply.get("ok") else None,
                     reply.get("error"), reply.get("ref_error")):
             if err and (err.get("memory") or err.get("rule") == "memory"):
-                text = re.sub(r"\s+", " ", err["message"]).strip()
-                if len(text) > 160:
-                    text = text[:157].rstrip() + "..."
+                text = _one_line(err["message"])
                 return f"{err['type']}: {text}" if text else err["type"]
         if self.near(reply.get("data", 0)):
             return f"{_fmt_bytes(reply['data'])} in use at its end"
@@ -687,14 +683,20 @@ class _Check:
 #: The hooks the runtime's checking mode names (enum seer_hook), then the
 #: hooks on a configuration only, which the host calls (seer_model_*).
 #: A stop's kind in words.
+_STOPPED = {"crash": "crashed", "hang": "hung", "fork": "forked",
+            "memory": "ran out of memory"}
+
 #: Findings of memory a handler wrote outside what it may: after one, the
 #: process running the model may be damaged (`_Check.child_failed`).
 _MEMORY_RULES = frozenset(("entity-state", "output-row", "snapshot", "instance-data", "config",
                            "static-data", "boundary-write"))
 
-_STOPPED = {"crash": "crashed", "hang": "hung", "fork": "forked",
-            "memory": "ran out of memory"}
 
+def _one_line(text: str) -> str:
+    """An error's message for a finding: whitespace runs as one space, at most
+    160 characters (cut with "...")."""
+    text = re.sub(r"\s+", " ", text).strip()
+    return text[:157].rstrip() + "..." if len(text) > 160 else text
 
 
 def _name_mismatch(m: Any, native: NativeModel) -> str | None:
