@@ -62,6 +62,29 @@ def test_adapter_types_order_and_checker() -> None:
     env.close()
 
 
+def test_an_episode_whose_last_agents_terminate_at_max_cycles_is_terminated() -> None:
+    """Every prey caught in the max_cycles step: each agent is terminated and
+    truncated; the episode terminated (nothing to bootstrap), as the TorchRL
+    face's root flags say.  `truncateds["__all__"]` won before."""
+    cfg = dict(width=3, height=3, view=1, num_predators=4, num_prey=1,
+               obstacle_density=0.0, max_cycles=1)
+    env = rllib.SeerMultiAgentEnv({"env": "hunt_v0", **cfg})
+    rng = np.random.default_rng(0)
+    for seed in range(200):
+        env.reset(seed=seed)
+        acts = {a: (np.array([rng.integers(5), 0]) if a.startswith("predator")
+                    else int(rng.integers(5))) for a in env.agents_alive}
+        _, _, term, trunc, _ = env.step(acts)
+        mine = [a for a in term if a != "__all__"]
+        if all(term[a] for a in mine):
+            break
+    else:
+        pytest.fail("no seed caught every prey in the one step")
+    assert all(trunc[a] for a in mine)  # max_cycles: truncated too
+    assert term["__all__"] is True and trunc["__all__"] is False
+    env.close()
+
+
 def test_rllib_checker_passes_when_its_step_ends_the_episode() -> None:
     """RLlib's checker steps once after reset and wants the step's keys in
     `agents`: with `agents` emptied at the episode's end, an episode that its

@@ -57,7 +57,10 @@ What this adapter does that RLlib's ``ParallelPettingZooEnv`` does not:
   sets ``__all__`` to ``all(...)`` of each dict and then never ends such an
   episode).  Exactly one of ``terminateds["__all__"]`` and
   ``truncateds["__all__"]`` is True then: ``truncateds`` if any agent
-  finishing in that step was truncated, else ``terminateds``;
+  finishing in that step was truncated without terminating, else
+  ``terminateds`` (an agent both terminated and truncated in one step, as
+  at ``max_cycles`` in the step that ends it, terminated: no value to
+  bootstrap, as Gymnasium reads the pair and as the TorchRL face says);
 * flags are Python ``bool``, rewards Python ``float`` (never ``np.bool_``,
   ``np.float32`` or arrays);
 * infos have exactly the keys of the observations (the agents that acted),
@@ -331,9 +334,12 @@ class SeerMultiAgentEnv(MultiAgentEnv):
         truncateds = {a: bool(x) for a, x in trunc.items()}
         self._just_finished = tuple(a for a in obs if terminateds[a] or truncateds[a])
         over = not self.agents_alive
-        any_trunc = any(truncateds.values())
-        terminateds["__all__"] = over and not any_trunc
-        truncateds["__all__"] = over and any_trunc
+        # cut short: an agent truncated without terminating (one that did
+        # both, at max_cycles, terminated: as Gymnasium reads the pair, and
+        # as the TorchRL face's root flags say)
+        cut = any(truncateds[a] and not terminateds[a] for a in truncateds)
+        terminateds["__all__"] = over and not cut
+        truncateds["__all__"] = over and cut
         out = self._obs(obs), rewards, terminateds, truncateds, self._infos(infos)
         self._cut_short = False
         return out
