@@ -2809,6 +2809,29 @@ def test_a_deeply_nested_or_huge_cache_file_is_an_empty_one(tmp_path):
     assert DecisionCache(path).entries() == {}
 
 
+def test_a_cache_file_whose_size_stat_does_not_tell_is_read_only_so_far(tmp_path, monkeypatch):
+    """A file whose size fstat gives as 0 (procfs: SEER_STPA_CACHE_FILE
+    naming /proc/self/pagemap, gigabytes of it) was read to its end: minutes
+    and all the memory there was.  The read stops past MAX_BYTES."""
+    import json
+
+    from seer_env.stpa import DecisionCache
+    from seer_env.stpa import cache as cache_mod
+
+    path = tmp_path / "d.json"
+    good = json.dumps({"version": DecisionCache.VERSION, "entries": {"k": _entry()}})
+    path.write_text(good)
+    assert list(DecisionCache(path).entries()) == ["k"]
+    path.write_text(good + " " * DecisionCache.MAX_BYTES)
+    real = os.fstat
+
+    def fstat_says_zero(fd):
+        st = real(fd)
+        return os.stat_result((*st[:6], 0, *st[7:]))  # st_size, as procfs gives it
+    monkeypatch.setattr(cache_mod.os, "fstat", fstat_says_zero)
+    assert DecisionCache(path).entries() == {}
+
+
 def test_the_cache_is_only_a_regular_file(tmp_path):
     """SEER_STPA_CACHE_FILE naming a FIFO blocked make() forever; naming a
     character device replaced it with a regular file.  Neither is read nor

@@ -156,8 +156,15 @@ class DecisionCache:
                 log.info("STPA decision cache %s: %d bytes, over %d: ignored", self.path,
                          st.st_size, self.MAX_BYTES)
                 return None
-            chunks = []
+            # and as it reads: a file whose size stat does not tell (procfs
+            # says 0 for /proc/self/pagemap, which holds gigabytes)
+            chunks, got = [], 0
             while chunk := os.read(fd, 1 << 16):
+                got += len(chunk)
+                if got > self.MAX_BYTES:
+                    log.info("STPA decision cache %s: over %d bytes: ignored", self.path,
+                             self.MAX_BYTES)
+                    return None
                 chunks.append(chunk)
             text = b"".join(chunks).decode("utf-8")
             return json.loads(text)
