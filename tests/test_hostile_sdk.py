@@ -156,6 +156,47 @@ def test_a_damaged_module_whose_rebuild_fails_raises_build_error(cache: Path) ->
     assert "and building it again failed: compiling _seer_probe_" in first, out(r)
 
 
+def test_a_failed_compile_says_why_even_without_compiler_output(cache: Path) -> None:
+    """A compiler that fails silently (CC=false), or that cannot be run at
+    all (too many open files), gave a BuildError of blank lines: each
+    failure's message was dropped and only its (empty) output kept."""
+    module_file(cache, "probe").write_bytes(b"")
+    code = LOAD.replace('exc.args[0].splitlines()[0]', 'str(exc).replace("\\n", " | ")')
+    r = run(code, cache, str(MODELS / "probe"), env={"CC": "false"})
+    assert r.returncode == 3, out(r)
+    assert "compiling _seer_probe_" in r.stdout and "false failed (exit 1)" in r.stdout, out(r)
+    assert r.stdout.count("false failed (exit 1)") == 1, out(r)  # once, not per file
+
+
+@pytest.mark.parametrize("cc,why", [
+    ('gcc "-O2', "is no command line (No closing quotation)"),
+    ("/no/such/cc -O2", "no program '/no/such/cc' found"),
+])
+def test_a_bad_cc_is_a_build_error_naming_it(monkeypatch: pytest.MonkeyPatch, cc: str,
+                                             why: str) -> None:
+    """CC with an unclosed quote raised ValueError; CC naming no program was
+    silently replaced by another compiler.  A blank CC is unset (IndexError
+    before)."""
+    monkeypatch.setenv("CC", cc)
+    with pytest.raises(_build.BuildFailed) as info:
+        _build.compiler()
+    assert f"CC={cc!r}" in str(info.value) and why in str(info.value)
+    monkeypatch.setenv("CC", "   ")
+    assert shutil.which(_build.compiler()[0])
+    monkeypatch.setenv("CC", "cc -O1")
+    assert _build.compiler() == ["cc", "-O1"]
+
+
+def test_an_unwritable_cache_with_a_name_too_long_says_so() -> None:
+    """Checking whether the cache is a file raised ENAMETOOLONG out of the
+    error's own constructor."""
+    where = Path("/tmp") / ("x" * 300)
+    err = OSError(errno.ENAMETOOLONG, "File name too long", str(where / "m.so"))
+    exc = _build.CacheUnwritable(where / "m.so", err)
+    assert str(exc).startswith(f"the build cache {where} cannot be written (File name too "
+                               "long: ")
+
+
 def test_load_cached_rebuilds_at_most_once() -> None:
     calls = []
 

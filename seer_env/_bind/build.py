@@ -124,8 +124,11 @@ class CacheUnwritable(BuildFailed):
         why = error.strerror or str(error)
         if error.filename:
             why += f": {error.filename}"
-        kind = "is a file, not a folder" if where.exists() and not where.is_dir() else \
-            "cannot be written"
+        try:  # a name too long, a folder not searchable: say it cannot be written
+            is_file = where.exists() and not where.is_dir()
+        except OSError:
+            is_file = False
+        kind = "is a file, not a folder" if is_file else "cannot be written"
         need = f"; {what} must be built there" if what else ""
         super().__init__(
             f"the build cache {where} {kind} ({why}){need}. Set {CACHE_VAR} to a writable "
@@ -234,9 +237,22 @@ def ext_suffix() -> str:
 
 
 def compiler() -> list[str]:
-    """The C compiler: ``$CC``, else the one Python was built with, else ``cc``."""
-    cc = os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc"
-    cmd = shlex.split(cc)
+    """The C compiler: ``$CC``, else the one Python was built with, else ``cc``
+    (else ``gcc``, else ``clang``).  A ``$CC`` set (not blank) that is no
+    command line or names no program found is a `BuildFailed` naming it,
+    never replaced by another compiler behind the user's back."""
+    user = os.environ.get("CC", "")
+    try:
+        cmd = shlex.split(user) if user.strip() else []
+    except ValueError as exc:  # an unclosed quote
+        raise BuildFailed(f"CC={user!r} is no command line ({exc}): set CC to a C "
+                          "compiler, e.g. `export CC=gcc`, or unset it") from None
+    if cmd:
+        if not shutil.which(cmd[0]):
+            raise BuildFailed(f"CC={user!r}: no program {cmd[0]!r} found: set CC to a C "
+                              "compiler on PATH, e.g. `export CC=gcc`, or unset it")
+        return cmd
+    cmd = shlex.split(sysconfig.get_config_var("CC") or "cc") or ["cc"]
     if not shutil.which(cmd[0]):
         for alt in ("cc", "gcc", "clang"):
             if shutil.which(alt):
@@ -373,9 +389,11 @@ def build_module(
                         if log:
                             log(f"could not keep {keep} in the object cache: {exc}")
             if errors:
+                # each failure's message with its output (a compiler that
+                # could not run has no output), once each
                 raise BuildFailed(
-                    f"compiling {module} failed", "\n".join(e.log for e in errors),
-                    errors[0].command,
+                    f"compiling {module} failed",
+                    "\n".join(dict.fromkeys(str(e) for e in errors)), errors[0].command,
                 )
         out_tmp = tmpd / f"out{ext_suffix()}"
         link = [*cc, *[str(o) for o in objects], *LDFLAGS, "-o", str(out_tmp), "-lm", "-ldl"]
