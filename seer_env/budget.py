@@ -48,6 +48,7 @@ from __future__ import annotations
 import math
 import operator
 import os
+import re
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -245,11 +246,9 @@ def _whole(name: str, value: object, most: int) -> int:
     n: int | None = None
     if hasattr(value, "__index__") and not isinstance(value, bool):
         n = operator.index(value)  # an int, NumPy's included (threads= takes them too)
-    elif isinstance(value, str):
-        try:
-            n = int(value.strip())
-        except ValueError:
-            n = None
+    elif isinstance(value, str) and re.fullmatch(r"[0-9]{1,18}", value.strip()):
+        # ASCII digits only: int() also takes "+2", "0_1" and other scripts' digits
+        n = int(value.strip())
     if n is None or not 1 <= n <= most:
         raise ConfigError(f"{name}={value!r} must be a whole number from 1 to {most} "
                           f"(the cores this process may use)")
