@@ -829,3 +829,43 @@ def test_snapshot_and_restore_refuse_instances_in_flight() -> None:
     finally:
         venv.close()
         ref.close()
+
+
+def test_a_stepper_thread_that_cannot_start_leaves_a_usable_env(monkeypatch) -> None:
+    """send() when no thread can start (a thread limit): it raised a bare
+    RuntimeError and left its job queued with no thread, so every later
+    reset() raised "the stepper thread ended with work left" and close()
+    "cannot join thread before it is started".  Now it is an
+    OutOfMemoryError, nothing is queued, the env asks for a reset, and after
+    it steps as a fresh env does."""
+    from seer_env.errors import OutOfMemoryError
+    from seer_env.faces import async_step
+
+    ref = pcs_v0.vector_env(4, width=8, height=8)
+    venv = pcs_v0.vector_env(4, batch_size=2, width=8, height=8)
+    a = np.zeros((4, 64), np.int64)
+    try:
+        venv.reset(seed=3)
+
+        def no_thread(self):
+            raise RuntimeError("can't start new thread")
+        monkeypatch.setattr(async_step.threading.Thread, "start", no_thread)
+        with pytest.raises(OutOfMemoryError):
+            venv.async_reset(seed=1)
+        venv.reset(seed=3)
+        with pytest.raises(OutOfMemoryError, match=r"could not start \(can't start new "
+                                                   r"thread\).*nothing was sent"):
+            venv.send(a[:2], [0, 1])
+        monkeypatch.undo()
+        with pytest.raises(StateError, match="call reset"):
+            venv.send(a[:2], [0, 1])
+        got = venv.reset(seed=3)
+        want = ref.reset(seed=3)
+        assert got[0].tobytes() == want[0].tobytes()
+        venv.send(a[:2], [0, 1])
+        obs, *_, infos = venv.recv()
+        assert infos["env_id"].tolist() == [0, 1]
+        assert obs.tobytes() == ref.step(a)[0][:2].tobytes()
+    finally:
+        venv.close()
+        ref.close()

@@ -32,7 +32,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from ..errors import SeerError
+from ..errors import OutOfMemoryError, SeerError
 
 #: How often a waiting recv() wakes up (to see whether the thread is still
 #: there, and to run a signal handler whose signal another thread took).
@@ -106,9 +106,19 @@ class Stepper:
                 raise RuntimeError("Stepper.submit after stop()")
             self.jobs.append(job)
             if self.thread is None or not self.thread.is_alive():
-                self.thread = threading.Thread(target=_run, args=(self,), daemon=True,
-                                               name="seer_env-stepper")
-                self.thread.start()
+                thread = threading.Thread(target=_run, args=(self,), daemon=True,
+                                          name="seer_env-stepper")
+                try:
+                    thread.start()
+                except RuntimeError as exc:  # "can't start new thread": a thread limit
+                    # nothing queued, no thread to wait for or join: reset()
+                    # and close() work (they waited on the job for ever)
+                    self.jobs.remove(job)
+                    raise OutOfMemoryError(
+                        f"the background thread that runs send() and async_reset() could "
+                        f"not start ({exc}): the process is at its thread or memory limit "
+                        "(ulimit -u, a container's pids.max); nothing was sent") from None
+                self.thread = thread
             self.cond.notify_all()
 
     def busy(self) -> bool:
