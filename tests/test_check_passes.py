@@ -213,6 +213,20 @@ def test_the_run_has_a_timeout() -> None:
     assert got == "skipped: the ThreadSanitizer run did not finish in 1 s", got
 
 
+def test_a_compiler_that_cannot_run_is_not_called_a_missing_tsan(monkeypatch) -> None:
+    """Out of file descriptors (ulimit -n 12), the race pass said "no
+    ThreadSanitizer runtime on this machine": a false claim about the
+    machine.  It says the compiler could not be run, and why."""
+    from seer_env.check import race
+
+    def emfile(*a, **kw):
+        raise OSError(24, "Too many open files")
+    monkeypatch.setattr(race.subprocess, "run", emfile)
+    got = race_findings(ROGUE2, {"mode": 0}, 2)
+    assert got == ("skipped: could not run the C compiler to find a ThreadSanitizer runtime "
+                   "([Errno 24] Too many open files)"), got
+
+
 def test_python_models_are_skipped_with_a_reason() -> None:
     got = race_findings(load_test_model("rogue_py"), {}, 4)
     assert isinstance(got, str) and got.startswith("skipped: a Python model"), got

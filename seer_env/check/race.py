@@ -117,16 +117,30 @@ _GLOBAL_RE = re.compile(r"^\s*Location is global '([^']*)'")
 
 def tsan_runtime() -> str | None:
     """The compiler's ThreadSanitizer runtime (``libtsan.so``), or None."""
+    return _tsan_runtime()[0]
+
+
+def _tsan_runtime() -> tuple[str | None, str]:
+    """`tsan_runtime` and, where None, why (for the race pass's status): the
+    compiler could not be asked (no compiler, too many open files, ...) or
+    it knows no runtime."""
     from .._bind import build as _build
 
     try:
         cc = _build.compiler()
         r = subprocess.run([*cc, "-print-file-name=libtsan.so"], capture_output=True,
                            text=True, timeout=30)
-    except (_build.BuildFailed, OSError, subprocess.TimeoutExpired):
-        return None
+    except _build.BuildFailed as exc:
+        return None, f"no C compiler to find a ThreadSanitizer runtime with ({exc.args[0]})"
+    except OSError as exc:
+        return None, f"could not run the C compiler to find a ThreadSanitizer runtime ({exc})"
+    except subprocess.TimeoutExpired:
+        return None, "the C compiler did not answer within 30 s (cc -print-file-name=libtsan.so)"
     path = r.stdout.strip()
-    return path if r.returncode == 0 and os.path.isabs(path) and os.path.exists(path) else None
+    if r.returncode == 0 and os.path.isabs(path) and os.path.exists(path):
+        return path, ""
+    return None, f"no ThreadSanitizer runtime on this machine ({cc[0]} " \
+                 "-print-file-name=libtsan.so finds none)"
 
 
 def build_tsan(model_dir: Path, log: Any = None) -> tuple[str, Path]:
@@ -207,10 +221,9 @@ def race_findings(model_dir_or_native: Any, config: Mapping[str, Any] | None = N
         return f"skipped: {why}"
     cfg = dict(config or {})
     _, sizes = native.describe(cfg)  # a bad configuration raises ConfigError here
-    lib = tsan_runtime()
+    lib, why = _tsan_runtime()
     if lib is None:
-        return "skipped: no ThreadSanitizer runtime on this machine (cc -print-file-name=" \
-               "libtsan.so finds none)"
+        return f"skipped: {why}"
     from ..errors import BuildError
 
     try:
