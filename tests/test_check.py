@@ -467,6 +467,35 @@ def test_a_write_far_from_an_output_row_is_caught_and_named(mode: int, fragment:
         [(p.name, p.status) for p in report.passes]
 
 
+@pytest.mark.parametrize("mode,fragments", [
+    (19, ["act for agent 1 of instance 0 (t=2) read byte 0 past the end of its action "
+          "(4 bytes): act reads only its own agent's action[0..action_dim-1] (action_dim=1); "
+          "a plain run reads another agent's action"]),
+    (20, ["handle for entity 1 of instance 0 (event type 1, PING, at t=2.",
+          "read byte 0 past the end of its payload (payload_size=8 bytes)",
+          "a plain run reads memory that is not the model's"]),
+    (21, ["act for agent 1 of instance 0 (t=2) wrote byte 0 of its action (4 bytes): the "
+          "action is const"]),
+])
+def test_a_handler_reading_past_or_writing_its_input_is_caught(
+        mode: int, fragments: list[str]) -> None:
+    """act reading past its action (the next agent's, in a plain run), handle
+    reading past payload_size (the next event record's) and act writing its
+    const action: each passed the whole check before.  In checking mode the
+    inputs are copies that end against a fence."""
+    report = check(ROGUE2, {"mode": mode, "culprit": 1, "at_step": 2}, progress=False)
+    assert [(f.rule, f.pass_name) for f in report.findings] == [
+        ("input-row", "isolation")], str(report)
+    finding = report.findings[0]
+    for frag in fragments:
+        assert frag in finding.message, (frag, finding.message)
+    assert finding.fix == FIXES["input-row"]
+    # a read of another agent's action or a write of the own one: a plain
+    # run stays in the model's memory, and the other passes run
+    ran = {p.name for p in report.passes if p.runs > 0}
+    assert (ran == {"isolation"}) == (mode == 20), [(p.name, p.status) for p in report.passes]
+
+
 def test_a_child_failing_after_a_finding_is_a_crash_finding_not_an_exception(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """The child raises a Python error (a model's wild write damaged it: a

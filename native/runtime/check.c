@@ -626,6 +626,8 @@ static void report_fault(seer_ctx *c, int hook, const seer_check_frame *f)
         /* the hook's rows: observe's five, global_state's, the masks */
         const int lo = hook == SEER_HOOK_OBSERVE ? SEER_OUT_OBS
                        : hook == SEER_HOOK_STATE ? SEER_OUT_STATE
+                       : hook == SEER_HOOK_ACT ? SEER_IN_ACTION
+                       : hook == SEER_HOOK_HANDLE ? SEER_IN_PAYLOAD
                                                  : SEER_OUT_MASK;
         const int hi = hook == SEER_HOOK_OBSERVE ? SEER_OUT_TRUNCATED : lo;
         seer_check_output_text(rt, lo, hi, f->addr, f->write, verb, what, sizeof what);
@@ -696,6 +698,46 @@ static int pad_breach(seer_ctx *c, int hook, seer_check_frame *f)
     return 1;
 }
 
+/* The copy of act's action or handle's payload (`src`) the hook gets: its
+ * row ends against a fence (check_rows.h).  The action's place in the host
+ * buffer says where a plain run's read past it lands. */
+static const unsigned char *input_row(seer_ctx *c, int slot, const void *src)
+{
+    seer_runtime *rt = c->rt;
+    if (slot == SEER_IN_PAYLOAD)
+        return seer_check_in_row(rt, slot, src, rt->sz.payload_size, 0, rt->sz.payload_size);
+    /* the agent's group's action; the host's rows are the largest group's */
+    const size_t A = rt->sz.num_agents, row = (size_t)rt->sz.action_dim * 4u;
+    const size_t len = (size_t)rt->grp.g[rt->grp.of_agent[c->self]].action_dim * 4u;
+    return seer_check_in_row(rt, slot, src, len, ((size_t)c->inst_idx * A + c->self) * row,
+                             (size_t)rt->B * A * row);
+}
+
+/* A hook that wrote into its const input (compared with the original). */
+static int input_changed(seer_ctx *c, int hook, int slot, const unsigned char *copy,
+                         const void *src)
+{
+    const seer_runtime *rt = c->rt;
+    const size_t len = rt->check.out_len[slot];
+    const unsigned char *orig = src;
+    size_t b = 0;
+    while (b < len && copy[b] == orig[b])
+        b++;
+    if (b == len)
+        return 0;
+    char who[256];
+    doing(c, hook, who, sizeof who);
+    seer_worker_error_local(
+        c->w, SEER_E_ISOLATION,
+        "contract violation (isolation) in model '%s': %s wrote byte %zu of its %s (%zu "
+        "bytes): %s",
+        rt->model->name, who, b, slot == SEER_IN_ACTION ? "action" : "payload", len,
+        slot == SEER_IN_ACTION
+            ? "the action is const (a plain run changes the caller's action buffer)"
+            : "the payload is const (keep what the handler computes in its entity's state)");
+    return 1;
+}
+
 int seer_check_run(seer_ctx *c, int hook, const seer_hook_args *a)
 {
     seer_runtime *rt = c->rt;
@@ -723,14 +765,19 @@ int seer_check_run(seer_ctx *c, int hook, const seer_hook_args *a)
         p->calls++;
         p->running = 1;
     }
+    /* act's action and handle's payload: copies against a fence */
+    const int in_slot = hook == SEER_HOOK_ACT ? SEER_IN_ACTION
+                        : hook == SEER_HOOK_HANDLE ? SEER_IN_PAYLOAD
+                                                   : -1;
+    const unsigned char *input = in_slot < 0 ? NULL : input_row(c, in_slot, a->cptr);
     arm(rt, in, hook, e);
     if (sigsetjmp(f.jb, 1) == 0) {
         f.armed = 1;
         seer_check_current = &f;
         switch (hook) {
         case SEER_HOOK_INIT: rc = m->init(c, a->entity); break;
-        case SEER_HOOK_ACT: rc = m->act(c, a->entity, a->cptr); break;
-        case SEER_HOOK_HANDLE: rc = m->handle(c, a->entity, a->type, a->cptr, a->size); break;
+        case SEER_HOOK_ACT: rc = m->act(c, a->entity, input); break;
+        case SEER_HOOK_HANDLE: rc = m->handle(c, a->entity, a->type, input, a->size); break;
         case SEER_HOOK_BOUNDARY: m->boundary(c, a->entity); break;
         case SEER_HOOK_OBSERVE: m->observe(c, a->type, a->out); break;
         case SEER_HOOK_PUBLISH: m->publish(c, a->cptr, a->entity); break;
@@ -743,6 +790,8 @@ int seer_check_run(seer_ctx *c, int hook, const seer_hook_args *a)
     if (p)
         p->running = 0;
     if (!f.region && pad_breach(c, hook, &f))
+        return SEER_E_ISOLATION;
+    if (!f.region && input && input_changed(c, hook, in_slot, input, a->cptr))
         return SEER_E_ISOLATION;
     if (f.region) {
         report_fault(c, hook, &f);

@@ -92,14 +92,18 @@ int seer_check_out_setup(seer_runtime *rt, size_t mask_bytes, size_t host_bytes)
         [SEER_OUT_TERMINATED] = 1,
         [SEER_OUT_TRUNCATED] = 1,
         [SEER_OUT_STATE] = sz->state_dim * sizeof(float),
-        [SEER_OUT_MASK] = mask_bytes};
+        [SEER_OUT_MASK] = mask_bytes,
+        [SEER_IN_ACTION] = (size_t)sz->action_dim * 4u,
+        [SEER_IN_PAYLOAD] = sz->payload_size};
     const size_t fence =
         seer_check_fence(len[SEER_OUT_STATE] > host_bytes ? len[SEER_OUT_STATE] : host_bytes);
     size_t at = fence;
     for (int s = 0; s < SEER_OUT_SLOTS; s++) {
         rt->check.out_at[s] = at;
         rt->check.out_len[s] = len[s];
-        rt->check.out_span[s] = seer_round_up(len[s] + SEER_GUARD_BYTES, page);
+        /* an input's row ends at its slot's end, against the fence */
+        rt->check.out_span[s] = seer_round_up(len[s] + (s < SEER_IN_ACTION ? SEER_GUARD_BYTES : 0),
+                                              page);
         at += rt->check.out_span[s] + fence;
     }
     void *map = mmap(NULL, at, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -124,6 +128,24 @@ unsigned char *seer_check_out_row(seer_runtime *rt, int slot, size_t len, size_t
     unsigned char *p = rt->check.out_map + rt->check.out_at[slot];
     memset(p, 0, len);
     memset(p + len, SEER_GUARD_BYTE, rt->check.out_span[slot] - len);
+    return p;
+}
+
+/* Where slot s's row starts in its slot: an output's at the start, an
+ * input's so that it ends at the slot's end. */
+static size_t row_off(const seer_runtime *rt, int s)
+{
+    return s >= SEER_IN_ACTION ? rt->check.out_span[s] - rt->check.out_len[s] : 0;
+}
+
+const unsigned char *seer_check_in_row(seer_runtime *rt, int slot, const void *src, size_t len,
+                                       size_t host_at, size_t host_len)
+{
+    rt->check.out_len[slot] = len; /* <= the slot's: its span is the largest's */
+    rt->check.out_host_at[slot] = host_at;
+    rt->check.out_host_len[slot] = host_len;
+    unsigned char *p = rt->check.out_map + rt->check.out_at[slot] + row_off(rt, slot);
+    memcpy(p, src, len);
     return p;
 }
 
@@ -178,12 +200,12 @@ int seer_check_out_far(const seer_runtime *rt, int slot, int past, size_t dist)
 void seer_check_output_text(const seer_runtime *rt, int lo, int hi, uintptr_t addr, int write,
                             const char *verb, char *buf, size_t n)
 {
-    static const char *const what[SEER_OUT_SLOTS] = {"obs", "info", "reward", "terminated",
-                                                     "truncated", "state", "mask"};
+    static const char *const what[SEER_OUT_SLOTS] = {
+        "obs", "info", "reward", "terminated", "truncated", "state", "mask", "action", "payload"};
     int best = lo, past = 1;
     size_t dist = SIZE_MAX;
     for (int s = lo; s <= hi; s++) {
-        const uintptr_t row = (uintptr_t)rt->check.out_map + rt->check.out_at[s];
+        const uintptr_t row = (uintptr_t)rt->check.out_map + rt->check.out_at[s] + row_off(rt, s);
         const uintptr_t end = row + rt->check.out_len[s];
         const size_t d = addr >= end ? addr - end : row - addr;
         if (d < dist) {
@@ -200,7 +222,24 @@ void seer_check_output_text(const seer_runtime *rt, int lo, int hi, uintptr_t ad
              : write == 0 ? "a plain run reads another agent's row"
                           : "a plain run writes it into another agent's row");
     const size_t len = rt->check.out_len[best];
-    if (best == SEER_OUT_MASK)
+    if (best == SEER_IN_ACTION)
+        snprintf(buf, n,
+                 "%s byte %zu %s its action (%zu bytes): act reads only its own agent's "
+                 "action[0..action_dim-1] (action_dim=%zu)%s",
+                 verb, dist, past ? "past the end of" : "before the start of", len,
+                 len / 4u,
+                 past && len + dist < (size_t)rt->sz.action_dim * 4u
+                     ? "; a plain run reads the padding after it (the largest group's action "
+                       "is longer)"
+                 : seer_check_out_far(rt, best, past, dist) ? FAR
+                 : write == 0 ? "; a plain run reads another agent's action"
+                              : "; a plain run writes another agent's action");
+    else if (best == SEER_IN_PAYLOAD)
+        snprintf(buf, n,
+                 "%s byte %zu %s its payload (payload_size=%zu bytes): handle reads only "
+                 "payload[0..payload_size-1], of which the sender wrote the first `size`%s",
+                 verb, dist, past ? "past the end of" : "before the start of", len, FAR);
+    else if (best == SEER_OUT_MASK)
         snprintf(buf, n,
                  "%s byte %zu %s the action masks (%zu bytes, every agent's mask row of every "
                  "instance): a mask hook writes only its own row (mask_dim=%u bytes)%s",

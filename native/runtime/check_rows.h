@@ -36,6 +36,12 @@ void seer_check_region_free(void *p, size_t bytes);
  * (SEER_REGION_OUTPUT) instead of landing in the checker's own heap. */
 #define SEER_GUARD_BYTES 64
 #define SEER_GUARD_BYTE 0xA5
+/* The inputs a checked handler reads (act's action, handle's payload) are
+ * copies too, in slots SEER_IN_ACTION and SEER_IN_PAYLOAD of the same
+ * mapping, each ending at its slot's end against the fence: a read past the
+ * action (the next agent's, in a plain run) or past payload_size bytes (the
+ * next event record's) faults and is named; check.c compares the row with
+ * what it copied after the hook (a write into a const input). */
 /* The output rows' mapping (seer_rt_check.out_map), after
  * seer_check_setup (the host, at creation, checking mode only):
  * `mask_bytes`, the action masks of every instance; `host_bytes`, the
@@ -47,6 +53,13 @@ int seer_check_out_setup(struct seer_runtime *rt, size_t mask_bytes, size_t host
  * stands for lies at byte `host_at` of a host buffer of `host_len` bytes. */
 unsigned char *seer_check_out_row(struct seer_runtime *rt, int slot, size_t len, size_t host_at,
                                   size_t host_len);
+/* Input slot `slot`'s row (SEER_IN_*): a copy of the `len` bytes at `src`
+ * (at most the slot's: the largest group's action, payload_size), ending at
+ * the slot's end (the host, around one checked call; the slot's out_len is
+ * the call's); the input lies at byte `host_at` of a host buffer of
+ * `host_len` bytes. */
+const unsigned char *seer_check_in_row(struct seer_runtime *rt, int slot, const void *src,
+                                       size_t len, size_t host_at, size_t host_len);
 /* The offset past the row of slot `slot` (of `len` bytes) of the first
  * guard byte a hook changed, or SIZE_MAX where none. */
 size_t seer_check_out_guard(const struct seer_runtime *rt, int slot, size_t len);

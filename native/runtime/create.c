@@ -553,8 +553,9 @@ static int start_pool(seer_runtime *rt, const seer_runtime_options *o)
     if (!(rt->check.mode & SEER_CHECK_ISOLATE))
         return SEER_OK;
     size_t host = 0; /* the output rows' fences: as large as the largest host buffer */
-    const int which[4] = {SEER_BUF_OBS, SEER_BUF_INFO, SEER_BUF_MASK, SEER_BUF_REWARD};
-    for (int k = 0; k < 4; k++) {
+    const int which[5] = {SEER_BUF_OBS, SEER_BUF_INFO, SEER_BUF_MASK, SEER_BUF_REWARD,
+                          SEER_BUF_ACTIONS};
+    for (int k = 0; k < 5; k++) {
         const size_t b = seer_buffer_bytes(&rt->sz, rt->B, which[k]);
         host = b > host ? b : host;
     }

@@ -168,7 +168,9 @@ enum seer_job { JOB_RESET = 1, JOB_STEP };
  * file can say which concern it touches (rt->check.mode, rt->opt.rollbacks). */
 
 /* The output rows a checked handler writes into (check.c): observe's five,
- * global_state's row, the action masks of every instance. */
+ * global_state's row, the action masks of every instance; then the inputs
+ * it reads (act's action, handle's payload), which end at their slot's end
+ * (check_rows.h). */
 enum seer_out_slot {
     SEER_OUT_OBS = 0,
     SEER_OUT_INFO,
@@ -177,6 +179,8 @@ enum seer_out_slot {
     SEER_OUT_TRUNCATED,
     SEER_OUT_STATE,
     SEER_OUT_MASK,
+    SEER_IN_ACTION,
+    SEER_IN_PAYLOAD,
     SEER_OUT_SLOTS
 };
 
@@ -192,8 +196,9 @@ typedef struct seer_rt_check {
     uint32_t armed_entity;        /* ... and which entity                      */
     /* SEER_CHECK_ISOLATE: the output rows handlers write into (check.c,
      * seer_check_out_row): one mapping, slot s at out_map + out_at[s], its
-     * row's out_len[s] bytes then guard bytes to out_span[s], the slots
-     * between PROT_NONE fences of out_fence bytes. */
+     * row's out_len[s] bytes then guard bytes to out_span[s] (an input's
+     * row, seer_check_in_row: its out_len[s] bytes end at out_span[s]), the
+     * slots between PROT_NONE fences of out_fence bytes. */
     unsigned char *out_map;
     size_t out_map_len, out_fence;
     size_t out_at[SEER_OUT_SLOTS], out_len[SEER_OUT_SLOTS], out_span[SEER_OUT_SLOTS];

@@ -26,6 +26,9 @@ FIXES: dict[str, str] = {
                   "*terminated, *truncated and info[0..info_dim-1] in observe, mask[0..mask_dim-1] "
                   "in action_mask, out[0..state_dim-1] in global_state (check the loop bounds "
                   "and the dims describe gives)",
+    "input-row": "read only the handler's own input: action[0..action_dim-1] in act (the "
+                 "agent's group's action_dim), payload[0..payload_size-1] in handle (its first "
+                 "`size` bytes are the sender's), and never write through them (they are const)",
     "snapshot": "write snapshot records only in publish, the entity's own record",
     "instance-data": "write the instance data only in the boundary hook",
     "config": "treat the configuration as read-only after describe",
@@ -194,6 +197,8 @@ def classify(exc: BaseException) -> str:
             return "config"
         if "at the boundary entity states are read-only" in msg:
             return "boundary-write"
+        if re.search(r" (its|of its) (action|payload)\b", msg):
+            return "input-row"
         if ("past the end of its" in msg or "before the start of its" in msg
                 or "the action masks" in msg or "mask row" in msg):
             return "output-row"

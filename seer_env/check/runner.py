@@ -688,8 +688,8 @@ _STOPPED = {"crash": "crashed", "hang": "hung", "fork": "forked",
 
 #: Findings of memory a handler wrote outside what it may: after one, the
 #: process running the model may be damaged (`_Check.child_failed`).
-_MEMORY_RULES = frozenset(("entity-state", "output-row", "snapshot", "instance-data", "config",
-                           "static-data", "boundary-write"))
+_MEMORY_RULES = frozenset(("entity-state", "output-row", "input-row", "snapshot",
+                           "instance-data", "config", "static-data", "boundary-write"))
 
 
 def _one_line(text: str) -> str:

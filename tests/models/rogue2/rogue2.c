@@ -41,7 +41,11 @@ enum rogue2_mode {
                            instance data                                         */
     R2_OBS_PREV = 18,   /* observe writes obs[-1]: the previous agent's last
                            element in a plain run                                */
-    R2_MODES = 19
+    R2_ACTION_PAST = 19, /* act reads action[1], past its one value: the next
+                            agent's action in a plain run                       */
+    R2_PAYLOAD_PAST = 20, /* handle reads the byte past its payload_size bytes  */
+    R2_ACTION_WRITE = 21, /* act writes its (const) action                       */
+    R2_MODES = 22
 };
 
 typedef struct rogue2_config {
@@ -122,8 +126,15 @@ static int rogue2_describe(void *config, seer_sizes *out, char *err, size_t errl
 
 static int rogue2_act(seer_ctx *ctx, void *entity, const void *action)
 {
+    const rogue2_config *c = seer_config(ctx);
     rogue2_state *st = entity;
     st->last_action = (uint32_t)*(const int32_t *)action;
+    if (seer_self(ctx) == c->culprit && seer_step_index(ctx) == c->at_step) {
+        if (c->mode == R2_ACTION_PAST)
+            st->value += (double)((const volatile int32_t *)action)[1];
+        if (c->mode == R2_ACTION_WRITE)
+            *(volatile int32_t *)(uintptr_t)action = 0;
+    }
     return seer_schedule(ctx, seer_self(ctx), seer_now(ctx) + 0.125 * (1 + st->last_action),
                          TICK, NULL, 0);
 }
@@ -140,12 +151,14 @@ static void rogue2_use_scratch(rogue2_state *st)
 static int rogue2_handle(seer_ctx *ctx, void *entity, uint32_t type, const void *payload,
                          uint32_t size)
 {
-    (void)payload;
     (void)size;
     const rogue2_config *c = seer_config(ctx);
     rogue2_state *st = entity;
     if (type == PING) {
         st->pings++;
+        if (c->mode == R2_PAYLOAD_PAST && seer_self(ctx) == c->culprit &&
+            seer_step_index(ctx) == c->at_step)
+            st->value += (double)((const volatile unsigned char *)payload)[8];
         return SEER_OK;
     }
     st->ticks++;
