@@ -313,7 +313,14 @@ class _Lease:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._busy = 0
+        #: calls on one thread in progress (the caller's alone): one entry
+        #: each, appended and popped without the lock (both atomic), so that
+        #: a serial step pays no lock for being counted
+        self.solo: list[None] = []
         self._budget: int | None = None
+        #: changes when the budget is to be read again (`forget`): STPA
+        #: reads its cores again when it moves
+        self.generation = 0
 
     def budget(self) -> int:
         """The budget the lease hands out (read once; `forget` reads it again)."""
@@ -329,13 +336,14 @@ class _Lease:
     def forget(self) -> None:
         """Read the budget again at the next call (after a change of the cap)."""
         self._budget = None
+        self.generation += 1
 
     def take(self, want: int) -> int:
         """Threads for a call that wants ``want`` (the caller's included): at
         least 1, at most what the budget has free besides the calls running."""
         budget = self.budget()
         with self._lock:
-            got = 1 + max(0, min(want - 1, budget - self._busy - 1))
+            got = 1 + max(0, min(want - 1, budget - self._busy - len(self.solo) - 1))
             self._busy += got
         return got
 
@@ -346,13 +354,16 @@ class _Lease:
 
     @property
     def busy(self) -> int:
-        """Threads inside calls now (tests and benchmarks read it)."""
-        return self._busy
+        """Threads inside calls now, one-thread calls' included (tests and
+        benchmarks read it)."""
+        return self._busy + len(self.solo)
 
     def _after_fork(self) -> None:
         self._lock = threading.Lock()
         self._busy = 0
+        self.solo.clear()  # in place: the runtimes hold it
         self._budget = None
+        self.generation += 1
 
 
 #: the process's lease of threads to calls

@@ -310,6 +310,51 @@ def test_runtimes_stepped_at_once_share_the_budget() -> None:
             assert np.array_equal(o1, o2) and np.array_equal(r1, r2)
 
 
+def test_a_one_thread_call_counts_against_the_budget() -> None:
+    """A serial env's step holds its caller's thread: a pool's call beside it
+    gets the rest of the budget, not all of it (one-thread calls were not
+    counted, so budget + 1 threads worked at once)."""
+    from seer_env.envs import phold_v0
+    if budget.usable_cpus() < 2:
+        pytest.skip("needs 2 usable cores")
+    budget.set_thread_budget(2)
+    slow = phold_v0.parallel_env(num_entities=256, events_per_entity=4, work=20000,
+                                 executor="serial", threads=1)
+    slow.reset(seed=0)
+    acts = {a: 0 for a in slow.agents}
+    stop = threading.Event()
+
+    def busy() -> None:
+        while not stop.is_set():
+            slow.step(acts)
+    grants: list[tuple[int, int]] = []
+    take = budget.lease.take
+
+    def spy(want: int) -> int:
+        solo = len(budget.lease.solo)
+        got = take(want)
+        grants.append((solo, got))
+        return got
+    v = _pcs(2)
+    t = threading.Thread(target=busy)
+    t.start()
+    try:
+        budget.lease.take = spy  # type: ignore[method-assign]
+        for _ in range(2000):
+            if sum(1 for solo, _ in grants if solo) >= 3:
+                break
+            _run(v, 1)
+    finally:
+        budget.lease.take = take  # type: ignore[method-assign]
+        stop.set()
+        t.join()
+        v.close()
+        slow.close()
+    beside = [got for solo, got in grants if solo]
+    assert len(beside) >= 3 and set(beside) == {1}, grants
+    assert budget.lease.busy == 0 and budget.lease.solo == []
+
+
 def test_a_bad_cap_stops_the_env_being_made(monkeypatch: pytest.MonkeyPatch) -> None:
     from seer_env.envs import pcs_v0
     monkeypatch.setenv(budget.ENV_VAR, "abc")

@@ -559,8 +559,13 @@ class Runtime:
         n = self._threads_now
         if n is None:
             n = self._threads_now = int(self.lib.seer_runtime_threads(h))
-        if n <= 1:
-            return int(fn(h, *args))
+        if n <= 1:  # the caller's thread alone: counted, so that others' pools leave it
+            solo = _lease.solo
+            solo.append(None)
+            try:
+                return int(fn(h, *args))
+            finally:
+                solo.pop()
         got = _lease.take(n)
         try:
             cap = 0 if got >= n else got
