@@ -531,8 +531,34 @@ def test_an_executor_given_runs_as_asked_with_threads_auto(executor: str) -> Non
         env.step({a: 0 for a in env.agents})
     assert env.runtime.executor == executor
     if executor != "serial":
-        assert "threads='auto' with an executor given: every CPU" in env.stpa.reason
+        assert ("threads='auto' with an executor given: the thread budget, "
+                f"{env.runtime.budget.describe()})") in env.stpa.reason
     env.close()
+
+
+def test_a_fixed_choice_names_the_budget_that_binds(monkeypatch) -> None:
+    """executor= given under SEER_ENV_THREADS=1: the reason said "every CPU"
+    and never named the cap; a pool made larger than the budget lends a call
+    said nothing of it."""
+    from seer_env import budget
+    monkeypatch.setenv(budget.ENV_VAR, "1")
+    env = pcs_v0.parallel_env(width=4, height=4, executor="parallel")
+    assert env.stpa.threads == 1
+    assert ("threads='auto' with an executor given: the thread budget, 1 thread: capped by "
+            "SEER_ENV_THREADS=1)") in env.stpa.reason
+    env.close()
+    if budget.usable_cpus() >= 2:
+        monkeypatch.delenv(budget.ENV_VAR)
+        env = pcs_v0.parallel_env(width=4, height=4, executor="parallel", threads=2)
+        assert "each call runs" not in env.stpa.reason
+        try:
+            budget.set_thread_budget(1)
+            assert env.stpa.reason.endswith(
+                "; each call runs on at most 1 of its threads while the thread budget is 1 "
+                "thread: capped by set_thread_budget(1) (seer_env.budget)"), env.stpa.reason
+        finally:
+            budget.set_thread_budget(None)
+            env.close()
 
 
 def test_parallel_given_at_lookahead_0_is_refused_as_with_threads_given() -> None:

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from .._bind.runtime import Runtime, cpu_count, process_calls
+from ..budget import thread_budget
 from ..errors import SeerError
 from .cache import DecisionCache, cache_wanted, saved
 from .company import (
@@ -698,14 +699,26 @@ class FixedChoice(_Running):
         """Why this configuration runs: it was asked for."""
         c = Candidate(self.executor, self.threads)
         asked = getattr(self.rt, "requested_threads", None)
+        made = getattr(self.rt, "budget", None)  # the budget when the runtime was made
         how = "as asked"
         if self.executor != "serial" and isinstance(asked, str):
-            how = "as asked (threads='auto' with an executor given: every CPU)"
+            how = ("as asked (threads='auto' with an executor given: the thread budget, "
+                   f"{made.describe()})" if made is not None else
+                   "as asked (threads='auto' with an executor given: every usable CPU)")
         elif isinstance(asked, int) and asked > self.threads:
             how = (f"{asked} threads asked, capped at the {self.threads} CPU(s) this process "
                    "may run on (more threads than CPUs only wait for each other)")
-        return (f"{in_words(c).capitalize()}, {how}: STPA chooses only with threads='auto' "
+        text = (f"{in_words(c).capitalize()}, {how}: STPA chooses only with threads='auto' "
                 "and no executor given")
+        try:
+            now = thread_budget()
+        except SeerError:  # a bad SEER_ENV_THREADS: the next env made reports it
+            now = None
+        if now is not None and self.threads > now.threads:
+            # the pool was made larger than the budget lends a call now
+            text += (f"; each call runs on at most {now.threads} of its threads while the "
+                     f"thread budget is {now.describe()} (seer_env.budget)")
+        return text
 
     def as_dict(self) -> dict[str, Any]:
         """Everything as plain data (for JSON reports)."""
