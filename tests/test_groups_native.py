@@ -219,3 +219,25 @@ def test_the_checking_mode_names_a_mask_hook_that_writes_another_row() -> None:
 def test_broken_group_declarations_are_refused(bad: int, match: str) -> None:
     with pytest.raises(ConfigError, match=r"model 'teams': " + match):
         TEAMS.native.describe({"bad": bad})
+
+
+def test_a_group_hook_unused_by_a_configuration_leaves_one_group_of_the_sizes() -> None:
+    """A model with a group hook whose describe leaves num_groups at 0 (the
+    header: one group described by the sizes): the validation made it 1, so
+    the runtime's creation asked the hook for its group 0 (two agents of
+    four), failed, and said "out of memory creating the runtime"."""
+    from pettingzoo.test import parallel_api_test
+
+    m = load_test_model("optgroups")
+    env = m.parallel_env(groups=0)
+    assert env.possible_agents == [f"agent_{i}" for i in range(4)]
+    assert all(env.action_space(a).n == 4 for a in env.possible_agents)
+    env.reset(seed=0)
+    obs, rew, *_ = env.step({a: 3 for a in env.agents})
+    assert all(o.tolist() == [3.0, 1.0] for o in obs.values()) and set(rew.values()) == {3.0}
+    parallel_api_test(env, num_cycles=10)
+    env.close()
+    two = m.parallel_env(groups=2)  # the hook describes both
+    assert two.possible_agents == ["left_0", "left_1", "right_0", "right_1"]
+    assert [two.action_space(a).n for a in two.possible_agents] == [3, 3, 2, 2]
+    two.close()

@@ -447,7 +447,7 @@ static int alloc_buffers(seer_runtime *rt, const seer_runtime_options *o)
 }
 
 /* The agent groups, copied from the model (describe has checked them). */
-static int set_groups(seer_runtime *rt)
+static int set_groups(seer_runtime *rt, char *why, size_t whylen)
 {
     const seer_sizes *sz = &rt->sz;
     seer_rt_groups *G = &rt->grp;
@@ -469,7 +469,12 @@ static int set_groups(seer_runtime *rt)
         if (seer_model_group(rt->model, rt->config, sz, g, &x, err, sizeof err) != SEER_OK ||
             seer_model_action_nvec(rt->model, rt->config, sz, g, &x, G->nvec + nv, &total, err,
                                    sizeof err) != SEER_OK)
-            return SEER_E_MODEL; /* describe accepted them: the model is not deterministic */
+            /* describe accepted them: the model is not deterministic */
+            return seer_fail_buf(why, whylen, SEER_E_MODEL,
+                                 "%s (at the runtime's creation, after describe accepted the "
+                                 "same configuration: a model's hooks must answer alike for "
+                                 "it)",
+                                 err);
         *t = (seer_rt_group){.first = first, .count = x.count, .obs_dim = x.obs_dim,
                              .info_dim = x.info_dim, .action_dim = x.action_dim,
                              .kind = x.action_kind, .action_n = x.action_n,
@@ -482,14 +487,20 @@ static int set_groups(seer_runtime *rt)
         }
         t->mask_len = sz->mask_dim ? (uint32_t)seer_model_group_choices(&x, total) : 0;
         if (first + x.count > sz->num_agents)
-            return SEER_E_MODEL;
+            break; /* told below */
         memset(G->of_agent + first, (int)g, x.count);
         first += x.count;
     }
     G->enforce_mask = sz->mask_dim && !(rt->model->flags & SEER_MODEL_MASK_ADVISORY) &&
                       !(rt->rt_flags & SEER_RT_MASK_ADVISORY);
     G->simple = G->n == 1 && !multi && !G->enforce_mask;
-    return first == sz->num_agents ? SEER_OK : SEER_E_MODEL;
+    if (first != sz->num_agents)
+        return seer_fail_buf(why, whylen, SEER_E_MODEL,
+                             "model '%s': at the runtime's creation its groups did not add up "
+                             "to num_agents=%u, as they did for describe: a model's hooks must "
+                             "answer alike for the same configuration",
+                             rt->model->name, sz->num_agents);
+    return SEER_OK;
 }
 
 /* A region of an instance (states, snapshot records, instance data):
@@ -595,14 +606,18 @@ int seer_runtime_create(const seer_model *model, const void *config, size_t conf
     rc = isolate_config(rt, config_size);
     if (rc == SEER_OK)
         rc = alloc_buffers(rt, opts);
+    char why[SEER_ERRLEN] = "";
     if (rc == SEER_OK)
-        rc = set_groups(rt);
+        rc = set_groups(rt, why, sizeof why);
     if (rc == SEER_OK)
         rc = alloc_instances(rt);
     if (rc == SEER_OK)
         rc = start_pool(rt, opts);
     if (rc != SEER_OK) {
         seer_runtime_destroy(rt);
+        /* the model's own failure is told as it is, never as memory */
+        if (rc != SEER_E_NOMEM && why[0])
+            return seer_fail_buf(err, errlen, rc, "%s", why);
         return seer_fail_buf(err, errlen, SEER_E_NOMEM, "out of memory creating the runtime");
     }
     *out = rt;

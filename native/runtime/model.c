@@ -648,8 +648,12 @@ static int describe_groups(const seer_model *m, const void *config, seer_sizes *
                              "hook (add .group, which describes each group)",
                              n, s->num_groups);
     const int hooked = hooked_groups(m, s);
-    if (!hooked)
+    /* one group from the sizes; a model with a group hook keeps the 0 its
+     * describe gave (1 would make the hook describe the group from here on:
+     * create.c, the agents' names and the bounds ask hooked_groups again) */
+    if (!hooked && !m->group)
         s->num_groups = 1;
+    const uint32_t ngroups = s->num_groups ? s->num_groups : 1;
     if (hooked && m->obs_bounds)
         return seer_fail_buf(err, errlen, SEER_E_MODEL,
                              "model '%s': a model with groups gives its observation bounds per "
@@ -664,7 +668,7 @@ static int describe_groups(const seer_model *m, const void *config, seer_sizes *
     uint64_t agents = 0, mask_dim = 0;
     uint32_t obs = 0, act = 0, info = 0;
     int32_t nvec[SEER_MAX_COMPONENTS];
-    for (uint32_t g = 0; g < s->num_groups; g++) {
+    for (uint32_t g = 0; g < ngroups; g++) {
         int rc = seer_model_group(m, config, s, g, &x[g], err, errlen);
         if (rc == SEER_OK)
             rc = check_group(m, g, &x[g], hooked, err, errlen);

@@ -293,6 +293,15 @@ class Sizes:
     num_groups: int = 1
     mask_dim: int = 0
     groups: tuple[Group, ...] = ()
+    #: ``num_groups`` as the runtime keeps it (None: the same): 0 where a
+    #: model with a group hook described one group by its sizes (the hook
+    #: then describes nothing), which the calls back into C must say
+    raw_groups: int | None = None
+
+
+def _c_groups(sizes: Sizes) -> int:
+    """``num_groups`` for a ``seer_sizes`` handed back to C."""
+    return sizes.num_groups if sizes.raw_groups is None else sizes.raw_groups
 
 
 class HandlerContext:
@@ -832,7 +841,7 @@ class NativeModel:
         g = sizes.groups[group]
         lo, hi = (np.zeros(max(g.obs_dim, 1), np.float32) for _ in range(2))
         s = self.ffi.new("seer_sizes *")
-        s.num_agents, s.num_groups, s.obs_dim = sizes.num_agents, sizes.num_groups, sizes.obs_dim
+        s.num_agents, s.num_groups, s.obs_dim = sizes.num_agents, _c_groups(sizes), sizes.obs_dim
         err = self.ffi.new("char[]", _ERRLEN)
         rc = self.lib.seer_model_group_bounds(self.table, buf, s, group, g.obs_dim,
                                               self.ffi.from_buffer("float[]", lo),
@@ -853,6 +862,7 @@ class NativeModel:
             instance_size=s.instance_size, num_groups=max(int(s.num_groups), 1),
             mask_dim=int(s.mask_dim),
             groups=self.groups_of(s, buf) if buf is not None else (),
+            raw_groups=int(s.num_groups) if int(s.num_groups) == 0 else None,
         )
 
     def agent_names(self, buf: Any, n: int, sizes: Sizes | None = None) -> list[str]:
@@ -861,7 +871,7 @@ class NativeModel:
         err = self.ffi.new("char[]", _ERRLEN)
         csz = self.ffi.new("seer_sizes *")
         csz.num_agents = sizes.num_agents if sizes is not None else n
-        csz.num_groups = sizes.num_groups if sizes is not None else 1
+        csz.num_groups = _c_groups(sizes) if sizes is not None else 1
         rc = self.lib.seer_model_agent_names(self.table, buf, csz, n, out, err, _ERRLEN)
         if rc != self.lib.SEER_OK:
             raise error_for(self.lib, rc, c_text(self.ffi, err))
@@ -877,7 +887,7 @@ class NativeModel:
         ptrs = [self.ffi.from_buffer("float[]", a) for a in arrs]
         s = self.ffi.new("seer_sizes *")
         s.obs_dim, s.state_dim = sz.obs_dim, sz.state_dim
-        s.num_agents, s.num_groups = sz.num_agents, sz.num_groups
+        s.num_agents, s.num_groups = sz.num_agents, _c_groups(sz)
         err = self.ffi.new("char[]", _ERRLEN)
         rc = self.lib.seer_model_bounds(self.table, buf, s, *ptrs, err, _ERRLEN)
         if rc != self.lib.SEER_OK:
