@@ -4221,3 +4221,34 @@ def test_the_limit_compares_with_the_iteration_the_serial_choice_was_judged_by()
     dec = select(timings, feats(cores=4), None, 0.0)
     assert dec.candidate == Candidate("serial", 1)
     assert "measured: parallel-2 took 1.50x as long per step" in dec.reason, dec.reason
+
+
+def test_a_budget_lowered_after_the_env_was_made_bounds_the_choice() -> None:
+    """set_thread_budget(1) after a threads="auto" runtime was made: STPA kept
+    the cores it read at creation, probed and chose a pool of 2, and said
+    another process held a core.  It reads the budget again when it changes:
+    a decision made before re-probes within it."""
+    from seer_env import budget
+    from seer_env.budget import usable_cpus
+    if usable_cpus() < 2:
+        pytest.skip("needs 2 usable cores")
+    rt = _FakeRuntime()
+    rt.scales = True  # a pool of 2 halves a step: the choice alone
+    st = _fake_stpa(rt, cores=None)
+    try:
+        for _ in range(40):
+            rt.step(st)
+        assert (st.executor, st.threads) == ("parallel", 2), st.reason
+        budget.set_thread_budget(1)
+        assert st.cores == 1 and "capped by set_thread_budget(1)" in st.budget_note
+        for _ in range(60):
+            rt.step(st)
+        assert st.threads == 1, st.reason
+        triggers = [d.trigger for d in st.history]
+        at = triggers.index("the thread budget changed")
+        assert all(d.candidate.threads == 1 for d in st.history[at:]), triggers
+        assert "the thread budget: 1 thread: capped by set_thread_budget(1)" in \
+            st.history[at].reason, st.history[at].reason
+    finally:
+        budget.set_thread_budget(None)
+    assert st.cores == usable_cpus() and st.budget_note == ""

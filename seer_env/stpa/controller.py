@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from .._bind.runtime import Runtime, cpu_count, process_calls
-from ..budget import thread_budget
+from ..budget import lease, thread_budget
 from ..errors import SeerError
 from .cache import DecisionCache, cache_wanted, saved
 from .company import (
@@ -269,10 +269,12 @@ class Stpa(_Running):
         # the process's thread budget (seer_env.budget) when not given: the
         # affinity mask, the cgroup's quota and SEER_ENV_THREADS
         budget = getattr(runtime, "budget", None)
-        self.cores = int(cores) if cores else budget.threads if budget else cpu_count()
-        #: the budget in words where it, not the CPUs, sets ``cores`` ("" otherwise)
-        self.budget_note = (budget.describe() if budget is not None and not cores
-                            and budget.binding != "cpus" else "")
+        self._cores_given = int(cores) if cores else None
+        self._budget_gen = lease.generation
+        self._cores = (self._cores_given or
+                       (budget.threads if budget else cpu_count()))
+        self._budget_note = (budget.describe() if budget is not None and not cores
+                             and budget.binding != "cpus" else "")
         self.caches = cache_sizes()
         self.state = "preflight"
         # Runtime.step calls step() when this is 1 or less, and takes one off
@@ -310,6 +312,25 @@ class Stpa(_Running):
                 self._switch(first_candidate(self.rt.sizes.lookahead))
 
     # -- what the parts hold (the Attributes above) --------------------------------------
+
+    @property
+    def cores(self) -> int:
+        """The cores this run may use: ``cores`` where given, else the
+        process's thread budget (`seer_env.budget`), read again after it
+        changed (`set_thread_budget` after the env was made)."""
+        if self._cores_given is None and lease.generation != self._budget_gen:
+            self._budget_gen = lease.generation
+            with contextlib.suppress(SeerError):  # a bad SEER_ENV_THREADS: kept as it was
+                b = thread_budget()
+                self._cores = b.threads
+                self._budget_note = b.describe() if b.binding != "cpus" else ""
+        return self._cores
+
+    @property
+    def budget_note(self) -> str:
+        """The budget in words where it, not the CPUs, sets `cores` ("" otherwise)."""
+        _ = self.cores  # read again where the budget changed
+        return self._budget_note
 
     @property
     def decision(self) -> Decision | None:
@@ -546,6 +567,13 @@ class Stpa(_Running):
         monitor's check (`Monitor.check`)."""
         s = self.rt.stats()
         self.decisions.save_if_paid(self, s["steps"] - self._steps0)
+        if self._current().threads > self.cores and self.monitor.baseline is not None:
+            # the budget shrank below the running pool (set_thread_budget
+            # after the decision): choose again within it
+            log.info("%s: the thread budget is now %d thread(s): re-probing", self.rt.model,
+                     self.cores)
+            self.monitor.start_probe(self, "the thread budget changed", s)
+            return
         self.monitor.check(self, s)
 
     def _decide(self, pr: Probe, provisional: Decision | None = None) -> None:

@@ -203,8 +203,6 @@ class ProbeHost(Protocol):
     prune: float
     max_threads: int | None
     trace_enabled: bool
-    cores: int
-    budget_note: str
     caches: dict[str, int]
     drop: float
     drop_traced: float
@@ -228,6 +226,12 @@ class ProbeHost(Protocol):
     #: this process's other threads' time on a core by tid
     #: (`seer_env.stpa.company.other_threads_cpu_ns`)
     thread_sampler: Callable[[Any], Mapping[int, int] | None] | None
+
+    @property
+    def cores(self) -> int: ...  # the thread budget, read again when it changed
+
+    @property
+    def budget_note(self) -> str: ...
 
     def _native_step(self, mask_ptr: Any) -> None: ...
 
