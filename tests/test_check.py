@@ -476,6 +476,9 @@ def test_a_write_far_from_an_output_row_is_caught_and_named(mode: int, fragment:
           "a plain run reads memory that is not the model's"]),
     (21, ["act for agent 1 of instance 0 (t=2) wrote byte 0 of its action (4 bytes): the "
           "action is const"]),
+    # the handler's own failure that followed was reported instead
+    (22, ["handle for entity 1 of instance 0 (event type 1, PING, at t=2.",
+          "wrote byte 0 of its payload (8 bytes): the payload is const"]),
 ])
 def test_a_handler_reading_past_or_writing_its_input_is_caught(
         mode: int, fragments: list[str]) -> None:
@@ -484,16 +487,47 @@ def test_a_handler_reading_past_or_writing_its_input_is_caught(
     const action: each passed the whole check before.  In checking mode the
     inputs are copies that end against a fence."""
     report = check(ROGUE2, {"mode": mode, "culprit": 1, "at_step": 2}, progress=False)
-    assert [(f.rule, f.pass_name) for f in report.findings] == [
-        ("input-row", "isolation")], str(report)
+    found = [(f.rule, f.pass_name) for f in report.findings]
+    assert found[0] == ("input-row", "isolation"), str(report)
+    # mode 22's plain runs fail in its handler, as the model says they do
+    assert mode == 22 or found == [("input-row", "isolation")], str(report)
     finding = report.findings[0]
     for frag in fragments:
         assert frag in finding.message, (frag, finding.message)
     assert finding.fix == FIXES["input-row"]
     # a read of another agent's action or a write of the own one: a plain
     # run stays in the model's memory, and the other passes run
+    if mode == 22:  # the plain runs fail in the handler, as the model says
+        return
     ran = {p.name for p in report.passes if p.runs > 0}
     assert (ran == {"isolation"}) == (mode == 20), [(p.name, p.status) for p in report.passes]
+
+
+@pytest.mark.parametrize("bad,fragment", [
+    (1, "action_mask for agent 2 of instance 0 wrote byte 2 of its mask row, past its "
+        "group's 2 choices (group 'right'; rows are padded to the largest group's mask_dim=3 "
+        "bytes)"),
+    (2, "observe for agent 2 of instance 0 wrote byte 0 past the end of its obs row (8 "
+        "bytes): observe writes only its own agent's obs[0..obs_dim-1] (obs_dim=2)"),
+])
+def test_a_write_past_a_groups_row_into_its_padding_is_caught(bad: int, fragment: str) -> None:
+    """A smaller group's rows are padded to the largest group's: observe
+    writing past its group's obs_dim (an obs-bounds finding with "declared
+    [0, 0]" only) and action_mask past its group's choices (no finding) stay
+    inside the host's row, and are named now."""
+    m = load_test_model("optgroups")
+    report = check(m, {"groups": 2, "bad": bad}, progress=False, steps=6, seeds=(0,),
+                   threads=(1, 2), batches=(1,))
+    first = report.findings[0]
+    assert (first.rule, first.pass_name) == ("output-row", "isolation"), str(report)
+    assert fragment in first.message, first.message
+    if bad == 2:
+        assert "a plain run writes it into its row's padding" in first.message
+        (bounds,) = [f for f in report.findings if f.rule == "obs-bounds"]
+        assert "obs[2] = 7 is past its group's obs_dim=2, in the padding of its row" in \
+            bounds.message, bounds.message
+    assert check(m, {"groups": 2}, progress=False, steps=6, seeds=(0,), threads=(1, 2),
+                 batches=(1,)).ok
 
 
 def test_a_child_failing_after_a_finding_is_a_crash_finding_not_an_exception(
@@ -555,6 +589,9 @@ def test_the_last_entity_touching_past_its_state_is_named(mode: int, fragment: s
                      "entity's published snapshot record, where entity 1's record would be"),
     (17, "instance-data", "boundary of instance 0 (t=3) wrote memory 0 bytes past the end of "
                           "the instance data (instance_size=8 bytes)"),
+    # it said "wrote the published snapshot record of entity 3"
+    (23, "snapshot", "publish for entity 2 of instance 0 (t=3) wrote memory 0 bytes past the "
+                     "end of its own snapshot record (snapshot_size=8 bytes)"),
 ])
 def test_a_write_into_the_slack_of_a_handlers_own_page_is_named(
         mode: int, rule: str, fragment: str) -> None:

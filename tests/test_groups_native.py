@@ -234,7 +234,8 @@ def test_a_group_hook_unused_by_a_configuration_leaves_one_group_of_the_sizes() 
     assert all(env.action_space(a).n == 4 for a in env.possible_agents)
     env.reset(seed=0)
     obs, rew, *_ = env.step({a: 3 for a in env.agents})
-    assert all(o.tolist() == [3.0, 1.0] for o in obs.values()) and set(rew.values()) == {3.0}
+    assert all(o["observation"].tolist() == [3.0, 1.0] for o in obs.values())
+    assert set(rew.values()) == {3.0}
     parallel_api_test(env, num_cycles=10)
     env.close()
     two = m.parallel_env(groups=2)  # the hook describes both

@@ -261,7 +261,9 @@ typedef struct seer_model {
     /* Entity init at reset (t = 0); the entity state arrives zeroed. */
     int (*init)(seer_ctx *ctx, void *entity);
     /* Apply a live agent's validated action at t = k*D.  `action` points to
-     * action_dim int32 (discrete) or float32 (box) values. */
+     * action_dim int32 (discrete, multi-discrete) or float32 (box) values:
+     * the agent's group's action_dim (with groups, seer_sizes.action_dim is
+     * the largest group's, the host rows' stride); read no further. */
     int (*act)(seer_ctx *ctx, void *entity, const void *action);
     /* Required.  Handle one event.  `payload` holds payload_size bytes (the
      * first `size` of them were written by the sender). */

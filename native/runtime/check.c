@@ -589,6 +589,14 @@ static void report_fault(seer_ctx *c, int hook, const seer_check_frame *f)
                      f->addr < lo ? (size_t)(lo - f->addr) + rt->snapshot_pad
                                   : (size_t)(f->addr - lo - all),
                      f->addr < lo ? "before" : "past the end of", seer_check_far_words(f->write));
+        else if (hook == SEER_HOOK_PUBLISH &&
+                 (f->addr - lo) / rt->snapshot_stride == (uintptr_t)c->self + 1 &&
+                 (f->addr - lo) % rt->snapshot_stride < rt->snapshot_pad)
+            /* the page after its own record's, before the next record */
+            snprintf(what, sizeof what,
+                     "wrote memory %zu bytes past the end of its own snapshot record "
+                     "(snapshot_size=%u bytes): publish writes only record[0..snapshot_size-1]",
+                     (size_t)((f->addr - lo) % rt->snapshot_stride), rt->sz.snapshot_size);
         else
             snprintf(what, sizeof what,
                      "wrote the published snapshot record of entity %u: only publish writes a "
@@ -698,21 +706,6 @@ static int pad_breach(seer_ctx *c, int hook, seer_check_frame *f)
     return 1;
 }
 
-/* The copy of act's action or handle's payload (`src`) the hook gets: its
- * row ends against a fence (check_rows.h).  The action's place in the host
- * buffer says where a plain run's read past it lands. */
-static const unsigned char *input_row(seer_ctx *c, int slot, const void *src)
-{
-    seer_runtime *rt = c->rt;
-    if (slot == SEER_IN_PAYLOAD)
-        return seer_check_in_row(rt, slot, src, rt->sz.payload_size, 0, rt->sz.payload_size);
-    /* the agent's group's action; the host's rows are the largest group's */
-    const size_t A = rt->sz.num_agents, row = (size_t)rt->sz.action_dim * 4u;
-    const size_t len = (size_t)rt->grp.g[rt->grp.of_agent[c->self]].action_dim * 4u;
-    return seer_check_in_row(rt, slot, src, len, ((size_t)c->inst_idx * A + c->self) * row,
-                             (size_t)rt->B * A * row);
-}
-
 /* A hook that wrote into its const input (compared with the original). */
 static int input_changed(seer_ctx *c, int hook, int slot, const unsigned char *copy,
                          const void *src)
@@ -769,7 +762,9 @@ int seer_check_run(seer_ctx *c, int hook, const seer_hook_args *a)
     const int in_slot = hook == SEER_HOOK_ACT ? SEER_IN_ACTION
                         : hook == SEER_HOOK_HANDLE ? SEER_IN_PAYLOAD
                                                    : -1;
-    const unsigned char *input = in_slot < 0 ? NULL : input_row(c, in_slot, a->cptr);
+    const unsigned char *input =
+        in_slot < 0 ? NULL : seer_check_in_copy(rt, in_slot, a->cptr, c->inst_idx, e);
+    const int had_err = c->w->err;
     arm(rt, in, hook, e);
     if (sigsetjmp(f.jb, 1) == 0) {
         f.armed = 1;
@@ -789,6 +784,11 @@ int seer_check_run(seer_ctx *c, int hook, const seer_hook_args *a)
     f.armed = 0;
     if (p)
         p->running = 0;
+    /* A breach is told before the handler's own failure, which may follow
+     * from it (a payload it wrote, then read): the error this call set is
+     * put aside while the breaches are looked for, and back if none is. */
+    const int own_err = had_err ? 0 : c->w->err;
+    c->w->err = had_err;
     if (!f.region && pad_breach(c, hook, &f))
         return SEER_E_ISOLATION;
     if (!f.region && input && input_changed(c, hook, in_slot, input, a->cptr))
@@ -797,6 +797,8 @@ int seer_check_run(seer_ctx *c, int hook, const seer_hook_args *a)
         report_fault(c, hook, &f);
         return SEER_E_ISOLATION;
     }
+    if (!f.foreign && own_err)
+        c->w->err = own_err;
     if (f.foreign) {
         char who[256];
         doing(c, hook, who, sizeof who);

@@ -123,6 +123,7 @@ int seer_check_out_setup(seer_runtime *rt, size_t mask_bytes, size_t host_bytes)
 unsigned char *seer_check_out_row(seer_runtime *rt, int slot, size_t len, size_t host_at,
                                   size_t host_len)
 {
+    rt->check.out_len[slot] = len; /* <= the slot's: its span is the largest's */
     rt->check.out_host_at[slot] = host_at;
     rt->check.out_host_len[slot] = host_len;
     unsigned char *p = rt->check.out_map + rt->check.out_at[slot];
@@ -147,6 +148,18 @@ const unsigned char *seer_check_in_row(seer_runtime *rt, int slot, const void *s
     unsigned char *p = rt->check.out_map + rt->check.out_at[slot] + row_off(rt, slot);
     memcpy(p, src, len);
     return p;
+}
+
+const unsigned char *seer_check_in_copy(seer_runtime *rt, int slot, const void *src,
+                                        uint32_t inst, uint32_t agent)
+{
+    if (slot == SEER_IN_PAYLOAD)
+        return seer_check_in_row(rt, slot, src, rt->sz.payload_size, 0, rt->sz.payload_size);
+    /* the agent's group's action; the host's rows are the largest group's */
+    const size_t A = rt->sz.num_agents, row = (size_t)rt->sz.action_dim * 4u;
+    const size_t len = (size_t)rt->grp.g[rt->grp.of_agent[agent]].action_dim * 4u;
+    return seer_check_in_row(rt, slot, src, len, ((size_t)inst * A + agent) * row,
+                             (size_t)rt->B * A * row);
 }
 
 size_t seer_check_guard_find(const unsigned char *p, size_t n)

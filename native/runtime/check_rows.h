@@ -49,7 +49,8 @@ void seer_check_region_free(void *p, size_t bytes);
  * by seer_check_teardown. */
 int seer_check_out_setup(struct seer_runtime *rt, size_t mask_bytes, size_t host_bytes);
 /* Slot `slot`'s row, its `len` bytes zeroed and its guard bytes set (the
- * host, around one checked call; len <= the slot's out_len); the row it
+ * host, around one checked call; len at most the slot's, the largest
+ * group's: the slot's out_len is the call's from here on); the row it
  * stands for lies at byte `host_at` of a host buffer of `host_len` bytes. */
 unsigned char *seer_check_out_row(struct seer_runtime *rt, int slot, size_t len, size_t host_at,
                                   size_t host_len);
@@ -60,6 +61,12 @@ unsigned char *seer_check_out_row(struct seer_runtime *rt, int slot, size_t len,
  * `host_len` bytes. */
 const unsigned char *seer_check_in_row(struct seer_runtime *rt, int slot, const void *src,
                                        size_t len, size_t host_at, size_t host_len);
+/* The copy act (SEER_IN_ACTION: agent `agent` of instance `inst`) or handle
+ * (SEER_IN_PAYLOAD) gets of its input `src` (seer_check_in_row): the
+ * agent's group's action, where it lies in the host's action buffer; the
+ * payload's payload_size bytes. */
+const unsigned char *seer_check_in_copy(struct seer_runtime *rt, int slot, const void *src,
+                                        uint32_t inst, uint32_t agent);
 /* The offset past the row of slot `slot` (of `len` bytes) of the first
  * guard byte a hook changed, or SIZE_MAX where none. */
 size_t seer_check_out_guard(const struct seer_runtime *rt, int slot, size_t len);

@@ -138,6 +138,19 @@ static void check_mask_call(seer_ctx *c, uint8_t *row, uint32_t a)
     uint8_t *copy = seer_check_out_row(rt, SEER_OUT_MASK, bytes, 0, bytes); /* all of it */
     memcpy(copy, rt->buf.mask, bytes);
     (void)seer_check_run(c, SEER_HOOK_MASK, &(seer_hook_args){.type = a, .entity = copy + own});
+    /* its own row's bytes past its group's choices (a smaller group's row
+     * is padded to mask_dim): as they were */
+    const seer_rt_group *g = &rt->grp.g[rt->grp.of_agent[a]];
+    for (size_t k = own + g->mask_len; k < own + rt->sz.mask_dim && !c->w->err; k++)
+        if (copy[k] != rt->buf.mask[k])
+            seer_worker_error_local(
+                c->w, SEER_E_ISOLATION,
+                "contract violation (isolation) in model '%s': action_mask for agent %u of "
+                "instance %u wrote byte %zu of its mask row, past its group's %u choices "
+                "(group '%s'; rows are padded to the largest group's mask_dim=%u bytes): a "
+                "mask hook writes only its own group's choices",
+                rt->model->name, a, c->inst_idx, k - own, g->mask_len, g->name,
+                rt->sz.mask_dim);
     for (size_t k = 0; k < bytes && !c->w->err; k++) {
         if (k == own) {
             k += rt->sz.mask_dim - 1;
@@ -193,8 +206,11 @@ static void check_observe_call(seer_ctx *c, uint32_t a, const seer_output *out)
 {
     seer_runtime *rt = c->rt;
     const seer_sizes *sz = &rt->sz;
-    const size_t len[5] = {sz->obs_dim * sizeof(float), sz->info_dim * sizeof(double),
+    /* the agent's group's rows (the host's are the largest group's) */
+    const seer_rt_group *g = &rt->grp.g[rt->grp.of_agent[a]];
+    const size_t len[5] = {g->obs_dim * sizeof(float), g->info_dim * sizeof(double),
                            sizeof(float), 1, 1};
+    const size_t full[2] = {sz->obs_dim * sizeof(float), sz->info_dim * sizeof(double)};
     static const char *const what[5] = {"obs", "info", "reward", "terminated", "truncated"};
     /* where each row lies in the host's buffer: a write past it that a
      * plain run would make past the buffer's end (seer_check_out_far) is
@@ -226,8 +242,11 @@ static void check_observe_call(seer_ctx *c, uint32_t a, const seer_output *out)
             "observe writes only its own agent's obs[0..obs_dim-1] (obs_dim=%u), "
             "*reward, *terminated, *truncated and info[0..info_dim-1] (info_dim=%u); "
             "%s",
-            rt->model->name, a, c->inst_idx, b, what[k], len[k], sz->obs_dim, sz->info_dim,
-            seer_check_out_far(rt, SEER_OUT_OBS + k, 1, b)
+            rt->model->name, a, c->inst_idx, b, what[k], len[k], g->obs_dim, g->info_dim,
+            k < 2 && len[k] + b < full[k]
+                ? "a plain run writes it into its row's padding (the largest group's row "
+                  "is longer)"
+            : seer_check_out_far(rt, SEER_OUT_OBS + k, 1, b)
                 ? "past the last row: a plain run writes into memory that is not the model's"
                 : "a plain run writes it into another agent's row");
     }

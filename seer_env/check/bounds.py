@@ -153,9 +153,11 @@ def bounds_findings(native: Any, config: Mapping[str, Any], run: Any,
     # zeroes them; a nonzero value there is observe writing past its row)
     obs_lo = np.broadcast_to(lo1, (sizes.num_agents, sizes.obs_dim)).copy()
     obs_hi = np.broadcast_to(hi1, (sizes.num_agents, sizes.obs_dim)).copy()
+    gdim = np.full(sizes.num_agents, sizes.obs_dim)  # each agent's group's obs_dim
     if sizes.num_groups > 1:
         obs_lo[:], obs_hi[:] = 0.0, 0.0
         for gi, g in enumerate(sizes.groups):
+            gdim[g.first:g.first + g.count] = g.obs_dim
             glo, ghi = native.group_bounds(buf, sizes, gi)
             obs_lo[g.first:g.first + g.count, :g.obs_dim] = glo
             obs_hi[g.first:g.first + g.count, :g.obs_dim] = ghi
@@ -190,6 +192,9 @@ def bounds_findings(native: Any, config: Mapping[str, Any], run: Any,
                         if v < obs_lo[a, j]
                         else f"above the declared high bound {_f(obs_hi[a, j])}")
                 first["obs-bounds"].add(int(out.sum()), (
+                    f"step {k}, instance {i}, agent {agent(a)}, obs[{j}] = {_f(v)} is past its "
+                    f"group's obs_dim={int(gdim[a])}, in the padding of its row, which stays 0 "
+                    "(observe wrote past its row)" if j >= gdim[a] else
                     f"step {k}, instance {i}, agent {agent(a)}, obs[{j}] = {_f(v)} is {side} "
                     f"(declared {_bound_text(obs_lo[a, j], obs_hi[a, j])})"))
         # rewards and infos of the observed agents

@@ -45,7 +45,10 @@ enum rogue2_mode {
                             agent's action in a plain run                       */
     R2_PAYLOAD_PAST = 20, /* handle reads the byte past its payload_size bytes  */
     R2_ACTION_WRITE = 21, /* act writes its (const) action                       */
-    R2_MODES = 22
+    R2_PAYLOAD_WRITE_FAIL = 22, /* handle writes its (const) payload, then fails
+                                   (seer_fail_step) on what it read back       */
+    R2_RECORD_PAST = 23, /* publish writes the byte past its own 8-byte record  */
+    R2_MODES = 24
 };
 
 typedef struct rogue2_config {
@@ -159,6 +162,13 @@ static int rogue2_handle(seer_ctx *ctx, void *entity, uint32_t type, const void 
         if (c->mode == R2_PAYLOAD_PAST && seer_self(ctx) == c->culprit &&
             seer_step_index(ctx) == c->at_step)
             st->value += (double)((const volatile unsigned char *)payload)[8];
+        if (c->mode == R2_PAYLOAD_WRITE_FAIL && seer_self(ctx) == c->culprit &&
+            seer_step_index(ctx) == c->at_step) {
+            volatile unsigned char *w = (volatile unsigned char *)(uintptr_t)payload;
+            w[0] = (unsigned char)(w[0] + 1);
+            if (w[0] != 0)
+                return seer_fail_step(ctx, "rogue2: a payload byte it changed reads wrong");
+        }
         return SEER_OK;
     }
     st->ticks++;
@@ -225,6 +235,9 @@ static void rogue2_publish(seer_ctx *ctx, const void *entity, void *record)
     if (c->mode == R2_BEFORE_RECORD && seer_self(ctx) == c->culprit &&
         seer_step_index(ctx) == c->at_step)
         ((volatile unsigned char *)record)[-1] = 0x5A;
+    if (c->mode == R2_RECORD_PAST && seer_self(ctx) == c->culprit &&
+        seer_step_index(ctx) == c->at_step)
+        ((volatile unsigned char *)record)[sizeof(rogue2_record)] = 0x5A;
 }
 
 static void rogue2_boundary(seer_ctx *ctx, void *instance_data)
