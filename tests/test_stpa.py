@@ -4252,3 +4252,35 @@ def test_a_budget_lowered_after_the_env_was_made_bounds_the_choice() -> None:
     finally:
         budget.set_thread_budget(None)
     assert st.cores == usable_cpus() and st.budget_note == ""
+
+
+def test_a_budget_lowered_below_the_running_pool_re_probes_every_pool_within_it(
+        monkeypatch) -> None:
+    """8 cores, a pool of 8 chosen, then a budget of 4: the re-probe timed the
+    running choice's neighbours within the budget, the one-thread candidates
+    alone, and left the pools of 2 to 4 out."""
+    from seer_env import budget
+    from seer_env.budget import ThreadBudget
+    from seer_env.stpa import controller
+
+    rt = _FakeRuntime()
+    rt.scales = True
+    rt.budget = ThreadBudget(threads=8, cpus=8)
+    st = _fake_stpa(rt, cores=None)
+    for _ in range(400):
+        rt.step(st)
+        if st.decision is not None:
+            break
+    assert st.executor == "parallel" and st.threads > 4, st.reason
+    monkeypatch.setattr(controller, "thread_budget",
+                        lambda: ThreadBudget(threads=4, cpus=8, cap=4, cap_source="a test"))
+    budget.lease.forget()
+    for _ in range(400):
+        rt.step(st)
+        if "the thread budget changed" in [d.trigger for d in st.history]:
+            break
+    triggers = [d.trigger for d in st.history]
+    at = triggers.index("the thread budget changed")
+    assert st.history[at].candidate == controller.Candidate("parallel", 4), \
+        st.history[at].reason
+    assert st.history[at].medians_ns.keys() >= {"parallel-2", "parallel-3", "parallel-4"}

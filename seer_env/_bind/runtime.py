@@ -565,7 +565,8 @@ class Runtime:
             try:
                 return int(fn(h, *args))
             finally:
-                solo.pop()
+                if solo:  # emptied by a fork inside the call (a signal handler's)
+                    solo.pop()
         got = _lease.take(n)
         try:
             cap = 0 if got >= n else got

@@ -324,6 +324,10 @@ class Stpa(_Running):
                 b = thread_budget()
                 self._cores = b.threads
                 self._budget_note = b.describe() if b.binding != "cpus" else ""
+                if self.decisions.cache is not None:  # decisions under it: its own key
+                    with contextlib.suppress(Exception):
+                        self.decisions.cache_key = DecisionCache.key(
+                            self.rt, self.max_threads, self._cores, self.caches)
         return self._cores
 
     @property

@@ -692,7 +692,11 @@ class Monitor:
         assert prober.features is not None and decision is not None
         pr = Probe(why, host.reprobe_rounds, mark=(s["events"], s["steps"]),
                    sustained=dict(sustained or {}), sustained_iter=dict(sustained_iter or {}))
-        pr.candidates = neighbours(decision.candidate, prober.candidates(host))
+        allowed = prober.candidates(host)
+        # a running pool the budget no longer allows: every candidate within
+        # it (its neighbours would be the one-thread ones alone)
+        pr.candidates = (neighbours(decision.candidate, allowed)
+                         if decision.candidate in allowed else allowed)
         running = self.running_ns
         base = self.baseline
         if running is not None and base is not None and base.events_per_step > 0:
