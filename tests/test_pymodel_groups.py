@@ -7,6 +7,7 @@ tests, and its broken declarations are refused with the C model's messages."""
 from __future__ import annotations
 
 import importlib.util
+import re
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -367,3 +368,101 @@ def test_a_model_without_groups_may_have_multi_discrete_actions_and_masks(
                                                                        "action_dim=0"))
     with pytest.raises(ConfigError, match="action_dim=0 must be an int >= 1"):
         seer_env.sdk.load(other, build=False).interpreted().native.describe({})
+
+
+# -- a mixed model whose configuration may have no groups ----------------------------------
+
+_MIXED_OPT = '''
+import numpy as np
+from seer_env import pymodel as seer
+
+MODEL = seer.declare(__name__, params=[seer.param("groups", np.uint32, 0, lo=0, hi=2),
+                                       seer.param("kind", np.uint32, 0, lo=0, hi=1)],
+                     state=np.dtype([("last", np.float64)]), actions="mixed")
+
+
+@MODEL.describe
+def describe(c):
+    kind = None if int(c.groups) else ("discrete", "box")[int(c.kind)]
+    return seer.Sizes(num_entities=4, num_agents=4, obs_dim=0 if int(c.groups) else 1,
+                      action_n=4, action_dim=1 if int(c.kind) == 0 else 2, action_low=-1.0,
+                      action_high=1.0, lookahead=0.5, step_duration=1.0,
+                      num_groups=int(c.groups), action_kind=kind)
+
+
+@MODEL.group
+def group(c, g):
+    if g == 0:
+        return seer.Group(name="left", count=2, obs_dim=1, action_kind="discrete",
+                          action_n=3)
+    return seer.Group(name="right", count=2, obs_dim=1, action_kind="box", action_dim=2,
+                      action_low=-1.0, action_high=1.0)
+
+
+@MODEL.act
+def act(ctx, st, action):
+    st.last = action[0]
+
+
+@MODEL.handle
+def handle(ctx, st, event_type, payload):
+    pass
+
+
+@MODEL.observe
+def observe(ctx, agent, out):
+    out.obs[0] = seer.entity_state(ctx, agent).last
+'''
+
+
+@pytest.mark.parametrize("jit", JIT)
+def test_a_mixed_model_without_groups_in_a_configuration_says_its_action_kind(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jit: bool) -> None:
+    """actions="mixed" with a group hook and num_groups=0 (one group of the
+    sizes, as a C model may): it was refused ("actions='mixed' is for a model
+    with groups"), with no way to say the one group's kind."""
+    import gymnasium
+    monkeypatch.setenv("SEER_ENV_CACHE", str(tmp_path / "cache"))
+    folder = tmp_path / f"mixed_opt_{'jit' if jit else 'py'}"
+    folder.mkdir()
+    (folder / "__init__.py").write_text(textwrap.dedent(_MIXED_OPT))
+    model = seer_env.sdk.load(folder, build=False)
+    if not jit:
+        model = model.interpreted()
+    spaces = {}
+    for cfg in ({"groups": 0, "kind": 0}, {"groups": 0, "kind": 1}, {"groups": 2}):
+        env = model.parallel_env(**cfg)
+        env.reset(seed=0)
+        env.step({a: env.action_space(a).sample() for a in env.agents})
+        spaces[tuple(cfg.values())] = [env.action_space(a) for a in env.possible_agents]
+        env.close()
+    assert spaces[(0, 0)] == [gymnasium.spaces.Discrete(4)] * 4
+    assert all(isinstance(s, gymnasium.spaces.Box) and s.shape == (2,)
+               for s in spaces[(0, 1)])
+    assert [type(s).__name__ for s in spaces[(2,)]] == ["Discrete"] * 2 + ["Box"] * 2
+    bad = tmp_path / f"{folder.name}_bad"
+    bad.mkdir()
+    (bad / "__init__.py").write_text(textwrap.dedent(_MIXED_OPT).replace(
+        'kind = None if int(c.groups) else ("discrete", "box")[int(c.kind)]', "kind = None"))
+    with pytest.raises(ConfigError, match="actions='mixed' without groups .*give the one "
+                                          "group's action_kind"):
+        seer_env.sdk.load(bad, build=False).interpreted().native.describe({})
+
+
+@pytest.mark.parametrize("bad,said", [("count=-1", "count=-1 must be an int in [0, 4294967296)"),
+                                      ("count=2.5", "count=2.5 must be an int"),
+                                      ("count=None", "count=None must be an int")])
+def test_a_group_field_that_is_no_whole_number_is_named(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bad: str, said: str) -> None:
+    """A Group whose count (or another size) is no whole number: the error was
+    cffi's ("can't convert negative number to unsigned", "the group hook
+    raised TypeError: an integer is required"), naming neither the field nor
+    its value."""
+    monkeypatch.setenv("SEER_ENV_CACHE", str(tmp_path / "cache"))
+    folder = tmp_path / f"mixed_bad_group_{bad.split('=')[1].replace('-', 'm').replace('.', '_')}"
+    folder.mkdir()
+    (folder / "__init__.py").write_text(textwrap.dedent(_MIXED_OPT).replace(
+        'name="left", count=2', f'name="left", {bad}'))
+    model = seer_env.sdk.load(folder, build=False).interpreted()
+    with pytest.raises(ConfigError, match=re.escape(f"group 0: {said}")):
+        model.native.describe({"groups": 2})

@@ -260,18 +260,26 @@ def group_hook(config_dtype: np.dtype, group: Callable[[np.ndarray, int], GroupS
             if x.action_kind not in _ACTION_KINDS:
                 raise ConfigError(f"action_kind={x.action_kind!r} must be one of "
                                   f"{', '.join(map(repr, _ACTION_KINDS))}")
+            # its whole numbers, each named where it is none (cffi's own
+            # errors named neither the field nor the value)
+            for f, hi in (("count", 2**32), ("obs_dim", 2**32), ("action_dim", 2**32),
+                          ("info_dim", 2**32), ("action_n", 2**31)):
+                v = getattr(x, f)
+                if isinstance(v, (bool, float)) or not isinstance(v, (int, np.integer)) or \
+                        not 0 <= int(v) < hi:
+                    raise ConfigError(f"{f}={v!r} must be an int in [0, {hi})")
             info = tuple(str(n) for n in x.info_names)
             if info and len(info) != x.info_dim:
                 raise ConfigError(f"info_dim={x.info_dim} but {len(info)} info_names")
             out.name = cstr(str(x.name))
-            out.count = x.count
-            out.obs_dim = x.obs_dim
+            out.count = int(x.count)
+            out.obs_dim = int(x.obs_dim)
             out.action_kind = getattr(lib, _ACTION_KINDS[x.action_kind])
-            out.action_dim = x.action_dim
-            out.action_n = x.action_n
+            out.action_dim = int(x.action_dim)
+            out.action_n = int(x.action_n)
             out.action_low = float(x.action_low)
             out.action_high = float(x.action_high)
-            out.info_dim = x.info_dim
+            out.info_dim = int(x.info_dim)
             out.info_names = names(info)
             return 0
         except BaseException as exc:

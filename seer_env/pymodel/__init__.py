@@ -264,7 +264,11 @@ class Sizes:
     A model with agent groups (a ``group`` hook) sets ``num_groups`` (>= 1;
     0: no groups, as before) and leaves the observation, action and info
     sizes out (``obs_dim=0``): each [`Group`][seer_env.pymodel.Group] gives its own, and the
-    runtime sets these members to the largest group's.
+    runtime sets these members to the largest group's.  A model declared
+    ``actions="mixed"`` whose configuration has no groups (``num_groups=0``)
+    says which kind its one group's actions are with ``action_kind``
+    (``"discrete"``, ``"multi_discrete"`` or ``"box"``); other models leave it
+    out (their declaration says).
     """
 
     num_entities: int
@@ -284,6 +288,7 @@ class Sizes:
     snapshot_size: int | None = None
     instance_size: int | None = None
     num_groups: int = 0
+    action_kind: str | None = None
 
 
 @dataclass(frozen=True)

@@ -567,17 +567,30 @@ def _fill_sizes(model: PythonModel, sz: Sizes, out: Any) -> None:
             not 0 <= int(ng) < 2**32:
         raise ConfigError(f"num_groups={ng!r} must be an int >= 0")
     out.num_groups = int(ng)
+    # the one group's action kind: the declaration's; a mixed model's without
+    # groups says it (Sizes.action_kind)
+    kind, given = model.spec.actions, sz.action_kind
     if grouped(model, sz):
-        pass  # each group gives its actions (the runtime sets the members to group 0's)
-    elif model.spec.actions == "mixed":
-        raise ConfigError("actions='mixed' is for a model with groups of different action "
-                          "kinds (a group hook and num_groups >= 1)")
-    elif model.spec.actions == "multi_discrete":
+        kind = ""  # each group gives its actions (the runtime sets the members to group 0's)
+    elif given is not None and given != kind and (kind != "mixed"
+                                                  or given not in ACTION_KINDS):
+        raise ConfigError(f"action_kind={given!r}: " + (
+            f"one of {', '.join(map(repr, ACTION_KINDS))}" if kind == "mixed" else
+            f"the model declares actions={kind!r} (leave action_kind out)"))
+    elif kind == "mixed":
+        if given is None:
+            raise ConfigError("actions='mixed' without groups (num_groups=0): give the one "
+                              "group's action_kind in Sizes ('discrete', 'multi_discrete' "
+                              "or 'box')")
+        kind = given
+    if not kind:
+        pass
+    elif kind == "multi_discrete":
         if not isinstance(sz.action_dim, (int, np.integer)) or sz.action_dim < 1:
             raise ConfigError(f"action_dim={sz.action_dim!r} must be an int >= 1 (the "
                               "components of a multi-discrete action)")
         out.action_kind = "multi_discrete"
-    elif model.spec.actions == "discrete":
+    elif kind == "discrete":
         if not isinstance(sz.action_n, (int, np.integer)) or not 1 <= sz.action_n < 2**31:
             raise ConfigError(f"action_n={sz.action_n!r} must be an int >= 1 (discrete actions)")
         if sz.action_dim != 1:
