@@ -472,13 +472,15 @@ def test_a_write_far_from_an_output_row_is_caught_and_named(mode: int, fragment:
           "(4 bytes): act reads only its own agent's action[0..action_dim-1] (action_dim=1); "
           "a plain run reads another agent's action"]),
     (20, ["handle for entity 1 of instance 0 (event type 1, PING, at t=2.",
-          "read byte 0 past the end of its payload (payload_size=8 bytes)",
+          "read byte 8 past the end of its payload (payload_size=8 bytes)",
           "a plain run reads memory that is not the model's"]),
     (21, ["act for agent 1 of instance 0 (t=2) wrote byte 0 of its action (4 bytes): the "
           "action is const"]),
     # the handler's own failure that followed was reported instead
     (22, ["handle for entity 1 of instance 0 (event type 1, PING, at t=2.",
           "wrote byte 0 of its payload (8 bytes): the payload is const"]),
+    (24, ["act for agent 1 of instance 0 (t=2) wrote byte 1 before the start of its action "
+          "(4 bytes)", "a plain run writes another agent's action"]),
 ])
 def test_a_handler_reading_past_or_writing_its_input_is_caught(
         mode: int, fragments: list[str]) -> None:
@@ -489,18 +491,28 @@ def test_a_handler_reading_past_or_writing_its_input_is_caught(
     report = check(ROGUE2, {"mode": mode, "culprit": 1, "at_step": 2}, progress=False)
     found = [(f.rule, f.pass_name) for f in report.findings]
     assert found[0] == ("input-row", "isolation"), str(report)
-    # mode 22's plain runs fail in its handler, as the model says they do
-    assert mode == 22 or found == [("input-row", "isolation")], str(report)
+    # mode 22's plain runs fail in its handler, as the model says they do;
+    # mode 24's change the previous agent's action, which the orders see
+    assert mode in (22, 24) or found == [("input-row", "isolation")], str(report)
     finding = report.findings[0]
     for frag in fragments:
         assert frag in finding.message, (frag, finding.message)
     assert finding.fix == FIXES["input-row"]
     # a read of another agent's action or a write of the own one: a plain
     # run stays in the model's memory, and the other passes run
-    if mode == 22:  # the plain runs fail in the handler, as the model says
+    if mode in (22, 24):  # the plain runs fail, or differ, as the model makes them
         return
     ran = {p.name for p in report.passes if p.runs > 0}
     assert (ran == {"isolation"}) == (mode == 20), [(p.name, p.status) for p in report.passes]
+
+
+def test_a_checked_handlers_payload_is_as_aligned_as_a_plain_runs() -> None:
+    """An event record's payload is 16-byte aligned; the checking mode's copy
+    ended flush with a page, at payload_size's own alignment: a handler
+    loading a 16-byte-aligned struct from it faulted (reported as a NULL
+    pointer, every other pass skipped)."""
+    report = check(ROGUE2, {"mode": 25}, progress=False)
+    assert report.ok, str(report)
 
 
 @pytest.mark.parametrize("bad,fragment", [

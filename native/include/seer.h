@@ -140,13 +140,14 @@ typedef struct seer_sizes {
                                 (0: unknown); the runtime refuses a
                                 configuration whose states and events cannot
                                 fit in memory                                 */
-    uint32_t num_groups;     /* agent groups: 0 or 1 for one group described
-                                by the members above; > 1: the model's `group`
-                                hook describes each, and the runtime sets
-                                obs_dim, action_dim and info_dim to the
-                                largest group's (the stride of the host
-                                buffers' agent rows) and action_kind, action_n
-                                and the bounds to group 0's                   */
+    uint32_t num_groups;     /* agent groups: 0 for one group described by
+                                the members above (1 too, for a model without
+                                a `group` hook); >= 1 with the hook: it
+                                describes each (1: one group it names), and
+                                the runtime sets obs_dim, action_dim and
+                                info_dim to the largest group's (the stride of
+                                the host buffers' agent rows) and action_kind,
+                                action_n and the bounds to group 0's          */
     uint32_t mask_dim;       /* set by the runtime, not by describe: bytes of
                                 one agent's action mask row (the largest
                                 group's: action_n for discrete, the sum of nvec

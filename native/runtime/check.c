@@ -11,6 +11,7 @@
  *   boundary         read             -          read            rw         read
  *   observe, state   read             -          read            read       read
  *   publish          read             -          own record rw   read       read
+ * (act's action, handle's payload and the output rows are copies: check_rows.h)
  *
  * For that, every entity state and snapshot record of a checked runtime has
  * pages of its own.  A protected access raises SIGSEGV; the handler below
@@ -713,21 +714,28 @@ static int input_changed(seer_ctx *c, int hook, int slot, const unsigned char *c
     const seer_runtime *rt = c->rt;
     const size_t len = rt->check.out_len[slot];
     const unsigned char *orig = src;
+    char who[256], what[512];
     size_t b = 0;
     while (b < len && copy[b] == orig[b])
         b++;
-    if (b == len)
+    int past;
+    const size_t d = b < len ? 0 : seer_check_in_guard(rt, slot, &past);
+    if (b < len) /* within it */
+        snprintf(what, sizeof what, "wrote byte %zu of its %s (%zu bytes): %s", b,
+                 slot == SEER_IN_ACTION ? "action" : "payload", len,
+                 slot == SEER_IN_ACTION
+                     ? "the action is const (a plain run changes the caller's action buffer)"
+                     : "the payload is const (keep what the handler computes in its state)");
+    else if (d != SIZE_MAX) /* just before or past it (the fence catches the rest) */
+        seer_check_output_text(rt, slot, slot,
+                               past ? (uintptr_t)copy + len + d : (uintptr_t)copy - d, 1,
+                               "wrote", what, sizeof what);
+    else
         return 0;
-    char who[256];
     doing(c, hook, who, sizeof who);
-    seer_worker_error_local(
-        c->w, SEER_E_ISOLATION,
-        "contract violation (isolation) in model '%s': %s wrote byte %zu of its %s (%zu "
-        "bytes): %s",
-        rt->model->name, who, b, slot == SEER_IN_ACTION ? "action" : "payload", len,
-        slot == SEER_IN_ACTION
-            ? "the action is const (a plain run changes the caller's action buffer)"
-            : "the payload is const (keep what the handler computes in its entity's state)");
+    seer_worker_error_local(c->w, SEER_E_ISOLATION,
+                            "contract violation (isolation) in model '%s': %s %s",
+                            rt->model->name, who, what);
     return 1;
 }
 

@@ -1,8 +1,9 @@
 /*
  * check_rows.c -- the checking mode's fenced memory (SEER_CHECK_ISOLATE;
  * see check.c): the regions of an instance (entity states, snapshot
- * records, instance data) and the output rows a handler writes (observe's,
- * global_state's, the action masks) lie in pages of their own between
+ * records, instance data), the output rows a handler writes (observe's,
+ * global_state's, the action masks) and the inputs it reads (act's action,
+ * handle's payload) lie in pages of their own between
  * PROT_NONE fences, so that a write past a region or row (the last
  * entity's state, an agent's index times obs_dim) faults and is named by
  * check.c's SIGSEGV handler, instead of landing in memory no check sees.
@@ -133,10 +134,23 @@ unsigned char *seer_check_out_row(seer_runtime *rt, int slot, size_t len, size_t
 }
 
 /* Where slot s's row starts in its slot: an output's at the start, an
- * input's so that it ends at the slot's end. */
+ * input's so that it ends at the slot's end, as aligned as a plain run's
+ * (a payload at 16 bytes, as an event record's: its last 15 bytes at most
+ * lie before the fence; an action at its 4-byte values). */
 static size_t row_off(const seer_runtime *rt, int s)
 {
-    return s >= SEER_IN_ACTION ? rt->check.out_span[s] - rt->check.out_len[s] : 0;
+    if (s < SEER_IN_ACTION)
+        return 0;
+    return rt->check.out_span[s] -
+           seer_round_up(rt->check.out_len[s], s == SEER_IN_PAYLOAD ? 16 : 4);
+}
+
+/* An input slot's guard bytes: at most SEER_GUARD_BYTES before its row,
+ * [*lo, row), and the tail after it to the slot's end. */
+static size_t in_guard_lo(const seer_runtime *rt, int slot)
+{
+    const size_t off = row_off(rt, slot);
+    return off < SEER_GUARD_BYTES ? 0 : off - SEER_GUARD_BYTES;
 }
 
 const unsigned char *seer_check_in_row(seer_runtime *rt, int slot, const void *src, size_t len,
@@ -145,9 +159,28 @@ const unsigned char *seer_check_in_row(seer_runtime *rt, int slot, const void *s
     rt->check.out_len[slot] = len; /* <= the slot's: its span is the largest's */
     rt->check.out_host_at[slot] = host_at;
     rt->check.out_host_len[slot] = host_len;
-    unsigned char *p = rt->check.out_map + rt->check.out_at[slot] + row_off(rt, slot);
-    memcpy(p, src, len);
-    return p;
+    unsigned char *base = rt->check.out_map + rt->check.out_at[slot];
+    const size_t off = row_off(rt, slot), lo = in_guard_lo(rt, slot);
+    memset(base + lo, SEER_GUARD_BYTE, off - lo);
+    memcpy(base + off, src, len);
+    memset(base + off + len, SEER_GUARD_BYTE, rt->check.out_span[slot] - off - len);
+    return base + off;
+}
+
+size_t seer_check_in_guard(const seer_runtime *rt, int slot, int *past)
+{
+    const unsigned char *base = rt->check.out_map + rt->check.out_at[slot];
+    const size_t off = row_off(rt, slot), lo = in_guard_lo(rt, slot);
+    const size_t end = off + rt->check.out_len[slot];
+    /* before the row: the nearest changed byte is the one to name */
+    for (size_t j = off; j > lo; j--)
+        if (base[j - 1] != SEER_GUARD_BYTE) {
+            *past = 0;
+            return off - (j - 1);
+        }
+    const size_t b = seer_check_guard_find(base + end, rt->check.out_span[slot] - end);
+    *past = 1;
+    return b;
 }
 
 const unsigned char *seer_check_in_copy(seer_runtime *rt, int slot, const void *src,

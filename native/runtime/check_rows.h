@@ -61,6 +61,11 @@ unsigned char *seer_check_out_row(struct seer_runtime *rt, int slot, size_t len,
  * `host_len` bytes. */
 const unsigned char *seer_check_in_row(struct seer_runtime *rt, int slot, const void *src,
                                        size_t len, size_t host_at, size_t host_len);
+/* After the hook: how far from input slot `slot`'s row a guard byte it
+ * changed lies (*past 0: that many bytes before its start, 1 the one just
+ * before; *past 1: bytes past its end, 0 the first), or SIZE_MAX where
+ * none did. */
+size_t seer_check_in_guard(const struct seer_runtime *rt, int slot, int *past);
 /* The copy act (SEER_IN_ACTION: agent `agent` of instance `inst`) or handle
  * (SEER_IN_PAYLOAD) gets of its input `src` (seer_check_in_row): the
  * agent's group's action, where it lies in the host's action buffer; the

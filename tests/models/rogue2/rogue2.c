@@ -43,12 +43,19 @@ enum rogue2_mode {
                            element in a plain run                                */
     R2_ACTION_PAST = 19, /* act reads action[1], past its one value: the next
                             agent's action in a plain run                       */
-    R2_PAYLOAD_PAST = 20, /* handle reads the byte past its payload_size bytes  */
+    R2_PAYLOAD_PAST = 20, /* handle reads payload[16], past its payload_size (8)
+                             bytes and the record's 16-byte alignment           */
     R2_ACTION_WRITE = 21, /* act writes its (const) action                       */
     R2_PAYLOAD_WRITE_FAIL = 22, /* handle writes its (const) payload, then fails
                                    (seer_fail_step) on what it read back       */
     R2_RECORD_PAST = 23, /* publish writes the byte past its own 8-byte record  */
-    R2_MODES = 24
+    R2_ACTION_BEFORE = 24, /* act writes action[-1]: the previous agent's action
+                              in a plain run                                    */
+    R2_PAYLOAD_ALIGNED = 25, /* breaks nothing: handle fails where its payload is
+                                not 16-byte aligned, as a plain run's always is
+                                (event records are; a struct with 16-byte
+                                members may be loaded from it)                  */
+    R2_MODES = 26
 };
 
 typedef struct rogue2_config {
@@ -137,6 +144,8 @@ static int rogue2_act(seer_ctx *ctx, void *entity, const void *action)
             st->value += (double)((const volatile int32_t *)action)[1];
         if (c->mode == R2_ACTION_WRITE)
             *(volatile int32_t *)(uintptr_t)action = 0;
+        if (c->mode == R2_ACTION_BEFORE)
+            ((volatile int32_t *)(uintptr_t)action)[-1] = 2;
     }
     return seer_schedule(ctx, seer_self(ctx), seer_now(ctx) + 0.125 * (1 + st->last_action),
                          TICK, NULL, 0);
@@ -157,11 +166,13 @@ static int rogue2_handle(seer_ctx *ctx, void *entity, uint32_t type, const void 
     (void)size;
     const rogue2_config *c = seer_config(ctx);
     rogue2_state *st = entity;
+    if (c->mode == R2_PAYLOAD_ALIGNED && ((uintptr_t)payload & 15u) != 0)
+        return seer_fail_step(ctx, "rogue2: the payload is not 16-byte aligned");
     if (type == PING) {
         st->pings++;
         if (c->mode == R2_PAYLOAD_PAST && seer_self(ctx) == c->culprit &&
             seer_step_index(ctx) == c->at_step)
-            st->value += (double)((const volatile unsigned char *)payload)[8];
+            st->value += (double)((const volatile unsigned char *)payload)[16];
         if (c->mode == R2_PAYLOAD_WRITE_FAIL && seer_self(ctx) == c->culprit &&
             seer_step_index(ctx) == c->at_step) {
             volatile unsigned char *w = (volatile unsigned char *)(uintptr_t)payload;
