@@ -391,3 +391,30 @@ def test_the_api_cap_overrides_a_bad_variable(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setenv(budget.ENV_VAR, "abc")
     budget.set_thread_budget(1)
     assert budget.thread_budget().describe() == "1 thread: capped by set_thread_budget(1)"
+
+
+def test_a_ray_cap_follows_each_tasks_cpus_in_a_reused_worker(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ray reuses a worker process for tasks of other CPU counts: the cap the
+    first task's env set (1 CPU) stayed for a later task given 2 (its budget
+    1 thread, its reason "1 CPU(s) assigned to this env runner"), and for
+    code there that made no env at all.  A cap of ours now gives way to each
+    call's CPUs, and is lifted where Ray assigned none."""
+    from seer_env.adapters import rllib_config
+
+    if budget.usable_cpus() < 2:
+        pytest.skip("needs 2 usable cores")
+    monkeypatch.setattr(rllib_config, "_ray_worker_kind", lambda: "Ray task (num_cpus)")
+    for cpus, want in ((1.0, 1), (2.0, 2), (0.5, 1)):
+        monkeypatch.setattr(rllib_config, "ray_assigned_cpus", lambda c=cpus: c)
+        assert rllib_config.take_ray_cpus() == want
+        b = budget.thread_budget()
+        assert b.threads == want
+        if want == 1:
+            assert b.describe() == (f"1 thread: capped by Ray: {cpus:g} CPU(s) assigned to "
+                                    "this Ray task (num_cpus)")
+    monkeypatch.setattr(rllib_config, "ray_assigned_cpus", lambda: None)
+    assert rllib_config.take_ray_cpus() is None
+    assert budget.thread_budget().cap is None
+    budget.set_thread_budget(1)  # the user's own cap is not Ray's to lift
+    assert rllib_config.take_ray_cpus() is None and budget.thread_budget().cap == 1

@@ -102,7 +102,10 @@ def take_ray_cpus() -> int | None:
     CPUs, else None (nothing changed).  Every runtime of the runner's process
     then shares those CPUs: several envs per runner
     (``num_envs_per_env_runner``) and STPA's pools stay within what Ray
-    reserved, instead of each taking every core of the node.
+    reserved, instead of each taking every core of the node.  A cap it set
+    before in this process (another env of the runner, or an earlier task of
+    a Ray worker that Ray reuses) gives way to this call's CPUs, and is
+    lifted where Ray assigned none.
 
     ```python
     config.env_runners(num_env_runners=4, num_cpus_per_env_runner=2)
@@ -111,13 +114,34 @@ def take_ray_cpus() -> int | None:
     ```
     """
     cpus = ray_assigned_cpus()
+    now = thread_budget()
+    if now.cap is not None and now.cap_source.startswith(_RAY_SOURCE):
+        # a cap of ours from an earlier task of this (reused) Ray worker, or
+        # an earlier env of this runner: this call's CPUs decide
+        set_thread_budget(None)
+        now = thread_budget()
     if cpus is None:
         return None
     n = max(1, math.ceil(cpus - 1e-9))
-    now = thread_budget()
     if now.threads <= n:
         return now.threads
-    set_thread_budget(n, source=f"Ray: {cpus:g} CPU(s) assigned to this env runner "
-                                "(num_cpus_per_env_runner)")
+    set_thread_budget(n, source=f"{_RAY_SOURCE}{cpus:g} CPU(s) assigned to this "
+                                f"{_ray_worker_kind()}")
     return n
+
+
+#: how a cap `take_ray_cpus` set begins (`ThreadBudget.cap_source`)
+_RAY_SOURCE = "Ray: "
+
+
+def _ray_worker_kind() -> str:
+    """What this Ray worker is, for the budget's words: an actor (an env
+    runner) or a task."""
+    try:
+        import ray
+
+        actor = ray.get_runtime_context().get_actor_id()
+    except Exception:  # an older Ray
+        actor = "?"
+    return "env runner (num_cpus_per_env_runner)" if actor else "Ray task (num_cpus)"
 
