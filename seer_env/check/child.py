@@ -297,11 +297,18 @@ class _Worker:
         copy a model's fork() made is in it), whatever they are doing."""
         if self.proc is not None:
             # the group's id stays taken while any process is in it
+            pgid = self.proc.pid
             with contextlib.suppress(OSError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
+                os.killpg(pgid, signal.SIGKILL)
             with contextlib.suppress(OSError):
                 self.proc.kill()
             self.proc.wait()
+            # a copy a fork() made dies of the same SIGKILL, but on a busy
+            # machine a moment after its leader was reaped: gone when this
+            # returns (a caller that looks finds none), within 5 s
+            deadline = time.monotonic() + 5.0
+            while _group_alive(pgid) and time.monotonic() < deadline:
+                time.sleep(0.005)
         self._forget()
 
     def _forget(self) -> None:
@@ -347,6 +354,23 @@ def _release_reserve() -> None:
     for m in _RESERVE:
         m.close()
     _RESERVE.clear()
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether a process of group ``pgid`` is still running (zombies,
+    whose parent may never reap them, do not count)."""
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2:].split()  # after "pid (comm) "
+        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
+            return True
+    return False
 
 
 def _leave_if_forked(rec: _Record | None, hook: str | None = None, arg: int = 0) -> None:
